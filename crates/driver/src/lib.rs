@@ -1,0 +1,1 @@
+//! Command-line tools: dialect-opt, dialect-run and filecheck

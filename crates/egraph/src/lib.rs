@@ -1,0 +1,1 @@
+//! E-graph rewrite engine and fusion-group formation

@@ -1,0 +1,1 @@
+//! An LLVM-compatible FileCheck

@@ -1,0 +1,1 @@
+//! Importers for torch.export archives, FX text and TorchScript IR text

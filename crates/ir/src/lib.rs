@@ -1,0 +1,1 @@
+//! Core IR: context, operations, regions, blocks, values, types, attributes, text format, verifier

@@ -1,0 +1,1 @@
+//! Cranelift backend compiling fusion groups to native CPU kernels

@@ -1,0 +1,1 @@
+//! A lit test runner

@@ -1,0 +1,1 @@
+//! Pass manager, pipelines, analyses and instrumentation

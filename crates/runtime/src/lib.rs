@@ -1,0 +1,1 @@
+//! Tensors, kernels, the interpreter, the memory planner and the executor

@@ -1,0 +1,1 @@
+//! Generic passes and the ATen to Edge to Backend lowerings

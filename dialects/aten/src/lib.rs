@@ -1,0 +1,1 @@
+//! The aten dialect: ATen operators declared from schema strings

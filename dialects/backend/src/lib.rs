@@ -1,0 +1,1 @@
+//! The backend dialect: what backends execute

@@ -1,0 +1,1 @@
+//! The edge dialect: EXIR's functional, explicitly typed operator set

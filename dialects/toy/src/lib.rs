@@ -1,0 +1,1 @@
+//! A small example dialect showing how a user's dialect registers
