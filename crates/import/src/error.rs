@@ -1,0 +1,113 @@
+//! Errors of every reader in the crate.
+
+use std::fmt;
+use std::io;
+use std::path::PathBuf;
+
+/// A syntax error in a text format, with a 1-based line and column.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ParseError {
+    pub line: usize,
+    pub col: usize,
+    pub message: String,
+}
+
+impl ParseError {
+    pub(crate) fn new(line: usize, col: usize, message: impl Into<String>) -> ParseError {
+        ParseError {
+            line,
+            col,
+            message: message.into(),
+        }
+    }
+}
+
+impl fmt::Display for ParseError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}: {}", self.line, self.col, self.message)
+    }
+}
+
+impl std::error::Error for ParseError {}
+
+/// Everything that can go wrong while reading an input program.
+///
+/// Each variant that concerns a file names it, so that the message alone tells the user which
+/// input is broken and how.
+#[derive(Debug, thiserror::Error)]
+pub enum ImportError {
+    #[error("{}: cannot read: {source}", path.display())]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+    #[error("{}: not a readable zip archive (truncated or corrupt?): {reason}", path.display())]
+    NotZip { path: PathBuf, reason: String },
+    #[error("{}: archive has no `models/model.json`", path.display())]
+    MissingModelJson { path: PathBuf },
+    #[error("{}: archive holds more than one program: {entries:?}", path.display())]
+    AmbiguousModelJson { path: PathBuf, entries: Vec<String> },
+    #[error("{}: archive entry `{entry}` is missing", path.display())]
+    MissingEntry { path: PathBuf, entry: String },
+    #[error("{}: cannot read archive entry `{entry}`: {reason}", path.display())]
+    BadEntry {
+        path: PathBuf,
+        entry: String,
+        reason: String,
+    },
+    #[error("{}: {entry}:{line}:{column}: {message}", path.display())]
+    Json {
+        path: PathBuf,
+        entry: String,
+        line: usize,
+        column: usize,
+        message: String,
+    },
+    #[error(
+        "{}: unsupported export schema version {major}.{minor} (this reader supports 8.x)",
+        path.display()
+    )]
+    UnsupportedSchemaVersion {
+        path: PathBuf,
+        major: i64,
+        minor: i64,
+    },
+    #[error("{}: `{name}` is stored in `{entry}`, which the archive does not contain", path.display())]
+    WeightMissing {
+        path: PathBuf,
+        name: String,
+        entry: String,
+    },
+    #[error("{}: the graph signature uses `{name}`, but no payload config declares it", path.display())]
+    WeightUndeclared { path: PathBuf, name: String },
+    #[error(
+        "{}: `{name}` needs {needed} bytes but `{entry}` holds only {actual}",
+        path.display()
+    )]
+    WeightTooShort {
+        path: PathBuf,
+        name: String,
+        entry: String,
+        needed: u64,
+        actual: u64,
+    },
+    #[error("{}: `{name}`: {reason}", path.display())]
+    InvalidWeight {
+        path: PathBuf,
+        name: String,
+        reason: String,
+    },
+    #[error("{}: `{name}` is pickled; pickled payloads are never read", path.display())]
+    PickledPayload { path: PathBuf, name: String },
+    #[error("{}: duplicate name `{name}` in `{entry}`", path.display())]
+    DuplicateName {
+        path: PathBuf,
+        name: String,
+        entry: String,
+    },
+    #[error("{}: no weight or constant named `{name}`", path.display())]
+    UnknownWeight { path: PathBuf, name: String },
+    #[error("{}:{error}", path.display())]
+    Parse { path: PathBuf, error: ParseError },
+}
