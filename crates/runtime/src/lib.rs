@@ -1,1 +1,12 @@
-//! Tensors, kernels, the interpreter, the memory planner and the executor
+//! Tensors, kernels, the interpreter, the memory planner and the executor.
+//!
+//! `tensor` holds the strided tensor over shared storage, `value` the runtime values that flow
+//! between ops, `kernels` the interpreter kernels and their registry, `io` safetensors files.
+
+pub mod kernels;
+pub mod tensor;
+pub mod value;
+
+pub use kernels::{KernelFn, KernelRegistry, registry};
+pub use tensor::{Element, KernelError, Result, RuntimeError, Scalar, Storage, Tensor};
+pub use value::IValue;

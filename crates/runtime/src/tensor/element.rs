@@ -1,0 +1,347 @@
+//! Element types of tensors: the Rust type behind each `DType` and PyTorch's casting rules.
+//!
+//! Casting follows PyTorch on x86-64 CPUs:
+//! - to `bool`: `x != 0` (NaN is `true`);
+//! - float to integer truncates toward zero. Values that do not fit (and NaN) follow what the
+//!   x86 conversion instructions PyTorch compiles to produce: `i64` and `i32` get their minimum
+//!   value ("integer indefinite"); `i16`, `i8` and `u8` are converted through `i32` and keep its
+//!   low bits (so `300.0 → i8` is `44`, `-1.0 → u8` is `255`);
+//! - integer to narrower integer wraps (keeps the low bits);
+//! - to `f16`/`bf16`: round to nearest even.
+
+use half::{bf16, f16};
+use ir::DType;
+
+/// Truncates a float to `i64` the way x86's `cvttsd2si` does.
+#[inline(always)]
+pub fn f64_to_i64(v: f64) -> i64 {
+    // 2^63 is exactly representable; anything >= it or NaN is out of range.
+    if v.is_nan() || v >= 9.223_372_036_854_775_808e18 || v < -9.223_372_036_854_775_808e18 {
+        i64::MIN
+    } else {
+        v as i64
+    }
+}
+
+/// Truncates a float to `i32` the way x86's 32-bit `cvttsd2si` does.
+#[inline(always)]
+pub fn f64_to_i32(v: f64) -> i32 {
+    if v.is_nan() || v >= 2_147_483_648.0 || v <= -2_147_483_649.0 {
+        i32::MIN
+    } else {
+        v as i32
+    }
+}
+
+/// A Rust type that is the element type of some `DType`.
+pub trait Element: Copy + Send + Sync + PartialEq + Default + std::fmt::Debug + 'static {
+    const DTYPE: DType;
+    fn to_f64(self) -> f64;
+    fn from_f64(v: f64) -> Self;
+    fn to_f32(self) -> f32;
+    fn from_f32(v: f32) -> Self;
+    /// Integer value (floats truncate toward zero, bool is 0/1).
+    fn to_i64(self) -> i64;
+    /// From an integer: wraps for narrower integers, rounds for floats, `!= 0` for bool.
+    fn from_i64(v: i64) -> Self;
+    fn to_bool(self) -> bool;
+    fn from_bool(v: bool) -> Self;
+}
+
+macro_rules! int_element {
+    ($t:ty, $d:ident, $from_f64:expr) => {
+        impl Element for $t {
+            const DTYPE: DType = DType::$d;
+            #[inline(always)]
+            fn to_f64(self) -> f64 {
+                self as f64
+            }
+            #[inline(always)]
+            fn from_f64(v: f64) -> Self {
+                let f: fn(f64) -> $t = $from_f64;
+                f(v)
+            }
+            #[inline(always)]
+            fn to_f32(self) -> f32 {
+                self as f32
+            }
+            #[inline(always)]
+            fn from_f32(v: f32) -> Self {
+                Self::from_f64(v as f64)
+            }
+            #[inline(always)]
+            fn to_i64(self) -> i64 {
+                self as i64
+            }
+            #[inline(always)]
+            fn from_i64(v: i64) -> Self {
+                v as $t
+            }
+            #[inline(always)]
+            fn to_bool(self) -> bool {
+                self != 0
+            }
+            #[inline(always)]
+            fn from_bool(v: bool) -> Self {
+                v as $t
+            }
+        }
+    };
+}
+
+int_element!(u8, U8, |v| f64_to_i32(v) as u8);
+int_element!(i8, I8, |v| f64_to_i32(v) as i8);
+int_element!(i16, I16, |v| f64_to_i32(v) as i16);
+int_element!(i32, I32, f64_to_i32);
+int_element!(i64, I64, f64_to_i64);
+
+impl Element for bool {
+    const DTYPE: DType = DType::Bool;
+    #[inline(always)]
+    fn to_f64(self) -> f64 {
+        self as u8 as f64
+    }
+    #[inline(always)]
+    fn from_f64(v: f64) -> Self {
+        v != 0.0
+    }
+    #[inline(always)]
+    fn to_f32(self) -> f32 {
+        self as u8 as f32
+    }
+    #[inline(always)]
+    fn from_f32(v: f32) -> Self {
+        v != 0.0
+    }
+    #[inline(always)]
+    fn to_i64(self) -> i64 {
+        self as i64
+    }
+    #[inline(always)]
+    fn from_i64(v: i64) -> Self {
+        v != 0
+    }
+    #[inline(always)]
+    fn to_bool(self) -> bool {
+        self
+    }
+    #[inline(always)]
+    fn from_bool(v: bool) -> Self {
+        v
+    }
+}
+
+impl Element for f32 {
+    const DTYPE: DType = DType::F32;
+    #[inline(always)]
+    fn to_f64(self) -> f64 {
+        self as f64
+    }
+    #[inline(always)]
+    fn from_f64(v: f64) -> Self {
+        v as f32
+    }
+    #[inline(always)]
+    fn to_f32(self) -> f32 {
+        self
+    }
+    #[inline(always)]
+    fn from_f32(v: f32) -> Self {
+        v
+    }
+    #[inline(always)]
+    fn to_i64(self) -> i64 {
+        f64_to_i64(self as f64)
+    }
+    #[inline(always)]
+    fn from_i64(v: i64) -> Self {
+        v as f32
+    }
+    #[inline(always)]
+    fn to_bool(self) -> bool {
+        self != 0.0
+    }
+    #[inline(always)]
+    fn from_bool(v: bool) -> Self {
+        v as u8 as f32
+    }
+}
+
+impl Element for f64 {
+    const DTYPE: DType = DType::F64;
+    #[inline(always)]
+    fn to_f64(self) -> f64 {
+        self
+    }
+    #[inline(always)]
+    fn from_f64(v: f64) -> Self {
+        v
+    }
+    #[inline(always)]
+    fn to_f32(self) -> f32 {
+        self as f32
+    }
+    #[inline(always)]
+    fn from_f32(v: f32) -> Self {
+        v as f64
+    }
+    #[inline(always)]
+    fn to_i64(self) -> i64 {
+        f64_to_i64(self)
+    }
+    #[inline(always)]
+    fn from_i64(v: i64) -> Self {
+        v as f64
+    }
+    #[inline(always)]
+    fn to_bool(self) -> bool {
+        self != 0.0
+    }
+    #[inline(always)]
+    fn from_bool(v: bool) -> Self {
+        v as u8 as f64
+    }
+}
+
+macro_rules! half_element {
+    ($t:ty, $d:ident) => {
+        impl Element for $t {
+            const DTYPE: DType = DType::$d;
+            #[inline(always)]
+            fn to_f64(self) -> f64 {
+                <$t>::to_f64(self)
+            }
+            #[inline(always)]
+            fn from_f64(v: f64) -> Self {
+                <$t>::from_f64(v)
+            }
+            #[inline(always)]
+            fn to_f32(self) -> f32 {
+                <$t>::to_f32(self)
+            }
+            #[inline(always)]
+            fn from_f32(v: f32) -> Self {
+                <$t>::from_f32(v)
+            }
+            #[inline(always)]
+            fn to_i64(self) -> i64 {
+                f64_to_i64(<$t>::to_f64(self))
+            }
+            #[inline(always)]
+            fn from_i64(v: i64) -> Self {
+                <$t>::from_f64(v as f64)
+            }
+            #[inline(always)]
+            fn to_bool(self) -> bool {
+                <$t>::to_f32(self) != 0.0
+            }
+            #[inline(always)]
+            fn from_bool(v: bool) -> Self {
+                if v { <$t>::ONE } else { <$t>::ZERO }
+            }
+        }
+    };
+}
+
+half_element!(f16, F16);
+half_element!(bf16, BF16);
+
+/// Converts one element to another element type with PyTorch's casting rules.
+#[inline(always)]
+pub fn cast<S: Element, D: Element>(v: S) -> D {
+    let src_float = S::DTYPE.is_floating();
+    match D::DTYPE {
+        DType::Bool => D::from_bool(v.to_bool()),
+        DType::F32 | DType::F64 if !src_float => D::from_i64(v.to_i64()),
+        DType::F16 | DType::BF16 if !src_float => D::from_f32(v.to_i64() as f32),
+        DType::F32 | DType::F64 | DType::F16 | DType::BF16 => {
+            if S::DTYPE == DType::F64 {
+                D::from_f64(v.to_f64())
+            } else {
+                D::from_f32(v.to_f32())
+            }
+        }
+        _ => {
+            if src_float {
+                D::from_f64(v.to_f64())
+            } else {
+                D::from_i64(v.to_i64())
+            }
+        }
+    }
+}
+
+/// Calls `$body` with the type alias `$T` bound to the element type of `$dtype`.
+#[macro_export]
+macro_rules! dispatch_dtype {
+    ($dtype:expr, $T:ident => $body:expr) => {
+        match $dtype {
+            ir::DType::Bool => {
+                type $T = bool;
+                $body
+            }
+            ir::DType::U8 => {
+                type $T = u8;
+                $body
+            }
+            ir::DType::I8 => {
+                type $T = i8;
+                $body
+            }
+            ir::DType::I16 => {
+                type $T = i16;
+                $body
+            }
+            ir::DType::I32 => {
+                type $T = i32;
+                $body
+            }
+            ir::DType::I64 => {
+                type $T = i64;
+                $body
+            }
+            ir::DType::F16 => {
+                type $T = half::f16;
+                $body
+            }
+            ir::DType::BF16 => {
+                type $T = half::bf16;
+                $body
+            }
+            ir::DType::F32 => {
+                type $T = f32;
+                $body
+            }
+            ir::DType::F64 => {
+                type $T = f64;
+                $body
+            }
+        }
+    };
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn float_to_int_follows_x86_pytorch() {
+        assert_eq!(i64::from_f64(-2.7), -2);
+        assert_eq!(i32::from_f64(2.7), 2);
+        assert_eq!(i64::from_f64(f64::NAN), i64::MIN);
+        assert_eq!(i32::from_f64(f64::NAN), i32::MIN);
+        assert_eq!(i8::from_f64(300.0), 44);
+        assert_eq!(u8::from_f64(-1.0), 255);
+        assert!(bool::from_f64(f64::NAN));
+        assert!(!bool::from_f64(0.0));
+        assert_eq!(i8::from_i64(200), -56);
+    }
+
+    #[test]
+    fn cast_through_types() {
+        assert_eq!(cast::<f32, i32>(-3.9), -3);
+        assert_eq!(cast::<i64, f16>(3), f16::from_f32(3.0));
+        assert!(cast::<f32, bool>(0.5));
+        assert_eq!(cast::<bool, f64>(true), 1.0);
+    }
+}

@@ -1,0 +1,489 @@
+//! Tensors: a dtype, sizes, strides and an offset over shared storage, with PyTorch's view
+//! semantics (views alias their base; writes through a view are seen by the base).
+
+mod element;
+mod error;
+pub mod iter;
+mod scalar;
+pub mod shape;
+mod storage;
+mod views;
+
+use std::sync::Arc;
+
+use ir::DType;
+
+pub use element::{Element, cast, f64_to_i32, f64_to_i64};
+pub use error::{KernelError, Result, RuntimeError};
+pub use iter::{OffsetIter, for_each_offsets};
+pub use scalar::Scalar;
+pub use shape::{broadcast_all, broadcast_shapes, contiguous_strides, normalize_dim};
+pub use storage::{STORAGE_ALIGN, Storage};
+
+use crate::dispatch_dtype;
+
+/// A strided view of typed elements in a shared `Storage`.
+///
+/// Cloning a tensor is cheap and yields another handle to the same storage (like assigning a
+/// tensor in Python). Sizes and strides are in elements; strides may be zero (expanded dims)
+/// and need not be row-major.
+#[derive(Clone)]
+pub struct Tensor {
+    storage: Arc<Storage>,
+    dtype: DType,
+    sizes: Vec<usize>,
+    strides: Vec<usize>,
+    offset: usize,
+}
+
+impl std::fmt::Debug for Tensor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Tensor<{}>{:?}", self.dtype.torch_name(), self.sizes)?;
+        if !self.is_contiguous() || self.offset != 0 {
+            write!(f, " strides={:?} offset={}", self.strides, self.offset)?;
+        }
+        if self.numel() <= 16 {
+            write!(f, " {:?}", self.to_vec_f64())?;
+        }
+        Ok(())
+    }
+}
+
+impl Tensor {
+    // ----- construction -----
+
+    /// A zero-filled contiguous tensor.
+    pub fn zeros(dtype: DType, sizes: &[usize]) -> Result<Tensor> {
+        let numel = shape::checked_numel("zeros", sizes)?;
+        let nbytes = numel
+            .checked_mul(dtype.size_bytes())
+            .ok_or_else(|| KernelError::new("zeros", format!("shape {sizes:?} is too large")))?;
+        let storage = Arc::new(Storage::zeroed(nbytes)?);
+        Ok(Tensor { storage, dtype, strides: contiguous_strides(sizes), sizes: sizes.to_vec(), offset: 0 })
+    }
+
+    /// A contiguous tensor filled with `value` cast to `dtype`.
+    pub fn full(dtype: DType, sizes: &[usize], value: Scalar) -> Result<Tensor> {
+        let t = Tensor::zeros(dtype, sizes)?;
+        t.fill_(value)?;
+        Ok(t)
+    }
+
+    /// A contiguous tensor of `T` built by `init`, which receives the fresh (zeroed) elements.
+    /// This is how kernels write their outputs without aliasing concerns.
+    pub fn build<T: Element>(sizes: &[usize], init: impl FnOnce(&mut [T]) -> Result<()>) -> Result<Tensor> {
+        let t = Tensor::zeros(T::DTYPE, sizes)?;
+        // SAFETY: `t` was just created; no other handle or slice of its storage exists.
+        let data = unsafe { t.as_mut_slice::<T>()? };
+        init(data)?;
+        Ok(t)
+    }
+
+    /// A tensor holding `data` with shape `sizes`.
+    pub fn from_vec<T: Element>(data: Vec<T>, sizes: &[usize]) -> Result<Tensor> {
+        Tensor::from_slice(&data, sizes)
+    }
+
+    /// A tensor holding a copy of `data` with shape `sizes`.
+    pub fn from_slice<T: Element>(data: &[T], sizes: &[usize]) -> Result<Tensor> {
+        let numel = shape::checked_numel("from_vec", sizes)?;
+        if numel != data.len() {
+            return Err(KernelError::new(
+                "from_vec",
+                format!("{} elements do not fill shape {sizes:?} ({numel} elements)", data.len()),
+            ));
+        }
+        Tensor::build::<T>(sizes, |out| {
+            out.copy_from_slice(data);
+            Ok(())
+        })
+    }
+
+    /// A tensor from little-endian raw bytes (as stored in safetensors files).
+    pub fn from_bytes(dtype: DType, sizes: &[usize], bytes: &[u8]) -> Result<Tensor> {
+        let numel = shape::checked_numel("from_bytes", sizes)?;
+        if numel.checked_mul(dtype.size_bytes()) != Some(bytes.len()) {
+            return Err(KernelError::new(
+                "from_bytes",
+                format!(
+                    "{} bytes do not hold shape {sizes:?} of {} ({} bytes expected)",
+                    bytes.len(),
+                    dtype.torch_name(),
+                    numel.saturating_mul(dtype.size_bytes())
+                ),
+            ));
+        }
+        if dtype == DType::Bool && bytes.iter().any(|&b| b > 1) {
+            return Err(KernelError::new("from_bytes", "bool tensor bytes must be 0 or 1"));
+        }
+        let storage = Storage::from_bytes(bytes)?;
+        if cfg!(target_endian = "big") && dtype.size_bytes() > 1 {
+            return Err(KernelError::new("from_bytes", "big-endian hosts are not supported"));
+        }
+        Ok(Tensor {
+            storage: Arc::new(storage),
+            dtype,
+            strides: contiguous_strides(sizes),
+            sizes: sizes.to_vec(),
+            offset: 0,
+        })
+    }
+
+    /// A 0-d tensor holding `value` cast to `dtype`.
+    pub fn scalar_tensor(value: Scalar, dtype: DType) -> Result<Tensor> {
+        Tensor::full(dtype, &[], value)
+    }
+
+    /// A tensor over existing storage. Fails unless every element lies inside the storage.
+    pub fn from_storage(
+        storage: Arc<Storage>,
+        dtype: DType,
+        sizes: &[usize],
+        strides: &[usize],
+        offset: usize,
+    ) -> Result<Tensor> {
+        check_bounds("from_storage", &storage, dtype, sizes, strides, offset)?;
+        Ok(Tensor { storage, dtype, sizes: sizes.to_vec(), strides: strides.to_vec(), offset })
+    }
+
+    // ----- metadata -----
+
+    pub fn dtype(&self) -> DType {
+        self.dtype
+    }
+
+    pub fn sizes(&self) -> &[usize] {
+        &self.sizes
+    }
+
+    pub fn strides(&self) -> &[usize] {
+        &self.strides
+    }
+
+    /// Offset of the first element in the storage, in elements.
+    pub fn offset(&self) -> usize {
+        self.offset
+    }
+
+    pub fn storage(&self) -> &Arc<Storage> {
+        &self.storage
+    }
+
+    pub fn dim(&self) -> usize {
+        self.sizes.len()
+    }
+
+    pub fn numel(&self) -> usize {
+        self.sizes.iter().product()
+    }
+
+    /// Size of dim `d` (negative counts from the end).
+    pub fn size(&self, d: i64) -> Result<usize> {
+        let d = shape::normalize_dim("size", d, self.dim())?;
+        Ok(self.sizes.get(d).copied().unwrap_or(1))
+    }
+
+    /// Sizes as `i64`, as ATen reports them.
+    pub fn sizes_i64(&self) -> Vec<i64> {
+        self.sizes.iter().map(|&s| s as i64).collect()
+    }
+
+    /// Whether the tensor is laid out row-major without gaps (strides of size-1 dims ignored).
+    pub fn is_contiguous(&self) -> bool {
+        let mut expected = 1usize;
+        for d in (0..self.sizes.len()).rev() {
+            let s = self.sizes[d];
+            if s == 0 {
+                return true;
+            }
+            if s != 1 {
+                if self.strides[d] != expected {
+                    return false;
+                }
+                expected *= s;
+            }
+        }
+        true
+    }
+
+    /// Whether two tensors share a storage (and so may alias).
+    pub fn shares_storage(&self, other: &Tensor) -> bool {
+        Arc::ptr_eq(&self.storage, &other.storage)
+    }
+
+    /// Whether the two tensors touch overlapping bytes of memory (storage regions of one slab
+    /// count). Conservative: compares the address ranges spanned.
+    pub fn may_overlap(&self, other: &Tensor) -> bool {
+        let (a0, a1) = self.byte_span();
+        let (b0, b1) = other.byte_span();
+        a0 < b1 && b0 < a1
+    }
+
+    fn byte_span(&self) -> (usize, usize) {
+        if self.numel() == 0 {
+            return (0, 0);
+        }
+        let base = self.storage.as_ptr() as usize;
+        let es = self.dtype.size_bytes();
+        let last: usize = self.sizes.iter().zip(&self.strides).map(|(&s, &st)| (s - 1) * st).sum();
+        (base + self.offset * es, base + (self.offset + last + 1) * es)
+    }
+
+    // ----- element access -----
+
+    fn check_dtype<T: Element>(&self, op: &str) -> Result<()> {
+        if T::DTYPE != self.dtype {
+            return Err(KernelError::new(
+                op.to_string(),
+                format!("expected a {} tensor, got {}", T::DTYPE.torch_name(), self.dtype.torch_name()),
+            ));
+        }
+        Ok(())
+    }
+
+    /// The whole storage as elements of `T` (storage-relative indexing).
+    ///
+    /// Storage is shared-mutable (as in PyTorch): a slice obtained here must not be held across
+    /// a write through an aliasing tensor (`copy_`, `fill_`, `as_mut_slice`). Kernels read their
+    /// inputs and then write fresh outputs, which keeps this rule.
+    pub fn storage_slice<T: Element>(&self) -> Result<&[T]> {
+        self.check_dtype::<T>("storage_slice")?;
+        let len = self.storage.nbytes() / std::mem::size_of::<T>();
+        // SAFETY: the storage is aligned to 64 bytes (or is a 64-aligned region), holds `len`
+        // initialized elements, and lives as long as `self`. Every byte pattern is a valid `T`
+        // except for bool, whose storage only ever receives 0 or 1.
+        Ok(unsafe { std::slice::from_raw_parts(self.storage.as_ptr() as *const T, len) })
+    }
+
+    /// The elements of a contiguous tensor, in order. Errors if the tensor is not contiguous.
+    /// The aliasing rule of `storage_slice` applies.
+    pub fn as_slice<T: Element>(&self) -> Result<&[T]> {
+        if !self.is_contiguous() {
+            return Err(KernelError::new("as_slice", "tensor is not contiguous"));
+        }
+        let all = self.storage_slice::<T>()?;
+        Ok(&all[self.offset..self.offset + self.numel()])
+    }
+
+    /// The elements of a contiguous tensor, mutable.
+    ///
+    /// # Safety
+    /// No other slice of an overlapping part of the storage may be alive while the returned
+    /// slice is used, and no other thread may access it.
+    #[allow(clippy::mut_from_ref)]
+    pub unsafe fn as_mut_slice<T: Element>(&self) -> Result<&mut [T]> {
+        self.check_dtype::<T>("as_mut_slice")?;
+        if !self.is_contiguous() {
+            return Err(KernelError::new("as_mut_slice", "tensor is not contiguous"));
+        }
+        let n = self.numel();
+        // SAFETY: bounds were checked when the view was made; exclusivity is the caller's duty.
+        Ok(unsafe { std::slice::from_raw_parts_mut((self.storage.as_ptr() as *mut T).add(self.offset), n) })
+    }
+
+    /// Storage offsets of the elements in row-major order.
+    pub fn offsets(&self) -> OffsetIter {
+        OffsetIter::new(&self.sizes, &self.strides, self.offset)
+    }
+
+    /// The elements in row-major order. Errors if `T` is not the tensor's element type.
+    pub fn to_vec<T: Element>(&self) -> Result<Vec<T>> {
+        if self.is_contiguous() {
+            return Ok(self.as_slice::<T>()?.to_vec());
+        }
+        let data = self.storage_slice::<T>()?;
+        Ok(self.offsets().map(|o| data[o]).collect())
+    }
+
+    /// The elements converted to `f64`, row-major (for tests and debugging).
+    pub fn to_vec_f64(&self) -> Vec<f64> {
+        dispatch_dtype!(self.dtype, T => {
+            let data = match self.storage_slice::<T>() {
+                Ok(d) => d,
+                Err(_) => return Vec::new(),
+            };
+            self.offsets().map(|o| data[o].to_f64()).collect()
+        })
+    }
+
+    /// The elements converted to `i64`, row-major (floats truncate).
+    pub fn to_vec_i64(&self) -> Vec<i64> {
+        dispatch_dtype!(self.dtype, T => {
+            let data = match self.storage_slice::<T>() {
+                Ok(d) => d,
+                Err(_) => return Vec::new(),
+            };
+            self.offsets().map(|o| data[o].to_i64()).collect()
+        })
+    }
+
+    /// The single element of a one-element tensor (`Tensor.item()`).
+    pub fn item(&self) -> Result<Scalar> {
+        if self.numel() != 1 {
+            return Err(KernelError::new(
+                "item",
+                format!("a tensor with {} elements cannot be converted to a scalar", self.numel()),
+            ));
+        }
+        dispatch_dtype!(self.dtype, T => {
+            let data = self.storage_slice::<T>()?;
+            Ok(Scalar::from_element(data[self.offset]))
+        })
+    }
+
+    /// Element at a multi-dimensional index, as `f64`.
+    pub fn get_f64(&self, index: &[usize]) -> Result<f64> {
+        let off = self.offset_of(index)?;
+        dispatch_dtype!(self.dtype, T => Ok(self.storage_slice::<T>()?[off].to_f64()))
+    }
+
+    fn offset_of(&self, index: &[usize]) -> Result<usize> {
+        if index.len() != self.dim() || index.iter().zip(&self.sizes).any(|(&i, &s)| i >= s) {
+            return Err(KernelError::new(
+                "index",
+                format!("index {index:?} is out of bounds for shape {:?}", self.sizes),
+            ));
+        }
+        Ok(self.offset + index.iter().zip(&self.strides).map(|(&i, &s)| i * s).sum::<usize>())
+    }
+
+    // ----- copies and casts -----
+
+    /// A contiguous tensor with the same values: `self` (shared) if already contiguous.
+    pub fn contiguous(&self) -> Result<Tensor> {
+        if self.is_contiguous() { Ok(self.clone()) } else { self.to_dtype(self.dtype) }
+    }
+
+    /// A fresh contiguous copy with elements converted to `dtype` (always copies).
+    pub fn to_dtype(&self, dtype: DType) -> Result<Tensor> {
+        dispatch_dtype!(self.dtype, S => dispatch_dtype!(dtype, D => self.cast_copy::<S, D>()))
+    }
+
+    /// Converts to `dtype` only if needed (shares storage when the dtype already matches).
+    pub fn cast_to(&self, dtype: DType) -> Result<Tensor> {
+        if self.dtype == dtype { Ok(self.clone()) } else { self.to_dtype(dtype) }
+    }
+
+    fn cast_copy<S: Element, D: Element>(&self) -> Result<Tensor> {
+        let src = self.storage_slice::<S>()?;
+        let contiguous = self.is_contiguous();
+        let (start, n) = (self.offset, self.numel());
+        Tensor::build::<D>(&self.sizes, |out| {
+            if contiguous {
+                let src = &src[start..start + n];
+                if S::DTYPE == D::DTYPE {
+                    // SAFETY: S and D are the same type (same DType means same Rust type).
+                    let src: &[D] = unsafe { std::slice::from_raw_parts(src.as_ptr() as *const D, n) };
+                    out.copy_from_slice(src);
+                } else {
+                    for (o, &s) in out.iter_mut().zip(src) {
+                        *o = cast::<S, D>(s);
+                    }
+                }
+            } else {
+                for (o, off) in out.iter_mut().zip(self.offsets()) {
+                    *o = cast::<S, D>(src[off]);
+                }
+            }
+            Ok(())
+        })
+    }
+
+    /// A fresh contiguous copy (`clone()` in PyTorch).
+    pub fn deep_clone(&self) -> Result<Tensor> {
+        self.to_dtype(self.dtype)
+    }
+
+    /// Copies `src` into `self` (PyTorch's `copy_`): `src` is broadcast to `self`'s shape and
+    /// cast to its dtype; the write goes through `self`'s view into the shared storage.
+    /// Overlapping source and destination are handled by copying the source first.
+    pub fn copy_(&self, src: &Tensor) -> Result<()> {
+        let src = src.expand_to("copy_", &self.sizes)?;
+        let src = if src.may_overlap(self) || src.dtype != self.dtype {
+            src.to_dtype(self.dtype)?
+        } else {
+            src
+        };
+        dispatch_dtype!(self.dtype, T => self.copy_same::<T>(&src))
+    }
+
+    fn copy_same<T: Element>(&self, src: &Tensor) -> Result<()> {
+        let s = src.storage_slice::<T>()?;
+        let dst = self.storage.as_ptr() as *mut T;
+        let n = self.numel();
+        if self.is_contiguous() && src.is_contiguous() {
+            // SAFETY: both ranges were bounds-checked at view creation and do not overlap
+            // (overlapping sources were copied out above).
+            unsafe { std::ptr::copy_nonoverlapping(s.as_ptr().add(src.offset), dst.add(self.offset), n) };
+            return Ok(());
+        }
+        for_each_offsets(&self.sizes, [&self.strides, &src.strides], [self.offset, src.offset], |[d, o]| {
+            // SAFETY: `d` is inside the storage (bounds checked at view creation).
+            unsafe { dst.add(d).write(s[o]) };
+        });
+        Ok(())
+    }
+
+    /// Sets every element of this view to `value` (PyTorch's `fill_`), writing through.
+    pub fn fill_(&self, value: Scalar) -> Result<()> {
+        dispatch_dtype!(self.dtype, T => {
+            let v: T = value.to_element();
+            let dst = self.storage.as_ptr() as *mut T;
+            for_each_offsets(&self.sizes, [&self.strides], [self.offset], |[d]| {
+                // SAFETY: `d` is inside the storage (bounds checked at view creation).
+                unsafe { dst.add(d).write(v) };
+            });
+            Ok(())
+        })
+    }
+
+    /// Raw little-endian bytes of the elements in row-major order.
+    pub fn to_bytes(&self) -> Result<Vec<u8>> {
+        let c = self.contiguous()?;
+        let es = self.dtype.size_bytes();
+        let bytes = c.storage.to_bytes();
+        Ok(bytes[c.offset * es..(c.offset + c.numel()) * es].to_vec())
+    }
+}
+
+/// Checks that every element of a strided view lies inside `storage`.
+fn check_bounds(
+    op: &str,
+    storage: &Storage,
+    dtype: DType,
+    sizes: &[usize],
+    strides: &[usize],
+    offset: usize,
+) -> Result<()> {
+    if sizes.len() != strides.len() {
+        return Err(KernelError::new(
+            op.to_string(),
+            format!("sizes {sizes:?} and strides {strides:?} have different lengths"),
+        ));
+    }
+    let capacity = storage.nbytes() / dtype.size_bytes();
+    if sizes.contains(&0) {
+        return if offset <= capacity {
+            Ok(())
+        } else {
+            Err(KernelError::new(op.to_string(), format!("offset {offset} is outside a storage of {capacity} elements")))
+        };
+    }
+    let mut last = offset;
+    for (&s, &st) in sizes.iter().zip(strides) {
+        last = (s - 1)
+            .checked_mul(st)
+            .and_then(|x| x.checked_add(last))
+            .ok_or_else(|| KernelError::new(op.to_string(), format!("sizes {sizes:?} with strides {strides:?} overflow")))?;
+    }
+    if last >= capacity {
+        return Err(KernelError::new(
+            op.to_string(),
+            format!(
+                "view with sizes {sizes:?}, strides {strides:?} and offset {offset} needs {} elements but the storage holds {capacity}",
+                last + 1
+            ),
+        ));
+    }
+    Ok(())
+}
