@@ -1,1 +1,74 @@
-//! An LLVM-compatible FileCheck
+//! An LLVM-compatible FileCheck: checks a text (typically a tool's output)
+//! against the `CHECK:` directives of a check file.
+//!
+//! ```
+//! let config = filecheck::Config::default();
+//! let checks = "CHECK: add [[X:%[0-9]+]]\nCHECK-NEXT: ret [[X]]\n";
+//! let input = "add %1, %2\nret %1\n";
+//! assert!(filecheck::check(checks, "test.ir", input, "<stdin>", &config).is_ok());
+//! ```
+//!
+//! The supported directives are `CHECK`, `-NEXT`, `-SAME`, `-NOT`, `-DAG`,
+//! `-LABEL`, `-EMPTY`, `-COUNT-n` and `COM:`; patterns take literal text,
+//! `{{regex}}`, string variables (`[[V:re]]`, `[[V]]`) and numeric ones
+//! (`[[#%x,N:]]`, `[[#N+1]]`). Failures render as LLVM renders them.
+//! [`main_with_args`] is the whole command-line tool.
+
+mod cli;
+mod config;
+mod error;
+mod numeric;
+mod parse;
+mod pattern;
+mod run;
+mod source;
+
+pub use cli::main_with_args;
+pub use config::Config;
+pub use error::FileCheckError;
+
+/// A parsed check file, reusable across inputs.
+#[derive(Debug, Clone)]
+pub struct CheckFile {
+    program: parse::Program,
+    allow_empty: bool,
+}
+
+/// The result of a passing run: the `-v` remarks, if any, rendered.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Report {
+    remarks: String,
+}
+
+impl Report {
+    /// The rendered remarks (empty unless `Config::verbose`).
+    pub fn remarks(&self) -> &str {
+        &self.remarks
+    }
+}
+
+impl CheckFile {
+    /// Parses the directives of `check_text`; `check_name` is the file name
+    /// used in diagnostics.
+    pub fn parse(check_text: &str, check_name: &str, config: &Config) -> Result<CheckFile, FileCheckError> {
+        let program = parse::parse(check_text, check_name, config)?;
+        Ok(CheckFile { program, allow_empty: config.allow_empty })
+    }
+
+    /// Checks `input`; `input_name` is the name used in diagnostics
+    /// (`<stdin>` for standard input).
+    pub fn run(&self, input: &str, input_name: &str) -> Result<Report, FileCheckError> {
+        if input.is_empty() && !self.allow_empty {
+            return Err(FileCheckError::EmptyInput(input_name.to_string()));
+        }
+        let text = if self.program.canonicalize { source::canonicalize(input) } else { input.to_string() };
+        let outcome = run::run(&self.program, text, input_name);
+        let rendered = source::render(&outcome.sources, &outcome.diagnostics);
+        if outcome.passed { Ok(Report { remarks: rendered }) } else { Err(FileCheckError::CheckFailed(rendered)) }
+    }
+}
+
+/// Checks `input` against the directives in `check_text` in one call.
+pub fn check(check_text: &str, check_name: &str, input: &str, input_name: &str, config: &Config) -> Result<(), FileCheckError> {
+    CheckFile::parse(check_text, check_name, config)?.run(input, input_name).map(|_| ())
+}

@@ -1,0 +1,217 @@
+//! The `filecheck` command line: LLVM-style flags (`--flag=value`,
+//! `-flag value`, `-DVAR=VALUE`) over [`crate::CheckFile`].
+
+use std::io::{Read, Write};
+
+use crate::{CheckFile, Config, FileCheckError};
+
+const USAGE: &str = "USAGE: filecheck [options] <check-file>
+
+OPTIONS:
+  --check-prefix=<prefix>        Prefix to use from check file (default CHECK), repeatable
+  --check-prefixes=<a,b,...>     Several prefixes at once
+  --comment-prefixes=<a,b,...>   Comment prefixes (default COM,RUN)
+  --input-file=<file>            File to check (default stdin)
+  --strict-whitespace            Do not collapse horizontal whitespace
+  --match-full-lines             Require patterns to match whole lines
+  --ignore-case                  Match case-insensitively
+  --implicit-check-not=<pattern> Add an implicit CHECK-NOT everywhere, repeatable
+  -D<VAR=VALUE>, -D#<NUM=EXPR>   Define a string or numeric variable
+  --allow-empty                  Allow an empty input file
+  --allow-unused-prefixes        Allow prefixes that no directive uses
+  --enable-var-scope             Forget local variables at each CHECK-LABEL
+  --dump-input=<never|fail|always|help>  Accepted for compatibility; no dump is printed
+  -v                             Print a remark for every match
+";
+
+/// A command-line mistake; exit code 2.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+enum UsageError {
+    #[error("filecheck: Unknown command line argument '{0}'.  Try: 'filecheck --help'")]
+    Unknown(String),
+    #[error("filecheck: for the --{0} option: requires a value!")]
+    MissingValue(String),
+    #[error("filecheck: for the --{0} option: '{1}' is invalid")]
+    BadValue(String, String),
+    #[error("filecheck: Too many positional arguments specified!")]
+    TooManyPositionals,
+    #[error("filecheck: Not enough positional command line arguments specified!\nMust specify at least 1 positional argument: See: filecheck --help")]
+    NoCheckFile,
+}
+
+/// The parsed command line.
+#[derive(Debug, Default)]
+struct Options {
+    config: Config,
+    check_file: Option<String>,
+    input_file: Option<String>,
+    help: bool,
+}
+
+/// Runs the FileCheck tool. `args` includes the program name first (as
+/// `std::env::args()` does); standard input is read only when no
+/// `--input-file` is given. Returns the process exit code: 0 when the
+/// checks pass, 1 when they fail, 2 on a usage or check-file error.
+pub fn main_with_args(args: impl IntoIterator<Item = String>, stdin: &mut dyn Read, stderr: &mut dyn Write) -> i32 {
+    let args: Vec<String> = args.into_iter().collect();
+    let options = match parse_args(args.iter().skip(1).cloned()) {
+        Ok(options) => options,
+        Err(error) => {
+            let _ = writeln!(stderr, "{error}");
+            return 2;
+        }
+    };
+    if options.help {
+        let _ = write!(stderr, "{USAGE}");
+        return 0;
+    }
+    let Some(check_path) = options.check_file.as_deref() else {
+        let _ = writeln!(stderr, "{}", UsageError::NoCheckFile);
+        return 2;
+    };
+    let check_text = match std::fs::read(check_path) {
+        Ok(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
+        Err(error) => {
+            let _ = writeln!(stderr, "Could not open check file '{check_path}': {error}");
+            return 2;
+        }
+    };
+    let (input, input_name) = match options.input_file.as_deref() {
+        None | Some("-") => {
+            let mut bytes = Vec::new();
+            if let Err(error) = stdin.read_to_end(&mut bytes) {
+                let _ = writeln!(stderr, "Could not read standard input: {error}");
+                return 2;
+            }
+            (String::from_utf8_lossy(&bytes).into_owned(), "<stdin>".to_string())
+        }
+        Some(path) => match std::fs::read(path) {
+            Ok(bytes) => (String::from_utf8_lossy(&bytes).into_owned(), path.to_string()),
+            Err(error) => {
+                let _ = writeln!(stderr, "Could not open input file '{path}': {error}");
+                return 2;
+            }
+        },
+    };
+    let result = CheckFile::parse(&check_text, check_path, &options.config).and_then(|file| file.run(&input, &input_name));
+    match result {
+        Ok(report) => {
+            let _ = write!(stderr, "{}", report.remarks());
+            0
+        }
+        Err(error) => {
+            let text = error.to_string();
+            let _ = write!(stderr, "{text}");
+            if !text.ends_with('\n') {
+                let _ = writeln!(stderr);
+            }
+            if matches!(error, FileCheckError::EmptyInput(_)) {
+                let line: String = args.iter().map(|a| format!(" {a}")).collect();
+                let _ = writeln!(stderr, "FileCheck command line: {line}");
+            }
+            error.exit_code()
+        }
+    }
+}
+
+/// Flags that take a value.
+const VALUED: [&str; 8] = [
+    "check-prefix",
+    "check-prefixes",
+    "comment-prefixes",
+    "input-file",
+    "implicit-check-not",
+    "dump-input",
+    "dump-input-filter",
+    "dump-input-context",
+];
+
+fn parse_args(args: impl Iterator<Item = String>) -> Result<Options, UsageError> {
+    let mut options = Options::default();
+    let mut comment_prefixes: Option<Vec<String>> = None;
+    let mut args = args.peekable();
+    while let Some(arg) = args.next() {
+        let Some(flag) = arg.strip_prefix("--").or_else(|| arg.strip_prefix('-')).filter(|f| !f.is_empty()) else {
+            if options.check_file.is_some() {
+                return Err(UsageError::TooManyPositionals);
+            }
+            options.check_file = Some(arg);
+            continue;
+        };
+        if let Some(define) = flag.strip_prefix('D') {
+            let define = if define.is_empty() {
+                args.next().ok_or_else(|| UsageError::MissingValue("D".to_string()))?
+            } else {
+                define.to_string()
+            };
+            options.config.defines.push(define);
+            continue;
+        }
+        let (name, inline_value) = match flag.split_once('=') {
+            Some((name, value)) => (name, Some(value.to_string())),
+            None => (flag, None),
+        };
+        if VALUED.contains(&name) {
+            let value = match inline_value {
+                Some(value) => value,
+                None => args.next().ok_or_else(|| UsageError::MissingValue(name.to_string()))?,
+            };
+            apply_valued(&mut options, &mut comment_prefixes, name, value)?;
+        } else {
+            let value = match inline_value.as_deref() {
+                None | Some("true" | "TRUE" | "True" | "1") => true,
+                Some("false" | "FALSE" | "False" | "0") => false,
+                Some(other) => return Err(UsageError::BadValue(name.to_string(), other.to_string())),
+            };
+            apply_flag(&mut options, name, value).map_err(|()| UsageError::Unknown(arg.clone()))?;
+        }
+    }
+    if let Some(prefixes) = comment_prefixes {
+        options.config.comment_prefixes = prefixes;
+    }
+    Ok(options)
+}
+
+fn split_list(value: &str) -> Vec<String> {
+    value.split(',').map(str::to_string).collect()
+}
+
+fn apply_valued(options: &mut Options, comments: &mut Option<Vec<String>>, name: &str, value: String) -> Result<(), UsageError> {
+    let config = &mut options.config;
+    match name {
+        "check-prefix" => config.prefixes.push(value),
+        "check-prefixes" => config.prefixes.extend(split_list(&value)),
+        "comment-prefixes" => comments.get_or_insert_with(Vec::new).extend(split_list(&value)),
+        "input-file" => options.input_file = Some(value),
+        "implicit-check-not" => config.implicit_check_not.push(value),
+        "dump-input" => {
+            if !matches!(value.as_str(), "never" | "fail" | "always" | "help") {
+                return Err(UsageError::BadValue(name.to_string(), value));
+            }
+        }
+        "dump-input-context" => {
+            if value.parse::<usize>().is_err() {
+                return Err(UsageError::BadValue(name.to_string(), value));
+            }
+        }
+        _ => {}
+    }
+    Ok(())
+}
+
+fn apply_flag(options: &mut Options, name: &str, value: bool) -> Result<(), ()> {
+    let config = &mut options.config;
+    match name {
+        "strict-whitespace" => config.strict_whitespace = value,
+        "match-full-lines" => config.match_full_lines = value,
+        "ignore-case" => config.ignore_case = value,
+        "allow-empty" => config.allow_empty = value,
+        "allow-unused-prefixes" => config.allow_unused_prefixes = value,
+        "enable-var-scope" => config.enable_var_scope = value,
+        "v" | "vv" => config.verbose = value,
+        "help" | "h" => options.help = value,
+        "allow-deprecated-dag-overlap" | "color" | "no-color" => {}
+        _ => return Err(()),
+    }
+    Ok(())
+}

@@ -1,0 +1,330 @@
+//! Numeric substitution blocks: formats (`%u`, `%d`, `%x`, `%X`) and expressions.
+
+use std::collections::HashMap;
+
+/// How a numeric value is written in the input.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Format {
+    pub(crate) kind: FormatKind,
+    /// Minimum number of digits (`%.8x`).
+    pub(crate) precision: usize,
+    /// `%#x`: the value carries a `0x` prefix.
+    pub(crate) alternate: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum FormatKind {
+    Unsigned,
+    Signed,
+    HexLower,
+    HexUpper,
+}
+
+impl Default for Format {
+    fn default() -> Format {
+        Format { kind: FormatKind::Unsigned, precision: 0, alternate: false }
+    }
+}
+
+impl Format {
+    /// Parses the text between `%` and the `,` of a format specifier, e.g. `#.4x`.
+    pub(crate) fn parse(spec: &str) -> Result<Format, String> {
+        let mut rest = spec.trim();
+        let alternate = rest.starts_with('#');
+        if alternate {
+            rest = &rest[1..];
+        }
+        let mut precision = 0;
+        if let Some(after_dot) = rest.strip_prefix('.') {
+            let digits = after_dot.chars().take_while(char::is_ascii_digit).count();
+            precision = after_dot[..digits]
+                .parse()
+                .map_err(|_| "invalid precision in format specifier".to_string())?;
+            rest = &after_dot[digits..];
+        }
+        let kind = match rest {
+            "u" => FormatKind::Unsigned,
+            "d" => FormatKind::Signed,
+            "x" => FormatKind::HexLower,
+            "X" => FormatKind::HexUpper,
+            _ => return Err(format!("invalid format specifier in expression")),
+        };
+        if alternate && !matches!(kind, FormatKind::HexLower | FormatKind::HexUpper) {
+            return Err("alternate form only supported for hex numbers".to_string());
+        }
+        Ok(Format { kind, precision, alternate })
+    }
+
+    /// A regex matching any number written in this format.
+    pub(crate) fn wildcard_regex(&self) -> String {
+        let digits = match self.kind {
+            FormatKind::Unsigned | FormatKind::Signed => "[0-9]",
+            FormatKind::HexLower => "[0-9a-f]",
+            FormatKind::HexUpper => "[0-9A-F]",
+        };
+        let sign = if self.kind == FormatKind::Signed { "-?" } else { "" };
+        let prefix = if self.alternate { "0x" } else { "" };
+        let count = if self.precision > 0 { format!("{{{},}}", self.precision) } else { "+".to_string() };
+        format!("{sign}{prefix}{digits}{count}")
+    }
+
+    /// Writes `value` in this format.
+    pub(crate) fn format(&self, value: i128) -> Result<String, String> {
+        let magnitude = value.unsigned_abs();
+        let digits = match self.kind {
+            FormatKind::Unsigned if value < 0 => {
+                return Err(format!("unable to represent numeric value {value} in unsigned format"));
+            }
+            FormatKind::Unsigned | FormatKind::Signed => magnitude.to_string(),
+            FormatKind::HexLower => format!("{magnitude:x}"),
+            FormatKind::HexUpper => format!("{magnitude:X}"),
+        };
+        let sign = if value < 0 { "-" } else { "" };
+        let prefix = if self.alternate { "0x" } else { "" };
+        let zeros = self.precision.saturating_sub(digits.len());
+        Ok(format!("{sign}{prefix}{}{digits}", "0".repeat(zeros)))
+    }
+
+    /// Reads a value written in this format (the text matched by [`Self::wildcard_regex`]).
+    pub(crate) fn read(&self, text: &str) -> Result<i128, String> {
+        let (negative, rest) = match text.strip_prefix('-') {
+            Some(rest) => (true, rest),
+            None => (false, text),
+        };
+        let rest = if self.alternate { rest.strip_prefix("0x").unwrap_or(rest) } else { rest };
+        let radix = match self.kind {
+            FormatKind::Unsigned | FormatKind::Signed => 10,
+            FormatKind::HexLower | FormatKind::HexUpper => 16,
+        };
+        let magnitude = i128::from_str_radix(rest, radix)
+            .map_err(|_| format!("unable to represent numeric value '{text}'"))?;
+        Ok(if negative { -magnitude } else { magnitude })
+    }
+}
+
+/// The value of a numeric variable and the format it was matched with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct NumericValue {
+    pub(crate) value: i128,
+    pub(crate) format: Format,
+}
+
+/// A numeric expression: `N`, `N+1`, `add(A,B)`, `@LINE-2`, `0x10`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Expr {
+    Literal(i128),
+    /// A variable use and its byte offset in the check-file line, for diagnostics.
+    Var { name: String, offset: usize },
+    Binary { op: BinOp, lhs: Box<Expr>, rhs: Box<Expr> },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum BinOp {
+    Add,
+    Sub,
+    Mul,
+    Div,
+    Max,
+    Min,
+}
+
+/// Why an expression could not be evaluated.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum EvalError {
+    Undefined { name: String, offset: usize },
+    Overflow,
+}
+
+impl Expr {
+    /// Evaluates the expression; the format is that of the first variable
+    /// with one (the implicit format), or `None` when only literals are used.
+    pub(crate) fn eval(&self, vars: &HashMap<String, NumericValue>) -> Result<(i128, Option<Format>), EvalError> {
+        match self {
+            Expr::Literal(value) => Ok((*value, None)),
+            Expr::Var { name, offset } => vars
+                .get(name)
+                .map(|v| (v.value, Some(v.format)))
+                .ok_or_else(|| EvalError::Undefined { name: name.clone(), offset: *offset }),
+            Expr::Binary { op, lhs, rhs } => {
+                let (a, fa) = lhs.eval(vars)?;
+                let (b, fb) = rhs.eval(vars)?;
+                let value = match op {
+                    BinOp::Add => a.checked_add(b),
+                    BinOp::Sub => a.checked_sub(b),
+                    BinOp::Mul => a.checked_mul(b),
+                    BinOp::Div => a.checked_div(b),
+                    BinOp::Max => Some(a.max(b)),
+                    BinOp::Min => Some(a.min(b)),
+                }
+                .ok_or(EvalError::Overflow)?;
+                Ok((value, fa.or(fb)))
+            }
+        }
+    }
+
+    /// Every variable the expression reads, with its offset.
+    pub(crate) fn vars(&self, out: &mut Vec<(String, usize)>) {
+        match self {
+            Expr::Literal(_) => {}
+            Expr::Var { name, offset } => out.push((name.clone(), *offset)),
+            Expr::Binary { lhs, rhs, .. } => {
+                lhs.vars(out);
+                rhs.vars(out);
+            }
+        }
+    }
+}
+
+/// A parse error and the byte offset (relative to the parsed text) it points at.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct ExprError {
+    pub(crate) offset: usize,
+    pub(crate) message: String,
+}
+
+/// Parses an expression. `base` is added to every recorded offset; `line` is
+/// the value of `@LINE`.
+pub(crate) fn parse_expr(text: &str, base: usize, line: usize) -> Result<Expr, ExprError> {
+    let mut parser = ExprParser { text, pos: 0, base, line };
+    let expr = parser.sum()?;
+    parser.skip_ws();
+    if parser.pos < text.len() {
+        return Err(parser.error(format!("unexpected characters at end of expression '{}'", &text[parser.pos..])));
+    }
+    Ok(expr)
+}
+
+/// Is `c` allowed in a variable name after its first character?
+pub(crate) fn is_name_char(c: char) -> bool {
+    c.is_ascii_alphanumeric() || c == '_'
+}
+
+/// The length of the variable name (with an optional leading `$`, or `@LINE`)
+/// at the start of `text`, or 0 when there is none.
+pub(crate) fn name_len(text: &str) -> usize {
+    let rest = text.strip_prefix('$').unwrap_or(text);
+    let skip = text.len() - rest.len();
+    match rest.chars().next() {
+        Some(c) if c.is_ascii_alphabetic() || c == '_' => skip + rest.find(|c| !is_name_char(c)).unwrap_or(rest.len()),
+        Some('@') if rest.starts_with("@LINE") => skip + 5,
+        _ => 0,
+    }
+}
+
+struct ExprParser<'a> {
+    text: &'a str,
+    pos: usize,
+    base: usize,
+    line: usize,
+}
+
+impl ExprParser<'_> {
+    fn error(&self, message: String) -> ExprError {
+        ExprError { offset: self.base + self.pos, message }
+    }
+
+    fn skip_ws(&mut self) {
+        while self.text[self.pos..].starts_with([' ', '\t']) {
+            self.pos += 1;
+        }
+    }
+
+    fn eat(&mut self, c: char) -> bool {
+        self.skip_ws();
+        if self.text[self.pos..].starts_with(c) {
+            self.pos += 1;
+            true
+        } else {
+            false
+        }
+    }
+
+    fn sum(&mut self) -> Result<Expr, ExprError> {
+        let mut lhs = self.operand()?;
+        loop {
+            let op = if self.eat('+') {
+                BinOp::Add
+            } else if self.eat('-') {
+                BinOp::Sub
+            } else {
+                return Ok(lhs);
+            };
+            let rhs = self.operand()?;
+            lhs = Expr::Binary { op, lhs: Box::new(lhs), rhs: Box::new(rhs) };
+        }
+    }
+
+    fn operand(&mut self) -> Result<Expr, ExprError> {
+        self.skip_ws();
+        let rest = &self.text[self.pos..];
+        if self.eat('(') {
+            let inner = self.sum()?;
+            if !self.eat(')') {
+                return Err(self.error("missing ')' at end of nested expression".to_string()));
+            }
+            return Ok(inner);
+        }
+        let negative = rest.starts_with('-');
+        let digits_from = usize::from(negative);
+        if rest[digits_from..].starts_with(|c: char| c.is_ascii_digit()) {
+            return self.literal(negative);
+        }
+        let len = name_len(rest);
+        if len == 0 {
+            return Err(self.error(if rest.is_empty() {
+                "expected expression operand".to_string()
+            } else {
+                format!("invalid operand format '{rest}'")
+            }));
+        }
+        let name = &rest[..len];
+        let offset = self.base + self.pos;
+        self.pos += len;
+        if name == "@LINE" {
+            return Ok(Expr::Literal(self.line as i128));
+        }
+        self.skip_ws();
+        if self.text[self.pos..].starts_with('(') {
+            return self.call(name, offset);
+        }
+        Ok(Expr::Var { name: name.to_string(), offset })
+    }
+
+    fn literal(&mut self, negative: bool) -> Result<Expr, ExprError> {
+        if negative {
+            self.pos += 1;
+        }
+        let rest = &self.text[self.pos..];
+        let (radix, skip) = if rest.starts_with("0x") { (16, 2) } else { (10, 0) };
+        let body = &rest[skip..];
+        let len = body.find(|c: char| !c.is_ascii_alphanumeric()).unwrap_or(body.len());
+        let value = i128::from_str_radix(&body[..len], radix)
+            .map_err(|_| self.error(format!("invalid literal '{}'", &rest[..skip + len])))?;
+        self.pos += skip + len;
+        Ok(Expr::Literal(if negative { -value } else { value }))
+    }
+
+    fn call(&mut self, name: &str, offset: usize) -> Result<Expr, ExprError> {
+        let op = match name {
+            "add" => BinOp::Add,
+            "sub" => BinOp::Sub,
+            "mul" => BinOp::Mul,
+            "div" => BinOp::Div,
+            "max" => BinOp::Max,
+            "min" => BinOp::Min,
+            _ => {
+                return Err(ExprError { offset, message: format!("call to undefined function '{name}'") });
+            }
+        };
+        self.eat('(');
+        let lhs = self.sum()?;
+        if !self.eat(',') {
+            return Err(self.error(format!("function '{name}' takes 2 arguments")));
+        }
+        let rhs = self.sum()?;
+        if !self.eat(')') {
+            return Err(self.error("missing ')' at end of call expression".to_string()));
+        }
+        Ok(Expr::Binary { op, lhs: Box::new(lhs), rhs: Box::new(rhs) })
+    }
+}

@@ -1,0 +1,377 @@
+//! Reads a check file into check strings: each positive directive with the
+//! `CHECK-NOT`/`CHECK-DAG` directives that precede it.
+
+use std::collections::HashSet;
+
+use regex::Regex;
+
+use crate::config::Config;
+use crate::error::FileCheckError;
+use crate::numeric::{self, Format, NumericValue};
+use crate::pattern::{Pattern, PatternError, PatternOptions, Vars};
+use crate::source::{self, Diagnostic, FileId, SourceText, Sources, Span};
+
+/// The kind of a directive.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Kind {
+    Plain,
+    Next,
+    Same,
+    Not,
+    Dag,
+    Label,
+    Empty,
+    Count(usize),
+    /// The implicit check at the end of the input that carries trailing
+    /// `CHECK-NOT`/`CHECK-DAG` directives.
+    EndOfInput,
+}
+
+/// One directive with its compiled pattern.
+#[derive(Debug, Clone)]
+pub(crate) struct Directive {
+    pub(crate) kind: Kind,
+    /// The directive as named in messages: `CHECK-NEXT`, `IMPLICIT-CHECK-NOT`.
+    pub(crate) name: String,
+    pub(crate) pattern: Pattern,
+    /// Where the pattern starts in the check file (or command line).
+    pub(crate) span: Span,
+}
+
+impl Directive {
+    pub(crate) fn count(&self) -> usize {
+        if let Kind::Count(n) = self.kind { n } else { 1 }
+    }
+}
+
+/// A positive directive and the negative and unordered ones before it.
+#[derive(Debug, Clone)]
+pub(crate) struct CheckString {
+    pub(crate) directive: Directive,
+    pub(crate) dag_nots: Vec<Directive>,
+}
+
+/// A parsed check file, ready to run against inputs.
+#[derive(Debug, Clone)]
+pub(crate) struct Program {
+    pub(crate) checks: Vec<CheckString>,
+    pub(crate) sources: Sources,
+    /// Variables from `-D`.
+    pub(crate) initial_vars: Vars,
+    pub(crate) canonicalize: bool,
+    pub(crate) enable_var_scope: bool,
+    pub(crate) verbose: bool,
+}
+
+/// Is `b` part of a word, so that a prefix right after it is not a directive?
+fn is_word_byte(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b == b'-' || b == b'_'
+}
+
+fn valid_prefix(prefix: &str) -> bool {
+    prefix.starts_with(|c: char| c.is_ascii_alphabetic())
+        && prefix.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+}
+
+/// Parses `text` (named `name`) under `config`.
+pub(crate) fn parse(text: &str, name: &str, config: &Config) -> Result<Program, FileCheckError> {
+    let prefixes = config.check_prefixes();
+    let all_prefixes: Vec<&String> = prefixes.iter().chain(&config.comment_prefixes).collect();
+    let unique: HashSet<&String> = all_prefixes.iter().copied().collect();
+    if unique.len() != all_prefixes.len() || !all_prefixes.iter().all(|p| valid_prefix(p)) {
+        return Err(FileCheckError::InvalidConfig(
+            "Supplied check-prefix and comment-prefix are invalid! Prefixes must be unique and start with a letter and contain only alphanumeric characters, hyphens and underscores".to_string(),
+        ));
+    }
+    let initial_vars = parse_defines(&config.defines)?;
+    let canonicalize = !config.strict_whitespace;
+    let text = if canonicalize { source::canonicalize(text) } else { text.to_string() };
+    let mut sources = Sources::default();
+    let file = sources.add(SourceText::new(name, text));
+    let mut parser = Parser {
+        sources,
+        file,
+        config,
+        implicit: Vec::new(),
+        diagnostics: Vec::new(),
+        checks: Vec::new(),
+        pending: Vec::new(),
+    };
+    parser.implicit_check_nots();
+    parser.pending = parser.implicit.clone();
+    let used = parser.scan(&prefixes);
+    if !parser.diagnostics.is_empty() {
+        return Err(FileCheckError::InvalidCheckFile(source::render(&parser.sources, &parser.diagnostics)));
+    }
+    let unused: Vec<String> = prefixes.iter().filter(|p| !used.contains(*p)).cloned().collect();
+    if used.is_empty() || (!config.allow_unused_prefixes && !unused.is_empty()) {
+        return Err(FileCheckError::NoCheckStrings(if used.is_empty() { prefixes } else { unused }));
+    }
+    let pending = std::mem::take(&mut parser.pending);
+    parser.checks.push(CheckString {
+        directive: Directive {
+            kind: Kind::EndOfInput,
+            name: prefixes.first().cloned().unwrap_or_default(),
+            pattern: Pattern::end_of_input(),
+            span: Span::point(parser.file, 0),
+        },
+        dag_nots: pending,
+    });
+    Ok(Program {
+        checks: parser.checks,
+        sources: parser.sources,
+        initial_vars,
+        canonicalize,
+        enable_var_scope: config.enable_var_scope,
+        verbose: config.verbose,
+    })
+}
+
+/// Turns `-D` definitions into initial variables.
+fn parse_defines(defines: &[String]) -> Result<Vars, FileCheckError> {
+    let mut vars = Vars::default();
+    for define in defines {
+        let bad = |message: &str| FileCheckError::InvalidConfig(format!("error: {message} in definition '-D{define}'"));
+        let Some((lhs, value)) = define.split_once('=') else {
+            return Err(bad("missing equal sign"));
+        };
+        if let Some(numeric) = lhs.strip_prefix('#') {
+            let (format, name) = match numeric.strip_prefix('%') {
+                Some(spec) => {
+                    let (spec, name) = spec.split_once(',').ok_or_else(|| bad("invalid format specifier"))?;
+                    (Some(Format::parse(spec).map_err(|m| bad(&m))?), name)
+                }
+                None => (None, numeric),
+            };
+            let name = name.trim();
+            if name.is_empty() || numeric::name_len(name) != name.len() || name.contains('@') {
+                return Err(bad("invalid numeric variable name"));
+            }
+            let expr = numeric::parse_expr(value, 0, 0).map_err(|e| bad(&e.message))?;
+            let (value, implicit) = expr.eval(&vars.numerics).map_err(|_| bad("invalid expression"))?;
+            let format = format.or(implicit).unwrap_or_default();
+            vars.numerics.insert(name.to_string(), NumericValue { value, format });
+        } else {
+            if lhs.is_empty() {
+                return Err(bad("empty variable name"));
+            }
+            if numeric::name_len(lhs) != lhs.len() || lhs.contains('@') {
+                return Err(bad("invalid variable name"));
+            }
+            vars.strings.insert(lhs.to_string(), value.to_string());
+        }
+    }
+    Ok(vars)
+}
+
+struct Parser<'a> {
+    sources: Sources,
+    file: FileId,
+    config: &'a Config,
+    implicit: Vec<Directive>,
+    diagnostics: Vec<Diagnostic>,
+    checks: Vec<CheckString>,
+    /// `CHECK-NOT`/`CHECK-DAG` directives waiting for the next positive one.
+    pending: Vec<Directive>,
+}
+
+/// A directive recognised after a prefix.
+struct Recognised {
+    kind: Kind,
+    literal: bool,
+    /// Bytes after the prefix up to and including the `:`.
+    len: usize,
+}
+
+impl Parser<'_> {
+    fn options(&self, kind: Kind, literal: bool) -> PatternOptions {
+        PatternOptions {
+            strict_whitespace: self.config.strict_whitespace,
+            match_full_lines: self.config.match_full_lines && kind != Kind::Not,
+            ignore_case: self.config.ignore_case,
+            literal,
+        }
+    }
+
+    /// Compiles `--implicit-check-not` patterns, each in its own
+    /// "command line" buffer as LLVM reports them.
+    fn implicit_check_nots(&mut self) {
+        const LEAD: &str = "-implicit-check-not='";
+        for pattern in &self.config.implicit_check_not {
+            let file = self.sources.add(SourceText::new("command line", format!("{LEAD}{pattern}'")));
+            match Pattern::parse(pattern, LEAD.len(), 1, self.options(Kind::Not, false)) {
+                Ok(compiled) => self.implicit.push(Directive {
+                    kind: Kind::Not,
+                    name: "IMPLICIT-CHECK-NOT".to_string(),
+                    pattern: compiled,
+                    span: Span::point(file, LEAD.len()),
+                }),
+                Err(e) => self.diagnostics.push(Diagnostic::error(Span::point(file, e.offset), e.message)),
+            }
+        }
+    }
+
+    /// Walks the check file directive by directive; returns the check
+    /// prefixes that were used.
+    fn scan(&mut self, prefixes: &[String]) -> HashSet<String> {
+        let mut used = HashSet::new();
+        let file = self.file;
+        let text = self.sources.get(file).text.clone();
+        let mut all: Vec<&String> = prefixes.iter().chain(&self.config.comment_prefixes).collect();
+        all.sort_by_key(|p| std::cmp::Reverse(p.len()));
+        let alternation = all.iter().map(|p| regex::escape(p)).collect::<Vec<_>>().join("|");
+        let Ok(finder) = Regex::new(&alternation) else { return used };
+        let mut pos = 0;
+        while let Some(found) = finder.find_at(&text, pos) {
+            if !self.diagnostics.is_empty() {
+                break;
+            }
+            let (start, end) = (found.start(), found.end());
+            pos = end;
+            if start > 0 && is_word_byte(text.as_bytes()[start - 1]) {
+                continue;
+            }
+            let prefix = found.as_str();
+            let line_end = text[end..].find('\n').map_or(text.len(), |i| end + i);
+            if self.config.comment_prefixes.iter().any(|c| c == prefix) {
+                if text[end..].starts_with(':') {
+                    pos = line_end;
+                }
+                continue;
+            }
+            let recognised = match recognise(&text[end..]) {
+                Ok(Some(r)) => r,
+                Ok(None) => continue,
+                Err(()) => {
+                    self.diagnostics.push(Diagnostic::error(
+                        Span::point(file, start),
+                        format!("invalid count in -COUNT specification on prefix '{prefix}'"),
+                    ));
+                    pos = line_end;
+                    continue;
+                }
+            };
+            used.insert(prefix.to_string());
+            pos = line_end;
+            self.directive(&text, prefix, start, end + recognised.len, line_end, recognised);
+        }
+        used
+    }
+
+    /// Handles one directive whose prefix starts at `start`, whose pattern
+    /// text spans `body..line_end`.
+    fn directive(&mut self, text: &str, prefix: &str, start: usize, body: usize, line_end: usize, r: Recognised) {
+        let file = self.file;
+        let keep_spaces = self.config.strict_whitespace && self.config.match_full_lines;
+        let mut pattern_start = body;
+        let mut pattern_end = line_end;
+        if !keep_spaces {
+            let raw = &text[body..line_end];
+            pattern_start = body + (raw.len() - raw.trim_start_matches([' ', '\t']).len());
+            pattern_end = body + raw.trim_end_matches([' ', '\t']).len().max(pattern_start - body);
+        }
+        let pattern_text = &text[pattern_start..pattern_end];
+        let name = directive_name(prefix, r.kind);
+        let error = |at: usize, message: String| Diagnostic::error(Span::point(file, at), message);
+        if pattern_text.is_empty() && r.kind != Kind::Empty {
+            self.diagnostics.push(error(pattern_start, format!("found empty check string with prefix '{prefix}:'")));
+            return;
+        }
+        if !pattern_text.is_empty() && r.kind == Kind::Empty {
+            self.diagnostics
+                .push(error(pattern_start, format!("found non-empty check string for empty check with prefix '{prefix}:'")));
+            return;
+        }
+        if matches!(r.kind, Kind::Next | Kind::Same | Kind::Empty) && self.checks.is_empty() {
+            let suffix = match r.kind {
+                Kind::Next => "NEXT",
+                Kind::Same => "SAME",
+                _ => "EMPTY",
+            };
+            self.diagnostics.push(error(start, format!("found '{prefix}-{suffix}' without previous '{prefix}: line")));
+            return;
+        }
+        let line = self.sources.get(file).line_col(start).0;
+        let pattern = if r.kind == Kind::Empty {
+            Pattern::empty_line()
+        } else {
+            match Pattern::parse(pattern_text, pattern_start, line, self.options(r.kind, r.literal)) {
+                Ok(pattern) => pattern,
+                Err(PatternError { offset, message }) => {
+                    self.diagnostics.push(error(offset, message));
+                    return;
+                }
+            }
+        };
+        if r.kind == Kind::Label && pattern.has_variables() {
+            self.diagnostics.push(error(start, format!("found '{prefix}-LABEL:' with variable definition or use")));
+            return;
+        }
+        let directive = Directive { kind: r.kind, name, pattern, span: Span::point(file, pattern_start) };
+        if matches!(r.kind, Kind::Not | Kind::Dag) {
+            self.pending.push(directive);
+        } else {
+            let dag_nots = std::mem::replace(&mut self.pending, self.implicit.clone());
+            self.checks.push(CheckString { directive, dag_nots });
+        }
+    }
+}
+
+/// The name of a directive in messages.
+fn directive_name(prefix: &str, kind: Kind) -> String {
+    let suffix = match kind {
+        Kind::Plain | Kind::EndOfInput => "",
+        Kind::Next => "-NEXT",
+        Kind::Same => "-SAME",
+        Kind::Not => "-NOT",
+        Kind::Dag => "-DAG",
+        Kind::Label => "-LABEL",
+        Kind::Empty => "-EMPTY",
+        Kind::Count(_) => "-COUNT",
+    };
+    format!("{prefix}{suffix}")
+}
+
+/// Recognises the directive suffix after a prefix (`:`, `-NEXT:`,
+/// `-COUNT-3{LITERAL}:` ...). `Err` for a malformed count.
+fn recognise(rest: &str) -> Result<Option<Recognised>, ()> {
+    let colon = |after: &str, kind: Kind, used: usize| -> Option<Recognised> {
+        if after.starts_with(':') {
+            Some(Recognised { kind, literal: false, len: used + 1 })
+        } else if after.starts_with("{LITERAL}:") {
+            Some(Recognised { kind, literal: true, len: used + 10 })
+        } else {
+            None
+        }
+    };
+    if let Some(r) = colon(rest, Kind::Plain, 0) {
+        return Ok(Some(r));
+    }
+    let Some(suffix) = rest.strip_prefix('-') else { return Ok(None) };
+    const NAMED: [(&str, Kind); 6] = [
+        ("NEXT", Kind::Next),
+        ("SAME", Kind::Same),
+        ("NOT", Kind::Not),
+        ("DAG", Kind::Dag),
+        ("LABEL", Kind::Label),
+        ("EMPTY", Kind::Empty),
+    ];
+    for (word, kind) in NAMED {
+        if let Some(after) = suffix.strip_prefix(word) {
+            return Ok(colon(after, kind, 1 + word.len()));
+        }
+    }
+    if let Some(after) = suffix.strip_prefix("COUNT-") {
+        let digits = after.bytes().take_while(u8::is_ascii_digit).count();
+        let tail = &after[digits..];
+        if !tail.starts_with(':') && !tail.starts_with("{LITERAL}:") {
+            return if digits == 0 { Ok(None) } else { Err(()) };
+        }
+        let count: usize = after[..digits].parse().map_err(|_| ())?;
+        if count == 0 {
+            return Err(());
+        }
+        return Ok(colon(tail, Kind::Count(count), 1 + 6 + digits));
+    }
+    Ok(None)
+}

@@ -1,0 +1,592 @@
+//! One directive's pattern: literal text, `{{regex}}`, `[[VAR:regex]]`, `[[VAR]]`
+//! and `[[#...]]` blocks, compiled to a `regex::Regex` when it is matched.
+
+use std::collections::{HashMap, HashSet};
+
+use regex::Regex;
+
+use crate::numeric::{self, Expr, Format, NumericValue};
+
+/// Variables defined so far in a run.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Vars {
+    pub(crate) strings: HashMap<String, String>,
+    pub(crate) numerics: HashMap<String, NumericValue>,
+}
+
+impl Vars {
+    /// Forgets every variable whose name does not start with `$` (`--enable-var-scope`).
+    pub(crate) fn clear_locals(&mut self) {
+        self.strings.retain(|name, _| name.starts_with('$'));
+        self.numerics.retain(|name, _| name.starts_with('$'));
+    }
+
+    fn define(&mut self, found: &Found) {
+        for (name, value) in &found.string_defs {
+            self.strings.insert(name.clone(), value.clone());
+        }
+        for (name, value) in &found.numeric_defs {
+            self.numerics.insert(name.clone(), *value);
+        }
+    }
+}
+
+/// How a pattern is to be compiled.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct PatternOptions {
+    pub(crate) strict_whitespace: bool,
+    pub(crate) match_full_lines: bool,
+    pub(crate) ignore_case: bool,
+    /// `{LITERAL}` directives: no `{{` or `[[` blocks.
+    pub(crate) literal: bool,
+}
+
+/// A syntax error in a pattern, at a byte offset of the check buffer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct PatternError {
+    pub(crate) offset: usize,
+    pub(crate) message: String,
+}
+
+#[derive(Debug, Clone)]
+enum Piece {
+    Literal(String),
+    /// A translated `{{regex}}`.
+    Regex(String),
+    StringDef { name: String, regex: String, group: String },
+    StringUse { name: String, offset: usize },
+    /// A use of a string variable defined earlier in the same pattern: it is
+    /// matched with the definition's regex and compared after the match.
+    StringBackref { regex: String, group: String, def_group: String },
+    NumericDef { name: String, format: Option<Format>, constraint: Option<Expr>, group: String },
+    NumericUse { expr: Expr, text: String, format: Option<Format> },
+    NumericAny(Format),
+}
+
+/// What a pattern matches.
+#[derive(Debug, Clone)]
+enum Body {
+    Pieces(Vec<Piece>),
+    /// CHECK-EMPTY: an empty line.
+    EmptyLine,
+    /// The end of the input (the implicit check after the last directive).
+    EndOfInput,
+}
+
+/// A compiled pattern.
+#[derive(Debug, Clone)]
+pub(crate) struct Pattern {
+    body: Body,
+    options: PatternOptions,
+    /// The regex when the pattern uses no variables.
+    fixed: Option<Regex>,
+    /// Text compared with the input to find a "possible intended match".
+    example: String,
+}
+
+/// A successful match: its byte range and the variables it defines.
+#[derive(Debug, Clone)]
+pub(crate) struct Found {
+    pub(crate) start: usize,
+    pub(crate) end: usize,
+    string_defs: Vec<(String, String)>,
+    numeric_defs: Vec<(String, NumericValue)>,
+}
+
+impl Found {
+    /// Records this match's variable definitions.
+    pub(crate) fn commit(&self, vars: &mut Vars) {
+        vars.define(self);
+    }
+}
+
+/// Why a pattern could not even be tried (an undefined variable, an overflow).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct MatchError {
+    /// Offset in the check buffer, when the error points at a variable.
+    pub(crate) offset: Option<usize>,
+    pub(crate) message: String,
+}
+
+impl Pattern {
+    pub(crate) fn empty_line() -> Pattern {
+        Pattern { body: Body::EmptyLine, options: PatternOptions::default(), fixed: None, example: String::new() }
+    }
+
+    pub(crate) fn end_of_input() -> Pattern {
+        Pattern { body: Body::EndOfInput, options: PatternOptions::default(), fixed: None, example: String::new() }
+    }
+
+    /// Parses `text`, found at byte `base` of the check buffer on line `line`.
+    pub(crate) fn parse(text: &str, base: usize, line: usize, options: PatternOptions) -> Result<Pattern, PatternError> {
+        let pieces = if options.literal {
+            vec![Piece::Literal(text.to_string())]
+        } else {
+            PatternParser { text, base, line, pieces: Vec::new(), groups: 0, strings_here: HashMap::new(), numerics_here: HashSet::new() }
+                .parse()?
+        };
+        let dynamic = pieces.iter().any(|p| {
+            matches!(p, Piece::StringUse { .. } | Piece::NumericUse { .. } | Piece::NumericDef { constraint: Some(_), .. })
+        });
+        let skeleton = regex_source(&pieces, &options, &Vars::default(), true).map_err(|e| PatternError {
+            offset: e.offset.unwrap_or(base),
+            message: e.message,
+        })?;
+        let fixed = if dynamic { None } else { Some(compile(&skeleton, base)?) };
+        let example = if pieces.iter().all(|p| matches!(p, Piece::Literal(_))) {
+            pieces.iter().filter_map(|p| if let Piece::Literal(s) = p { Some(s.as_str()) } else { None }).collect()
+        } else {
+            skeleton
+        };
+        Ok(Pattern { body: Body::Pieces(pieces), options, fixed, example })
+    }
+
+    /// Does the pattern define or use any variable?
+    pub(crate) fn has_variables(&self) -> bool {
+        match &self.body {
+            Body::Pieces(pieces) => pieces.iter().any(|p| !matches!(p, Piece::Literal(_) | Piece::Regex(_))),
+            Body::EmptyLine | Body::EndOfInput => false,
+        }
+    }
+
+    pub(crate) fn example(&self) -> &str {
+        &self.example
+    }
+
+    /// Finds the first match in `text[start..end]` (the text before `start`
+    /// still anchors `^`).
+    pub(crate) fn find(&self, text: &str, start: usize, end: usize, vars: &Vars) -> Result<Option<Found>, MatchError> {
+        let haystack = &text[..end];
+        let pieces = match &self.body {
+            Body::EndOfInput => return Ok(Some(Found::at(end, end))),
+            Body::EmptyLine => {
+                let re = Regex::new(r"(?m)\n$").map_err(|e| MatchError { offset: None, message: e.to_string() })?;
+                return Ok(re.find_at(haystack, start).map(|m| Found::at(m.start() + 1, m.end())));
+            }
+            Body::Pieces(pieces) => pieces,
+        };
+        let compiled;
+        let re = match &self.fixed {
+            Some(re) => re,
+            None => {
+                let source = regex_source(pieces, &self.options, vars, false)?;
+                compiled = Regex::new(&source).map_err(|e| MatchError { offset: None, message: regex_message(&e) })?;
+                &compiled
+            }
+        };
+        let mut from = start;
+        while from <= haystack.len() {
+            let Some(caps) = re.captures_at(haystack, from) else { return Ok(None) };
+            let Some(whole) = caps.get(0) else { return Ok(None) };
+            if let Some(found) = self.accept(pieces, &caps, whole.start(), whole.end(), vars)? {
+                return Ok(Some(found));
+            }
+            from = whole.start() + haystack[whole.start()..].chars().next().map_or(1, char::len_utf8);
+        }
+        Ok(None)
+    }
+
+    /// Checks a regex match against same-pattern back-references and reads
+    /// the variables it defines.
+    fn accept(&self, pieces: &[Piece], caps: &regex::Captures<'_>, start: usize, end: usize, vars: &Vars) -> Result<Option<Found>, MatchError> {
+        let group = |name: &str| caps.name(name).map_or("", |m| m.as_str());
+        let mut found = Found::at(start, end);
+        for piece in pieces {
+            match piece {
+                Piece::StringDef { name, group: g, .. } => found.string_defs.push((name.clone(), group(g).to_string())),
+                Piece::StringBackref { group: g, def_group, .. } => {
+                    if group(g) != group(def_group) {
+                        return Ok(None);
+                    }
+                }
+                Piece::NumericDef { name, format, constraint, group: g } => {
+                    let format = match (format, constraint) {
+                        (Some(format), _) => *format,
+                        (None, Some(expr)) => eval(expr, vars)?.1.unwrap_or_default(),
+                        (None, None) => Format::default(),
+                    };
+                    let value = format.read(group(g)).map_err(|message| MatchError { offset: None, message })?;
+                    found.numeric_defs.push((name.clone(), NumericValue { value, format }));
+                }
+                _ => {}
+            }
+        }
+        Ok(Some(found))
+    }
+
+    /// The values substituted into this pattern, as `(expression, value)`
+    /// pairs, for the "with X equal to Y" notes.
+    pub(crate) fn substitutions(&self, vars: &Vars) -> Vec<(String, String)> {
+        let Body::Pieces(pieces) = &self.body else { return Vec::new() };
+        let mut out = Vec::new();
+        for piece in pieces {
+            match piece {
+                Piece::StringUse { name, .. } => {
+                    if let Some(value) = vars.strings.get(name) {
+                        out.push((name.clone(), value.clone()));
+                    }
+                }
+                Piece::NumericUse { expr, text, format } => {
+                    if let Ok((value, implicit)) = expr.eval(&vars.numerics) {
+                        if let Ok(shown) = format.or(implicit).unwrap_or_default().format(value) {
+                            out.push((text.clone(), shown));
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+        out
+    }
+}
+
+impl Found {
+    fn at(start: usize, end: usize) -> Found {
+        Found { start, end, string_defs: Vec::new(), numeric_defs: Vec::new() }
+    }
+}
+
+fn eval(expr: &Expr, vars: &Vars) -> Result<(i128, Option<Format>), MatchError> {
+    expr.eval(&vars.numerics).map_err(|e| match e {
+        numeric::EvalError::Undefined { name, offset } => {
+            MatchError { offset: Some(offset), message: format!("undefined variable: {name}") }
+        }
+        numeric::EvalError::Overflow => MatchError { offset: None, message: "unable to represent numeric value".to_string() },
+    })
+}
+
+/// Builds the regex for `pieces` with the current variable values
+/// substituted. With `skeleton`, uses are left empty (used to validate and
+/// to compile patterns without uses).
+fn regex_source(pieces: &[Piece], options: &PatternOptions, vars: &Vars, skeleton: bool) -> Result<String, MatchError> {
+    let mut re = String::from("(?m)");
+    if options.ignore_case {
+        re.push_str("(?i)");
+    }
+    let padding = if options.strict_whitespace { "" } else { "[ \t]*" };
+    if options.match_full_lines {
+        re.push('^');
+        re.push_str(padding);
+    }
+    for piece in pieces {
+        match piece {
+            Piece::Literal(text) => re.push_str(&regex::escape(text)),
+            Piece::Regex(source) => {
+                re.push_str("(?:");
+                re.push_str(source);
+                re.push(')');
+            }
+            Piece::StringDef { regex, group, .. } => re.push_str(&format!("(?P<{group}>{regex})")),
+            Piece::StringBackref { regex, group, .. } => re.push_str(&format!("(?P<{group}>{regex})")),
+            Piece::StringUse { name, offset } => {
+                if !skeleton {
+                    let value = vars.strings.get(name).ok_or_else(|| MatchError {
+                        offset: Some(*offset),
+                        message: format!("undefined variable: {name}"),
+                    })?;
+                    re.push_str(&regex::escape(value));
+                }
+            }
+            Piece::NumericUse { expr, format, .. } => {
+                if !skeleton {
+                    let (value, implicit) = eval(expr, vars)?;
+                    let text = format
+                        .or(implicit)
+                        .unwrap_or_default()
+                        .format(value)
+                        .map_err(|message| MatchError { offset: None, message })?;
+                    re.push_str(&regex::escape(&text));
+                }
+            }
+            Piece::NumericDef { format, constraint, group, .. } => {
+                let inner = match constraint {
+                    Some(expr) if !skeleton => {
+                        let (value, implicit) = eval(expr, vars)?;
+                        let text = format
+                            .or(implicit)
+                            .unwrap_or_default()
+                            .format(value)
+                            .map_err(|message| MatchError { offset: None, message })?;
+                        regex::escape(&text)
+                    }
+                    _ => format.unwrap_or_default().wildcard_regex(),
+                };
+                re.push_str(&format!("(?P<{group}>{inner})"));
+            }
+            Piece::NumericAny(format) => {
+                re.push_str("(?:");
+                re.push_str(&format.wildcard_regex());
+                re.push(')');
+            }
+        }
+    }
+    if options.match_full_lines {
+        re.push_str(padding);
+        re.push('$');
+    }
+    Ok(re)
+}
+
+fn compile(source: &str, offset: usize) -> Result<Regex, PatternError> {
+    Regex::new(source).map_err(|e| PatternError { offset, message: format!("invalid regex: {}", regex_message(&e)) })
+}
+
+/// The one-line summary of a `regex` error (its `Display` quotes the regex).
+fn regex_message(error: &regex::Error) -> String {
+    let text = error.to_string();
+    text.lines()
+        .rev()
+        .find_map(|l| l.trim().strip_prefix("error: "))
+        .map_or_else(|| text.lines().last().unwrap_or("").trim().to_string(), str::to_string)
+}
+
+/// Rewrites an LLVM (POSIX extended) regex for the `regex` crate. LLVM
+/// matches with REG_NEWLINE, so negated bracket expressions never match a
+/// newline; inside brackets `[` is literal unless it opens `[:class:]`, and
+/// `&` and `~` are escaped so they are not read as set operations.
+fn translate_regex(source: &str) -> String {
+    let mut out = String::with_capacity(source.len() + 4);
+    let mut chars = source.chars().peekable();
+    while let Some(ch) = chars.next() {
+        match ch {
+            '\\' => {
+                out.push('\\');
+                if let Some(next) = chars.next() {
+                    out.push(next);
+                }
+            }
+            '[' => {
+                out.push('[');
+                let negated = chars.peek() == Some(&'^');
+                if negated {
+                    chars.next();
+                    out.push('^');
+                }
+                if chars.peek() == Some(&']') {
+                    chars.next();
+                    out.push_str("\\]");
+                }
+                while let Some(c) = chars.next() {
+                    match c {
+                        ']' => break,
+                        '\\' => {
+                            out.push('\\');
+                            if let Some(next) = chars.next() {
+                                out.push(next);
+                            }
+                        }
+                        '[' if chars.peek() == Some(&':') => {
+                            out.push_str("[:");
+                            chars.next();
+                            for c in chars.by_ref() {
+                                out.push(c);
+                                if c == ']' {
+                                    break;
+                                }
+                            }
+                        }
+                        '[' | '&' | '~' => {
+                            out.push('\\');
+                            out.push(c);
+                        }
+                        _ => out.push(c),
+                    }
+                }
+                if negated {
+                    out.push_str("\\n");
+                }
+                out.push(']');
+            }
+            _ => out.push(ch),
+        }
+    }
+    out
+}
+
+struct PatternParser<'a> {
+    text: &'a str,
+    base: usize,
+    line: usize,
+    pieces: Vec<Piece>,
+    groups: usize,
+    /// String variables defined earlier in this pattern: name → (group, regex).
+    strings_here: HashMap<String, (String, String)>,
+    numerics_here: HashSet<String>,
+}
+
+impl PatternParser<'_> {
+    fn error(&self, at: usize, message: impl Into<String>) -> PatternError {
+        PatternError { offset: self.base + at, message: message.into() }
+    }
+
+    fn next_group(&mut self) -> String {
+        self.groups += 1;
+        format!("fc{}", self.groups)
+    }
+
+    fn literal(&mut self, text: &str) {
+        if let Some(Piece::Literal(last)) = self.pieces.last_mut() {
+            last.push_str(text);
+        } else if !text.is_empty() {
+            self.pieces.push(Piece::Literal(text.to_string()));
+        }
+    }
+
+    fn parse(mut self) -> Result<Vec<Piece>, PatternError> {
+        let text = self.text;
+        let mut pos = 0;
+        while pos < text.len() {
+            let rest = &text[pos..];
+            if rest.starts_with("{{") {
+                let Some(end) = rest[2..].find("}}") else {
+                    return Err(self.error(pos, "found start of regex string with no end '}}'"));
+                };
+                let source = &rest[2..2 + end];
+                let translated = translate_regex(source);
+                compile(&translated, self.base + pos + 2)?;
+                self.pieces.push(Piece::Regex(translated));
+                pos += end + 4;
+            } else if rest.starts_with("[[") {
+                let Some(end) = substitution_end(&rest[2..]) else {
+                    return Err(self.error(pos, "Invalid substitution block, no ]] found"));
+                };
+                self.substitution(&rest[2..2 + end], pos + 2)?;
+                pos += end + 4;
+            } else {
+                let next = [rest.find("{{"), rest.find("[[")].into_iter().flatten().min().unwrap_or(rest.len());
+                self.literal(&rest[..next]);
+                pos += next;
+            }
+        }
+        Ok(self.pieces)
+    }
+
+    /// Parses the inside of `[[...]]`, which starts at `at`.
+    fn substitution(&mut self, block: &str, at: usize) -> Result<(), PatternError> {
+        if let Some(numeric) = block.strip_prefix('#') {
+            return self.numeric(numeric, at + 1);
+        }
+        let len = numeric::name_len(block);
+        let name = &block[..len];
+        let after = &block[len..];
+        if name.starts_with("@LINE") || name.starts_with("$@LINE") {
+            if after.starts_with(':') {
+                return Err(self.error(at, "invalid name in string variable definition"));
+            }
+            return self.numeric_use(block, at, None);
+        }
+        if len == 0 || (!after.is_empty() && !after.starts_with(':')) {
+            let what = if block.contains(':') { "definition" } else { "use" };
+            return Err(self.error(at, format!("invalid name in string variable {what}")));
+        }
+        if self.numerics_here.contains(name) {
+            return Err(self.error(at, format!("numeric variable with name '{name}' already exists")));
+        }
+        match after.strip_prefix(':') {
+            None => {
+                if let Some((def_group, regex)) = self.strings_here.get(name).cloned() {
+                    let group = self.next_group();
+                    self.pieces.push(Piece::StringBackref { regex, group, def_group });
+                } else {
+                    self.pieces.push(Piece::StringUse { name: name.to_string(), offset: self.base + at });
+                }
+            }
+            Some(source) => {
+                let regex = translate_regex(source);
+                compile(&regex, self.base + at + len + 1)?;
+                let group = self.next_group();
+                self.strings_here.insert(name.to_string(), (group.clone(), regex.clone()));
+                self.pieces.push(Piece::StringDef { name: name.to_string(), regex, group });
+            }
+        }
+        Ok(())
+    }
+
+    /// Parses `[[#%fmt, NAME: == expr]]` after the `#`, which is at `at`.
+    fn numeric(&mut self, block: &str, at: usize) -> Result<(), PatternError> {
+        let (format, body, body_at) = match block.strip_prefix('%') {
+            Some(spec) => {
+                let Some(comma) = spec.find(',') else {
+                    return Err(self.error(at, "invalid matching format specification in expression"));
+                };
+                let format = Format::parse(&spec[..comma]).map_err(|m| self.error(at + 1, m))?;
+                (Some(format), &spec[comma + 1..], at + comma + 2)
+            }
+            None => (None, block, at),
+        };
+        let leading = body.len() - body.trim_start().len();
+        let trimmed = body.trim_start();
+        let len = numeric::name_len(trimmed);
+        let after_name = trimmed[len..].trim_start();
+        if len > 0 && after_name.starts_with(':') {
+            let name = &trimmed[..len];
+            if name.contains("@LINE") {
+                return Err(self.error(body_at + leading, "invalid name in numeric variable definition"));
+            }
+            if self.strings_here.contains_key(name) {
+                return Err(self.error(body_at + leading, format!("string variable with name '{name}' already exists")));
+            }
+            let rest = &after_name[1..];
+            let rest_at = body_at + (body.len() - rest.len());
+            let (expr_text, expr_at) = strip_constraint(rest, rest_at);
+            let constraint = if expr_text.trim().is_empty() { None } else { Some(self.expr(expr_text, expr_at)?) };
+            self.numerics_here.insert(name.to_string());
+            let group = self.next_group();
+            self.pieces.push(Piece::NumericDef { name: name.to_string(), format, constraint, group });
+            return Ok(());
+        }
+        let (expr_text, expr_at) = strip_constraint(body, body_at);
+        if expr_text.trim().is_empty() {
+            self.pieces.push(Piece::NumericAny(format.unwrap_or_default()));
+            return Ok(());
+        }
+        self.numeric_use(expr_text, expr_at, format)
+    }
+
+    fn numeric_use(&mut self, text: &str, at: usize, format: Option<Format>) -> Result<(), PatternError> {
+        let expr = self.expr(text, at)?;
+        let mut used = Vec::new();
+        expr.vars(&mut used);
+        if let Some((name, offset)) = used.iter().find(|(name, _)| self.numerics_here.contains(name)) {
+            return Err(PatternError {
+                offset: *offset,
+                message: format!("numeric variable '{name}' defined earlier in the same CHECK directive"),
+            });
+        }
+        self.pieces.push(Piece::NumericUse { expr, text: text.trim().to_string(), format });
+        Ok(())
+    }
+
+    fn expr(&self, text: &str, at: usize) -> Result<Expr, PatternError> {
+        numeric::parse_expr(text, self.base + at, self.line).map_err(|e| PatternError { offset: e.offset, message: e.message })
+    }
+}
+
+/// Drops an optional `==` matching constraint in front of an expression.
+fn strip_constraint(text: &str, at: usize) -> (&str, usize) {
+    let trimmed = text.trim_start();
+    let skipped = text.len() - trimmed.len();
+    match trimmed.strip_prefix("==") {
+        Some(rest) => (rest, at + skipped + 2),
+        None => (text, at),
+    }
+}
+
+/// The offset of the `]]` closing a substitution block whose body starts
+/// `text`: brackets nest, and a backslash escapes the next character.
+fn substitution_end(text: &str) -> Option<usize> {
+    let bytes = text.as_bytes();
+    let mut depth = 0usize;
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b']' if depth == 0 && bytes.get(i + 1) == Some(&b']') => return Some(i),
+            b'\\' => i += 1,
+            b'[' => depth += 1,
+            b']' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+        i += 1;
+    }
+    None
+}

@@ -1,0 +1,328 @@
+//! Matches a parsed check file against an input, following LLVM's order:
+//! CHECK-LABEL blocks first, then each check string with its CHECK-DAG
+//! groups and CHECK-NOT ranges inside its block.
+
+use crate::parse::{CheckString, Directive, Kind, Program};
+use crate::pattern::{Found, MatchError, Vars};
+use crate::source::{Diagnostic, FileId, Severity, SourceText, Sources, Span};
+
+/// What a run produced: whether it passed and every diagnostic, in order.
+pub(crate) struct Outcome {
+    pub(crate) passed: bool,
+    pub(crate) sources: Sources,
+    pub(crate) diagnostics: Vec<Diagnostic>,
+}
+
+/// How far the fuzzy search for a "possible intended match" looks.
+const FUZZY_WINDOW: usize = 4096;
+
+/// Runs `program` over `text` (already canonicalized as the program requires).
+pub(crate) fn run(program: &Program, text: String, input_name: &str) -> Outcome {
+    let mut sources = program.sources.clone();
+    let input = sources.add(SourceText::new(input_name, text));
+    let mut runner = Runner { program, sources, input, vars: program.initial_vars.clone(), diagnostics: Vec::new() };
+    let passed = runner.run_blocks();
+    Outcome { passed, sources: runner.sources, diagnostics: runner.diagnostics }
+}
+
+struct Runner<'a> {
+    program: &'a Program,
+    sources: Sources,
+    input: FileId,
+    vars: Vars,
+    diagnostics: Vec<Diagnostic>,
+}
+
+/// A matched check string: where its first match starts and its last ends.
+#[derive(Clone, Copy)]
+struct Matched {
+    start: usize,
+    end: usize,
+}
+
+impl Runner<'_> {
+    fn text(&self) -> &str {
+        &self.sources.get(self.input).text
+    }
+
+    fn input_span(&self, start: usize, end: usize) -> Span {
+        Span { file: self.input, start, end }
+    }
+
+    /// Splits the input at CHECK-LABEL matches, then checks each block.
+    /// A failing block does not stop the following ones.
+    fn run_blocks(&mut self) -> bool {
+        let checks = &self.program.checks;
+        let len = self.text().len();
+        let mut passed = true;
+        let mut next = 0;
+        let mut block_start = 0;
+        loop {
+            let label = (next..checks.len()).find(|&k| checks[k].directive.kind == Kind::Label);
+            let (block_end, last) = match label {
+                None => (len, checks.len()),
+                Some(label) => match self.check_string(&checks[label], block_start, len, true) {
+                    Some(found) => (found.end, label + 1),
+                    None => return false,
+                },
+            };
+            if next != 0 && self.program.enable_var_scope {
+                self.vars.clear_locals();
+            }
+            let mut pos = block_start;
+            for check in &checks[next..last] {
+                match self.check_string(check, pos, block_end, false) {
+                    Some(found) => pos = found.end,
+                    None => {
+                        passed = false;
+                        break;
+                    }
+                }
+            }
+            next = last;
+            if label.is_none() {
+                return passed;
+            }
+            block_start = block_end;
+        }
+    }
+
+    /// Checks one check string in `start..end`. In label-scan mode only the
+    /// directive itself is matched, without its DAG/NOT companions.
+    fn check_string(&mut self, check: &CheckString, start: usize, end: usize, label_scan: bool) -> Option<Matched> {
+        let mut nots = Vec::new();
+        let after_dags = if label_scan { start } else { self.check_dags(check, start, end, &mut nots)? };
+        let directive = &check.directive;
+        let count = directive.count();
+        let mut first = after_dags;
+        let mut last_end = after_dags;
+        for attempt in 1..=count {
+            let found = self.find_or_report(directive, last_end, end, (attempt, count))?;
+            if !label_scan {
+                self.report_match(directive, &found, (attempt, count));
+            }
+            if attempt == 1 {
+                first = found.start;
+            }
+            last_end = found.end;
+        }
+        if !label_scan {
+            match directive.kind {
+                Kind::Next | Kind::Empty => self.check_next_line(directive, after_dags, first)?,
+                Kind::Same => self.check_same_line(directive, after_dags, first)?,
+                _ => {}
+            }
+            if !self.check_nots(&nots, after_dags, first) {
+                return None;
+            }
+        }
+        Some(Matched { start: first, end: last_end })
+    }
+
+    /// Matches the CHECK-DAG groups of a check string; CHECK-NOTs between
+    /// groups are checked in the gap before the next group. Returns where
+    /// the directive itself starts searching; CHECK-NOTs after the last group
+    /// are left in `nots`.
+    fn check_dags<'c>(&mut self, check: &'c CheckString, start: usize, end: usize, nots: &mut Vec<&'c Directive>) -> Option<usize> {
+        let mut group_start = start;
+        // Non-overlapping matches of the current group, sorted by position.
+        let mut ranges: Vec<Matched> = Vec::new();
+        for (index, directive) in check.dag_nots.iter().enumerate() {
+            if directive.kind == Kind::Not {
+                nots.push(directive);
+                continue;
+            }
+            let mut from = group_start;
+            let found = loop {
+                let found = self.find_or_report(directive, from, end, (1, 1))?;
+                let after = ranges.iter().position(|r| found.start < r.end);
+                match after {
+                    Some(i) if ranges[i].start < found.end => from = ranges[i].end,
+                    _ => {
+                        ranges.insert(after.unwrap_or(ranges.len()), Matched { start: found.start, end: found.end });
+                        break found;
+                    }
+                }
+            };
+            self.report_match(directive, &found, (1, 1));
+            let group_ends = check.dag_nots.get(index + 1).is_none_or(|d| d.kind == Kind::Not);
+            if group_ends {
+                let first = ranges.first().map_or(group_start, |r| r.start);
+                if !nots.is_empty() {
+                    if !self.check_nots(nots, group_start, first) {
+                        return None;
+                    }
+                    nots.clear();
+                }
+                group_start = ranges.iter().map(|r| r.end).max().unwrap_or(group_start);
+                ranges.clear();
+            }
+        }
+        Some(group_start)
+    }
+
+    /// Checks that no CHECK-NOT pattern matches in `start..end`; reports each one that does.
+    fn check_nots(&mut self, nots: &[&Directive], start: usize, end: usize) -> bool {
+        let mut passed = true;
+        for directive in nots {
+            match directive.pattern.find(self.text(), start, end, &self.vars) {
+                Ok(None) => {}
+                Ok(Some(found)) => {
+                    passed = false;
+                    self.diagnostics.push(Diagnostic::error(
+                        directive.span,
+                        format!("{}: excluded string found in input", directive.name),
+                    ));
+                    self.diagnostics.push(Diagnostic::note(self.input_span(found.start, found.end), "found here"));
+                    self.substitution_notes(directive, found.start);
+                }
+                Err(error) => {
+                    passed = false;
+                    self.report_match_error(directive, error);
+                }
+            }
+        }
+        passed
+    }
+
+    /// Finds `directive` in `start..end`, recording its variables; reports a failure.
+    fn find_or_report(&mut self, directive: &Directive, start: usize, end: usize, attempt: (usize, usize)) -> Option<Found> {
+        match directive.pattern.find(self.text(), start, end, &self.vars) {
+            Ok(Some(found)) => {
+                found.commit(&mut self.vars);
+                Some(found)
+            }
+            Ok(None) => {
+                self.report_not_found(directive, start, end, attempt);
+                None
+            }
+            Err(error) => {
+                self.report_match_error(directive, error);
+                None
+            }
+        }
+    }
+
+    fn check_next_line(&mut self, directive: &Directive, previous_end: usize, next_start: usize) -> Option<()> {
+        let between = &self.text()[previous_end..next_start];
+        let newlines = between.matches('\n').count();
+        if newlines == 1 {
+            return Some(());
+        }
+        let message = if newlines == 0 {
+            format!("{}: is on the same line as previous match", directive.name)
+        } else {
+            format!("{}: is not on the line after the previous match", directive.name)
+        };
+        let first_newline = between.find('\n').map(|i| previous_end + i + 1);
+        self.diagnostics.push(Diagnostic::error(directive.span, message));
+        self.diagnostics.push(Diagnostic::note(self.input_span(next_start, next_start), "'next' match was here"));
+        self.diagnostics.push(Diagnostic::note(self.input_span(previous_end, previous_end), "previous match ended here"));
+        if let (true, Some(line)) = (newlines > 1, first_newline) {
+            self.diagnostics
+                .push(Diagnostic::note(self.input_span(line, line), "non-matching line after previous match is here"));
+        }
+        None
+    }
+
+    fn check_same_line(&mut self, directive: &Directive, previous_end: usize, next_start: usize) -> Option<()> {
+        if !self.text()[previous_end..next_start].contains('\n') {
+            return Some(());
+        }
+        self.diagnostics.push(Diagnostic::error(
+            directive.span,
+            format!("{}: is not on the same line as the previous match", directive.name),
+        ));
+        self.diagnostics.push(Diagnostic::note(self.input_span(next_start, next_start), "'next' match was here"));
+        self.diagnostics.push(Diagnostic::note(self.input_span(previous_end, previous_end), "previous match ended here"));
+        None
+    }
+
+    fn report_match(&mut self, directive: &Directive, found: &Found, attempt: (usize, usize)) {
+        if !self.program.verbose || directive.kind == Kind::EndOfInput {
+            return;
+        }
+        let message = format!("{}: expected string found in input{}", directive.name, out_of(attempt));
+        self.diagnostics.push(Diagnostic::remark(directive.span, message));
+        self.diagnostics.push(Diagnostic::note(self.input_span(found.start, found.end), "found here"));
+    }
+
+    fn report_not_found(&mut self, directive: &Directive, start: usize, end: usize, attempt: (usize, usize)) {
+        let message = format!("{}: expected string not found in input{}", directive.name, out_of(attempt));
+        self.diagnostics.push(Diagnostic::error(directive.span, message));
+        self.diagnostics.push(Diagnostic::note(self.input_span(start, start), "scanning from here"));
+        self.substitution_notes(directive, start);
+        if let Some(best) = fuzzy_match(directive.pattern.example(), &self.text()[start..end]) {
+            let at = start + best;
+            self.diagnostics.push(Diagnostic::note(self.input_span(at, at), "possible intended match here"));
+        }
+    }
+
+    fn report_match_error(&mut self, directive: &Directive, error: MatchError) {
+        let span = error.offset.map_or(directive.span, |offset| Span::point(directive.span.file, offset));
+        self.diagnostics.push(Diagnostic { severity: Severity::Error, span, message: error.message });
+    }
+
+    fn substitution_notes(&mut self, directive: &Directive, at: usize) {
+        for (name, value) in directive.pattern.substitutions(&self.vars) {
+            let message = format!("with \"{}\" equal to \"{}\"", escape(&name), escape(&value));
+            self.diagnostics.push(Diagnostic::note(self.input_span(at, at), message));
+        }
+    }
+}
+
+/// ` (2 out of 3)` for CHECK-COUNT directives.
+fn out_of((attempt, count): (usize, usize)) -> String {
+    if count > 1 { format!(" ({attempt} out of {count})") } else { String::new() }
+}
+
+fn escape(text: &str) -> String {
+    text.escape_default().to_string()
+}
+
+/// The offset in `buffer` of the text most like `example`: edit distance
+/// over the same length (cut at a newline), plus a small cost per line
+/// skipped. `None` when nothing is close, or the best is where scanning began.
+fn fuzzy_match(example: &str, buffer: &str) -> Option<usize> {
+    if example.is_empty() {
+        return None;
+    }
+    let example: Vec<char> = example.chars().collect();
+    let mut best: Option<(usize, f64)> = None;
+    let mut lines = 0usize;
+    for (i, ch) in buffer.char_indices() {
+        if i >= FUZZY_WINDOW {
+            break;
+        }
+        if ch == '\n' {
+            lines += 1;
+        }
+        if ch == ' ' || ch == '\t' {
+            continue;
+        }
+        let candidate: Vec<char> = buffer[i..].chars().take(example.len()).take_while(|&c| c != '\n').collect();
+        let quality = edit_distance(&example, &candidate) as f64 + lines as f64 / 100.0;
+        if best.is_none_or(|(_, q)| quality < q) {
+            best = Some((i, quality));
+        }
+    }
+    match best {
+        Some((i, quality)) if i != 0 && quality < 50.0 => Some(i),
+        _ => None,
+    }
+}
+
+/// Levenshtein distance between two character sequences.
+fn edit_distance(a: &[char], b: &[char]) -> usize {
+    let mut previous: Vec<usize> = (0..=b.len()).collect();
+    let mut current = vec![0; b.len() + 1];
+    for (i, ca) in a.iter().enumerate() {
+        current[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let substitute = previous[j] + usize::from(ca != cb);
+            current[j + 1] = substitute.min(previous[j + 1] + 1).min(current[j] + 1);
+        }
+        std::mem::swap(&mut previous, &mut current);
+    }
+    previous[b.len()]
+}

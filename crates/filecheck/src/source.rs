@@ -1,0 +1,161 @@
+//! Source buffers (check file, input, command-line patterns) and LLVM-style diagnostics.
+
+use std::fmt::Write as _;
+
+/// Index of a buffer in a [`Sources`] table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct FileId(usize);
+
+/// One named text buffer with a line index.
+#[derive(Debug, Clone)]
+pub(crate) struct SourceText {
+    pub(crate) name: String,
+    pub(crate) text: String,
+    line_starts: Vec<usize>,
+}
+
+impl SourceText {
+    pub(crate) fn new(name: &str, text: String) -> SourceText {
+        let mut line_starts = vec![0];
+        line_starts.extend(text.match_indices('\n').map(|(i, _)| i + 1));
+        SourceText { name: name.to_string(), text, line_starts }
+    }
+
+    /// The 1-based line and byte column of `offset`.
+    pub(crate) fn line_col(&self, offset: usize) -> (usize, usize) {
+        let line = self.line_starts.partition_point(|&s| s <= offset).max(1);
+        (line, offset - self.line_starts[line - 1] + 1)
+    }
+
+    /// The text of 1-based line `line`, without its newline.
+    pub(crate) fn line_text(&self, line: usize) -> &str {
+        let start = self.line_starts.get(line - 1).copied().unwrap_or(self.text.len());
+        let end = self.text[start..].find('\n').map_or(self.text.len(), |e| start + e);
+        self.text[start..end].strip_suffix('\r').unwrap_or(&self.text[start..end])
+    }
+}
+
+/// All buffers a run refers to, so that diagnostics can name and quote them.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Sources {
+    files: Vec<SourceText>,
+}
+
+impl Sources {
+    pub(crate) fn add(&mut self, source: SourceText) -> FileId {
+        self.files.push(source);
+        FileId(self.files.len() - 1)
+    }
+
+    pub(crate) fn get(&self, id: FileId) -> &SourceText {
+        &self.files[id.0]
+    }
+}
+
+/// A position or range in one buffer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Span {
+    pub(crate) file: FileId,
+    pub(crate) start: usize,
+    pub(crate) end: usize,
+}
+
+impl Span {
+    pub(crate) fn point(file: FileId, at: usize) -> Span {
+        Span { file, start: at, end: at }
+    }
+}
+
+/// How serious a diagnostic is; spelled as LLVM spells it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Severity {
+    Error,
+    Note,
+    Remark,
+}
+
+/// One message attached to a place in a buffer.
+#[derive(Debug, Clone)]
+pub(crate) struct Diagnostic {
+    pub(crate) severity: Severity,
+    pub(crate) span: Span,
+    pub(crate) message: String,
+}
+
+impl Diagnostic {
+    pub(crate) fn error(span: Span, message: impl Into<String>) -> Diagnostic {
+        Diagnostic { severity: Severity::Error, span, message: message.into() }
+    }
+
+    pub(crate) fn note(span: Span, message: impl Into<String>) -> Diagnostic {
+        Diagnostic { severity: Severity::Note, span, message: message.into() }
+    }
+
+    pub(crate) fn remark(span: Span, message: impl Into<String>) -> Diagnostic {
+        Diagnostic { severity: Severity::Remark, span, message: message.into() }
+    }
+}
+
+/// Renders diagnostics the way LLVM's `SourceMgr` prints them: a
+/// `file:line:col: kind: message` header, the source line, and a caret line.
+pub(crate) fn render(sources: &Sources, diagnostics: &[Diagnostic]) -> String {
+    let mut out = String::new();
+    for diagnostic in diagnostics {
+        let source = sources.get(diagnostic.span.file);
+        let (line, col) = source.line_col(diagnostic.span.start);
+        let kind = match diagnostic.severity {
+            Severity::Error => "error",
+            Severity::Note => "note",
+            Severity::Remark => "remark",
+        };
+        let _ = writeln!(out, "{}:{line}:{col}: {kind}: {}", source.name, diagnostic.message);
+        let text = source.line_text(line);
+        let _ = writeln!(out, "{text}");
+        out.push_str(&caret_line(text, col - 1, diagnostic.span.end.saturating_sub(diagnostic.span.start)));
+        out.push('\n');
+    }
+    out
+}
+
+/// The line under a quoted source line: `^` at byte column `col` followed by `~`
+/// for the rest of a range of `len` bytes (clipped to the line). Tabs are kept so
+/// that the caret lines up however the terminal expands them.
+fn caret_line(text: &str, col: usize, len: usize) -> String {
+    let mut caret = String::new();
+    for (i, ch) in text.char_indices() {
+        if i >= col {
+            break;
+        }
+        caret.push(if ch == '\t' { '\t' } else { ' ' });
+    }
+    caret.push('^');
+    let line_len = text.len();
+    let end = (col + len).min(line_len.max(col + 1));
+    let tildes = text
+        .get(col..end)
+        .map_or(0, |s| s.chars().count().saturating_sub(1));
+    caret.extend(std::iter::repeat_n('~', tildes));
+    caret
+}
+
+/// Collapses runs of spaces and tabs into one space and drops the `\r` of
+/// `\r\n`, as LLVM does to both the check file and the input unless
+/// `--strict-whitespace` is given. Offsets into the result are what every
+/// diagnostic reports, as in LLVM.
+pub(crate) fn canonicalize(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars().peekable();
+    while let Some(ch) = chars.next() {
+        match ch {
+            ' ' | '\t' => {
+                out.push(' ');
+                while matches!(chars.peek(), Some(' ' | '\t')) {
+                    chars.next();
+                }
+            }
+            '\r' if chars.peek() == Some(&'\n') => {}
+            _ => out.push(ch),
+        }
+    }
+    out
+}
