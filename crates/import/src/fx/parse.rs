@@ -151,7 +151,9 @@ impl Parser {
                             match k {
                                 FxArg::Word(k) | FxArg::Str(k) => kwargs.push((k, v)),
                                 _ => {
-                                    return Err(c.error_at(value_pos, "keyword names must be words"));
+                                    return Err(
+                                        c.error_at(value_pos, "keyword names must be words")
+                                    );
                                 }
                             }
                         }
