@@ -4,7 +4,8 @@
 //! `PATH`. A positional argument filters tests by a substring of their name
 //! (`cargo test -p driver --test lit -- transforms/cse`); other libtest flags are accepted
 //! and, where they make sense, honoured (`--test-threads N`, `-q`, `--exact`, `--skip`,
-//! `--list`, `--ignored`).
+//! `--list`, `--ignored`). `LIT_TIMEOUT` sets the per-test limit in seconds (default 300,
+//! 0 for none).
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -14,7 +15,14 @@ use std::time::Instant;
 use lit::{Config, Outcome, TestResult};
 
 /// The libtest flags that take a value, so the value is not mistaken for a filter.
-const FLAGS_WITH_VALUE: [&str; 6] = ["--test-threads", "--color", "--format", "--skip", "--logfile", "-Z"];
+const FLAGS_WITH_VALUE: [&str; 6] = [
+    "--test-threads",
+    "--color",
+    "--format",
+    "--skip",
+    "--logfile",
+    "-Z",
+];
 
 #[derive(Debug, Default)]
 struct Args {
@@ -32,7 +40,9 @@ fn parse_args(args: impl Iterator<Item = String>) -> Args {
     let mut args = args.peekable();
     while let Some(arg) = args.next() {
         let (flag, inline_value) = match arg.split_once('=') {
-            Some((flag, value)) if flag.starts_with("--") => (flag.to_string(), Some(value.to_string())),
+            Some((flag, value)) if flag.starts_with("--") => {
+                (flag.to_string(), Some(value.to_string()))
+            }
             _ => (arg.clone(), None),
         };
         let value = if FLAGS_WITH_VALUE.contains(&flag.as_str()) {
@@ -56,8 +66,15 @@ fn parse_args(args: impl Iterator<Item = String>) -> Args {
 
 impl Args {
     fn selects(&self, name: &str) -> bool {
-        let matches = |pattern: &String| if self.exact { name == pattern } else { name.contains(pattern.as_str()) };
-        (self.filters.is_empty() || self.filters.iter().any(matches)) && !self.skips.iter().any(matches)
+        let matches = |pattern: &String| {
+            if self.exact {
+                name == pattern
+            } else {
+                name.contains(pattern.as_str())
+            }
+        };
+        (self.filters.is_empty() || self.filters.iter().any(matches))
+            && !self.skips.iter().any(matches)
     }
 }
 
@@ -82,7 +99,11 @@ fn run(args: Args) -> Result<bool, String> {
         .parent()
         .map(Path::to_path_buf)
         .ok_or("the dialect-opt binary has no parent directory")?;
-    for tool in [env!("CARGO_BIN_EXE_dialect-opt"), env!("CARGO_BIN_EXE_dialect-run"), env!("CARGO_BIN_EXE_filecheck")] {
+    for tool in [
+        env!("CARGO_BIN_EXE_dialect-opt"),
+        env!("CARGO_BIN_EXE_dialect-run"),
+        env!("CARGO_BIN_EXE_filecheck"),
+    ] {
         if !Path::new(tool).exists() {
             return Err(format!("tool {tool} was not built"));
         }
@@ -92,6 +113,14 @@ fn run(args: Args) -> Result<bool, String> {
     config.tools_dir = Some(tools_dir.clone());
     config.temp_root = tools_dir.join("lit-tmp");
     config.features = vec!["dialect-opt".to_string(), "dialect-run".to_string()];
+    // A hung tool fails its test instead of hanging `cargo test`; LIT_TIMEOUT=0 disables it.
+    let timeout = match std::env::var("LIT_TIMEOUT") {
+        Ok(value) => value
+            .parse::<u64>()
+            .map_err(|_| format!("LIT_TIMEOUT={value} is not a number of seconds"))?,
+        Err(_) => 300,
+    };
+    config.timeout = (timeout > 0).then(|| std::time::Duration::from_secs(timeout));
     let fixtures = normalize(&workspace.join("../shared/fixtures"));
     if fixtures.is_dir() {
         config.features.push("shared-fixtures".to_string());
@@ -105,7 +134,10 @@ fn run(args: Args) -> Result<bool, String> {
 
     let all = lit::discover(&root).map_err(|err| format!("cannot discover lit tests: {err}"))?;
     let name_of = |path: &Path| -> String {
-        path.strip_prefix(&workspace).unwrap_or(path).to_string_lossy().into_owned()
+        path.strip_prefix(&workspace)
+            .unwrap_or(path)
+            .to_string_lossy()
+            .into_owned()
     };
     let tests: Vec<PathBuf> = all
         .iter()
@@ -152,7 +184,11 @@ fn run(args: Args) -> Result<bool, String> {
     if !failures.is_empty() {
         println!("\nfailures:\n");
         for failure in &failures {
-            println!("---- {} ({}) ----", name_of(&failure.path), failure.outcome.label());
+            println!(
+                "---- {} ({}) ----",
+                name_of(&failure.path),
+                failure.outcome.label()
+            );
             println!("{}", failure.output);
         }
         println!("failures:");

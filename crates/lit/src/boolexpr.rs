@@ -16,7 +16,12 @@ use crate::error::{LitError, Result};
 /// Evaluates one boolean expression against the available features.
 pub fn evaluate(expr: &str, features: &[String]) -> Result<bool> {
     let tokens = tokenize(expr)?;
-    let mut parser = Parser { tokens: &tokens, pos: 0, features, expr };
+    let mut parser = Parser {
+        tokens: &tokens,
+        pos: 0,
+        features,
+        expr,
+    };
     let value = parser.or_expr()?;
     match parser.tokens.get(parser.pos) {
         None => Ok(value),
@@ -26,7 +31,12 @@ pub fn evaluate(expr: &str, features: &[String]) -> Result<bool> {
 
 /// Splits a directive's value into its comma-separated expressions, dropping empty items.
 pub fn split_list(value: &str) -> Vec<String> {
-    value.split(',').map(str::trim).filter(|item| !item.is_empty()).map(String::from).collect()
+    value
+        .split(',')
+        .map(str::trim)
+        .filter(|item| !item.is_empty())
+        .map(String::from)
+        .collect()
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -118,7 +128,10 @@ struct Parser<'a> {
 
 impl Parser<'_> {
     fn error(&self, message: String) -> LitError {
-        LitError::BoolExpr { expr: self.expr.to_string(), message }
+        LitError::BoolExpr {
+            expr: self.expr.to_string(),
+            message,
+        }
     }
 
     fn eat(&mut self, token: &Token) -> bool {
@@ -165,7 +178,7 @@ impl Parser<'_> {
             }
             Some(Token::Ident(name)) => {
                 self.pos += 1;
-                Ok(name == "true" || self.features.iter().any(|feature| *feature == name))
+                Ok(name == "true" || self.features.contains(&name))
             }
             Some(other) => Err(self.error(format!("unexpected `{}`", other.text()))),
             None => Err(self.error("unexpected end of expression".to_string())),
@@ -218,7 +231,10 @@ mod tests {
 
     #[test]
     fn lists_split_on_commas() {
-        assert_eq!(split_list(" a, b && c ,, "), vec!["a".to_string(), "b && c".to_string()]);
+        assert_eq!(
+            split_list(" a, b && c ,, "),
+            vec!["a".to_string(), "b && c".to_string()]
+        );
         assert!(split_list("  ").is_empty());
     }
 }

@@ -1,6 +1,7 @@
 //! The configuration of a test run: where the suite is, which tools and features exist.
 
 use std::path::PathBuf;
+use std::time::Duration;
 
 /// How to run the tests of a suite.
 #[derive(Debug, Clone)]
@@ -19,6 +20,8 @@ pub struct Config {
     pub temp_root: PathBuf,
     /// The suffixes (without dot) of files that are tests.
     pub suffixes: Vec<String>,
+    /// The longest a test may run; its commands are killed then and it fails.
+    pub timeout: Option<Duration>,
 }
 
 impl Config {
@@ -33,6 +36,7 @@ impl Config {
             env: Vec::new(),
             temp_root: std::env::temp_dir().join(format!("lit-{}", std::process::id())),
             suffixes: vec!["ir".to_string(), "mlir".to_string()],
+            timeout: None,
         }
     }
 }

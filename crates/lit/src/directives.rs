@@ -63,7 +63,9 @@ pub fn parse(text: &str) -> Result<Directives> {
     let mut pending: Option<RunLine> = None;
     for (index, line) in text.lines().enumerate() {
         let line_no = index + 1;
-        let Some((keyword, value)) = find_directive(line) else { continue };
+        let Some((keyword, value)) = find_directive(line) else {
+            continue;
+        };
         let value = value.trim();
         if keyword == "RUN" {
             let (body, continues) = match value.strip_suffix('\\') {
@@ -75,7 +77,10 @@ pub fn parse(text: &str) -> Result<Directives> {
                     run.command.push_str(body);
                     run
                 }
-                None => RunLine { line: line_no, command: body.to_string() },
+                None => RunLine {
+                    line: line_no,
+                    command: body.to_string(),
+                },
             };
             if continues {
                 pending = Some(run);
@@ -93,7 +98,9 @@ pub fn parse(text: &str) -> Result<Directives> {
         }
         match keyword {
             "REQUIRES" => directives.requires.extend(list(value, keyword, line_no)?),
-            "UNSUPPORTED" => directives.unsupported.extend(list(value, keyword, line_no)?),
+            "UNSUPPORTED" => directives
+                .unsupported
+                .extend(list(value, keyword, line_no)?),
             "XFAIL" => directives.xfail.extend(list(value, keyword, line_no)?),
             // Retries are not implemented; a flaky test should be fixed instead.
             _ => {}
@@ -111,7 +118,10 @@ pub fn parse(text: &str) -> Result<Directives> {
 fn list(value: &str, keyword: &str, line: usize) -> Result<Vec<String>> {
     let items = split_list(value);
     if items.is_empty() {
-        return Err(LitError::Directive { line, message: format!("empty {keyword}: directive") });
+        return Err(LitError::Directive {
+            line,
+            message: format!("empty {keyword}: directive"),
+        });
     }
     Ok(items)
 }
@@ -146,7 +156,10 @@ mod tests {
         let text = "// RUN: dialect-opt %s \\\n// RUN:   | filecheck %s\n// RUN: true\n";
         assert_eq!(
             run_commands(text),
-            vec![(1, "dialect-opt %s | filecheck %s".to_string()), (3, "true".to_string())]
+            vec![
+                (1, "dialect-opt %s | filecheck %s".to_string()),
+                (3, "true".to_string())
+            ]
         );
     }
 
@@ -158,7 +171,10 @@ mod tests {
 
     #[test]
     fn glued_keywords_are_not_directives() {
-        assert_eq!(run_commands("// CHECK-RUN: x\n// XRUN: y\n// MY_RUN: z\n"), vec![]);
+        assert_eq!(
+            run_commands("// CHECK-RUN: x\n// XRUN: y\n// MY_RUN: z\n"),
+            vec![]
+        );
     }
 
     #[test]

@@ -29,7 +29,10 @@ pub enum LitError {
 impl LitError {
     /// Wraps an I/O error with the path it concerns.
     pub fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
-        LitError::Io { path: path.into(), source }
+        LitError::Io {
+            path: path.into(),
+            source,
+        }
     }
 }
 

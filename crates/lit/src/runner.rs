@@ -65,7 +65,12 @@ pub fn run_test(config: &Config, path: &Path) -> TestResult {
         Ok(verdict) => verdict,
         Err(err) => (Outcome::Unresolved, format!("error: {err}\n")),
     };
-    TestResult { path: path.to_path_buf(), outcome, output, elapsed: start.elapsed() }
+    TestResult {
+        path: path.to_path_buf(),
+        outcome,
+        output,
+        elapsed: start.elapsed(),
+    }
 }
 
 fn run(config: &Config, path: &Path) -> Result<(Outcome, String)> {
@@ -73,7 +78,10 @@ fn run(config: &Config, path: &Path) -> Result<(Outcome, String)> {
     let bytes = std::fs::read(&path).map_err(|err| LitError::io(&path, err))?;
     let directives = directives::parse(&String::from_utf8_lossy(&bytes))?;
     if directives.run.is_empty() {
-        return Ok((Outcome::Unresolved, "error: test has no RUN: lines\n".to_string()));
+        return Ok((
+            Outcome::Unresolved,
+            "error: test has no RUN: lines\n".to_string(),
+        ));
     }
     if let Some(reason) = unsupported_reason(&directives, &config.features)? {
         return Ok((Outcome::Unsupported, reason));
@@ -85,9 +93,14 @@ fn run(config: &Config, path: &Path) -> Result<(Outcome, String)> {
     remove_stale(&temp)?;
     let substitutions = Substitutions::for_test(
         &config.substitutions,
-        &TestPaths { source: &path, temp: &temp, temp_dir: &temp_dir },
+        &TestPaths {
+            source: &path,
+            temp: &temp,
+            temp_dir: &temp_dir,
+        },
     );
     let mut env = shell_env(config, &path);
+    env.deadline = config.timeout.map(|timeout| Instant::now() + timeout);
 
     let mut transcript = String::new();
     let mut failed = false;
@@ -103,6 +116,15 @@ fn run(config: &Config, path: &Path) -> Result<(Outcome, String)> {
         };
         let result = shell::execute(&script, &mut env);
         describe(&result, &mut transcript);
+        if result.timed_out {
+            let timeout = config.timeout.unwrap_or_default();
+            let _ = writeln!(
+                transcript,
+                "# error: timed out after {:.1}s",
+                timeout.as_secs_f64()
+            );
+            return Ok((Outcome::Fail, transcript));
+        }
         if result.status != 0 {
             failed = true;
             break;
@@ -161,20 +183,33 @@ fn expects_failure(directives: &Directives, features: &[String]) -> Result<bool>
 /// `%T` and `%t` for a test: its path under the suite root, mirrored under the temp root.
 fn temp_paths(config: &Config, path: &Path) -> (PathBuf, PathBuf) {
     let root = std::path::absolute(&config.root).unwrap_or_else(|_| config.root.clone());
-    let relative = path.strip_prefix(&root).ok().map(Path::to_path_buf).unwrap_or_else(|| {
-        // A test outside the root still gets a unique directory, named after its path.
-        let flat: String = path
-            .to_string_lossy()
-            .chars()
-            .map(|c| if c.is_alphanumeric() || c == '.' { c } else { '_' })
-            .collect();
-        PathBuf::from("external").join(flat)
-    });
+    let relative = path
+        .strip_prefix(&root)
+        .ok()
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| {
+            // A test outside the root still gets a unique directory, named after its path.
+            let flat: String = path
+                .to_string_lossy()
+                .chars()
+                .map(|c| {
+                    if c.is_alphanumeric() || c == '.' {
+                        c
+                    } else {
+                        '_'
+                    }
+                })
+                .collect();
+            PathBuf::from("external").join(flat)
+        });
     let temp_dir = match relative.parent() {
         Some(parent) => config.temp_root.join(parent),
         None => config.temp_root.clone(),
     };
-    let name = relative.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let name = relative
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
     let temp = temp_dir.join(format!("{name}.tmp"));
     (temp_dir, temp)
 }
@@ -190,7 +225,10 @@ fn remove_stale(temp: &Path) -> Result<()> {
 }
 
 fn shell_env(config: &Config, path: &Path) -> ShellEnv {
-    let cwd = path.parent().map(Path::to_path_buf).unwrap_or_else(|| PathBuf::from("."));
+    let cwd = path
+        .parent()
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| PathBuf::from("."));
     let mut env = ShellEnv::inherit(cwd);
     for (name, value) in &config.env {
         env.vars.insert(name.clone(), value.clone());
@@ -201,7 +239,8 @@ fn shell_env(config: &Config, path: &Path) -> ShellEnv {
             dirs.extend(std::env::split_paths(path));
         }
         if let Ok(joined) = std::env::join_paths(dirs) {
-            env.vars.insert("PATH".to_string(), joined.to_string_lossy().into_owned());
+            env.vars
+                .insert("PATH".to_string(), joined.to_string_lossy().into_owned());
         }
     }
     env
@@ -228,6 +267,10 @@ fn describe(result: &ExecOutput, transcript: &mut String) {
         let _ = writeln!(transcript, "# `-----------------------------");
     }
     if result.status != 0 {
-        let _ = writeln!(transcript, "# error: command failed with exit status: {}", result.status);
+        let _ = writeln!(
+            transcript,
+            "# error: command failed with exit status: {}",
+            result.status
+        );
     }
 }

@@ -38,7 +38,10 @@ impl Substitutions {
             ("%t", display(paths.temp)),
             ("%T", display(paths.temp_dir)),
             ("%%", "%".to_string()),
-            ("%{pathsep}", if cfg!(windows) { ";" } else { ":" }.to_string()),
+            (
+                "%{pathsep}",
+                if cfg!(windows) { ";" } else { ":" }.to_string(),
+            ),
         ];
         let mut entries: Vec<(String, String)> = user.to_vec();
         entries.extend(builtin.into_iter().map(|(k, v)| (k.to_string(), v)));
@@ -47,8 +50,10 @@ impl Substitutions {
 
     /// Creates substitutions from explicit patterns, in precedence order.
     pub fn new(entries: Vec<(String, String)>) -> Self {
-        let mut entries: Vec<(String, String)> =
-            entries.into_iter().filter(|(pattern, _)| !pattern.is_empty()).collect();
+        let mut entries: Vec<(String, String)> = entries
+            .into_iter()
+            .filter(|(pattern, _)| !pattern.is_empty())
+            .collect();
         // A stable sort keeps the earlier of two equally long patterns first.
         entries.sort_by_key(|(pattern, _)| std::cmp::Reverse(pattern.len()));
         Substitutions { entries }
@@ -79,9 +84,14 @@ impl Substitutions {
         if !pattern.starts_with(word) {
             return true;
         }
-        let before_ok = text[..pos].chars().next_back().is_none_or(|c| !(word(c) || "-./".contains(c)));
-        let after_ok =
-            text[pos + pattern.len()..].chars().next().is_none_or(|c| !(word(c) || c == '-'));
+        let before_ok = text[..pos]
+            .chars()
+            .next_back()
+            .is_none_or(|c| !(word(c) || "-./".contains(c)));
+        let after_ok = text[pos + pattern.len()..]
+            .chars()
+            .next()
+            .is_none_or(|c| !(word(c) || c == '-'));
         before_ok && after_ok
     }
 }
@@ -95,8 +105,10 @@ mod tests {
     use super::*;
 
     fn subs(user: &[(&str, &str)]) -> Substitutions {
-        let user: Vec<(String, String)> =
-            user.iter().map(|(a, b)| (a.to_string(), b.to_string())).collect();
+        let user: Vec<(String, String)> = user
+            .iter()
+            .map(|(a, b)| (a.to_string(), b.to_string()))
+            .collect();
         Substitutions::for_test(
             &user,
             &TestPaths {
@@ -110,7 +122,10 @@ mod tests {
     #[test]
     fn builtin_substitutions() {
         let s = subs(&[]);
-        assert_eq!(s.apply("cat %s > %t"), "cat /src/lit/a.ir > /tmp/lit/a.ir.tmp");
+        assert_eq!(
+            s.apply("cat %s > %t"),
+            "cat /src/lit/a.ir > /tmp/lit/a.ir.tmp"
+        );
         assert_eq!(s.apply("%S %p %T"), "/src/lit /src/lit /tmp/lit");
         assert_eq!(s.apply("a%{pathsep}b"), "a:b");
         assert_eq!(s.apply("100%% %t.out"), "100% /tmp/lit/a.ir.tmp.out");
@@ -121,10 +136,17 @@ mod tests {
 
     #[test]
     fn user_substitutions_win_and_respect_words() {
-        let s = subs(&[("filecheck", "/bin/fc"), ("%{opt}", "dialect-opt -x"), ("%s2", "two")]);
+        let s = subs(&[
+            ("filecheck", "/bin/fc"),
+            ("%{opt}", "dialect-opt -x"),
+            ("%s2", "two"),
+        ]);
         assert_eq!(s.apply("filecheck %s"), "/bin/fc /src/lit/a.ir");
         assert_eq!(s.apply("x | filecheck"), "x | /bin/fc");
-        assert_eq!(s.apply("myfilecheck filecheck-x a/filecheck"), "myfilecheck filecheck-x a/filecheck");
+        assert_eq!(
+            s.apply("myfilecheck filecheck-x a/filecheck"),
+            "myfilecheck filecheck-x a/filecheck"
+        );
         assert_eq!(s.apply("%{opt} %s2"), "dialect-opt -x two");
     }
 }

@@ -27,7 +27,11 @@ impl Summary {
 
     /// The number of tests whose outcome fails the run.
     pub fn failures(&self) -> usize {
-        self.counts.iter().filter(|(o, _)| o.is_failure()).map(|(_, n)| n).sum()
+        self.counts
+            .iter()
+            .filter(|(o, _)| o.is_failure())
+            .map(|(_, n)| n)
+            .sum()
     }
 }
 

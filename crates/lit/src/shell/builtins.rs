@@ -52,7 +52,9 @@ fn echo(args: &[String], stdout: &mut dyn Write) -> Result<(), String> {
     let mut words = args;
     // Leading option words made only of `n`, `e` and `E` are options, as in bash.
     while let Some((first, rest)) = words.split_first() {
-        let Some(flags) = first.strip_prefix('-') else { break };
+        let Some(flags) = first.strip_prefix('-') else {
+            break;
+        };
         if flags.is_empty() || !flags.chars().all(|c| matches!(c, 'n' | 'e' | 'E')) {
             break;
         }
@@ -126,7 +128,12 @@ fn unescape(text: &str) -> (String, bool) {
     (out, false)
 }
 
-fn cat(args: &[String], cwd: &Path, stdin: &mut dyn Read, stdout: &mut dyn Write) -> Result<(), String> {
+fn cat(
+    args: &[String],
+    cwd: &Path,
+    stdin: &mut dyn Read,
+    stdout: &mut dyn Write,
+) -> Result<(), String> {
     let files: Vec<&String> = args.iter().collect();
     if let Some(option) = files.iter().find(|a| a.starts_with('-') && a.len() > 1) {
         return Err(format!("unsupported option `{option}`"));
@@ -232,7 +239,13 @@ mod tests {
         let mut args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
         args.insert(0, "echo".to_string());
         let mut out = Vec::new();
-        let status = run(&args, Path::new("."), &mut std::io::empty(), &mut out, &mut Vec::new());
+        let status = run(
+            &args,
+            Path::new("."),
+            &mut std::io::empty(),
+            &mut out,
+            &mut Vec::new(),
+        );
         assert_eq!(status, 0);
         String::from_utf8_lossy(&out).into_owned()
     }
@@ -251,7 +264,10 @@ mod tests {
     #[test]
     fn option_splitting() {
         let args: Vec<String> = ["-rf", "--", "-x"].iter().map(|s| s.to_string()).collect();
-        assert_eq!(options(&args, "rf").map(|(f, o)| (f, o.len())), Ok((vec!['r', 'f'], 1)));
+        assert_eq!(
+            options(&args, "rf").map(|(f, o)| (f, o.len())),
+            Ok((vec!['r', 'f'], 1))
+        );
         assert!(options(&args[..1], "r").is_err());
     }
 }

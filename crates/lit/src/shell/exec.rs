@@ -13,6 +13,7 @@ use std::io::{PipeReader, PipeWriter, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Stdio};
 use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
 
 use super::builtins;
 use super::parser::{Command, Pipeline, RedirectTarget, Script, SeqOp};
@@ -24,12 +25,19 @@ pub struct ShellEnv {
     pub cwd: PathBuf,
     /// The complete environment of child processes.
     pub vars: BTreeMap<String, String>,
+    /// When set, child processes still running at this instant are killed and their
+    /// pipeline fails.
+    pub deadline: Option<Instant>,
 }
 
 impl ShellEnv {
     /// An environment with the current process's variables.
     pub fn inherit(cwd: PathBuf) -> Self {
-        ShellEnv { cwd, vars: std::env::vars().collect() }
+        ShellEnv {
+            cwd,
+            vars: std::env::vars().collect(),
+            deadline: None,
+        }
     }
 }
 
@@ -53,6 +61,8 @@ pub struct ExecOutput {
     pub stderr: Vec<u8>,
     /// Every command that was started, in order.
     pub commands: Vec<CommandTrace>,
+    /// Whether a command was killed because the deadline passed.
+    pub timed_out: bool,
 }
 
 /// Runs a script, updating `env` for `cd`.
@@ -72,7 +82,11 @@ fn run_script(script: &Script, env: &mut ShellEnv, output: &mut ExecOutput) -> i
                 SeqOp::Or => status != 0,
                 SeqOp::Then => true,
             };
-            if run_rhs { run_script(rhs, env, output) } else { status }
+            if run_rhs {
+                run_script(rhs, env, output)
+            } else {
+                status
+            }
         }
     }
 }
@@ -173,7 +187,9 @@ fn run_pipeline(pipeline: &Pipeline, env: &mut ShellEnv, output: &mut ExecOutput
         match std::io::pipe().and_then(|out| Ok((out, std::io::pipe()?))) {
             Ok(pipes) => pipes,
             Err(err) => {
-                output.stderr.extend(format!("lit: cannot create a pipe: {err}\n").bytes());
+                output
+                    .stderr
+                    .extend(format!("lit: cannot create a pipe: {err}\n").bytes());
                 return 1;
             }
         };
@@ -195,7 +211,15 @@ fn run_pipeline(pipeline: &Pipeline, env: &mut ShellEnv, output: &mut ExecOutput
         };
         let stderr = err_writer.try_clone().map(Sink::Pipe);
         let running = match (stdout, stderr) {
-            (Ok(stdout), Ok(stderr)) => start(command, Fds { stdin, stdout, stderr }, env),
+            (Ok(stdout), Ok(stderr)) => start(
+                command,
+                Fds {
+                    stdin,
+                    stdout,
+                    stderr,
+                },
+                env,
+            ),
             (Err(err), _) | (_, Err(err)) => {
                 report(&err_writer, &format!("lit: cannot create a pipe: {err}"));
                 (Running::Finished(1), None)
@@ -207,21 +231,42 @@ fn run_pipeline(pipeline: &Pipeline, env: &mut ShellEnv, output: &mut ExecOutput
     drop(out_writer);
     drop(err_writer);
 
+    let mut stages = stages;
+    if let Some(deadline) = env.deadline
+        && wait_until(&mut stages, deadline)
+    {
+        output.timed_out = true;
+        output
+            .stderr
+            .extend(b"lit: command timed out and was killed\n");
+    }
     let mut status = 0;
     for (command, (running, prepared)) in stages {
         let raw = match running {
-            Running::Finished(code) => RawStatus { code, crashed: false },
-            Running::Thread(handle) => RawStatus { code: handle.join().unwrap_or(1), crashed: false },
+            Running::Finished(code) => RawStatus {
+                code,
+                crashed: false,
+            },
+            Running::Thread(handle) => RawStatus {
+                code: handle.join().unwrap_or(1),
+                crashed: false,
+            },
             Running::Child(mut child) => match child.wait() {
                 Ok(exit) => RawStatus::from(exit),
-                Err(_) => RawStatus { code: 1, crashed: false },
+                Err(_) => RawStatus {
+                    code: 1,
+                    crashed: false,
+                },
             },
         };
         let code = match &prepared {
             Some(prepared) => apply_not(prepared, raw),
             None => raw.code,
         };
-        output.commands.push(CommandTrace { args: command.args.clone(), status: code });
+        output.commands.push(CommandTrace {
+            args: command.args.clone(),
+            status: code,
+        });
         if code != 0 {
             status = code;
         }
@@ -229,6 +274,34 @@ fn run_pipeline(pipeline: &Pipeline, env: &mut ShellEnv, output: &mut ExecOutput
     output.stdout.extend(out_thread.join().unwrap_or_default());
     output.stderr.extend(err_thread.join().unwrap_or_default());
     status
+}
+
+/// Polls the child processes of a pipeline until they exit or `deadline` passes, then
+/// kills those still running. Returns whether any was killed.
+fn wait_until(stages: &mut [(&Command, (Running, Option<Prepared>))], deadline: Instant) -> bool {
+    let mut pause = Duration::from_millis(1);
+    loop {
+        let mut running = false;
+        for (_, (stage, _)) in stages.iter_mut() {
+            if let Running::Child(child) = stage {
+                running |= matches!(child.try_wait(), Ok(None));
+            }
+        }
+        if !running {
+            return false;
+        }
+        if Instant::now() >= deadline {
+            for (_, (stage, _)) in stages.iter_mut() {
+                if let Running::Child(child) = stage {
+                    // A child that exited meanwhile cannot be killed; that is fine.
+                    let _ = child.kill();
+                }
+            }
+            return true;
+        }
+        std::thread::sleep(pause);
+        pause = (pause * 2).min(Duration::from_millis(20));
+    }
 }
 
 struct RawStatus {
@@ -242,10 +315,16 @@ impl From<std::process::ExitStatus> for RawStatus {
         {
             use std::os::unix::process::ExitStatusExt;
             if let Some(signal) = exit.signal() {
-                return RawStatus { code: 128 + signal, crashed: true };
+                return RawStatus {
+                    code: 128 + signal,
+                    crashed: true,
+                };
             }
         }
-        RawStatus { code: exit.code().unwrap_or(1), crashed: false }
+        RawStatus {
+            code: exit.code().unwrap_or(1),
+            crashed: false,
+        }
     }
 }
 
@@ -255,8 +334,16 @@ fn apply_not(prepared: &Prepared, raw: RawStatus) -> i32 {
     if prepared.negations == 0 {
         return raw.code;
     }
-    let single = if prepared.expect_crash { raw.crashed } else { !raw.crashed && raw.code != 0 };
-    let success = if prepared.negations % 2 == 1 { single } else { !single };
+    let single = if prepared.expect_crash {
+        raw.crashed
+    } else {
+        !raw.crashed && raw.code != 0
+    };
+    let success = if prepared.negations % 2 == 1 {
+        single
+    } else {
+        !single
+    };
     i32::from(!success)
 }
 
@@ -281,16 +368,23 @@ fn change_directory(command: &Command, env: &mut ShellEnv, output: &mut ExecOutp
                 env.cwd = target;
                 0
             } else {
-                output.stderr.extend(format!("cd: {dir}: no such directory\n").bytes());
+                output
+                    .stderr
+                    .extend(format!("cd: {dir}: no such directory\n").bytes());
                 1
             }
         }
         _ => {
-            output.stderr.extend(b"cd: expected exactly one directory and no redirections\n");
+            output
+                .stderr
+                .extend(b"cd: expected exactly one directory and no redirections\n");
             1
         }
     };
-    output.commands.push(CommandTrace { args: command.args.clone(), status });
+    output.commands.push(CommandTrace {
+        args: command.args.clone(),
+        status,
+    });
     status
 }
 
@@ -300,32 +394,50 @@ fn redirect(command: &Command, mut fds: Fds, cwd: &Path) -> Result<Fds, (String,
         let open = |path: &str, append: bool| {
             let mut options = OpenOptions::new();
             options.write(true).create(true);
-            if append { options.append(true) } else { options.truncate(true) };
-            options.open(cwd.join(path)).map_err(|err| format!("{path}: {err}"))
+            if append {
+                options.append(true)
+            } else {
+                options.truncate(true)
+            };
+            options
+                .open(cwd.join(path))
+                .map_err(|err| format!("{path}: {err}"))
         };
         let result: Result<(), String> = (|| {
             match (redirect.target.clone(), redirect.fd) {
                 (RedirectTarget::Read(path), 0) => {
-                    let file = File::open(cwd.join(&path)).map_err(|err| format!("{path}: {err}"))?;
+                    let file =
+                        File::open(cwd.join(&path)).map_err(|err| format!("{path}: {err}"))?;
                     fds.stdin = Source::File(file);
                 }
                 (RedirectTarget::Write(path) | RedirectTarget::Append(path), fd @ (1 | 2)) => {
                     let file = open(&path, matches!(redirect.target, RedirectTarget::Append(_)))?;
-                    if fd == 1 { fds.stdout = Sink::File(file) } else { fds.stderr = Sink::File(file) }
+                    if fd == 1 {
+                        fds.stdout = Sink::File(file)
+                    } else {
+                        fds.stderr = Sink::File(file)
+                    }
                 }
                 (RedirectTarget::WriteBoth(path), _) => {
                     let file = open(&path, false)?;
-                    fds.stderr = Sink::File(file.try_clone().map_err(|err| format!("{path}: {err}"))?);
+                    fds.stderr =
+                        Sink::File(file.try_clone().map_err(|err| format!("{path}: {err}"))?);
                     fds.stdout = Sink::File(file);
                 }
                 (RedirectTarget::Dup(0), 0) => {}
                 (RedirectTarget::Dup(from @ (1 | 2)), to @ (1 | 2)) => {
                     let source = if from == 1 { &fds.stdout } else { &fds.stderr };
                     let copy = source.try_clone().map_err(|err| err.to_string())?;
-                    if to == 1 { fds.stdout = copy } else { fds.stderr = copy }
+                    if to == 1 {
+                        fds.stdout = copy
+                    } else {
+                        fds.stderr = copy
+                    }
                 }
                 (RedirectTarget::Dup(0), fd @ (1 | 2)) | (RedirectTarget::Dup(fd @ (1 | 2)), 0) => {
-                    return Err(format!("cannot duplicate between stdin and descriptor {fd}"));
+                    return Err(format!(
+                        "cannot duplicate between stdin and descriptor {fd}"
+                    ));
                 }
                 (_, fd) => return Err(format!("unsupported redirection of descriptor {fd}")),
             }
@@ -340,8 +452,12 @@ fn redirect(command: &Command, mut fds: Fds, cwd: &Path) -> Result<Fds, (String,
 
 /// Peels `not [--crash]` and `env [-u NAME] [-i] NAME=VALUE…` prefixes off a command.
 fn prepare(args: &[String], env: &ShellEnv) -> Result<Prepared, String> {
-    let mut prepared =
-        Prepared { args: Vec::new(), negations: 0, expect_crash: false, vars: env.vars.clone() };
+    let mut prepared = Prepared {
+        args: Vec::new(),
+        negations: 0,
+        expect_crash: false,
+        vars: env.vars.clone(),
+    };
     let mut rest = args;
     loop {
         match rest.first().map(String::as_str) {
@@ -393,13 +509,21 @@ pub fn find_program(name: &str, cwd: &Path, vars: &BTreeMap<String, String>) -> 
     }
     let path_var = vars.get("PATH")?;
     std::env::split_paths(path_var)
-        .map(|dir| if dir.is_relative() { cwd.join(dir) } else { dir })
+        .map(|dir| {
+            if dir.is_relative() {
+                cwd.join(dir)
+            } else {
+                dir
+            }
+        })
         .map(|dir| dir.join(name))
         .find(|candidate| is_executable(candidate))
 }
 
 fn is_executable(path: &Path) -> bool {
-    let Ok(metadata) = std::fs::metadata(path) else { return false };
+    let Ok(metadata) = std::fs::metadata(path) else {
+        return false;
+    };
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt;
@@ -431,7 +555,10 @@ fn start(command: &Command, fds: Fds, env: &ShellEnv) -> (Running, Option<Prepar
         return (Running::Finished(1), None);
     };
     if name == "cd" {
-        report_to(&fds.stderr, "lit: `cd` cannot be used in a pipeline or with `not`/`env`");
+        report_to(
+            &fds.stderr,
+            "lit: `cd` cannot be used in a pipeline or with `not`/`env`",
+        );
         return (Running::Finished(1), Some(prepared));
     }
     if builtins::is_builtin(&name) {
@@ -479,8 +606,14 @@ fn start(command: &Command, fds: Fds, env: &ShellEnv) -> (Running, Option<Prepar
 /// Quotes a word for display so that it reads back as the same word.
 pub fn quote(word: &str) -> String {
     let plain = !word.is_empty()
-        && word.chars().all(|c| c.is_alphanumeric() || "-_./=:,+%@^{}".contains(c));
-    if plain { word.to_string() } else { format!("'{}'", word.replace('\'', r"'\''")) }
+        && word
+            .chars()
+            .all(|c| c.is_alphanumeric() || "-_./=:,+%@^{}".contains(c));
+    if plain {
+        word.to_string()
+    } else {
+        format!("'{}'", word.replace('\'', r"'\''"))
+    }
 }
 
 #[cfg(test)]

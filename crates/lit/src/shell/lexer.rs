@@ -35,7 +35,10 @@ pub enum Token {
     /// A lone `&` (background execution), which the parser rejects.
     Amp,
     /// A redirection operator with its explicit descriptor, if one was written.
-    Redirect { fd: Option<u32>, op: RedirectOp },
+    Redirect {
+        fd: Option<u32>,
+        op: RedirectOp,
+    },
 }
 
 fn is_operator_char(c: char) -> bool {
@@ -45,7 +48,10 @@ fn is_operator_char(c: char) -> bool {
 /// Splits a command line into tokens.
 pub fn tokenize(line: &str) -> Result<Vec<Token>> {
     let chars: Vec<char> = line.chars().collect();
-    let error = |message: &str| LitError::Shell { command: line.to_string(), message: message.to_string() };
+    let error = |message: &str| LitError::Shell {
+        command: line.to_string(),
+        message: message.to_string(),
+    };
     let mut tokens = Vec::new();
     let mut i = 0;
     while i < chars.len() {
@@ -69,7 +75,10 @@ pub fn tokenize(line: &str) -> Result<Vec<Token>> {
                 i += 2;
             }
             '&' if next == Some('>') => {
-                tokens.push(Token::Redirect { fd: None, op: RedirectOp::WriteBoth });
+                tokens.push(Token::Redirect {
+                    fd: None,
+                    op: RedirectOp::WriteBoth,
+                });
                 i += 2;
             }
             '&' => {
@@ -142,7 +151,11 @@ pub fn tokenize(line: &str) -> Result<Vec<Token>> {
                     }
                 }
                 // `2>file`: an unquoted number glued to a redirection names the descriptor.
-                let fd = if quoted { None } else { word.parse::<u32>().ok() };
+                let fd = if quoted {
+                    None
+                } else {
+                    word.parse::<u32>().ok()
+                };
                 match (fd, chars.get(i)) {
                     (Some(fd), Some(&op_char @ ('<' | '>'))) => {
                         let (op, len) = redirect_op(op_char, chars.get(i + 1).copied());
@@ -186,24 +199,58 @@ mod tests {
 
     #[test]
     fn operators() {
-        assert_eq!(words("a|b||c&&d;e&f"), [
-            "[a]", "Pipe", "[b]", "Or", "[c]", "And", "[d]", "Semi", "[e]", "Amp", "[f]"
-        ]);
-        assert_eq!(words("a > f >> g < h 2>&1 2> e &> both 1>out"), [
-            "[a]", "NoneWrite", "[f]", "NoneAppend", "[g]", "NoneRead", "[h]", "Some(2)Dup",
-            "[1]", "Some(2)Write", "[e]", "NoneWriteBoth", "[both]", "Some(1)Write", "[out]"
-        ]);
+        assert_eq!(
+            words("a|b||c&&d;e&f"),
+            [
+                "[a]", "Pipe", "[b]", "Or", "[c]", "And", "[d]", "Semi", "[e]", "Amp", "[f]"
+            ]
+        );
+        assert_eq!(
+            words("a > f >> g < h 2>&1 2> e &> both 1>out"),
+            [
+                "[a]",
+                "NoneWrite",
+                "[f]",
+                "NoneAppend",
+                "[g]",
+                "NoneRead",
+                "[h]",
+                "Some(2)Dup",
+                "[1]",
+                "Some(2)Write",
+                "[e]",
+                "NoneWriteBoth",
+                "[both]",
+                "Some(1)Write",
+                "[out]"
+            ]
+        );
     }
 
     #[test]
     fn quoting() {
-        assert_eq!(words(r#"echo 'a b' "c d" e\ f"#), ["[echo]", "[a b]", "[c d]", "[e f]"]);
-        assert_eq!(words(r#"echo "x\"y\\z\n" 'q\n'"#), ["[echo]", r#"[x"y\z\n]"#, r"[q\n]"]);
+        assert_eq!(
+            words(r#"echo 'a b' "c d" e\ f"#),
+            ["[echo]", "[a b]", "[c d]", "[e f]"]
+        );
+        assert_eq!(
+            words(r#"echo "x\"y\\z\n" 'q\n'"#),
+            ["[echo]", r#"[x"y\z\n]"#, r"[q\n]"]
+        );
         assert_eq!(words(r#"a"b"'c'd"#), ["[abcd]"]);
-        assert_eq!(words(r#"echo "a|b" '>' \;"#), ["[echo]", "[a|b]", "[>]", "[;]"]);
+        assert_eq!(
+            words(r#"echo "a|b" '>' \;"#),
+            ["[echo]", "[a|b]", "[>]", "[;]"]
+        );
         assert_eq!(words(r#"echo "" ''"#), ["[echo]", "[]", "[]"]);
-        assert_eq!(words(r#"echo '2'>f"#), ["[echo]", "[2]", "NoneWrite", "[f]"]);
-        assert_eq!(words("grep -e 2 x2>f"), ["[grep]", "[-e]", "[2]", "[x2]", "NoneWrite", "[f]"]);
+        assert_eq!(
+            words(r#"echo '2'>f"#),
+            ["[echo]", "[2]", "NoneWrite", "[f]"]
+        );
+        assert_eq!(
+            words("grep -e 2 x2>f"),
+            ["[grep]", "[-e]", "[2]", "[x2]", "NoneWrite", "[f]"]
+        );
     }
 
     #[test]

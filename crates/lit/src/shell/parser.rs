@@ -67,7 +67,11 @@ pub struct Redirect {
 /// Tokenizes and parses a command line.
 pub fn parse(line: &str) -> Result<Script> {
     let tokens = tokenize(line)?;
-    let mut parser = Parser { tokens: &tokens, pos: 0, line };
+    let mut parser = Parser {
+        tokens: &tokens,
+        pos: 0,
+        line,
+    };
     parser.script()
 }
 
@@ -79,7 +83,10 @@ struct Parser<'a> {
 
 impl Parser<'_> {
     fn error(&self, message: impl Into<String>) -> LitError {
-        LitError::Shell { command: self.line.to_string(), message: message.into() }
+        LitError::Shell {
+            command: self.line.to_string(),
+            message: message.into(),
+        }
     }
 
     fn script(&mut self) -> Result<Script> {
@@ -112,7 +119,10 @@ impl Parser<'_> {
     }
 
     fn command(&mut self) -> Result<Command> {
-        let mut command = Command { args: Vec::new(), redirects: Vec::new() };
+        let mut command = Command {
+            args: Vec::new(),
+            redirects: Vec::new(),
+        };
         loop {
             match self.tokens.get(self.pos) {
                 Some(Token::Word(word)) => {
@@ -133,10 +143,15 @@ impl Parser<'_> {
                         RedirectOp::WriteBoth => RedirectTarget::WriteBoth(word.clone()),
                         RedirectOp::Dup => match word.parse::<u32>() {
                             Ok(n) => RedirectTarget::Dup(n),
-                            Err(_) => return Err(self.error(format!("bad descriptor in `>&{word}`"))),
+                            Err(_) => {
+                                return Err(self.error(format!("bad descriptor in `>&{word}`")));
+                            }
                         },
                     };
-                    command.redirects.push(Redirect { fd: fd.unwrap_or(default_fd), target });
+                    command.redirects.push(Redirect {
+                        fd: fd.unwrap_or(default_fd),
+                        target,
+                    });
                 }
                 _ => break,
             }
@@ -164,7 +179,11 @@ mod tests {
                     .iter()
                     .map(|c| {
                         let mut parts = c.args.clone();
-                        parts.extend(c.redirects.iter().map(|r| format!("{}{:?}", r.fd, r.target)));
+                        parts.extend(
+                            c.redirects
+                                .iter()
+                                .map(|r| format!("{}{:?}", r.fd, r.target)),
+                        );
                         format!("[{}]", parts.join(" "))
                     })
                     .collect::<Vec<_>>()
@@ -181,7 +200,10 @@ mod tests {
     #[test]
     fn pipelines_and_sequences() {
         assert_eq!(render("a x | b | c"), "[a x]|[b]|[c]");
-        assert_eq!(render("a && b || c ; d"), "{{{[a] And [b]} Or [c]} Then [d]}");
+        assert_eq!(
+            render("a && b || c ; d"),
+            "{{{[a] And [b]} Or [c]} Then [d]}"
+        );
         assert_eq!(render("a | b && c;"), "{[a]|[b] And [c]}");
     }
 
@@ -191,14 +213,22 @@ mod tests {
             render("a < in > out 2>&1"),
             r#"[a 0Read("in") 1Write("out") 2Dup(1)]"#
         );
-        assert_eq!(render("a 2>> log &> both"), r#"[a 2Append("log") 1WriteBoth("both")]"#);
+        assert_eq!(
+            render("a 2>> log &> both"),
+            r#"[a 2Append("log") 1WriteBoth("both")]"#
+        );
         assert_eq!(render("> out echo hi"), r#"[echo hi 1Write("out")]"#);
     }
 
     #[test]
     fn syntax_errors() {
-        for line in ["", "| a", "a |", "a &&", "a & b", "a >", "a > | b", "a >&x", "; a"] {
-            assert!(render(line).starts_with("error:"), "{line} should not parse");
+        for line in [
+            "", "| a", "a |", "a &&", "a & b", "a >", "a > | b", "a >&x", "; a",
+        ] {
+            assert!(
+                render(line).starts_with("error:"),
+                "{line} should not parse"
+            );
         }
     }
 }
