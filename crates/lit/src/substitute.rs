@@ -1,5 +1,5 @@
-//! `%`-substitutions in `RUN:` lines (`%s`, `%S`, `%p`, `%t`, `%T`, `%%`, `%{pathsep}`) and
-//! user-supplied ones.
+//! `%`-substitutions in `RUN:` lines (`%s`, `%S`, `%p`, `%t`, `%T`, their forward-slash
+//! forms `%{/s}` …, `%%`, `%{pathsep}`) and user-supplied ones.
 //!
 //! Substitution is a single left-to-right pass: at each position the longest matching
 //! pattern wins and its replacement is not scanned again, so `%%t` is the text `%t`. A user
@@ -44,6 +44,11 @@ impl Substitutions {
             ),
         ];
         let mut entries: Vec<(String, String)> = user.to_vec();
+        // `%{/s}` and friends are the same paths with forward slashes.
+        for (pattern, value) in &builtin[..5] {
+            let letter = &pattern[1..];
+            entries.push((format!("%{{/{letter}}}"), value.replace('\\', "/")));
+        }
         entries.extend(builtin.into_iter().map(|(k, v)| (k.to_string(), v)));
         Self::new(entries)
     }
@@ -128,6 +133,7 @@ mod tests {
         );
         assert_eq!(s.apply("%S %p %T"), "/src/lit /src/lit /tmp/lit");
         assert_eq!(s.apply("a%{pathsep}b"), "a:b");
+        assert_eq!(s.apply("%{/s} %{/t}"), "/src/lit/a.ir /tmp/lit/a.ir.tmp");
         assert_eq!(s.apply("100%% %t.out"), "100% /tmp/lit/a.ir.tmp.out");
         assert_eq!(s.apply("%%t %%s"), "%t %s");
         assert_eq!(s.apply("%q stays"), "%q stays");
