@@ -196,7 +196,7 @@ fn run_pipeline(pipeline: &Pipeline, env: &mut ShellEnv, output: &mut ExecOutput
     let out_thread = drain(out_reader);
     let err_thread = drain(err_reader);
 
-    let mut stages = Vec::new();
+    let mut stages = Vec::with_capacity(pipeline.commands.len());
     let mut upstream: Option<PipeReader> = None;
     let count = pipeline.commands.len();
     for (index, command) in pipeline.commands.iter().enumerate() {
@@ -231,7 +231,6 @@ fn run_pipeline(pipeline: &Pipeline, env: &mut ShellEnv, output: &mut ExecOutput
     drop(out_writer);
     drop(err_writer);
 
-    let mut stages = stages;
     if let Some(deadline) = env.deadline
         && wait_until(&mut stages, deadline)
     {
