@@ -15,6 +15,7 @@ use crate::tensor::{Result, Scalar, Tensor};
 use crate::value::IValue;
 
 pub mod conv;
+pub mod elementwise;
 pub mod index;
 pub mod interp;
 pub mod linalg;
@@ -22,6 +23,7 @@ pub mod norm;
 pub mod pad;
 pub mod pool;
 pub mod sort;
+pub mod unary;
 
 /// A kernel: arguments in schema order (defaults filled in), results in schema order.
 pub type KernelFn = fn(&[IValue]) -> Result<Vec<IValue>, KernelError>;
@@ -78,6 +80,7 @@ pub fn registry() -> &'static KernelRegistry {
 
 /// Registers every built-in kernel module into `r`.
 pub fn register_all(r: &mut KernelRegistry) {
+    unary::register(r);
     linalg::register(r);
     conv::register(r);
     pool::register(r);

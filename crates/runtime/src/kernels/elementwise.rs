@@ -1,0 +1,278 @@
+//! Elementwise machinery shared by the unary, binary and comparison kernels: PyTorch's type
+//! promotion (`result_type`) and broadcasting maps with a contiguous fast path.
+
+use std::cell::Cell;
+
+use half::{bf16, f16};
+use ir::DType;
+
+use crate::tensor::{Element, KernelError, Result, Scalar, Tensor, broadcast_all, for_each_offsets};
+
+/// An operand of an elementwise op: a tensor or a Python scalar.
+#[derive(Clone, Copy, Debug)]
+pub enum Operand<'a> {
+    Tensor(&'a Tensor),
+    Scalar(Scalar),
+}
+
+/// Combines a higher-priority dtype with a lower-priority one: the lower one only matters if
+/// it is of a higher category (PyTorch's `combine_categories`).
+fn combine_categories(higher: Option<DType>, lower: Option<DType>) -> Option<DType> {
+    match (higher, lower) {
+        (None, l) => l,
+        (h, None) => h,
+        (Some(h), Some(l)) => {
+            if h.is_floating() {
+                Some(h)
+            } else if h == DType::Bool || l.is_floating() {
+                Some(DType::promote(h, l))
+            } else {
+                Some(h)
+            }
+        }
+    }
+}
+
+fn promote_opt(acc: Option<DType>, d: DType) -> Option<DType> {
+    Some(match acc {
+        None => d,
+        Some(a) => DType::promote(a, d),
+    })
+}
+
+/// PyTorch's `torch.result_type` over tensors and scalars: dimensioned tensors take priority
+/// over 0-d tensors, which take priority over Python scalars; a lower-priority operand only
+/// changes the result if it is of a higher category (bool < integral < floating). A float
+/// scalar against integral tensors gives the default dtype `float32`.
+pub fn result_type(operands: &[Operand]) -> DType {
+    let mut dim = None;
+    let mut zero = None;
+    let mut wrapped = None;
+    for op in operands {
+        match op {
+            Operand::Tensor(t) if t.dim() > 0 => dim = promote_opt(dim, t.dtype()),
+            Operand::Tensor(t) => zero = promote_opt(zero, t.dtype()),
+            Operand::Scalar(s) => {
+                // A float scalar participates as the default dtype.
+                let d = if s.is_floating() { DType::F32 } else { s.wrapped_dtype() };
+                wrapped = promote_opt(wrapped, d);
+            }
+        }
+    }
+    combine_categories(dim, combine_categories(zero, wrapped)).unwrap_or(DType::F32)
+}
+
+/// Float dtype for ops that promote integers to float (`exp`, `div`, …).
+pub fn float_result(d: DType) -> DType {
+    if d.is_floating() { d } else { DType::F32 }
+}
+
+/// Turns an operand into a tensor of `dtype` (scalars become 0-d tensors).
+pub fn operand_tensor(op: &str, o: Operand, dtype: DType) -> Result<Tensor> {
+    match o {
+        Operand::Tensor(t) => t.cast_to(dtype),
+        Operand::Scalar(s) => Tensor::scalar_tensor(s, dtype).map_err(|e| e.in_op(op.to_string())),
+    }
+}
+
+/// Applies `f` to every element, producing a contiguous tensor of `O`.
+pub fn map1<I: Element, O: Element>(t: &Tensor, f: impl Fn(I) -> O) -> Result<Tensor> {
+    let src = t.storage_slice::<I>()?;
+    if t.is_contiguous() {
+        let src = &src[t.offset()..t.offset() + t.numel()];
+        return Tensor::build::<O>(t.sizes(), |out| {
+            for (o, &x) in out.iter_mut().zip(src) {
+                *o = f(x);
+            }
+            Ok(())
+        });
+    }
+    Tensor::build::<O>(t.sizes(), |out| {
+        let mut i = 0;
+        for_each_offsets(t.sizes(), [t.strides()], [t.offset()], |[a]| {
+            out[i] = f(src[a]);
+            i += 1;
+        });
+        Ok(())
+    })
+}
+
+/// Applies `f` to pairs of broadcast elements, producing a contiguous tensor of `O`.
+pub fn map2<A: Element, B: Element, O: Element>(
+    op: &str,
+    a: &Tensor,
+    b: &Tensor,
+    f: impl Fn(A, B) -> O,
+) -> Result<Tensor> {
+    let shape = broadcast_all(&[a.sizes(), b.sizes()]).map_err(|e| e.in_op(op.to_string()))?;
+    let sa = a.storage_slice::<A>()?;
+    let sb = b.storage_slice::<B>()?;
+    let n: usize = shape.iter().product();
+    let a_full = a.sizes() == shape.as_slice() && a.is_contiguous();
+    let b_full = b.sizes() == shape.as_slice() && b.is_contiguous();
+    Tensor::build::<O>(&shape, |out| {
+        if a_full && b_full {
+            let xa = &sa[a.offset()..a.offset() + n];
+            let xb = &sb[b.offset()..b.offset() + n];
+            for ((o, &x), &y) in out.iter_mut().zip(xa).zip(xb) {
+                *o = f(x, y);
+            }
+        } else if a_full && b.numel() == 1 {
+            let y = sb[b.offset()];
+            for (o, &x) in out.iter_mut().zip(&sa[a.offset()..a.offset() + n]) {
+                *o = f(x, y);
+            }
+        } else if b_full && a.numel() == 1 {
+            let x = sa[a.offset()];
+            for (o, &y) in out.iter_mut().zip(&sb[b.offset()..b.offset() + n]) {
+                *o = f(x, y);
+            }
+        } else {
+            let ea = a.expand_to(op, &shape)?;
+            let eb = b.expand_to(op, &shape)?;
+            let mut i = 0;
+            for_each_offsets(&shape, [ea.strides(), eb.strides()], [ea.offset(), eb.offset()], |[x, y]| {
+                out[i] = f(sa[x], sb[y]);
+                i += 1;
+            });
+        }
+        Ok(())
+    })
+}
+
+/// Applies `f` to triples of broadcast elements.
+pub fn map3<A: Element, B: Element, C: Element, O: Element>(
+    op: &str,
+    a: &Tensor,
+    b: &Tensor,
+    c: &Tensor,
+    f: impl Fn(A, B, C) -> O,
+) -> Result<Tensor> {
+    let shape = broadcast_all(&[a.sizes(), b.sizes(), c.sizes()]).map_err(|e| e.in_op(op.to_string()))?;
+    let (sa, sb, sc) = (a.storage_slice::<A>()?, b.storage_slice::<B>()?, c.storage_slice::<C>()?);
+    let ea = a.expand_to(op, &shape)?;
+    let eb = b.expand_to(op, &shape)?;
+    let ec = c.expand_to(op, &shape)?;
+    Tensor::build::<O>(&shape, |out| {
+        let mut i = 0;
+        for_each_offsets(
+            &shape,
+            [ea.strides(), eb.strides(), ec.strides()],
+            [ea.offset(), eb.offset(), ec.offset()],
+            |[x, y, z]| {
+                out[i] = f(sa[x], sb[y], sc[z]);
+                i += 1;
+            },
+        );
+        Ok(())
+    })
+}
+
+/// A math function with `f32` and `f64` versions (half types compute in `f32` and round).
+pub trait FloatFn: Sync {
+    fn f32(&self, x: f32) -> f32;
+    fn f64(&self, x: f64) -> f64;
+}
+
+/// Applies a float function to a floating tensor of any float dtype.
+pub fn map_float<F: FloatFn>(op: &str, t: &Tensor, f: &F) -> Result<Tensor> {
+    match t.dtype() {
+        DType::F32 => map1::<f32, f32>(t, |x| f.f32(x)),
+        DType::F64 => map1::<f64, f64>(t, |x| f.f64(x)),
+        DType::F16 => map1::<f16, f16>(t, |x| f16::from_f32(f.f32(x.to_f32()))),
+        DType::BF16 => map1::<bf16, bf16>(t, |x| bf16::from_f32(f.f32(x.to_f32()))),
+        d => Err(KernelError::new(op.to_string(), format!("expected a floating tensor, got {}", d.torch_name()))),
+    }
+}
+
+/// A binary function with float versions; integer version returns `None` for an error
+/// (integer division by zero).
+pub trait BinaryFn: Sync {
+    fn f32(&self, a: f32, b: f32) -> f32;
+    fn f64(&self, a: f64, b: f64) -> f64;
+    /// Integer version on values widened to `i64`; `bits` is the width of the element type
+    /// (results are truncated back to it, so wrapping arithmetic comes out right).
+    fn int(&self, a: i64, b: i64, bits: u32) -> Option<i64>;
+    /// Bool version; by default the integer version on 0/1 read back as `!= 0`.
+    fn boolean(&self, a: bool, b: bool) -> Option<bool> {
+        self.int(a as i64, b as i64, 1).map(|v| v != 0)
+    }
+}
+
+/// Computes `f` over two tensors of the same dtype `ct`, except that for `f16`/`bf16` either
+/// side may be an `f32` 0-d tensor (a scalar kept at `f32` precision, as PyTorch does).
+pub fn apply_binary<F: BinaryFn>(op: &str, a: &Tensor, b: &Tensor, ct: DType, f: &F) -> Result<Tensor> {
+    let err = Cell::new(false);
+    let out = match ct {
+        DType::F32 => map2::<f32, f32, f32>(op, a, b, |x, y| f.f32(x, y)),
+        DType::F64 => map2::<f64, f64, f64>(op, a, b, |x, y| f.f64(x, y)),
+        DType::F16 => half_binary::<f16, F>(op, a, b, f),
+        DType::BF16 => half_binary::<bf16, F>(op, a, b, f),
+        DType::Bool => map2::<bool, bool, bool>(op, a, b, |x, y| {
+            f.boolean(x, y).unwrap_or_else(|| {
+                err.set(true);
+                false
+            })
+        }),
+        DType::U8 => int_binary::<u8, F>(op, a, b, f, &err),
+        DType::I8 => int_binary::<i8, F>(op, a, b, f, &err),
+        DType::I16 => int_binary::<i16, F>(op, a, b, f, &err),
+        DType::I32 => int_binary::<i32, F>(op, a, b, f, &err),
+        DType::I64 => int_binary::<i64, F>(op, a, b, f, &err),
+    }?;
+    if err.get() {
+        return Err(KernelError::new(op.to_string(), "ZeroDivisionError: integer division by zero"));
+    }
+    Ok(out)
+}
+
+fn int_binary<T: Element, F: BinaryFn>(op: &str, a: &Tensor, b: &Tensor, f: &F, err: &Cell<bool>) -> Result<Tensor> {
+    let bits = (T::DTYPE.size_bytes() * 8) as u32;
+    map2::<T, T, T>(op, a, b, |x, y| match f.int(x.to_i64(), y.to_i64(), bits) {
+        Some(v) => T::from_i64(v),
+        None => {
+            err.set(true);
+            T::default()
+        }
+    })
+}
+
+fn half_binary<H: Element, F: BinaryFn>(op: &str, a: &Tensor, b: &Tensor, f: &F) -> Result<Tensor> {
+    match (a.dtype() == DType::F32, b.dtype() == DType::F32) {
+        (false, false) => map2::<H, H, H>(op, a, b, |x, y| H::from_f32(f.f32(x.to_f32(), y.to_f32()))),
+        (false, true) => map2::<H, f32, H>(op, a, b, |x, y| H::from_f32(f.f32(x.to_f32(), y))),
+        (true, false) => map2::<f32, H, H>(op, a, b, |x, y| H::from_f32(f.f32(x, y.to_f32()))),
+        (true, true) => map2::<f32, f32, H>(op, a, b, |x, y| H::from_f32(f.f32(x, y))),
+    }
+}
+
+/// Makes both operands tensors for computing in `ct` (scalars next to a half tensor stay f32).
+pub fn binary_operands(op: &str, a: Operand, b: Operand, ct: DType) -> Result<(Tensor, Tensor)> {
+    let scalar_dtype = if matches!(ct, DType::F16 | DType::BF16) { DType::F32 } else { ct };
+    let conv = |o: Operand| match o {
+        Operand::Scalar(_) => operand_tensor(op, o, scalar_dtype),
+        Operand::Tensor(_) => operand_tensor(op, o, ct),
+    };
+    Ok((conv(a)?, conv(b)?))
+}
+
+/// A comparison with float and integer versions.
+pub trait CompareFn: Sync {
+    fn f64(&self, a: f64, b: f64) -> bool;
+    fn f32(&self, a: f32, b: f32) -> bool;
+    fn int(&self, a: i64, b: i64) -> bool;
+}
+
+/// Compares two tensors of dtype `ct` (half types compare in `f32`), giving a bool tensor.
+pub fn apply_compare<F: CompareFn>(op: &str, a: &Tensor, b: &Tensor, ct: DType, f: &F) -> Result<Tensor> {
+    match ct {
+        DType::F64 => map2::<f64, f64, bool>(op, a, b, |x, y| f.f64(x, y)),
+        DType::F32 => map2::<f32, f32, bool>(op, a, b, |x, y| f.f32(x, y)),
+        DType::F16 | DType::BF16 => {
+            let a = a.cast_to(DType::F32)?;
+            let b = b.cast_to(DType::F32)?;
+            map2::<f32, f32, bool>(op, &a, &b, |x, y| f.f32(x, y))
+        }
+        d => crate::dispatch_dtype!(d, T => map2::<T, T, bool>(op, a, b, |x, y| f.int(x.to_i64(), y.to_i64()))),
+    }
+}
