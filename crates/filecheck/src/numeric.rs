@@ -188,8 +188,8 @@ pub(crate) fn parse_expr(text: &str, base: usize, line: usize) -> Result<Expr, E
     let mut parser = ExprParser { text, pos: 0, base, line };
     let expr = parser.sum()?;
     parser.skip_ws();
-    if parser.pos < text.len() {
-        return Err(parser.error(format!("unexpected characters at end of expression '{}'", &text[parser.pos..])));
+    if let Some(c) = text[parser.pos..].chars().next() {
+        return Err(parser.error(format!("unsupported operation '{c}'")));
     }
     Ok(expr)
 }

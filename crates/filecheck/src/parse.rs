@@ -242,9 +242,9 @@ impl Parser<'_> {
             let recognised = match recognise(&text[end..]) {
                 Ok(Some(r)) => r,
                 Ok(None) => continue,
-                Err(()) => {
+                Err(offset) => {
                     self.diagnostics.push(Diagnostic::error(
-                        Span::point(file, start),
+                        Span::point(file, end + offset),
                         format!("invalid count in -COUNT specification on prefix '{prefix}'"),
                     ));
                     pos = line_end;
@@ -333,8 +333,8 @@ fn directive_name(prefix: &str, kind: Kind) -> String {
 }
 
 /// Recognises the directive suffix after a prefix (`:`, `-NEXT:`,
-/// `-COUNT-3{LITERAL}:` ...). `Err` for a malformed count.
-fn recognise(rest: &str) -> Result<Option<Recognised>, ()> {
+/// `-COUNT-3{LITERAL}:` ...). `Err` holds the offset of a malformed count's end.
+fn recognise(rest: &str) -> Result<Option<Recognised>, usize> {
     let colon = |after: &str, kind: Kind, used: usize| -> Option<Recognised> {
         if after.starts_with(':') {
             Some(Recognised { kind, literal: false, len: used + 1 })
@@ -365,11 +365,11 @@ fn recognise(rest: &str) -> Result<Option<Recognised>, ()> {
         let digits = after.bytes().take_while(u8::is_ascii_digit).count();
         let tail = &after[digits..];
         if !tail.starts_with(':') && !tail.starts_with("{LITERAL}:") {
-            return if digits == 0 { Ok(None) } else { Err(()) };
+            return if digits == 0 { Ok(None) } else { Err(7 + digits) };
         }
-        let count: usize = after[..digits].parse().map_err(|_| ())?;
+        let count: usize = after[..digits].parse().map_err(|_| 7 + digits)?;
         if count == 0 {
-            return Err(());
+            return Err(7 + digits);
         }
         return Ok(colon(tail, Kind::Count(count), 1 + 6 + digits));
     }

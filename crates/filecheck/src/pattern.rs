@@ -475,6 +475,9 @@ impl PatternParser<'_> {
             }
             return self.numeric_use(block, at, None);
         }
+        if len > 0 && after.starts_with([' ', '\t']) {
+            return Err(self.error(at + len, "unexpected whitespace"));
+        }
         if len == 0 || (!after.is_empty() && !after.starts_with(':')) {
             let what = if block.contains(':') { "definition" } else { "use" };
             return Err(self.error(at, format!("invalid name in string variable {what}")));

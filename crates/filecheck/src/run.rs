@@ -198,6 +198,7 @@ impl Runner<'_> {
             }
             Err(error) => {
                 self.report_match_error(directive, error);
+                self.fuzzy_note(directive, start, end);
                 None
             }
         }
@@ -252,6 +253,10 @@ impl Runner<'_> {
         self.diagnostics.push(Diagnostic::error(directive.span, message));
         self.diagnostics.push(Diagnostic::note(self.input_span(start, start), "scanning from here"));
         self.substitution_notes(directive, start);
+        self.fuzzy_note(directive, start, end);
+    }
+
+    fn fuzzy_note(&mut self, directive: &Directive, start: usize, end: usize) {
         if let Some(best) = fuzzy_match(directive.pattern.example(), &self.text()[start..end]) {
             let at = start + best;
             self.diagnostics.push(Diagnostic::note(self.input_span(at, at), "possible intended match here"));

@@ -109,33 +109,48 @@ pub(crate) fn render(sources: &Sources, diagnostics: &[Diagnostic]) -> String {
             Severity::Remark => "remark",
         };
         let _ = writeln!(out, "{}:{line}:{col}: {kind}: {}", source.name, diagnostic.message);
-        let text = source.line_text(line);
+        let (text, caret) = quote_line(
+            source.line_text(line),
+            col - 1,
+            diagnostic.span.end.saturating_sub(diagnostic.span.start),
+        );
         let _ = writeln!(out, "{text}");
-        out.push_str(&caret_line(text, col - 1, diagnostic.span.end.saturating_sub(diagnostic.span.start)));
-        out.push('\n');
+        let _ = writeln!(out, "{caret}");
     }
     out
 }
 
-/// The line under a quoted source line: `^` at byte column `col` followed by `~`
-/// for the rest of a range of `len` bytes (clipped to the line). Tabs are kept so
-/// that the caret lines up however the terminal expands them.
-fn caret_line(text: &str, col: usize, len: usize) -> String {
+/// Width of a tab stop when quoting source lines, as in LLVM.
+const TAB_STOP: usize = 8;
+
+/// A source line with tabs expanded, and the caret line under it: `^` at
+/// byte column `col`, then `~` for the rest of a range of `len` bytes
+/// (clipped to the line).
+fn quote_line(text: &str, col: usize, len: usize) -> (String, String) {
+    let mut line = String::new();
     let mut caret = String::new();
+    let mut width = 0;
     for (i, ch) in text.char_indices() {
-        if i >= col {
-            break;
+        let cells = if ch == '\t' { TAB_STOP - width % TAB_STOP } else { 1 };
+        if ch == '\t' {
+            line.extend(std::iter::repeat_n(' ', cells));
+        } else {
+            line.push(ch);
         }
-        caret.push(if ch == '\t' { '\t' } else { ' ' });
+        let mark = if i == col {
+            '^'
+        } else if i > col && i < col + len {
+            '~'
+        } else {
+            ' '
+        };
+        caret.extend(std::iter::repeat_n(mark, cells));
+        width += cells;
     }
-    caret.push('^');
-    let line_len = text.len();
-    let end = (col + len).min(line_len.max(col + 1));
-    let tildes = text
-        .get(col..end)
-        .map_or(0, |s| s.chars().count().saturating_sub(1));
-    caret.extend(std::iter::repeat_n('~', tildes));
-    caret
+    if col >= text.len() {
+        caret.push('^');
+    }
+    (line, caret.trim_end().to_string())
 }
 
 /// Collapses runs of spaces and tabs into one space and drops the `\r` of
