@@ -1,1 +1,18 @@
-//! The prim dialect: constants, structured control flow, lists and tuples, fusion groups, SymInt arithmetic
+//! The prim dialect: constants, structured control flow, lists and tuples, fusion groups, SymInt arithmetic.
+//!
+//! These are TorchScript's `prim::` ops with MLIR spelling: `prim::Constant` is `prim.Constant`,
+//! `prim::If` is `prim.If` with two regions, and so on. [`register`] adds them to a context.
+
+pub mod ops;
+mod verify;
+
+pub use ops::*;
+
+/// Registers the prim dialect and its ops.
+pub fn register(ctx: &mut ir::Context) {
+    ctx.register_dialect(DIALECT, "TorchScript's structural ops: constants, control flow, containers, fusion groups.");
+    for def in ops::definitions() {
+        // Names are fixed and unique, so a second registration is the only possible failure: skip it.
+        let _ = ctx.register_op(def);
+    }
+}
