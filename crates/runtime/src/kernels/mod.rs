@@ -14,6 +14,7 @@ pub use crate::tensor::KernelError;
 use crate::tensor::{Result, Scalar, Tensor};
 use crate::value::IValue;
 
+pub mod binary;
 pub mod conv;
 pub mod elementwise;
 pub mod index;
@@ -81,6 +82,7 @@ pub fn registry() -> &'static KernelRegistry {
 /// Registers every built-in kernel module into `r`.
 pub fn register_all(r: &mut KernelRegistry) {
     unary::register(r);
+    binary::register(r);
     linalg::register(r);
     conv::register(r);
     pool::register(r);
