@@ -184,16 +184,14 @@ fn apply_valued(options: &mut Options, comments: &mut Option<Vec<String>>, name:
         "comment-prefixes" => comments.get_or_insert_with(Vec::new).extend(split_list(&value)),
         "input-file" => options.input_file = Some(value),
         "implicit-check-not" => config.implicit_check_not.push(value),
-        "dump-input" => {
-            if !matches!(value.as_str(), "never" | "fail" | "always" | "help") {
+        "dump-input"
+            if !matches!(value.as_str(), "never" | "fail" | "always" | "help") => {
                 return Err(UsageError::BadValue(name.to_string(), value));
             }
-        }
-        "dump-input-context" => {
-            if value.parse::<usize>().is_err() {
+        "dump-input-context"
+            if value.parse::<usize>().is_err() => {
                 return Err(UsageError::BadValue(name.to_string(), value));
             }
-        }
         _ => {}
     }
     Ok(())

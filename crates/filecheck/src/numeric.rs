@@ -47,7 +47,7 @@ impl Format {
             "d" => FormatKind::Signed,
             "x" => FormatKind::HexLower,
             "X" => FormatKind::HexUpper,
-            _ => return Err(format!("invalid format specifier in expression")),
+            _ => return Err("invalid format specifier in expression".to_string()),
         };
         if alternate && !matches!(kind, FormatKind::HexLower | FormatKind::HexUpper) {
             return Err("alternate form only supported for hex numbers".to_string());

@@ -136,7 +136,7 @@ impl Pattern {
         let example = if pieces.iter().all(|p| matches!(p, Piece::Literal(_))) {
             pieces.iter().filter_map(|p| if let Piece::Literal(s) = p { Some(s.as_str()) } else { None }).collect()
         } else {
-            skeleton
+            example_regex(&skeleton)
         };
         Ok(Pattern { body: Body::Pieces(pieces), options, fixed, example })
     }
@@ -194,11 +194,10 @@ impl Pattern {
         for piece in pieces {
             match piece {
                 Piece::StringDef { name, group: g, .. } => found.string_defs.push((name.clone(), group(g).to_string())),
-                Piece::StringBackref { group: g, def_group, .. } => {
-                    if group(g) != group(def_group) {
+                Piece::StringBackref { group: g, def_group, .. }
+                    if group(g) != group(def_group) => {
                         return Ok(None);
                     }
-                }
                 Piece::NumericDef { name, format, constraint, group: g } => {
                     let format = match (format, constraint) {
                         (Some(format), _) => *format,
@@ -227,11 +226,10 @@ impl Pattern {
                     }
                 }
                 Piece::NumericUse { expr, text, format } => {
-                    if let Ok((value, implicit)) = expr.eval(&vars.numerics) {
-                        if let Ok(shown) = format.or(implicit).unwrap_or_default().format(value) {
+                    if let Ok((value, implicit)) = expr.eval(&vars.numerics)
+                        && let Ok(shown) = format.or(implicit).unwrap_or_default().format(value) {
                             out.push((text.clone(), shown));
                         }
-                    }
                 }
                 _ => {}
             }
@@ -327,6 +325,20 @@ fn regex_source(pieces: &[Piece], options: &PatternOptions, vars: &Vars, skeleto
     Ok(re)
 }
 
+/// The regex as LLVM would spell it, for the fuzzy search: without flags,
+/// with plain groups.
+fn example_regex(skeleton: &str) -> String {
+    let text = skeleton.trim_start_matches("(?m)").trim_start_matches("(?i)").replace("(?:", "(");
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text.as_str();
+    while let Some(at) = rest.find("(?P<") {
+        out.push_str(&rest[..=at]);
+        rest = rest[at..].find('>').map_or("", |end| &rest[at + end + 1..]);
+    }
+    out.push_str(rest);
+    out
+}
+
 fn compile(source: &str, offset: usize) -> Result<Regex, PatternError> {
     Regex::new(source).map_err(|e| PatternError { offset, message: format!("invalid regex: {}", regex_message(&e)) })
 }
@@ -366,9 +378,13 @@ fn translate_regex(source: &str) -> String {
                     chars.next();
                     out.push_str("\\]");
                 }
+                let mut closed = false;
                 while let Some(c) = chars.next() {
                     match c {
-                        ']' => break,
+                        ']' => {
+                            closed = true;
+                            break;
+                        }
                         '\\' => {
                             out.push('\\');
                             if let Some(next) = chars.next() {
@@ -392,10 +408,13 @@ fn translate_regex(source: &str) -> String {
                         _ => out.push(c),
                     }
                 }
-                if negated {
-                    out.push_str("\\n");
+                // An unclosed bracket is left unclosed so that compiling reports it.
+                if closed {
+                    if negated {
+                        out.push_str("\\n");
+                    }
+                    out.push(']');
                 }
-                out.push(']');
             }
             _ => out.push(ch),
         }
@@ -437,20 +456,20 @@ impl PatternParser<'_> {
         let mut pos = 0;
         while pos < text.len() {
             let rest = &text[pos..];
-            if rest.starts_with("{{") {
-                let Some(end) = rest[2..].find("}}") else {
+            if let Some(body) = rest.strip_prefix("{{") {
+                let Some(end) = body.find("}}") else {
                     return Err(self.error(pos, "found start of regex string with no end '}}'"));
                 };
-                let source = &rest[2..2 + end];
+                let source = &body[..end];
                 let translated = translate_regex(source);
                 compile(&translated, self.base + pos + 2)?;
                 self.pieces.push(Piece::Regex(translated));
                 pos += end + 4;
-            } else if rest.starts_with("[[") {
-                let Some(end) = substitution_end(&rest[2..]) else {
+            } else if let Some(body) = rest.strip_prefix("[[") {
+                let Some(end) = substitution_end(body) else {
                     return Err(self.error(pos, "Invalid substitution block, no ]] found"));
                 };
-                self.substitution(&rest[2..2 + end], pos + 2)?;
+                self.substitution(&body[..end], pos + 2)?;
                 pos += end + 4;
             } else {
                 let next = [rest.find("{{"), rest.find("[[")].into_iter().flatten().min().unwrap_or(rest.len());
