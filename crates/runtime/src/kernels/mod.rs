@@ -23,6 +23,7 @@ pub mod linalg;
 pub mod norm;
 pub mod pad;
 pub mod pool;
+pub mod reduce;
 pub mod sort;
 pub mod unary;
 
@@ -83,6 +84,7 @@ pub fn registry() -> &'static KernelRegistry {
 pub fn register_all(r: &mut KernelRegistry) {
     unary::register(r);
     binary::register(r);
+    reduce::register(r);
     linalg::register(r);
     conv::register(r);
     pool::register(r);

@@ -1,0 +1,648 @@
+//! Reductions and scans: sum, mean, prod, amax/amin, max/min (values and indices),
+//! argmax/argmin, var/std, any/all, logsumexp, cumsum/cumprod, softmax and log_softmax.
+//!
+//! Float sums, means and variances accumulate in `f64` and round once at the end. PyTorch's
+//! CPU kernels accumulate `f32` with pairwise/vectorized summation; accumulating in `f64` is at
+//! least as accurate, is independent of the memory layout, and stays within the fixtures'
+//! tolerances. Integer sums and products wrap in `i64`.
+
+use half::{bf16, f16};
+use ir::DType;
+
+use super::{Args, KernelRegistry, ret};
+use crate::dispatch_dtype;
+use crate::tensor::shape::{normalize_dim, normalize_dims};
+use crate::tensor::{Element, KernelError, Result, Scalar, Tensor};
+use crate::value::IValue;
+
+/// Resolves reduction dims: `None` or an empty list means all dims.
+fn reduce_dims(op: &str, t: &Tensor, dims: Option<&[i64]>) -> Result<Vec<usize>> {
+    match dims {
+        None | Some([]) => Ok((0..t.dim()).collect()),
+        Some(d) => {
+            if t.dim() == 0 {
+                for &x in d {
+                    normalize_dim(op, x, 0)?;
+                }
+                return Ok(vec![]);
+            }
+            normalize_dims(op, d, t.dim())
+        }
+    }
+}
+
+/// Output sizes of reducing `dims` of `sizes`.
+fn reduced_sizes(sizes: &[usize], dims: &[usize], keepdim: bool) -> Vec<usize> {
+    let mut out = Vec::with_capacity(sizes.len());
+    for (d, &s) in sizes.iter().enumerate() {
+        if dims.contains(&d) {
+            if keepdim {
+                out.push(1);
+            }
+        } else {
+            out.push(s);
+        }
+    }
+    out
+}
+
+/// Applies `f` to each block of reduced elements (in row-major order of the reduced dims);
+/// `t` must have element type `T`.
+pub fn reduce<T: Element, O: Element>(
+    t: &Tensor,
+    dims: &[usize],
+    keepdim: bool,
+    f: impl Fn(&[T]) -> O,
+) -> Result<Tensor> {
+    let mut perm: Vec<i64> = (0..t.dim()).filter(|d| !dims.contains(d)).map(|d| d as i64).collect();
+    perm.extend(dims.iter().map(|&d| d as i64));
+    let p = t.permute(&perm)?.contiguous()?;
+    let inner: usize = dims.iter().map(|&d| t.sizes()[d]).product();
+    let out_sizes = reduced_sizes(t.sizes(), dims, keepdim);
+    let data = p.as_slice::<T>()?;
+    Tensor::build::<O>(&out_sizes, |out| {
+        if inner == 0 {
+            for o in out.iter_mut() {
+                *o = f(&[]);
+            }
+        } else {
+            for (o, block) in out.iter_mut().zip(data.chunks_exact(inner)) {
+                *o = f(block);
+            }
+        }
+        Ok(())
+    })
+}
+
+/// Applies `f(row_in, row_out)` to every 1-d row along `dim`, giving a tensor of `t`'s shape.
+pub fn along_dim<T: Element, O: Element>(t: &Tensor, dim: usize, f: impl Fn(&[T], &mut [O])) -> Result<Tensor> {
+    if t.dim() == 0 {
+        let c = t.contiguous()?;
+        let x = c.as_slice::<T>()?;
+        return Tensor::build::<O>(&[], |out| {
+            f(x, out);
+            Ok(())
+        });
+    }
+    let nd = t.dim();
+    let mut perm: Vec<i64> = (0..nd as i64).filter(|&d| d as usize != dim).collect();
+    perm.push(dim as i64);
+    let p = t.permute(&perm)?.contiguous()?;
+    let n = t.sizes()[dim];
+    let data = p.as_slice::<T>()?;
+    let out = Tensor::build::<O>(p.sizes(), |out| {
+        if n > 0 {
+            for (row, orow) in data.chunks_exact(n).zip(out.chunks_exact_mut(n)) {
+                f(row, orow);
+            }
+        }
+        Ok(())
+    })?;
+    if dim == nd - 1 {
+        return Ok(out);
+    }
+    let mut inv = vec![0i64; nd];
+    for (i, &p) in perm.iter().enumerate() {
+        inv[p as usize] = i as i64;
+    }
+    out.permute(&inv)?.contiguous()
+}
+
+/// The accumulation dtype of `sum`/`prod` without an explicit dtype: integers and bool widen
+/// to int64.
+fn sum_dtype(d: DType, requested: Option<DType>) -> DType {
+    requested.unwrap_or(if d.is_floating() { d } else { DType::I64 })
+}
+
+fn sum_tensor(t: &Tensor, dims: &[usize], keepdim: bool, dtype: DType) -> Result<Tensor> {
+    let x = t.cast_to(dtype)?;
+    match dtype {
+        DType::F32 => reduce::<f32, f32>(&x, dims, keepdim, |b| b.iter().map(|&v| v as f64).sum::<f64>() as f32),
+        DType::F64 => reduce::<f64, f64>(&x, dims, keepdim, pairwise_sum),
+        DType::F16 => reduce::<f16, f16>(&x, dims, keepdim, |b| f16::from_f64(b.iter().map(|v| v.to_f64()).sum())),
+        DType::BF16 => reduce::<bf16, bf16>(&x, dims, keepdim, |b| bf16::from_f64(b.iter().map(|v| v.to_f64()).sum())),
+        DType::Bool => reduce::<bool, bool>(&x, dims, keepdim, |b| b.iter().any(|&v| v)),
+        d => dispatch_dtype!(d, T => reduce::<T, T>(&x, dims, keepdim, |b| {
+            T::from_i64(b.iter().fold(0i64, |acc, v| acc.wrapping_add(v.to_i64())))
+        })),
+    }
+}
+
+/// Pairwise summation of `f64` values (error grows like log n).
+fn pairwise_sum(x: &[f64]) -> f64 {
+    if x.len() <= 64 {
+        return x.iter().sum();
+    }
+    let mid = x.len() / 2;
+    pairwise_sum(&x[..mid]) + pairwise_sum(&x[mid..])
+}
+
+fn k_sum_dim(args: &[IValue]) -> Result<Vec<IValue>> {
+    let a = Args::new("aten.sum.dim_IntList", args, 1)?;
+    let t = a.tensor(0)?;
+    let dims = reduce_dims(a.op, t, a.opt_int_list(1)?.as_deref())?;
+    let keepdim = a.opt_bool(2)?.unwrap_or(false);
+    let dtype = sum_dtype(t.dtype(), a.opt_dtype(3)?);
+    ret(sum_tensor(t, &dims, keepdim, dtype)?)
+}
+
+fn k_sum(args: &[IValue]) -> Result<Vec<IValue>> {
+    let a = Args::new("aten.sum", args, 1)?;
+    let t = a.tensor(0)?;
+    let dims: Vec<usize> = (0..t.dim()).collect();
+    ret(sum_tensor(t, &dims, false, sum_dtype(t.dtype(), a.opt_dtype(1)?))?)
+}
+
+fn mean_tensor(op: &str, t: &Tensor, dims: &[usize], keepdim: bool, dtype: Option<DType>) -> Result<Tensor> {
+    let dtype = dtype.unwrap_or(t.dtype());
+    if !dtype.is_floating() {
+        return Err(KernelError::new(
+            op.to_string(),
+            format!(
+                "mean(): could not infer output dtype; input dtype must be floating point but got {}",
+                dtype.torch_name()
+            ),
+        ));
+    }
+    let x = t.cast_to(dtype)?;
+    let mean = |b: &[f64]| if b.is_empty() { f64::NAN } else { pairwise_sum(b) / b.len() as f64 };
+    match dtype {
+        DType::F64 => reduce::<f64, f64>(&x, dims, keepdim, mean),
+        _ => {
+            let x64 = x.to_dtype(DType::F64)?;
+            reduce::<f64, f64>(&x64, dims, keepdim, mean)?.to_dtype(dtype)
+        }
+    }
+}
+
+fn k_mean_dim(args: &[IValue]) -> Result<Vec<IValue>> {
+    let a = Args::new("aten.mean.dim", args, 1)?;
+    let t = a.tensor(0)?;
+    let dims = reduce_dims(a.op, t, a.opt_int_list(1)?.as_deref())?;
+    ret(mean_tensor(a.op, t, &dims, a.opt_bool(2)?.unwrap_or(false), a.opt_dtype(3)?)?)
+}
+
+fn k_mean(args: &[IValue]) -> Result<Vec<IValue>> {
+    let a = Args::new("aten.mean", args, 1)?;
+    let t = a.tensor(0)?;
+    let dims: Vec<usize> = (0..t.dim()).collect();
+    ret(mean_tensor(a.op, t, &dims, false, a.opt_dtype(1)?)?)
+}
+
+fn prod_tensor(t: &Tensor, dims: &[usize], keepdim: bool, dtype: DType) -> Result<Tensor> {
+    let x = t.cast_to(dtype)?;
+    match dtype {
+        DType::F64 => reduce::<f64, f64>(&x, dims, keepdim, |b| b.iter().product()),
+        d if d.is_floating() => {
+            let x64 = x.to_dtype(DType::F64)?;
+            reduce::<f64, f64>(&x64, dims, keepdim, |b| b.iter().product())?.to_dtype(d)
+        }
+        DType::Bool => reduce::<bool, bool>(&x, dims, keepdim, |b| b.iter().all(|&v| v)),
+        d => dispatch_dtype!(d, T => reduce::<T, T>(&x, dims, keepdim, |b| {
+            T::from_i64(b.iter().fold(1i64, |acc, v| acc.wrapping_mul(v.to_i64())))
+        })),
+    }
+}
+
+fn k_prod(args: &[IValue]) -> Result<Vec<IValue>> {
+    let a = Args::new("aten.prod", args, 1)?;
+    let t = a.tensor(0)?;
+    let dims: Vec<usize> = (0..t.dim()).collect();
+    ret(prod_tensor(t, &dims, false, sum_dtype(t.dtype(), a.opt_dtype(1)?))?)
+}
+
+fn k_prod_dim(args: &[IValue]) -> Result<Vec<IValue>> {
+    let a = Args::new("aten.prod.dim_int", args, 2)?;
+    let t = a.tensor(0)?;
+    let dims = reduce_dims(a.op, t, Some(&[a.int(1)?]))?;
+    ret(prod_tensor(t, &dims, a.opt_bool(2)?.unwrap_or(false), sum_dtype(t.dtype(), a.opt_dtype(3)?))?)
+}
+
+/// Index and value of the maximum (`greater`) or minimum of a block; NaN wins (first NaN).
+fn arg_extreme<T: Element>(b: &[T], greater: bool) -> (T, i64) {
+    let float = T::DTYPE.is_floating();
+    let mut best = b[0];
+    let mut bi = 0usize;
+    let mut bv = best.to_f64();
+    if float && bv.is_nan() {
+        return (best, 0);
+    }
+    for (i, &v) in b.iter().enumerate().skip(1) {
+        let x = if float { v.to_f64() } else { v.to_i64() as f64 };
+        if float && x.is_nan() {
+            return (v, i as i64);
+        }
+        let better = if float {
+            if greater { x > bv } else { x < bv }
+        } else {
+            let (xi, bi64) = (v.to_i64(), best.to_i64());
+            if greater { xi > bi64 } else { xi < bi64 }
+        };
+        if better {
+            best = v;
+            bi = i;
+            bv = x;
+        }
+    }
+    (best, bi as i64)
+}
+
+fn extreme_values(op: &str, t: &Tensor, dims: &[usize], keepdim: bool, greater: bool) -> Result<Tensor> {
+    if dims.iter().any(|&d| t.sizes()[d] == 0) || t.numel() == 0 {
+        return Err(KernelError::new(
+            op.to_string(),
+            "expected reduction dim to be specified for input.numel() == 0, or the reduced dimension to be non-empty",
+        ));
+    }
+    dispatch_dtype!(t.dtype(), T => reduce::<T, T>(t, dims, keepdim, |b| arg_extreme(b, greater).0))
+}
+
+fn k_amax(args: &[IValue]) -> Result<Vec<IValue>> {
+    let a = Args::new("aten.amax", args, 1)?;
+    let t = a.tensor(0)?;
+    let dims = reduce_dims(a.op, t, a.opt_int_list(1)?.as_deref())?;
+    ret(extreme_values(a.op, t, &dims, a.opt_bool(2)?.unwrap_or(false), true)?)
+}
+
+fn k_amin(args: &[IValue]) -> Result<Vec<IValue>> {
+    let a = Args::new("aten.amin", args, 1)?;
+    let t = a.tensor(0)?;
+    let dims = reduce_dims(a.op, t, a.opt_int_list(1)?.as_deref())?;
+    ret(extreme_values(a.op, t, &dims, a.opt_bool(2)?.unwrap_or(false), false)?)
+}
+
+fn k_max(args: &[IValue]) -> Result<Vec<IValue>> {
+    let a = Args::new("aten.max", args, 1)?;
+    let t = a.tensor(0)?;
+    let dims: Vec<usize> = (0..t.dim()).collect();
+    ret(extreme_values(a.op, t, &dims, false, true)?)
+}
+
+fn k_min(args: &[IValue]) -> Result<Vec<IValue>> {
+    let a = Args::new("aten.min", args, 1)?;
+    let t = a.tensor(0)?;
+    let dims: Vec<usize> = (0..t.dim()).collect();
+    ret(extreme_values(a.op, t, &dims, false, false)?)
+}
+
+fn values_indices(op: &'static str, args: &[IValue], greater: bool) -> Result<Vec<IValue>> {
+    let a = Args::new(op, args, 2)?;
+    let t = a.tensor(0)?;
+    let dims = reduce_dims(op, t, Some(&[a.int(1)?]))?;
+    let keepdim = a.opt_bool(2)?.unwrap_or(false);
+    if dims.iter().any(|&d| t.sizes()[d] == 0) {
+        return Err(KernelError::new(op, "cannot compute over an empty dimension"));
+    }
+    let values = extreme_values(op, t, &dims, keepdim, greater)?;
+    let indices = dispatch_dtype!(t.dtype(), T => reduce::<T, i64>(t, &dims, keepdim, |b| arg_extreme(b, greater).1))?;
+    Ok(vec![IValue::Tensor(values), IValue::Tensor(indices)])
+}
+
+fn k_max_dim(args: &[IValue]) -> Result<Vec<IValue>> {
+    values_indices("aten.max.dim", args, true)
+}
+
+fn k_min_dim(args: &[IValue]) -> Result<Vec<IValue>> {
+    values_indices("aten.min.dim", args, false)
+}
+
+fn arg_op(op: &'static str, args: &[IValue], greater: bool) -> Result<Vec<IValue>> {
+    let a = Args::new(op, args, 1)?;
+    let t = a.tensor(0)?;
+    let keepdim = a.opt_bool(2)?.unwrap_or(false);
+    if t.numel() == 0 {
+        return Err(KernelError::new(op, "expected a non-empty tensor"));
+    }
+    match a.opt_int(1)? {
+        None => {
+            let flat = t.reshape(&[-1])?;
+            let r = dispatch_dtype!(t.dtype(), T => reduce::<T, i64>(&flat, &[0], false, |b| arg_extreme(b, greater).1))?;
+            if keepdim {
+                let ones = vec![1i64; t.dim()];
+                ret(r.reshape(&ones)?)
+            } else {
+                ret(r)
+            }
+        }
+        Some(d) => {
+            let dims = reduce_dims(op, t, Some(&[d]))?;
+            if dims.iter().any(|&d| t.sizes()[d] == 0) {
+                return Err(KernelError::new(op, "cannot compute over an empty dimension"));
+            }
+            ret(dispatch_dtype!(t.dtype(), T => reduce::<T, i64>(t, &dims, keepdim, |b| arg_extreme(b, greater).1))?)
+        }
+    }
+}
+
+fn k_argmax(args: &[IValue]) -> Result<Vec<IValue>> {
+    arg_op("aten.argmax", args, true)
+}
+
+fn k_argmin(args: &[IValue]) -> Result<Vec<IValue>> {
+    arg_op("aten.argmin", args, false)
+}
+
+/// Variance with `correction` (Bessel's correction is 1), two-pass in `f64`.
+fn var_block(b: &[f64], correction: f64) -> f64 {
+    let n = b.len() as f64;
+    if b.is_empty() {
+        return f64::NAN;
+    }
+    let mean = pairwise_sum(b) / n;
+    let m2: f64 = b.iter().map(|&x| (x - mean) * (x - mean)).sum();
+    m2 / (n - correction).max(0.0)
+}
+
+fn var_tensor(op: &str, t: &Tensor, dims: &[usize], correction: f64, keepdim: bool, sqrt: bool) -> Result<Tensor> {
+    if !t.dtype().is_floating() {
+        return Err(KernelError::new(
+            op.to_string(),
+            format!("std and var only support floating point inputs, got {}", t.dtype().torch_name()),
+        ));
+    }
+    let x64 = t.to_dtype(DType::F64)?;
+    let r = reduce::<f64, f64>(&x64, dims, keepdim, |b| {
+        let v = var_block(b, correction);
+        if sqrt { v.sqrt() } else { v }
+    })?;
+    r.cast_to(t.dtype())
+}
+
+fn var_args(a: &Args, correction_idx: usize, keepdim_idx: usize) -> Result<(Vec<usize>, f64, bool)> {
+    let t = a.tensor(0)?;
+    let dims = reduce_dims(a.op, t, a.opt_int_list(1)?.as_deref())?;
+    let correction = a.opt_scalar(correction_idx)?.map_or(1.0, |s| s.to_f64());
+    Ok((dims, correction, a.opt_bool(keepdim_idx)?.unwrap_or(false)))
+}
+
+fn k_var_correction(args: &[IValue]) -> Result<Vec<IValue>> {
+    let a = Args::new("aten.var.correction", args, 1)?;
+    let (dims, c, k) = var_args(&a, 2, 3)?;
+    ret(var_tensor(a.op, a.tensor(0)?, &dims, c, k, false)?)
+}
+
+fn k_std_correction(args: &[IValue]) -> Result<Vec<IValue>> {
+    let a = Args::new("aten.std.correction", args, 1)?;
+    let (dims, c, k) = var_args(&a, 2, 3)?;
+    ret(var_tensor(a.op, a.tensor(0)?, &dims, c, k, true)?)
+}
+
+fn dim_unbiased(a: &Args) -> Result<(Vec<usize>, f64, bool)> {
+    let t = a.tensor(0)?;
+    let dims = reduce_dims(a.op, t, a.opt_int_list(1)?.as_deref())?;
+    let unbiased = a.opt_bool(2)?.unwrap_or(true);
+    Ok((dims, if unbiased { 1.0 } else { 0.0 }, a.opt_bool(3)?.unwrap_or(false)))
+}
+
+fn k_var_dim(args: &[IValue]) -> Result<Vec<IValue>> {
+    let a = Args::new("aten.var.dim", args, 1)?;
+    let (dims, c, k) = dim_unbiased(&a)?;
+    ret(var_tensor(a.op, a.tensor(0)?, &dims, c, k, false)?)
+}
+
+fn k_std_dim(args: &[IValue]) -> Result<Vec<IValue>> {
+    let a = Args::new("aten.std.dim", args, 1)?;
+    let (dims, c, k) = dim_unbiased(&a)?;
+    ret(var_tensor(a.op, a.tensor(0)?, &dims, c, k, true)?)
+}
+
+fn k_var(args: &[IValue]) -> Result<Vec<IValue>> {
+    let a = Args::new("aten.var", args, 1)?;
+    let t = a.tensor(0)?;
+    let c = if a.opt_bool(1)?.unwrap_or(true) { 1.0 } else { 0.0 };
+    let dims: Vec<usize> = (0..t.dim()).collect();
+    ret(var_tensor(a.op, t, &dims, c, false, false)?)
+}
+
+fn k_std(args: &[IValue]) -> Result<Vec<IValue>> {
+    let a = Args::new("aten.std", args, 1)?;
+    let t = a.tensor(0)?;
+    let c = if a.opt_bool(1)?.unwrap_or(true) { 1.0 } else { 0.0 };
+    let dims: Vec<usize> = (0..t.dim()).collect();
+    ret(var_tensor(a.op, t, &dims, c, false, true)?)
+}
+
+fn k_var_mean_correction(args: &[IValue]) -> Result<Vec<IValue>> {
+    let a = Args::new("aten.var_mean.correction", args, 1)?;
+    let (dims, c, k) = var_args(&a, 2, 3)?;
+    let t = a.tensor(0)?;
+    let v = var_tensor(a.op, t, &dims, c, k, false)?;
+    let m = mean_tensor(a.op, t, &dims, k, None)?;
+    Ok(vec![IValue::Tensor(v), IValue::Tensor(m)])
+}
+
+fn any_all(op: &str, t: &Tensor, dims: &[usize], keepdim: bool, any: bool) -> Result<Tensor> {
+    let out_u8 = t.dtype() == DType::U8;
+    let b = t.cast_to(DType::Bool)?;
+    let r = reduce::<bool, bool>(&b, dims, keepdim, |x| if any { x.iter().any(|&v| v) } else { x.iter().all(|&v| v) })
+        .map_err(|e| e.in_op(op.to_string()))?;
+    if out_u8 { r.to_dtype(DType::U8) } else { Ok(r) }
+}
+
+macro_rules! any_all_kernels {
+    ($full:ident, $dim:ident, $dims:ident, $any:expr, $n_full:literal, $n_dim:literal, $n_dims:literal) => {
+        fn $full(args: &[IValue]) -> Result<Vec<IValue>> {
+            let a = Args::new($n_full, args, 1)?;
+            let t = a.tensor(0)?;
+            let dims: Vec<usize> = (0..t.dim()).collect();
+            ret(any_all(a.op, t, &dims, false, $any)?)
+        }
+        fn $dim(args: &[IValue]) -> Result<Vec<IValue>> {
+            let a = Args::new($n_dim, args, 2)?;
+            let t = a.tensor(0)?;
+            let dims = reduce_dims(a.op, t, Some(&[a.int(1)?]))?;
+            ret(any_all(a.op, t, &dims, a.opt_bool(2)?.unwrap_or(false), $any)?)
+        }
+        fn $dims(args: &[IValue]) -> Result<Vec<IValue>> {
+            let a = Args::new($n_dims, args, 1)?;
+            let t = a.tensor(0)?;
+            let dims = reduce_dims(a.op, t, a.opt_int_list(1)?.as_deref())?;
+            ret(any_all(a.op, t, &dims, a.opt_bool(2)?.unwrap_or(false), $any)?)
+        }
+    };
+}
+
+any_all_kernels!(k_any, k_any_dim, k_any_dims, true, "aten.any", "aten.any.dim", "aten.any.dims");
+any_all_kernels!(k_all, k_all_dim, k_all_dims, false, "aten.all", "aten.all.dim", "aten.all.dims");
+
+fn logsumexp_block(b: &[f64]) -> f64 {
+    let m = b.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    if b.iter().any(|x| x.is_nan()) {
+        return f64::NAN;
+    }
+    if m.is_infinite() {
+        return m;
+    }
+    m + b.iter().map(|&x| (x - m).exp()).sum::<f64>().ln()
+}
+
+fn k_logsumexp(args: &[IValue]) -> Result<Vec<IValue>> {
+    let a = Args::new("aten.logsumexp", args, 2)?;
+    let t = a.tensor(0)?;
+    let dims = reduce_dims(a.op, t, Some(&a.int_list(1)?))?;
+    let keepdim = a.opt_bool(2)?.unwrap_or(false);
+    let out_dtype = if t.dtype().is_floating() { t.dtype() } else { DType::F32 };
+    let x64 = t.to_dtype(DType::F64)?;
+    ret(reduce::<f64, f64>(&x64, &dims, keepdim, logsumexp_block)?.cast_to(out_dtype)?)
+}
+
+fn scan(op: &str, t: &Tensor, dim: i64, dtype: Option<DType>, prod: bool) -> Result<Tensor> {
+    let d = normalize_dim(op, dim, t.dim())?;
+    let dtype = sum_dtype(t.dtype(), dtype);
+    let x = t.cast_to(dtype)?;
+    match dtype {
+        d2 if d2.is_floating() => {
+            let x64 = x.to_dtype(DType::F64)?;
+            let r = along_dim::<f64, f64>(&x64, d, |row, out| {
+                let mut acc = if prod { 1.0 } else { 0.0 };
+                for (o, &v) in out.iter_mut().zip(row) {
+                    acc = if prod { acc * v } else { acc + v };
+                    *o = acc;
+                }
+            })?;
+            r.cast_to(d2)
+        }
+        d2 => {
+            let x64 = x.cast_to(DType::I64)?;
+            let r = along_dim::<i64, i64>(&x64, d, |row, out| {
+                let mut acc: i64 = if prod { 1 } else { 0 };
+                for (o, &v) in out.iter_mut().zip(row) {
+                    acc = if prod { acc.wrapping_mul(v) } else { acc.wrapping_add(v) };
+                    *o = acc;
+                }
+            })?;
+            r.cast_to(d2)
+        }
+    }
+}
+
+fn k_cumsum(args: &[IValue]) -> Result<Vec<IValue>> {
+    let a = Args::new("aten.cumsum", args, 2)?;
+    ret(scan(a.op, a.tensor(0)?, a.int(1)?, a.opt_dtype(2)?, false)?)
+}
+
+fn k_cumprod(args: &[IValue]) -> Result<Vec<IValue>> {
+    let a = Args::new("aten.cumprod", args, 2)?;
+    ret(scan(a.op, a.tensor(0)?, a.int(1)?, a.opt_dtype(2)?, true)?)
+}
+
+/// Softmax (or log-softmax) along `dim`, numerically stable (the row maximum is subtracted).
+/// Computes in `f64`; the result has `out_dtype`.
+pub fn softmax(op: &str, t: &Tensor, dim: i64, log: bool, out_dtype: DType) -> Result<Tensor> {
+    if !out_dtype.is_floating() {
+        return Err(KernelError::new(op.to_string(), format!("softmax needs a floating dtype, got {}", out_dtype.torch_name())));
+    }
+    let d = normalize_dim(op, dim, t.dim())?;
+    let x64 = t.to_dtype(DType::F64)?;
+    let r = along_dim::<f64, f64>(&x64, d, |row, out| {
+        let m = row.iter().copied().fold(f64::NEG_INFINITY, |a, b| if b > a || b.is_nan() { b } else { a });
+        let m = if m.is_finite() { m } else if m.is_nan() { m } else { 0.0 };
+        let mut s = 0.0;
+        for (o, &v) in out.iter_mut().zip(row) {
+            let e = (v - m).exp();
+            *o = e;
+            s += e;
+        }
+        if log {
+            let ls = s.ln();
+            for (o, &v) in out.iter_mut().zip(row) {
+                *o = v - m - ls;
+            }
+        } else {
+            for o in out.iter_mut() {
+                *o /= s;
+            }
+        }
+    })?;
+    r.cast_to(out_dtype)
+}
+
+fn softmax_kernel(op: &'static str, args: &[IValue], log: bool) -> Result<Vec<IValue>> {
+    let a = Args::new(op, args, 3)?;
+    let t = a.tensor(0)?;
+    let half_to_float = a.bool(2)?;
+    let out = if half_to_float && matches!(t.dtype(), DType::F16 | DType::BF16) { DType::F32 } else { t.dtype() };
+    ret(softmax(op, t, a.int(1)?, log, out)?)
+}
+
+fn k_softmax(args: &[IValue]) -> Result<Vec<IValue>> {
+    softmax_kernel("aten._softmax", args, false)
+}
+
+fn k_log_softmax(args: &[IValue]) -> Result<Vec<IValue>> {
+    softmax_kernel("aten._log_softmax", args, true)
+}
+
+fn softmax_int(op: &'static str, args: &[IValue], log: bool) -> Result<Vec<IValue>> {
+    let a = Args::new(op, args, 2)?;
+    let t = a.tensor(0)?;
+    let out = a.opt_dtype(2)?.unwrap_or(if t.dtype().is_floating() { t.dtype() } else { DType::F32 });
+    ret(softmax(op, t, a.int(1)?, log, out)?)
+}
+
+fn k_softmax_int(args: &[IValue]) -> Result<Vec<IValue>> {
+    softmax_int("aten.softmax.int", args, false)
+}
+
+fn k_log_softmax_int(args: &[IValue]) -> Result<Vec<IValue>> {
+    softmax_int("aten.log_softmax.int", args, true)
+}
+
+fn k_count_nonzero(args: &[IValue]) -> Result<Vec<IValue>> {
+    let a = Args::new("aten.count_nonzero.dim_IntList", args, 2)?;
+    let t = a.tensor(0)?;
+    let dims = reduce_dims(a.op, t, Some(&a.int_list(1)?))?;
+    let b = t.cast_to(DType::Bool)?;
+    ret(reduce::<bool, i64>(&b, &dims, false, |x| x.iter().filter(|&&v| v).count() as i64)?)
+}
+
+/// `_local_scalar_dense`: the value of a one-element tensor as a Python scalar.
+fn k_local_scalar_dense(args: &[IValue]) -> Result<Vec<IValue>> {
+    let a = Args::new("aten._local_scalar_dense", args, 1)?;
+    let s: Scalar = a.tensor(0)?.item().map_err(|e| e.in_op(a.op))?;
+    Ok(vec![IValue::from(s)])
+}
+
+pub fn register(r: &mut KernelRegistry) {
+    let table: &[(&'static str, super::KernelFn)] = &[
+        ("aten.sum", k_sum),
+        ("aten.sum.dim_IntList", k_sum_dim),
+        ("aten.mean", k_mean),
+        ("aten.mean.dim", k_mean_dim),
+        ("aten.prod", k_prod),
+        ("aten.prod.dim_int", k_prod_dim),
+        ("aten.amax", k_amax),
+        ("aten.amin", k_amin),
+        ("aten.max", k_max),
+        ("aten.min", k_min),
+        ("aten.max.dim", k_max_dim),
+        ("aten.min.dim", k_min_dim),
+        ("aten.argmax", k_argmax),
+        ("aten.argmin", k_argmin),
+        ("aten.var.correction", k_var_correction),
+        ("aten.var.dim", k_var_dim),
+        ("aten.var", k_var),
+        ("aten.std.correction", k_std_correction),
+        ("aten.std.dim", k_std_dim),
+        ("aten.std", k_std),
+        ("aten.var_mean.correction", k_var_mean_correction),
+        ("aten.any", k_any),
+        ("aten.any.dim", k_any_dim),
+        ("aten.any.dims", k_any_dims),
+        ("aten.all", k_all),
+        ("aten.all.dim", k_all_dim),
+        ("aten.all.dims", k_all_dims),
+        ("aten.logsumexp", k_logsumexp),
+        ("aten.cumsum", k_cumsum),
+        ("aten.cumprod", k_cumprod),
+        ("aten._softmax", k_softmax),
+        ("aten._log_softmax", k_log_softmax),
+        ("aten.softmax.int", k_softmax_int),
+        ("aten.log_softmax.int", k_log_softmax_int),
+        ("aten.count_nonzero.dim_IntList", k_count_nonzero),
+        ("aten._local_scalar_dense", k_local_scalar_dense),
+    ];
+    for &(name, f) in table {
+        r.register(name, f);
+    }
+}
