@@ -1,6 +1,472 @@
-//! Placeholder: kernels of this module are not written yet.
+//! Convolution kernels (`convolution`, `conv1d/2d/3d` with numeric or `"same"`/`"valid"`
+//! padding, `conv_transpose1d/2d/3d`): 1-, 2- and 3-d, strided, padded, dilated, grouped and
+//! transposed, with optional bias.
+//!
+//! Every convolution is lowered to GEMM per (batch, group): the forward case gathers input
+//! patches into a column matrix (im2col; skipped for 1×1 kernels with unit stride and no
+//! padding) and multiplies the group's weight rows by it; the transposed case multiplies the
+//! transposed weight by the input and scatters the columns back into the output (col2im).
+//! Lower-dimensional convolutions run as 3-d ones with leading unit dims.
 
-use super::KernelRegistry;
+use super::linalg::{MatView, Real, gemm, outs, widen_halves};
+use super::{Args, KernelRegistry};
+use crate::tensor::{KernelError, Result, Tensor};
+use crate::value::IValue;
 
-/// Registers the kernels of this module.
-pub fn register(_r: &mut KernelRegistry) {}
+/// Geometry of one convolution, already padded to three spatial dims.
+#[derive(Clone, Debug)]
+pub(crate) struct Geometry {
+    pub n: usize,
+    pub cin: usize,
+    pub cout: usize,
+    pub groups: usize,
+    pub input: [usize; 3],
+    pub kernel: [usize; 3],
+    pub output: [usize; 3],
+    pub stride: [usize; 3],
+    pub pad_lo: [usize; 3],
+    pub dilation: [usize; 3],
+    pub transposed: bool,
+}
+
+impl Geometry {
+    fn kernel_numel(&self) -> usize {
+        self.kernel.iter().product()
+    }
+    fn in_numel(&self) -> usize {
+        self.input.iter().product()
+    }
+    fn out_numel(&self) -> usize {
+        self.output.iter().product()
+    }
+}
+
+/// Column matrix of one group of one image: rows `c·K + k` (channel, kernel offset), columns
+/// the output positions; out-of-range taps are zero.
+pub(crate) fn im2col<T: Real>(x: &[T], g: &Geometry, channels: usize, col: &mut [T]) {
+    let [ki, kj, kk] = g.kernel;
+    let [id, ih, iw] = g.input;
+    let [od, oh, ow] = g.output;
+    let l = g.out_numel();
+    let mut row = 0;
+    for c in 0..channels {
+        let xc = &x[c * id * ih * iw..(c + 1) * id * ih * iw];
+        for a in 0..ki {
+            for b in 0..kj {
+                for e in 0..kk {
+                    let dst = &mut col[row * l..(row + 1) * l];
+                    row += 1;
+                    for z in 0..od {
+                        let iz = (z * g.stride[0] + a * g.dilation[0]) as isize - g.pad_lo[0] as isize;
+                        for y in 0..oh {
+                            let iy = (y * g.stride[1] + b * g.dilation[1]) as isize - g.pad_lo[1] as isize;
+                            let dst = &mut dst[(z * oh + y) * ow..(z * oh + y + 1) * ow];
+                            if iz < 0 || iz >= id as isize || iy < 0 || iy >= ih as isize {
+                                dst.fill(T::ZERO);
+                                continue;
+                            }
+                            let src = &xc[(iz as usize * ih + iy as usize) * iw..(iz as usize * ih + iy as usize + 1) * iw];
+                            let x0 = e * g.dilation[2];
+                            for (xo, d) in dst.iter_mut().enumerate() {
+                                let ix = (xo * g.stride[2] + x0) as isize - g.pad_lo[2] as isize;
+                                *d = if ix >= 0 && (ix as usize) < iw { src[ix as usize] } else { T::ZERO };
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Adds the column matrix of a transposed convolution into its output: the inverse gather of
+/// `im2col`, where `g.input` is the transposed convolution's input (the columns) and
+/// `g.output` its output.
+pub(crate) fn col2im<T: Real>(col: &[T], g: &Geometry, channels: usize, out: &mut [T]) {
+    let [ki, kj, kk] = g.kernel;
+    let [id, ih, iw] = g.input;
+    let [od, oh, ow] = g.output;
+    let l = g.in_numel();
+    let mut row = 0;
+    for c in 0..channels {
+        let oc = &mut out[c * od * oh * ow..(c + 1) * od * oh * ow];
+        for a in 0..ki {
+            for b in 0..kj {
+                for e in 0..kk {
+                    let src = &col[row * l..(row + 1) * l];
+                    row += 1;
+                    for z in 0..id {
+                        let oz = (z * g.stride[0] + a * g.dilation[0]) as isize - g.pad_lo[0] as isize;
+                        if oz < 0 || oz >= od as isize {
+                            continue;
+                        }
+                        for y in 0..ih {
+                            let oy = (y * g.stride[1] + b * g.dilation[1]) as isize - g.pad_lo[1] as isize;
+                            if oy < 0 || oy >= oh as isize {
+                                continue;
+                            }
+                            let srow = &src[(z * ih + y) * iw..(z * ih + y + 1) * iw];
+                            let orow = &mut oc[(oz as usize * oh + oy as usize) * ow..(oz as usize * oh + oy as usize + 1) * ow];
+                            let x0 = e * g.dilation[2];
+                            for (xi, &v) in srow.iter().enumerate() {
+                                let ox = (xi * g.stride[2] + x0) as isize - g.pad_lo[2] as isize;
+                                if ox >= 0 && (ox as usize) < ow {
+                                    orow[ox as usize] += v;
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Runs the convolution described by `g` over contiguous input, weight and optional bias,
+/// writing the contiguous `[N, Cout, out...]` result into `out`.
+pub(crate) fn conv_compute<T: Real>(
+    op: &'static str,
+    g: &Geometry,
+    x: &[T],
+    w: &[T],
+    bias: Option<&[T]>,
+    out: &mut [T],
+) -> Result<()> {
+    let (cin_g, cout_g) = (g.cin / g.groups, g.cout / g.groups);
+    let k = g.kernel_numel();
+    let (lin, lout) = (g.in_numel(), g.out_numel());
+    if let Some(b) = bias {
+        for (i, chunk) in out.chunks_mut(lout.max(1)).enumerate() {
+            chunk.fill(b[i % g.cout]);
+        }
+    }
+    let beta = if bias.is_some() { T::ONE } else { T::ZERO };
+    if !g.transposed {
+        let direct = k == 1 && g.stride == [1, 1, 1] && g.pad_lo == [0, 0, 0] && lin == lout;
+        let mut col = if direct { Vec::new() } else { vec![T::ZERO; cin_g * k * lout] };
+        for n in 0..g.n {
+            for grp in 0..g.groups {
+                let xg = &x[(n * g.cin + grp * cin_g) * lin..(n * g.cin + (grp + 1) * cin_g) * lin];
+                let b = if direct {
+                    MatView::new(op, xg, 0, cin_g, lout, lout, 1)?
+                } else {
+                    im2col(xg, g, cin_g, &mut col);
+                    MatView::new(op, &col, 0, cin_g * k, lout, lout, 1)?
+                };
+                let a = MatView::new(op, w, grp * cout_g * cin_g * k, cout_g, cin_g * k, cin_g * k, 1)?;
+                let o = (n * g.cout + grp * cout_g) * lout;
+                gemm(op, T::ONE, a, b, beta, &mut out[o..o + cout_g * lout], lout)?;
+            }
+        }
+    } else {
+        // weight: [Cin, Cout/groups, k...]; per group a [cin_g, cout_g·K] matrix.
+        let mut col = vec![T::ZERO; cout_g * k * lin];
+        for n in 0..g.n {
+            for grp in 0..g.groups {
+                let xg = &x[(n * g.cin + grp * cin_g) * lin..(n * g.cin + (grp + 1) * cin_g) * lin];
+                let b = MatView::new(op, xg, 0, cin_g, lin, lin, 1)?;
+                let wg = MatView::new(op, w, grp * cin_g * cout_g * k, cin_g, cout_g * k, cout_g * k, 1)?;
+                gemm(op, T::ONE, wg.t(), b, T::ZERO, &mut col, lin)?;
+                let o = (n * g.cout + grp * cout_g) * lout;
+                col2im(&col, g, cout_g, &mut out[o..o + cout_g * lout]);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Padding of a convolution: explicit per-dim amounts, or PyTorch's `"same"`/`"valid"`.
+pub(crate) enum Padding {
+    Explicit(Vec<i64>),
+    Same,
+    Valid,
+}
+
+/// Options of a convolution as its ATen arguments give them.
+pub(crate) struct ConvArgs {
+    pub stride: Vec<i64>,
+    pub padding: Padding,
+    pub dilation: Vec<i64>,
+    pub transposed: bool,
+    pub output_padding: Vec<i64>,
+    pub groups: i64,
+}
+
+fn expand_param(op: &'static str, name: &str, v: &[i64], d: usize) -> Result<Vec<i64>> {
+    match v.len() {
+        1 => Ok(vec![v[0]; d]),
+        l if l == d => Ok(v.to_vec()),
+        l => Err(KernelError::new(op, format!("expected {name} to have 1 or {d} elements, got {l}"))),
+    }
+}
+
+/// Validates the arguments and computes the geometry (with the padding of each side).
+fn geometry(op: &'static str, x: &[usize], w: &[usize], bias: Option<&[usize]>, a: &ConvArgs) -> Result<Geometry> {
+    let wd = w.len();
+    if !(3..=5).contains(&wd) {
+        return Err(KernelError::new(op, format!("weight must be 3-D, 4-D or 5-D, got {wd}-D {w:?}")));
+    }
+    let d = wd - 2;
+    if x.len() != wd {
+        return Err(KernelError::new(
+            op,
+            format!("expected a {wd}-D input for {wd}-D weight {w:?}, got input of shape {x:?}"),
+        ));
+    }
+    let stride = expand_param(op, "stride", &a.stride, d)?;
+    let dilation = expand_param(op, "dilation", &a.dilation, d)?;
+    if stride.iter().any(|&s| s <= 0) {
+        return Err(KernelError::new(op, format!("stride must be positive, got {stride:?}")));
+    }
+    if dilation.iter().any(|&s| s <= 0) {
+        return Err(KernelError::new(op, format!("dilation must be positive, got {dilation:?}")));
+    }
+    if a.groups <= 0 {
+        return Err(KernelError::new(op, format!("groups must be positive, got {}", a.groups)));
+    }
+    let groups = a.groups as usize;
+    let (n, cin) = (x[0], x[1]);
+    let kernel: Vec<usize> = w[2..].to_vec();
+    let cout = if a.transposed {
+        if w[0] != cin {
+            return Err(KernelError::new(
+                op,
+                format!("input {x:?} has {cin} channels but the transposed weight {w:?} expects {}", w[0]),
+            ));
+        }
+        if cin % groups != 0 {
+            return Err(KernelError::new(op, format!("input channels {cin} are not divisible by groups {groups}")));
+        }
+        w[1] * groups
+    } else {
+        if w[1] * groups != cin {
+            return Err(KernelError::new(
+                op,
+                format!("input {x:?} has {cin} channels but weight {w:?} with groups={groups} expects {}", w[1] * groups),
+            ));
+        }
+        if w[0] % groups != 0 {
+            return Err(KernelError::new(op, format!("output channels {} are not divisible by groups {groups}", w[0])));
+        }
+        w[0]
+    };
+    if let Some(b) = bias
+        && (b.len() != 1 || b[0] != cout)
+    {
+        return Err(KernelError::new(op, format!("bias of shape {b:?} does not match {cout} output channels")));
+    }
+    let (lo, hi): (Vec<usize>, Vec<usize>) = match &a.padding {
+        Padding::Valid => (vec![0; d], vec![0; d]),
+        Padding::Explicit(p) => {
+            let p = expand_param(op, "padding", p, d)?;
+            if p.iter().any(|&v| v < 0) {
+                return Err(KernelError::new(op, format!("padding must be non-negative, got {p:?}")));
+            }
+            (p.iter().map(|&v| v as usize).collect(), p.iter().map(|&v| v as usize).collect())
+        }
+        Padding::Same => {
+            if stride.iter().any(|&s| s != 1) {
+                return Err(KernelError::new(op, "padding='same' is not supported for strided convolutions"));
+            }
+            let total: Vec<usize> = (0..d).map(|i| dilation[i] as usize * kernel[i].saturating_sub(1)).collect();
+            (total.iter().map(|t| t / 2).collect(), total.iter().map(|t| t - t / 2).collect())
+        }
+    };
+    let mut out = vec![0usize; d];
+    if a.transposed {
+        let op_pad = expand_param(op, "output_padding", &a.output_padding, d)?;
+        for i in 0..d {
+            let (s, dl) = (stride[i] as usize, dilation[i] as usize);
+            let opd = usize::try_from(op_pad[i]).map_err(|_| KernelError::new(op, "output_padding must be non-negative"))?;
+            if opd >= s && opd >= dl {
+                return Err(KernelError::new(
+                    op,
+                    format!("output padding must be smaller than either stride or dilation, got {op_pad:?}"),
+                ));
+            }
+            let full = (x[2 + i].max(1) - 1) * s + dl * (kernel[i].max(1) - 1) + opd + 1;
+            let size = if x[2 + i] == 0 { 0 } else { full as isize - (lo[i] + hi[i]) as isize };
+            if size <= 0 && x[2 + i] != 0 {
+                return Err(KernelError::new(op, format!("output size is too small for input {x:?}")));
+            }
+            out[i] = size.max(0) as usize;
+        }
+    } else {
+        for i in 0..d {
+            let (s, dl) = (stride[i] as usize, dilation[i] as usize);
+            let padded = x[2 + i] + lo[i] + hi[i];
+            let span = dl * (kernel[i].max(1) - 1) + 1;
+            if kernel[i] == 0 || padded < span {
+                return Err(KernelError::new(
+                    op,
+                    format!("kernel {kernel:?} (dilation {dilation:?}) is larger than the padded input {x:?}"),
+                ));
+            }
+            out[i] = (padded - span) / s + 1;
+        }
+    }
+    let pad3 = |v: &[usize], fill: usize| -> [usize; 3] {
+        let mut r = [fill; 3];
+        r[3 - v.len()..].copy_from_slice(v);
+        r
+    };
+    let geo = Geometry {
+        n,
+        cin,
+        cout,
+        groups,
+        input: pad3(&x[2..], 1),
+        kernel: pad3(&kernel, 1),
+        output: pad3(&out, 1),
+        stride: pad3(&stride.iter().map(|&v| v as usize).collect::<Vec<_>>(), 1),
+        pad_lo: pad3(&lo, 0),
+        dilation: pad3(&dilation.iter().map(|&v| v as usize).collect::<Vec<_>>(), 1),
+        transposed: a.transposed,
+    };
+    Ok(geo)
+}
+
+/// Convolution of tensors with PyTorch's semantics (unbatched inputs accepted).
+pub(crate) fn convolution_tensors(op: &'static str, x: &Tensor, w: &Tensor, bias: Option<&Tensor>, a: &ConvArgs) -> Result<Tensor> {
+    if x.dtype() != w.dtype() || bias.is_some_and(|b| b.dtype() != x.dtype()) {
+        return Err(KernelError::new(
+            op,
+            format!(
+                "input ({}), weight ({}) and bias must have the same dtype",
+                x.dtype().torch_name(),
+                w.dtype().torch_name()
+            ),
+        ));
+    }
+    let unbatched = x.dim() + 1 == w.dim();
+    let mut xs = x.sizes().to_vec();
+    if unbatched {
+        xs.insert(0, 1);
+    }
+    let g = geometry(op, &xs, w.sizes(), bias.map(|b| b.sizes()), a)?;
+    let mut out_sizes = vec![g.n, g.cout];
+    out_sizes.extend_from_slice(&g.output[3 - (w.dim() - 2)..]);
+    let mut ts = vec![x, w];
+    ts.extend(bias);
+    let r = widen_halves(&ts, |t| {
+        super::linalg::with_real!(op, t[0].dtype(), T => {
+            let xc = t[0].contiguous()?;
+            let wc = t[1].contiguous()?;
+            let bc = t.get(2).map(|b| b.contiguous()).transpose()?;
+            let bias_data = match &bc {
+                Some(b) => Some(b.as_slice::<T>()?),
+                None => None,
+            };
+            let (xd, wd) = (xc.as_slice::<T>()?, wc.as_slice::<T>()?);
+            Tensor::build::<T>(&out_sizes, |out| conv_compute(op, &g, xd, wd, bias_data, out))
+        })
+    })?;
+    if unbatched { super::linalg::reshape_contiguous(&r, &out_sizes[1..]) } else { Ok(r) }
+}
+
+fn convolution(args: &[IValue]) -> Result<Vec<IValue>> {
+    const OP: &str = "aten.convolution";
+    let a = Args::new(OP, args, 9)?;
+    let ca = ConvArgs {
+        stride: a.int_list(3)?,
+        padding: Padding::Explicit(a.int_list(4)?),
+        dilation: a.int_list(5)?,
+        transposed: a.bool(6)?,
+        output_padding: a.int_list(7)?,
+        groups: a.int(8)?,
+    };
+    Ok(outs([convolution_tensors(OP, a.tensor(0)?, a.tensor(1)?, a.opt_tensor(2)?, &ca)?]))
+}
+
+/// `convNd(input, weight, bias, stride, padding, dilation, groups)`, where padding is an int
+/// list or (the `.padding` overloads) `"same"`/`"valid"`.
+fn conv_nd(op: &'static str, d: usize, args: &[IValue]) -> Result<Vec<IValue>> {
+    let a = Args::new(op, args, 2)?;
+    let w = a.tensor(1)?;
+    if w.dim() != d + 2 {
+        return Err(KernelError::new(op, format!("expected a {}-D weight, got {:?}", d + 2, w.sizes())));
+    }
+    let list_or = |i: usize, default: i64| -> Result<Vec<i64>> {
+        if a.get(i).is_none() { Ok(vec![default; d]) } else { a.int_list(i) }
+    };
+    let padding = match a.get(4) {
+        IValue::Str(s) => match &**s {
+            "same" => Padding::Same,
+            "valid" => Padding::Valid,
+            other => return Err(KernelError::new(op, format!("invalid padding string '{other}'"))),
+        },
+        IValue::None => Padding::Explicit(vec![0; d]),
+        _ => Padding::Explicit(a.int_list(4)?),
+    };
+    let ca = ConvArgs {
+        stride: list_or(3, 1)?,
+        padding,
+        dilation: list_or(5, 1)?,
+        transposed: false,
+        output_padding: vec![0; d],
+        groups: a.opt_int(6)?.unwrap_or(1),
+    };
+    Ok(outs([convolution_tensors(op, a.tensor(0)?, w, a.opt_tensor(2)?, &ca)?]))
+}
+
+/// `conv_transposeNd(input, weight, bias, stride, padding, output_padding, groups, dilation)`.
+fn conv_transpose_nd(op: &'static str, d: usize, args: &[IValue]) -> Result<Vec<IValue>> {
+    let a = Args::new(op, args, 2)?;
+    let w = a.tensor(1)?;
+    if w.dim() != d + 2 {
+        return Err(KernelError::new(op, format!("expected a {}-D weight, got {:?}", d + 2, w.sizes())));
+    }
+    let list_or = |i: usize, default: i64| -> Result<Vec<i64>> {
+        if a.get(i).is_none() { Ok(vec![default; d]) } else { a.int_list(i) }
+    };
+    let ca = ConvArgs {
+        stride: list_or(3, 1)?,
+        padding: Padding::Explicit(list_or(4, 0)?),
+        output_padding: list_or(5, 0)?,
+        groups: a.opt_int(6)?.unwrap_or(1),
+        dilation: list_or(7, 1)?,
+        transposed: true,
+    };
+    Ok(outs([convolution_tensors(op, a.tensor(0)?, w, a.opt_tensor(2)?, &ca)?]))
+}
+
+fn conv1d(args: &[IValue]) -> Result<Vec<IValue>> {
+    conv_nd("aten.conv1d", 1, args)
+}
+fn conv2d(args: &[IValue]) -> Result<Vec<IValue>> {
+    conv_nd("aten.conv2d", 2, args)
+}
+fn conv3d(args: &[IValue]) -> Result<Vec<IValue>> {
+    conv_nd("aten.conv3d", 3, args)
+}
+fn conv1d_padding(args: &[IValue]) -> Result<Vec<IValue>> {
+    conv_nd("aten.conv1d.padding", 1, args)
+}
+fn conv2d_padding(args: &[IValue]) -> Result<Vec<IValue>> {
+    conv_nd("aten.conv2d.padding", 2, args)
+}
+fn conv3d_padding(args: &[IValue]) -> Result<Vec<IValue>> {
+    conv_nd("aten.conv3d.padding", 3, args)
+}
+fn conv_transpose1d(args: &[IValue]) -> Result<Vec<IValue>> {
+    conv_transpose_nd("aten.conv_transpose1d", 1, args)
+}
+fn conv_transpose2d(args: &[IValue]) -> Result<Vec<IValue>> {
+    conv_transpose_nd("aten.conv_transpose2d.input", 2, args)
+}
+fn conv_transpose3d(args: &[IValue]) -> Result<Vec<IValue>> {
+    conv_transpose_nd("aten.conv_transpose3d.input", 3, args)
+}
+
+pub fn register(r: &mut KernelRegistry) {
+    r.register("aten.convolution", convolution);
+    r.register("aten.conv1d", conv1d);
+    r.register("aten.conv2d", conv2d);
+    r.register("aten.conv3d", conv3d);
+    r.register("aten.conv1d.padding", conv1d_padding);
+    r.register("aten.conv2d.padding", conv2d_padding);
+    r.register("aten.conv3d.padding", conv3d_padding);
+    r.register("aten.conv_transpose1d", conv_transpose1d);
+    r.register("aten.conv_transpose2d.input", conv_transpose2d);
+    r.register("aten.conv_transpose3d.input", conv_transpose3d);
+}
