@@ -1,1 +1,43 @@
-//! Command-line tools: dialect-opt, dialect-run and filecheck
+//! Command-line tools: `dialect-opt`, `dialect-run` and `filecheck`, as libraries the thin binaries call.
+
+pub mod opt;
+
+use ir::Context;
+
+/// A context with every dialect this project ships registered.
+pub fn default_context() -> Context {
+    let mut ctx = Context::new();
+    dialect_prim::register(&mut ctx);
+    dialect_aten::register(&mut ctx);
+    dialect_toy::register(&mut ctx);
+    ctx
+}
+
+/// Rewrites LLVM-style single-dash long options (`-split-input-file`) to `--split-input-file`,
+/// so command lines written for `mlir-opt` work unchanged. `-o` and other one-letter flags stay.
+pub fn normalize_llvm_flags(args: impl IntoIterator<Item = String>) -> Vec<String> {
+    args.into_iter()
+        .enumerate()
+        .map(|(i, a)| {
+            let long_single_dash = i > 0
+                && a.starts_with('-')
+                && !a.starts_with("--")
+                && a.len() > 2
+                && a.as_bytes()[1].is_ascii_alphabetic()
+                && !a.starts_with("-o");
+            if long_single_dash { format!("-{a}") } else { a }
+        })
+        .collect()
+}
+
+/// Writes `contents` to `path` through a temporary file in the same directory, so a failure
+/// never leaves a half-written output.
+pub fn write_atomically(path: &std::path::Path, contents: &[u8]) -> std::io::Result<()> {
+    let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(std::path::Path::new("."));
+    let name = path.file_name().map(|n| n.to_string_lossy().to_string()).unwrap_or_else(|| "out".into());
+    let tmp = dir.join(format!(".{name}.tmp{}", std::process::id()));
+    std::fs::write(&tmp, contents)?;
+    std::fs::rename(&tmp, path).inspect_err(|_| {
+        let _ = std::fs::remove_file(&tmp);
+    })
+}
