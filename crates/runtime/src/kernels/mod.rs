@@ -15,7 +15,9 @@ use crate::tensor::{Result, Scalar, Tensor};
 use crate::value::IValue;
 
 pub mod binary;
+pub mod cast;
 pub mod conv;
+pub mod creation;
 pub mod elementwise;
 pub mod index;
 pub mod interp;
@@ -24,6 +26,7 @@ pub mod norm;
 pub mod pad;
 pub mod pool;
 pub mod reduce;
+pub mod shape;
 pub mod sort;
 pub mod unary;
 
@@ -85,6 +88,9 @@ pub fn register_all(r: &mut KernelRegistry) {
     unary::register(r);
     binary::register(r);
     reduce::register(r);
+    shape::register(r);
+    creation::register(r);
+    cast::register(r);
     linalg::register(r);
     conv::register(r);
     pool::register(r);
