@@ -182,15 +182,13 @@ pub fn write_f64(f: &mut impl fmt::Write, v: f64) -> fmt::Result {
     }
 }
 
-/// Writes a string literal with MLIR's escapes (`\"`, `\\`, `\n`, `\t`, two-digit hex otherwise).
+/// Writes a string literal with MLIR's escapes: `\"`, `\\`, and two hex digits for other non-printable bytes.
 pub fn write_escaped_string(f: &mut impl fmt::Write, s: &str) -> fmt::Result {
     f.write_char('"')?;
     for b in s.bytes() {
         match b {
             b'"' => f.write_str("\\\"")?,
             b'\\' => f.write_str("\\\\")?,
-            b'\n' => f.write_str("\\n")?,
-            b'\t' => f.write_str("\\t")?,
             0x20..=0x7e => f.write_char(b as char)?,
             _ => write!(f, "\\{b:02X}")?,
         }
