@@ -1,6 +1,608 @@
-//! Placeholder: kernels of this module are not written yet.
+//! Pooling kernels: max pooling with indices (1/2/3-d, padding, dilation, ceil mode) and its
+//! backward, average pooling (padding, `count_include_pad`, `divisor_override`, ceil mode) and
+//! adaptive average and max pooling.
+//!
+//! All of them run over "planes" (every leading non-spatial dim flattened) with the spatial
+//! dims padded to three, so 1-d and 2-d pooling are 3-d pooling with unit leading dims.
+//! Inputs may be batched (`[N, C, ...]`) or not (`[C, ...]`). Max pooling follows PyTorch's
+//! NaN rule (a NaN wins, and a later NaN replaces an earlier one) and reports flat indices
+//! into each input plane.
 
-use super::KernelRegistry;
+use ir::DType;
 
-/// Registers the kernels of this module.
-pub fn register(_r: &mut KernelRegistry) {}
+use super::linalg::{Real, outs};
+use super::{Args, KernelRegistry};
+use crate::dispatch_dtype;
+use crate::tensor::{Element, KernelError, Result, Tensor};
+use crate::value::IValue;
+
+/// Pooling geometry, spatial dims padded to three.
+#[derive(Clone, Debug)]
+struct PoolGeo {
+    planes: usize,
+    input: [usize; 3],
+    output: [usize; 3],
+    kernel: [usize; 3],
+    stride: [usize; 3],
+    pad: [usize; 3],
+    dilation: [usize; 3],
+}
+
+impl PoolGeo {
+    fn in_numel(&self) -> usize {
+        self.input.iter().product()
+    }
+    fn out_numel(&self) -> usize {
+        self.output.iter().product()
+    }
+}
+
+fn pad3(v: &[usize], fill: usize) -> [usize; 3] {
+    let mut r = [fill; 3];
+    r[3 - v.len()..].copy_from_slice(v);
+    r
+}
+
+fn expand(op: &'static str, name: &str, v: &[i64], d: usize, default: Option<&[i64]>) -> Result<Vec<usize>> {
+    let v = if v.is_empty() {
+        default.ok_or_else(|| KernelError::new(op, format!("{name} must not be empty")))?
+    } else {
+        v
+    };
+    let v = match v.len() {
+        1 => vec![v[0]; d],
+        l if l == d => v.to_vec(),
+        l => return Err(KernelError::new(op, format!("{name} must have 1 or {d} elements, got {l}"))),
+    };
+    v.iter()
+        .map(|&x| usize::try_from(x).map_err(|_| KernelError::new(op, format!("{name} must be non-negative, got {v:?}"))))
+        .collect()
+}
+
+/// PyTorch's `pooling_output_shape`.
+fn pooled_size(input: usize, k: usize, pad: usize, stride: usize, dil: usize, ceil: bool) -> isize {
+    let (i, k, p, s, d) = (input as isize, k as isize, pad as isize, stride as isize, dil as isize);
+    let num = i + 2 * p - d * (k - 1) - 1 + if ceil { s - 1 } else { 0 };
+    let mut out = num.div_euclid(s) + 1;
+    if ceil && (out - 1) * s >= i + p {
+        out -= 1;
+    }
+    out
+}
+
+/// Validates a windowed pooling and computes its geometry and output sizes.
+#[allow(clippy::too_many_arguments)]
+fn window_geometry(
+    op: &'static str,
+    sizes: &[usize],
+    d: usize,
+    kernel: &[i64],
+    stride: &[i64],
+    padding: &[i64],
+    dilation: &[i64],
+    ceil: bool,
+) -> Result<(PoolGeo, Vec<usize>)> {
+    if sizes.len() != d + 1 && sizes.len() != d + 2 {
+        return Err(KernelError::new(op, format!("expected a {}-D or {}-D input, got {sizes:?}", d + 1, d + 2)));
+    }
+    let k = expand(op, "kernel_size", kernel, d, None)?;
+    let s = expand(op, "stride", stride, d, Some(kernel))?;
+    let p = expand(op, "padding", padding, d, Some(&[0]))?;
+    let dl = expand(op, "dilation", dilation, d, Some(&[1]))?;
+    if k.contains(&0) || s.contains(&0) || dl.contains(&0) {
+        return Err(KernelError::new(op, format!("kernel_size {k:?}, stride {s:?} and dilation {dl:?} must be positive")));
+    }
+    for i in 0..d {
+        if p[i] > ((k[i] - 1) * dl[i] + 1) / 2 {
+            return Err(KernelError::new(
+                op,
+                format!("pad should be at most half of effective kernel size, got padding {p:?} for kernel {k:?}"),
+            ));
+        }
+    }
+    let lead = sizes.len() - d;
+    let spatial = &sizes[lead..];
+    let mut out = Vec::with_capacity(d);
+    for i in 0..d {
+        let o = pooled_size(spatial[i], k[i], p[i], s[i], dl[i], ceil);
+        if o < 1 {
+            return Err(KernelError::new(op, format!("output size is too small for input {sizes:?} (kernel {k:?})")));
+        }
+        out.push(o as usize);
+    }
+    let mut out_sizes = sizes[..lead].to_vec();
+    out_sizes.extend(&out);
+    let geo = PoolGeo {
+        planes: sizes[..lead].iter().product(),
+        input: pad3(spatial, 1),
+        output: pad3(&out, 1),
+        kernel: pad3(&k, 1),
+        stride: pad3(&s, 1),
+        pad: pad3(&p, 0),
+        dilation: pad3(&dl, 1),
+    };
+    Ok((geo, out_sizes))
+}
+
+/// Whether `v` is NaN (false for non-float types).
+#[inline(always)]
+#[allow(clippy::eq_op)]
+fn is_nan<T: PartialEq>(v: T) -> bool {
+    v != v
+}
+
+fn max_pool_typed<T: Element + PartialOrd>(g: &PoolGeo, x: &[T], vals: &mut [T], idxs: &mut [i64]) {
+    let (inn, outn) = (g.in_numel(), g.out_numel());
+    let [id, ih, iw] = g.input;
+    let [od, oh, ow] = g.output;
+    for pl in 0..g.planes {
+        let xp = &x[pl * inn..(pl + 1) * inn];
+        for z in 0..od {
+            for y in 0..oh {
+                for xo in 0..ow {
+                    let start = [
+                        (z * g.stride[0]) as isize - g.pad[0] as isize,
+                        (y * g.stride[1]) as isize - g.pad[1] as isize,
+                        (xo * g.stride[2]) as isize - g.pad[2] as isize,
+                    ];
+                    let mut best: Option<(T, usize)> = None;
+                    for a in 0..g.kernel[0] {
+                        let iz = start[0] + (a * g.dilation[0]) as isize;
+                        if iz < 0 || iz >= id as isize {
+                            continue;
+                        }
+                        for b in 0..g.kernel[1] {
+                            let iy = start[1] + (b * g.dilation[1]) as isize;
+                            if iy < 0 || iy >= ih as isize {
+                                continue;
+                            }
+                            for c in 0..g.kernel[2] {
+                                let ix = start[2] + (c * g.dilation[2]) as isize;
+                                if ix < 0 || ix >= iw as isize {
+                                    continue;
+                                }
+                                let flat = (iz as usize * ih + iy as usize) * iw + ix as usize;
+                                let v = xp[flat];
+                                match best {
+                                    Some((m, _)) if !(v > m || is_nan(v)) => {}
+                                    _ => best = Some((v, flat)),
+                                }
+                            }
+                        }
+                    }
+                    let o = pl * outn + (z * oh + y) * ow + xo;
+                    // Every window holds at least one element (padding is at most half the
+                    // kernel); an empty one would read as -inf at the window's first position.
+                    let (v, i) = best.unwrap_or((T::from_f64(f64::NEG_INFINITY), 0));
+                    vals[o] = v;
+                    idxs[o] = i as i64;
+                }
+            }
+        }
+    }
+}
+
+fn max_pool(op: &'static str, d: usize, a: &Args<'_>) -> Result<(Tensor, Tensor)> {
+    let x = a.tensor(0)?;
+    let (g, out_sizes) = window_geometry(
+        op,
+        x.sizes(),
+        d,
+        &a.int_list(1)?,
+        &if a.get(2).is_none() { vec![] } else { a.int_list(2)? },
+        &if a.get(3).is_none() { vec![0] } else { a.int_list(3)? },
+        &if a.get(4).is_none() { vec![1] } else { a.int_list(4)? },
+        a.opt_bool(5)?.unwrap_or(false),
+    )?;
+    if x.dtype() == DType::Bool {
+        return Err(KernelError::new(op, "not implemented for dtype bool"));
+    }
+    let xc = x.contiguous()?;
+    let numel: usize = out_sizes.iter().product();
+    let mut idx = vec![0i64; numel];
+    let vals = dispatch_dtype!(x.dtype(), T => {
+        let xd = xc.as_slice::<T>()?;
+        Tensor::build::<T>(&out_sizes, |out| {
+            max_pool_typed(&g, xd, out, &mut idx);
+            Ok(())
+        })?
+    });
+    Ok((vals, Tensor::from_vec(idx, &out_sizes)?))
+}
+
+fn max_pool2d_with_indices(args: &[IValue]) -> Result<Vec<IValue>> {
+    let a = Args::new("aten.max_pool2d_with_indices", args, 2)?;
+    let (v, i) = max_pool(a.op, 2, &a)?;
+    Ok(outs([v, i]))
+}
+
+fn max_pool3d_with_indices(args: &[IValue]) -> Result<Vec<IValue>> {
+    let a = Args::new("aten.max_pool3d_with_indices", args, 2)?;
+    let (v, i) = max_pool(a.op, 3, &a)?;
+    Ok(outs([v, i]))
+}
+
+fn max_pool1d(args: &[IValue]) -> Result<Vec<IValue>> {
+    let a = Args::new("aten.max_pool1d", args, 2)?;
+    Ok(outs([max_pool(a.op, 1, &a)?.0]))
+}
+
+fn max_pool2d(args: &[IValue]) -> Result<Vec<IValue>> {
+    let a = Args::new("aten.max_pool2d", args, 2)?;
+    Ok(outs([max_pool(a.op, 2, &a)?.0]))
+}
+
+fn max_pool3d(args: &[IValue]) -> Result<Vec<IValue>> {
+    let a = Args::new("aten.max_pool3d", args, 2)?;
+    Ok(outs([max_pool(a.op, 3, &a)?.0]))
+}
+
+/// Gradient of max pooling: each output gradient is added at its recorded input index.
+fn max_pool_backward(op: &'static str, d: usize, args: &[IValue]) -> Result<Vec<IValue>> {
+    let a = Args::new(op, args, 8)?;
+    let (gout, x, indices) = (a.tensor(0)?, a.tensor(1)?, a.tensor(7)?);
+    if gout.sizes() != indices.sizes() {
+        return Err(KernelError::new(
+            op,
+            format!("grad_output {:?} and indices {:?} differ in shape", gout.sizes(), indices.sizes()),
+        ));
+    }
+    let sizes = x.sizes();
+    if sizes.len() < d + 1 || gout.dim() != sizes.len() || gout.sizes()[..sizes.len() - d] != sizes[..sizes.len() - d] {
+        return Err(KernelError::new(op, format!("grad_output {:?} does not match input {sizes:?}", gout.sizes())));
+    }
+    let in_plane: usize = sizes[sizes.len() - d..].iter().product();
+    let out_plane: usize = gout.sizes()[sizes.len() - d..].iter().product();
+    let idx = indices.to_vec_i64();
+    let r = super::linalg::with_real!(op, x.dtype(), T => {
+        let g: Vec<T> = gout.to_dtype(<T as Element>::DTYPE)?.to_vec::<T>()?;
+        Tensor::build::<T>(sizes, |out| {
+            for (o, (&gv, &i)) in g.iter().zip(&idx).enumerate() {
+                let plane = if out_plane == 0 { 0 } else { o / out_plane };
+                if i < 0 || i as usize >= in_plane {
+                    return Err(KernelError::new(op, format!("index {i} is out of bounds for an input plane of {in_plane} elements")));
+                }
+                out[plane * in_plane + i as usize] += gv;
+            }
+            Ok(())
+        })?
+    });
+    Ok(outs([r.cast_to(x.dtype())?]))
+}
+
+fn max_pool2d_with_indices_backward(args: &[IValue]) -> Result<Vec<IValue>> {
+    max_pool_backward("aten.max_pool2d_with_indices_backward", 2, args)
+}
+
+fn max_pool3d_with_indices_backward(args: &[IValue]) -> Result<Vec<IValue>> {
+    max_pool_backward("aten.max_pool3d_with_indices_backward", 3, args)
+}
+
+/// Sum type and division of average pooling for one element type.
+trait AvgElem: Element {
+    type Acc: Copy + std::ops::AddAssign;
+    fn zero() -> Self::Acc;
+    fn acc(self) -> Self::Acc;
+    fn finish(sum: Self::Acc, count: i64) -> Self;
+}
+
+impl<T: Real> AvgElem for T {
+    type Acc = T;
+    fn zero() -> T {
+        T::ZERO
+    }
+    fn acc(self) -> T {
+        self
+    }
+    fn finish(sum: T, count: i64) -> T {
+        sum / T::of(count as f64)
+    }
+}
+
+fn avg_pool_typed<T: AvgElem>(g: &PoolGeo, x: &[T], out: &mut [T], include_pad: bool, divisor: Option<i64>) {
+    let (inn, outn) = (g.in_numel(), g.out_numel());
+    for pl in 0..g.planes {
+        let xp = &x[pl * inn..(pl + 1) * inn];
+        for z in 0..g.output[0] {
+            for y in 0..g.output[1] {
+                for xo in 0..g.output[2] {
+                    let pos = [z, y, xo];
+                    let mut lo = [0isize; 3];
+                    let mut hi = [0isize; 3];
+                    let mut pool_size = 1isize;
+                    for q in 0..3 {
+                        let s = (pos[q] * g.stride[q]) as isize - g.pad[q] as isize;
+                        let e = (s + g.kernel[q] as isize).min((g.input[q] + g.pad[q]) as isize);
+                        pool_size *= e - s;
+                        lo[q] = s.max(0);
+                        hi[q] = e.min(g.input[q] as isize);
+                    }
+                    let o = pl * outn + (z * g.output[1] + y) * g.output[2] + xo;
+                    if (0..3).any(|q| lo[q] >= hi[q]) {
+                        out[o] = T::from_f64(0.0);
+                        continue;
+                    }
+                    let mut sum = T::zero();
+                    for iz in lo[0]..hi[0] {
+                        for iy in lo[1]..hi[1] {
+                            let row = (iz as usize * g.input[1] + iy as usize) * g.input[2];
+                            for ix in lo[2]..hi[2] {
+                                sum += xp[row + ix as usize].acc();
+                            }
+                        }
+                    }
+                    let count = match divisor {
+                        Some(dv) => dv,
+                        None if include_pad => pool_size as i64,
+                        None => (0..3).map(|q| (hi[q] - lo[q]) as i64).product(),
+                    };
+                    out[o] = T::finish(sum, count);
+                }
+            }
+        }
+    }
+}
+
+// Average pooling over integers sums in `i64` and divides with truncation, as PyTorch does.
+macro_rules! int_avg {
+    ($($t:ty),*) => {$(
+        impl AvgElem for $t {
+            type Acc = i64;
+            fn zero() -> i64 {
+                0
+            }
+            fn acc(self) -> i64 {
+                self as i64
+            }
+            fn finish(sum: i64, count: i64) -> $t {
+                if count == 0 { 0 } else { sum.wrapping_div(count) as $t }
+            }
+        }
+    )*};
+}
+int_avg!(u8, i8, i16, i32, i64);
+
+/// `avg_poolNd(self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)`.
+fn avg_pool(op: &'static str, d: usize, args: &[IValue]) -> Result<Vec<IValue>> {
+    let a = Args::new(op, args, 2)?;
+    let x = a.tensor(0)?;
+    let (g, out_sizes) = window_geometry(
+        op,
+        x.sizes(),
+        d,
+        &a.int_list(1)?,
+        &if a.get(2).is_none() { vec![] } else { a.int_list(2)? },
+        &if a.get(3).is_none() { vec![0] } else { a.int_list(3)? },
+        &[1],
+        a.opt_bool(4)?.unwrap_or(false),
+    )?;
+    let include_pad = a.opt_bool(5)?.unwrap_or(true);
+    let divisor = if d == 1 { None } else { a.opt_int(6)? };
+    if divisor == Some(0) {
+        return Err(KernelError::new(op, "divisor must be not zero"));
+    }
+    let xc = x.contiguous()?;
+    let r = match x.dtype() {
+        DType::U8 | DType::I8 | DType::I16 | DType::I32 | DType::I64 => {
+            dispatch_int(op, x.dtype(), &xc, &g, &out_sizes, include_pad, divisor)?
+        }
+        DType::Bool => return Err(KernelError::new(op, "not implemented for dtype bool")),
+        dt => {
+            let xw = xc.cast_to(super::linalg::compute_dtype(op, dt)?)?;
+            let r = super::linalg::with_real!(op, dt, T => {
+                let xd = xw.as_slice::<T>()?;
+                Tensor::build::<T>(&out_sizes, |out| {
+                    avg_pool_typed(&g, xd, out, include_pad, divisor);
+                    Ok(())
+                })?
+            });
+            r.cast_to(dt)?
+        }
+    };
+    Ok(outs([r]))
+}
+
+fn dispatch_int(
+    op: &'static str,
+    dt: DType,
+    xc: &Tensor,
+    g: &PoolGeo,
+    out_sizes: &[usize],
+    include_pad: bool,
+    divisor: Option<i64>,
+) -> Result<Tensor> {
+    macro_rules! go {
+        ($t:ty) => {{
+            let xd = xc.as_slice::<$t>()?;
+            Tensor::build::<$t>(out_sizes, |out| {
+                avg_pool_typed(g, xd, out, include_pad, divisor);
+                Ok(())
+            })
+        }};
+    }
+    match dt {
+        DType::U8 => go!(u8),
+        DType::I8 => go!(i8),
+        DType::I16 => go!(i16),
+        DType::I32 => go!(i32),
+        DType::I64 => go!(i64),
+        _ => Err(KernelError::new(op, format!("not implemented for dtype {}", dt.torch_name()))),
+    }
+}
+
+fn avg_pool1d(args: &[IValue]) -> Result<Vec<IValue>> {
+    avg_pool("aten.avg_pool1d", 1, args)
+}
+fn avg_pool2d(args: &[IValue]) -> Result<Vec<IValue>> {
+    avg_pool("aten.avg_pool2d", 2, args)
+}
+fn avg_pool3d(args: &[IValue]) -> Result<Vec<IValue>> {
+    avg_pool("aten.avg_pool3d", 3, args)
+}
+
+/// Start and end (exclusive) of adaptive window `o` of `out` windows over `input` elements.
+fn adaptive_range(o: usize, input: usize, out: usize) -> (usize, usize) {
+    let start = (o * input) / out;
+    let end = ((o + 1) * input).div_ceil(out);
+    (start, end)
+}
+
+fn adaptive_geometry(op: &'static str, sizes: &[usize], d: usize, output: &[i64]) -> Result<(PoolGeo, Vec<usize>)> {
+    if sizes.len() != d + 1 && sizes.len() != d + 2 {
+        return Err(KernelError::new(op, format!("expected a {}-D or {}-D input, got {sizes:?}", d + 1, d + 2)));
+    }
+    let lead = sizes.len() - d;
+    let out = expand(op, "output_size", output, d, None)?;
+    if sizes[lead..].contains(&0) && !out.contains(&0) {
+        return Err(KernelError::new(op, format!("input {sizes:?} has an empty spatial dim")));
+    }
+    let mut out_sizes = sizes[..lead].to_vec();
+    out_sizes.extend(&out);
+    let geo = PoolGeo {
+        planes: sizes[..lead].iter().product(),
+        input: pad3(&sizes[lead..], 1),
+        output: pad3(&out, 1),
+        kernel: [1; 3],
+        stride: [1; 3],
+        pad: [0; 3],
+        dilation: [1; 3],
+    };
+    Ok((geo, out_sizes))
+}
+
+fn adaptive_avg(op: &'static str, d: usize, args: &[IValue]) -> Result<Vec<IValue>> {
+    let a = Args::new(op, args, 2)?;
+    let x = a.tensor(0)?;
+    let (g, out_sizes) = adaptive_geometry(op, x.sizes(), d, &a.int_list(1)?)?;
+    let dt = x.dtype();
+    let xw = x.cast_to(super::linalg::compute_dtype(op, dt)?)?.contiguous()?;
+    let r = super::linalg::with_real!(op, dt, T => {
+        let xd = xw.as_slice::<T>()?;
+        let (inn, outn) = (g.in_numel(), g.out_numel());
+        Tensor::build::<T>(&out_sizes, |out| {
+            for pl in 0..g.planes {
+                let xp = &xd[pl * inn..(pl + 1) * inn];
+                for z in 0..g.output[0] {
+                    let (z0, z1) = adaptive_range(z, g.input[0], g.output[0]);
+                    for y in 0..g.output[1] {
+                        let (y0, y1) = adaptive_range(y, g.input[1], g.output[1]);
+                        for xo in 0..g.output[2] {
+                            let (x0, x1) = adaptive_range(xo, g.input[2], g.output[2]);
+                            let mut sum = T::ZERO;
+                            for iz in z0..z1 {
+                                for iy in y0..y1 {
+                                    let row = (iz * g.input[1] + iy) * g.input[2];
+                                    for ix in x0..x1 {
+                                        sum += xp[row + ix];
+                                    }
+                                }
+                            }
+                            let count = (z1 - z0) * (y1 - y0) * (x1 - x0);
+                            out[pl * outn + (z * g.output[1] + y) * g.output[2] + xo] = sum / T::of(count as f64);
+                        }
+                    }
+                }
+            }
+            Ok(())
+        })?
+    });
+    Ok(outs([r.cast_to(dt)?]))
+}
+
+fn adaptive_max(op: &'static str, d: usize, args: &[IValue]) -> Result<Vec<IValue>> {
+    let a = Args::new(op, args, 2)?;
+    let x = a.tensor(0)?;
+    let (g, out_sizes) = adaptive_geometry(op, x.sizes(), d, &a.int_list(1)?)?;
+    if g.input.contains(&0) {
+        return Err(KernelError::new(op, format!("input {:?} has an empty spatial dim", x.sizes())));
+    }
+    if x.dtype() == DType::Bool {
+        return Err(KernelError::new(op, "not implemented for dtype bool"));
+    }
+    let xc = x.contiguous()?;
+    let numel: usize = out_sizes.iter().product();
+    let mut idx = vec![0i64; numel];
+    let (inn, outn) = (g.in_numel(), g.out_numel());
+    let vals = dispatch_dtype!(x.dtype(), T => {
+        let xd = xc.as_slice::<T>()?;
+        Tensor::build::<T>(&out_sizes, |out| {
+            for pl in 0..g.planes {
+                let xp = &xd[pl * inn..(pl + 1) * inn];
+                for z in 0..g.output[0] {
+                    let (z0, z1) = adaptive_range(z, g.input[0], g.output[0]);
+                    for y in 0..g.output[1] {
+                        let (y0, y1) = adaptive_range(y, g.input[1], g.output[1]);
+                        for xo in 0..g.output[2] {
+                            let (x0, x1) = adaptive_range(xo, g.input[2], g.output[2]);
+                            let mut best: Option<(T, usize)> = None;
+                            for iz in z0..z1 {
+                                for iy in y0..y1 {
+                                    for ix in x0..x1 {
+                                        let flat = (iz * g.input[1] + iy) * g.input[2] + ix;
+                                        let v = xp[flat];
+                                        match best {
+                                            Some((m, _)) if !(v > m || is_nan(v)) => {}
+                                            _ => best = Some((v, flat)),
+                                        }
+                                    }
+                                }
+                            }
+                            let o = pl * outn + (z * g.output[1] + y) * g.output[2] + xo;
+                            let (v, i) = best.unwrap_or((T::from_f64(f64::NEG_INFINITY), 0));
+                            out[o] = v;
+                            idx[o] = i as i64;
+                        }
+                    }
+                }
+            }
+            Ok(())
+        })?
+    });
+    Ok(outs([vals, Tensor::from_vec(idx, &out_sizes)?]))
+}
+
+fn adaptive_avg_pool1d(args: &[IValue]) -> Result<Vec<IValue>> {
+    adaptive_avg("aten.adaptive_avg_pool1d", 1, args)
+}
+fn adaptive_avg_pool2d_core(args: &[IValue]) -> Result<Vec<IValue>> {
+    adaptive_avg("aten._adaptive_avg_pool2d", 2, args)
+}
+fn adaptive_avg_pool2d(args: &[IValue]) -> Result<Vec<IValue>> {
+    adaptive_avg("aten.adaptive_avg_pool2d", 2, args)
+}
+fn adaptive_avg_pool3d_core(args: &[IValue]) -> Result<Vec<IValue>> {
+    adaptive_avg("aten._adaptive_avg_pool3d", 3, args)
+}
+fn adaptive_avg_pool3d(args: &[IValue]) -> Result<Vec<IValue>> {
+    adaptive_avg("aten.adaptive_avg_pool3d", 3, args)
+}
+fn adaptive_max_pool1d(args: &[IValue]) -> Result<Vec<IValue>> {
+    adaptive_max("aten.adaptive_max_pool1d", 1, args)
+}
+fn adaptive_max_pool2d(args: &[IValue]) -> Result<Vec<IValue>> {
+    adaptive_max("aten.adaptive_max_pool2d", 2, args)
+}
+fn adaptive_max_pool3d(args: &[IValue]) -> Result<Vec<IValue>> {
+    adaptive_max("aten.adaptive_max_pool3d", 3, args)
+}
+
+pub fn register(r: &mut KernelRegistry) {
+    r.register("aten.max_pool2d_with_indices", max_pool2d_with_indices);
+    r.register("aten.max_pool3d_with_indices", max_pool3d_with_indices);
+    r.register("aten.max_pool1d", max_pool1d);
+    r.register("aten.max_pool2d", max_pool2d);
+    r.register("aten.max_pool3d", max_pool3d);
+    r.register("aten.max_pool2d_with_indices_backward", max_pool2d_with_indices_backward);
+    r.register("aten.max_pool3d_with_indices_backward", max_pool3d_with_indices_backward);
+    r.register("aten.avg_pool1d", avg_pool1d);
+    r.register("aten.avg_pool2d", avg_pool2d);
+    r.register("aten.avg_pool3d", avg_pool3d);
+    r.register("aten.adaptive_avg_pool1d", adaptive_avg_pool1d);
+    r.register("aten._adaptive_avg_pool2d", adaptive_avg_pool2d_core);
+    r.register("aten.adaptive_avg_pool2d", adaptive_avg_pool2d);
+    r.register("aten._adaptive_avg_pool3d", adaptive_avg_pool3d_core);
+    r.register("aten.adaptive_avg_pool3d", adaptive_avg_pool3d);
+    r.register("aten.adaptive_max_pool1d", adaptive_max_pool1d);
+    r.register("aten.adaptive_max_pool2d", adaptive_max_pool2d);
+    r.register("aten.adaptive_max_pool3d", adaptive_max_pool3d);
+}
