@@ -3,6 +3,7 @@
 //! `tensor` holds the strided tensor over shared storage, `value` the runtime values that flow
 //! between ops, `kernels` the interpreter kernels and their registry, `io` safetensors files.
 
+pub mod io;
 pub mod kernels;
 pub mod tensor;
 pub mod value;
