@@ -19,6 +19,11 @@ use super::error::{KernelError, Result};
 /// Alignment of every owned buffer, in bytes (one cache line; enough for any SIMD width).
 pub const STORAGE_ALIGN: usize = 64;
 
+/// A non-null pointer aligned for every element type, for empty buffers.
+fn aligned_dangling() -> NonNull<u8> {
+    NonNull::new(std::ptr::without_provenance_mut(STORAGE_ALIGN)).unwrap_or(NonNull::dangling())
+}
+
 enum Backing {
     /// The buffer was allocated with this layout and is freed on drop (`None` for empty).
     Owned(Option<Layout>),
@@ -53,7 +58,7 @@ impl Storage {
     /// A zero-filled, 64-byte-aligned buffer of `nbytes` bytes.
     pub fn zeroed(nbytes: usize) -> Result<Storage> {
         if nbytes == 0 {
-            return Ok(Storage { ptr: NonNull::dangling(), nbytes: 0, backing: Backing::Owned(None) });
+            return Ok(Storage { ptr: aligned_dangling(), nbytes: 0, backing: Backing::Owned(None) });
         }
         let layout = Layout::from_size_align(nbytes, STORAGE_ALIGN)
             .map_err(|_| KernelError::new("allocate", format!("cannot allocate {nbytes} bytes")))?;
@@ -90,7 +95,7 @@ impl Storage {
         }
         // SAFETY: offset + nbytes <= slab.nbytes, so the pointer stays inside the allocation.
         let ptr = unsafe { NonNull::new_unchecked(slab.ptr.as_ptr().add(offset)) };
-        let ptr = if nbytes == 0 { NonNull::dangling() } else { ptr };
+        let ptr = if nbytes == 0 { aligned_dangling() } else { ptr };
         Ok(Storage { ptr, nbytes, backing: Backing::Region(slab.clone()) })
     }
 
