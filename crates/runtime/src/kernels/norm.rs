@@ -1,6 +1,415 @@
-//! Placeholder: kernels of this module are not written yet.
+//! Normalization kernels: layer norm, batch norm (training statistics, running-stat updates
+//! and inference), group norm and RMS norm, with their core (`native_*`,
+//! `_native_batch_norm_legit*`) and non-core entry points.
+//!
+//! Statistics are accumulated in `f64` whatever the input's float dtype; outputs and the
+//! returned statistics have the input's dtype. Variances are biased for normalization; the
+//! running variance is updated with the unbiased one, as PyTorch does.
 
-use super::KernelRegistry;
+use ir::DType;
 
-/// Registers the kernels of this module.
-pub fn register(_r: &mut KernelRegistry) {}
+use super::linalg::{compute_dtype, outs};
+use super::{Args, KernelRegistry};
+use crate::tensor::{KernelError, Result, Tensor};
+use crate::value::IValue;
+
+/// The values of a float tensor as `f64`, row-major; an error naming the op otherwise.
+fn values(op: &'static str, what: &str, t: &Tensor) -> Result<Vec<f64>> {
+    compute_dtype(op, t.dtype()).map_err(|_| {
+        KernelError::new(op, format!("{what} must be a floating-point tensor, got {}", t.dtype().torch_name()))
+    })?;
+    t.to_dtype(DType::F64)?.to_vec::<f64>()
+}
+
+/// An optional per-feature parameter of `n` elements.
+fn param(op: &'static str, what: &str, t: Option<&Tensor>, n: usize) -> Result<Option<Vec<f64>>> {
+    let Some(t) = t else { return Ok(None) };
+    if t.numel() != n {
+        return Err(KernelError::new(op, format!("{what} of shape {:?} should have {n} elements", t.sizes())));
+    }
+    values(op, what, t).map(Some)
+}
+
+/// A tensor of `dt` from `f64` values.
+fn make(dt: DType, data: Vec<f64>, sizes: &[usize]) -> Result<Tensor> {
+    Tensor::from_vec(data, sizes)?.cast_to(dt)
+}
+
+/// Mean and biased variance of a slice, two-pass.
+fn moments(x: &[f64]) -> (f64, f64) {
+    if x.is_empty() {
+        return (f64::NAN, f64::NAN);
+    }
+    let n = x.len() as f64;
+    let mean = x.iter().sum::<f64>() / n;
+    let var = x.iter().map(|v| (v - mean) * (v - mean)).sum::<f64>() / n;
+    (mean, var)
+}
+
+/// `native_layer_norm`: normalizes over the trailing `normalized_shape` dims.
+fn layer_norm_impl(op: &'static str, a: &Args<'_>, eps_at: usize) -> Result<(Tensor, Tensor, Tensor)> {
+    let x = a.tensor(0)?;
+    let shape = a.sizes(1)?;
+    let eps = a.opt_float(eps_at)?.unwrap_or(1e-5);
+    let nd = shape.len();
+    if nd == 0 || nd > x.dim() || x.sizes()[x.dim() - nd..] != shape[..] {
+        return Err(KernelError::new(
+            op,
+            format!("normalized_shape {shape:?} does not match the trailing dims of input {:?}", x.sizes()),
+        ));
+    }
+    let inner: usize = shape.iter().product();
+    let axis = x.dim() - nd;
+    let outer: usize = x.sizes()[..axis].iter().product();
+    let xv = values(op, "input", x)?;
+    let w = param(op, "weight", a.opt_tensor(2)?, inner)?;
+    let b = param(op, "bias", a.opt_tensor(3)?, inner)?;
+    let mut y = vec![0f64; xv.len()];
+    let mut means = Vec::with_capacity(outer);
+    let mut rstds = Vec::with_capacity(outer);
+    for r in 0..outer {
+        let row = &xv[r * inner..(r + 1) * inner];
+        let (mean, var) = moments(row);
+        let rstd = 1.0 / (var + eps).sqrt();
+        for (j, (&v, o)) in row.iter().zip(&mut y[r * inner..(r + 1) * inner]).enumerate() {
+            let mut z = (v - mean) * rstd;
+            if let Some(w) = &w {
+                z *= w[j];
+            }
+            if let Some(b) = &b {
+                z += b[j];
+            }
+            *o = z;
+        }
+        means.push(mean);
+        rstds.push(rstd);
+    }
+    let mut stat_sizes = x.sizes()[..axis].to_vec();
+    stat_sizes.extend(std::iter::repeat_n(1, nd));
+    let dt = x.dtype();
+    Ok((make(dt, y, x.sizes())?, make(dt, means, &stat_sizes)?, make(dt, rstds, &stat_sizes)?))
+}
+
+fn native_layer_norm(args: &[IValue]) -> Result<Vec<IValue>> {
+    let a = Args::new("aten.native_layer_norm", args, 2)?;
+    let (y, m, r) = layer_norm_impl(a.op, &a, 4)?;
+    Ok(outs([y, m, r]))
+}
+
+fn layer_norm(args: &[IValue]) -> Result<Vec<IValue>> {
+    let a = Args::new("aten.layer_norm", args, 2)?;
+    Ok(outs([layer_norm_impl(a.op, &a, 4)?.0]))
+}
+
+/// `rms_norm(input, normalized_shape, weight, eps)`: `x / sqrt(mean(x²) + eps) · weight`, with
+/// `eps` defaulting to the dtype's machine epsilon.
+fn rms_norm(args: &[IValue]) -> Result<Vec<IValue>> {
+    const OP: &str = "aten.rms_norm";
+    let a = Args::new(OP, args, 2)?;
+    let x = a.tensor(0)?;
+    let shape = a.sizes(1)?;
+    let nd = shape.len();
+    if nd == 0 || nd > x.dim() || x.sizes()[x.dim() - nd..] != shape[..] {
+        return Err(KernelError::new(
+            OP,
+            format!("normalized_shape {shape:?} does not match the trailing dims of input {:?}", x.sizes()),
+        ));
+    }
+    let eps = match a.opt_float(3)? {
+        Some(e) => e,
+        None => match x.dtype() {
+            DType::F64 => f64::EPSILON,
+            DType::F16 => 0.0009765625,
+            DType::BF16 => 0.0078125,
+            _ => f32::EPSILON as f64,
+        },
+    };
+    let inner: usize = shape.iter().product();
+    let xv = values(OP, "input", x)?;
+    let w = param(OP, "weight", a.opt_tensor(2)?, inner)?;
+    let mut y = vec![0f64; xv.len()];
+    for (row, out) in xv.chunks(inner.max(1)).zip(y.chunks_mut(inner.max(1))) {
+        let ms = row.iter().map(|v| v * v).sum::<f64>() / inner as f64;
+        let r = 1.0 / (ms + eps).sqrt();
+        for (j, (&v, o)) in row.iter().zip(out).enumerate() {
+            *o = v * r * w.as_ref().map_or(1.0, |w| w[j]);
+        }
+    }
+    Ok(outs([make(x.dtype(), y, x.sizes())?]))
+}
+
+/// Batch-norm inputs and options.
+struct BatchNorm<'a> {
+    x: &'a Tensor,
+    weight: Option<&'a Tensor>,
+    bias: Option<&'a Tensor>,
+    running_mean: Option<&'a Tensor>,
+    running_var: Option<&'a Tensor>,
+    training: bool,
+    momentum: f64,
+    eps: f64,
+}
+
+/// Normalizes per channel (dim 1). In training, uses batch statistics, returns them (mean and
+/// inverse std) and updates the running statistics in place when given; otherwise uses the
+/// running statistics and returns empty statistics, as PyTorch's CPU kernel does. The last
+/// two results are the new running mean and variance (for the functional variant).
+fn batch_norm_impl(op: &'static str, bn: &BatchNorm<'_>) -> Result<[Tensor; 5]> {
+    let x = bn.x;
+    if x.dim() < 2 {
+        return Err(KernelError::new(op, format!("expected an input with at least 2 dims, got {:?}", x.sizes())));
+    }
+    let (n, c) = (x.sizes()[0], x.sizes()[1]);
+    let inner: usize = x.sizes()[2..].iter().product();
+    let xv = values(op, "input", x)?;
+    let w = param(op, "weight", bn.weight, c)?;
+    let b = param(op, "bias", bn.bias, c)?;
+    let rm = param(op, "running_mean", bn.running_mean, c)?;
+    let rv = param(op, "running_var", bn.running_var, c)?;
+    let count = n * inner;
+    let mut means = vec![0f64; c];
+    let mut vars = vec![0f64; c];
+    if bn.training {
+        if count <= 1 {
+            return Err(KernelError::new(
+                op,
+                format!("expected more than 1 value per channel when training, got input size {:?}", x.sizes()),
+            ));
+        }
+        for ch in 0..c {
+            let vals: Vec<f64> = (0..n).flat_map(|i| xv[(i * c + ch) * inner..(i * c + ch + 1) * inner].iter().copied()).collect();
+            let (m, v) = moments(&vals);
+            means[ch] = m;
+            vars[ch] = v;
+        }
+    } else {
+        match (&rm, &rv) {
+            (Some(rm), Some(rv)) => {
+                means.copy_from_slice(rm);
+                vars.copy_from_slice(rv);
+            }
+            _ => return Err(KernelError::new(op, "running_mean and running_var must be given when not training")),
+        }
+    }
+    let invstd: Vec<f64> = vars.iter().map(|v| 1.0 / (v + bn.eps).sqrt()).collect();
+    let mut y = vec![0f64; xv.len()];
+    for i in 0..n {
+        for ch in 0..c {
+            let scale = invstd[ch] * w.as_ref().map_or(1.0, |w| w[ch]);
+            let shift = b.as_ref().map_or(0.0, |b| b[ch]) - means[ch] * scale;
+            let s = (i * c + ch) * inner;
+            for (o, &v) in y[s..s + inner].iter_mut().zip(&xv[s..s + inner]) {
+                *o = v * scale + shift;
+            }
+        }
+    }
+    let dt = x.dtype();
+    let out = make(dt, y, x.sizes())?;
+    if !bn.training {
+        let empty = Tensor::zeros(dt, &[0])?;
+        let (rmt, rvt) = (make(dt, means, &[c])?, make(dt, vars, &[c])?);
+        return Ok([out, empty.clone(), empty, rmt, rvt]);
+    }
+    // New running statistics (unbiased variance), written back in place when given.
+    let m = bn.momentum;
+    let unbias = count as f64 / (count as f64 - 1.0);
+    let new_rm: Vec<f64> = match &rm {
+        Some(rm) => rm.iter().zip(&means).map(|(r, v)| (1.0 - m) * r + m * v).collect(),
+        None => means.clone(),
+    };
+    let new_rv: Vec<f64> = match &rv {
+        Some(rv) => rv.iter().zip(&vars).map(|(r, v)| (1.0 - m) * r + m * v * unbias).collect(),
+        None => vars.iter().map(|v| v * unbias).collect(),
+    };
+    let stat_dt = |t: Option<&Tensor>| t.map_or(dt, |t| t.dtype());
+    let new_rm = make(stat_dt(bn.running_mean), new_rm, &[c])?;
+    let new_rv = make(stat_dt(bn.running_var), new_rv, &[c])?;
+    if let Some(t) = bn.running_mean {
+        t.copy_(&reshape_like(&new_rm, t)?).map_err(|e| KernelError::new(op, e.message))?;
+    }
+    if let Some(t) = bn.running_var {
+        t.copy_(&reshape_like(&new_rv, t)?).map_err(|e| KernelError::new(op, e.message))?;
+    }
+    Ok([out, make(dt, means, &[c])?, make(dt, invstd, &[c])?, new_rm, new_rv])
+}
+
+/// `src` (contiguous) viewed with the sizes of `like` (same element count).
+fn reshape_like(src: &Tensor, like: &Tensor) -> Result<Tensor> {
+    super::linalg::reshape_contiguous(src, like.sizes())
+}
+
+/// Reads `(input, weight, bias, running_mean, running_var, training, momentum, eps)`.
+fn bn_args<'a>(a: &Args<'a>) -> Result<BatchNorm<'a>> {
+    Ok(BatchNorm {
+        x: a.tensor(0)?,
+        weight: a.opt_tensor(1)?,
+        bias: a.opt_tensor(2)?,
+        running_mean: a.opt_tensor(3)?,
+        running_var: a.opt_tensor(4)?,
+        training: a.bool(5)?,
+        momentum: a.float(6)?,
+        eps: a.float(7)?,
+    })
+}
+
+fn native_batch_norm(args: &[IValue]) -> Result<Vec<IValue>> {
+    let a = Args::new("aten.native_batch_norm", args, 8)?;
+    let [y, m, r, _, _] = batch_norm_impl(a.op, &bn_args(&a)?)?;
+    Ok(outs([y, m, r]))
+}
+
+fn native_batch_norm_legit(args: &[IValue]) -> Result<Vec<IValue>> {
+    let a = Args::new("aten._native_batch_norm_legit", args, 8)?;
+    let [y, m, r, _, _] = batch_norm_impl(a.op, &bn_args(&a)?)?;
+    Ok(outs([y, m, r]))
+}
+
+fn native_batch_norm_legit_functional(args: &[IValue]) -> Result<Vec<IValue>> {
+    let a = Args::new("aten._native_batch_norm_legit_functional", args, 8)?;
+    let mut bn = bn_args(&a)?;
+    // The functional variant returns the new running stats instead of writing them.
+    let (rm, rv) = (bn.running_mean.map(|t| t.deep_clone()).transpose()?, bn.running_var.map(|t| t.deep_clone()).transpose()?);
+    bn.running_mean = rm.as_ref();
+    bn.running_var = rv.as_ref();
+    let [y, m, r, nrm, nrv] = batch_norm_impl(a.op, &bn)?;
+    Ok(outs([y, m, r, nrm, nrv]))
+}
+
+fn native_batch_norm_legit_no_stats(args: &[IValue]) -> Result<Vec<IValue>> {
+    let a = Args::new("aten._native_batch_norm_legit.no_stats", args, 6)?;
+    let bn = BatchNorm {
+        x: a.tensor(0)?,
+        weight: a.opt_tensor(1)?,
+        bias: a.opt_tensor(2)?,
+        running_mean: None,
+        running_var: None,
+        training: true,
+        momentum: a.float(4)?,
+        eps: a.float(5)?,
+    };
+    let [y, m, r, _, _] = batch_norm_impl(a.op, &bn)?;
+    Ok(outs([y, m, r]))
+}
+
+fn native_batch_norm_legit_no_training(args: &[IValue]) -> Result<Vec<IValue>> {
+    let a = Args::new("aten._native_batch_norm_legit_no_training", args, 7)?;
+    let bn = BatchNorm {
+        x: a.tensor(0)?,
+        weight: a.opt_tensor(1)?,
+        bias: a.opt_tensor(2)?,
+        running_mean: Some(a.tensor(3)?),
+        running_var: Some(a.tensor(4)?),
+        training: false,
+        momentum: a.float(5)?,
+        eps: a.float(6)?,
+    };
+    let [y, m, r, _, _] = batch_norm_impl(a.op, &bn)?;
+    Ok(outs([y, m, r]))
+}
+
+fn batch_norm(args: &[IValue]) -> Result<Vec<IValue>> {
+    let a = Args::new("aten.batch_norm", args, 8)?;
+    let mut bn = bn_args(&a)?;
+    // Without running statistics, batch_norm always uses batch statistics.
+    if bn.running_mean.is_none() && bn.running_var.is_none() {
+        bn.training = true;
+    }
+    Ok(outs([batch_norm_impl(a.op, &bn)?[0].clone()]))
+}
+
+/// Group norm over `[N, C, *]` viewed as `[N, group, C/group · HxW]`.
+#[allow(clippy::too_many_arguments)]
+fn group_norm_impl(
+    op: &'static str,
+    x: &Tensor,
+    weight: Option<&Tensor>,
+    bias: Option<&Tensor>,
+    n: usize,
+    c: usize,
+    hxw: usize,
+    group: usize,
+    eps: f64,
+) -> Result<(Tensor, Tensor, Tensor)> {
+    if group == 0 || c % group != 0 {
+        return Err(KernelError::new(op, format!("expected {c} channels to be divisible by {group} groups")));
+    }
+    if n * c * hxw != x.numel() {
+        return Err(KernelError::new(op, format!("N={n}, C={c}, HxW={hxw} do not match input {:?}", x.sizes())));
+    }
+    let xv = values(op, "input", x)?;
+    let w = param(op, "weight", weight, c)?;
+    let b = param(op, "bias", bias, c)?;
+    let per = c / group * hxw;
+    let mut y = vec![0f64; xv.len()];
+    let mut means = Vec::with_capacity(n * group);
+    let mut rstds = Vec::with_capacity(n * group);
+    for i in 0..n {
+        for g in 0..group {
+            let s = (i * group + g) * per;
+            let (mean, var) = moments(&xv[s..s + per]);
+            let rstd = 1.0 / (var + eps).sqrt();
+            for cc in 0..c / group {
+                let ch = g * (c / group) + cc;
+                let scale = rstd * w.as_ref().map_or(1.0, |w| w[ch]);
+                let shift = b.as_ref().map_or(0.0, |b| b[ch]) - mean * scale;
+                let o = s + cc * hxw;
+                for (d, &v) in y[o..o + hxw].iter_mut().zip(&xv[o..o + hxw]) {
+                    *d = v * scale + shift;
+                }
+            }
+            means.push(mean);
+            rstds.push(rstd);
+        }
+    }
+    let dt = x.dtype();
+    Ok((make(dt, y, x.sizes())?, make(dt, means, &[n, group])?, make(dt, rstds, &[n, group])?))
+}
+
+fn native_group_norm(args: &[IValue]) -> Result<Vec<IValue>> {
+    const OP: &str = "aten.native_group_norm";
+    let a = Args::new(OP, args, 8)?;
+    let size = |i: usize| -> Result<usize> {
+        usize::try_from(a.int(i)?).map_err(|_| KernelError::new(OP, format!("argument {i} must be non-negative")))
+    };
+    let (y, m, r) = group_norm_impl(
+        OP,
+        a.tensor(0)?,
+        a.opt_tensor(1)?,
+        a.opt_tensor(2)?,
+        size(3)?,
+        size(4)?,
+        size(5)?,
+        size(6)?,
+        a.float(7)?,
+    )?;
+    Ok(outs([y, m, r]))
+}
+
+fn group_norm(args: &[IValue]) -> Result<Vec<IValue>> {
+    const OP: &str = "aten.group_norm";
+    let a = Args::new(OP, args, 2)?;
+    let x = a.tensor(0)?;
+    if x.dim() < 2 {
+        return Err(KernelError::new(OP, format!("expected an input with at least 2 dims, got {:?}", x.sizes())));
+    }
+    let group = usize::try_from(a.int(1)?).map_err(|_| KernelError::new(OP, "num_groups must be positive"))?;
+    let (n, c) = (x.sizes()[0], x.sizes()[1]);
+    let hxw = x.sizes()[2..].iter().product();
+    let eps = a.opt_float(4)?.unwrap_or(1e-5);
+    let (y, _, _) = group_norm_impl(OP, x, a.opt_tensor(2)?, a.opt_tensor(3)?, n, c, hxw, group, eps)?;
+    Ok(outs([y]))
+}
+
+pub fn register(r: &mut KernelRegistry) {
+    r.register("aten.native_layer_norm", native_layer_norm);
+    r.register("aten.layer_norm", layer_norm);
+    r.register("aten.rms_norm", rms_norm);
+    r.register("aten.native_batch_norm", native_batch_norm);
+    r.register("aten._native_batch_norm_legit", native_batch_norm_legit);
+    r.register("aten._native_batch_norm_legit.no_stats", native_batch_norm_legit_no_stats);
+    r.register("aten._native_batch_norm_legit_no_training", native_batch_norm_legit_no_training);
+    r.register("aten._native_batch_norm_legit_functional", native_batch_norm_legit_functional);
+    r.register("aten.batch_norm", batch_norm);
+    r.register("aten.native_group_norm", native_group_norm);
+    r.register("aten.group_norm", group_norm);
+}
