@@ -2,7 +2,7 @@
 //! programs of the fixture corpus, re-created op by op from their `core.fx.txt` and run
 //! through the kernel registry (until the importer and interpreter exist).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use runtime::io::load_safetensors;
 use runtime::{IValue, Tensor, registry};
@@ -20,7 +20,7 @@ fn fixture_dir(name: &str) -> Option<PathBuf> {
 }
 
 /// Reads `rtol`/`atol` from meta.json (a flat search; the file is PyTorch-generated).
-fn tolerance(dir: &PathBuf) -> (f64, f64) {
+fn tolerance(dir: &Path) -> (f64, f64) {
     let meta = std::fs::read_to_string(dir.join("meta.json")).unwrap_or_default();
     let num = |key: &str, default: f64| -> f64 {
         meta.find(&format!("\"{key}\""))
@@ -35,7 +35,7 @@ fn tolerance(dir: &PathBuf) -> (f64, f64) {
     (num("rtol", 1e-4), num("atol", 1e-5))
 }
 
-fn io(dir: &PathBuf) -> Vec<(String, Tensor)> {
+fn io(dir: &Path) -> Vec<(String, Tensor)> {
     load_safetensors(dir.join("io.safetensors")).unwrap()
 }
 

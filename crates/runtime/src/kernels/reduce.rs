@@ -536,7 +536,7 @@ pub fn softmax(op: &str, t: &Tensor, dim: i64, log: bool, out_dtype: DType) -> R
     let x64 = t.to_dtype(DType::F64)?;
     let r = along_dim::<f64, f64>(&x64, d, |row, out| {
         let m = row.iter().copied().fold(f64::NEG_INFINITY, |a, b| if b > a || b.is_nan() { b } else { a });
-        let m = if m.is_finite() { m } else if m.is_nan() { m } else { 0.0 };
+        let m = if m.is_infinite() { 0.0 } else { m };
         let mut s = 0.0;
         for (o, &v) in out.iter_mut().zip(row) {
             let e = (v - m).exp();

@@ -15,8 +15,9 @@ use ir::DType;
 /// Truncates a float to `i64` the way x86's `cvttsd2si` does.
 #[inline(always)]
 pub fn f64_to_i64(v: f64) -> i64 {
-    // 2^63 is exactly representable; anything >= it or NaN is out of range.
-    if v.is_nan() || v >= 9.223_372_036_854_775_808e18 || v < -9.223_372_036_854_775_808e18 {
+    // 2^63 is exactly representable; anything outside [-2^63, 2^63) or NaN is out of range.
+    const TWO_63: f64 = 9_223_372_036_854_775_808.0;
+    if !(-TWO_63..TWO_63).contains(&v) {
         i64::MIN
     } else {
         v as i64
@@ -26,7 +27,7 @@ pub fn f64_to_i64(v: f64) -> i64 {
 /// Truncates a float to `i32` the way x86's 32-bit `cvttsd2si` does.
 #[inline(always)]
 pub fn f64_to_i32(v: f64) -> i32 {
-    if v.is_nan() || v >= 2_147_483_648.0 || v <= -2_147_483_649.0 {
+    if !(-2_147_483_649.0 < v && v < 2_147_483_648.0) {
         i32::MIN
     } else {
         v as i32

@@ -97,7 +97,7 @@ pub fn for_each_offsets<const N: usize>(
     base: [usize; N],
     mut f: impl FnMut([usize; N]),
 ) {
-    if sizes.iter().any(|&s| s == 0) {
+    if sizes.contains(&0) {
         return;
     }
     let (sizes, strides) = coalesce(sizes, &strides);

@@ -87,7 +87,7 @@ impl Storage {
                 format!("region [{offset}, +{nbytes}) exceeds the slab of {} bytes", slab.nbytes),
             ));
         }
-        if offset % STORAGE_ALIGN != 0 {
+        if !offset.is_multiple_of(STORAGE_ALIGN) {
             return Err(KernelError::new(
                 "storage_region",
                 format!("region offset {offset} is not a multiple of {STORAGE_ALIGN}"),
