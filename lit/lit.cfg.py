@@ -36,6 +36,16 @@ for tool in ["dialect-opt", "dialect-run"]:
     else:
         lit_config.warning("%s not found in %s" % (tool, tools_dir))
 
+# Real MLIR, where installed, checks that our generic form stays legal MLIR.
+import shutil
+
+for candidate in ["mlir-opt-22", "mlir-opt"]:
+    found = shutil.which(candidate)
+    if found:
+        config.available_features.add("mlir-opt")
+        config.substitutions.append(("%mlir-opt", found))
+        break
+
 fixtures = os.path.join(os.path.dirname(workspace), "shared", "fixtures")
 if os.path.isdir(fixtures):
     config.available_features.add("shared-fixtures")

@@ -121,6 +121,11 @@ fn run(args: Args) -> Result<bool, String> {
         Err(_) => 300,
     };
     config.timeout = (timeout > 0).then(|| std::time::Duration::from_secs(timeout));
+    // Real MLIR, where installed, checks that our generic form stays legal MLIR.
+    if let Some(mlir_opt) = find_on_path(&["mlir-opt-22", "mlir-opt"]) {
+        config.features.push("mlir-opt".to_string());
+        config.substitutions.push(("%mlir-opt".to_string(), mlir_opt.to_string_lossy().into_owned()));
+    }
     let fixtures = normalize(&workspace.join("../shared/fixtures"));
     if fixtures.is_dir() {
         config.features.push("shared-fixtures".to_string());
@@ -222,4 +227,10 @@ fn normalize(path: &Path) -> PathBuf {
         }
     }
     out
+}
+
+/// The first of `names` found in a directory of `PATH`.
+fn find_on_path(names: &[&str]) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    names.iter().find_map(|n| std::env::split_paths(&path).map(|d| d.join(n)).find(|p| p.is_file()))
 }
