@@ -110,4 +110,41 @@ pub enum ImportError {
     UnknownWeight { path: PathBuf, name: String },
     #[error("{}:{error}", path.display())]
     Parse { path: PathBuf, error: ParseError },
+    #[error("{}: node `{node}`: unknown operator target `{target}`", path.display())]
+    UnknownTarget {
+        path: PathBuf,
+        node: String,
+        target: String,
+    },
+    #[error("{}: {at}: `{name}` is used but never defined", path.display())]
+    UndefinedValue {
+        path: PathBuf,
+        at: String,
+        name: String,
+    },
+    #[error("{}: {at}: `{name}` is defined twice", path.display())]
+    DuplicateValue {
+        path: PathBuf,
+        at: String,
+        name: String,
+    },
+    /// A construct the converter does not support or an input that contradicts the schema.
+    #[error("{}: {at}: {message}", path.display())]
+    Convert {
+        path: PathBuf,
+        /// The node (`node `add``) or `line:col` where the problem is.
+        at: String,
+        message: String,
+    },
+    /// The converted module fails the IR verifier (a converter bug or an unsupported construct).
+    #[error("{}: imported IR does not verify: {message}", path.display())]
+    Verify { path: PathBuf, message: String },
+    /// Text IR that does not parse; `message` starts with `line:col`.
+    #[error("{}:{message}", path.display())]
+    IrSyntax { path: PathBuf, message: String },
+    /// A malformed program archive of this project.
+    #[error("{}: {message}", path.display())]
+    Archive { path: PathBuf, message: String },
+    #[error("{}: cannot tell the input format from the file name; name one ({})", path.display(), crate::Format::NAMES)]
+    UnknownFormat { path: PathBuf },
 }

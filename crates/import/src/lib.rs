@@ -1,15 +1,23 @@
-//! Importers for torch.export archives, FX text and TorchScript IR text.
+//! Importers for torch.export archives, FX text and TorchScript IR text, and the project's own
+//! program archive.
 //!
 //! The readers in this crate turn each input format into a faithful Rust data model that does
 //! not depend on the IR: [`pt2`] for `.pt2` archives written by `torch.export.save`, [`fx`] for
 //! the FX graph text that `print(ep.graph)` produces, and [`torchscript`] for the TorchScript IR
-//! text of `str(torch.jit.script(fn).graph)`. Conversion of these models into IR lives beside
-//! them.
+//! text of `str(torch.jit.script(fn).graph)`. [`convert`] turns those models into verified IR
+//! ([`Program`]); [`archive`] saves and loads programs; [`import_file`] is the one entry point
+//! tools use. `docs/import.md` describes the IR conventions.
 
+pub mod archive;
+pub mod convert;
 pub mod fx;
+pub mod program;
 pub mod pt2;
 pub mod torchscript;
 
 mod error;
+mod file;
 
 pub use error::{ImportError, ParseError};
+pub use file::{Format, import_file};
+pub use program::{Program, TreeSpec, Weight, Weights};

@@ -1,0 +1,94 @@
+//! The single entry point for tools: pick the format of a file and import it.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use crate::{ImportError, Program, Weights};
+
+/// An input format of [`import_file`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Format {
+    /// A `torch.export.save` archive (`.pt2`).
+    Pt2,
+    /// FX graph text (`.fx.txt`, `.fx`).
+    Fx,
+    /// TorchScript IR text (`.graph.txt`, `.ts`).
+    TorchScript,
+    /// This project's program archive (`.dar`).
+    Archive,
+    /// Text IR (`.ir`, `.mlir`); the program has no weights.
+    Ir,
+}
+
+impl Format {
+    /// The names [`Format::from_name`] accepts, for messages.
+    pub const NAMES: &'static str = "pt2, fx, torchscript, archive, ir";
+
+    /// The format called `name` (`pt2`, `fx`, `torchscript`, `archive`, `ir`).
+    pub fn from_name(name: &str) -> Option<Format> {
+        Some(match name {
+            "pt2" => Format::Pt2,
+            "fx" => Format::Fx,
+            "torchscript" | "ts" => Format::TorchScript,
+            "archive" | "dar" => Format::Archive,
+            "ir" | "mlir" => Format::Ir,
+            _ => return None,
+        })
+    }
+
+    /// The format a file name implies, by its extension.
+    pub fn from_path(path: &Path) -> Option<Format> {
+        let name = path.file_name()?.to_str()?;
+        let ends = |s: &str| name.len() > s.len() && name.ends_with(s);
+        Some(if ends(".pt2") {
+            Format::Pt2
+        } else if ends(".fx.txt") || ends(".fx") {
+            Format::Fx
+        } else if ends(".graph.txt") || ends(".ts") {
+            Format::TorchScript
+        } else if ends(".dar") {
+            Format::Archive
+        } else if ends(".ir") || ends(".mlir") {
+            Format::Ir
+        } else {
+            return None;
+        })
+    }
+}
+
+/// Imports the program in the file at `path`, in `format` or the one its extension implies.
+///
+/// The context must register the `prim` and `aten` dialects. The returned module is verified.
+pub fn import_file(ctx: &ir::Context, path: &Path, format: Option<Format>) -> Result<Program, ImportError> {
+    let format = match format.or_else(|| Format::from_path(path)) {
+        Some(f) => f,
+        None => return Err(ImportError::UnknownFormat { path: path.to_path_buf() }),
+    };
+    match format {
+        Format::Pt2 => {
+            let archive = crate::pt2::Pt2Archive::open(path)?;
+            crate::convert::pt2::import(ctx, Arc::new(archive))
+        }
+        Format::Fx => {
+            let graph = crate::fx::parse_file(path)?;
+            let module = crate::convert::fx::convert_graph(ctx, &graph, path)?;
+            Ok(Program { module, weights: Weights::new() })
+        }
+        Format::TorchScript => {
+            let graph = crate::torchscript::parse_file(path)?;
+            let module = crate::convert::torchscript::convert_graph(ctx, &graph, path)?;
+            Ok(Program { module, weights: Weights::new() })
+        }
+        Format::Archive => crate::archive::load(ctx, path),
+        Format::Ir => {
+            let text = std::fs::read_to_string(path).map_err(|source| ImportError::Io { path: path.to_path_buf(), source })?;
+            let name = path.to_string_lossy();
+            let module = ir::parse_module(ctx, &text, &name).map_err(|d| ImportError::IrSyntax {
+                path: path.to_path_buf(),
+                message: d.to_string().strip_prefix(name.as_ref()).unwrap_or(&d.to_string()).to_string(),
+            })?;
+            ir::verify(ctx, &module).map_err(|d| ImportError::Verify { path: path.to_path_buf(), message: d.to_string() })?;
+            Ok(Program { module, weights: Weights::new() })
+        }
+    }
+}
