@@ -136,6 +136,14 @@ pub enum ImportError {
         at: String,
         message: String,
     },
+    /// Like [`ImportError::Convert`], at a line and column of a text input.
+    #[error("{}:{line}:{col}: {message}", path.display())]
+    ConvertAt {
+        path: PathBuf,
+        line: usize,
+        col: usize,
+        message: String,
+    },
     /// The converted module fails the IR verifier (a converter bug or an unsupported construct).
     #[error("{}: imported IR does not verify: {message}", path.display())]
     Verify { path: PathBuf, message: String },
