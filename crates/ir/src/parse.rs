@@ -825,6 +825,10 @@ impl<'a> Parser<'a> {
         for r in self.m.regions(holder).to_vec() {
             let nr = self.m.add_region(op);
             self.m.take_region_blocks(r, nr);
+            // A module always has its body block, even when written as an empty region.
+            if name == MODULE && self.m.region_blocks(nr).is_empty() {
+                self.m.append_block(nr, &[]);
+            }
         }
         let _ = self.m.erase_op(holder);
         Ok(op)

@@ -491,9 +491,12 @@ impl<'a> Printer<'a> {
         let blocks = self.m.region_blocks(r).to_vec();
         self.out.push('{');
         self.indent += 1;
+        let in_module = self.m.region(r).parent.is_some_and(|p| self.m.op_name(p) == crate::builtin::MODULE);
         for (i, &b) in blocks.iter().enumerate() {
             let args = self.m.block_args(b).to_vec();
-            let label = i > 0 || always_label || (label_entry_args && !args.is_empty());
+            // An empty entry block keeps its label so it is not read back as an empty region.
+            let empty_entry = i == 0 && args.is_empty() && self.m.block_len(b) == 0 && !in_module;
+            let label = i > 0 || always_label || empty_entry || (label_entry_args && !args.is_empty());
             if label {
                 self.block_header(b, &args);
             }
