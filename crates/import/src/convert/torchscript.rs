@@ -1,10 +1,369 @@
 //! TorchScript IR text to IR.
+//!
+//! TorchScript passes every argument as a value, so every aten argument is an operand. The text
+//! names the operator but not its overload: the overload is the schema of that name whose
+//! argument types accept the given values, preferring exact matches over conversions (an `int`
+//! to `int` costs nothing, to `float` or `Scalar` a little). `prim::If`/`prim::Loop` become
+//! `prim.If`/`prim.Loop` with their blocks as regions; `# file:line:col` comments become
+//! locations; value names (`%x.1`) are kept as printed names.
 
+use std::collections::HashMap;
 use std::path::Path;
+use std::sync::Arc;
 
+use ir::schema::{FunctionSchema, SchemaType};
+use ir::{Attribute, BlockId, Context, DType, Dim, Location, Module, OperationState, TensorType, Type, TypeKind, ValueId};
+
+use super::{aten_op_name, check_context, insert, join_types, name_value, verify_module};
 use crate::ImportError;
-use crate::torchscript::TsGraph;
+use crate::program;
+use crate::torchscript::{TsAttr, TsBlock, TsGraph, TsNode, TsType};
 
-pub fn convert_graph(_ctx: &ir::Context, _graph: &TsGraph, path: &Path) -> Result<ir::Module, ImportError> {
-    Err(ImportError::UnknownFormat { path: path.to_path_buf() })
+/// Converts a TorchScript graph to a verified module holding `func.func @forward`.
+pub fn convert_graph(ctx: &Context, graph: &TsGraph, path: &Path) -> Result<Module, ImportError> {
+    check_context(ctx).map_err(|message| ImportError::Convert { path: path.to_path_buf(), at: "graph".into(), message })?;
+    let mut cx = Cx { ctx, path, m: Module::new(), values: HashMap::new(), constants: HashMap::new() };
+    let mut arg_types = Vec::new();
+    let mut arg_attrs = Vec::new();
+    for (name, t) in &graph.inputs {
+        arg_types.push(cx.ty(t, 1)?);
+        let user_name = strip_suffix(name);
+        arg_attrs.push(Attribute::dict(vec![(Arc::from(program::ATTR_INPUT), Attribute::str(user_name))]));
+    }
+    let (func, entry) = ir::builtin::create_function(&mut cx.m, program::FORWARD, &arg_types, &[]);
+    for (i, (name, _)) in graph.inputs.iter().enumerate() {
+        let v = cx.m.block_args(entry)[i];
+        name_value(&mut cx.m, v, name);
+        cx.define(name, v, 1)?;
+    }
+    cx.block_body(&graph.body, entry)?;
+    let mut results = Vec::new();
+    for r in &graph.body.returns {
+        results.push(cx.value(r, 1)?);
+    }
+    let result_types: Vec<Type> = results.iter().map(|&v| cx.m.value_type(v).clone()).collect();
+    insert(&mut cx.m, entry, OperationState::new(ir::builtin::RETURN).operands(results));
+    cx.m.set_attr(func, ir::builtin::FUNCTION_TYPE, Attribute::Type(Type::function(arg_types, result_types)));
+    if !arg_attrs.is_empty() {
+        cx.m.set_attr(func, ir::builtin::ARG_ATTRS, Attribute::array(arg_attrs));
+    }
+    let m = cx.m;
+    verify_module(ctx, &m).map_err(|message| ImportError::Verify { path: path.to_path_buf(), message })?;
+    Ok(m)
+}
+
+/// `x.1` → `x`: the Python name behind a TorchScript debug name.
+fn strip_suffix(name: &str) -> &str {
+    match name.rsplit_once('.') {
+        Some((base, n)) if !base.is_empty() && n.chars().all(|c| c.is_ascii_digit()) => base,
+        _ => name,
+    }
+}
+
+struct Cx<'a> {
+    ctx: &'a Context,
+    path: &'a Path,
+    m: Module,
+    values: HashMap<String, ValueId>,
+    /// The attribute of each `prim.Constant` result (for `prim::TupleIndex`).
+    constants: HashMap<ValueId, Attribute>,
+}
+
+/// The IR dtype of a TorchScript scalar type name (`Float`, `Long`, …).
+fn ts_dtype(name: &str) -> Option<DType> {
+    Some(match name {
+        "Float" => DType::F32,
+        "Double" => DType::F64,
+        "Half" => DType::F16,
+        "BFloat16" => DType::BF16,
+        "Long" => DType::I64,
+        "Int" => DType::I32,
+        "Short" => DType::I16,
+        "Char" => DType::I8,
+        "Byte" => DType::U8,
+        "Bool" => DType::Bool,
+        _ => return None,
+    })
+}
+
+/// How well a value of IR type `t` fits schema type `s`: `None` when it does not, else a cost
+/// (0 for an exact match).
+fn match_cost(s: &SchemaType, t: &Type) -> Option<u32> {
+    use SchemaType as S;
+    if !dialect_aten::signature::value_matches(s, t) {
+        return None;
+    }
+    Some(match (s, t.kind()) {
+        (_, TypeKind::Any) => 3,
+        (S::Any | S::Var(_), _) => 3,
+        (S::Optional(inner), k) if !matches!(k, TypeKind::None | TypeKind::Optional(_)) => match_cost(inner, t)?,
+        (S::Scalar | S::Number, _) => 1,
+        (S::Float | S::SymFloat, TypeKind::Int) => 2,
+        (S::Device, TypeKind::Str) => 2,
+        (S::List { elem, .. }, TypeKind::List(e)) => match_cost(elem, e).unwrap_or(3),
+        _ => 0,
+    })
+}
+
+/// The overload of `aten::<name>` a TorchScript call with arguments of `types` means.
+fn resolve<'s>(name: &str, types: &[Type]) -> Result<&'s FunctionSchema, String> {
+    let mut best: Option<(u32, &FunctionSchema)> = None;
+    let mut any = false;
+    for s in dialect_aten::schemas().iter().filter(|s| s.name == name && s.namespace == "aten") {
+        any = true;
+        if types.len() > s.args.len() {
+            continue;
+        }
+        let rest_ok = s.args[types.len()..].iter().all(|a| a.default.is_some() || matches!(a.ty, SchemaType::Optional(_)));
+        if !rest_ok {
+            continue;
+        }
+        let mut cost = 0;
+        let mut ok = true;
+        for (a, t) in s.args.iter().zip(types) {
+            match match_cost(&a.ty, t) {
+                Some(c) => cost += c,
+                None => {
+                    ok = false;
+                    break;
+                }
+            }
+        }
+        if ok && best.is_none_or(|(c, _)| cost < c) {
+            best = Some((cost, s));
+        }
+    }
+    match best {
+        Some((_, s)) => Ok(s),
+        None if !any => Err(format!("unknown operator `aten::{name}`")),
+        None => {
+            let given: Vec<String> = types.iter().map(Type::to_string).collect();
+            Err(format!("no overload of `aten::{name}` takes ({})", given.join(", ")))
+        }
+    }
+}
+
+impl Cx<'_> {
+    fn err(&self, line: usize, message: impl Into<String>) -> ImportError {
+        ImportError::ConvertAt { path: self.path.to_path_buf(), line, col: 1, message: message.into() }
+    }
+
+    fn value(&self, name: &str, line: usize) -> Result<ValueId, ImportError> {
+        self.values.get(name).copied().ok_or_else(|| ImportError::UndefinedValue {
+            path: self.path.to_path_buf(),
+            at: format!("line {line}"),
+            name: format!("%{name}"),
+        })
+    }
+
+    fn define(&mut self, name: &str, v: ValueId, line: usize) -> Result<(), ImportError> {
+        if self.values.insert(name.to_string(), v).is_some() {
+            return Err(ImportError::DuplicateValue { path: self.path.to_path_buf(), at: format!("line {line}"), name: format!("%{name}") });
+        }
+        name_value(&mut self.m, v, name);
+        Ok(())
+    }
+
+    fn ty(&self, t: &TsType, line: usize) -> Result<Type, ImportError> {
+        Ok(match t {
+            TsType::Tensor(None) => Type::unknown_tensor(),
+            TsType::Tensor(Some(tt)) => {
+                let dtype = match &tt.dtype {
+                    Some(d) => Some(ts_dtype(d).ok_or_else(|| self.err(line, format!("unsupported tensor type `{d}`")))?),
+                    None => None,
+                };
+                let shape = tt.sizes.iter().map(|d| d.map(Dim::Static).unwrap_or(Dim::Unknown)).collect();
+                Type::tensor_of(TensorType { dtype, shape: Some(shape) })
+            }
+            TsType::Named(n) => match n.as_str() {
+                "int" | "SymInt" | "ScalarType" | "Layout" | "MemoryFormat" => Type::int(),
+                "float" | "SymFloat" => Type::float(),
+                "bool" | "SymBool" => Type::bool(),
+                "str" => Type::str(),
+                "NoneType" => Type::none(),
+                "Device" => Type::device(),
+                "Scalar" | "number" | "Any" => Type::any(),
+                "Tensor" => Type::unknown_tensor(),
+                other => return Err(self.err(line, format!("unsupported type `{other}`"))),
+            },
+            TsType::List(e) => Type::list(self.ty(e, line)?),
+            TsType::Optional(e) => Type::optional(self.ty(e, line)?),
+            TsType::Tuple(items) => Type::tuple(items.iter().map(|i| self.ty(i, line)).collect::<Result<_, _>>()?),
+            TsType::Generic { name, .. } => return Err(self.err(line, format!("unsupported type `{name}(…)`"))),
+        })
+    }
+
+    fn block_body(&mut self, b: &TsBlock, block: BlockId) -> Result<(), ImportError> {
+        for n in &b.nodes {
+            self.node(n, block)?;
+        }
+        Ok(())
+    }
+
+    /// Converts a nested block into `block` of a region, ending it with `prim.Yield`.
+    fn nested(&mut self, b: &TsBlock, block: BlockId, loc: &Location, line: usize) -> Result<(), ImportError> {
+        self.block_body(b, block)?;
+        let mut outs = Vec::new();
+        for r in &b.returns {
+            outs.push(self.value(r, line)?);
+        }
+        insert(&mut self.m, block, OperationState::new(dialect_prim::YIELD).operands(outs).loc(loc.clone()));
+        Ok(())
+    }
+
+    fn constant_attr(&self, n: &TsNode, ty: &Type) -> Result<Attribute, ImportError> {
+        let value = n.attrs.iter().find(|(k, _)| k == "value").map(|(_, v)| v);
+        let bad = |what: &str| self.err(n.line, format!("constant {what} of type {ty} is not supported"));
+        let scalar = |v: &TsAttr, t: &Type| -> Option<Attribute> {
+            Some(match (t.kind(), v) {
+                (TypeKind::Int, TsAttr::Int(i)) => Attribute::Int(*i),
+                (TypeKind::Bool, TsAttr::Int(i)) => Attribute::Bool(*i != 0),
+                (TypeKind::Bool, TsAttr::Word(w)) if w == "True" || w == "False" => Attribute::Bool(w == "True"),
+                (TypeKind::Float, TsAttr::Float(f)) => Attribute::float(*f),
+                (TypeKind::Float, TsAttr::Int(i)) => Attribute::float(*i as f64),
+                (TypeKind::Str, TsAttr::Str(s)) => Attribute::str(s),
+                (TypeKind::Device, TsAttr::Str(s) | TsAttr::Word(s)) => Attribute::Device(s.as_str().into()),
+                _ => return None,
+            })
+        };
+        match (value, ty.kind()) {
+            (None, TypeKind::None | TypeKind::Optional(_)) => Ok(Attribute::None),
+            (Some(TsAttr::Word(w)), _) if w == "None" => Ok(Attribute::None),
+            (Some(TsAttr::List(items)), TypeKind::List(e)) => {
+                Ok(Attribute::array(items.iter().map(|i| scalar(i, e)).collect::<Option<Vec<_>>>().ok_or_else(|| bad("list"))?))
+            }
+            (Some(TsAttr::Tensor(_)), _) => Err(bad("tensor")),
+            (Some(v), _) => scalar(v, ty).ok_or_else(|| bad(&format!("{v:?}"))),
+            (None, _) => Err(bad("without a value")),
+        }
+    }
+
+    fn node(&mut self, n: &TsNode, block: BlockId) -> Result<(), ImportError> {
+        let loc = n.loc.as_ref().map(|l| Location::file(&l.file, l.line, l.col)).unwrap_or_default();
+        let out_types: Vec<Type> = n.outputs.iter().map(|(_, t)| self.ty(t, n.line)).collect::<Result<_, _>>()?;
+        let mut inputs = Vec::new();
+        for i in &n.inputs {
+            inputs.push(self.value(i, n.line)?);
+        }
+        let in_types: Vec<Type> = inputs.iter().map(|&v| self.m.value_type(v).clone()).collect();
+        let mut regions = 0;
+        let (name, results): (String, Vec<Type>) = match n.kind.as_str() {
+            "prim::Constant" => {
+                let [ty] = out_types.as_slice() else { return Err(self.err(n.line, "prim::Constant has one output")) };
+                let a = self.constant_attr(n, ty)?;
+                let op = insert(
+                    &mut self.m,
+                    block,
+                    OperationState::new(dialect_prim::CONSTANT).attr("value", a.clone()).results([ty.clone()]).loc(loc),
+                );
+                let v = self.m.results(op)[0];
+                self.constants.insert(v, a);
+                return self.define(&n.outputs[0].0, v, n.line);
+            }
+            "prim::If" => {
+                if n.blocks.len() != 2 {
+                    return Err(self.err(n.line, "prim::If needs two blocks"));
+                }
+                regions = 2;
+                (dialect_prim::IF.into(), out_types.clone())
+            }
+            "prim::Loop" => {
+                if n.blocks.len() != 1 {
+                    return Err(self.err(n.line, "prim::Loop needs one block"));
+                }
+                regions = 1;
+                (dialect_prim::LOOP.into(), out_types.clone())
+            }
+            "prim::ListConstruct" => {
+                let elem_ok = |e: &Type| in_types.iter().all(|t| t == e || matches!(e.kind(), TypeKind::Optional(x) if x == t));
+                let ty = match out_types.as_slice() {
+                    [t] if matches!(t.kind(), TypeKind::List(e) if elem_ok(e)) => t.clone(),
+                    _ => Type::list(if in_types.is_empty() { Type::any() } else { join_types(&in_types) }),
+                };
+                let ty = match ty.kind() {
+                    TypeKind::List(e) if !elem_ok(e) => Type::list(Type::any()),
+                    _ => ty,
+                };
+                (dialect_prim::LIST_CONSTRUCT.into(), vec![ty])
+            }
+            "prim::ListUnpack" => {
+                let elem = match in_types.as_slice() {
+                    [t] => match t.kind() {
+                        TypeKind::List(e) => e.clone(),
+                        _ => return Err(self.err(n.line, format!("prim::ListUnpack of a {t}"))),
+                    },
+                    _ => return Err(self.err(n.line, "prim::ListUnpack takes one list")),
+                };
+                (dialect_prim::LIST_UNPACK.into(), vec![elem; out_types.len()])
+            }
+            "prim::TupleConstruct" => (dialect_prim::TUPLE_CONSTRUCT.into(), vec![Type::tuple(in_types.clone())]),
+            "prim::TupleUnpack" => match in_types.first().map(Type::kind) {
+                Some(TypeKind::Tuple(items)) if inputs.len() == 1 => (dialect_prim::TUPLE_UNPACK.into(), items.clone()),
+                _ => return Err(self.err(n.line, "prim::TupleUnpack takes one tuple")),
+            },
+            "prim::TupleIndex" => {
+                let (Some(&t), Some(idx)) = (inputs.first(), inputs.get(1).and_then(|i| self.constants.get(i))) else {
+                    return Err(self.err(n.line, "prim::TupleIndex needs a constant index"));
+                };
+                let Some(i) = idx.as_int() else { return Err(self.err(n.line, "prim::TupleIndex needs an integer index")) };
+                let elem = match self.m.value_type(t).kind() {
+                    TypeKind::Tuple(items) => usize::try_from(i).ok().and_then(|i| items.get(i).cloned()),
+                    _ => None,
+                }
+                .ok_or_else(|| self.err(n.line, format!("tuple index {i} out of range")))?;
+                let op = insert(
+                    &mut self.m,
+                    block,
+                    OperationState::new(dialect_prim::TUPLE_INDEX).operands([t]).attr("index", Attribute::Int(i)).results([elem]).loc(loc),
+                );
+                let v = self.m.results(op)[0];
+                return match n.outputs.first() {
+                    Some((name, _)) => self.define(name, v, n.line),
+                    None => Ok(()),
+                };
+            }
+            "prim::Uninitialized" => (dialect_prim::UNINITIALIZED.into(), out_types.clone()),
+            "prim::RaiseException" => (dialect_prim::RAISE_EXCEPTION.into(), Vec::new()),
+            kind => match kind.strip_prefix("aten::") {
+                Some(op) => {
+                    let schema = match resolve(op, &in_types) {
+                        Ok(s) => s,
+                        Err(e) if e.starts_with("unknown") => {
+                            let node = n.outputs.first().map(|(o, _)| format!("%{o}")).unwrap_or_else(|| format!("line {}", n.line));
+                            return Err(ImportError::UnknownTarget { path: self.path.to_path_buf(), node, target: kind.into() });
+                        }
+                        Err(e) => return Err(self.err(n.line, e)),
+                    };
+                    let name = aten_op_name(&schema.name, &schema.overload);
+                    if self.ctx.op_def(&name).is_none() {
+                        return Err(self.err(n.line, format!("`{name}` is not registered")));
+                    }
+                    (name, out_types.clone())
+                }
+                None => {
+                    let node = n.outputs.first().map(|(o, _)| format!("%{o}")).unwrap_or_else(|| format!("line {}", n.line));
+                    return Err(ImportError::UnknownTarget { path: self.path.to_path_buf(), node, target: kind.into() });
+                }
+            },
+        };
+        if results.len() != n.outputs.len() {
+            return Err(self.err(n.line, format!("`{}` gives {} results but {} are named", n.kind, results.len(), n.outputs.len())));
+        }
+        let op = insert(&mut self.m, block, OperationState::new(&name).operands(inputs).results(results).regions(regions).loc(loc.clone()));
+        for (i, b) in n.blocks.iter().enumerate().take(regions) {
+            let region = self.m.regions(op)[i];
+            let param_types: Vec<Type> = b.params.iter().map(|(_, t)| self.ty(t, n.line)).collect::<Result<_, _>>()?;
+            let blk = self.m.append_block(region, &param_types);
+            for (j, (p, _)) in b.params.iter().enumerate() {
+                let v = self.m.block_args(blk)[j];
+                self.define(p, v, n.line)?;
+            }
+            self.nested(b, blk, &loc, n.line)?;
+        }
+        let rs = self.m.results(op).to_vec();
+        for ((o, _), v) in n.outputs.iter().zip(rs) {
+            self.define(o, v, n.line)?;
+        }
+        Ok(())
+    }
 }
