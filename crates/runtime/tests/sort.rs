@@ -1,0 +1,85 @@
+//! Sorting kernels: stable ascending/descending sorts, NaN ordering, argsort, topk and errors.
+
+use ir::DType;
+use runtime::{IValue, Tensor, registry};
+
+fn t(data: &[f32], sizes: &[usize]) -> Tensor {
+    Tensor::from_slice(data, sizes).unwrap()
+}
+
+fn call(op: &str, args: Vec<IValue>) -> Vec<Tensor> {
+    registry()
+        .call(op, &args)
+        .unwrap_or_else(|e| panic!("{op}: {e}"))
+        .into_iter()
+        .map(|v| v.into_tensor().unwrap())
+        .collect()
+}
+
+fn vals(t: &Tensor) -> Vec<String> {
+    t.to_vec_f64().iter().map(|v| format!("{v}")).collect()
+}
+
+#[test]
+fn sort_ascending_descending_stable() {
+    let x = t(&[3., 1., 2., 1.], &[4]);
+    let r = call("aten.sort", vec![x.clone().into(), IValue::Int(-1), IValue::Bool(false)]);
+    assert_eq!(r[0].to_vec_f64(), vec![1., 1., 2., 3.]);
+    assert_eq!(r[1].dtype(), DType::I64);
+    assert_eq!(r[1].to_vec_i64(), vec![1, 3, 2, 0]);
+    let r = call("aten.sort", vec![x.into(), IValue::Int(0), IValue::Bool(true)]);
+    assert_eq!(r[0].to_vec_f64(), vec![3., 2., 1., 1.]);
+    assert_eq!(r[1].to_vec_i64(), vec![0, 2, 1, 3]);
+}
+
+#[test]
+fn sort_nan_is_greatest() {
+    let x = t(&[f32::NAN, 1., f32::NAN, -1.], &[4]);
+    let r = call("aten.sort", vec![x.clone().into(), IValue::Int(0), IValue::Bool(false)]);
+    assert_eq!(vals(&r[0]), vec!["-1", "1", "NaN", "NaN"]);
+    assert_eq!(r[1].to_vec_i64(), vec![3, 1, 0, 2]);
+    let r = call("aten.sort", vec![x.clone().into(), IValue::Int(0), IValue::Bool(true)]);
+    assert_eq!(vals(&r[0]), vec!["NaN", "NaN", "1", "-1"]);
+    assert_eq!(r[1].to_vec_i64(), vec![0, 2, 1, 3]);
+    let r = call("aten.topk", vec![x.into(), IValue::Int(2), IValue::Int(0), IValue::Bool(true), IValue::Bool(true)]);
+    assert_eq!(vals(&r[0]), vec!["NaN", "NaN"]);
+}
+
+#[test]
+fn sort_along_dim0_of_noncontiguous_and_ints() {
+    // Logical [[4, 1], [2, 3]] from a transposed view.
+    let x = Tensor::from_slice(&[4i64, 2, 1, 3], &[2, 2]).unwrap().t().unwrap();
+    let r = call("aten.sort", vec![x.clone().into(), IValue::Int(0), IValue::Bool(false)]);
+    assert_eq!(r[0].dtype(), DType::I64);
+    assert_eq!(r[0].to_vec_i64(), vec![2, 1, 4, 3]);
+    assert_eq!(r[1].to_vec_i64(), vec![1, 0, 0, 1]);
+    let r = call("aten.argsort", vec![x.clone().into(), IValue::Int(1), IValue::Bool(true)]);
+    assert_eq!(r[0].to_vec_i64(), vec![0, 1, 1, 0]);
+    let r = call("aten.sort.stable", vec![x.into(), IValue::Bool(true), IValue::Int(-1), IValue::Bool(false)]);
+    assert_eq!(r[0].to_vec_i64(), vec![1, 4, 2, 3]);
+    let b = Tensor::from_slice(&[true, false, true, false], &[4]).unwrap();
+    let r = call("aten.sort", vec![b.into(), IValue::Int(0), IValue::Bool(false)]);
+    assert_eq!(r[0].to_vec_i64(), vec![0, 0, 1, 1]);
+    assert_eq!(r[1].to_vec_i64(), vec![1, 3, 0, 2]);
+}
+
+#[test]
+fn topk_largest_smallest() {
+    let x = t(&[1., 5., 3., 5., 2., 0.], &[2, 3]);
+    let r = call("aten.topk", vec![x.clone().into(), IValue::Int(2), IValue::Int(1), IValue::Bool(true), IValue::Bool(true)]);
+    assert_eq!(r[0].sizes(), &[2, 2]);
+    assert_eq!(r[0].to_vec_f64(), vec![5., 3., 5., 2.]);
+    assert_eq!(r[1].to_vec_i64(), vec![1, 2, 0, 1]);
+    let r = call("aten.topk", vec![x.clone().into(), IValue::Int(1), IValue::Int(0), IValue::Bool(false), IValue::Bool(true)]);
+    assert_eq!(r[0].to_vec_f64(), vec![1., 2., 0.]);
+    assert_eq!(r[1].to_vec_i64(), vec![0, 1, 1]);
+    let e = registry().call("aten.topk", &[x.into(), IValue::Int(4)]).unwrap_err().to_string();
+    assert!(e.starts_with("aten.topk:") && e.contains("k (4)"), "{e}");
+}
+
+#[test]
+fn msort_sorts_dim0() {
+    let x = t(&[3., 1., 2., 0.], &[2, 2]);
+    let r = call("aten.msort", vec![x.into()]);
+    assert_eq!(r[0].to_vec_f64(), vec![2., 0., 3., 1.]);
+}
