@@ -3,11 +3,18 @@
 //! `tensor` holds the strided tensor over shared storage, `value` the runtime values that flow
 //! between ops, `kernels` the interpreter kernels and their registry, `io` safetensors files.
 
+pub mod exec;
+mod interp;
 pub mod io;
 pub mod kernels;
+pub mod plan;
 pub mod tensor;
 pub mod value;
 
+pub use exec::{
+    CompileOptions, CompiledProgram, ExecError, GuardPolicy, InputInfo, InputKind, MissingKernel, OutSpec, Outputs, Runtime,
+    Weights, compile, compile_with_registry,
+};
 pub use kernels::{KernelFn, KernelRegistry, registry};
 pub use tensor::{Element, KernelError, Result, RuntimeError, Scalar, Storage, Tensor};
 pub use value::IValue;

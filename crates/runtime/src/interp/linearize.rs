@@ -1,0 +1,489 @@
+//! Linearization: a function body becomes blocks of instructions over a register file.
+//!
+//! Every SSA value gets a register. Kernels are looked up once here; argument binding is
+//! precomputed from the op's schema (`bind_args`); constants become values at compile time.
+//! A liveness pass per block marks each register operand as moved (its last use), borrowed or
+//! cloned, and lists the registers to clear after instructions whose nested blocks held the
+//! last use, so values die as early as possible.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+
+use dialect_aten::{ArgSource, bind_args};
+use ir::{Context, Module, OpId, Type, TypeKind, ValueId};
+
+use super::convert::{attr_for_schema, attr_value};
+use super::{Arg, Block, Candidate, Function, Instr, Kind, ListKind, Mode, Reg, SymOp, out};
+use crate::exec::{ExecError, MissingKernel, loc_string};
+use crate::kernels::KernelRegistry;
+use crate::value::IValue;
+
+/// Options of linearization.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct LinearizeOptions {
+    /// Attach out-variants to ops that have one (needed by the memory plan).
+    pub out_variants: bool,
+}
+
+/// Linearizes the body of `func`. `frozen[i]`, when set, is the value of function argument
+/// `i` fixed at compile time (a parameter, a buffer that is never written, a lifted constant).
+/// Returns the function and the register of each function argument.
+pub(crate) fn linearize(
+    m: &Module,
+    ctx: &Context,
+    func: OpId,
+    frozen: &[Option<IValue>],
+    registry: &KernelRegistry,
+    opts: LinearizeOptions,
+) -> Result<(Function, Vec<Reg>), ExecError> {
+    let region = *m.regions(func).first().ok_or_else(|| ExecError::Unsupported {
+        what: "a function without a body".into(),
+        loc: loc_string(m.loc(func)),
+    })?;
+    let entry = m.entry_block(region).ok_or_else(|| ExecError::Unsupported {
+        what: "a function without an entry block".into(),
+        loc: loc_string(m.loc(func)),
+    })?;
+    if m.region_blocks(region).len() != 1 {
+        return Err(ExecError::Unsupported {
+            what: "a function body with more than one block".into(),
+            loc: loc_string(m.loc(func)),
+        });
+    }
+    let mut lin = Lin {
+        m,
+        ctx,
+        registry,
+        opts,
+        regs: HashMap::new(),
+        consts: HashMap::new(),
+        num_regs: 0,
+        slots: 0,
+        missing: Vec::new(),
+        top_candidates: Vec::new(),
+    };
+    let args: Vec<ValueId> = m.block_args(entry).to_vec();
+    let mut arg_regs = Vec::with_capacity(args.len());
+    for (i, &a) in args.iter().enumerate() {
+        let r = lin.reg(a);
+        arg_regs.push(r);
+        if let Some(Some(v)) = frozen.get(i) {
+            lin.consts.insert(a, v.clone());
+        }
+    }
+    let body = lin.block(entry, true)?;
+    if !lin.missing.is_empty() {
+        return Err(ExecError::NoKernel(lin.missing));
+    }
+    let mut const_regs: Vec<(Reg, IValue)> = lin.consts.iter().map(|(v, c)| (lin.regs[v], c.clone())).collect();
+    const_regs.sort_by_key(|(r, _)| *r);
+    let function = Function {
+        body,
+        num_regs: lin.num_regs as usize,
+        const_regs,
+        kernel_slots: lin.slots,
+        candidates: lin.top_candidates,
+    };
+    Ok((function, arg_regs))
+}
+
+struct Lin<'a> {
+    m: &'a Module,
+    ctx: &'a Context,
+    registry: &'a KernelRegistry,
+    opts: LinearizeOptions,
+    regs: HashMap<ValueId, Reg>,
+    /// Values known at compile time (constants and frozen arguments).
+    consts: HashMap<ValueId, IValue>,
+    num_regs: u32,
+    slots: usize,
+    missing: Vec<MissingKernel>,
+    top_candidates: Vec<Candidate>,
+}
+
+/// Liveness of the values of one block.
+struct Liveness {
+    /// Position of the last op (terminator included) using each value defined in the block.
+    last: HashMap<ValueId, usize>,
+    /// Values used inside the nested regions of each op.
+    nested: Vec<HashSet<ValueId>>,
+    defined: HashSet<ValueId>,
+}
+
+fn is_terminator(name: &str) -> bool {
+    matches!(name, ir::builtin::RETURN | dialect_prim::YIELD | dialect_prim::RETURN)
+}
+
+impl<'a> Lin<'a> {
+    fn reg(&mut self, v: ValueId) -> Reg {
+        if let Some(&r) = self.regs.get(&v) {
+            return r;
+        }
+        let r = self.num_regs;
+        self.num_regs += 1;
+        self.regs.insert(v, r);
+        r
+    }
+
+    fn err_unsupported(&self, op: OpId, what: String) -> ExecError {
+        ExecError::Unsupported { what, loc: loc_string(self.m.loc(op)) }
+    }
+
+    fn liveness(&self, b: ir::BlockId, ops: &[OpId]) -> Liveness {
+        let m = self.m;
+        let mut defined: HashSet<ValueId> = m.block_args(b).iter().copied().collect();
+        let mut last = HashMap::new();
+        let mut nested = Vec::with_capacity(ops.len());
+        for (j, &op) in ops.iter().enumerate() {
+            let mut inner = HashSet::new();
+            for &r in m.regions(op) {
+                for &nb in m.region_blocks(r) {
+                    for o in m.block_ops(nb) {
+                        m.walk(o, ir::WalkOrder::PreOrder, &mut |x| inner.extend(m.operands(x).iter().copied()));
+                    }
+                }
+            }
+            for &v in m.operands(op).iter().chain(inner.iter()) {
+                last.insert(v, j);
+            }
+            nested.push(inner);
+            defined.extend(m.results(op).iter().copied());
+        }
+        Liveness { last, nested, defined }
+    }
+
+    /// Modes of the value operands `vals` of op `j`, and the registers to free after it.
+    fn modes(&self, live: &Liveness, j: usize, vals: &[ValueId]) -> Vec<Mode> {
+        let mut seen = HashSet::new();
+        vals.iter()
+            .map(|v| {
+                if !seen.insert(*v) {
+                    return Mode::Clone;
+                }
+                let dies_here = live.defined.contains(v)
+                    && !self.consts.contains_key(v)
+                    && live.last.get(v) == Some(&j)
+                    && !live.nested.get(j).is_some_and(|n| n.contains(v));
+                if dies_here { Mode::Move } else { Mode::Borrow }
+            })
+            .collect()
+    }
+
+    fn frees(&self, live: &Liveness, j: usize, op: OpId, moved: &[ValueId]) -> Vec<Reg> {
+        let m = self.m;
+        let mut out = Vec::new();
+        for (&v, &l) in &live.last {
+            if l == j && live.defined.contains(&v) && !self.consts.contains_key(&v) && !moved.contains(&v) {
+                if let Some(&r) = self.regs.get(&v) {
+                    out.push(r);
+                }
+            }
+        }
+        for &r in m.results(op) {
+            if !m.has_uses(r) && !self.consts.contains_key(&r) {
+                if let Some(&reg) = self.regs.get(&r) {
+                    out.push(reg);
+                }
+            }
+        }
+        out.sort_unstable();
+        out.dedup();
+        out
+    }
+
+    /// Register arguments for value operands with their modes.
+    fn value_args(&mut self, live: &Liveness, j: usize, vals: &[ValueId]) -> (Vec<Arg>, Vec<ValueId>) {
+        let modes = self.modes(live, j, vals);
+        let mut moved = Vec::new();
+        let args = vals
+            .iter()
+            .zip(modes)
+            .map(|(&v, mode)| {
+                if mode == Mode::Move {
+                    moved.push(v);
+                }
+                Arg::Reg { reg: self.reg(v), mode }
+            })
+            .collect();
+        (args, moved)
+    }
+
+    fn block(&mut self, b: ir::BlockId, top: bool) -> Result<Block, ExecError> {
+        let m = self.m;
+        let ops = m.block_ops(b);
+        let live = self.liveness(b, &ops);
+        let mut block = Block::default();
+        for &a in m.block_args(b) {
+            let r = self.reg(a);
+            block.args.push(r);
+            if !m.has_uses(a) {
+                block.entry_free.push(r);
+            }
+        }
+        let mut op_index: HashMap<OpId, usize> = HashMap::new();
+        let mut terminated = false;
+        for (j, &op) in ops.iter().enumerate() {
+            let name = m.op_name(op);
+            if is_terminator(name) {
+                if j + 1 != ops.len() {
+                    return Err(self.err_unsupported(op, format!("`{name}` before the end of its block")));
+                }
+                let vals = m.operands(op).to_vec();
+                let (args, _) = self.value_args(&live, j, &vals);
+                // Constants yielded or returned are cloned out of their registers.
+                block.results = args
+                    .into_iter()
+                    .zip(&vals)
+                    .map(|(a, v)| match a {
+                        Arg::Reg { reg, .. } if self.consts.contains_key(v) => Arg::Reg { reg, mode: Mode::Clone },
+                        other => other,
+                    })
+                    .collect();
+                terminated = true;
+                continue;
+            }
+            for &r in m.results(op) {
+                self.reg(r);
+            }
+            // Constants produce no instruction.
+            if let Some(instr) = self.instr(op, j, &live)? {
+                op_index.insert(op, block.instrs.len());
+                block.instrs.push(instr);
+            }
+        }
+        // A block without a terminator yields nothing.
+        let _ = terminated;
+        if top && self.opts.out_variants {
+            self.candidates(&ops, &op_index, &live, &mut block);
+        }
+        Ok(block)
+    }
+
+    /// Marks the planning candidates of the top-level block.
+    fn candidates(&mut self, ops: &[OpId], op_index: &HashMap<OpId, usize>, live: &Liveness, block: &mut Block) {
+        let m = self.m;
+        let has_out = |block: &Block, i: usize| matches!(block.instrs[i].kind, Kind::Kernel { out: Some(_), .. });
+        for &op in ops {
+            let Some(&i) = op_index.get(&op) else { continue };
+            if !has_out(block, i) || m.results(op).len() != 1 {
+                continue;
+            }
+            let v = m.results(op)[0];
+            let uses = m.uses(v);
+            if uses.is_empty() {
+                continue;
+            }
+            let all_out = uses.iter().all(|u| op_index.get(&u.op).is_some_and(|&k| has_out(block, k)));
+            if !all_out {
+                continue;
+            }
+            let Some(&last_op) = live.last.get(&v) else { continue };
+            let Some(&last) = ops.get(last_op).and_then(|o| op_index.get(o)) else { continue };
+            let idx = self.top_candidates.len();
+            self.top_candidates.push(Candidate { reg: self.regs[&v], def: i, last });
+            block.instrs[i].home = Some(idx);
+        }
+    }
+
+    fn instr(&mut self, op: OpId, j: usize, live: &Liveness) -> Result<Option<Instr>, ExecError> {
+        let m = self.m;
+        let name: Arc<str> = Arc::from(m.op_name(op));
+        let loc = m.loc(op).clone();
+        let outs: Vec<Reg> = m.results(op).iter().map(|&r| self.regs[&r]).collect();
+        let operands = m.operands(op).to_vec();
+        let mk = |kind: Kind, args: Vec<Arg>, free: Vec<Reg>| Instr {
+            kind,
+            args,
+            outs: outs.clone(),
+            free,
+            home: None,
+            name: name.clone(),
+            loc: loc.clone(),
+        };
+        let simple = |this: &mut Self, kind: Kind| -> Instr {
+            let (args, moved) = this.value_args(live, j, &operands);
+            let free = this.frees(live, j, op, &moved);
+            mk(kind, args, free)
+        };
+        let n = &*name;
+        let kind = match n {
+            dialect_prim::CONSTANT => {
+                let attr = m.attr(op, "value").ok_or_else(|| self.err_unsupported(op, "`prim.Constant` without a value".into()))?;
+                let Some(&res) = m.results(op).first() else { return Ok(None) };
+                let v = attr_value(attr, Some(m.value_type(res)))
+                    .map_err(|e| self.err_unsupported(op, format!("`prim.Constant`: {e}")))?;
+                self.consts.insert(res, v);
+                return Ok(None);
+            }
+            dialect_prim::LIST_CONSTRUCT => {
+                let ty = m.results(op).first().map(|&r| m.value_type(r).clone());
+                Kind::ListConstruct(list_kind(ty.as_ref()))
+            }
+            dialect_prim::LIST_UNPACK => Kind::ListUnpack,
+            dialect_prim::TUPLE_CONSTRUCT => Kind::TupleConstruct,
+            dialect_prim::TUPLE_UNPACK => Kind::TupleUnpack,
+            dialect_prim::TUPLE_INDEX => {
+                let i = m.attr(op, "index").and_then(|a| a.as_int()).filter(|&i| i >= 0);
+                Kind::TupleIndex(i.ok_or_else(|| self.err_unsupported(op, "`prim.TupleIndex` without an index".into()))? as usize)
+            }
+            dialect_prim::UNINITIALIZED => Kind::Uninitialized,
+            dialect_prim::RAISE_EXCEPTION => Kind::Raise,
+            dialect_prim::IF => {
+                let regions = m.regions(op).to_vec();
+                if regions.len() != 2 {
+                    return Err(self.err_unsupported(op, "`prim.If` without two regions".into()));
+                }
+                let then_block = self.region_block(op, regions[0])?;
+                let else_block = self.region_block(op, regions[1])?;
+                Kind::If { then_block, else_block }
+            }
+            dialect_prim::LOOP => {
+                let r = *m.regions(op).first().ok_or_else(|| self.err_unsupported(op, "`prim.Loop` without a body".into()))?;
+                Kind::Loop { body: self.region_block(op, r)? }
+            }
+            dialect_prim::FUSION_GROUP => {
+                let r = *m.regions(op).first().ok_or_else(|| self.err_unsupported(op, "`prim.FusionGroup` without a body".into()))?;
+                Kind::Fusion { body: self.region_block(op, r)? }
+            }
+            _ => {
+                if let Some(s) = sym_op(n) {
+                    Kind::Sym(s)
+                } else {
+                    return self.kernel(op, j, live, name.clone(), loc.clone(), outs.clone()).map(Some);
+                }
+            }
+        };
+        Ok(Some(simple(self, kind)))
+    }
+
+    fn region_block(&mut self, op: OpId, r: ir::RegionId) -> Result<Block, ExecError> {
+        let blocks = self.m.region_blocks(r).to_vec();
+        match blocks.as_slice() {
+            [b] => self.block(*b, false),
+            _ => Err(self.err_unsupported(op, format!("`{}` with a region of {} blocks", self.m.op_name(op), blocks.len()))),
+        }
+    }
+
+    fn kernel(
+        &mut self,
+        op: OpId,
+        j: usize,
+        live: &Liveness,
+        name: Arc<str>,
+        loc: ir::Location,
+        outs: Vec<Reg>,
+    ) -> Result<Instr, ExecError> {
+        let m = self.m;
+        let def = self.ctx.op_def(&name);
+        let schema = def.and_then(|d| d.schema.clone());
+        let Some(f) = self.registry.get(&name) else {
+            if schema.is_some() || name.starts_with("aten.") {
+                self.missing.push(MissingKernel { op: name.to_string(), loc: loc_string(&loc) });
+                // Keep compiling so every missing kernel is reported at once.
+                return Ok(Instr {
+                    kind: Kind::Uninitialized,
+                    args: Vec::new(),
+                    outs,
+                    free: Vec::new(),
+                    home: None,
+                    name,
+                    loc,
+                });
+            }
+            return Err(ExecError::Unsupported { what: format!("op `{name}`"), loc: loc_string(&loc) });
+        };
+        if !m.regions(op).is_empty() {
+            return Err(self.err_unsupported(op, format!("`{name}` with regions")));
+        }
+        let operands = m.operands(op).to_vec();
+        // (position in the argument list, operand value) of register arguments.
+        let mut args: Vec<Arg> = Vec::new();
+        let mut reg_vals: Vec<(usize, ValueId)> = Vec::new();
+        match &schema {
+            Some(schema) => {
+                let srcs = bind_args(schema, m, op).map_err(|e| ExecError::Bind {
+                    op: name.to_string(),
+                    loc: loc_string(&loc),
+                    message: e.to_string(),
+                })?;
+                for (k, src) in srcs.into_iter().enumerate() {
+                    match src {
+                        ArgSource::Operand(i) => {
+                            let Some(&v) = operands.get(i) else {
+                                return Err(ExecError::Bind {
+                                    op: name.to_string(),
+                                    loc: loc_string(&loc),
+                                    message: format!("operand {i} is missing"),
+                                });
+                            };
+                            reg_vals.push((args.len(), v));
+                            args.push(Arg::Const(IValue::None));
+                        }
+                        ArgSource::Const(a) => {
+                            let ty = &schema.args[k].ty;
+                            let v = attr_for_schema(&a, ty).map_err(|e| ExecError::Unsupported {
+                                what: format!("argument '{}' of `{name}`: {e}", schema.args[k].name),
+                                loc: loc_string(&loc),
+                            })?;
+                            args.push(Arg::Const(v));
+                        }
+                    }
+                }
+            }
+            None => {
+                for &v in &operands {
+                    reg_vals.push((args.len(), v));
+                    args.push(Arg::Const(IValue::None));
+                }
+            }
+        }
+        // Constants and frozen values go straight into the argument list.
+        let mut live_vals = Vec::new();
+        for &(pos, v) in &reg_vals {
+            match self.consts.get(&v) {
+                Some(c) => args[pos] = Arg::Const(c.clone()),
+                None => live_vals.push((pos, v)),
+            }
+        }
+        let vals: Vec<ValueId> = live_vals.iter().map(|&(_, v)| v).collect();
+        let (reg_args, moved) = self.value_args(live, j, &vals);
+        for ((pos, _), a) in live_vals.iter().zip(reg_args) {
+            args[*pos] = a;
+        }
+        let free = self.frees(live, j, op, &moved);
+        let slot = self.slots;
+        self.slots += 1;
+        let out = if self.opts.out_variants { out::lookup(&name) } else { None };
+        Ok(Instr { kind: Kind::Kernel { f, slot, out }, args, outs, free, home: None, name, loc })
+    }
+}
+
+fn list_kind(ty: Option<&Type>) -> ListKind {
+    let Some(TypeKind::List(e)) = ty.map(Type::kind) else { return ListKind::Generic };
+    match e.kind() {
+        TypeKind::Tensor(_) => ListKind::Tensor,
+        TypeKind::Optional(inner) if inner.is_tensor() => ListKind::OptionalTensor,
+        TypeKind::Int => ListKind::Int,
+        TypeKind::Float => ListKind::Float,
+        TypeKind::Bool => ListKind::Bool,
+        _ => ListKind::Generic,
+    }
+}
+
+fn sym_op(name: &str) -> Option<SymOp> {
+    Some(match name {
+        "prim.add" => SymOp::Add,
+        "prim.sub" => SymOp::Sub,
+        "prim.mul" => SymOp::Mul,
+        "prim.floordiv" => SymOp::FloorDiv,
+        "prim.mod" => SymOp::Mod,
+        "prim.max" => SymOp::Max,
+        "prim.eq" => SymOp::Eq,
+        "prim.ne" => SymOp::Ne,
+        "prim.lt" => SymOp::Lt,
+        "prim.le" => SymOp::Le,
+        "prim.gt" => SymOp::Gt,
+        "prim.ge" => SymOp::Ge,
+        _ => return None,
+    })
+}

@@ -1,0 +1,486 @@
+//! Execution of a linearized function over a register file.
+//!
+//! A [`Frame`] is one runtime's mutable state for one function: the registers, one argument
+//! buffer per kernel instruction (constants placed once, registers moved or swapped in for
+//! each call, so passing arguments allocates nothing), and the memory plan's planned tensors.
+
+use super::{Arg, Block, Function, Instr, Kind, ListKind, Mode, Reg, SymOp, out};
+use crate::exec::{ExecError, loc_string};
+use crate::plan::PlanState;
+use crate::tensor::KernelError;
+use crate::value::IValue;
+
+/// The registers and argument buffers of one runtime.
+pub(crate) struct Frame {
+    pub regs: Vec<IValue>,
+    argbufs: Vec<Vec<IValue>>,
+    /// For each register, the planning candidate it holds, if any.
+    reg_home: Vec<Option<usize>>,
+}
+
+fn fill_argbufs(block: &Block, bufs: &mut [Vec<IValue>]) {
+    for ins in &block.instrs {
+        match &ins.kind {
+            Kind::Kernel { slot, .. } => {
+                if let Some(buf) = bufs.get_mut(*slot) {
+                    *buf = ins
+                        .args
+                        .iter()
+                        .map(|a| match a {
+                            Arg::Const(v) => v.clone(),
+                            Arg::Reg { .. } => IValue::None,
+                        })
+                        .collect();
+                }
+            }
+            Kind::If { then_block, else_block } => {
+                fill_argbufs(then_block, bufs);
+                fill_argbufs(else_block, bufs);
+            }
+            Kind::Loop { body } | Kind::Fusion { body } => fill_argbufs(body, bufs),
+            _ => {}
+        }
+    }
+}
+
+fn kernel_error(ins: &Instr, e: KernelError) -> ExecError {
+    ExecError::Kernel { op: ins.name.to_string(), loc: loc_string(&ins.loc), message: e.to_string() }
+}
+
+fn runtime_error(ins: &Instr, message: impl Into<String>) -> ExecError {
+    ExecError::Runtime { op: ins.name.to_string(), loc: loc_string(&ins.loc), message: message.into() }
+}
+
+fn as_cond(v: &IValue) -> Option<bool> {
+    match v {
+        IValue::Bool(b) => Some(*b),
+        IValue::Int(i) => Some(*i != 0),
+        IValue::Tensor(t) if t.numel() == 1 => t.item().ok().map(|s| s.to_f64() != 0.0),
+        _ => None,
+    }
+}
+
+impl Frame {
+    pub fn new(f: &Function) -> Frame {
+        let mut regs = vec![IValue::None; f.num_regs];
+        for (r, v) in &f.const_regs {
+            if let Some(slot) = regs.get_mut(*r as usize) {
+                *slot = v.clone();
+            }
+        }
+        let mut argbufs = vec![Vec::new(); f.kernel_slots];
+        fill_argbufs(&f.body, &mut argbufs);
+        let mut reg_home = vec![None; f.num_regs];
+        for (h, c) in f.candidates.iter().enumerate() {
+            if let Some(slot) = reg_home.get_mut(c.reg as usize) {
+                *slot = Some(h);
+            }
+        }
+        Frame { regs, argbufs, reg_home }
+    }
+
+    fn set(&mut self, r: Reg, v: IValue) {
+        if let Some(slot) = self.regs.get_mut(r as usize) {
+            *slot = v;
+        }
+    }
+
+    fn take_reg(&mut self, r: Reg) -> IValue {
+        self.regs.get_mut(r as usize).map(|s| std::mem::replace(s, IValue::None)).unwrap_or(IValue::None)
+    }
+
+    /// A value that died: planned tensors go back to their home, others are dropped.
+    fn retire(&mut self, r: Reg, v: IValue, plan: &mut PlanState) {
+        if let (Some(Some(h)), IValue::Tensor(t)) = (self.reg_home.get(r as usize), v) {
+            plan.give_back(*h, t);
+        }
+    }
+
+    fn arg<'a>(&'a self, ins: &'a Instr, i: usize) -> Result<&'a IValue, ExecError> {
+        ins.args.get(i).map(|a| self.read(a)).ok_or_else(|| runtime_error(ins, format!("missing operand #{i}")))
+    }
+
+    fn read<'a>(&'a self, a: &'a Arg) -> &'a IValue {
+        match a {
+            Arg::Const(v) => v,
+            Arg::Reg { reg, .. } => self.regs.get(*reg as usize).unwrap_or(&IValue::None),
+        }
+    }
+
+    /// Owned values of `args`: clones first, then moves (so a value both cloned and moved is cloned before it leaves).
+    fn take_all(&mut self, args: &[Arg]) -> Vec<IValue> {
+        let mut out: Vec<IValue> = args
+            .iter()
+            .map(|a| match a {
+                Arg::Reg { mode: Mode::Move, .. } => IValue::None,
+                other => self.read(other).clone(),
+            })
+            .collect();
+        for (o, a) in out.iter_mut().zip(args) {
+            if let Arg::Reg { reg, mode: Mode::Move } = a {
+                *o = self.take_reg(*reg);
+            }
+        }
+        out
+    }
+
+    /// Clears the moved registers of a prim instruction that only read them, then its free list.
+    fn finish(&mut self, ins: &Instr, plan: &mut PlanState) {
+        for a in &ins.args {
+            if let Arg::Reg { reg, mode: Mode::Move } = a {
+                let v = self.take_reg(*reg);
+                self.retire(*reg, v, plan);
+            }
+        }
+        for &r in &ins.free {
+            let v = self.take_reg(r);
+            self.retire(r, v, plan);
+        }
+    }
+
+    /// Runs a block; its results stay in its terminator's registers (read with `results`).
+    pub fn run_block(&mut self, block: &Block, plan: &mut PlanState) -> Result<(), ExecError> {
+        for &r in &block.entry_free {
+            self.set(r, IValue::None);
+        }
+        for ins in &block.instrs {
+            self.step(ins, plan)?;
+        }
+        Ok(())
+    }
+
+    /// The owned results of a block that has run.
+    pub fn results(&mut self, block: &Block) -> Vec<IValue> {
+        self.take_all(&block.results)
+    }
+
+    fn step(&mut self, ins: &Instr, plan: &mut PlanState) -> Result<(), ExecError> {
+        match &ins.kind {
+            Kind::Kernel { f, slot, out } => return self.kernel(ins, *f, *slot, *out, plan),
+            Kind::ListConstruct(kind) => {
+                let vals = self.take_all(&ins.args);
+                let list = build_list(*kind, vals);
+                self.set_outs(ins, vec![list])?;
+            }
+            Kind::ListUnpack => {
+                let v = self.arg(ins, 0)?;
+                let items =
+                    list_items(v).ok_or_else(|| runtime_error(ins, format!("expected a list, got {}", v.kind())))?;
+                if items.len() != ins.outs.len() {
+                    return Err(runtime_error(
+                        ins,
+                        format!("cannot unpack a list of {} elements into {} values", items.len(), ins.outs.len()),
+                    ));
+                }
+                self.set_outs(ins, items)?;
+            }
+            Kind::TupleConstruct => {
+                let vals = self.take_all(&ins.args);
+                self.set_outs(ins, vec![IValue::Tuple(vals)])?;
+            }
+            Kind::TupleUnpack => {
+                let items = match self.arg(ins, 0)? {
+                    IValue::Tuple(items) => items.clone(),
+                    other => list_items(other).ok_or_else(|| runtime_error(ins, format!("expected a tuple, got {}", other.kind())))?,
+                };
+                if items.len() != ins.outs.len() {
+                    return Err(runtime_error(
+                        ins,
+                        format!("cannot unpack a tuple of {} elements into {} values", items.len(), ins.outs.len()),
+                    ));
+                }
+                self.set_outs(ins, items)?;
+            }
+            Kind::TupleIndex(i) => {
+                let items = list_items(self.arg(ins, 0)?).unwrap_or_default();
+                let v = items
+                    .get(*i)
+                    .cloned()
+                    .ok_or_else(|| runtime_error(ins, format!("tuple index {i} out of range for {} elements", items.len())))?;
+                self.set_outs(ins, vec![v])?;
+            }
+            Kind::Uninitialized => {
+                let n = ins.outs.len();
+                self.set_outs(ins, vec![IValue::None; n])?;
+            }
+            Kind::Raise => {
+                let msg = match ins.args.first().map(|a| self.read(a)) {
+                    Some(IValue::Str(s)) => s.to_string(),
+                    Some(other) => format!("{other:?}"),
+                    None => String::new(),
+                };
+                return Err(ExecError::Raised { message: msg, loc: loc_string(&ins.loc) });
+            }
+            Kind::Sym(op) => {
+                let v = sym(*op, self.arg(ins, 0)?, self.arg(ins, 1)?).map_err(|m| runtime_error(ins, m))?;
+                self.set_outs(ins, vec![v])?;
+            }
+            Kind::If { then_block, else_block } => {
+                let c = self.arg(ins, 0)?;
+                let cond = as_cond(c).ok_or_else(|| runtime_error(ins, format!("condition must be a bool, got {}", c.kind())))?;
+                let b = if cond { then_block } else { else_block };
+                self.run_block(b, plan)?;
+                let vals = self.results(b);
+                self.set_outs(ins, vals)?;
+            }
+            Kind::Loop { body } => self.run_loop(ins, body, plan)?,
+            Kind::Fusion { body } => {
+                let vals = self.take_all(&ins.args);
+                if vals.len() != body.args.len() {
+                    return Err(runtime_error(ins, "operand count does not match the body's arguments"));
+                }
+                for (&r, v) in body.args.iter().zip(vals) {
+                    self.set(r, v);
+                }
+                self.run_block(body, plan)?;
+                let outs = self.results(body);
+                self.set_outs(ins, outs)?;
+            }
+        }
+        self.finish(ins, plan);
+        Ok(())
+    }
+
+    fn run_loop(&mut self, ins: &Instr, body: &Block, plan: &mut PlanState) -> Result<(), ExecError> {
+        if ins.args.len() < 2 {
+            return Err(runtime_error(ins, "expects a trip count and a condition"));
+        }
+        let max = match self.arg(ins, 0)? {
+            IValue::Int(n) => *n,
+            IValue::None => i64::MAX,
+            other => return Err(runtime_error(ins, format!("trip count must be an int, got {}", other.kind()))),
+        };
+        let c = self.arg(ins, 1)?;
+        let mut cond = as_cond(c).ok_or_else(|| runtime_error(ins, format!("condition must be a bool, got {}", c.kind())))?;
+        let mut carried = self.take_all(&ins.args[2..]);
+        if body.args.len() != carried.len() + 1 || body.results.len() != carried.len() + 1 || ins.outs.len() != carried.len() {
+            return Err(runtime_error(ins, "body arguments, yielded values and results do not line up"));
+        }
+        let mut i: i64 = 0;
+        while i < max && cond {
+            self.set(body.args[0], IValue::Int(i));
+            for (&r, v) in body.args[1..].iter().zip(carried.drain(..)) {
+                self.set(r, v);
+            }
+            self.run_block(body, plan)?;
+            let mut res = self.results(body);
+            let c = res.first().unwrap_or(&IValue::None);
+            cond = as_cond(c).ok_or_else(|| runtime_error(ins, format!("loop condition must be a bool, got {}", c.kind())))?;
+            carried = res.split_off(1);
+            i += 1;
+        }
+        for &r in &body.args {
+            self.set(r, IValue::None);
+        }
+        self.set_outs(ins, carried)
+    }
+
+    fn set_outs(&mut self, ins: &Instr, vals: Vec<IValue>) -> Result<(), ExecError> {
+        if vals.len() != ins.outs.len() {
+            return Err(runtime_error(ins, format!("produced {} values for {} results", vals.len(), ins.outs.len())));
+        }
+        for (&r, v) in ins.outs.iter().zip(vals) {
+            self.set(r, v);
+        }
+        Ok(())
+    }
+
+    fn kernel(
+        &mut self,
+        ins: &Instr,
+        f: crate::kernels::KernelFn,
+        slot: usize,
+        out_op: Option<out::OutOp>,
+        plan: &mut PlanState,
+    ) -> Result<(), ExecError> {
+        let Some(mut buf) = self.argbufs.get_mut(slot).map(std::mem::take) else {
+            return Err(runtime_error(ins, "internal error: missing argument buffer"));
+        };
+        // Clones first, then moves and borrows (swaps), so repeated operands see the value.
+        for (pos, a) in ins.args.iter().enumerate() {
+            if let Arg::Reg { reg, mode: Mode::Clone } = a {
+                buf[pos] = self.regs.get(*reg as usize).cloned().unwrap_or(IValue::None);
+            }
+        }
+        for (pos, a) in ins.args.iter().enumerate() {
+            if let Arg::Reg { reg, mode: Mode::Move | Mode::Borrow } = a {
+                if let Some(r) = self.regs.get_mut(*reg as usize) {
+                    std::mem::swap(r, &mut buf[pos]);
+                }
+            }
+        }
+        let result = self.call(ins, f, out_op, &buf, plan);
+        for (pos, a) in ins.args.iter().enumerate() {
+            match a {
+                Arg::Reg { reg, mode: Mode::Borrow } => {
+                    if let Some(r) = self.regs.get_mut(*reg as usize) {
+                        std::mem::swap(r, &mut buf[pos]);
+                    }
+                }
+                Arg::Reg { reg, mode: Mode::Move } => {
+                    let v = std::mem::replace(&mut buf[pos], IValue::None);
+                    self.retire(*reg, v, plan);
+                }
+                Arg::Reg { mode: Mode::Clone, .. } => buf[pos] = IValue::None,
+                Arg::Const(_) => {}
+            }
+        }
+        if let Some(b) = self.argbufs.get_mut(slot) {
+            *b = buf;
+        }
+        match result? {
+            Produced::One(v) => match ins.outs.as_slice() {
+                [r] => self.set(*r, v),
+                _ => return Err(runtime_error(ins, "internal error: out-variant with several results")),
+            },
+            Produced::Many(vals) => {
+                if vals.len() != ins.outs.len() {
+                    return Err(runtime_error(
+                        ins,
+                        format!("kernel returned {} values for {} results", vals.len(), ins.outs.len()),
+                    ));
+                }
+                for (&r, v) in ins.outs.iter().zip(vals) {
+                    self.set(r, v);
+                }
+            }
+        }
+        for &r in &ins.free {
+            let v = self.take_reg(r);
+            self.retire(r, v, plan);
+        }
+        Ok(())
+    }
+
+    fn call(
+        &self,
+        ins: &Instr,
+        f: crate::kernels::KernelFn,
+        out_op: Option<out::OutOp>,
+        buf: &[IValue],
+        plan: &mut PlanState,
+    ) -> Result<Produced, ExecError> {
+        if let (Some(op), Some(h)) = (out_op, ins.home) {
+            if let Some(meta) = out::meta(op, buf) {
+                if let Some(t) = plan.take_home(h, &meta) {
+                    let name: &'static str = static_name(op);
+                    out::compute(op, name, buf, &t).map_err(|e| kernel_error(ins, e))?;
+                    return Ok(Produced::One(IValue::Tensor(t)));
+                }
+                plan.observe(h, meta);
+            }
+        }
+        f(buf).map(Produced::Many).map_err(|e| kernel_error(ins, e))
+    }
+}
+
+enum Produced {
+    One(IValue),
+    Many(Vec<IValue>),
+}
+
+fn static_name(op: out::OutOp) -> &'static str {
+    match op {
+        out::OutOp::Mm => "aten.mm",
+        out::OutOp::Addmm => "aten.addmm",
+        out::OutOp::Relu => "aten.relu",
+        out::OutOp::Add => "aten.add.Tensor",
+        out::OutOp::Sub => "aten.sub.Tensor",
+        out::OutOp::Mul => "aten.mul.Tensor",
+    }
+}
+
+fn build_list(kind: ListKind, vals: Vec<IValue>) -> IValue {
+    let fallback = |vals: Vec<IValue>| IValue::List(vals);
+    match kind {
+        ListKind::Tensor if vals.iter().all(|v| matches!(v, IValue::Tensor(_))) => {
+            IValue::TensorList(vals.into_iter().filter_map(|v| v.into_tensor().ok()).collect())
+        }
+        ListKind::OptionalTensor if vals.iter().all(|v| matches!(v, IValue::Tensor(_) | IValue::None)) => {
+            IValue::OptionalTensorList(vals.into_iter().map(|v| v.into_tensor().ok()).collect())
+        }
+        ListKind::Int if vals.iter().all(|v| matches!(v, IValue::Int(_))) => {
+            IValue::IntList(vals.iter().filter_map(|v| v.as_int().ok()).collect())
+        }
+        ListKind::Float if vals.iter().all(|v| matches!(v, IValue::Float(_) | IValue::Int(_))) => {
+            IValue::FloatList(vals.iter().filter_map(|v| v.as_float().ok()).collect())
+        }
+        ListKind::Bool if vals.iter().all(|v| matches!(v, IValue::Bool(_))) => {
+            IValue::BoolList(vals.iter().filter_map(|v| v.as_bool().ok()).collect())
+        }
+        _ => fallback(vals),
+    }
+}
+
+/// The elements of any list-like value.
+pub(crate) fn list_items(v: &IValue) -> Option<Vec<IValue>> {
+    Some(match v {
+        IValue::List(items) | IValue::Tuple(items) => items.clone(),
+        IValue::TensorList(ts) => ts.iter().cloned().map(IValue::Tensor).collect(),
+        IValue::OptionalTensorList(ts) => {
+            ts.iter().map(|t| t.clone().map(IValue::Tensor).unwrap_or(IValue::None)).collect()
+        }
+        IValue::IntList(xs) => xs.iter().map(|&x| IValue::Int(x)).collect(),
+        IValue::FloatList(xs) => xs.iter().map(|&x| IValue::Float(x)).collect(),
+        IValue::BoolList(xs) => xs.iter().map(|&x| IValue::Bool(x)).collect(),
+        _ => return None,
+    })
+}
+
+fn sym(op: SymOp, a: &IValue, b: &IValue) -> Result<IValue, String> {
+    let float = matches!(a, IValue::Float(_)) || matches!(b, IValue::Float(_));
+    if float {
+        let (x, y) = (a.as_float().map_err(|e| e.message)?, b.as_float().map_err(|e| e.message)?);
+        return Ok(match op {
+            SymOp::Add => IValue::Float(x + y),
+            SymOp::Sub => IValue::Float(x - y),
+            SymOp::Mul => IValue::Float(x * y),
+            SymOp::FloorDiv => IValue::Float((x / y).floor()),
+            SymOp::Mod => IValue::Float(x - (x / y).floor() * y),
+            SymOp::Max => IValue::Float(x.max(y)),
+            SymOp::Eq => IValue::Bool(x == y),
+            SymOp::Ne => IValue::Bool(x != y),
+            SymOp::Lt => IValue::Bool(x < y),
+            SymOp::Le => IValue::Bool(x <= y),
+            SymOp::Gt => IValue::Bool(x > y),
+            SymOp::Ge => IValue::Bool(x >= y),
+        });
+    }
+    let (x, y) = (a.as_int().map_err(|e| e.message)?, b.as_int().map_err(|e| e.message)?);
+    let overflow = || format!("integer overflow in {op:?} of {x} and {y}");
+    Ok(match op {
+        SymOp::Add => IValue::Int(x.checked_add(y).ok_or_else(overflow)?),
+        SymOp::Sub => IValue::Int(x.checked_sub(y).ok_or_else(overflow)?),
+        SymOp::Mul => IValue::Int(x.checked_mul(y).ok_or_else(overflow)?),
+        SymOp::FloorDiv | SymOp::Mod => {
+            if y == 0 {
+                return Err("integer division by zero".into());
+            }
+            let q = x.checked_div(y).ok_or_else(overflow)?;
+            let r = x - q * y;
+            let (q, r) = if r != 0 && ((r < 0) != (y < 0)) { (q - 1, r + y) } else { (q, r) };
+            IValue::Int(if op == SymOp::FloorDiv { q } else { r })
+        }
+        SymOp::Max => IValue::Int(x.max(y)),
+        SymOp::Eq => IValue::Bool(x == y),
+        SymOp::Ne => IValue::Bool(x != y),
+        SymOp::Lt => IValue::Bool(x < y),
+        SymOp::Le => IValue::Bool(x <= y),
+        SymOp::Gt => IValue::Bool(x > y),
+        SymOp::Ge => IValue::Bool(x >= y),
+    })
+}
+
+impl Frame {
+    /// Clears every register but the constants (after a failed run).
+    pub fn reset(&mut self, f: &Function) {
+        for r in self.regs.iter_mut() {
+            *r = IValue::None;
+        }
+        for (r, v) in &f.const_regs {
+            if let Some(slot) = self.regs.get_mut(*r as usize) {
+                *slot = v.clone();
+            }
+        }
+    }
+}
