@@ -13,6 +13,11 @@ pub fn default_context() -> Context {
     ctx
 }
 
+/// The passes every tool offers.
+pub fn default_pass_registry() -> pass::PassRegistry {
+    pass::default_registry()
+}
+
 /// Rewrites LLVM-style single-dash long options (`-split-input-file`) to `--split-input-file`,
 /// so command lines written for `mlir-opt` work unchanged. `-o` and other one-letter flags stay.
 pub fn normalize_llvm_flags(args: impl IntoIterator<Item = String>) -> Vec<String> {

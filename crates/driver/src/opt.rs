@@ -33,9 +33,52 @@ pub struct OptArgs {
     /// Accept ops, types and attributes of dialects that are not registered.
     #[arg(long)]
     pub allow_unregistered_dialect: bool,
-    /// The pass pipeline to run, e.g. `builtin.module(func.func(cse))`.
+    /// The pass pipeline to run, e.g. `builtin.module(func.func(canonicalize),dce)`. Each
+    /// registered pass also has a flag of its own (`--dce`, `--canonicalize`), appended in order.
     #[arg(long, value_name = "PIPELINE")]
     pub pass_pipeline: Option<String>,
+    /// Print the pipeline that will run, in canonical form, to standard error.
+    #[arg(long)]
+    pub dump_pass_pipeline: bool,
+    /// List the registered passes with their options and exit.
+    #[arg(long)]
+    pub list_passes: bool,
+    /// Verify the IR after each pass.
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set, num_args = 0..=1, default_missing_value = "true", value_name = "BOOL")]
+    pub verify_each: bool,
+    /// Print the IR before the named passes.
+    #[arg(long, value_delimiter = ',', value_name = "PASSES")]
+    pub print_ir_before: Vec<String>,
+    /// Print the IR before every pass.
+    #[arg(long, visible_alias = "mlir-print-ir-before-all")]
+    pub print_ir_before_all: bool,
+    /// Print the IR after the named passes.
+    #[arg(long, value_delimiter = ',', value_name = "PASSES")]
+    pub print_ir_after: Vec<String>,
+    /// Print the IR after every pass.
+    #[arg(long, visible_alias = "mlir-print-ir-after-all")]
+    pub print_ir_after_all: bool,
+    /// Print the IR after a pass only when the pass changed it.
+    #[arg(long, visible_alias = "mlir-print-ir-after-change")]
+    pub print_ir_after_change: bool,
+    /// Print the IR after a pass that failed.
+    #[arg(long, visible_alias = "mlir-print-ir-after-failure")]
+    pub print_ir_after_failure: bool,
+    /// Print the whole module when printing IR around passes, not just the pass's anchor op.
+    #[arg(long, visible_alias = "mlir-print-ir-module-scope")]
+    pub print_ir_module_scope: bool,
+    /// Write the IR after each pass into a tree of files under this directory.
+    #[arg(long, value_name = "DIR")]
+    pub print_ir_tree_dir: Option<PathBuf>,
+    /// Print a table of the time spent in each pass.
+    #[arg(long, visible_alias = "mlir-timing")]
+    pub timing: bool,
+    /// When a pass fails, write its input IR and the pipeline to this file (re-run with `--run-reproducer`).
+    #[arg(long, value_name = "FILE")]
+    pub reproducer: Option<PathBuf>,
+    /// Treat the input as a reproducer: run the pipeline named in its `// configuration:` line.
+    #[arg(long)]
+    pub run_reproducer: bool,
     /// Skip the verifier after parsing (for inspecting invalid IR).
     #[arg(long)]
     pub no_verify: bool,
@@ -49,14 +92,28 @@ pub struct OptArgs {
 
 /// Runs `dialect-opt` with the given arguments; returns the process exit code.
 pub fn main_with_args(args: Vec<String>, stdout: &mut dyn Write, stderr: &mut dyn Write) -> i32 {
+    let registry = crate::default_pass_registry();
     let args = crate::normalize_llvm_flags(args);
-    let opts = match OptArgs::try_parse_from(args) {
+    // `--<pass>` and `--<pass>={options}` flags, in order, form a pipeline of their own.
+    let (args, pass_flags) = extract_pass_flags(args, &registry);
+    let mut opts = match OptArgs::try_parse_from(args) {
         Ok(o) => o,
         Err(e) => {
             let _ = write!(stderr, "{e}");
             return if e.use_stderr() { 2 } else { 0 };
         }
     };
+    if opts.list_passes {
+        let _ = write!(stdout, "{}", registry.help_text());
+        return 0;
+    }
+    if !pass_flags.is_empty() {
+        if opts.pass_pipeline.is_some() {
+            let _ = writeln!(stderr, "dialect-opt: use either --pass-pipeline or per-pass flags, not both");
+            return 2;
+        }
+        opts.pass_pipeline = Some(format!("builtin.module({})", pass_flags.join(",")));
+    }
     let mut ctx = default_context();
     ctx.set_allow_unregistered(opts.allow_unregistered_dialect);
     if opts.show_dialects {
@@ -80,13 +137,50 @@ pub fn main_with_args(args: Vec<String>, stdout: &mut dyn Write, stderr: &mut dy
         }
         return 0;
     }
-    let (name, source) = match read_input(&opts.input) {
+    let (name, mut source) = match read_input(&opts.input) {
         Ok(x) => x,
         Err(e) => {
             let _ = writeln!(stderr, "dialect-opt: {e}");
             return 1;
         }
     };
+    if opts.run_reproducer {
+        match pass::Reproducer::parse(&source) {
+            Ok(r) => {
+                opts.pass_pipeline = Some(r.pipeline);
+                // Keep line numbers: blank out the header instead of dropping it.
+                let header_lines = source.len() - r.ir.len();
+                source = source[..header_lines].lines().map(|_| "\n").collect::<String>() + &r.ir;
+            }
+            Err(e) => {
+                let _ = writeln!(stderr, "dialect-opt: {name}: {e}");
+                return 1;
+            }
+        }
+    }
+    let config = pass_config(&opts);
+    let config = match config.with_env() {
+        Ok(c) => c,
+        Err(e) => {
+            let _ = writeln!(stderr, "dialect-opt: {e}");
+            return 2;
+        }
+    };
+    let mut pm = match &opts.pass_pipeline {
+        None => None,
+        Some(text) => match pass::PassManager::parse(&registry, text, config) {
+            Ok(pm) => Some(pm),
+            Err(e) => {
+                let _ = writeln!(stderr, "dialect-opt: invalid pass pipeline '{text}': {e}");
+                return 2;
+            }
+        },
+    };
+    if opts.dump_pass_pipeline {
+        if let Some(pm) = &pm {
+            let _ = writeln!(stderr, "Pass Manager with {} passes:\n{}", pm.pipeline_text().matches(|c| c == ',').count() + 1, pm.pipeline_text());
+        }
+    }
     let chunks = if opts.split_input_file {
         split_input(&source)
     } else {
@@ -96,7 +190,7 @@ pub fn main_with_args(args: Vec<String>, stdout: &mut dyn Write, stderr: &mut dy
     let mut outputs = Vec::new();
     let mut failed = false;
     for chunk in &chunks {
-        let result = process_chunk(&ctx, &opts, &name, chunk.text, chunk.line_offset, print);
+        let result = process_chunk(&ctx, &opts, pm.as_mut(), &name, chunk.text, chunk.line_offset, print, stderr);
         match result {
             Ok(text) => outputs.push(text),
             Err(diags) => {
@@ -155,20 +249,72 @@ fn read_input(input: &str) -> Result<(String, String), String> {
 }
 
 /// Parses, verifies, transforms and prints one chunk; on failure returns its diagnostics.
+#[allow(clippy::too_many_arguments)]
 fn process_chunk(
     ctx: &Context,
     opts: &OptArgs,
+    pm: Option<&mut pass::PassManager>,
     name: &str,
     text: &str,
     line_offset: u32,
     print: PrintOptions,
+    instrumentation: &mut dyn Write,
 ) -> Result<String, Vec<Diagnostic>> {
-    let m = parse_module_with_offset(ctx, text, name, line_offset).map_err(|d| vec![d])?;
+    let mut m = parse_module_with_offset(ctx, text, name, line_offset).map_err(|d| vec![d])?;
     if !opts.no_verify {
         verify(ctx, &m).map_err(|d| vec![d])?;
     }
-    if let Some(p) = &opts.pass_pipeline {
-        return Err(vec![Diagnostic::error(ir::Location::Unknown, format!("cannot run pipeline '{p}': no passes are registered"))]);
+    if let Some(pm) = pm {
+        pm.run(ctx, &mut m, instrumentation).map_err(|d| vec![d])?;
     }
     Ok(print_module(ctx, &m, print))
+}
+
+/// The pass manager configuration the flags ask for.
+fn pass_config(opts: &OptArgs) -> pass::PassManagerConfig {
+    pass::PassManagerConfig {
+        verify_each: opts.verify_each,
+        print_ir_before: opts.print_ir_before.clone(),
+        print_ir_before_all: opts.print_ir_before_all,
+        print_ir_after: opts.print_ir_after.clone(),
+        print_ir_after_all: opts.print_ir_after_all,
+        print_ir_after_change: opts.print_ir_after_change,
+        print_ir_after_failure: opts.print_ir_after_failure,
+        print_ir_module_scope: opts.print_ir_module_scope,
+        print_ir_tree_dir: opts.print_ir_tree_dir.clone(),
+        print_options: PrintOptions { generic: opts.print_op_generic, debug_info: opts.print_debuginfo },
+        timing: opts.timing,
+        reproducer_path: opts.reproducer.clone(),
+        ..pass::PassManagerConfig::default()
+    }
+}
+
+/// Splits `--<registered pass>[=options]` flags out of the arguments, returning the rest and
+/// the pipeline elements (`name` or `name{options}`) in order.
+fn extract_pass_flags(args: Vec<String>, registry: &pass::PassRegistry) -> (Vec<String>, Vec<String>) {
+    let mut rest = Vec::with_capacity(args.len());
+    let mut passes = Vec::new();
+    for (i, a) in args.into_iter().enumerate() {
+        let flag = a.strip_prefix("--").filter(|_| i > 0);
+        let (name, options) = match flag.map(|f| f.split_once('=').unwrap_or((f, ""))) {
+            Some((n, o)) => (n, o),
+            None => {
+                rest.push(a);
+                continue;
+            }
+        };
+        if registry.get(name).is_some() {
+            let options = options.trim();
+            if options.is_empty() {
+                passes.push(name.to_string());
+            } else if options.starts_with('{') {
+                passes.push(format!("{name}{options}"));
+            } else {
+                passes.push(format!("{name}{{{options}}}"));
+            }
+        } else {
+            rest.push(a);
+        }
+    }
+    (rest, passes)
 }
