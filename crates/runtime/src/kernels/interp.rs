@@ -1,6 +1,459 @@
-//! Placeholder: kernels of this module are not written yet.
+//! Interpolation kernels: nearest, nearest-exact, (bi/tri)linear and bicubic upsampling
+//! (`upsample_*` with output sizes or scale factors, and their `.vec` forms), and
+//! `grid_sampler_2d` (bilinear, nearest and bicubic; zeros, border and reflection padding).
+//!
+//! Source coordinates are computed the way PyTorch's CPU kernels compute them (scales in the
+//! compute type, `align_corners`, explicit scale factors overriding the size ratio); values
+//! are interpolated in `f32` for `f16`/`bf16`/`f32` and in `f64` for `f64`. The first two dims
+//! are batch and channels; the remaining 1 to 3 are spatial.
 
-use super::KernelRegistry;
+use super::linalg::{Real, compute_dtype, outs, with_real};
+use super::{Args, KernelRegistry};
+use crate::tensor::{KernelError, Result, Tensor};
+use crate::value::IValue;
 
-/// Registers the kernels of this module.
-pub fn register(_r: &mut KernelRegistry) {}
+#[derive(Clone, Copy, PartialEq, Debug)]
+enum Kind {
+    Nearest,
+    NearestExact,
+    Linear,
+    Cubic,
+}
+
+/// Output sizes and per-dim scales of an upsample from explicit sizes or scale factors.
+fn resolve_sizes(
+    op: &'static str,
+    x: &Tensor,
+    d: usize,
+    output_size: Option<Vec<i64>>,
+    scales: Vec<Option<f64>>,
+) -> Result<(Vec<usize>, Vec<Option<f64>>)> {
+    if x.dim() != d + 2 {
+        return Err(KernelError::new(op, format!("expected a {}-D input, got {:?}", d + 2, x.sizes())));
+    }
+    let spatial = &x.sizes()[2..];
+    let out: Vec<usize> = match output_size {
+        Some(o) => {
+            if o.len() != d {
+                return Err(KernelError::new(op, format!("output_size must have {d} elements, got {o:?}")));
+            }
+            o.iter()
+                .map(|&v| usize::try_from(v).map_err(|_| KernelError::new(op, format!("negative output size in {o:?}"))))
+                .collect::<Result<_>>()?
+        }
+        None => {
+            if scales.len() != d || scales.iter().any(|s| s.is_none()) {
+                return Err(KernelError::new(op, "either output_size or scale_factors must be given"));
+            }
+            spatial.iter().zip(&scales).map(|(&i, s)| (i as f64 * s.unwrap_or(1.0)) as usize).collect()
+        }
+    };
+    if out.contains(&0) || spatial.contains(&0) {
+        return Err(KernelError::new(
+            op,
+            format!("input {:?} and output {out:?} sizes must be greater than 0", x.sizes()),
+        ));
+    }
+    Ok((out, scales))
+}
+
+/// `1 / scale` when a positive scale is given, else `in / out` (PyTorch's
+/// `compute_scales_value`).
+fn scale_value<T: Real>(scale: Option<f64>, input: usize, output: usize) -> T {
+    match scale {
+        Some(s) if s > 0.0 => T::of(1.0 / s),
+        _ => T::of(input as f64) / T::of(output as f64),
+    }
+}
+
+/// PyTorch's `area_pixel_compute_scale`.
+fn area_scale<T: Real>(input: usize, output: usize, align_corners: bool, scale: Option<f64>) -> T {
+    if align_corners {
+        if output > 1 { T::of((input - 1) as f64) / T::of((output - 1) as f64) } else { T::ZERO }
+    } else {
+        scale_value(scale, input, output)
+    }
+}
+
+/// PyTorch's `area_pixel_compute_source_index`.
+fn source_index<T: Real>(scale: T, dst: usize, align_corners: bool, cubic: bool) -> T {
+    if align_corners {
+        scale * T::of(dst as f64)
+    } else {
+        let src = scale * (T::of(dst as f64) + T::of(0.5)) - T::of(0.5);
+        if !cubic && src < T::ZERO { T::ZERO } else { src }
+    }
+}
+
+/// Per-dim taps of output position `o`: (input index, weight) pairs.
+fn taps<T: Real>(kind: Kind, o: usize, input: usize, output: usize, align_corners: bool, scale: Option<f64>) -> Vec<(usize, T)> {
+    match kind {
+        Kind::Nearest | Kind::NearestExact => {
+            let i = if kind == Kind::Nearest && output == input {
+                o
+            } else if kind == Kind::Nearest && output == 2 * input {
+                o >> 1
+            } else {
+                // PyTorch computes nearest indices in f32 whatever the dtype.
+                let s: f32 = match scale {
+                    Some(s) if s > 0.0 => (1.0 / s) as f32,
+                    _ => input as f32 / output as f32,
+                };
+                let pos = if kind == Kind::Nearest { o as f32 * s } else { (o as f32 + 0.5) * s };
+                (pos.floor() as usize).min(input - 1)
+            };
+            vec![(i, T::ONE)]
+        }
+        Kind::Linear => {
+            let s = area_scale::<T>(input, output, align_corners, scale);
+            let src = source_index(s, o, align_corners, false);
+            let i0 = (src.floor().to_f64() as usize).min(input - 1);
+            let i1 = if i0 < input - 1 { i0 + 1 } else { i0 };
+            let mut l1 = src - T::of(i0 as f64);
+            if l1 < T::ZERO {
+                l1 = T::ZERO;
+            }
+            if l1 > T::ONE {
+                l1 = T::ONE;
+            }
+            vec![(i0, T::ONE - l1), (i1, l1)]
+        }
+        Kind::Cubic => {
+            let s = area_scale::<T>(input, output, align_corners, scale);
+            let src = source_index(s, o, align_corners, true);
+            let fl = src.floor();
+            let idx = fl.to_f64() as i64;
+            let mut t = src - fl;
+            if t < T::ZERO {
+                t = T::ZERO;
+            }
+            if t > T::ONE {
+                t = T::ONE;
+            }
+            let c = cubic_coeffs(t);
+            (0..4)
+                .map(|k| ((idx - 1 + k as i64).clamp(0, input as i64 - 1) as usize, c[k]))
+                .collect()
+        }
+    }
+}
+
+/// Keys' cubic convolution weights with `A = -0.75` for fractional offset `t`.
+fn cubic_coeffs<T: Real>(t: T) -> [T; 4] {
+    let a = T::of(-0.75);
+    let one = T::ONE;
+    let two = T::of(2.0);
+    let cc1 = |x: T| ((a + two) * x - (a + T::of(3.0))) * x * x + one;
+    let cc2 = |x: T| ((a * x - T::of(5.0) * a) * x + T::of(8.0) * a) * x - T::of(4.0) * a;
+    [cc2(t + one), cc1(t), cc1(one - t), cc2(two - t)]
+}
+
+/// Separable interpolation of a contiguous `[planes, in...]` buffer to `[planes, out...]`.
+fn interpolate<T: Real>(x: &[T], planes: usize, input: &[usize], output: &[usize], per_dim: &[Vec<Vec<(usize, T)>>], out: &mut [T]) {
+    let d = input.len();
+    let in_n: usize = input.iter().product();
+    let out_n: usize = output.iter().product();
+    let in_strides = crate::tensor::contiguous_strides(input);
+    let mut pos = vec![0usize; d];
+    for p in 0..out_n {
+        let mut rem = p;
+        for k in (0..d).rev() {
+            pos[k] = rem % output[k];
+            rem /= output[k];
+        }
+        for pl in 0..planes {
+            let xp = &x[pl * in_n..(pl + 1) * in_n];
+            out[pl * out_n + p] = nested(xp, 0, 0, &pos, per_dim, &in_strides);
+        }
+    }
+}
+
+/// Weighted sum over the taps of dims `k..`, outermost dim first (PyTorch's evaluation order).
+fn nested<T: Real>(x: &[T], k: usize, base: usize, pos: &[usize], per_dim: &[Vec<Vec<(usize, T)>>], strides: &[usize]) -> T {
+    if k == pos.len() {
+        return x[base];
+    }
+    let mut acc = T::ZERO;
+    for (j, &(i, w)) in per_dim[k][pos[k]].iter().enumerate() {
+        let v = w * nested(x, k + 1, base + i * strides[k], pos, per_dim, strides);
+        acc = if j == 0 { v } else { acc + v };
+    }
+    acc
+}
+
+fn upsample(op: &'static str, kind: Kind, x: &Tensor, out_sizes: &[usize], scales: &[Option<f64>], align_corners: bool) -> Result<Tensor> {
+    let dt = x.dtype();
+    let input: Vec<usize> = x.sizes()[2..].to_vec();
+    let planes = x.sizes()[0] * x.sizes()[1];
+    let mut full = x.sizes()[..2].to_vec();
+    full.extend(out_sizes);
+    // Nearest modes copy values, so integer inputs go through f64 (exact below 2^53).
+    let ct = if matches!(kind, Kind::Nearest | Kind::NearestExact) && !dt.is_floating() && dt != ir::DType::Bool {
+        ir::DType::F64
+    } else {
+        compute_dtype(op, dt)?
+    };
+    let xw = x.cast_to(ct)?.contiguous()?;
+    let r = with_real!(op, ct, T => {
+        let per_dim: Vec<Vec<Vec<(usize, T)>>> = (0..input.len())
+            .map(|k| (0..out_sizes[k]).map(|o| taps::<T>(kind, o, input[k], out_sizes[k], align_corners, scales[k])).collect())
+            .collect();
+        let xd = xw.as_slice::<T>()?;
+        Tensor::build::<T>(&full, |out| {
+            interpolate(xd, planes, &input, out_sizes, &per_dim, out);
+            Ok(())
+        })?
+    });
+    r.cast_to(dt)
+}
+
+/// `upsample_<kind>Nd(self, output_size, [align_corners,] scales...)`.
+fn upsample_sizes(op: &'static str, kind: Kind, d: usize, args: &[IValue]) -> Result<Vec<IValue>> {
+    let a = Args::new(op, args, 2)?;
+    let x = a.tensor(0)?;
+    let takes_align = matches!(kind, Kind::Linear | Kind::Cubic);
+    let align = if takes_align { a.bool(2)? } else { false };
+    let first = if takes_align { 3 } else { 2 };
+    let scales: Vec<Option<f64>> = (0..d).map(|k| a.opt_float(first + k)).collect::<Result<_>>()?;
+    let (out, scales) = resolve_sizes(op, x, d, Some(a.int_list(1)?), scales)?;
+    Ok(outs([upsample(op, kind, x, &out, &scales, align)?]))
+}
+
+/// `upsample_<kind>Nd.vec(input, output_size?, [align_corners,] scale_factors?)`.
+fn upsample_vec(op: &'static str, kind: Kind, d: usize, args: &[IValue]) -> Result<Vec<IValue>> {
+    let a = Args::new(op, args, 2)?;
+    let x = a.tensor(0)?;
+    let takes_align = matches!(kind, Kind::Linear | Kind::Cubic);
+    let align = if takes_align { a.bool(2)? } else { false };
+    let sf_at = if takes_align { 3 } else { 2 };
+    let output_size = a.opt_int_list(1)?;
+    let factors: Option<Vec<f64>> = if a.get(sf_at).is_none() { None } else { Some(a.float_list(sf_at)?) };
+    if output_size.is_some() && factors.is_some() {
+        return Err(KernelError::new(op, "only one of output_size and scale_factors may be given"));
+    }
+    let scales: Vec<Option<f64>> = match &factors {
+        Some(f) if f.len() == d => f.iter().map(|&v| Some(v)).collect(),
+        Some(f) => return Err(KernelError::new(op, format!("scale_factors must have {d} elements, got {f:?}"))),
+        None => vec![None; d],
+    };
+    let (out, scales) = resolve_sizes(op, x, d, output_size, scales)?;
+    Ok(outs([upsample(op, kind, x, &out, &scales, align)?]))
+}
+
+macro_rules! upsample_ops {
+    ($($name:ident, $vec:ident, $op:literal, $opvec:literal, $kind:expr, $d:expr;)*) => {$(
+        fn $name(args: &[IValue]) -> Result<Vec<IValue>> {
+            upsample_sizes($op, $kind, $d, args)
+        }
+        fn $vec(args: &[IValue]) -> Result<Vec<IValue>> {
+            upsample_vec($opvec, $kind, $d, args)
+        }
+    )*};
+}
+
+upsample_ops! {
+    nearest1d, nearest1d_vec, "aten.upsample_nearest1d", "aten.upsample_nearest1d.vec", Kind::Nearest, 1;
+    nearest2d, nearest2d_vec, "aten.upsample_nearest2d", "aten.upsample_nearest2d.vec", Kind::Nearest, 2;
+    nearest3d, nearest3d_vec, "aten.upsample_nearest3d", "aten.upsample_nearest3d.vec", Kind::Nearest, 3;
+    exact1d, exact1d_vec, "aten._upsample_nearest_exact1d", "aten._upsample_nearest_exact1d.vec", Kind::NearestExact, 1;
+    exact2d, exact2d_vec, "aten._upsample_nearest_exact2d", "aten._upsample_nearest_exact2d.vec", Kind::NearestExact, 2;
+    exact3d, exact3d_vec, "aten._upsample_nearest_exact3d", "aten._upsample_nearest_exact3d.vec", Kind::NearestExact, 3;
+    linear1d, linear1d_vec, "aten.upsample_linear1d", "aten.upsample_linear1d.vec", Kind::Linear, 1;
+    bilinear2d, bilinear2d_vec, "aten.upsample_bilinear2d", "aten.upsample_bilinear2d.vec", Kind::Linear, 2;
+    trilinear3d, trilinear3d_vec, "aten.upsample_trilinear3d", "aten.upsample_trilinear3d.vec", Kind::Linear, 3;
+    bicubic2d, bicubic2d_vec, "aten.upsample_bicubic2d", "aten.upsample_bicubic2d.vec", Kind::Cubic, 2;
+}
+
+// ----- grid_sampler_2d -----
+
+#[derive(Clone, Copy, PartialEq, Debug)]
+enum GridPad {
+    Zeros,
+    Border,
+    Reflection,
+}
+
+fn unnormalize<T: Real>(c: T, size: usize, align_corners: bool) -> T {
+    let two = T::of(2.0);
+    if align_corners {
+        (c + T::ONE) / two * T::of((size - 1) as f64)
+    } else {
+        ((c + T::ONE) * T::of(size as f64) - T::ONE) / two
+    }
+}
+
+fn clip<T: Real>(c: T, size: usize) -> T {
+    let hi = T::of((size - 1) as f64);
+    // NaN stays NaN through neither branch, as in PyTorch's clip_coordinates.
+    if c < T::ZERO {
+        T::ZERO
+    } else if c > hi {
+        hi
+    } else {
+        c
+    }
+}
+
+fn reflect<T: Real>(c: T, twice_low: i64, twice_high: i64) -> T {
+    if twice_low == twice_high {
+        return T::ZERO;
+    }
+    let min = T::of(twice_low as f64 / 2.0);
+    let span = T::of((twice_high - twice_low) as f64 / 2.0);
+    let c = (c - min).abs();
+    let flips = (c / span).floor();
+    let extra = T::of(c.to_f64() % span.to_f64());
+    if flips.to_f64().rem_euclid(2.0) == 0.0 { extra + min } else { span - extra + min }
+}
+
+fn compute_coord<T: Real>(c: T, size: usize, pad: GridPad, align_corners: bool) -> T {
+    match pad {
+        GridPad::Zeros => c,
+        GridPad::Border => clip(c, size),
+        GridPad::Reflection => {
+            let r = if align_corners {
+                reflect(c, 0, 2 * (size as i64 - 1))
+            } else {
+                reflect(c, -1, 2 * size as i64 - 1)
+            };
+            clip(r, size)
+        }
+    }
+}
+
+/// Value at integer position (x, y) of a plane, 0 outside.
+#[inline(always)]
+fn at<T: Real>(plane: &[T], x: i64, y: i64, w: usize, h: usize) -> T {
+    if x >= 0 && y >= 0 && (x as usize) < w && (y as usize) < h { plane[y as usize * w + x as usize] } else { T::ZERO }
+}
+
+/// Rounds half to even, like `nearbyint` in the default rounding mode.
+fn round_even<T: Real>(v: T) -> T {
+    T::of(v.to_f64().round_ties_even())
+}
+
+#[allow(clippy::too_many_arguments)]
+fn sample<T: Real>(plane: &[T], w: usize, h: usize, gx: T, gy: T, mode: i64, pad: GridPad, align: bool) -> T {
+    match mode {
+        0 | 1 => {
+            let ix = compute_coord(unnormalize(gx, w, align), w, pad, align);
+            let iy = compute_coord(unnormalize(gy, h, align), h, pad, align);
+            if ix.is_nan() || iy.is_nan() {
+                return if mode == 1 { T::ZERO } else { T::NAN };
+            }
+            if mode == 1 {
+                let (nx, ny) = (round_even(ix).to_f64() as i64, round_even(iy).to_f64() as i64);
+                return at(plane, nx, ny, w, h);
+            }
+            let (x0, y0) = (ix.floor(), iy.floor());
+            let (x1, y1) = (x0 + T::ONE, y0 + T::ONE);
+            let nw = (x1 - ix) * (y1 - iy);
+            let ne = (ix - x0) * (y1 - iy);
+            let sw = (x1 - ix) * (iy - y0);
+            let se = (ix - x0) * (iy - y0);
+            let (xi, yi) = (x0.to_f64() as i64, y0.to_f64() as i64);
+            at(plane, xi, yi, w, h) * nw
+                + at(plane, xi + 1, yi, w, h) * ne
+                + at(plane, xi, yi + 1, w, h) * sw
+                + at(plane, xi + 1, yi + 1, w, h) * se
+        }
+        _ => {
+            let ix = unnormalize(gx, w, align);
+            let iy = unnormalize(gy, h, align);
+            let (fx, fy) = (ix.floor(), iy.floor());
+            let cx = cubic_coeffs(ix - fx);
+            let cy = cubic_coeffs(iy - fy);
+            let (xi, yi) = (fx.to_f64() as i64, fy.to_f64() as i64);
+            let bounded = |x: i64, y: i64| -> T {
+                let cx = compute_coord(T::of(x as f64), w, pad, align);
+                let cy = compute_coord(T::of(y as f64), h, pad, align);
+                at(plane, cx.to_f64() as i64, cy.to_f64() as i64, w, h)
+            };
+            let mut acc = T::ZERO;
+            for (i, &wy) in cy.iter().enumerate() {
+                let mut row = T::ZERO;
+                for (j, &wx) in cx.iter().enumerate() {
+                    row += bounded(xi - 1 + j as i64, yi - 1 + i as i64) * wx;
+                }
+                acc += row * wy;
+            }
+            acc
+        }
+    }
+}
+
+fn grid_sampler_2d(args: &[IValue]) -> Result<Vec<IValue>> {
+    const OP: &str = "aten.grid_sampler_2d";
+    let a = Args::new(OP, args, 5)?;
+    let (x, grid) = (a.tensor(0)?, a.tensor(1)?);
+    let mode = a.int(2)?;
+    let pad = match a.int(3)? {
+        0 => GridPad::Zeros,
+        1 => GridPad::Border,
+        2 => GridPad::Reflection,
+        p => return Err(KernelError::new(OP, format!("unknown padding mode {p}"))),
+    };
+    if !(0..=2).contains(&mode) {
+        return Err(KernelError::new(OP, format!("unknown interpolation mode {mode}")));
+    }
+    let align = a.bool(4)?;
+    if x.dim() != 4 || grid.dim() != 4 || grid.sizes()[3] != 2 || grid.sizes()[0] != x.sizes()[0] {
+        return Err(KernelError::new(
+            OP,
+            format!("expected input [N, C, H, W] and grid [N, H_out, W_out, 2], got {:?} and {:?}", x.sizes(), grid.sizes()),
+        ));
+    }
+    if x.dtype() != grid.dtype() {
+        return Err(KernelError::new(OP, "input and grid must have the same dtype"));
+    }
+    let (n, c, h, w) = (x.sizes()[0], x.sizes()[1], x.sizes()[2], x.sizes()[3]);
+    if h == 0 || w == 0 {
+        return Err(KernelError::new(OP, format!("input {:?} has an empty spatial dim", x.sizes())));
+    }
+    let (ho, wo) = (grid.sizes()[1], grid.sizes()[2]);
+    let dt = x.dtype();
+    let ct = compute_dtype(OP, dt)?;
+    let (xw, gw) = (x.cast_to(ct)?.contiguous()?, grid.cast_to(ct)?.contiguous()?);
+    let r = with_real!(OP, dt, T => {
+        let xd = xw.as_slice::<T>()?;
+        let gd = gw.as_slice::<T>()?;
+        Tensor::build::<T>(&[n, c, ho, wo], |out| {
+            for b in 0..n {
+                for p in 0..ho * wo {
+                    let g = (b * ho * wo + p) * 2;
+                    let (gx, gy) = (gd[g], gd[g + 1]);
+                    for ch in 0..c {
+                        let plane = &xd[(b * c + ch) * h * w..(b * c + ch + 1) * h * w];
+                        out[(b * c + ch) * ho * wo + p] = sample(plane, w, h, gx, gy, mode, pad, align);
+                    }
+                }
+            }
+            Ok(())
+        })?
+    });
+    Ok(outs([r.cast_to(dt)?]))
+}
+
+pub fn register(r: &mut KernelRegistry) {
+    r.register("aten.upsample_nearest1d", nearest1d);
+    r.register("aten.upsample_nearest1d.vec", nearest1d_vec);
+    r.register("aten.upsample_nearest2d", nearest2d);
+    r.register("aten.upsample_nearest2d.vec", nearest2d_vec);
+    r.register("aten.upsample_nearest3d", nearest3d);
+    r.register("aten.upsample_nearest3d.vec", nearest3d_vec);
+    r.register("aten._upsample_nearest_exact1d", exact1d);
+    r.register("aten._upsample_nearest_exact1d.vec", exact1d_vec);
+    r.register("aten._upsample_nearest_exact2d", exact2d);
+    r.register("aten._upsample_nearest_exact2d.vec", exact2d_vec);
+    r.register("aten._upsample_nearest_exact3d", exact3d);
+    r.register("aten._upsample_nearest_exact3d.vec", exact3d_vec);
+    r.register("aten.upsample_linear1d", linear1d);
+    r.register("aten.upsample_linear1d.vec", linear1d_vec);
+    r.register("aten.upsample_bilinear2d", bilinear2d);
+    r.register("aten.upsample_bilinear2d.vec", bilinear2d_vec);
+    r.register("aten.upsample_trilinear3d", trilinear3d);
+    r.register("aten.upsample_trilinear3d.vec", trilinear3d_vec);
+    r.register("aten.upsample_bicubic2d", bicubic2d);
+    r.register("aten.upsample_bicubic2d.vec", bicubic2d_vec);
+    r.register("aten.grid_sampler_2d", grid_sampler_2d);
+}

@@ -41,13 +41,9 @@ pub(crate) trait Real:
 {
     const ZERO: Self;
     const ONE: Self;
-    const INFINITY: Self;
-    const NEG_INFINITY: Self;
     const NAN: Self;
     fn of(v: f64) -> Self;
-    fn sqrt(self) -> Self;
     fn floor(self) -> Self;
-    fn ceil(self) -> Self;
     fn abs(self) -> Self;
     fn is_nan(self) -> bool;
     /// `C[m×n] (row-major, leading dim ldc) = alpha·A·B + beta·C` through `matrixmultiply`.
@@ -145,24 +141,14 @@ macro_rules! real_impl {
         impl Real for $t {
             const ZERO: Self = 0.0;
             const ONE: Self = 1.0;
-            const INFINITY: Self = $t::INFINITY;
-            const NEG_INFINITY: Self = $t::NEG_INFINITY;
             const NAN: Self = $t::NAN;
             #[inline(always)]
             fn of(v: f64) -> Self {
                 v as $t
             }
             #[inline(always)]
-            fn sqrt(self) -> Self {
-                $t::sqrt(self)
-            }
-            #[inline(always)]
             fn floor(self) -> Self {
                 $t::floor(self)
-            }
-            #[inline(always)]
-            fn ceil(self) -> Self {
-                $t::ceil(self)
             }
             #[inline(always)]
             fn abs(self) -> Self {
@@ -266,11 +252,6 @@ impl<'a, T: Copy> MatView<'a, T> {
             }
         }
         Ok(MatView { data, off, rows, cols, rs, cs })
-    }
-
-    /// A contiguous row-major matrix.
-    pub fn dense(op: &'static str, data: &'a [T], rows: usize, cols: usize) -> Result<Self> {
-        Self::new(op, data, 0, rows, cols, cols, 1)
     }
 
     pub fn t(self) -> Self {
