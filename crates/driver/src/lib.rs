@@ -15,7 +15,9 @@ pub fn default_context() -> Context {
 
 /// The passes every tool offers.
 pub fn default_pass_registry() -> pass::PassRegistry {
-    pass::default_registry()
+    let mut r = pass::default_registry();
+    transforms::register_passes(&mut r);
+    r
 }
 
 /// Rewrites LLVM-style single-dash long options (`-split-input-file`) to `--split-input-file`,
