@@ -463,7 +463,8 @@ pub struct InputInfo {
 
 #[derive(Clone, Debug)]
 enum OutputRole {
-    User,
+    /// User output `i` (its position among the user outputs).
+    User(usize),
     /// Written back into buffer `k` of the runtime's state.
     Mutation(usize),
 }
@@ -478,6 +479,7 @@ struct Inner {
     /// (argument register, name, initial value) of each buffer.
     buffers: Vec<(Reg, String, Tensor)>,
     outputs: Vec<OutputRole>,
+    n_user_outputs: usize,
     out_spec: OutSpec,
     args: Vec<InputInfo>,
     ranges: Ranges,
@@ -590,10 +592,13 @@ pub fn compile_with_registry(
                 })?;
                 outputs.push(OutputRole::Mutation(b));
             }
-            None => outputs.push(OutputRole::User),
+            None => {
+                let i = outputs.iter().filter(|o| matches!(o, OutputRole::User(_))).count();
+                outputs.push(OutputRole::User(i));
+            }
         }
     }
-    let n_user = outputs.iter().filter(|o| matches!(o, OutputRole::User)).count();
+    let n_user = outputs.iter().filter(|o| matches!(o, OutputRole::User(_))).count();
     let top = module.top();
     let out_spec = match module.attr(top, "prim.out_spec").or_else(|| module.attr(func, "prim.out_spec")) {
         Some(a) => {
@@ -623,6 +628,7 @@ pub fn compile_with_registry(
             user_inputs,
             buffers,
             outputs,
+            n_user_outputs: n_user,
             out_spec,
             args,
             ranges,
@@ -669,7 +675,7 @@ impl CompiledProgram {
 
     /// Number of flat user outputs.
     pub fn num_outputs(&self) -> usize {
-        self.inner.outputs.iter().filter(|o| matches!(o, OutputRole::User)).count()
+        self.inner.outputs.iter().filter(|o| matches!(o, OutputRole::User(_))).count()
     }
 
     pub fn out_spec(&self) -> &OutSpec {
@@ -829,17 +835,21 @@ impl Runtime {
             self.frame.reset(&prog.func);
             return Err(e);
         }
-        let results = self.frame.results(&prog.func.body);
-        for (role, v) in prog.outputs.iter().zip(results) {
-            match role {
-                OutputRole::User => outputs.push(v),
-                OutputRole::Mutation(b) => {
-                    if let Some(s) = self.state.get_mut(*b) {
-                        *s = v;
-                    }
+        outputs.resize(prog.n_user_outputs, IValue::None);
+        let state = &mut self.state;
+        self.frame.emit_results(&prog.func.body, |k, v| match prog.outputs.get(k) {
+            Some(OutputRole::User(i)) => {
+                if let Some(o) = outputs.get_mut(*i) {
+                    *o = v;
                 }
             }
-        }
+            Some(OutputRole::Mutation(b)) => {
+                if let Some(s) = state.get_mut(*b) {
+                    *s = v;
+                }
+            }
+            None => {}
+        });
         if prog.options.memory_plan && local.plan.needs_plan() {
             local.plan.install(&prog.intervals, None);
             if let Some((p, metas)) = local.plan.snapshot() {

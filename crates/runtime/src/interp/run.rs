@@ -7,7 +7,7 @@
 use super::{Arg, Block, Function, Instr, Kind, ListKind, Mode, Reg, SymOp, out};
 use crate::exec::{ExecError, loc_string};
 use crate::plan::PlanState;
-use crate::tensor::KernelError;
+use crate::tensor::{KernelError, Tensor};
 use crate::value::IValue;
 
 /// The registers and argument buffers of one runtime.
@@ -147,6 +147,20 @@ impl Frame {
             self.step(ins, plan)?;
         }
         Ok(())
+    }
+
+    /// Hands the owned results of a block that has run to `f` (index, value), without collecting them.
+    pub fn emit_results(&mut self, block: &Block, mut f: impl FnMut(usize, IValue)) {
+        for (k, a) in block.results.iter().enumerate() {
+            if !matches!(a, Arg::Reg { mode: Mode::Move, .. }) {
+                f(k, self.read(a).clone());
+            }
+        }
+        for (k, a) in block.results.iter().enumerate() {
+            if let Arg::Reg { reg, mode: Mode::Move } = a {
+                f(k, self.take_reg(*reg));
+            }
+        }
     }
 
     /// The owned results of a block that has run.
@@ -360,14 +374,26 @@ impl Frame {
         buf: &[IValue],
         plan: &mut PlanState,
     ) -> Result<Produced, ExecError> {
-        if let (Some(op), Some(h)) = (out_op, ins.home) {
+        if let Some(op) = out_op {
             if let Some(meta) = out::meta(op, buf) {
-                if let Some(t) = plan.take_home(h, &meta) {
-                    let name: &'static str = static_name(op);
-                    out::compute(op, name, buf, &t).map_err(|e| kernel_error(ins, e))?;
-                    return Ok(Produced::One(IValue::Tensor(t)));
-                }
-                plan.observe(h, meta);
+                let name: &'static str = static_name(op);
+                let planned = match ins.home {
+                    Some(h) => {
+                        let t = plan.take_home(h, &meta);
+                        if t.is_none() {
+                            plan.observe(h, meta);
+                        }
+                        t
+                    }
+                    None => None,
+                };
+                // Unplanned results (outputs, values that escape) get fresh storage.
+                let t = match planned {
+                    Some(t) => t,
+                    None => Tensor::zeros(meta.dtype, meta.sizes()).map_err(|e| kernel_error(ins, e))?,
+                };
+                out::compute(op, name, buf, &t).map_err(|e| kernel_error(ins, e))?;
+                return Ok(Produced::One(IValue::Tensor(t)));
             }
         }
         f(buf).map(Produced::Many).map_err(|e| kernel_error(ins, e))

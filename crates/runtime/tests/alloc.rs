@@ -1,0 +1,119 @@
+//! Steady-state allocation count: a counting global allocator around runs of the MLP.
+//!
+//! After the first run (which sizes the plan) every intermediate lives in the reused slab.
+//! What is left per run is fixed by the API, not by the model: the input tensor handle copied
+//! into its register (its sizes and strides vectors) and the output, which is fresh by design
+//! (computed by the op's kernel: its storage, the tensor's handle and the kernel's result
+//! vector). The test pins that count and checks that it does not grow with the model.
+
+mod common;
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
+
+use common::*;
+use runtime::IValue;
+
+struct Counting;
+
+thread_local! {
+    static ACTIVE: Cell<bool> = const { Cell::new(false) };
+    static ALLOCS: Cell<usize> = const { Cell::new(0) };
+}
+
+fn bump() {
+    if ACTIVE.with(Cell::get) {
+        ALLOCS.with(|a| a.set(a.get() + 1));
+    }
+}
+
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        bump();
+        unsafe { System.alloc(layout) }
+    }
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        bump();
+        unsafe { System.alloc_zeroed(layout) }
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        bump();
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        unsafe { System.dealloc(ptr, layout) }
+    }
+}
+
+#[global_allocator]
+static GLOBAL: Counting = Counting;
+
+fn count<R>(f: impl FnOnce() -> R) -> (R, usize) {
+    let before = ALLOCS.with(Cell::get);
+    ACTIVE.with(|a| a.set(true));
+    let r = f();
+    ACTIVE.with(|a| a.set(false));
+    (r, ALLOCS.with(Cell::get) - before)
+}
+
+/// Allocations per steady-state run of the MLP: 2 for the input handle (sizes and strides
+/// vectors), 4 for the fresh output (storage, its `Arc`, sizes, strides), and 2 inside the GEMM
+/// crate (`matrixmultiply` allocates a packing buffer per call: `addmm` and `mm`).
+const STEADY_STATE_ALLOCS: usize = 8;
+
+#[test]
+fn steady_state_runs_allocate_only_the_output() {
+    let p = compile_ok(MLP, &mlp_weights());
+    let mut rt = p.runtime();
+    let xs = noise(4 * 8, 11);
+    let x = [t(&xs, &[4, 8])];
+    let want = mlp_reference(&xs, 4);
+    let mut out: Vec<IValue> = Vec::with_capacity(1);
+    let (_, first) = count(|| rt.run_into(&x, &mut out).unwrap());
+    let (_, second) = count(|| rt.run_into(&x, &mut out).unwrap());
+    let mut steady = Vec::new();
+    for _ in 0..5 {
+        let (_, n) = count(|| rt.run_into(&x, &mut out).unwrap());
+        steady.push(n);
+    }
+    assert_close(&vals(&out[0]), &want);
+    println!("allocations: first run {first}, second {second}, steady state {steady:?}");
+    assert!(steady.iter().all(|&n| n == steady[0]), "{steady:?}");
+    assert_eq!(steady[0], STEADY_STATE_ALLOCS, "steady-state allocations per run");
+
+    // Unplanned, every intermediate allocates.
+    let plain = try_compile(MLP, &mlp_weights(), runtime::CompileOptions { memory_plan: false, ..Default::default() }).unwrap();
+    let mut rt = plain.runtime();
+    rt.run_into(&x, &mut out).unwrap();
+    let (_, unplanned) = count(|| rt.run_into(&x, &mut out).unwrap());
+    println!("allocations without a memory plan: {unplanned}");
+    assert!(unplanned > steady[0] + 5 * 3, "{unplanned}");
+}
+
+/// The same without matrix products: no GEMM packing buffers.
+const ELEMENTWISE: &str = r#"
+module {
+  func.func @forward(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
+    %a = aten.relu %x : (tensor<4x8xf32>) -> tensor<4x8xf32>
+    %b = aten.mul.Tensor %a, %x : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+    %c = aten.sub.Tensor %b, %x : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+    %d = aten.add.Tensor %c, %a : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+    %e = aten.relu %d : (tensor<4x8xf32>) -> tensor<4x8xf32>
+    func.return %e : tensor<4x8xf32>
+  }
+}
+"#;
+
+#[test]
+fn elementwise_steady_state_allocates_input_handle_and_output_only() {
+    let p = compile_ok(ELEMENTWISE, &runtime::Weights::new());
+    let mut rt = p.runtime();
+    let x = [t(&noise(32, 3), &[4, 8])];
+    let mut out = Vec::with_capacity(1);
+    rt.run_into(&x, &mut out).unwrap();
+    rt.run_into(&x, &mut out).unwrap();
+    let (_, n) = count(|| rt.run_into(&x, &mut out).unwrap());
+    println!("elementwise steady state: {n}");
+    // 2 for the input handle (sizes, strides), 4 for the fresh output (storage, its Arc, sizes, strides).
+    assert_eq!(n, 6);
+}
