@@ -1012,3 +1012,8 @@ mod tests {
         send::<Runtime>();
     }
 }
+
+/// The embedding guide, whose example runs as a doctest.
+#[doc = include_str!("../../../docs/embedding.md")]
+#[allow(dead_code)]
+mod embedding_guide {}
