@@ -265,6 +265,23 @@ fn conv_f64_noncontiguous_and_unbatched() {
 }
 
 #[test]
+fn integer_convolution_wraps_like_pytorch() {
+    let x = Tensor::from_slice(&[1i64, 2, 3, 4], &[1, 1, 4]).unwrap();
+    let w = Tensor::from_slice(&[1i64, -1], &[1, 1, 2]).unwrap();
+    let b = Tensor::from_slice(&[10i64], &[1]).unwrap();
+    let y = call("aten.convolution", conv_args(x.clone(), w.clone(), Some(b), &[1], &[0], &[1], false, &[0], 1));
+    assert_eq!(y.dtype(), DType::I64);
+    assert_eq!(y.to_vec_i64(), vec![9, 9, 9]);
+    let y = call("aten.convolution", conv_args(x, w, None, &[2], &[0], &[1], true, &[0], 1));
+    assert_eq!(y.to_vec_i64(), vec![1, -1, 2, -2, 3, -3, 4, -4]);
+    let x8 = Tensor::from_slice(&[100i8, 100], &[1, 1, 2]).unwrap();
+    let w8 = Tensor::from_slice(&[1i8, 1], &[1, 1, 2]).unwrap();
+    let y = call("aten.convolution", conv_args(x8, w8, None, &[1], &[0], &[1], false, &[0], 1));
+    assert_eq!(y.dtype(), DType::I8);
+    assert_eq!(y.to_vec_i64(), vec![-56]);
+}
+
+#[test]
 fn conv2d_same_padding_and_conv_transpose2d() {
     // "same" with an even kernel pads one extra at the end.
     let x = t(&[1., 2., 3., 4.], &[1, 1, 1, 4]);
@@ -292,10 +309,10 @@ fn conv_errors_name_the_op() {
     assert!(e.contains("larger"), "{e}");
     let e = call_err("aten.convolution", conv_args(x.clone(), w.clone(), None, &[0], &[0], &[1], false, &[0], 1));
     assert!(e.contains("stride"), "{e}");
-    let xi = Tensor::from_slice(&[0i64; 12], &[1, 3, 4]).unwrap();
-    let wi = Tensor::from_slice(&[0i64; 3], &[1, 3, 1]).unwrap();
-    let e = call_err("aten.convolution", conv_args(xi, wi, None, &[1], &[0], &[1], false, &[0], 1));
-    assert!(e.contains("int64"), "{e}");
+    let xb = Tensor::from_slice(&[false; 12], &[1, 3, 4]).unwrap();
+    let wb = Tensor::from_slice(&[false; 3], &[1, 3, 1]).unwrap();
+    let e = call_err("aten.convolution", conv_args(xb, wb, None, &[1], &[0], &[1], false, &[0], 1));
+    assert!(e.contains("bool"), "{e}");
     let e = call_err("aten.convolution", conv_args(x, t(&[0.; 3], &[3, 1, 1]), None, &[2], &[0], &[1], true, &[2], 1));
     assert!(e.contains("output padding"), "{e}");
 }

@@ -9,6 +9,7 @@
 //! Lower-dimensional convolutions run as 3-d ones with leading unit dims.
 
 use super::linalg::{MatView, Real, gemm, outs, widen_halves};
+use ir::DType;
 use super::{Args, KernelRegistry};
 use crate::tensor::{KernelError, Result, Tensor};
 use crate::value::IValue;
@@ -41,9 +42,53 @@ impl Geometry {
     }
 }
 
+/// Element types convolution runs in: `f32`/`f64` through GEMM, `i64` (every integer dtype,
+/// wrapping like PyTorch's integer convolution) through a plain loop.
+pub(crate) trait ConvElem: Copy + PartialEq + Send + Sync + 'static {
+    const ZERO: Self;
+    const ONE: Self;
+    fn plus(self, other: Self) -> Self;
+    /// `c = a·b + beta·c` with `beta` zero or one.
+    fn gemm(op: &'static str, a: MatView<'_, Self>, b: MatView<'_, Self>, beta: Self, c: &mut [Self], ldc: usize) -> Result<()>;
+}
+
+impl<T: Real> ConvElem for T {
+    const ZERO: T = <T as Real>::ZERO;
+    const ONE: T = <T as Real>::ONE;
+    fn plus(self, other: T) -> T {
+        self + other
+    }
+    fn gemm(op: &'static str, a: MatView<'_, T>, b: MatView<'_, T>, beta: T, c: &mut [T], ldc: usize) -> Result<()> {
+        gemm(op, <T as Real>::ONE, a, b, beta, c, ldc)
+    }
+}
+
+impl ConvElem for i64 {
+    const ZERO: i64 = 0;
+    const ONE: i64 = 1;
+    fn plus(self, other: i64) -> i64 {
+        self.wrapping_add(other)
+    }
+    fn gemm(op: &'static str, a: MatView<'_, i64>, b: MatView<'_, i64>, beta: i64, c: &mut [i64], ldc: usize) -> Result<()> {
+        if a.cols != b.rows || (a.rows > 0 && (a.rows - 1) * ldc + b.cols > c.len()) {
+            return Err(KernelError::new(op, "internal error: integer product shapes do not match"));
+        }
+        for i in 0..a.rows {
+            for j in 0..b.cols {
+                let mut acc = if beta == 0 { 0 } else { c[i * ldc + j] };
+                for p in 0..a.cols {
+                    acc = acc.wrapping_add(a.at(i, p).wrapping_mul(b.at(p, j)));
+                }
+                c[i * ldc + j] = acc;
+            }
+        }
+        Ok(())
+    }
+}
+
 /// Column matrix of one group of one image: rows `c·K + k` (channel, kernel offset), columns
 /// the output positions; out-of-range taps are zero.
-pub(crate) fn im2col<T: Real>(x: &[T], g: &Geometry, channels: usize, col: &mut [T]) {
+pub(crate) fn im2col<T: ConvElem>(x: &[T], g: &Geometry, channels: usize, col: &mut [T]) {
     let [ki, kj, kk] = g.kernel;
     let [id, ih, iw] = g.input;
     let [od, oh, ow] = g.output;
@@ -82,7 +127,7 @@ pub(crate) fn im2col<T: Real>(x: &[T], g: &Geometry, channels: usize, col: &mut 
 /// Adds the column matrix of a transposed convolution into its output: the inverse gather of
 /// `im2col`, where `g.input` is the transposed convolution's input (the columns) and
 /// `g.output` its output.
-pub(crate) fn col2im<T: Real>(col: &[T], g: &Geometry, channels: usize, out: &mut [T]) {
+pub(crate) fn col2im<T: ConvElem>(col: &[T], g: &Geometry, channels: usize, out: &mut [T]) {
     let [ki, kj, kk] = g.kernel;
     let [id, ih, iw] = g.input;
     let [od, oh, ow] = g.output;
@@ -111,7 +156,7 @@ pub(crate) fn col2im<T: Real>(col: &[T], g: &Geometry, channels: usize, out: &mu
                             for (xi, &v) in srow.iter().enumerate() {
                                 let ox = (xi * g.stride[2] + x0) as isize - g.pad_lo[2] as isize;
                                 if ox >= 0 && (ox as usize) < ow {
-                                    orow[ox as usize] += v;
+                                    orow[ox as usize] = orow[ox as usize].plus(v);
                                 }
                             }
                         }
@@ -124,7 +169,7 @@ pub(crate) fn col2im<T: Real>(col: &[T], g: &Geometry, channels: usize, out: &mu
 
 /// Runs the convolution described by `g` over contiguous input, weight and optional bias,
 /// writing the contiguous `[N, Cout, out...]` result into `out`.
-pub(crate) fn conv_compute<T: Real>(
+pub(crate) fn conv_compute<T: ConvElem>(
     op: &'static str,
     g: &Geometry,
     x: &[T],
@@ -155,7 +200,7 @@ pub(crate) fn conv_compute<T: Real>(
                 };
                 let a = MatView::new(op, w, grp * cout_g * cin_g * k, cout_g, cin_g * k, cin_g * k, 1)?;
                 let o = (n * g.cout + grp * cout_g) * lout;
-                gemm(op, T::ONE, a, b, beta, &mut out[o..o + cout_g * lout], lout)?;
+                T::gemm(op, a, b, beta, &mut out[o..o + cout_g * lout], lout)?;
             }
         }
     } else {
@@ -166,7 +211,7 @@ pub(crate) fn conv_compute<T: Real>(
                 let xg = &x[(n * g.cin + grp * cin_g) * lin..(n * g.cin + (grp + 1) * cin_g) * lin];
                 let b = MatView::new(op, xg, 0, cin_g, lin, lin, 1)?;
                 let wg = MatView::new(op, w, grp * cin_g * cout_g * k, cin_g, cout_g * k, cout_g * k, 1)?;
-                gemm(op, T::ONE, wg.t(), b, T::ZERO, &mut col, lin)?;
+                T::gemm(op, wg.t(), b, T::ZERO, &mut col, lin)?;
                 let o = (n * g.cout + grp * cout_g) * lout;
                 col2im(&col, g, cout_g, &mut out[o..o + cout_g * lout]);
             }
@@ -348,6 +393,13 @@ pub(crate) fn convolution_tensors(op: &'static str, x: &Tensor, w: &Tensor, bias
     out_sizes.extend_from_slice(&g.output[3 - (w.dim() - 2)..]);
     let mut ts = vec![x, w];
     ts.extend(bias);
+    if matches!(x.dtype(), DType::U8 | DType::I8 | DType::I16 | DType::I32 | DType::I64) {
+        let xd = x.to_dtype(DType::I64)?.to_vec::<i64>()?;
+        let wd = w.to_dtype(DType::I64)?.to_vec::<i64>()?;
+        let bd = bias.map(|b| b.to_dtype(DType::I64)?.to_vec::<i64>()).transpose()?;
+        let r = Tensor::build::<i64>(&out_sizes, |out| conv_compute(op, &g, &xd, &wd, bd.as_deref(), out))?.to_dtype(x.dtype())?;
+        return if unbatched { super::linalg::reshape_contiguous(&r, &out_sizes[1..]) } else { Ok(r) };
+    }
     let r = widen_halves(&ts, |t| {
         super::linalg::with_real!(op, t[0].dtype(), T => {
             let xc = t[0].contiguous()?;

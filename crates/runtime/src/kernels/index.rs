@@ -129,7 +129,10 @@ fn index_select_impl(op: &'static str, x: &Tensor, dim: i64, index: &Tensor) -> 
     let mut out_sizes = xs.clone();
     out_sizes[d] = rows.len();
     if x.dim() == 0 {
-        out_sizes = if index.dim() == 0 { vec![] } else { vec![rows.len()] };
+        if rows.len() != 1 {
+            return Err(KernelError::new(op, format!("index to a 0-d tensor can have only 1 value, got {}", rows.len())));
+        }
+        out_sizes = vec![];
     }
     dispatch_dtype!(x.dtype(), T => {
         let src = x.contiguous()?;
