@@ -114,7 +114,9 @@ fn failed_save_leaves_nothing_behind() {
     assert!(matches!(save(&ctx, &p, &target), Err(ImportError::Io { .. })));
     assert!(!target.exists());
     // Overwriting an existing archive replaces it whole.
-    let path = scratch("overwrite.dar");
+    let own = scratch("overwrite");
+    std::fs::create_dir_all(&own).unwrap();
+    let path = own.join("overwrite.dar");
     std::fs::write(&path, b"old").unwrap();
     save(&ctx, &p, &path).unwrap();
     assert!(load(&ctx, &path).is_ok());

@@ -59,16 +59,13 @@ fn files() -> Vec<PathBuf> {
         }
     }
     out.extend(common::cases("ops", "core.pt2"));
-    if let Some(root) = common::fixtures() {
-        if let Ok(entries) = std::fs::read_dir(root.join("torchscript")) {
-            let mut ts: Vec<PathBuf> = entries
-                .flatten()
-                .map(|e| e.path())
-                .filter(|p| p.to_string_lossy().ends_with(".graph.txt"))
-                .collect();
-            ts.sort();
-            out.extend(ts);
-        }
+    if let Some(root) = common::fixtures()
+        && let Ok(entries) = std::fs::read_dir(root.join("torchscript"))
+    {
+        let mut ts: Vec<PathBuf> =
+            entries.flatten().map(|e| e.path()).filter(|p| p.to_string_lossy().ends_with(".graph.txt")).collect();
+        ts.sort();
+        out.extend(ts);
     }
     out
 }

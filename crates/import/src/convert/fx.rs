@@ -27,11 +27,12 @@ pub fn convert_graph(ctx: &Context, graph: &FxGraph, path: &Path) -> Result<Modu
 
     // How far the graph indexes each multi-output node decides how many results it unpacks.
     for n in &graph.nodes {
-        if n.op == FxOp::CallFunction && is_getitem(&n.target) {
-            if let (Some(FxArg::Node(src)), Some(FxArg::Int(i))) = (n.args.first(), n.args.get(1)) {
-                let e = cx.getitem_max.entry(src.clone()).or_insert(0);
-                *e = (*e).max(*i + 1);
-            }
+        if n.op == FxOp::CallFunction
+            && is_getitem(&n.target)
+            && let (Some(FxArg::Node(src)), Some(FxArg::Int(i))) = (n.args.first(), n.args.get(1))
+        {
+            let e = cx.getitem_max.entry(src.clone()).or_insert(0);
+            *e = (*e).max(*i + 1);
         }
     }
 

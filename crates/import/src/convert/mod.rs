@@ -270,6 +270,7 @@ enum Emit {
 /// omitted). Tensors and values become operands, constants become attributes named after the
 /// argument, lists holding values become `prim.ListConstruct` operands; an omitted argument
 /// before an operand is given its default as an attribute so that operands bind in order.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn emit_aten(
     m: &mut Module,
     block: BlockId,
@@ -313,13 +314,12 @@ pub(crate) fn emit_aten(
     }
     // A default the aten verifier would reject (`int[2] stride=[]`) is passed explicitly.
     for (sarg, e) in schema.args.iter().zip(emits.iter_mut()) {
-        if let (Emit::Omit, Some(d)) = (&*e, &sarg.default) {
-            if let Some(Attribute::Array(items)) = dialect_aten::default_attribute(d, &sarg.ty) {
-                if !fits_fixed_size(&sarg.ty, items.len()) {
-                    let list = Arg::List(items.iter().cloned().map(Arg::Const).collect());
-                    *e = Emit::Operand(materialize(m, block, list, &sarg.ty, loc)?);
-                }
-            }
+        if let (Emit::Omit, Some(d)) = (&*e, &sarg.default)
+            && let Some(Attribute::Array(items)) = dialect_aten::default_attribute(d, &sarg.ty)
+            && !fits_fixed_size(&sarg.ty, items.len())
+        {
+            let list = Arg::List(items.iter().cloned().map(Arg::Const).collect());
+            *e = Emit::Operand(materialize(m, block, list, &sarg.ty, loc)?);
         }
     }
     let last_operand = emits.iter().rposition(|e| matches!(e, Emit::Operand(_)));
