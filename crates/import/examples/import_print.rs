@@ -22,10 +22,16 @@ fn main() -> ExitCode {
         }
     };
     let elapsed = start.elapsed();
-    let opts = ir::PrintOptions { generic: args.iter().any(|a| a == "--generic"), debug_info: args.iter().any(|a| a == "--loc") };
+    let opts = ir::PrintOptions {
+        generic: args.iter().any(|a| a == "--generic"),
+        debug_info: args.iter().any(|a| a == "--loc"),
+    };
     print!("{}", ir::print_module(&ctx, &program.module, opts));
     for (name, w) in program.weights.iter() {
-        println!("// weight {name}: {:?} {:?} strides {:?} offset {}", w.dtype, w.sizes, w.strides, w.storage_offset);
+        println!(
+            "// weight {name}: {:?} {:?} strides {:?} offset {}",
+            w.dtype, w.sizes, w.strides, w.storage_offset
+        );
     }
     if args.iter().any(|a| a == "--time") {
         eprintln!("imported in {elapsed:?}");

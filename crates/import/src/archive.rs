@@ -21,8 +21,8 @@ use serde::{Deserialize, Serialize};
 use zip::write::SimpleFileOptions;
 use zip::{CompressionMethod, DateTime, ZipArchive, ZipWriter};
 
-use crate::program::{self, Program, Weight, Weights};
 use crate::ImportError;
+use crate::program::{self, Program, Weight, Weights};
 
 /// The `format` field of the manifest.
 pub const FORMAT: &str = "dialect-program-archive";
@@ -53,20 +53,38 @@ struct WeightEntry {
 }
 
 fn archive_err(path: &Path, message: impl Into<String>) -> ImportError {
-    ImportError::Archive { path: path.to_path_buf(), message: message.into() }
+    ImportError::Archive {
+        path: path.to_path_buf(),
+        message: message.into(),
+    }
 }
 
 /// Saves `program` to `path`. The archive is written to a temporary file beside `path` and
 /// renamed over it, so a failure never leaves a partial archive at `path`.
 pub fn save(ctx: &ir::Context, program: &Program, path: &Path) -> Result<(), ImportError> {
-    let text = ir::print_module(ctx, &program.module, ir::PrintOptions { generic: true, debug_info: true });
+    let text = ir::print_module(
+        ctx,
+        &program.module,
+        ir::PrintOptions {
+            generic: true,
+            debug_info: true,
+        },
+    );
     let mut entries = Vec::new();
     let mut blobs: Vec<(String, &[u8])> = Vec::new();
     for (i, (name, w)) in program.weights.iter().enumerate() {
         let bytes = w.storage()?;
-        let needed = w.bytes_needed().ok_or_else(|| archive_err(path, format!("weight `{name}` has an invalid layout")))?;
+        let needed = w
+            .bytes_needed()
+            .ok_or_else(|| archive_err(path, format!("weight `{name}` has an invalid layout")))?;
         if (bytes.len() as u64) < needed {
-            return Err(archive_err(path, format!("weight `{name}` needs {needed} bytes but its storage holds {}", bytes.len())));
+            return Err(archive_err(
+                path,
+                format!(
+                    "weight `{name}` needs {needed} bytes but its storage holds {}",
+                    bytes.len()
+                ),
+            ));
         }
         let file = format!("weights/{i}.bin");
         entries.push(WeightEntry {
@@ -79,12 +97,21 @@ pub fn save(ctx: &ir::Context, program: &Program, path: &Path) -> Result<(), Imp
         });
         blobs.push((file, bytes));
     }
-    let manifest = Manifest { format: FORMAT.into(), version: VERSION, program: PROGRAM.into(), weights: entries };
-    let manifest = serde_json::to_vec_pretty(&manifest).map_err(|e| archive_err(path, e.to_string()))?;
+    let manifest = Manifest {
+        format: FORMAT.into(),
+        version: VERSION,
+        program: PROGRAM.into(),
+        weights: entries,
+    };
+    let manifest =
+        serde_json::to_vec_pretty(&manifest).map_err(|e| archive_err(path, e.to_string()))?;
 
     let tmp = temp_path(path);
     let result = write_zip(&tmp, &manifest, text.as_bytes(), &blobs).and_then(|_| {
-        std::fs::rename(&tmp, path).map_err(|source| ImportError::Io { path: path.to_path_buf(), source })
+        std::fs::rename(&tmp, path).map_err(|source| ImportError::Io {
+            path: path.to_path_buf(),
+            source,
+        })
     });
     if result.is_err() {
         let _ = std::fs::remove_file(&tmp);
@@ -93,12 +120,23 @@ pub fn save(ctx: &ir::Context, program: &Program, path: &Path) -> Result<(), Imp
 }
 
 fn temp_path(path: &Path) -> PathBuf {
-    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
     path.with_file_name(format!(".{name}.tmp-{}", std::process::id()))
 }
 
-fn write_zip(tmp: &Path, manifest: &[u8], program: &[u8], blobs: &[(String, &[u8])]) -> Result<(), ImportError> {
-    let io = |source: std::io::Error| ImportError::Io { path: tmp.to_path_buf(), source };
+fn write_zip(
+    tmp: &Path,
+    manifest: &[u8],
+    program: &[u8],
+    blobs: &[(String, &[u8])],
+) -> Result<(), ImportError> {
+    let io = |source: std::io::Error| ImportError::Io {
+        path: tmp.to_path_buf(),
+        source,
+    };
     let zerr = |e: zip::result::ZipError| archive_err(tmp, e.to_string());
     let file = File::create(tmp).map_err(io)?;
     let mut zip = ZipWriter::new(std::io::BufWriter::new(file));
@@ -112,7 +150,11 @@ fn write_zip(tmp: &Path, manifest: &[u8], program: &[u8], blobs: &[(String, &[u8
     zip.write_all(program).map_err(io)?;
     for (name, bytes) in blobs {
         let large = bytes.len() as u64 >= u32::MAX as u64;
-        zip.start_file(name.as_str(), base.with_alignment(ALIGNMENT).large_file(large)).map_err(zerr)?;
+        zip.start_file(
+            name.as_str(),
+            base.with_alignment(ALIGNMENT).large_file(large),
+        )
+        .map_err(zerr)?;
         zip.write_all(bytes).map_err(io)?;
     }
     let mut w = zip.finish().map_err(zerr)?;
@@ -134,14 +176,20 @@ impl AsRef<[u8]> for MapBytes {
 /// Loads a program archive: parses and verifies the module; the weights stay in the mapped
 /// file until used.
 pub fn load(ctx: &ir::Context, path: &Path) -> Result<Program, ImportError> {
-    let io = |source| ImportError::Io { path: path.to_path_buf(), source };
+    let io = |source| ImportError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
     let file = File::open(path).map_err(io)?;
     // SAFETY: the map is only read; like any reader of a mapped file, this assumes the archive
     // is not truncated or rewritten while the program is alive (saving renames a new file over
     // the path instead of rewriting it).
     let map = Arc::new(unsafe { Mmap::map(&file) }.map_err(io)?);
-    let mut zip = ZipArchive::new(Cursor::new(MapBytes(map.clone())))
-        .map_err(|e| ImportError::NotZip { path: path.to_path_buf(), reason: e.to_string() })?;
+    let mut zip =
+        ZipArchive::new(Cursor::new(MapBytes(map.clone()))).map_err(|e| ImportError::NotZip {
+            path: path.to_path_buf(),
+            reason: e.to_string(),
+        })?;
     let manifest = read_entry(path, &mut zip, MANIFEST)?;
     let manifest: Manifest = serde_json::from_slice(&manifest).map_err(|e| ImportError::Json {
         path: path.to_path_buf(),
@@ -151,32 +199,63 @@ pub fn load(ctx: &ir::Context, path: &Path) -> Result<Program, ImportError> {
         message: e.to_string(),
     })?;
     if manifest.format != FORMAT {
-        return Err(archive_err(path, format!("not a program archive (format `{}`)", manifest.format)));
+        return Err(archive_err(
+            path,
+            format!("not a program archive (format `{}`)", manifest.format),
+        ));
     }
     if manifest.version != VERSION {
-        return Err(archive_err(path, format!("unsupported archive version {} (this reader supports {VERSION})", manifest.version)));
+        return Err(archive_err(
+            path,
+            format!(
+                "unsupported archive version {} (this reader supports {VERSION})",
+                manifest.version
+            ),
+        ));
     }
     let text = read_entry(path, &mut zip, &manifest.program)?;
-    let text = String::from_utf8(text).map_err(|_| archive_err(path, format!("`{}` is not UTF-8", manifest.program)))?;
+    let text = String::from_utf8(text)
+        .map_err(|_| archive_err(path, format!("`{}` is not UTF-8", manifest.program)))?;
     let module = ir::parse_module(ctx, &text, &manifest.program)
         .map_err(|d| archive_err(path, format!("`{}`: {d}", manifest.program)))?;
-    ir::verify(ctx, &module).map_err(|d| ImportError::Verify { path: path.to_path_buf(), message: d.to_string() })?;
+    ir::verify(ctx, &module).map_err(|d| ImportError::Verify {
+        path: path.to_path_buf(),
+        message: d.to_string(),
+    })?;
 
     let mut weights = Weights::new();
     for e in manifest.weights {
-        let dtype = ir::DType::from_mlir_name(&e.dtype)
-            .ok_or_else(|| program::weight_error(path, &e.name, format!("unknown dtype `{}`", e.dtype)))?;
+        let dtype = ir::DType::from_mlir_name(&e.dtype).ok_or_else(|| {
+            program::weight_error(path, &e.name, format!("unknown dtype `{}`", e.dtype))
+        })?;
         let Some(index) = zip.index_for_name(&e.file) else {
-            return Err(ImportError::WeightMissing { path: path.to_path_buf(), name: e.name, entry: e.file });
+            return Err(ImportError::WeightMissing {
+                path: path.to_path_buf(),
+                name: e.name,
+                entry: e.file,
+            });
         };
-        let raw = zip.by_index_raw(index).map_err(|err| archive_err(path, format!("`{}`: {err}", e.file)))?;
-        if raw.compression() != CompressionMethod::Stored || raw.encrypted() || raw.compressed_size() != raw.size() {
-            return Err(archive_err(path, format!("`{}` must be stored uncompressed", e.file)));
+        let raw = zip
+            .by_index_raw(index)
+            .map_err(|err| archive_err(path, format!("`{}`: {err}", e.file)))?;
+        if raw.compression() != CompressionMethod::Stored
+            || raw.encrypted()
+            || raw.compressed_size() != raw.size()
+        {
+            return Err(archive_err(
+                path,
+                format!("`{}` must be stored uncompressed", e.file),
+            ));
         }
         let start = raw.data_start();
-        let end = start.checked_add(raw.size()).filter(|&end| end <= map.len() as u64);
+        let end = start
+            .checked_add(raw.size())
+            .filter(|&end| end <= map.len() as u64);
         let Some(end) = end else {
-            return Err(archive_err(path, format!("`{}` runs past the end of the file", e.file)));
+            return Err(archive_err(
+                path,
+                format!("`{}` runs past the end of the file", e.file),
+            ));
         };
         drop(raw);
         let w = Weight {
@@ -186,19 +265,39 @@ pub fn load(ctx: &ir::Context, path: &Path) -> Result<Program, ImportError> {
             storage_offset: e.offset,
             source: program::mapped(&map, start as usize..end as usize),
         };
-        let needed = w.bytes_needed().ok_or_else(|| program::weight_error(path, &e.name, "invalid sizes, strides or offset"))?;
+        let needed = w.bytes_needed().ok_or_else(|| {
+            program::weight_error(path, &e.name, "invalid sizes, strides or offset")
+        })?;
         if needed > end - start {
-            return Err(ImportError::WeightTooShort { path: path.to_path_buf(), name: e.name, entry: e.file, needed, actual: end - start });
+            return Err(ImportError::WeightTooShort {
+                path: path.to_path_buf(),
+                name: e.name,
+                entry: e.file,
+                needed,
+                actual: end - start,
+            });
         }
-        weights.insert(&e.name, w).map_err(|m| program::weight_error(path, &e.name, m))?;
+        weights
+            .insert(&e.name, w)
+            .map_err(|m| program::weight_error(path, &e.name, m))?;
     }
     Ok(Program { module, weights })
 }
 
-fn read_entry(path: &Path, zip: &mut ZipArchive<Cursor<MapBytes>>, name: &str) -> Result<Vec<u8>, ImportError> {
-    let mut f = zip.by_name(name).map_err(|_| ImportError::MissingEntry { path: path.to_path_buf(), entry: name.into() })?;
+fn read_entry(
+    path: &Path,
+    zip: &mut ZipArchive<Cursor<MapBytes>>,
+    name: &str,
+) -> Result<Vec<u8>, ImportError> {
+    let mut f = zip.by_name(name).map_err(|_| ImportError::MissingEntry {
+        path: path.to_path_buf(),
+        entry: name.into(),
+    })?;
     let mut out = Vec::new();
-    f.read_to_end(&mut out)
-        .map_err(|e| ImportError::BadEntry { path: path.to_path_buf(), entry: name.into(), reason: e.to_string() })?;
+    f.read_to_end(&mut out).map_err(|e| ImportError::BadEntry {
+        path: path.to_path_buf(),
+        entry: name.into(),
+        reason: e.to_string(),
+    })?;
     Ok(out)
 }

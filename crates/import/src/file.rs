@@ -59,10 +59,18 @@ impl Format {
 /// Imports the program in the file at `path`, in `format` or the one its extension implies.
 ///
 /// The context must register the `prim` and `aten` dialects. The returned module is verified.
-pub fn import_file(ctx: &ir::Context, path: &Path, format: Option<Format>) -> Result<Program, ImportError> {
+pub fn import_file(
+    ctx: &ir::Context,
+    path: &Path,
+    format: Option<Format>,
+) -> Result<Program, ImportError> {
     let format = match format.or_else(|| Format::from_path(path)) {
         Some(f) => f,
-        None => return Err(ImportError::UnknownFormat { path: path.to_path_buf() }),
+        None => {
+            return Err(ImportError::UnknownFormat {
+                path: path.to_path_buf(),
+            });
+        }
     };
     match format {
         Format::Pt2 => {
@@ -72,23 +80,43 @@ pub fn import_file(ctx: &ir::Context, path: &Path, format: Option<Format>) -> Re
         Format::Fx => {
             let graph = crate::fx::parse_file(path)?;
             let module = crate::convert::fx::convert_graph(ctx, &graph, path)?;
-            Ok(Program { module, weights: Weights::new() })
+            Ok(Program {
+                module,
+                weights: Weights::new(),
+            })
         }
         Format::TorchScript => {
             let graph = crate::torchscript::parse_file(path)?;
             let module = crate::convert::torchscript::convert_graph(ctx, &graph, path)?;
-            Ok(Program { module, weights: Weights::new() })
+            Ok(Program {
+                module,
+                weights: Weights::new(),
+            })
         }
         Format::Archive => crate::archive::load(ctx, path),
         Format::Ir => {
-            let text = std::fs::read_to_string(path).map_err(|source| ImportError::Io { path: path.to_path_buf(), source })?;
-            let name = path.to_string_lossy();
-            let module = ir::parse_module(ctx, &text, &name).map_err(|d| ImportError::IrSyntax {
+            let text = std::fs::read_to_string(path).map_err(|source| ImportError::Io {
                 path: path.to_path_buf(),
-                message: d.to_string().strip_prefix(name.as_ref()).unwrap_or(&d.to_string()).to_string(),
+                source,
             })?;
-            ir::verify(ctx, &module).map_err(|d| ImportError::Verify { path: path.to_path_buf(), message: d.to_string() })?;
-            Ok(Program { module, weights: Weights::new() })
+            let name = path.to_string_lossy();
+            let module =
+                ir::parse_module(ctx, &text, &name).map_err(|d| ImportError::IrSyntax {
+                    path: path.to_path_buf(),
+                    message: d
+                        .to_string()
+                        .strip_prefix(name.as_ref())
+                        .unwrap_or(&d.to_string())
+                        .to_string(),
+                })?;
+            ir::verify(ctx, &module).map_err(|d| ImportError::Verify {
+                path: path.to_path_buf(),
+                message: d.to_string(),
+            })?;
+            Ok(Program {
+                module,
+                weights: Weights::new(),
+            })
         }
     }
 }

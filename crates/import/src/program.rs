@@ -66,7 +66,10 @@ impl Program {
 #[derive(Clone)]
 pub(crate) enum Source {
     /// An entry of an open `.pt2` archive, by state name.
-    Pt2 { archive: Arc<Pt2Archive>, name: String },
+    Pt2 {
+        archive: Arc<Pt2Archive>,
+        name: String,
+    },
     /// A byte range of a memory-mapped file of this project's archive.
     Mapped { map: Arc<Mmap>, range: Range<usize> },
     /// Bytes held in memory (built by tools and tests).
@@ -105,16 +108,31 @@ impl Weight {
         storage_offset: i64,
         bytes: Arc<[u8]>,
     ) -> Result<Weight, String> {
-        let w = Weight { dtype, sizes, strides, storage_offset, source: Source::Owned(bytes.clone()) };
-        let needed = w.bytes_needed().ok_or("sizes, strides or offset are invalid")?;
+        let w = Weight {
+            dtype,
+            sizes,
+            strides,
+            storage_offset,
+            source: Source::Owned(bytes.clone()),
+        };
+        let needed = w
+            .bytes_needed()
+            .ok_or("sizes, strides or offset are invalid")?;
         if (bytes.len() as u64) < needed {
-            return Err(format!("needs {needed} bytes but {} are given", bytes.len()));
+            return Err(format!(
+                "needs {needed} bytes but {} are given",
+                bytes.len()
+            ));
         }
         Ok(w)
     }
 
     /// A contiguous weight over bytes held in memory.
-    pub fn contiguous(dtype: ir::DType, sizes: Vec<i64>, bytes: Arc<[u8]>) -> Result<Weight, String> {
+    pub fn contiguous(
+        dtype: ir::DType,
+        sizes: Vec<i64>,
+        bytes: Arc<[u8]>,
+    ) -> Result<Weight, String> {
         let strides = contiguous_strides(&sizes);
         Weight::from_bytes(dtype, sizes, strides, 0, bytes)
     }
@@ -151,7 +169,8 @@ impl Weight {
             }
             last = last.checked_add((size as u64 - 1).checked_mul(stride as u64)?)?;
         }
-        last.checked_add(1)?.checked_mul(self.dtype.size_bytes() as u64)
+        last.checked_add(1)?
+            .checked_mul(self.dtype.size_bytes() as u64)
     }
 
     /// The whole storage, little-endian; read (or mapped) on first use.
@@ -184,7 +203,12 @@ impl Weight {
         let rank = self.sizes.len();
         let mut index = vec![0i64; rank];
         for _ in 0..n {
-            let off: i64 = self.storage_offset + index.iter().zip(&self.strides).map(|(i, s)| i * s).sum::<i64>();
+            let off: i64 = self.storage_offset
+                + index
+                    .iter()
+                    .zip(&self.strides)
+                    .map(|(i, s)| i * s)
+                    .sum::<i64>();
             let start = off as usize * elem;
             out.extend_from_slice(&storage[start..start + elem]);
             for d in (0..rank).rev() {
@@ -260,7 +284,11 @@ pub enum TreeSpec {
     Tuple(Vec<TreeSpec>),
     List(Vec<TreeSpec>),
     Dict(Vec<(DictKey, TreeSpec)>),
-    Other { ty: String, context: String, children: Vec<TreeSpec> },
+    Other {
+        ty: String,
+        context: String,
+        children: Vec<TreeSpec>,
+    },
 }
 
 /// A key of a dict node.
@@ -305,9 +333,10 @@ impl TreeSpec {
         }
         let ty = node.get("type").ok_or("treespec node without `type`")?;
         let children = match node.get("children_spec") {
-            Some(serde_json::Value::Array(c)) => {
-                c.iter().map(|c| Self::from_json_node(c, depth + 1)).collect::<Result<Vec<_>, _>>()?
-            }
+            Some(serde_json::Value::Array(c)) => c
+                .iter()
+                .map(|c| Self::from_json_node(c, depth + 1))
+                .collect::<Result<Vec<_>, _>>()?,
             _ => Vec::new(),
         };
         let context = match node.get("context") {
@@ -325,29 +354,44 @@ impl TreeSpec {
             "builtins.list" => TreeSpec::List(children),
             "builtins.NoneType" => TreeSpec::None,
             "builtins.dict" | "collections.OrderedDict" => {
-                let keys: serde_json::Value = serde_json::from_str(&context).map_err(|e| format!("dict context: {e}"))?;
+                let keys: serde_json::Value =
+                    serde_json::from_str(&context).map_err(|e| format!("dict context: {e}"))?;
                 let keys = keys.as_array().ok_or("dict context is not a list")?;
                 if keys.len() != children.len() {
-                    return Err(format!("dict has {} keys but {} children", keys.len(), children.len()));
+                    return Err(format!(
+                        "dict has {} keys but {} children",
+                        keys.len(),
+                        children.len()
+                    ));
                 }
                 let mut items = Vec::new();
                 for (k, c) in keys.iter().zip(children) {
                     let key = match k {
                         serde_json::Value::String(s) => DictKey::Str(s.clone()),
-                        serde_json::Value::Number(n) => DictKey::Int(n.as_i64().ok_or("dict key is not an integer")?),
+                        serde_json::Value::Number(n) => {
+                            DictKey::Int(n.as_i64().ok_or("dict key is not an integer")?)
+                        }
                         other => return Err(format!("unsupported dict key {other}")),
                     };
                     items.push((key, c));
                 }
                 TreeSpec::Dict(items)
             }
-            _ => TreeSpec::Other { ty: ty.to_string(), context, children },
+            _ => TreeSpec::Other {
+                ty: ty.to_string(),
+                context,
+                children,
+            },
         })
     }
 
     /// Parses the spelling [`TreeSpec`]'s `Display` writes.
     pub fn parse(text: &str) -> Result<TreeSpec, String> {
-        let mut p = SpecParser { s: text.as_bytes(), pos: 0, depth: 0 };
+        let mut p = SpecParser {
+            s: text.as_bytes(),
+            pos: 0,
+            depth: 0,
+        };
         let spec = p.spec()?;
         p.ws();
         if p.pos != p.s.len() {
@@ -403,7 +447,11 @@ impl fmt::Display for TreeSpec {
                 }
                 f.write_str("}")
             }
-            TreeSpec::Other { ty, context, children } => {
+            TreeSpec::Other {
+                ty,
+                context,
+                children,
+            } => {
                 f.write_str("<")?;
                 write_json_string(f, ty)?;
                 f.write_str(", ")?;
@@ -440,7 +488,11 @@ impl SpecParser<'_> {
     }
 
     fn expect(&mut self, c: u8) -> Result<(), String> {
-        if self.eat(c) { Ok(()) } else { Err(format!("expected `{}` at offset {}", c as char, self.pos)) }
+        if self.eat(c) {
+            Ok(())
+        } else {
+            Err(format!("expected `{}` at offset {}", c as char, self.pos))
+        }
     }
 
     fn string(&mut self) -> Result<String, String> {
@@ -457,7 +509,10 @@ impl SpecParser<'_> {
             self.pos += 1;
         }
         self.pos += 1;
-        let text = self.s.get(start..self.pos.min(self.s.len())).ok_or("unterminated string")?;
+        let text = self
+            .s
+            .get(start..self.pos.min(self.s.len()))
+            .ok_or("unterminated string")?;
         let text = std::str::from_utf8(text).map_err(|e| e.to_string())?;
         serde_json::from_str(text).map_err(|e| format!("bad string at offset {start}: {e}"))
     }
@@ -509,19 +564,23 @@ impl SpecParser<'_> {
                 if !self.eat(b'}') {
                     loop {
                         self.ws();
-                        let key = if self.s.get(self.pos) == Some(&b'"') {
-                            DictKey::Str(self.string()?)
-                        } else {
-                            let start = self.pos;
-                            if self.s.get(self.pos) == Some(&b'-') {
-                                self.pos += 1;
-                            }
-                            while self.pos < self.s.len() && self.s[self.pos].is_ascii_digit() {
-                                self.pos += 1;
-                            }
-                            let t = std::str::from_utf8(&self.s[start..self.pos]).map_err(|e| e.to_string())?;
-                            DictKey::Int(t.parse().map_err(|_| format!("expected a dict key at offset {start}"))?)
-                        };
+                        let key =
+                            if self.s.get(self.pos) == Some(&b'"') {
+                                DictKey::Str(self.string()?)
+                            } else {
+                                let start = self.pos;
+                                if self.s.get(self.pos) == Some(&b'-') {
+                                    self.pos += 1;
+                                }
+                                while self.pos < self.s.len() && self.s[self.pos].is_ascii_digit() {
+                                    self.pos += 1;
+                                }
+                                let t = std::str::from_utf8(&self.s[start..self.pos])
+                                    .map_err(|e| e.to_string())?;
+                                DictKey::Int(t.parse().map_err(|_| {
+                                    format!("expected a dict key at offset {start}")
+                                })?)
+                            };
                         self.expect(b':')?;
                         items.push((key, self.spec()?));
                         if self.eat(b'}') {
@@ -540,7 +599,11 @@ impl SpecParser<'_> {
                 self.expect(b'>')?;
                 self.expect(b'(')?;
                 let children = self.children(b')')?;
-                Ok(TreeSpec::Other { ty, context, children })
+                Ok(TreeSpec::Other {
+                    ty,
+                    context,
+                    children,
+                })
             }
             _ => Err(format!("expected a spec at offset {}", self.pos)),
         };
@@ -551,17 +614,27 @@ impl SpecParser<'_> {
 
 /// Opens the file for a weight table entry of this project's archive (used by `archive`).
 pub(crate) fn mapped(map: &Arc<Mmap>, range: Range<usize>) -> Source {
-    Source::Mapped { map: map.clone(), range }
+    Source::Mapped {
+        map: map.clone(),
+        range,
+    }
 }
 
 /// The source of a weight stored in an open `.pt2` archive.
 pub(crate) fn pt2_source(archive: &Arc<Pt2Archive>, name: &str) -> Source {
-    Source::Pt2 { archive: archive.clone(), name: name.to_string() }
+    Source::Pt2 {
+        archive: archive.clone(),
+        name: name.to_string(),
+    }
 }
 
 /// A path for errors about weights that came from `path`.
 pub(crate) fn weight_error(path: &Path, name: &str, reason: impl Into<String>) -> ImportError {
-    ImportError::InvalidWeight { path: path.to_path_buf(), name: name.to_string(), reason: reason.into() }
+    ImportError::InvalidWeight {
+        path: path.to_path_buf(),
+        name: name.to_string(),
+        reason: reason.into(),
+    }
 }
 
 #[cfg(test)]
@@ -570,7 +643,16 @@ mod tests {
 
     #[test]
     fn spec_spelling_round_trips() {
-        for s in ["*", "None", "(*,)", "(*, [*, *])", "{\"sum\": *, \"pair\": (*, [*, *])}", "{1: *}", "<\"x.Point\", \"[\\\"a\\\"]\">(*, *)", "()"] {
+        for s in [
+            "*",
+            "None",
+            "(*,)",
+            "(*, [*, *])",
+            "{\"sum\": *, \"pair\": (*, [*, *])}",
+            "{1: *}",
+            "<\"x.Point\", \"[\\\"a\\\"]\">(*, *)",
+            "()",
+        ] {
             let spec = TreeSpec::parse(s).unwrap();
             assert_eq!(spec.to_string(), s);
         }

@@ -43,19 +43,35 @@ fn synthetic(ctx: &Context) -> Program {
 }
 
 fn same_program(ctx: &Context, a: &Program, b: &Program) {
-    let opts = PrintOptions { generic: true, debug_info: true };
-    assert_eq!(print_module(ctx, &a.module, opts), print_module(ctx, &b.module, opts));
+    let opts = PrintOptions {
+        generic: true,
+        debug_info: true,
+    };
+    assert_eq!(
+        print_module(ctx, &a.module, opts),
+        print_module(ctx, &b.module, opts)
+    );
     assert_eq!(a.weights.len(), b.weights.len());
     for ((na, wa), (nb, wb)) in a.weights.iter().zip(b.weights.iter()) {
         assert_eq!(na, nb);
-        assert_eq!((wa.dtype, &wa.sizes, &wa.strides, wa.storage_offset), (wb.dtype, &wb.sizes, &wb.strides, wb.storage_offset));
-        assert_eq!(wa.contiguous_bytes().unwrap(), wb.contiguous_bytes().unwrap(), "{na}");
+        assert_eq!(
+            (wa.dtype, &wa.sizes, &wa.strides, wa.storage_offset),
+            (wb.dtype, &wb.sizes, &wb.strides, wb.storage_offset)
+        );
+        assert_eq!(
+            wa.contiguous_bytes().unwrap(),
+            wb.contiguous_bytes().unwrap(),
+            "{na}"
+        );
     }
 }
 
 /// Saves, loads, saves again and loads again: programs equal, both archives byte-identical.
 fn check_round_trip(ctx: &Context, program: &Program, stem: &str) {
-    let (a, b) = (scratch(&format!("{stem}-a.dar")), scratch(&format!("{stem}-b.dar")));
+    let (a, b) = (
+        scratch(&format!("{stem}-a.dar")),
+        scratch(&format!("{stem}-b.dar")),
+    );
     save(ctx, program, &a).unwrap();
     let loaded = load(ctx, &a).unwrap();
     same_program(ctx, program, &loaded);
@@ -81,7 +97,15 @@ fn check_round_trip(ctx: &Context, program: &Program, stem: &str) {
 fn synthetic_program_round_trips_without_jitter() {
     let ctx = ctx();
     let p = synthetic(&ctx);
-    assert_eq!(p.weights.get("w").unwrap().contiguous_bytes().unwrap().len(), 16);
+    assert_eq!(
+        p.weights
+            .get("w")
+            .unwrap()
+            .contiguous_bytes()
+            .unwrap()
+            .len(),
+        16
+    );
     check_round_trip(&ctx, &p, "synthetic");
     // Loading through the entry point picks the format from the extension.
     let path = scratch("entry.dar");
@@ -97,7 +121,12 @@ fn fixture_programs_round_trip_without_jitter() {
     for group in ["export", "bench"] {
         for path in common::cases(group, "model.pt2") {
             let p = import::import_file(&ctx, &path, None).unwrap();
-            let stem = path.parent().and_then(|d| d.file_name()).unwrap().to_string_lossy().into_owned();
+            let stem = path
+                .parent()
+                .and_then(|d| d.file_name())
+                .unwrap()
+                .to_string_lossy()
+                .into_owned();
             check_round_trip(&ctx, &p, &stem);
             n += 1;
         }
@@ -111,7 +140,10 @@ fn failed_save_leaves_nothing_behind() {
     let p = synthetic(&ctx);
     let dir = scratch("no-such-dir");
     let target = dir.join("out.dar");
-    assert!(matches!(save(&ctx, &p, &target), Err(ImportError::Io { .. })));
+    assert!(matches!(
+        save(&ctx, &p, &target),
+        Err(ImportError::Io { .. })
+    ));
     assert!(!target.exists());
     // Overwriting an existing archive replaces it whole.
     let own = scratch("overwrite");
@@ -155,20 +187,53 @@ fn corrupt_archives_fail_cleanly() {
     let bad = scratch("bad.dar");
 
     // A weight whose sizes reach past its stored bytes.
-    rewrite(&good, &bad, "manifest.json", |b| String::from_utf8(b).unwrap().replace("[\n        2,\n        2\n      ]", "[\n        20,\n        2\n      ]").into_bytes());
+    rewrite(&good, &bad, "manifest.json", |b| {
+        String::from_utf8(b)
+            .unwrap()
+            .replace(
+                "[\n        2,\n        2\n      ]",
+                "[\n        20,\n        2\n      ]",
+            )
+            .into_bytes()
+    });
     match load(&ctx, &bad) {
         Err(ImportError::WeightTooShort { name, .. }) => assert_eq!(name, "w"),
         other => panic!("expected a short weight, got {other:?}"),
     }
     // An unknown dtype.
-    rewrite(&good, &bad, "manifest.json", |b| String::from_utf8(b).unwrap().replace("\"f32\"", "\"complex64\"").into_bytes());
-    assert!(matches!(load(&ctx, &bad), Err(ImportError::InvalidWeight { .. })));
+    rewrite(&good, &bad, "manifest.json", |b| {
+        String::from_utf8(b)
+            .unwrap()
+            .replace("\"f32\"", "\"complex64\"")
+            .into_bytes()
+    });
+    assert!(matches!(
+        load(&ctx, &bad),
+        Err(ImportError::InvalidWeight { .. })
+    ));
     // IR that does not verify.
-    rewrite(&good, &bad, "program.ir", |b| String::from_utf8(b).unwrap().replace("aten.add.Tensor", "aten.relu").into_bytes());
-    assert!(matches!(load(&ctx, &bad), Err(ImportError::Verify { .. })), "{:?}", load(&ctx, &bad).err());
+    rewrite(&good, &bad, "program.ir", |b| {
+        String::from_utf8(b)
+            .unwrap()
+            .replace("aten.add.Tensor", "aten.relu")
+            .into_bytes()
+    });
+    assert!(
+        matches!(load(&ctx, &bad), Err(ImportError::Verify { .. })),
+        "{:?}",
+        load(&ctx, &bad).err()
+    );
     // A missing weight file.
-    rewrite(&good, &bad, "manifest.json", |b| String::from_utf8(b).unwrap().replace("weights/0.bin", "weights/9.bin").into_bytes());
-    assert!(matches!(load(&ctx, &bad), Err(ImportError::WeightMissing { .. })));
+    rewrite(&good, &bad, "manifest.json", |b| {
+        String::from_utf8(b)
+            .unwrap()
+            .replace("weights/0.bin", "weights/9.bin")
+            .into_bytes()
+    });
+    assert!(matches!(
+        load(&ctx, &bad),
+        Err(ImportError::WeightMissing { .. })
+    ));
     // Not a zip at all, and a truncated one.
     std::fs::write(&bad, b"not a zip").unwrap();
     assert!(matches!(load(&ctx, &bad), Err(ImportError::NotZip { .. })));

@@ -43,22 +43,42 @@ fn convert(nodes: &str) -> Result<ir::Module, ImportError> {
 fn a_valid_program_converts() {
     let c = ctx();
     let m = convert(&node("torch.ops.aten.relu.default", "x", "y")).unwrap();
-    let text = ir::print_module(&c, &m, ir::PrintOptions { generic: false, debug_info: true });
-    assert!(text.contains("%y = aten.relu %x : tensor<2xf32> loc(\"y\"(\"m.py\":7:0))"), "{text}");
+    let text = ir::print_module(
+        &c,
+        &m,
+        ir::PrintOptions {
+            generic: false,
+            debug_info: true,
+        },
+    );
+    assert!(
+        text.contains("%y = aten.relu %x : tensor<2xf32> loc(\"y\"(\"m.py\":7:0))"),
+        "{text}"
+    );
     // An unbounded maximum is left out of the range.
-    assert!(text.contains("prim.range_constraints = {s0 = [2 : i64]}"), "{text}");
+    assert!(
+        text.contains("prim.range_constraints = {s0 = [2 : i64]}"),
+        "{text}"
+    );
 }
 
 #[test]
 fn unknown_targets_are_named() {
     match convert(&node("torch.ops.aten.bogus.default", "x", "y")) {
         Err(ImportError::UnknownTarget { node, target, .. }) => {
-            assert_eq!((node.as_str(), target.as_str()), ("y", "torch.ops.aten.bogus.default"));
+            assert_eq!(
+                (node.as_str(), target.as_str()),
+                ("y", "torch.ops.aten.bogus.default")
+            );
         }
         other => panic!("{other:?}"),
     }
     let e = convert(&node("torch.ops.mylib.custom.default", "x", "y")).unwrap_err();
-    assert!(e.to_string().contains("unknown operator target `torch.ops.mylib.custom.default`"), "{e}");
+    assert!(
+        e.to_string()
+            .contains("unknown operator target `torch.ops.mylib.custom.default`"),
+        "{e}"
+    );
 }
 
 #[test]
@@ -67,7 +87,11 @@ fn undefined_and_duplicate_values() {
         Err(ImportError::UndefinedValue { name, .. }) => assert_eq!(name, "z"),
         other => panic!("{other:?}"),
     }
-    let two = format!("{}, {}", node("torch.ops.aten.relu.default", "x", "y"), node("torch.ops.aten.relu.default", "x", "y"));
+    let two = format!(
+        "{}, {}",
+        node("torch.ops.aten.relu.default", "x", "y"),
+        node("torch.ops.aten.relu.default", "x", "y")
+    );
     match convert(&two) {
         Err(ImportError::DuplicateValue { name, .. }) => assert_eq!(name, "y"),
         other => panic!("{other:?}"),
@@ -101,31 +125,71 @@ fn fx_text_errors_have_line_numbers() {
     let path = dir.join("bad.fx.txt");
     std::fs::write(&path, "graph():\n    %x : [num_users=1] = placeholder[target=x]\n    %y : [num_users=1] = call_function[target=torch.ops.aten.nope.default](args = (%x,), kwargs = {})\n    return (y,)\n").unwrap();
     match import::import_file(&c, &path, None) {
-        Err(ImportError::UnknownTarget { node, target, .. }) => assert_eq!((node.as_str(), target.as_str()), ("y", "torch.ops.aten.nope.default")),
+        Err(ImportError::UnknownTarget { node, target, .. }) => assert_eq!(
+            (node.as_str(), target.as_str()),
+            ("y", "torch.ops.aten.nope.default")
+        ),
         other => panic!("{other:?}"),
     }
     std::fs::write(&path, "graph():\n    %x : [num_users=1] = placeholder[target=x]\n    %y : [num_users=1] = call_function[target=torch.ops.aten.sum.dim_IntList](args = (%x, [1]), kwargs = {keepdim: banana})\n    return (y,)\n").unwrap();
     let e = import::import_file(&c, &path, None).unwrap_err();
-    assert!(e.to_string().contains("bad.fx.txt:3:1: `banana` is not a value of type bool"), "{e}");
+    assert!(
+        e.to_string()
+            .contains("bad.fx.txt:3:1: `banana` is not a value of type bool"),
+        "{e}"
+    );
     let ts = dir.join("bad.graph.txt");
-    std::fs::write(&ts, "graph(%x.1 : Tensor):\n  %y : Tensor = aten::relu(%x.1, %x.1)\n  return (%y)\n").unwrap();
+    std::fs::write(
+        &ts,
+        "graph(%x.1 : Tensor):\n  %y : Tensor = aten::relu(%x.1, %x.1)\n  return (%y)\n",
+    )
+    .unwrap();
     let e = import::import_file(&c, &ts, None).unwrap_err();
-    assert!(e.to_string().contains("bad.graph.txt:2:1: no overload of `aten::relu` takes"), "{e}");
-    std::fs::write(&ts, "graph(%x.1 : Tensor):\n  %y : Tensor = aten::frobnicate(%x.1)\n  return (%y)\n").unwrap();
-    assert!(matches!(import::import_file(&c, &ts, None), Err(ImportError::UnknownTarget { .. })));
-    std::fs::write(&ts, "graph(%x.1 : Tensor):\n  %y : Tensor = aten::relu(%z)\n  return (%y)\n").unwrap();
+    assert!(
+        e.to_string()
+            .contains("bad.graph.txt:2:1: no overload of `aten::relu` takes"),
+        "{e}"
+    );
+    std::fs::write(
+        &ts,
+        "graph(%x.1 : Tensor):\n  %y : Tensor = aten::frobnicate(%x.1)\n  return (%y)\n",
+    )
+    .unwrap();
+    assert!(matches!(
+        import::import_file(&c, &ts, None),
+        Err(ImportError::UnknownTarget { .. })
+    ));
+    std::fs::write(
+        &ts,
+        "graph(%x.1 : Tensor):\n  %y : Tensor = aten::relu(%z)\n  return (%y)\n",
+    )
+    .unwrap();
     assert!(import::import_file(&c, &ts, None).is_err());
     let ir = dir.join("bad.ir");
-    std::fs::write(&ir, "module {\n  func.func @f() {\n    %0 = aten.relu : tensor<2xf32>\n  }\n}\n").unwrap();
+    std::fs::write(
+        &ir,
+        "module {\n  func.func @f() {\n    %0 = aten.relu : tensor<2xf32>\n  }\n}\n",
+    )
+    .unwrap();
     assert!(import::import_file(&c, &ir, None).is_err());
-    assert!(matches!(import::import_file(&c, &dir.join("x.unknown"), None), Err(ImportError::UnknownFormat { .. })));
-    assert_eq!(import::Format::from_name("torchscript"), Some(import::Format::TorchScript));
+    assert!(matches!(
+        import::import_file(&c, &dir.join("x.unknown"), None),
+        Err(ImportError::UnknownFormat { .. })
+    ));
+    assert_eq!(
+        import::Format::from_name("torchscript"),
+        Some(import::Format::TorchScript)
+    );
     assert_eq!(import::Format::from_name("nope"), None);
 }
 
 #[test]
 fn a_context_without_the_dialects_is_refused() {
-    let e = import::convert::pt2::convert_program(&Context::new(), &program(&node("torch.ops.aten.relu.default", "x", "y")), Path::new("t.pt2"))
-        .unwrap_err();
+    let e = import::convert::pt2::convert_program(
+        &Context::new(),
+        &program(&node("torch.ops.aten.relu.default", "x", "y")),
+        Path::new("t.pt2"),
+    )
+    .unwrap_err();
     assert!(e.to_string().contains("does not register"), "{e}");
 }

@@ -16,8 +16,14 @@ fn ctx() -> Context {
 
 /// Fixtures that use operators outside the aten dialect; they must fail naming the target.
 const UNSUPPORTED: &[(&str, &str)] = &[
-    ("nn.functional.linear_cross_entropy.chunked__float32_0", "torch.ops.torch_nn._linear_cross_entropy_batch_chunked.default"),
-    ("nn.functional.linear_cross_entropy.chunked__float32_1", "torch.ops.torch_nn._linear_cross_entropy_batch_chunked.default"),
+    (
+        "nn.functional.linear_cross_entropy.chunked__float32_0",
+        "torch.ops.torch_nn._linear_cross_entropy_batch_chunked.default",
+    ),
+    (
+        "nn.functional.linear_cross_entropy.chunked__float32_1",
+        "torch.ops.torch_nn._linear_cross_entropy_batch_chunked.default",
+    ),
     (
         "nn.functional.linear_cross_entropy.chunked_none__float32_0",
         "torch.ops.torch_nn._linear_cross_entropy_batch_chunked_no_reduction.default",
@@ -30,16 +36,30 @@ fn round_trip(ctx: &Context, path: &Path, format: Option<Format>) -> Result<(), 
     let m = &program.module;
     verify(ctx, m).map_err(|d| format!("verify: {d}"))?;
     for opts in [
-        PrintOptions { generic: true, debug_info: true },
-        PrintOptions { generic: false, debug_info: true },
-        PrintOptions { generic: false, debug_info: false },
+        PrintOptions {
+            generic: true,
+            debug_info: true,
+        },
+        PrintOptions {
+            generic: false,
+            debug_info: true,
+        },
+        PrintOptions {
+            generic: false,
+            debug_info: false,
+        },
     ] {
         let text = print_module(ctx, m, opts);
-        let again = parse_module(ctx, &text, "printed.ir").map_err(|d| format!("re-parse ({opts:?}): {d}\n{text}"))?;
+        let again = parse_module(ctx, &text, "printed.ir")
+            .map_err(|d| format!("re-parse ({opts:?}): {d}\n{text}"))?;
         verify(ctx, &again).map_err(|d| format!("re-verify ({opts:?}): {d}"))?;
         let text2 = print_module(ctx, &again, opts);
         if text != text2 {
-            let line = text.lines().zip(text2.lines()).position(|(a, b)| a != b).unwrap_or(0);
+            let line = text
+                .lines()
+                .zip(text2.lines())
+                .position(|(a, b)| a != b)
+                .unwrap_or(0);
             return Err(format!(
                 "printing differs after re-parse ({opts:?}) at line {}:\n{}\n{}",
                 line + 1,
@@ -62,8 +82,11 @@ fn files() -> Vec<PathBuf> {
     if let Some(root) = common::fixtures()
         && let Ok(entries) = std::fs::read_dir(root.join("torchscript"))
     {
-        let mut ts: Vec<PathBuf> =
-            entries.flatten().map(|e| e.path()).filter(|p| p.to_string_lossy().ends_with(".graph.txt")).collect();
+        let mut ts: Vec<PathBuf> = entries
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| p.to_string_lossy().ends_with(".graph.txt"))
+            .collect();
         ts.sort();
         out.extend(ts);
     }
@@ -80,16 +103,26 @@ fn whole_corpus_imports_and_round_trips() {
     let mut failures = Vec::new();
     let mut ok = 0;
     for path in &files {
-        let case = path.parent().and_then(|p| p.file_name()).and_then(|n| n.to_str()).unwrap_or("");
+        let case = path
+            .parent()
+            .and_then(|p| p.file_name())
+            .and_then(|n| n.to_str())
+            .unwrap_or("");
         let expected = UNSUPPORTED.iter().find(|(c, _)| *c == case);
         match (round_trip(&ctx, path, None), expected) {
             (Ok(()), None) => ok += 1,
             (Err(e), Some((_, target))) if e.contains(target) => ok += 1,
-            (Ok(()), Some(_)) => failures.push(format!("{}: expected to be unsupported, but imported", path.display())),
+            (Ok(()), Some(_)) => failures.push(format!(
+                "{}: expected to be unsupported, but imported",
+                path.display()
+            )),
             (Err(e), _) => failures.push(format!("{}: {e}", path.display())),
         }
     }
-    eprintln!("{ok} of {} files import and round-trip (or fail as expected)", files.len());
+    eprintln!(
+        "{ok} of {} files import and round-trip (or fail as expected)",
+        files.len()
+    );
     if !failures.is_empty() {
         let n = failures.len();
         failures.truncate(400);
@@ -99,12 +132,16 @@ fn whole_corpus_imports_and_round_trips() {
 
 #[test]
 fn unsupported_targets_name_the_node() {
-    let Some(root) = common::fixtures() else { return };
+    let Some(root) = common::fixtures() else {
+        return;
+    };
     let ctx = ctx();
     let (case, target) = UNSUPPORTED[0];
     let path = root.join("ops").join(case).join("core.pt2");
     match import::import_file(&ctx, &path, None) {
-        Err(ImportError::UnknownTarget { target: t, node, .. }) => {
+        Err(ImportError::UnknownTarget {
+            target: t, node, ..
+        }) => {
             assert_eq!(t, target);
             assert!(!node.is_empty());
         }

@@ -13,17 +13,38 @@ use std::path::Path;
 use std::sync::Arc;
 
 use ir::schema::{FunctionSchema, SchemaType};
-use ir::{Attribute, BlockId, Context, DType, Location, Module, OperationState, Type, TypeKind, ValueId};
+use ir::{
+    Attribute, BlockId, Context, DType, Location, Module, OperationState, Type, TypeKind, ValueId,
+};
 
-use super::{Arg, aten_op_name, aten_schema, check_context, device_attr, dtype_of, emit_aten, insert, layout_code, memory_format_code, name_value, type_of_schema, verify_module};
+use super::{
+    Arg, aten_op_name, aten_schema, check_context, device_attr, dtype_of, emit_aten, insert,
+    layout_code, memory_format_code, name_value, type_of_schema, verify_module,
+};
 use crate::ImportError;
 use crate::fx::{FxArg, FxGraph, FxNode, FxOp};
 
 /// Converts an FX graph to a verified module holding `func.func @forward`.
 pub fn convert_graph(ctx: &Context, graph: &FxGraph, path: &Path) -> Result<Module, ImportError> {
-    check_context(ctx).map_err(|message| ImportError::Convert { path: path.to_path_buf(), at: "graph".into(), message })?;
-    let file = path.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default();
-    let mut cx = Cx { ctx, path, file, m: Module::new(), values: HashMap::new(), subgraphs: HashMap::new(), getitem_max: HashMap::new(), declared: HashMap::new() };
+    check_context(ctx).map_err(|message| ImportError::Convert {
+        path: path.to_path_buf(),
+        at: "graph".into(),
+        message,
+    })?;
+    let file = path
+        .file_name()
+        .map(|f| f.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let mut cx = Cx {
+        ctx,
+        path,
+        file,
+        m: Module::new(),
+        values: HashMap::new(),
+        subgraphs: HashMap::new(),
+        getitem_max: HashMap::new(),
+        declared: HashMap::new(),
+    };
 
     // How far the graph indexes each multi-output node decides how many results it unpacks.
     for n in &graph.nodes {
@@ -36,9 +57,14 @@ pub fn convert_graph(ctx: &Context, graph: &FxGraph, path: &Path) -> Result<Modu
         }
     }
 
-    let placeholders: Vec<&FxNode> = graph.nodes.iter().filter(|n| n.op == FxOp::Placeholder).collect();
+    let placeholders: Vec<&FxNode> = graph
+        .nodes
+        .iter()
+        .filter(|n| n.op == FxOp::Placeholder)
+        .collect();
     let arg_types = vec![Type::unknown_tensor(); placeholders.len()];
-    let (func, entry) = ir::builtin::create_function(&mut cx.m, crate::program::FORWARD, &arg_types, &[]);
+    let (func, entry) =
+        ir::builtin::create_function(&mut cx.m, crate::program::FORWARD, &arg_types, &[]);
     for (i, n) in placeholders.iter().enumerate() {
         let v = cx.m.block_args(entry)[i];
         name_value(&mut cx.m, v, &n.name);
@@ -52,7 +78,10 @@ pub fn convert_graph(ctx: &Context, graph: &FxGraph, path: &Path) -> Result<Modu
             }
             FxOp::CallFunction => cx.call(n, entry)?,
             FxOp::CallMethod | FxOp::CallModule => {
-                return Err(cx.err(n.line, format!("`{}` nodes are not supported", n.op.as_str())));
+                return Err(cx.err(
+                    n.line,
+                    format!("`{}` nodes are not supported", n.op.as_str()),
+                ));
             }
         }
     }
@@ -66,16 +95,38 @@ pub fn convert_graph(ctx: &Context, graph: &FxGraph, path: &Path) -> Result<Modu
         let v = match cx.arg(item, &SchemaType::Any, graph.output_line)? {
             Arg::Value(v) => v,
             Arg::Const(c) => super::constant(&mut cx.m, entry, c, &loc),
-            Arg::List(_) => return Err(cx.err(graph.output_line, "a list cannot be a graph output")),
+            Arg::List(_) => {
+                return Err(cx.err(graph.output_line, "a list cannot be a graph output"));
+            }
         };
         results.push(v);
     }
-    let arg_types: Vec<Type> = cx.m.block_args(entry).iter().map(|&a| cx.m.value_type(a).clone()).collect();
-    let result_types: Vec<Type> = results.iter().map(|&v| cx.m.value_type(v).clone()).collect();
-    insert(&mut cx.m, entry, OperationState::new(ir::builtin::RETURN).operands(results).loc(loc));
-    cx.m.set_attr(func, ir::builtin::FUNCTION_TYPE, Attribute::Type(Type::function(arg_types, result_types)));
+    let arg_types: Vec<Type> =
+        cx.m.block_args(entry)
+            .iter()
+            .map(|&a| cx.m.value_type(a).clone())
+            .collect();
+    let result_types: Vec<Type> = results
+        .iter()
+        .map(|&v| cx.m.value_type(v).clone())
+        .collect();
+    insert(
+        &mut cx.m,
+        entry,
+        OperationState::new(ir::builtin::RETURN)
+            .operands(results)
+            .loc(loc),
+    );
+    cx.m.set_attr(
+        func,
+        ir::builtin::FUNCTION_TYPE,
+        Attribute::Type(Type::function(arg_types, result_types)),
+    );
     let m = cx.m;
-    verify_module(ctx, &m).map_err(|message| ImportError::Verify { path: path.to_path_buf(), message })?;
+    verify_module(ctx, &m).map_err(|message| ImportError::Verify {
+        path: path.to_path_buf(),
+        message,
+    })?;
     Ok(m)
 }
 
@@ -86,7 +137,10 @@ enum Val {
     /// The results of an op with several returns, picked by `getitem`.
     Many(Vec<ValueId>),
     /// A `Tensor[]` result, unpacked at the first `getitem`.
-    List { list: ValueId, unpacked: Option<Vec<ValueId>> },
+    List {
+        list: ValueId,
+        unpacked: Option<Vec<ValueId>>,
+    },
 }
 
 struct Cx<'a> {
@@ -109,25 +163,44 @@ fn is_getitem(target: &str) -> bool {
 
 impl Cx<'_> {
     fn err(&self, line: usize, message: impl Into<String>) -> ImportError {
-        ImportError::ConvertAt { path: self.path.to_path_buf(), line, col: 1, message: message.into() }
+        ImportError::ConvertAt {
+            path: self.path.to_path_buf(),
+            line,
+            col: 1,
+            message: message.into(),
+        }
     }
 
     fn loc(&self, name: &str, line: usize) -> Location {
-        Location::Name { name: name.into(), child: Some(Arc::new(Location::file(&self.file, line as u32, 1))) }
+        Location::Name {
+            name: name.into(),
+            child: Some(Arc::new(Location::file(&self.file, line as u32, 1))),
+        }
     }
 
     fn value(&self, name: &str, line: usize) -> Result<ValueId, ImportError> {
         match self.values.get(name) {
             Some(Val::One(v)) => Ok(*v),
             Some(Val::List { list, .. }) => Ok(*list),
-            Some(Val::Many(_)) => Err(self.err(line, format!("`{name}` has several results; pick one with getitem"))),
-            None => Err(ImportError::UndefinedValue { path: self.path.to_path_buf(), at: format!("line {line}"), name: name.into() }),
+            Some(Val::Many(_)) => Err(self.err(
+                line,
+                format!("`{name}` has several results; pick one with getitem"),
+            )),
+            None => Err(ImportError::UndefinedValue {
+                path: self.path.to_path_buf(),
+                at: format!("line {line}"),
+                name: name.into(),
+            }),
         }
     }
 
     fn define(&mut self, name: &str, v: Val, line: usize) -> Result<(), ImportError> {
         if self.values.insert(name.to_string(), v).is_some() {
-            return Err(ImportError::DuplicateValue { path: self.path.to_path_buf(), at: format!("line {line}"), name: name.into() });
+            return Err(ImportError::DuplicateValue {
+                path: self.path.to_path_buf(),
+                at: format!("line {line}"),
+                name: name.into(),
+            });
         }
         Ok(())
     }
@@ -145,30 +218,44 @@ impl Cx<'_> {
             },
             FxArg::Float(f) => Arg::Const(Attribute::float(*f)),
             FxArg::Str(s) => Arg::Const(Attribute::str(s)),
-            FxArg::Dtype(st) => Arg::Const(Attribute::DType(
-                dtype_of(*st).ok_or_else(|| self.err(line, format!("unsupported dtype {}", st.torch_name())))?,
-            )),
+            FxArg::Dtype(st) => Arg::Const(Attribute::DType(dtype_of(*st).ok_or_else(|| {
+                self.err(line, format!("unsupported dtype {}", st.torch_name()))
+            })?)),
             FxArg::Layout(l) => Arg::Const(Attribute::Int(layout_code(*l))),
             FxArg::MemoryFormat(f) => Arg::Const(Attribute::Int(memory_format_code(*f))),
             FxArg::Device { kind, index } => Arg::Const(device_attr(kind, *index)),
             FxArg::Word(w) => match t {
                 SchemaType::Device => Arg::Const(Attribute::Device(w.as_str().into())),
                 SchemaType::ScalarType => Arg::Const(Attribute::DType(
-                    DType::from_torch_name(w).ok_or_else(|| self.err(line, format!("`{w}` is not a dtype")))?,
+                    DType::from_torch_name(w)
+                        .ok_or_else(|| self.err(line, format!("`{w}` is not a dtype")))?,
                 )),
-                SchemaType::Str | SchemaType::Any | SchemaType::Var(_) => Arg::Const(Attribute::str(w)),
-                other => return Err(self.err(line, format!("`{w}` is not a value of type {other}"))),
+                SchemaType::Str | SchemaType::Any | SchemaType::Var(_) => {
+                    Arg::Const(Attribute::str(w))
+                }
+                other => {
+                    return Err(self.err(line, format!("`{w}` is not a value of type {other}")));
+                }
             },
             FxArg::Tuple(items) | FxArg::List(items) => {
                 let elem = match t {
                     SchemaType::List { elem, .. } => elem.as_ref().clone(),
                     _ => SchemaType::Any,
                 };
-                Arg::List(items.iter().map(|i| self.arg(i, &elem, line)).collect::<Result<_, _>>()?)
+                Arg::List(
+                    items
+                        .iter()
+                        .map(|i| self.arg(i, &elem, line))
+                        .collect::<Result<_, _>>()?,
+                )
             }
-            FxArg::BigInt(s) => return Err(self.err(line, format!("integer {s} does not fit in 64 bits"))),
+            FxArg::BigInt(s) => {
+                return Err(self.err(line, format!("integer {s} does not fit in 64 bits")));
+            }
             FxArg::Dict(_) => return Err(self.err(line, "dict arguments are not supported")),
-            FxArg::Call { func, .. } => return Err(self.err(line, format!("`{func}(…)` arguments are not supported"))),
+            FxArg::Call { func, .. } => {
+                return Err(self.err(line, format!("`{func}(…)` arguments are not supported")));
+            }
         })
     }
 
@@ -179,7 +266,11 @@ impl Cx<'_> {
             let (op, overload) = rest.rsplit_once('.').unwrap_or((rest, "default"));
             let op_name = aten_op_name(op, overload);
             let Some(schema) = aten_schema(self.ctx, &op_name) else {
-                return Err(ImportError::UnknownTarget { path: self.path.to_path_buf(), node: n.name.clone(), target: target.into() });
+                return Err(ImportError::UnknownTarget {
+                    path: self.path.to_path_buf(),
+                    node: n.name.clone(),
+                    target: target.into(),
+                });
             };
             return self.aten(n, block, &op_name, &schema, &loc);
         }
@@ -189,7 +280,10 @@ impl Cx<'_> {
         if target == "torch.ops.higher_order.cond" {
             return self.cond(n, block, &loc);
         }
-        let prim = match target.strip_prefix("_operator.").or_else(|| target.strip_prefix("operator.")) {
+        let prim = match target
+            .strip_prefix("_operator.")
+            .or_else(|| target.strip_prefix("operator."))
+        {
             Some("add") => "prim.add",
             Some("sub") => "prim.sub",
             Some("mul") => "prim.mul",
@@ -203,7 +297,11 @@ impl Cx<'_> {
             Some("ge") => "prim.ge",
             _ if target == "torch.sym_max" => "prim.max",
             _ => {
-                return Err(ImportError::UnknownTarget { path: self.path.to_path_buf(), node: n.name.clone(), target: target.into() });
+                return Err(ImportError::UnknownTarget {
+                    path: self.path.to_path_buf(),
+                    node: n.name.clone(),
+                    target: target.into(),
+                });
             }
         };
         if n.args.len() != 2 || !n.kwargs.is_empty() {
@@ -217,29 +315,57 @@ impl Cx<'_> {
                 _ => return Err(self.err(n.line, format!("`{target}` takes integers"))),
             };
             if *self.m.value_type(v).kind() != TypeKind::Int {
-                return Err(self.err(n.line, format!("`{target}` takes integers, given {}", self.m.value_type(v))));
+                return Err(self.err(
+                    n.line,
+                    format!("`{target}` takes integers, given {}", self.m.value_type(v)),
+                ));
             }
             operands.push(v);
         }
         let compare = dialect_prim::SYMINT_COMPARE.iter().any(|(p, _)| *p == prim);
         let ty = if compare { Type::bool() } else { Type::int() };
-        let op = insert(&mut self.m, block, OperationState::new(prim).operands(operands).results([ty]).loc(loc));
+        let op = insert(
+            &mut self.m,
+            block,
+            OperationState::new(prim)
+                .operands(operands)
+                .results([ty])
+                .loc(loc),
+        );
         let r = self.m.results(op)[0];
         name_value(&mut self.m, r, &n.name);
         self.define(&n.name, Val::One(r), n.line)
     }
 
-    fn aten(&mut self, n: &FxNode, block: BlockId, op_name: &str, schema: &FunctionSchema, loc: &Location) -> Result<(), ImportError> {
+    fn aten(
+        &mut self,
+        n: &FxNode,
+        block: BlockId,
+        op_name: &str,
+        schema: &FunctionSchema,
+        loc: &Location,
+    ) -> Result<(), ImportError> {
         let mut args: Vec<Option<Arg>> = vec![None; schema.args.len()];
         if n.args.len() > schema.args.len() {
-            return Err(self.err(n.line, format!("{} arguments given, `{}` takes {}", n.args.len(), schema.qualified_name(), schema.args.len())));
+            return Err(self.err(
+                n.line,
+                format!(
+                    "{} arguments given, `{}` takes {}",
+                    n.args.len(),
+                    schema.qualified_name(),
+                    schema.args.len()
+                ),
+            ));
         }
         for (i, a) in n.args.iter().enumerate() {
             args[i] = Some(self.arg(a, &schema.args[i].ty, n.line)?);
         }
         for (k, a) in &n.kwargs {
             let Some(i) = schema.args.iter().position(|s| &s.name == k) else {
-                return Err(self.err(n.line, format!("`{}` has no argument `{k}`", schema.qualified_name())));
+                return Err(self.err(
+                    n.line,
+                    format!("`{}` has no argument `{k}`", schema.qualified_name()),
+                ));
             };
             if args[i].is_some() {
                 return Err(self.err(n.line, format!("argument `{k}` is given twice")));
@@ -249,11 +375,28 @@ impl Cx<'_> {
         while matches!(args.last(), Some(None)) {
             args.pop();
         }
-        let types: Vec<Type> = schema.returns.iter().map(|r| type_of_schema(&r.ty)).collect();
-        let op = emit_aten(&mut self.m, block, op_name, schema, args, types, loc, Vec::new()).map_err(|e| self.err(n.line, e))?;
+        let types: Vec<Type> = schema
+            .returns
+            .iter()
+            .map(|r| type_of_schema(&r.ty))
+            .collect();
+        let op = emit_aten(
+            &mut self.m,
+            block,
+            op_name,
+            schema,
+            args,
+            types,
+            loc,
+            Vec::new(),
+        )
+        .map_err(|e| self.err(n.line, e))?;
         let results = self.m.results(op).to_vec();
         let val = match results.as_slice() {
-            [r] if matches!(schema.returns[0].ty, SchemaType::List { .. }) => Val::List { list: *r, unpacked: None },
+            [r] if matches!(schema.returns[0].ty, SchemaType::List { .. }) => Val::List {
+                list: *r,
+                unpacked: None,
+            },
             [r] => Val::One(*r),
             _ => Val::Many(results.clone()),
         };
@@ -268,12 +411,21 @@ impl Cx<'_> {
             return Err(self.err(n.line, "getitem takes a node and an integer index"));
         };
         let Some(val) = self.values.get(src).cloned() else {
-            return Err(ImportError::UndefinedValue { path: self.path.to_path_buf(), at: format!("line {}", n.line), name: src.clone() });
+            return Err(ImportError::UndefinedValue {
+                path: self.path.to_path_buf(),
+                at: format!("line {}", n.line),
+                name: src.clone(),
+            });
         };
         let items = match val {
             Val::Many(vs) => vs,
-            Val::List { unpacked: Some(vs), .. } => vs,
-            Val::List { list, unpacked: None } => {
+            Val::List {
+                unpacked: Some(vs), ..
+            } => vs,
+            Val::List {
+                list,
+                unpacked: None,
+            } => {
                 let count = self.getitem_max.get(src).copied().unwrap_or(0).max(0) as usize;
                 let elem = match self.m.value_type(list).kind() {
                     TypeKind::List(e) => e.clone(),
@@ -282,16 +434,36 @@ impl Cx<'_> {
                 let op = insert(
                     &mut self.m,
                     block,
-                    OperationState::new(dialect_prim::LIST_UNPACK).operands([list]).results(vec![elem; count]).loc(loc.clone()),
+                    OperationState::new(dialect_prim::LIST_UNPACK)
+                        .operands([list])
+                        .results(vec![elem; count])
+                        .loc(loc.clone()),
                 );
                 let vs = self.m.results(op).to_vec();
-                self.values.insert(src.clone(), Val::List { list, unpacked: Some(vs.clone()) });
+                self.values.insert(
+                    src.clone(),
+                    Val::List {
+                        list,
+                        unpacked: Some(vs.clone()),
+                    },
+                );
                 vs
             }
-            Val::One(_) => return Err(self.err(n.line, format!("`{src}` has a single result; getitem cannot index it"))),
+            Val::One(_) => {
+                return Err(self.err(
+                    n.line,
+                    format!("`{src}` has a single result; getitem cannot index it"),
+                ));
+            }
         };
         let Some(&v) = usize::try_from(*i).ok().and_then(|i| items.get(i)) else {
-            return Err(self.err(n.line, format!("index {i} out of range for `{src}` with {} results", items.len())));
+            return Err(self.err(
+                n.line,
+                format!(
+                    "index {i} out of range for `{src}` with {} results",
+                    items.len()
+                ),
+            ));
         };
         if self.m.value_name(v).is_none() {
             name_value(&mut self.m, v, &n.name);
@@ -307,7 +479,9 @@ impl Cx<'_> {
         };
         let mut names = Vec::new();
         for g in [tg, fg] {
-            let FxArg::Node(g) = g else { return Err(self.err(n.line, "cond branches must be get_attr nodes")) };
+            let FxArg::Node(g) = g else {
+                return Err(self.err(n.line, "cond branches must be get_attr nodes"));
+            };
             let Some(sub) = self.subgraphs.get(g) else {
                 return Err(self.err(n.line, format!("`{g}` is not a get_attr node")));
             };
@@ -324,7 +498,10 @@ impl Cx<'_> {
                 let op = insert(
                     &mut self.m,
                     block,
-                    OperationState::new("aten._local_scalar_dense").operands([pred]).results([Type::bool()]).loc(loc.clone()),
+                    OperationState::new("aten._local_scalar_dense")
+                        .operands([pred])
+                        .results([Type::bool()])
+                        .loc(loc.clone()),
                 );
                 self.m.results(op)[0]
             }
@@ -341,12 +518,20 @@ impl Cx<'_> {
             _ => return Err(self.err(n.line, "cond operands must be a tuple of nodes")),
         };
         let count = self.getitem_max.get(&n.name).copied().unwrap_or(1).max(1) as usize;
-        let inputs: Vec<Type> = operands.iter().map(|&v| self.m.value_type(v).clone()).collect();
+        let inputs: Vec<Type> = operands
+            .iter()
+            .map(|&v| self.m.value_type(v).clone())
+            .collect();
         let outputs = vec![Type::unknown_tensor(); count];
         let fty = Type::function(inputs, outputs.clone());
         for name in &names {
             match self.declared.get(name) {
-                Some(t) if *t != fty => return Err(self.err(n.line, format!("subgraph `{name}` is called with different types"))),
+                Some(t) if *t != fty => {
+                    return Err(self.err(
+                        n.line,
+                        format!("subgraph `{name}` is called with different types"),
+                    ));
+                }
                 Some(_) => {}
                 None => {
                     let decl = OperationState::new(ir::builtin::FUNC)
@@ -360,7 +545,15 @@ impl Cx<'_> {
                 }
             }
         }
-        let if_op = insert(&mut self.m, block, OperationState::new(dialect_prim::IF).operands([pred]).results(outputs.clone()).regions(2).loc(loc.clone()));
+        let if_op = insert(
+            &mut self.m,
+            block,
+            OperationState::new(dialect_prim::IF)
+                .operands([pred])
+                .results(outputs.clone())
+                .regions(2)
+                .loc(loc.clone()),
+        );
         for (i, name) in names.iter().enumerate() {
             let region = self.m.regions(if_op)[i];
             let b = self.m.append_block(region, &[]);
@@ -374,7 +567,13 @@ impl Cx<'_> {
                     .loc(loc.clone()),
             );
             let rs = self.m.results(call).to_vec();
-            insert(&mut self.m, b, OperationState::new(dialect_prim::YIELD).operands(rs).loc(loc.clone()));
+            insert(
+                &mut self.m,
+                b,
+                OperationState::new(dialect_prim::YIELD)
+                    .operands(rs)
+                    .loc(loc.clone()),
+            );
         }
         let results = self.m.results(if_op).to_vec();
         self.define(&n.name, Val::Many(results), n.line)

@@ -13,7 +13,10 @@ pub mod torchscript;
 use std::sync::Arc;
 
 use ir::schema::{FunctionSchema, SchemaType};
-use ir::{Attribute, BlockId, Context, DType, Location, Module, OpId, OperationState, TensorType, Type, TypeKind, ValueId};
+use ir::{
+    Attribute, BlockId, Context, DType, Location, Module, OpId, OperationState, TensorType, Type,
+    TypeKind, ValueId,
+};
 
 use crate::pt2::schema::{Layout, MemoryFormat, ScalarType};
 
@@ -40,9 +43,14 @@ pub(crate) fn insert(m: &mut Module, block: BlockId, st: OperationState) -> OpId
 
 /// Checks that the context knows the dialects the importers emit.
 pub(crate) fn check_context(ctx: &Context) -> Result<(), String> {
-    for (op, dialect) in [(dialect_prim::CONSTANT, "prim"), ("aten.add.Tensor", "aten")] {
+    for (op, dialect) in [
+        (dialect_prim::CONSTANT, "prim"),
+        ("aten.add.Tensor", "aten"),
+    ] {
         if ctx.op_def(op).is_none() {
-            return Err(format!("the context does not register the `{dialect}` dialect"));
+            return Err(format!(
+                "the context does not register the `{dialect}` dialect"
+            ));
         }
     }
     Ok(())
@@ -50,7 +58,11 @@ pub(crate) fn check_context(ctx: &Context) -> Result<(), String> {
 
 /// The IR op name of an ATen overload: `aten.add.Tensor`, or `aten.relu` for `default`.
 pub(crate) fn aten_op_name(name: &str, overload: &str) -> String {
-    if overload.is_empty() || overload == "default" { format!("aten.{name}") } else { format!("aten.{name}.{overload}") }
+    if overload.is_empty() || overload == "default" {
+        format!("aten.{name}")
+    } else {
+        format!("aten.{name}.{overload}")
+    }
 }
 
 /// The schema of a registered aten op.
@@ -110,9 +122,11 @@ pub(crate) fn device_attr(kind: &str, index: Option<i64>) -> Attribute {
 pub(crate) fn type_of_schema(t: &SchemaType) -> Type {
     match t {
         SchemaType::Tensor => Type::unknown_tensor(),
-        SchemaType::Int | SchemaType::SymInt | SchemaType::ScalarType | SchemaType::Layout | SchemaType::MemoryFormat => {
-            Type::int()
-        }
+        SchemaType::Int
+        | SchemaType::SymInt
+        | SchemaType::ScalarType
+        | SchemaType::Layout
+        | SchemaType::MemoryFormat => Type::int(),
         SchemaType::Float | SchemaType::SymFloat => Type::float(),
         SchemaType::Bool | SchemaType::SymBool => Type::bool(),
         SchemaType::Str => Type::str(),
@@ -128,19 +142,32 @@ pub(crate) fn type_of_schema(t: &SchemaType) -> Type {
 /// The most precise type that every one of `types` has: itself when all agree; otherwise a
 /// tensor type keeping what they share (dtype, rank, equal dims), or `!prim.any`.
 pub(crate) fn join_types(types: &[Type]) -> Type {
-    let Some(first) = types.first() else { return Type::unknown_tensor() };
+    let Some(first) = types.first() else {
+        return Type::unknown_tensor();
+    };
     if types.iter().all(|t| t == first) {
         return first.clone();
     }
     let tensors: Option<Vec<&TensorType>> = types.iter().map(Type::as_tensor).collect();
-    let Some(tensors) = tensors else { return Type::any() };
-    let dtype = tensors[0].dtype.filter(|d| tensors.iter().all(|t| t.dtype == Some(*d)));
+    let Some(tensors) = tensors else {
+        return Type::any();
+    };
+    let dtype = tensors[0]
+        .dtype
+        .filter(|d| tensors.iter().all(|t| t.dtype == Some(*d)));
     let shape = match &tensors[0].shape {
         Some(s0) if tensors.iter().all(|t| t.rank() == Some(s0.len())) => Some(
             (0..s0.len())
                 .map(|i| {
                     let d = &s0[i];
-                    if tensors.iter().all(|t| t.shape.as_ref().is_some_and(|s| &s[i] == d)) { d.clone() } else { ir::Dim::Unknown }
+                    if tensors
+                        .iter()
+                        .all(|t| t.shape.as_ref().is_some_and(|s| &s[i] == d))
+                    {
+                        d.clone()
+                    } else {
+                        ir::Dim::Unknown
+                    }
                 })
                 .collect(),
         ),
@@ -154,7 +181,11 @@ pub(crate) fn const_type(a: &Attribute) -> Type {
     match a {
         Attribute::Array(items) => {
             let elems: Vec<Type> = items.iter().map(const_type).collect();
-            if elems.is_empty() { Type::list(Type::int()) } else { Type::list(join_types(&elems)) }
+            if elems.is_empty() {
+                Type::list(Type::int())
+            } else {
+                Type::list(join_types(&elems))
+            }
         }
         other => other.value_type().unwrap_or_else(Type::any),
     }
@@ -163,12 +194,25 @@ pub(crate) fn const_type(a: &Attribute) -> Type {
 /// `prim.Constant` of `a`.
 pub(crate) fn constant(m: &mut Module, block: BlockId, a: Attribute, loc: &Location) -> ValueId {
     let ty = const_type(&a);
-    let op = insert(m, block, OperationState::new(dialect_prim::CONSTANT).attr("value", a).results([ty]).loc(loc.clone()));
+    let op = insert(
+        m,
+        block,
+        OperationState::new(dialect_prim::CONSTANT)
+            .attr("value", a)
+            .results([ty])
+            .loc(loc.clone()),
+    );
     m.results(op)[0]
 }
 
 /// `prim.ListConstruct` of `elems`; the element type is their common type (`default` when empty).
-pub(crate) fn list_construct(m: &mut Module, block: BlockId, elems: &[ValueId], default: Type, loc: &Location) -> ValueId {
+pub(crate) fn list_construct(
+    m: &mut Module,
+    block: BlockId,
+    elems: &[ValueId],
+    default: Type,
+    loc: &Location,
+) -> ValueId {
     let types: Vec<Type> = elems.iter().map(|&v| m.value_type(v).clone()).collect();
     let elem = if types.is_empty() {
         default
@@ -180,21 +224,34 @@ pub(crate) fn list_construct(m: &mut Module, block: BlockId, elems: &[ValueId], 
     let op = insert(
         m,
         block,
-        OperationState::new(dialect_prim::LIST_CONSTRUCT).operands(elems.iter().copied()).results([Type::list(elem)]).loc(loc.clone()),
+        OperationState::new(dialect_prim::LIST_CONSTRUCT)
+            .operands(elems.iter().copied())
+            .results([Type::list(elem)])
+            .loc(loc.clone()),
     );
     m.results(op)[0]
 }
 
 /// A 0-dim tensor holding a scalar, as PyTorch wraps a number passed for a `Tensor` argument:
 /// `aten.scalar_tensor` with dtype `i64` for ints, `f64` for floats, `i1` for bools.
-pub(crate) fn scalar_tensor(m: &mut Module, block: BlockId, s: Arg, loc: &Location) -> Result<ValueId, String> {
+pub(crate) fn scalar_tensor(
+    m: &mut Module,
+    block: BlockId,
+    s: Arg,
+    loc: &Location,
+) -> Result<ValueId, String> {
     let (dtype, st) = match &s {
         Arg::Value(v) => {
             let d = match m.value_type(*v).kind() {
                 TypeKind::Int => DType::I64,
                 TypeKind::Float => DType::F64,
                 TypeKind::Bool => DType::Bool,
-                _ => return Err(format!("a value of type {} cannot stand for a tensor", m.value_type(*v))),
+                _ => {
+                    return Err(format!(
+                        "a value of type {} cannot stand for a tensor",
+                        m.value_type(*v)
+                    ));
+                }
             };
             (d, OperationState::new("aten.scalar_tensor").operands([*v]))
         }
@@ -203,13 +260,24 @@ pub(crate) fn scalar_tensor(m: &mut Module, block: BlockId, s: Arg, loc: &Locati
                 Attribute::Int(_) => DType::I64,
                 Attribute::Float(_) => DType::F64,
                 Attribute::Bool(_) => DType::Bool,
-                other => return Err(format!("a {} constant cannot stand for a tensor", other.kind_name())),
+                other => {
+                    return Err(format!(
+                        "a {} constant cannot stand for a tensor",
+                        other.kind_name()
+                    ));
+                }
             };
-            (d, OperationState::new("aten.scalar_tensor").attr("s", a.clone()))
+            (
+                d,
+                OperationState::new("aten.scalar_tensor").attr("s", a.clone()),
+            )
         }
         Arg::List(_) => return Err("a list cannot stand for a tensor".into()),
     };
-    let st = st.attr("dtype", Attribute::DType(dtype)).results([Type::tensor(dtype, &[])]).loc(loc.clone());
+    let st = st
+        .attr("dtype", Attribute::DType(dtype))
+        .results([Type::tensor(dtype, &[])])
+        .loc(loc.clone());
     let op = insert(m, block, st);
     Ok(m.results(op)[0])
 }
@@ -228,17 +296,30 @@ fn fits_fixed_size(t: &SchemaType, len: usize) -> bool {
 }
 
 /// Turns an argument into one value (materializing constants and lists).
-fn materialize(m: &mut Module, block: BlockId, a: Arg, ty: &SchemaType, loc: &Location) -> Result<ValueId, String> {
+fn materialize(
+    m: &mut Module,
+    block: BlockId,
+    a: Arg,
+    ty: &SchemaType,
+    loc: &Location,
+) -> Result<ValueId, String> {
     match a {
         Arg::Value(v) => {
-            if matches!(ty.unwrap_optional(), SchemaType::Tensor) && !m.value_type(v).is_tensor() && !matches!(m.value_type(v).kind(), TypeKind::None) {
+            if matches!(ty.unwrap_optional(), SchemaType::Tensor)
+                && !m.value_type(v).is_tensor()
+                && !matches!(m.value_type(v).kind(), TypeKind::None)
+            {
                 return scalar_tensor(m, block, Arg::Value(v), loc);
             }
             Ok(v)
         }
-        Arg::Const(Attribute::Array(items)) if is_tensor_list(ty) => {
-            materialize(m, block, Arg::List(items.iter().cloned().map(Arg::Const).collect()), ty, loc)
-        }
+        Arg::Const(Attribute::Array(items)) if is_tensor_list(ty) => materialize(
+            m,
+            block,
+            Arg::List(items.iter().cloned().map(Arg::Const).collect()),
+            ty,
+            loc,
+        ),
         Arg::Const(c) => {
             if matches!(ty.unwrap_optional(), SchemaType::Tensor) && c != Attribute::None {
                 return scalar_tensor(m, block, Arg::Const(c), loc);
@@ -254,7 +335,13 @@ fn materialize(m: &mut Module, block: BlockId, a: Arg, ty: &SchemaType, loc: &Lo
             for i in items {
                 vals.push(materialize(m, block, i, &elem_ty, loc)?);
             }
-            Ok(list_construct(m, block, &vals, type_of_schema(elem_ty.unwrap_optional()), loc))
+            Ok(list_construct(
+                m,
+                block,
+                &vals,
+                type_of_schema(elem_ty.unwrap_optional()),
+                loc,
+            ))
         }
     }
 }
@@ -282,7 +369,12 @@ pub(crate) fn emit_aten(
     metadata: Vec<(&str, Attribute)>,
 ) -> Result<OpId, String> {
     if args.len() > schema.args.len() {
-        return Err(format!("{} argument(s) given but `{}` takes {}", args.len(), schema.qualified_name(), schema.args.len()));
+        return Err(format!(
+            "{} argument(s) given but `{}` takes {}",
+            args.len(),
+            schema.qualified_name(),
+            schema.args.len()
+        ));
     }
     let mut emits = Vec::with_capacity(schema.args.len());
     for (i, sarg) in schema.args.iter().enumerate() {
@@ -291,11 +383,24 @@ pub(crate) fn emit_aten(
             None => Emit::Omit,
             // The aten verifier holds `int[N]` attributes to N (or 1) elements, while PyTorch
             // takes any length there; other lengths travel as a list operand.
-            Some(Arg::Const(Attribute::Array(items))) if !fits_fixed_size(&sarg.ty, items.len()) => Emit::Operand(
-                materialize(m, block, Arg::List(items.iter().cloned().map(Arg::Const).collect()), &sarg.ty, loc)
+            Some(Arg::Const(Attribute::Array(items)))
+                if !fits_fixed_size(&sarg.ty, items.len()) =>
+            {
+                Emit::Operand(
+                    materialize(
+                        m,
+                        block,
+                        Arg::List(items.iter().cloned().map(Arg::Const).collect()),
+                        &sarg.ty,
+                        loc,
+                    )
                     .map_err(|e| format!("argument `{}`: {e}", sarg.name))?,
-            ),
-            Some(Arg::Const(c)) if !matches!(sarg.ty.unwrap_optional(), SchemaType::Tensor) && !is_tensor_list(&sarg.ty) => {
+                )
+            }
+            Some(Arg::Const(c))
+                if !matches!(sarg.ty.unwrap_optional(), SchemaType::Tensor)
+                    && !is_tensor_list(&sarg.ty) =>
+            {
                 Emit::Attr(c)
             }
             Some(Arg::Const(Attribute::None)) => Emit::Attr(Attribute::None),
@@ -305,10 +410,16 @@ pub(crate) fn emit_aten(
                     && items.iter().all(|a| matches!(a, Arg::Const(_))) =>
             {
                 Emit::Attr(Attribute::array(
-                    items.into_iter().filter_map(|a| if let Arg::Const(c) = a { Some(c) } else { None }).collect(),
+                    items
+                        .into_iter()
+                        .filter_map(|a| if let Arg::Const(c) = a { Some(c) } else { None })
+                        .collect(),
                 ))
             }
-            Some(a) => Emit::Operand(materialize(m, block, a, &sarg.ty, loc).map_err(|e| format!("argument `{}`: {e}", sarg.name))?),
+            Some(a) => Emit::Operand(
+                materialize(m, block, a, &sarg.ty, loc)
+                    .map_err(|e| format!("argument `{}`: {e}", sarg.name))?,
+            ),
         };
         emits.push(e);
     }
@@ -323,15 +434,18 @@ pub(crate) fn emit_aten(
         }
     }
     let last_operand = emits.iter().rposition(|e| matches!(e, Emit::Operand(_)));
-    let mut st = OperationState::new(op_name).results(results).loc(loc.clone());
+    let mut st = OperationState::new(op_name)
+        .results(results)
+        .loc(loc.clone());
     for (i, (sarg, e)) in schema.args.iter().zip(emits).enumerate() {
         match e {
             Emit::Operand(v) => st = st.operands([v]),
             Emit::Attr(a) => st = st.attr(&sarg.name, a),
             Emit::Omit if last_operand.is_some_and(|l| i < l) => {
                 let a = match &sarg.default {
-                    Some(d) => dialect_aten::default_attribute(d, &sarg.ty)
-                        .ok_or_else(|| format!("default of argument `{}` cannot be represented", sarg.name))?,
+                    Some(d) => dialect_aten::default_attribute(d, &sarg.ty).ok_or_else(|| {
+                        format!("default of argument `{}` cannot be represented", sarg.name)
+                    })?,
                     None if matches!(sarg.ty, SchemaType::Optional(_)) => Attribute::None,
                     None => return Err(format!("argument `{}` is missing", sarg.name)),
                 };
@@ -355,28 +469,45 @@ pub(crate) fn emit_aten(
 /// PyTorch's), or just `loc("node")` without a trace.
 pub(crate) fn trace_location(node: &str, stack_trace: Option<&str>) -> Location {
     let frames: Vec<(String, u32)> = stack_trace.map(parse_frames).unwrap_or_default();
-    let user = frames.iter().find(|(f, _)| is_user_file(f)).or_else(|| frames.last());
+    let user = frames
+        .iter()
+        .find(|(f, _)| is_user_file(f))
+        .or_else(|| frames.last());
     let child = user.map(|(f, l)| Arc::new(Location::file(f, *l, 0)));
     if node.is_empty() {
         return child.map(|c| (*c).clone()).unwrap_or_default();
     }
-    Location::Name { name: node.into(), child }
+    Location::Name {
+        name: node.into(),
+        child,
+    }
 }
 
 /// Whether a frame's file is the user's code rather than PyTorch's or generated code.
 fn is_user_file(f: &str) -> bool {
-    !(f.starts_with('<') || f.starts_with("torch/") || f.contains("/torch/") || f.contains("site-packages/"))
+    !(f.starts_with('<')
+        || f.starts_with("torch/")
+        || f.contains("/torch/")
+        || f.contains("site-packages/"))
 }
 
 /// `File "x.py", line 12, in f` frames of a Python traceback.
 fn parse_frames(trace: &str) -> Vec<(String, u32)> {
     let mut out = Vec::new();
     for line in trace.lines() {
-        let Some(rest) = line.trim_start().strip_prefix("File \"") else { continue };
+        let Some(rest) = line.trim_start().strip_prefix("File \"") else {
+            continue;
+        };
         let Some(end) = rest.find('"') else { continue };
         let file = &rest[..end];
         let after = &rest[end + 1..];
-        let Some(num) = after.trim_start_matches(',').trim_start().strip_prefix("line ") else { continue };
+        let Some(num) = after
+            .trim_start_matches(',')
+            .trim_start()
+            .strip_prefix("line ")
+        else {
+            continue;
+        };
         let digits: String = num.chars().take_while(char::is_ascii_digit).collect();
         if let Ok(n) = digits.parse() {
             out.push((file.to_string(), n));
@@ -389,8 +520,9 @@ fn parse_frames(trace: &str) -> Vec<(String, u32)> {
 pub(crate) fn printable_name(name: &str) -> Option<&str> {
     let mut chars = name.chars();
     let c0 = chars.next()?;
-    ((c0.is_ascii_alphabetic() || matches!(c0, '_' | '$' | '.' | '-')) && chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '$' | '.' | '-')))
-        .then_some(name)
+    ((c0.is_ascii_alphabetic() || matches!(c0, '_' | '$' | '.' | '-'))
+        && chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '$' | '.' | '-')))
+    .then_some(name)
 }
 
 /// Sets the printed name of `v` when `name` is a valid one.
@@ -412,9 +544,15 @@ mod tests {
     #[test]
     fn stack_traces_pick_user_frames() {
         let t = "File \"torch/nn/modules/linear.py\", line 134, in forward\n    x\n  File \"model.py\", line 20, in forward\n    y";
-        assert_eq!(trace_location("", Some(t)), Location::file("model.py", 20, 0));
+        assert_eq!(
+            trace_location("", Some(t)),
+            Location::file("model.py", 20, 0)
+        );
         let t = "File \"fixture_models.py\", line 105, in forward\n  File \"<eval_with_key>.167\", line 10, in forward";
-        assert_eq!(trace_location("", Some(t)), Location::file("fixture_models.py", 105, 0));
+        assert_eq!(
+            trace_location("", Some(t)),
+            Location::file("fixture_models.py", 105, 0)
+        );
         assert_eq!(trace_location("n", None), Location::name("n"));
     }
 

@@ -6,15 +6,22 @@ use std::path::Path;
 use std::sync::Arc;
 
 use ir::schema::SchemaType;
-use ir::{Attribute, BlockId, Context, Dim, Location, Module, OperationState, TensorType, Type, TypeKind, ValueId};
+use ir::{
+    Attribute, BlockId, Context, Dim, Location, Module, OperationState, TensorType, Type, TypeKind,
+    ValueId,
+};
 
-use super::{Arg, aten_op_name, aten_schema, check_context, device_attr, dtype_of, emit_aten, insert, join_types, layout_code, memory_format_code, name_value, srepr_to_text, trace_location, type_of_schema, verify_module};
+use super::{
+    Arg, aten_op_name, aten_schema, check_context, device_attr, dtype_of, emit_aten, insert,
+    join_types, layout_code, memory_format_code, name_value, srepr_to_text, trace_location,
+    type_of_schema, verify_module,
+};
 use crate::ImportError;
 use crate::program::{self, Program, TreeSpec, Weight, Weights};
 use crate::pt2::Pt2Archive;
 use crate::pt2::schema::{
-    Argument, ExportedProgram, Graph, InputSpec, Node, OptionalTensorArgument, OutputSpec, SymBoolArgument, SymExpr,
-    SymFloatArgument, SymInt, SymIntArgument,
+    Argument, ExportedProgram, Graph, InputSpec, Node, OptionalTensorArgument, OutputSpec,
+    SymBoolArgument, SymExpr, SymFloatArgument, SymInt, SymIntArgument,
 };
 
 /// Imports an open `.pt2` archive: converts its program and indexes its weights, which stay in
@@ -24,34 +31,70 @@ pub fn import(ctx: &Context, archive: Arc<Pt2Archive>) -> Result<Program, Import
     let module = convert_program(ctx, archive.program(), &path)?;
     let mut weights = Weights::new();
     for (name, info) in archive.weights().chain(archive.constants()) {
-        let dtype = dtype_of(info.dtype)
-            .ok_or_else(|| program::weight_error(&path, name, format!("unsupported dtype {}", info.dtype.torch_name())))?;
-        let to_i64 = |v: &[u64]| v.iter().map(|&x| i64::try_from(x)).collect::<Result<Vec<_>, _>>();
-        let (Ok(sizes), Ok(strides), Ok(offset)) =
-            (to_i64(&info.sizes), to_i64(&info.strides), i64::try_from(info.storage_offset))
-        else {
+        let dtype = dtype_of(info.dtype).ok_or_else(|| {
+            program::weight_error(
+                &path,
+                name,
+                format!("unsupported dtype {}", info.dtype.torch_name()),
+            )
+        })?;
+        let to_i64 = |v: &[u64]| {
+            v.iter()
+                .map(|&x| i64::try_from(x))
+                .collect::<Result<Vec<_>, _>>()
+        };
+        let (Ok(sizes), Ok(strides), Ok(offset)) = (
+            to_i64(&info.sizes),
+            to_i64(&info.strides),
+            i64::try_from(info.storage_offset),
+        ) else {
             return Err(program::weight_error(&path, name, "sizes out of range"));
         };
-        let w = Weight { dtype, sizes, strides, storage_offset: offset, source: program::pt2_source(&archive, name) };
-        weights.insert(name, w).map_err(|e| program::weight_error(&path, name, e))?;
+        let w = Weight {
+            dtype,
+            sizes,
+            strides,
+            storage_offset: offset,
+            source: program::pt2_source(&archive, name),
+        };
+        weights
+            .insert(name, w)
+            .map_err(|e| program::weight_error(&path, name, e))?;
     }
     Ok(Program { module, weights })
 }
 
 /// Converts a deserialized program to a verified module (`path` only names the input in errors).
-pub fn convert_program(ctx: &Context, program: &ExportedProgram, path: &Path) -> Result<Module, ImportError> {
-    let err = |at: &str, message: String| ImportError::Convert { path: path.to_path_buf(), at: at.to_string(), message };
+pub fn convert_program(
+    ctx: &Context,
+    program: &ExportedProgram,
+    path: &Path,
+) -> Result<Module, ImportError> {
+    let err = |at: &str, message: String| ImportError::Convert {
+        path: path.to_path_buf(),
+        at: at.to_string(),
+        message,
+    };
     check_context(ctx).map_err(|e| err("program", e))?;
     let gm = &program.graph_module;
     let graph = &gm.graph;
-    let mut cx = Cx { ctx, path, m: Module::new(), scopes: vec![HashMap::new()] };
+    let mut cx = Cx {
+        ctx,
+        path,
+        m: Module::new(),
+        scopes: vec![HashMap::new()],
+    };
 
     // Arguments: one per graph input, described by the input spec at the same position.
     let specs = &gm.signature.input_specs;
     if specs.len() != graph.inputs.len() {
         return Err(err(
             "signature",
-            format!("{} input specs for {} graph inputs", specs.len(), graph.inputs.len()),
+            format!(
+                "{} input specs for {} graph inputs",
+                specs.len(),
+                graph.inputs.len()
+            ),
         ));
     }
     let mut arg_types = Vec::new();
@@ -60,7 +103,10 @@ pub fn convert_program(ctx: &Context, program: &ExportedProgram, path: &Path) ->
     for (input, spec) in graph.inputs.iter().zip(specs) {
         let (name, ty) = cx.input_type(graph, input)?;
         let attrs: Vec<(Arc<str>, Attribute)> = match spec {
-            InputSpec::Parameter(p) => vec![(program::ATTR_PARAM.into(), Attribute::str(&p.parameter_name))],
+            InputSpec::Parameter(p) => vec![(
+                program::ATTR_PARAM.into(),
+                Attribute::str(&p.parameter_name),
+            )],
             InputSpec::Buffer(b) => {
                 let mut v = vec![(program::ATTR_BUFFER.into(), Attribute::str(&b.buffer_name))];
                 if !b.persistent {
@@ -68,10 +114,19 @@ pub fn convert_program(ctx: &Context, program: &ExportedProgram, path: &Path) ->
                 }
                 v
             }
-            InputSpec::TensorConstant(c) => vec![(program::ATTR_CONSTANT.into(), Attribute::str(&c.tensor_constant_name))],
-            InputSpec::UserInput(_) | InputSpec::ConstantInput(_) => vec![(program::ATTR_INPUT.into(), Attribute::str(&name))],
-            InputSpec::CustomObj(_) => return Err(err(&name, "custom object inputs are not supported".into())),
-            InputSpec::Token(_) => return Err(err(&name, "effect token inputs are not supported".into())),
+            InputSpec::TensorConstant(c) => vec![(
+                program::ATTR_CONSTANT.into(),
+                Attribute::str(&c.tensor_constant_name),
+            )],
+            InputSpec::UserInput(_) | InputSpec::ConstantInput(_) => {
+                vec![(program::ATTR_INPUT.into(), Attribute::str(&name))]
+            }
+            InputSpec::CustomObj(_) => {
+                return Err(err(&name, "custom object inputs are not supported".into()));
+            }
+            InputSpec::Token(_) => {
+                return Err(err(&name, "effect token inputs are not supported".into()));
+            }
         };
         arg_types.push(ty);
         arg_names.push(name);
@@ -91,7 +146,11 @@ pub fn convert_program(ctx: &Context, program: &ExportedProgram, path: &Path) ->
     if out_specs.len() != graph.outputs.len() {
         return Err(err(
             "signature",
-            format!("{} output specs for {} graph outputs", out_specs.len(), graph.outputs.len()),
+            format!(
+                "{} output specs for {} graph outputs",
+                out_specs.len(),
+                graph.outputs.len()
+            ),
         ));
     }
     let mut results = Vec::new();
@@ -104,21 +163,49 @@ pub fn convert_program(ctx: &Context, program: &ExportedProgram, path: &Path) ->
             _ => String::new(),
         };
         let attr = match spec {
-            OutputSpec::UserOutput(_) | OutputSpec::LossOutput(_) => (program::ATTR_OUTPUT, out_name),
-            OutputSpec::BufferMutation(b) => (program::ATTR_BUFFER_MUTATION, b.buffer_name.clone()),
-            OutputSpec::ParameterMutation(p) => (program::ATTR_PARAM_MUTATION, p.parameter_name.clone()),
-            OutputSpec::UserInputMutation(u) => (program::ATTR_INPUT_MUTATION, u.user_input_name.clone()),
-            OutputSpec::GradientToParameter(_) | OutputSpec::GradientToUserInput(_) => {
-                return Err(err("graph outputs", "gradient outputs of joint graphs are not supported".into()));
+            OutputSpec::UserOutput(_) | OutputSpec::LossOutput(_) => {
+                (program::ATTR_OUTPUT, out_name)
             }
-            OutputSpec::Token(_) => return Err(err("graph outputs", "effect token outputs are not supported".into())),
+            OutputSpec::BufferMutation(b) => (program::ATTR_BUFFER_MUTATION, b.buffer_name.clone()),
+            OutputSpec::ParameterMutation(p) => {
+                (program::ATTR_PARAM_MUTATION, p.parameter_name.clone())
+            }
+            OutputSpec::UserInputMutation(u) => {
+                (program::ATTR_INPUT_MUTATION, u.user_input_name.clone())
+            }
+            OutputSpec::GradientToParameter(_) | OutputSpec::GradientToUserInput(_) => {
+                return Err(err(
+                    "graph outputs",
+                    "gradient outputs of joint graphs are not supported".into(),
+                ));
+            }
+            OutputSpec::Token(_) => {
+                return Err(err(
+                    "graph outputs",
+                    "effect token outputs are not supported".into(),
+                ));
+            }
         };
         results.push(v);
-        res_attrs.push(Attribute::dict(vec![(attr.0.into(), Attribute::str(&attr.1))]));
+        res_attrs.push(Attribute::dict(vec![(
+            attr.0.into(),
+            Attribute::str(&attr.1),
+        )]));
     }
-    let result_types: Vec<Type> = results.iter().map(|&v| cx.m.value_type(v).clone()).collect();
-    insert(&mut cx.m, entry, OperationState::new(ir::builtin::RETURN).operands(results));
-    cx.m.set_attr(func, ir::builtin::FUNCTION_TYPE, Attribute::Type(Type::function(arg_types, result_types)));
+    let result_types: Vec<Type> = results
+        .iter()
+        .map(|&v| cx.m.value_type(v).clone())
+        .collect();
+    insert(
+        &mut cx.m,
+        entry,
+        OperationState::new(ir::builtin::RETURN).operands(results),
+    );
+    cx.m.set_attr(
+        func,
+        ir::builtin::FUNCTION_TYPE,
+        Attribute::Type(Type::function(arg_types, result_types)),
+    );
     if !arg_attrs.is_empty() {
         cx.m.set_attr(func, ir::builtin::ARG_ATTRS, Attribute::array(arg_attrs));
     }
@@ -129,7 +216,14 @@ pub fn convert_program(ctx: &Context, program: &ExportedProgram, path: &Path) ->
     // Module attributes.
     let mut m = cx.m;
     let top = m.top();
-    m.set_attr(top, program::ATTR_SCHEMA_VERSION, Attribute::str(&format!("{}.{}", program.schema_version.major, program.schema_version.minor)));
+    m.set_attr(
+        top,
+        program::ATTR_SCHEMA_VERSION,
+        Attribute::str(&format!(
+            "{}.{}",
+            program.schema_version.major, program.schema_version.minor
+        )),
+    );
     let mut ranges = Vec::new();
     for (sym, rc) in &program.range_constraints {
         let lo = rc.min_val.map(Attribute::Int).unwrap_or(Attribute::None);
@@ -138,14 +232,30 @@ pub fn convert_program(ctx: &Context, program: &ExportedProgram, path: &Path) ->
         bounds.extend(hi);
         ranges.push((Arc::from(sym.as_str()), Attribute::array(bounds)));
     }
-    m.set_attr(top, program::ATTR_RANGE_CONSTRAINTS, Attribute::dict(ranges));
-    if let Some(sig) = gm.module_call_graph.iter().find(|e| e.fqn.is_empty()).and_then(|e| e.signature.as_ref()) {
-        for (attr, text) in [(program::ATTR_IN_SPEC, &sig.in_spec), (program::ATTR_OUT_SPEC, &sig.out_spec)] {
-            let spec = TreeSpec::from_pytorch_json(text).map_err(|e| err("module call graph", format!("bad pytree spec: {e}")))?;
+    m.set_attr(
+        top,
+        program::ATTR_RANGE_CONSTRAINTS,
+        Attribute::dict(ranges),
+    );
+    if let Some(sig) = gm
+        .module_call_graph
+        .iter()
+        .find(|e| e.fqn.is_empty())
+        .and_then(|e| e.signature.as_ref())
+    {
+        for (attr, text) in [
+            (program::ATTR_IN_SPEC, &sig.in_spec),
+            (program::ATTR_OUT_SPEC, &sig.out_spec),
+        ] {
+            let spec = TreeSpec::from_pytorch_json(text)
+                .map_err(|e| err("module call graph", format!("bad pytree spec: {e}")))?;
             m.set_attr(top, attr, Attribute::str(&spec.to_string()));
         }
     }
-    verify_module(ctx, &m).map_err(|message| ImportError::Verify { path: path.to_path_buf(), message })?;
+    verify_module(ctx, &m).map_err(|message| ImportError::Verify {
+        path: path.to_path_buf(),
+        message,
+    })?;
     Ok(m)
 }
 
@@ -174,20 +284,31 @@ fn tensor_type(graph: &Graph, name: &str) -> Option<Type> {
             SymInt::AsExpr(e) => sym_dim(e),
         })
         .collect();
-    Some(Type::tensor_of(TensorType { dtype: dtype_of(meta.dtype), shape: Some(dims) }))
+    Some(Type::tensor_of(TensorType {
+        dtype: dtype_of(meta.dtype),
+        shape: Some(dims),
+    }))
 }
 
 impl Cx<'_> {
     fn err(&self, at: &str, message: impl Into<String>) -> ImportError {
-        ImportError::Convert { path: self.path.to_path_buf(), at: at.to_string(), message: message.into() }
+        ImportError::Convert {
+            path: self.path.to_path_buf(),
+            at: at.to_string(),
+            message: message.into(),
+        }
     }
 
     fn lookup(&self, name: &str, at: &str) -> Result<ValueId, ImportError> {
-        self.scopes.iter().rev().find_map(|s| s.get(name).copied()).ok_or_else(|| ImportError::UndefinedValue {
-            path: self.path.to_path_buf(),
-            at: at.to_string(),
-            name: name.to_string(),
-        })
+        self.scopes
+            .iter()
+            .rev()
+            .find_map(|s| s.get(name).copied())
+            .ok_or_else(|| ImportError::UndefinedValue {
+                path: self.path.to_path_buf(),
+                at: at.to_string(),
+                name: name.to_string(),
+            })
     }
 
     fn define(&mut self, name: &str, v: ValueId, at: &str) -> Result<(), ImportError> {
@@ -200,7 +321,11 @@ impl Cx<'_> {
             message: "no open scope".into(),
         })?;
         if scope.insert(name.to_string(), v).is_some() {
-            return Err(ImportError::DuplicateValue { path: self.path.to_path_buf(), at: at.to_string(), name: name.to_string() });
+            return Err(ImportError::DuplicateValue {
+                path: self.path.to_path_buf(),
+                at: at.to_string(),
+                name: name.to_string(),
+            });
         }
         Ok(())
     }
@@ -208,16 +333,27 @@ impl Cx<'_> {
     /// Name and type of a graph input.
     fn input_type(&self, graph: &Graph, input: &Argument) -> Result<(String, Type), ImportError> {
         Ok(match input {
-            Argument::AsTensor(t) => (t.name.clone(), tensor_type(graph, &t.name).unwrap_or_else(Type::unknown_tensor)),
+            Argument::AsTensor(t) => (
+                t.name.clone(),
+                tensor_type(graph, &t.name).unwrap_or_else(Type::unknown_tensor),
+            ),
             Argument::AsSymInt(SymIntArgument::AsName(n)) => (n.clone(), Type::int()),
             Argument::AsSymBool(SymBoolArgument::AsName(n)) => (n.clone(), Type::bool()),
             Argument::AsSymFloat(SymFloatArgument::AsName(n)) => (n.clone(), Type::float()),
-            other => return Err(self.err("graph inputs", format!("unsupported graph input {other:?}"))),
+            other => {
+                return Err(self.err("graph inputs", format!("unsupported graph input {other:?}")));
+            }
         })
     }
 
     /// The value a graph output refers to (materializing constants).
-    fn output_value(&mut self, out: &Argument, block: BlockId, loc: &Location, at: &str) -> Result<ValueId, ImportError> {
+    fn output_value(
+        &mut self,
+        out: &Argument,
+        block: BlockId,
+        loc: &Location,
+        at: &str,
+    ) -> Result<ValueId, ImportError> {
         let a = self.arg(out, at)?;
         match a {
             Arg::Value(v) => Ok(v),
@@ -255,32 +391,48 @@ impl Cx<'_> {
         Ok(match a {
             Argument::AsNone(_) => Arg::Const(Attribute::None),
             Argument::AsTensor(t) => Arg::Value(self.lookup(&t.name, at)?),
-            Argument::AsTensors(ts) => {
-                Arg::List(ts.iter().map(|t| self.lookup(&t.name, at).map(Arg::Value)).collect::<Result<_, _>>()?)
-            }
+            Argument::AsTensors(ts) => Arg::List(
+                ts.iter()
+                    .map(|t| self.lookup(&t.name, at).map(Arg::Value))
+                    .collect::<Result<_, _>>()?,
+            ),
             Argument::AsInt(i) => Arg::Const(Attribute::Int(*i)),
             Argument::AsInts(v) => Arg::Const(Attribute::ints(v)),
             Argument::AsFloat(f) => Arg::Const(Attribute::float(*f)),
-            Argument::AsFloats(v) => Arg::Const(Attribute::array(v.iter().map(|&f| Attribute::float(f)).collect())),
+            Argument::AsFloats(v) => Arg::Const(Attribute::array(
+                v.iter().map(|&f| Attribute::float(f)).collect(),
+            )),
             Argument::AsString(s) => Arg::Const(Attribute::str(s)),
-            Argument::AsStrings(v) => Arg::Const(Attribute::array(v.iter().map(|s| Attribute::str(s)).collect())),
+            Argument::AsStrings(v) => Arg::Const(Attribute::array(
+                v.iter().map(|s| Attribute::str(s)).collect(),
+            )),
             Argument::AsSymInt(s) => sym_int(s)?,
             Argument::AsSymInts(v) => Arg::List(v.iter().map(sym_int).collect::<Result<_, _>>()?),
             Argument::AsScalarType(st) => {
-                Arg::Const(Attribute::DType(dtype_of(*st).ok_or_else(|| self.err(at, format!("unsupported dtype {}", st.torch_name())))?))
+                Arg::Const(Attribute::DType(dtype_of(*st).ok_or_else(|| {
+                    self.err(at, format!("unsupported dtype {}", st.torch_name()))
+                })?))
             }
             Argument::AsMemoryFormat(f) => Arg::Const(Attribute::Int(memory_format_code(*f))),
             Argument::AsLayout(l) => Arg::Const(Attribute::Int(layout_code(*l))),
             Argument::AsDevice(d) => Arg::Const(device_attr(&d.kind, d.index)),
             Argument::AsBool(b) => Arg::Const(Attribute::Bool(*b)),
-            Argument::AsBools(v) => Arg::Const(Attribute::array(v.iter().map(|&b| Attribute::Bool(b)).collect())),
+            Argument::AsBools(v) => Arg::Const(Attribute::array(
+                v.iter().map(|&b| Attribute::Bool(b)).collect(),
+            )),
             Argument::AsSymBool(s) => sym_bool(s)?,
             Argument::AsSymBools(v) => Arg::List(v.iter().map(sym_bool).collect::<Result<_, _>>()?),
             Argument::AsSymFloat(s) => sym_float(s)?,
-            Argument::AsSymFloats(v) => Arg::List(v.iter().map(sym_float).collect::<Result<_, _>>()?),
-            Argument::AsOptionalTensors(v) => Arg::List(v.iter().map(opt_tensor).collect::<Result<_, _>>()?),
+            Argument::AsSymFloats(v) => {
+                Arg::List(v.iter().map(sym_float).collect::<Result<_, _>>()?)
+            }
+            Argument::AsOptionalTensors(v) => {
+                Arg::List(v.iter().map(opt_tensor).collect::<Result<_, _>>()?)
+            }
             Argument::AsOptionalTensor(o) => opt_tensor(o)?,
-            Argument::AsIntLists(v) => Arg::Const(Attribute::array(v.iter().map(|l| Attribute::ints(l)).collect())),
+            Argument::AsIntLists(v) => Arg::Const(Attribute::array(
+                v.iter().map(|l| Attribute::ints(l)).collect(),
+            )),
             other => {
                 let kind = format!("{other:?}");
                 let kind = kind.split('(').next().unwrap_or("argument").to_string();
@@ -296,8 +448,17 @@ impl Cx<'_> {
         Ok(())
     }
 
-    fn convert_node(&mut self, graph: &Graph, node: &Node, block: BlockId) -> Result<(), ImportError> {
-        let name = node.name.clone().or_else(|| first_output_name(node)).unwrap_or_default();
+    fn convert_node(
+        &mut self,
+        graph: &Graph,
+        node: &Node,
+        block: BlockId,
+    ) -> Result<(), ImportError> {
+        let name = node
+            .name
+            .clone()
+            .or_else(|| first_output_name(node))
+            .unwrap_or_default();
         let at = format!("node `{name}`");
         let loc = trace_location(&name, node.stack_trace());
         let mut metadata = Vec::new();
@@ -319,7 +480,9 @@ impl Cx<'_> {
         match target {
             "torch.ops.higher_order.cond" => self.convert_cond(node, block, &at, &loc),
             _ => {
-                let op = target.strip_prefix("_operator.").or_else(|| target.strip_prefix("operator."));
+                let op = target
+                    .strip_prefix("_operator.")
+                    .or_else(|| target.strip_prefix("operator."));
                 let prim = match op {
                     Some("add") => "prim.add",
                     Some("sub") => "prim.sub",
@@ -341,13 +504,31 @@ impl Cx<'_> {
     }
 
     fn unknown(&self, node: &str, target: &str) -> ImportError {
-        ImportError::UnknownTarget { path: self.path.to_path_buf(), node: node.to_string(), target: target.to_string() }
+        ImportError::UnknownTarget {
+            path: self.path.to_path_buf(),
+            node: node.to_string(),
+            target: target.to_string(),
+        }
     }
 
     /// `operator.add` and friends on SymInts: `prim.add` … producing `i64` (`i1` for comparisons).
-    fn convert_sym_binary(&mut self, node: &Node, block: BlockId, prim: &str, at: &str, loc: &Location) -> Result<(), ImportError> {
+    fn convert_sym_binary(
+        &mut self,
+        node: &Node,
+        block: BlockId,
+        prim: &str,
+        at: &str,
+        loc: &Location,
+    ) -> Result<(), ImportError> {
         if node.inputs.len() != 2 {
-            return Err(self.err(at, format!("`{}` takes 2 arguments, given {}", node.target, node.inputs.len())));
+            return Err(self.err(
+                at,
+                format!(
+                    "`{}` takes 2 arguments, given {}",
+                    node.target,
+                    node.inputs.len()
+                ),
+            ));
         }
         let mut operands = Vec::new();
         for input in &node.inputs {
@@ -357,16 +538,31 @@ impl Cx<'_> {
                 _ => return Err(self.err(at, format!("`{}` takes integers", node.target))),
             };
             if *self.m.value_type(v).kind() != TypeKind::Int {
-                return Err(self.err(at, format!("`{}` takes integers, given {}", node.target, self.m.value_type(v))));
+                return Err(self.err(
+                    at,
+                    format!(
+                        "`{}` takes integers, given {}",
+                        node.target,
+                        self.m.value_type(v)
+                    ),
+                ));
             }
             operands.push(v);
         }
         let compare = dialect_prim::SYMINT_COMPARE.iter().any(|(n, _)| *n == prim);
         let ty = if compare { Type::bool() } else { Type::int() };
-        let op = insert(&mut self.m, block, OperationState::new(prim).operands(operands).results([ty]).loc(loc.clone()));
+        let op = insert(
+            &mut self.m,
+            block,
+            OperationState::new(prim)
+                .operands(operands)
+                .results([ty])
+                .loc(loc.clone()),
+        );
         let r = self.m.results(op)[0];
         let out = match node.outputs.as_slice() {
-            [Argument::AsSymInt(SymIntArgument::AsName(n))] | [Argument::AsSymBool(SymBoolArgument::AsName(n))] => n.clone(),
+            [Argument::AsSymInt(SymIntArgument::AsName(n))]
+            | [Argument::AsSymBool(SymBoolArgument::AsName(n))] => n.clone(),
             _ => return Err(self.err(at, "expected one SymInt output")),
         };
         name_value(&mut self.m, r, &out);
@@ -388,12 +584,26 @@ impl Cx<'_> {
         // Bind node inputs to schema arguments: by name, else by position.
         let mut args: Vec<Option<Arg>> = vec![None; schema.args.len()];
         for (pos, input) in node.inputs.iter().enumerate() {
-            let idx = schema.args.iter().position(|a| a.name == input.name).or_else(|| input.name.is_empty().then_some(pos));
+            let idx = schema
+                .args
+                .iter()
+                .position(|a| a.name == input.name)
+                .or_else(|| input.name.is_empty().then_some(pos));
             let Some(idx) = idx.filter(|&i| i < args.len()) else {
-                return Err(self.err(at, format!("`{}` has no argument `{}`", schema.qualified_name(), input.name)));
+                return Err(self.err(
+                    at,
+                    format!(
+                        "`{}` has no argument `{}`",
+                        schema.qualified_name(),
+                        input.name
+                    ),
+                ));
             };
             if args[idx].is_some() {
-                return Err(self.err(at, format!("argument `{}` is given twice", schema.args[idx].name)));
+                return Err(self.err(
+                    at,
+                    format!("argument `{}` is given twice", schema.args[idx].name),
+                ));
             }
             args[idx] = Some(self.arg(&input.arg, at)?);
         }
@@ -402,19 +612,30 @@ impl Cx<'_> {
         }
 
         // One result per schema return; a `Tensor[]` return is one list, unpacked below.
-        let list_return = schema.returns.len() == 1 && matches!(schema.returns[0].ty, SchemaType::List { .. });
+        let list_return =
+            schema.returns.len() == 1 && matches!(schema.returns[0].ty, SchemaType::List { .. });
         let mut slots: Vec<(String, Type)> = Vec::new();
         let mut unpack: Vec<(String, Type)> = Vec::new();
         if list_return {
             let names: Vec<String> = match node.outputs.as_slice() {
                 [Argument::AsTensors(ts)] => ts.iter().map(|t| t.name.clone()).collect(),
-                outs => outs.iter().filter_map(|o| o.as_tensor_name().map(str::to_string)).collect(),
+                outs => outs
+                    .iter()
+                    .filter_map(|o| o.as_tensor_name().map(str::to_string))
+                    .collect(),
             };
             for n in &names {
-                unpack.push((n.clone(), tensor_type(graph, n).unwrap_or_else(Type::unknown_tensor)));
+                unpack.push((
+                    n.clone(),
+                    tensor_type(graph, n).unwrap_or_else(Type::unknown_tensor),
+                ));
             }
             let elem_types: Vec<Type> = unpack.iter().map(|(_, t)| t.clone()).collect();
-            let elem = if elem_types.is_empty() { Type::unknown_tensor() } else { join_types(&elem_types) };
+            let elem = if elem_types.is_empty() {
+                Type::unknown_tensor()
+            } else {
+                join_types(&elem_types)
+            };
             for u in &mut unpack {
                 u.1 = elem.clone();
             }
@@ -425,11 +646,22 @@ impl Cx<'_> {
                 .iter()
                 .flat_map(|o| -> Vec<Option<(String, Option<Type>)>> {
                     match o {
-                        Argument::AsTensor(t) => vec![Some((t.name.clone(), tensor_type(graph, &t.name)))],
-                        Argument::AsTensors(ts) => ts.iter().map(|t| Some((t.name.clone(), tensor_type(graph, &t.name)))).collect(),
-                        Argument::AsSymInt(SymIntArgument::AsName(n)) => vec![Some((n.clone(), Some(Type::int())))],
-                        Argument::AsSymBool(SymBoolArgument::AsName(n)) => vec![Some((n.clone(), Some(Type::bool())))],
-                        Argument::AsSymFloat(SymFloatArgument::AsName(n)) => vec![Some((n.clone(), Some(Type::float())))],
+                        Argument::AsTensor(t) => {
+                            vec![Some((t.name.clone(), tensor_type(graph, &t.name)))]
+                        }
+                        Argument::AsTensors(ts) => ts
+                            .iter()
+                            .map(|t| Some((t.name.clone(), tensor_type(graph, &t.name))))
+                            .collect(),
+                        Argument::AsSymInt(SymIntArgument::AsName(n)) => {
+                            vec![Some((n.clone(), Some(Type::int())))]
+                        }
+                        Argument::AsSymBool(SymBoolArgument::AsName(n)) => {
+                            vec![Some((n.clone(), Some(Type::bool())))]
+                        }
+                        Argument::AsSymFloat(SymFloatArgument::AsName(n)) => {
+                            vec![Some((n.clone(), Some(Type::float())))]
+                        }
                         _ => vec![None],
                     }
                 })
@@ -437,11 +669,22 @@ impl Cx<'_> {
             if flat.len() != schema.returns.len() && !schema.is_varret {
                 return Err(self.err(
                     at,
-                    format!("{} output(s) for `{}`, which returns {}", flat.len(), schema.qualified_name(), schema.returns.len()),
+                    format!(
+                        "{} output(s) for `{}`, which returns {}",
+                        flat.len(),
+                        schema.qualified_name(),
+                        schema.returns.len()
+                    ),
                 ));
             }
             for (i, f) in flat.into_iter().enumerate() {
-                let fallback = || schema.returns.get(i).map(|r| type_of_schema(&r.ty)).unwrap_or_else(Type::unknown_tensor);
+                let fallback = || {
+                    schema
+                        .returns
+                        .get(i)
+                        .map(|r| type_of_schema(&r.ty))
+                        .unwrap_or_else(Type::unknown_tensor)
+                };
                 match f {
                     Some((n, t)) => slots.push((n, t.unwrap_or_else(fallback))),
                     None => slots.push((String::new(), fallback())),
@@ -449,7 +692,17 @@ impl Cx<'_> {
             }
         }
         let types: Vec<Type> = slots.iter().map(|(_, t)| t.clone()).collect();
-        let op = emit_aten(&mut self.m, block, op_name, schema, args, types, loc, metadata).map_err(|e| self.err(at, e))?;
+        let op = emit_aten(
+            &mut self.m,
+            block,
+            op_name,
+            schema,
+            args,
+            types,
+            loc,
+            metadata,
+        )
+        .map_err(|e| self.err(at, e))?;
         let results = self.m.results(op).to_vec();
         for ((n, _), &r) in slots.iter().zip(&results) {
             if !n.is_empty() {
@@ -462,7 +715,10 @@ impl Cx<'_> {
             let op = insert(
                 &mut self.m,
                 block,
-                OperationState::new(dialect_prim::LIST_UNPACK).operands([results[0]]).results(elem_types).loc(loc.clone()),
+                OperationState::new(dialect_prim::LIST_UNPACK)
+                    .operands([results[0]])
+                    .results(elem_types)
+                    .loc(loc.clone()),
             );
             let values = self.m.results(op).to_vec();
             for ((n, _), v) in unpack.iter().zip(values) {
@@ -475,9 +731,18 @@ impl Cx<'_> {
 
     /// `torch.ops.higher_order.cond(pred, true_graph, false_graph, operands)`: `prim.If` whose
     /// regions inline the two subgraphs with their inputs bound to the operands.
-    fn convert_cond(&mut self, node: &Node, block: BlockId, at: &str, loc: &Location) -> Result<(), ImportError> {
+    fn convert_cond(
+        &mut self,
+        node: &Node,
+        block: BlockId,
+        at: &str,
+        loc: &Location,
+    ) -> Result<(), ImportError> {
         let [pred, t, f, operands] = node.inputs.as_slice() else {
-            return Err(self.err(at, format!("cond takes 4 arguments, given {}", node.inputs.len())));
+            return Err(self.err(
+                at,
+                format!("cond takes 4 arguments, given {}", node.inputs.len()),
+            ));
         };
         let (Argument::AsGraph(tg), Argument::AsGraph(fg)) = (&t.arg, &f.arg) else {
             return Err(self.err(at, "cond branches must be graphs"));
@@ -509,13 +774,28 @@ impl Cx<'_> {
                 _ => vec![String::new()],
             })
             .collect();
-        let if_op = insert(&mut self.m, block, OperationState::new(dialect_prim::IF).operands([pred_v]).regions(2).loc(loc.clone()));
+        let if_op = insert(
+            &mut self.m,
+            block,
+            OperationState::new(dialect_prim::IF)
+                .operands([pred_v])
+                .regions(2)
+                .loc(loc.clone()),
+        );
         let mut branch_types: Vec<Vec<Type>> = Vec::new();
         for (i, g) in [&tg.graph, &fg.graph].into_iter().enumerate() {
             let region = self.m.regions(if_op)[i];
             let b = self.m.append_block(region, &[]);
             if g.inputs.len() != ops.len() {
-                return Err(self.err(at, format!("branch `{}` takes {} inputs but cond passes {}", if i == 0 { &tg.name } else { &fg.name }, g.inputs.len(), ops.len())));
+                return Err(self.err(
+                    at,
+                    format!(
+                        "branch `{}` takes {} inputs but cond passes {}",
+                        if i == 0 { &tg.name } else { &fg.name },
+                        g.inputs.len(),
+                        ops.len()
+                    ),
+                ));
             }
             self.scopes.push(HashMap::new());
             for (input, &v) in g.inputs.iter().zip(&ops) {
@@ -532,17 +812,33 @@ impl Cx<'_> {
             self.scopes.pop();
             let outs = r?;
             branch_types.push(outs.iter().map(|&v| self.m.value_type(v).clone()).collect());
-            insert(&mut self.m, b, OperationState::new(dialect_prim::YIELD).operands(outs).loc(loc.clone()));
+            insert(
+                &mut self.m,
+                b,
+                OperationState::new(dialect_prim::YIELD)
+                    .operands(outs)
+                    .loc(loc.clone()),
+            );
         }
         let (tt, ft) = (&branch_types[0], &branch_types[1]);
         if tt.len() != ft.len() {
-            return Err(self.err(at, format!("cond branches return {} and {} values", tt.len(), ft.len())));
+            return Err(self.err(
+                at,
+                format!("cond branches return {} and {} values", tt.len(), ft.len()),
+            ));
         }
         if tt != ft {
             return Err(self.err(at, "cond branches return values of different types"));
         }
         if out_names.len() != tt.len() {
-            return Err(self.err(at, format!("cond has {} outputs but its branches return {}", out_names.len(), tt.len())));
+            return Err(self.err(
+                at,
+                format!(
+                    "cond has {} outputs but its branches return {}",
+                    out_names.len(),
+                    tt.len()
+                ),
+            ));
         }
         // Results are added to the op after the regions are built (their types come from them).
         let results = self.add_results(if_op, tt);
@@ -561,7 +857,13 @@ impl Cx<'_> {
         let loc = self.m.loc(op).clone();
         let name = self.m.op_name(op).to_string();
         let nregions = self.m.regions(op).len();
-        let new = self.m.create_op(OperationState::new(&name).operands(operands).results(types.iter().cloned()).regions(nregions).loc(loc));
+        let new = self.m.create_op(
+            OperationState::new(&name)
+                .operands(operands)
+                .results(types.iter().cloned())
+                .regions(nregions)
+                .loc(loc),
+        );
         for i in 0..nregions {
             let (src, dst) = (self.m.regions(op)[i], self.m.regions(new)[i]);
             self.m.take_region_blocks(src, dst);
@@ -572,18 +874,30 @@ impl Cx<'_> {
     }
 
     /// An `i1` condition: a bool as it is, a tensor through `aten._local_scalar_dense`.
-    fn predicate(&mut self, v: ValueId, block: BlockId, loc: &Location, at: &str) -> Result<ValueId, ImportError> {
+    fn predicate(
+        &mut self,
+        v: ValueId,
+        block: BlockId,
+        loc: &Location,
+        at: &str,
+    ) -> Result<ValueId, ImportError> {
         match self.m.value_type(v).kind() {
             TypeKind::Bool => Ok(v),
             TypeKind::Tensor(_) => {
                 let op = insert(
                     &mut self.m,
                     block,
-                    OperationState::new("aten._local_scalar_dense").operands([v]).results([Type::bool()]).loc(loc.clone()),
+                    OperationState::new("aten._local_scalar_dense")
+                        .operands([v])
+                        .results([Type::bool()])
+                        .loc(loc.clone()),
                 );
                 Ok(self.m.results(op)[0])
             }
-            _ => Err(self.err(at, format!("cond predicate has type {}", self.m.value_type(v)))),
+            _ => Err(self.err(
+                at,
+                format!("cond predicate has type {}", self.m.value_type(v)),
+            )),
         }
     }
 }

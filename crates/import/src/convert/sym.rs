@@ -38,7 +38,8 @@ impl Parser<'_> {
             while self.pos < self.s.len() && self.s[self.pos] != c {
                 self.pos += 1;
             }
-            let text = String::from_utf8_lossy(&self.s[start + 1..self.pos.min(self.s.len())]).into_owned();
+            let text = String::from_utf8_lossy(&self.s[start + 1..self.pos.min(self.s.len())])
+                .into_owned();
             self.pos += 1;
             Term::Str(text)
         } else if c == b'-' || c.is_ascii_digit() {
@@ -48,7 +49,9 @@ impl Parser<'_> {
             }
             Term::Int(String::from_utf8_lossy(&self.s[start..self.pos]).into_owned())
         } else if c.is_ascii_alphabetic() || c == b'_' {
-            while self.pos < self.s.len() && (self.s[self.pos].is_ascii_alphanumeric() || self.s[self.pos] == b'_') {
+            while self.pos < self.s.len()
+                && (self.s[self.pos].is_ascii_alphanumeric() || self.s[self.pos] == b'_')
+            {
                 self.pos += 1;
             }
             let word = String::from_utf8_lossy(&self.s[start..self.pos]).into_owned();
@@ -101,15 +104,32 @@ enum Prec {
 fn render(t: &Term) -> (String, Prec) {
     match t {
         Term::Int(i) => {
-            let p = if i.starts_with('-') { Prec::Sum } else { Prec::Atom };
+            let p = if i.starts_with('-') {
+                Prec::Sum
+            } else {
+                Prec::Atom
+            };
             (i.clone(), p)
         }
         Term::Str(s) | Term::Word(s) => (s.clone(), Prec::Atom),
         Term::Call { func, args } => {
             let r: Vec<(String, Prec)> = args.iter().map(render).collect();
-            let wrap = |(s, p): &(String, Prec), min: Prec| if *p < min { format!("({s})") } else { s.clone() };
+            let wrap = |(s, p): &(String, Prec), min: Prec| {
+                if *p < min {
+                    format!("({s})")
+                } else {
+                    s.clone()
+                }
+            };
             match (func.as_str(), r.as_slice()) {
-                ("Symbol" | "Integer", [(s, _)]) => (s.clone(), if s.starts_with('-') { Prec::Sum } else { Prec::Atom }),
+                ("Symbol" | "Integer", [(s, _)]) => (
+                    s.clone(),
+                    if s.starts_with('-') {
+                        Prec::Sum
+                    } else {
+                        Prec::Atom
+                    },
+                ),
                 ("Rational", [a, b]) => (format!("{}/{}", a.0, b.0), Prec::Product),
                 ("Add", _) if !r.is_empty() => {
                     let mut out = wrap(&r[0], Prec::Sum);
@@ -131,16 +151,37 @@ fn render(t: &Term) -> (String, Prec) {
                     let parts: Vec<String> = r
                         .iter()
                         .enumerate()
-                        .map(|(i, t)| if i == 0 && t.0.starts_with('-') && !t.0.contains(' ') { t.0.clone() } else { wrap(t, Prec::Product) })
+                        .map(|(i, t)| {
+                            if i == 0 && t.0.starts_with('-') && !t.0.contains(' ') {
+                                t.0.clone()
+                            } else {
+                                wrap(t, Prec::Product)
+                            }
+                        })
                         .collect();
                     let s = parts.join("*");
-                    let s = s.strip_prefix("-1*").map(|rest| format!("-{rest}")).unwrap_or(s);
+                    let s = s
+                        .strip_prefix("-1*")
+                        .map(|rest| format!("-{rest}"))
+                        .unwrap_or(s);
                     (s, Prec::Product)
                 }
-                ("Pow", [a, b]) => (format!("{}**{}", wrap(a, Prec::Atom), wrap(b, Prec::Atom)), Prec::Product),
-                ("FloorDiv", [a, b]) => (format!("{}//{}", wrap(a, Prec::Atom), wrap(b, Prec::Atom)), Prec::Product),
-                ("CleanDiv" | "IntTrueDiv", [a, b]) => (format!("{}/{}", wrap(a, Prec::Atom), wrap(b, Prec::Atom)), Prec::Product),
-                ("Mod" | "PythonMod", [a, b]) => (format!("{} % {}", wrap(a, Prec::Atom), wrap(b, Prec::Atom)), Prec::Product),
+                ("Pow", [a, b]) => (
+                    format!("{}**{}", wrap(a, Prec::Atom), wrap(b, Prec::Atom)),
+                    Prec::Product,
+                ),
+                ("FloorDiv", [a, b]) => (
+                    format!("{}//{}", wrap(a, Prec::Atom), wrap(b, Prec::Atom)),
+                    Prec::Product,
+                ),
+                ("CleanDiv" | "IntTrueDiv", [a, b]) => (
+                    format!("{}/{}", wrap(a, Prec::Atom), wrap(b, Prec::Atom)),
+                    Prec::Product,
+                ),
+                ("Mod" | "PythonMod", [a, b]) => (
+                    format!("{} % {}", wrap(a, Prec::Atom), wrap(b, Prec::Atom)),
+                    Prec::Product,
+                ),
                 _ => {
                     let inner: Vec<&str> = r.iter().map(|t| t.0.as_str()).collect();
                     let name = match func.as_str() {
@@ -158,11 +199,19 @@ fn render(t: &Term) -> (String, Prec) {
 /// Converts sympy's `srepr` text to infix (`2*s77`, `s77 + 1`). Text that is not srepr is
 /// returned trimmed, as it is.
 pub fn srepr_to_text(expr: &str) -> String {
-    let mut p = Parser { s: expr.as_bytes(), pos: 0, depth: 0 };
+    let mut p = Parser {
+        s: expr.as_bytes(),
+        pos: 0,
+        depth: 0,
+    };
     match p.term() {
         Ok(t) => {
             p.ws();
-            if p.pos == p.s.len() { render(&t).0 } else { expr.trim().to_string() }
+            if p.pos == p.s.len() {
+                render(&t).0
+            } else {
+                expr.trim().to_string()
+            }
         }
         Err(_) => expr.trim().to_string(),
     }
@@ -179,8 +228,14 @@ mod tests {
         assert_eq!(srepr_to_text(&format!("Mul(Integer(2), {s})")), "2*s77");
         assert_eq!(srepr_to_text(&format!("Add({s}, Integer(1))")), "s77 + 1");
         assert_eq!(srepr_to_text(&format!("Add({s}, Integer(-1))")), "s77 - 1");
-        assert_eq!(srepr_to_text(&format!("Mul(Integer(2), Add({s}, Integer(1)))")), "2*(s77 + 1)");
-        assert_eq!(srepr_to_text(&format!("FloorDiv({s}, Integer(2))")), "s77//2");
+        assert_eq!(
+            srepr_to_text(&format!("Mul(Integer(2), Add({s}, Integer(1)))")),
+            "2*(s77 + 1)"
+        );
+        assert_eq!(
+            srepr_to_text(&format!("FloorDiv({s}, Integer(2))")),
+            "s77//2"
+        );
         assert_eq!(srepr_to_text("s0"), "s0");
         assert_eq!(srepr_to_text("Add(("), "Add((");
     }

@@ -12,7 +12,10 @@ use std::path::Path;
 use std::sync::Arc;
 
 use ir::schema::{FunctionSchema, SchemaType};
-use ir::{Attribute, BlockId, Context, DType, Dim, Location, Module, OperationState, TensorType, Type, TypeKind, ValueId};
+use ir::{
+    Attribute, BlockId, Context, DType, Dim, Location, Module, OperationState, TensorType, Type,
+    TypeKind, ValueId,
+};
 
 use super::{aten_op_name, check_context, insert, join_types, name_value, verify_module};
 use crate::ImportError;
@@ -21,14 +24,27 @@ use crate::torchscript::{TsAttr, TsBlock, TsGraph, TsNode, TsType};
 
 /// Converts a TorchScript graph to a verified module holding `func.func @forward`.
 pub fn convert_graph(ctx: &Context, graph: &TsGraph, path: &Path) -> Result<Module, ImportError> {
-    check_context(ctx).map_err(|message| ImportError::Convert { path: path.to_path_buf(), at: "graph".into(), message })?;
-    let mut cx = Cx { ctx, path, m: Module::new(), values: HashMap::new(), constants: HashMap::new() };
+    check_context(ctx).map_err(|message| ImportError::Convert {
+        path: path.to_path_buf(),
+        at: "graph".into(),
+        message,
+    })?;
+    let mut cx = Cx {
+        ctx,
+        path,
+        m: Module::new(),
+        values: HashMap::new(),
+        constants: HashMap::new(),
+    };
     let mut arg_types = Vec::new();
     let mut arg_attrs = Vec::new();
     for (name, t) in &graph.inputs {
         arg_types.push(cx.ty(t, 1)?);
         let user_name = strip_suffix(name);
-        arg_attrs.push(Attribute::dict(vec![(Arc::from(program::ATTR_INPUT), Attribute::str(user_name))]));
+        arg_attrs.push(Attribute::dict(vec![(
+            Arc::from(program::ATTR_INPUT),
+            Attribute::str(user_name),
+        )]));
     }
     let (func, entry) = ir::builtin::create_function(&mut cx.m, program::FORWARD, &arg_types, &[]);
     for (i, (name, _)) in graph.inputs.iter().enumerate() {
@@ -41,14 +57,28 @@ pub fn convert_graph(ctx: &Context, graph: &TsGraph, path: &Path) -> Result<Modu
     for r in &graph.body.returns {
         results.push(cx.value(r, 1)?);
     }
-    let result_types: Vec<Type> = results.iter().map(|&v| cx.m.value_type(v).clone()).collect();
-    insert(&mut cx.m, entry, OperationState::new(ir::builtin::RETURN).operands(results));
-    cx.m.set_attr(func, ir::builtin::FUNCTION_TYPE, Attribute::Type(Type::function(arg_types, result_types)));
+    let result_types: Vec<Type> = results
+        .iter()
+        .map(|&v| cx.m.value_type(v).clone())
+        .collect();
+    insert(
+        &mut cx.m,
+        entry,
+        OperationState::new(ir::builtin::RETURN).operands(results),
+    );
+    cx.m.set_attr(
+        func,
+        ir::builtin::FUNCTION_TYPE,
+        Attribute::Type(Type::function(arg_types, result_types)),
+    );
     if !arg_attrs.is_empty() {
         cx.m.set_attr(func, ir::builtin::ARG_ATTRS, Attribute::array(arg_attrs));
     }
     let m = cx.m;
-    verify_module(ctx, &m).map_err(|message| ImportError::Verify { path: path.to_path_buf(), message })?;
+    verify_module(ctx, &m).map_err(|message| ImportError::Verify {
+        path: path.to_path_buf(),
+        message,
+    })?;
     Ok(m)
 }
 
@@ -96,7 +126,9 @@ fn match_cost(s: &SchemaType, t: &Type) -> Option<u32> {
     Some(match (s, t.kind()) {
         (_, TypeKind::Any) => 3,
         (S::Any | S::Var(_), _) => 3,
-        (S::Optional(inner), k) if !matches!(k, TypeKind::None | TypeKind::Optional(_)) => match_cost(inner, t)?,
+        (S::Optional(inner), k) if !matches!(k, TypeKind::None | TypeKind::Optional(_)) => {
+            match_cost(inner, t)?
+        }
         (S::Scalar | S::Number, _) => 1,
         (S::Float | S::SymFloat, TypeKind::Int) => 2,
         (S::Device, TypeKind::Str) => 2,
@@ -109,12 +141,17 @@ fn match_cost(s: &SchemaType, t: &Type) -> Option<u32> {
 fn resolve<'s>(name: &str, types: &[Type]) -> Result<&'s FunctionSchema, String> {
     let mut best: Option<(u32, &FunctionSchema)> = None;
     let mut any = false;
-    for s in dialect_aten::schemas().iter().filter(|s| s.name == name && s.namespace == "aten") {
+    for s in dialect_aten::schemas()
+        .iter()
+        .filter(|s| s.name == name && s.namespace == "aten")
+    {
         any = true;
         if types.len() > s.args.len() {
             continue;
         }
-        let rest_ok = s.args[types.len()..].iter().all(|a| a.default.is_some() || matches!(a.ty, SchemaType::Optional(_)));
+        let rest_ok = s.args[types.len()..]
+            .iter()
+            .all(|a| a.default.is_some() || matches!(a.ty, SchemaType::Optional(_)));
         if !rest_ok {
             continue;
         }
@@ -138,27 +175,42 @@ fn resolve<'s>(name: &str, types: &[Type]) -> Result<&'s FunctionSchema, String>
         None if !any => Err(format!("unknown operator `aten::{name}`")),
         None => {
             let given: Vec<String> = types.iter().map(Type::to_string).collect();
-            Err(format!("no overload of `aten::{name}` takes ({})", given.join(", ")))
+            Err(format!(
+                "no overload of `aten::{name}` takes ({})",
+                given.join(", ")
+            ))
         }
     }
 }
 
 impl Cx<'_> {
     fn err(&self, line: usize, message: impl Into<String>) -> ImportError {
-        ImportError::ConvertAt { path: self.path.to_path_buf(), line, col: 1, message: message.into() }
+        ImportError::ConvertAt {
+            path: self.path.to_path_buf(),
+            line,
+            col: 1,
+            message: message.into(),
+        }
     }
 
     fn value(&self, name: &str, line: usize) -> Result<ValueId, ImportError> {
-        self.values.get(name).copied().ok_or_else(|| ImportError::UndefinedValue {
-            path: self.path.to_path_buf(),
-            at: format!("line {line}"),
-            name: format!("%{name}"),
-        })
+        self.values
+            .get(name)
+            .copied()
+            .ok_or_else(|| ImportError::UndefinedValue {
+                path: self.path.to_path_buf(),
+                at: format!("line {line}"),
+                name: format!("%{name}"),
+            })
     }
 
     fn define(&mut self, name: &str, v: ValueId, line: usize) -> Result<(), ImportError> {
         if self.values.insert(name.to_string(), v).is_some() {
-            return Err(ImportError::DuplicateValue { path: self.path.to_path_buf(), at: format!("line {line}"), name: format!("%{name}") });
+            return Err(ImportError::DuplicateValue {
+                path: self.path.to_path_buf(),
+                at: format!("line {line}"),
+                name: format!("%{name}"),
+            });
         }
         name_value(&mut self.m, v, name);
         Ok(())
@@ -168,12 +220,22 @@ impl Cx<'_> {
         Ok(match t {
             TsType::Tensor(None) => Type::unknown_tensor(),
             TsType::Tensor(Some(tt)) => {
-                let dtype = match &tt.dtype {
-                    Some(d) => Some(ts_dtype(d).ok_or_else(|| self.err(line, format!("unsupported tensor type `{d}`")))?),
-                    None => None,
-                };
-                let shape = tt.sizes.iter().map(|d| d.map(Dim::Static).unwrap_or(Dim::Unknown)).collect();
-                Type::tensor_of(TensorType { dtype, shape: Some(shape) })
+                let dtype =
+                    match &tt.dtype {
+                        Some(d) => Some(ts_dtype(d).ok_or_else(|| {
+                            self.err(line, format!("unsupported tensor type `{d}`"))
+                        })?),
+                        None => None,
+                    };
+                let shape = tt
+                    .sizes
+                    .iter()
+                    .map(|d| d.map(Dim::Static).unwrap_or(Dim::Unknown))
+                    .collect();
+                Type::tensor_of(TensorType {
+                    dtype,
+                    shape: Some(shape),
+                })
             }
             TsType::Named(n) => match n.as_str() {
                 "int" | "SymInt" | "ScalarType" | "Layout" | "MemoryFormat" => Type::int(),
@@ -188,8 +250,15 @@ impl Cx<'_> {
             },
             TsType::List(e) => Type::list(self.ty(e, line)?),
             TsType::Optional(e) => Type::optional(self.ty(e, line)?),
-            TsType::Tuple(items) => Type::tuple(items.iter().map(|i| self.ty(i, line)).collect::<Result<_, _>>()?),
-            TsType::Generic { name, .. } => return Err(self.err(line, format!("unsupported type `{name}(…)`"))),
+            TsType::Tuple(items) => Type::tuple(
+                items
+                    .iter()
+                    .map(|i| self.ty(i, line))
+                    .collect::<Result<_, _>>()?,
+            ),
+            TsType::Generic { name, .. } => {
+                return Err(self.err(line, format!("unsupported type `{name}(…)`")));
+            }
         })
     }
 
@@ -201,37 +270,62 @@ impl Cx<'_> {
     }
 
     /// Converts a nested block into `block` of a region, ending it with `prim.Yield`.
-    fn nested(&mut self, b: &TsBlock, block: BlockId, loc: &Location, line: usize) -> Result<(), ImportError> {
+    fn nested(
+        &mut self,
+        b: &TsBlock,
+        block: BlockId,
+        loc: &Location,
+        line: usize,
+    ) -> Result<(), ImportError> {
         self.block_body(b, block)?;
         let mut outs = Vec::new();
         for r in &b.returns {
             outs.push(self.value(r, line)?);
         }
-        insert(&mut self.m, block, OperationState::new(dialect_prim::YIELD).operands(outs).loc(loc.clone()));
+        insert(
+            &mut self.m,
+            block,
+            OperationState::new(dialect_prim::YIELD)
+                .operands(outs)
+                .loc(loc.clone()),
+        );
         Ok(())
     }
 
     fn constant_attr(&self, n: &TsNode, ty: &Type) -> Result<Attribute, ImportError> {
         let value = n.attrs.iter().find(|(k, _)| k == "value").map(|(_, v)| v);
-        let bad = |what: &str| self.err(n.line, format!("constant {what} of type {ty} is not supported"));
+        let bad = |what: &str| {
+            self.err(
+                n.line,
+                format!("constant {what} of type {ty} is not supported"),
+            )
+        };
         let scalar = |v: &TsAttr, t: &Type| -> Option<Attribute> {
             Some(match (t.kind(), v) {
                 (TypeKind::Int, TsAttr::Int(i)) => Attribute::Int(*i),
                 (TypeKind::Bool, TsAttr::Int(i)) => Attribute::Bool(*i != 0),
-                (TypeKind::Bool, TsAttr::Word(w)) if w == "True" || w == "False" => Attribute::Bool(w == "True"),
+                (TypeKind::Bool, TsAttr::Word(w)) if w == "True" || w == "False" => {
+                    Attribute::Bool(w == "True")
+                }
                 (TypeKind::Float, TsAttr::Float(f)) => Attribute::float(*f),
                 (TypeKind::Float, TsAttr::Int(i)) => Attribute::float(*i as f64),
                 (TypeKind::Str, TsAttr::Str(s)) => Attribute::str(s),
-                (TypeKind::Device, TsAttr::Str(s) | TsAttr::Word(s)) => Attribute::Device(s.as_str().into()),
+                (TypeKind::Device, TsAttr::Str(s) | TsAttr::Word(s)) => {
+                    Attribute::Device(s.as_str().into())
+                }
                 _ => return None,
             })
         };
         match (value, ty.kind()) {
             (None, TypeKind::None | TypeKind::Optional(_)) => Ok(Attribute::None),
             (Some(TsAttr::Word(w)), _) if w == "None" => Ok(Attribute::None),
-            (Some(TsAttr::List(items)), TypeKind::List(e)) => {
-                Ok(Attribute::array(items.iter().map(|i| scalar(i, e)).collect::<Option<Vec<_>>>().ok_or_else(|| bad("list"))?))
-            }
+            (Some(TsAttr::List(items)), TypeKind::List(e)) => Ok(Attribute::array(
+                items
+                    .iter()
+                    .map(|i| scalar(i, e))
+                    .collect::<Option<Vec<_>>>()
+                    .ok_or_else(|| bad("list"))?,
+            )),
             (Some(TsAttr::Tensor(_)), _) => Err(bad("tensor")),
             (Some(v), _) => scalar(v, ty).ok_or_else(|| bad(&format!("{v:?}"))),
             (None, _) => Err(bad("without a value")),
@@ -239,22 +333,38 @@ impl Cx<'_> {
     }
 
     fn node(&mut self, n: &TsNode, block: BlockId) -> Result<(), ImportError> {
-        let loc = n.loc.as_ref().map(|l| Location::file(&l.file, l.line, l.col)).unwrap_or_default();
-        let out_types: Vec<Type> = n.outputs.iter().map(|(_, t)| self.ty(t, n.line)).collect::<Result<_, _>>()?;
+        let loc = n
+            .loc
+            .as_ref()
+            .map(|l| Location::file(&l.file, l.line, l.col))
+            .unwrap_or_default();
+        let out_types: Vec<Type> = n
+            .outputs
+            .iter()
+            .map(|(_, t)| self.ty(t, n.line))
+            .collect::<Result<_, _>>()?;
         let mut inputs = Vec::new();
         for i in &n.inputs {
             inputs.push(self.value(i, n.line)?);
         }
-        let in_types: Vec<Type> = inputs.iter().map(|&v| self.m.value_type(v).clone()).collect();
+        let in_types: Vec<Type> = inputs
+            .iter()
+            .map(|&v| self.m.value_type(v).clone())
+            .collect();
         let mut regions = 0;
         let (name, results): (String, Vec<Type>) = match n.kind.as_str() {
             "prim::Constant" => {
-                let [ty] = out_types.as_slice() else { return Err(self.err(n.line, "prim::Constant has one output")) };
+                let [ty] = out_types.as_slice() else {
+                    return Err(self.err(n.line, "prim::Constant has one output"));
+                };
                 let a = self.constant_attr(n, ty)?;
                 let op = insert(
                     &mut self.m,
                     block,
-                    OperationState::new(dialect_prim::CONSTANT).attr("value", a.clone()).results([ty.clone()]).loc(loc),
+                    OperationState::new(dialect_prim::CONSTANT)
+                        .attr("value", a.clone())
+                        .results([ty.clone()])
+                        .loc(loc),
                 );
                 let v = self.m.results(op)[0];
                 self.constants.insert(v, a);
@@ -275,10 +385,18 @@ impl Cx<'_> {
                 (dialect_prim::LOOP.into(), out_types.clone())
             }
             "prim::ListConstruct" => {
-                let elem_ok = |e: &Type| in_types.iter().all(|t| t == e || matches!(e.kind(), TypeKind::Optional(x) if x == t));
+                let elem_ok = |e: &Type| {
+                    in_types
+                        .iter()
+                        .all(|t| t == e || matches!(e.kind(), TypeKind::Optional(x) if x == t))
+                };
                 let ty = match out_types.as_slice() {
                     [t] if matches!(t.kind(), TypeKind::List(e) if elem_ok(e)) => t.clone(),
-                    _ => Type::list(if in_types.is_empty() { Type::any() } else { join_types(&in_types) }),
+                    _ => Type::list(if in_types.is_empty() {
+                        Type::any()
+                    } else {
+                        join_types(&in_types)
+                    }),
                 };
                 let ty = match ty.kind() {
                     TypeKind::List(e) if !elem_ok(e) => Type::list(Type::any()),
@@ -294,27 +412,46 @@ impl Cx<'_> {
                     },
                     _ => return Err(self.err(n.line, "prim::ListUnpack takes one list")),
                 };
-                (dialect_prim::LIST_UNPACK.into(), vec![elem; out_types.len()])
+                (
+                    dialect_prim::LIST_UNPACK.into(),
+                    vec![elem; out_types.len()],
+                )
             }
-            "prim::TupleConstruct" => (dialect_prim::TUPLE_CONSTRUCT.into(), vec![Type::tuple(in_types.clone())]),
+            "prim::TupleConstruct" => (
+                dialect_prim::TUPLE_CONSTRUCT.into(),
+                vec![Type::tuple(in_types.clone())],
+            ),
             "prim::TupleUnpack" => match in_types.first().map(Type::kind) {
-                Some(TypeKind::Tuple(items)) if inputs.len() == 1 => (dialect_prim::TUPLE_UNPACK.into(), items.clone()),
+                Some(TypeKind::Tuple(items)) if inputs.len() == 1 => {
+                    (dialect_prim::TUPLE_UNPACK.into(), items.clone())
+                }
                 _ => return Err(self.err(n.line, "prim::TupleUnpack takes one tuple")),
             },
             "prim::TupleIndex" => {
-                let (Some(&t), Some(idx)) = (inputs.first(), inputs.get(1).and_then(|i| self.constants.get(i))) else {
+                let (Some(&t), Some(idx)) = (
+                    inputs.first(),
+                    inputs.get(1).and_then(|i| self.constants.get(i)),
+                ) else {
                     return Err(self.err(n.line, "prim::TupleIndex needs a constant index"));
                 };
-                let Some(i) = idx.as_int() else { return Err(self.err(n.line, "prim::TupleIndex needs an integer index")) };
+                let Some(i) = idx.as_int() else {
+                    return Err(self.err(n.line, "prim::TupleIndex needs an integer index"));
+                };
                 let elem = match self.m.value_type(t).kind() {
-                    TypeKind::Tuple(items) => usize::try_from(i).ok().and_then(|i| items.get(i).cloned()),
+                    TypeKind::Tuple(items) => {
+                        usize::try_from(i).ok().and_then(|i| items.get(i).cloned())
+                    }
                     _ => None,
                 }
                 .ok_or_else(|| self.err(n.line, format!("tuple index {i} out of range")))?;
                 let op = insert(
                     &mut self.m,
                     block,
-                    OperationState::new(dialect_prim::TUPLE_INDEX).operands([t]).attr("index", Attribute::Int(i)).results([elem]).loc(loc),
+                    OperationState::new(dialect_prim::TUPLE_INDEX)
+                        .operands([t])
+                        .attr("index", Attribute::Int(i))
+                        .results([elem])
+                        .loc(loc),
                 );
                 let v = self.m.results(op)[0];
                 return match n.outputs.first() {
@@ -329,8 +466,16 @@ impl Cx<'_> {
                     let schema = match resolve(op, &in_types) {
                         Ok(s) => s,
                         Err(e) if e.starts_with("unknown") => {
-                            let node = n.outputs.first().map(|(o, _)| format!("%{o}")).unwrap_or_else(|| format!("line {}", n.line));
-                            return Err(ImportError::UnknownTarget { path: self.path.to_path_buf(), node, target: kind.into() });
+                            let node = n
+                                .outputs
+                                .first()
+                                .map(|(o, _)| format!("%{o}"))
+                                .unwrap_or_else(|| format!("line {}", n.line));
+                            return Err(ImportError::UnknownTarget {
+                                path: self.path.to_path_buf(),
+                                node,
+                                target: kind.into(),
+                            });
                         }
                         Err(e) => return Err(self.err(n.line, e)),
                     };
@@ -341,18 +486,46 @@ impl Cx<'_> {
                     (name, out_types.clone())
                 }
                 None => {
-                    let node = n.outputs.first().map(|(o, _)| format!("%{o}")).unwrap_or_else(|| format!("line {}", n.line));
-                    return Err(ImportError::UnknownTarget { path: self.path.to_path_buf(), node, target: kind.into() });
+                    let node = n
+                        .outputs
+                        .first()
+                        .map(|(o, _)| format!("%{o}"))
+                        .unwrap_or_else(|| format!("line {}", n.line));
+                    return Err(ImportError::UnknownTarget {
+                        path: self.path.to_path_buf(),
+                        node,
+                        target: kind.into(),
+                    });
                 }
             },
         };
         if results.len() != n.outputs.len() {
-            return Err(self.err(n.line, format!("`{}` gives {} results but {} are named", n.kind, results.len(), n.outputs.len())));
+            return Err(self.err(
+                n.line,
+                format!(
+                    "`{}` gives {} results but {} are named",
+                    n.kind,
+                    results.len(),
+                    n.outputs.len()
+                ),
+            ));
         }
-        let op = insert(&mut self.m, block, OperationState::new(&name).operands(inputs).results(results).regions(regions).loc(loc.clone()));
+        let op = insert(
+            &mut self.m,
+            block,
+            OperationState::new(&name)
+                .operands(inputs)
+                .results(results)
+                .regions(regions)
+                .loc(loc.clone()),
+        );
         for (i, b) in n.blocks.iter().enumerate().take(regions) {
             let region = self.m.regions(op)[i];
-            let param_types: Vec<Type> = b.params.iter().map(|(_, t)| self.ty(t, n.line)).collect::<Result<_, _>>()?;
+            let param_types: Vec<Type> = b
+                .params
+                .iter()
+                .map(|(_, t)| self.ty(t, n.line))
+                .collect::<Result<_, _>>()?;
             let blk = self.m.append_block(region, &param_types);
             for (j, (p, _)) in b.params.iter().enumerate() {
                 let v = self.m.block_args(blk)[j];
