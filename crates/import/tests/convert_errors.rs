@@ -193,3 +193,40 @@ fn a_context_without_the_dialects_is_refused() {
     .unwrap_err();
     assert!(e.to_string().contains("does not register"), "{e}");
 }
+
+#[test]
+fn nested_conds_nest_regions() {
+    let Some(root) = std::env::var_os("CARGO_MANIFEST_DIR")
+        .map(|d| Path::new(&d).join("../../../shared/fixtures/export/cond/model.pt2"))
+    else {
+        return;
+    };
+    if !root.is_file() {
+        eprintln!("skipping: {} is absent", root.display());
+        return;
+    }
+    use import::pt2::schema::{Argument, TensorArgument};
+    let archive = import::pt2::Pt2Archive::open(&root).unwrap();
+    let mut p = archive.program().clone();
+    let outer = p.graph_module.graph.nodes.clone();
+    // The true branch becomes `sum; gt; cond(...)` returning the inner cond's output as `relu`.
+    let mut inner_cond = outer[2].clone();
+    inner_cond.outputs = vec![Argument::AsTensor(TensorArgument {
+        name: "relu".into(),
+    })];
+    if let Argument::AsGraph(g) = &mut p.graph_module.graph.nodes[2].inputs[1].arg {
+        let mut tv = g.graph.tensor_values.clone();
+        for (k, v) in &p.graph_module.graph.tensor_values {
+            tv.entry(k.clone()).or_insert_with(|| v.clone());
+        }
+        g.graph.tensor_values = tv;
+        g.graph.nodes = vec![outer[0].clone(), outer[1].clone(), inner_cond];
+    } else {
+        panic!("cond fixture changed");
+    }
+    let c = ctx();
+    let m = import::convert::pt2::convert_program(&c, &p, Path::new("nested.pt2")).unwrap();
+    let text = ir::print_module(&c, &m, ir::PrintOptions::default());
+    assert_eq!(text.matches("prim.If").count(), 2, "{text}");
+    assert!(text.contains("      %relu = prim.If"), "{text}");
+}
