@@ -79,6 +79,13 @@ pub struct OptArgs {
     /// Treat the input as a reproducer: run the pipeline named in its `// configuration:` line.
     #[arg(long)]
     pub run_reproducer: bool,
+    /// The input format: pt2, fx, torchscript, archive or ir (default: from the file extension;
+    /// text IR when it says nothing).
+    #[arg(long, value_name = "FORMAT")]
+    pub import: Option<String>,
+    /// Also save the (transformed) program, with its weights, as a program archive (`.dar`).
+    #[arg(long, value_name = "FILE")]
+    pub emit_archive: Option<PathBuf>,
     /// Skip the verifier after parsing (for inspecting invalid IR).
     #[arg(long)]
     pub no_verify: bool,
@@ -136,6 +143,27 @@ pub fn main_with_args(args: Vec<String>, stdout: &mut dyn Write, stderr: &mut dy
             let _ = writeln!(stdout, "{name}  {summary}");
         }
         return 0;
+    }
+    let format = match &opts.import {
+        Some(n) => match import::Format::from_name(n) {
+            Some(f) => Some(f),
+            None => {
+                let _ = writeln!(stderr, "dialect-opt: unknown input format '{n}' (expected one of {})", import::Format::NAMES);
+                return 2;
+            }
+        },
+        None if opts.input == "-" => None,
+        None => import::Format::from_path(std::path::Path::new(&opts.input)),
+    };
+    if let Some(f) = format.filter(|f| *f != import::Format::Ir) {
+        let config = match pass_config(&opts).with_env() {
+            Ok(c) => c,
+            Err(e) => {
+                let _ = writeln!(stderr, "dialect-opt: {e}");
+                return 2;
+            }
+        };
+        return run_imported(&ctx, &registry, &opts, f, config, stdout, stderr);
     }
     let (name, mut source) = match read_input(&opts.input) {
         Ok(x) => x,
@@ -222,11 +250,88 @@ pub fn main_with_args(args: Vec<String>, stdout: &mut dyn Write, stderr: &mut dy
     if failed {
         return 1;
     }
+    if let Some(path) = &opts.emit_archive {
+        if chunks.len() != 1 {
+            let _ = writeln!(stderr, "dialect-opt: --emit-archive takes a single program, not --split-input-file chunks");
+            return 2;
+        }
+        // Re-parse the printed result: it is exactly the module the passes produced.
+        let text = outputs.first().cloned().unwrap_or_default();
+        let module = match parse_module_with_offset(&ctx, &text, &name, 0) {
+            Ok(m) => m,
+            Err(d) => {
+                let _ = write!(stderr, "{}", d.render(&name, &text));
+                return 1;
+            }
+        };
+        let program = import::Program { module, weights: import::Weights::new() };
+        if let Err(e) = import::archive::save(&ctx, &program, path) {
+            let _ = writeln!(stderr, "dialect-opt: {e}");
+            return 1;
+        }
+    }
     let text = outputs.join("// -----\n");
     match &opts.output {
         Some(path) if path.as_os_str() != "-" => {
             if let Err(e) = write_atomically(path, text.as_bytes()) {
                 let _ = writeln!(stderr, "dialect-opt: cannot write '{}': {e}", path.display());
+                return 1;
+            }
+        }
+        _ => {
+            let _ = stdout.write_all(text.as_bytes());
+        }
+    }
+    0
+}
+
+/// Imports a program (`.pt2`, FX, TorchScript, archive), runs the pipeline, prints it, and
+/// optionally saves it as an archive.
+fn run_imported(
+    ctx: &Context,
+    registry: &pass::PassRegistry,
+    opts: &OptArgs,
+    format: import::Format,
+    config: pass::PassManagerConfig,
+    stdout: &mut dyn Write,
+    stderr: &mut dyn Write,
+) -> i32 {
+    let path = std::path::Path::new(&opts.input);
+    let mut program = match import::import_file(ctx, path, Some(format)) {
+        Ok(p) => p,
+        Err(e) => {
+            let _ = writeln!(stderr, "dialect-opt: {e}");
+            return 1;
+        }
+    };
+    if let Some(text) = &opts.pass_pipeline {
+        let mut pm = match pass::PassManager::parse(registry, text, config) {
+            Ok(pm) => pm,
+            Err(e) => {
+                let _ = writeln!(stderr, "dialect-opt: invalid pass pipeline '{text}': {e}");
+                return 2;
+            }
+        };
+        if opts.dump_pass_pipeline {
+            let _ = writeln!(stderr, "{}", pm.pipeline_text());
+        }
+        if let Err(d) = pm.run(ctx, &mut program.module, stderr) {
+            let _ = writeln!(stderr, "{d}");
+            return 1;
+        }
+    }
+    let print = PrintOptions { generic: opts.print_op_generic, debug_info: opts.print_debuginfo };
+    let text = print_module(ctx, &program.module, print);
+    if let Some(out) = &opts.emit_archive {
+        if let Err(e) = import::archive::save(ctx, &program, out) {
+            let _ = writeln!(stderr, "dialect-opt: {e}");
+            return 1;
+        }
+    }
+    match &opts.output {
+        Some(p) if p.as_os_str() != "-" => {
+            if let Err(e) = write_atomically(p, text.as_bytes()) {
+                let _ = writeln!(stderr, "dialect-opt: cannot write '{}': {e}", p.display());
                 return 1;
             }
         }
