@@ -353,11 +353,19 @@ pub fn apply_patterns_greedily(
     for iteration in 1..=config.max_iterations.max(1) {
         result.iterations = iteration;
         let mut wl = Worklist::default();
-        for op in m.nested_ops(root).into_iter().rev() {
+        let seeded = m.nested_ops(root);
+        // A pattern that keeps producing work ends the iteration after this many rewrites, so
+        // every call returns; the iteration cap then bounds the whole run.
+        let iteration_cap = 16 * (seeded.len() + 1);
+        let at_start = result.rewrites;
+        for op in seeded.into_iter().rev() {
             wl.push(op);
         }
         let mut changed = false;
         while let Some(op) = wl.pop() {
+            if result.rewrites - at_start >= iteration_cap {
+                break;
+            }
             if !m.contains_op(op) || op == root {
                 continue;
             }
