@@ -601,19 +601,12 @@ pub fn compile_with_registry(
     let n_user = outputs.iter().filter(|o| matches!(o, OutputRole::User(_))).count();
     let top = module.top();
     let out_spec = match module.attr(top, "prim.out_spec").or_else(|| module.attr(func, "prim.out_spec")) {
-        Some(a) => {
-            let s = OutSpec::from_attribute(a).map_err(|e| ExecError::Unsupported {
-                what: format!("output spec: {e}"),
-                loc: loc_string(module.loc(func)),
-            })?;
-            if s.num_leaves() != n_user {
-                return Err(ExecError::Unsupported {
-                    what: format!("an output spec with {} leaves for {n_user} outputs", s.num_leaves()),
-                    loc: loc_string(module.loc(func)),
-                });
-            }
-            s
-        }
+        // A spec that does not parse or does not fit leaves the outputs as a flat tuple
+        // (`run` is unaffected; `run_tree` then nests one level).
+        Some(a) => match OutSpec::from_attribute(a) {
+            Ok(s) if s.num_leaves() == n_user => s,
+            _ => OutSpec::Tuple(vec![OutSpec::Leaf; n_user]),
+        },
         None => OutSpec::Tuple(vec![OutSpec::Leaf; n_user]),
     };
     let ranges = module
