@@ -26,7 +26,10 @@ pub struct PreservedAnalyses {
 
 impl PreservedAnalyses {
     pub fn all() -> PreservedAnalyses {
-        PreservedAnalyses { all: true, kept: BTreeSet::new() }
+        PreservedAnalyses {
+            all: true,
+            kept: BTreeSet::new(),
+        }
     }
 
     pub fn none() -> PreservedAnalyses {
@@ -80,15 +83,26 @@ impl AnalysisManager {
     }
 
     /// The analysis `A` of `op`, computed now unless cached.
-    pub fn get<A: Analysis>(&mut self, ctx: &Context, m: &Module, op: OpId) -> Result<Rc<A>, Diagnostic> {
+    pub fn get<A: Analysis>(
+        &mut self,
+        ctx: &Context,
+        m: &Module,
+        op: OpId,
+    ) -> Result<Rc<A>, Diagnostic> {
         if let Some(a) = self.cached::<A>(op) {
             return Ok(a);
         }
         if !m.contains_op(op) {
-            return Err(Diagnostic::error(ir::Location::Unknown, format!("analysis '{}' requested for an erased op", A::name())));
+            return Err(Diagnostic::error(
+                ir::Location::Unknown,
+                format!("analysis '{}' requested for an erased op", A::name()),
+            ));
         }
         let a: Rc<A> = Rc::new(A::compute(ctx, m, op)?);
-        self.cache.entry(op).or_default().insert(TypeId::of::<A>(), a.clone() as Rc<dyn Any>);
+        self.cache
+            .entry(op)
+            .or_default()
+            .insert(TypeId::of::<A>(), a.clone() as Rc<dyn Any>);
         Ok(a)
     }
 
@@ -106,7 +120,10 @@ impl AnalysisManager {
             if !m.contains_op(op) {
                 return false;
             }
-            let related = !anchor_alive || op == anchor || m.is_ancestor(anchor, op) || m.is_ancestor(op, anchor);
+            let related = !anchor_alive
+                || op == anchor
+                || m.is_ancestor(anchor, op)
+                || m.is_ancestor(op, anchor);
             if related && !preserved.is_all() {
                 entries.retain(|id, _| preserved.is_preserved_id(*id));
             }
@@ -135,7 +152,8 @@ impl AnalysisManager {
             return;
         }
         for line in msg.lines() {
-            self.output.push_str(&format!("[{level} {}] {line}\n", self.state.pass));
+            self.output
+                .push_str(&format!("[{level} {}] {line}\n", self.state.pass));
         }
     }
 
@@ -147,7 +165,10 @@ impl AnalysisManager {
                 if !self.state.limit_hit {
                     self.state.limit_hit = true;
                     let pass = self.state.pass.clone();
-                    self.log(LogLevel::Dump, &format!("optimization limit reached for '{pass}'"));
+                    self.log(
+                        LogLevel::Dump,
+                        &format!("optimization limit reached for '{pass}'"),
+                    );
                 }
                 false
             }
@@ -177,7 +198,10 @@ impl AnalysisManager {
             if b <= n && !self.state.limit_hit {
                 self.state.limit_hit = true;
                 let pass = self.state.pass.clone();
-                self.log(LogLevel::Dump, &format!("optimization limit reached for '{pass}'"));
+                self.log(
+                    LogLevel::Dump,
+                    &format!("optimization limit reached for '{pass}'"),
+                );
             }
         }
     }

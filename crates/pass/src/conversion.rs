@@ -55,7 +55,8 @@ impl ConversionTarget {
         dialect: &str,
         f: impl Fn(&Context, &Module, OpId) -> bool + Send + Sync + 'static,
     ) -> &mut Self {
-        self.dialects.insert(dialect.to_string(), Legality::Dynamic(Arc::new(f)));
+        self.dialects
+            .insert(dialect.to_string(), Legality::Dynamic(Arc::new(f)));
         self
     }
 
@@ -74,7 +75,8 @@ impl ConversionTarget {
         op: &str,
         f: impl Fn(&Context, &Module, OpId) -> bool + Send + Sync + 'static,
     ) -> &mut Self {
-        self.ops.insert(op.to_string(), Legality::Dynamic(Arc::new(f)));
+        self.ops
+            .insert(op.to_string(), Legality::Dynamic(Arc::new(f)));
         self
     }
 
@@ -100,7 +102,9 @@ impl ConversionTarget {
 pub type TypeConversionFn = Arc<dyn Fn(&Context, &Type) -> Option<Type> + Send + Sync>;
 
 /// Builds an op converting `input` to type `to` (one operand, one result).
-pub type MaterializationFn = Arc<dyn Fn(&Context, &Module, ValueId, &Type, &Location) -> Option<OperationState> + Send + Sync>;
+pub type MaterializationFn = Arc<
+    dyn Fn(&Context, &Module, ValueId, &Type, &Location) -> Option<OperationState> + Send + Sync,
+>;
 
 /// Converts types, and builds casts between original and converted values.
 #[derive(Clone, Default)]
@@ -116,7 +120,10 @@ impl TypeConverter {
     }
 
     /// Adds a conversion; later conversions are tried first.
-    pub fn add_conversion(&mut self, f: impl Fn(&Context, &Type) -> Option<Type> + Send + Sync + 'static) -> &mut Self {
+    pub fn add_conversion(
+        &mut self,
+        f: impl Fn(&Context, &Type) -> Option<Type> + Send + Sync + 'static,
+    ) -> &mut Self {
         self.conversions.push(Arc::new(f));
         self
     }
@@ -125,7 +132,10 @@ impl TypeConverter {
     /// of replaced values by ops that were not converted.
     pub fn add_source_materialization(
         &mut self,
-        f: impl Fn(&Context, &Module, ValueId, &Type, &Location) -> Option<OperationState> + Send + Sync + 'static,
+        f: impl Fn(&Context, &Module, ValueId, &Type, &Location) -> Option<OperationState>
+        + Send
+        + Sync
+        + 'static,
     ) -> &mut Self {
         self.source.push(Arc::new(f));
         self
@@ -135,7 +145,10 @@ impl TypeConverter {
     /// [`ConversionRewriter::convert_value`].
     pub fn add_target_materialization(
         &mut self,
-        f: impl Fn(&Context, &Module, ValueId, &Type, &Location) -> Option<OperationState> + Send + Sync + 'static,
+        f: impl Fn(&Context, &Module, ValueId, &Type, &Location) -> Option<OperationState>
+        + Send
+        + Sync
+        + 'static,
     ) -> &mut Self {
         self.target.push(Arc::new(f));
         self
@@ -154,7 +167,14 @@ impl TypeConverter {
         self.convert_type(ctx, t).as_ref() == Some(t)
     }
 
-    fn materialize(list: &[MaterializationFn], ctx: &Context, m: &Module, v: ValueId, to: &Type, loc: &Location) -> Option<OperationState> {
+    fn materialize(
+        list: &[MaterializationFn],
+        ctx: &Context,
+        m: &Module,
+        v: ValueId,
+        to: &Type,
+        loc: &Location,
+    ) -> Option<OperationState> {
         list.iter().rev().find_map(|f| f(ctx, m, v, to, loc))
     }
 }
@@ -225,7 +245,10 @@ impl<'m, 'c> ConversionRewriter<'m, 'c> {
 
     pub fn create_value(&mut self, state: OperationState) -> Result<ValueId, Diagnostic> {
         let op = self.create(state)?;
-        self.rw.module().result(op, 0).ok_or_else(|| Diagnostic::error(Location::Unknown, "created op has no result"))
+        self.rw
+            .module()
+            .result(op, 0)
+            .ok_or_else(|| Diagnostic::error(Location::Unknown, "created op has no result"))
     }
 
     /// `v` in its converted type: `v` itself when its type is legal, else a target
@@ -233,18 +256,29 @@ impl<'m, 'c> ConversionRewriter<'m, 'c> {
     pub fn convert_value(&mut self, v: ValueId) -> Result<ValueId, Diagnostic> {
         let m = self.rw.module();
         if !m.contains_value(v) {
-            return Err(Diagnostic::error(Location::Unknown, "value to convert is not in the module"));
+            return Err(Diagnostic::error(
+                Location::Unknown,
+                "value to convert is not in the module",
+            ));
         }
         let ty = m.value_type(v).clone();
         let Some(to) = self.convert_type(&ty) else {
-            return Err(Diagnostic::error(Location::Unknown, format!("type {ty} has no conversion")));
+            return Err(Diagnostic::error(
+                Location::Unknown,
+                format!("type {ty} has no conversion"),
+            ));
         };
         if to == ty {
             return Ok(v);
         }
         let loc = Location::Unknown;
         let st = TypeConverter::materialize(&self.converter.target, self.ctx, m, v, &to, &loc)
-            .ok_or_else(|| Diagnostic::error(Location::Unknown, format!("no target materialization from {ty} to {to}")))?;
+            .ok_or_else(|| {
+                Diagnostic::error(
+                    Location::Unknown,
+                    format!("no target materialization from {ty} to {to}"),
+                )
+            })?;
         self.create_value(st)
     }
 
@@ -357,10 +391,14 @@ fn convert(
     mode: Mode,
 ) -> Result<ConversionResult, Diagnostic> {
     if !m.contains_op(root) {
-        return Err(Diagnostic::error(Location::Unknown, "conversion root is not in the module"));
+        return Err(Diagnostic::error(
+            Location::Unknown,
+            "conversion root is not in the module",
+        ));
     }
     let mut result = ConversionResult::default();
-    let mut sorted: Vec<&Arc<dyn ConversionPattern + Send + Sync>> = patterns.patterns.iter().collect();
+    let mut sorted: Vec<&Arc<dyn ConversionPattern + Send + Sync>> =
+        patterns.patterns.iter().collect();
     sorted.sort_by_key(|p| std::cmp::Reverse(p.benefit()));
     let mut worklist: std::collections::VecDeque<OpId> = m.nested_ops(root).into();
     let mut created: HashSet<OpId> = HashSet::new();
@@ -374,7 +412,9 @@ fn convert(
         if result.converted >= cap {
             return Err(Diagnostic::error(
                 m.loc(op).clone(),
-                format!("conversion did not terminate: more than {cap} rewrites (patterns may be producing illegal ops forever)"),
+                format!(
+                    "conversion did not terminate: more than {cap} rewrites (patterns may be producing illegal ops forever)"
+                ),
             ));
         }
         let name = m.op_name(op).to_string();
@@ -383,8 +423,13 @@ fn convert(
             if p.root().is_some_and(|r| r != name) {
                 continue;
             }
-            let mut rw =
-                ConversionRewriter { rw: PatternRewriter::new(m, op), converter, ctx, created: Vec::new(), retyped: Vec::new() };
+            let mut rw = ConversionRewriter {
+                rw: PatternRewriter::new(m, op),
+                converter,
+                ctx,
+                created: Vec::new(),
+                retyped: Vec::new(),
+            };
             let applied = p.match_and_rewrite(ctx, &mut rw, op, &operands)?;
             let changed = rw.changed();
             let new_ops = std::mem::take(&mut rw.created);
@@ -407,10 +452,16 @@ fn convert(
         if !m.contains_value(v) || m.value_type(v) == &old_ty {
             continue;
         }
-        let uses: Vec<_> = m.uses(v).iter().copied().filter(|u| !created.contains(&u.op)).collect();
+        let uses: Vec<_> = m
+            .uses(v)
+            .iter()
+            .copied()
+            .filter(|u| !created.contains(&u.op))
+            .collect();
         for u in uses {
             let loc = m.loc(u.op).clone();
-            let Some(st) = TypeConverter::materialize(&converter.source, ctx, m, v, &old_ty, &loc) else {
+            let Some(st) = TypeConverter::materialize(&converter.source, ctx, m, v, &old_ty, &loc)
+            else {
                 return Err(Diagnostic::error(
                     loc,
                     format!(
@@ -421,12 +472,17 @@ fn convert(
                 ));
             };
             let cast = m.create_op(st);
-            m.insert_op(cast, InsertPoint::Before(u.op))
-                .map_err(|e| Diagnostic::error(loc.clone(), format!("cannot insert materialization: {e}")))?;
+            m.insert_op(cast, InsertPoint::Before(u.op)).map_err(|e| {
+                Diagnostic::error(loc.clone(), format!("cannot insert materialization: {e}"))
+            })?;
             let Some(r) = m.result(cast, 0) else {
-                return Err(Diagnostic::error(loc, "source materialization has no result"));
+                return Err(Diagnostic::error(
+                    loc,
+                    "source materialization has no result",
+                ));
             };
-            m.set_operand(u.op, u.index, r).map_err(|e| Diagnostic::error(loc.clone(), e.to_string()))?;
+            m.set_operand(u.op, u.index, r)
+                .map_err(|e| Diagnostic::error(loc.clone(), e.to_string()))?;
             result.materializations += 1;
         }
     }
@@ -435,8 +491,15 @@ fn convert(
             OpLegality::Legal => {}
             OpLegality::Unknown if mode == Mode::Partial => result.unknown_left += 1,
             l => {
-                let why = if l == OpLegality::Illegal { " that was explicitly marked illegal" } else { "" };
-                return Err(Diagnostic::error(m.loc(op).clone(), format!("failed to legalize operation '{}'{why}", m.op_name(op))));
+                let why = if l == OpLegality::Illegal {
+                    " that was explicitly marked illegal"
+                } else {
+                    ""
+                };
+                return Err(Diagnostic::error(
+                    m.loc(op).clone(),
+                    format!("failed to legalize operation '{}'{why}", m.op_name(op)),
+                ));
             }
         }
     }

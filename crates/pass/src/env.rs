@@ -51,7 +51,11 @@ impl LogConfig {
                 0 => LogLevel::Dump,
                 1 => LogLevel::Update,
                 2 => LogLevel::Debug,
-                n => return Err(format!("{LOG_ENV}: too many '>' ({n}) before '{name}'; at most two")),
+                n => {
+                    return Err(format!(
+                        "{LOG_ENV}: too many '>' ({n}) before '{name}'; at most two"
+                    ));
+                }
             };
             if !crate::registry::valid_pass_name(name) {
                 return Err(format!("{LOG_ENV}: invalid pass name '{name}'"));
@@ -103,16 +107,20 @@ impl OptLimits {
                 continue;
             }
             let Some((name, n)) = entry.split_once('=') else {
-                return Err(format!("{OPT_LIMIT_ENV}: expected 'pass=N', found '{entry}'"));
+                return Err(format!(
+                    "{OPT_LIMIT_ENV}: expected 'pass=N', found '{entry}'"
+                ));
             };
             let name = name.trim();
             if !crate::registry::valid_pass_name(name) {
                 return Err(format!("{OPT_LIMIT_ENV}: invalid pass name '{name}'"));
             }
-            let n: usize = n
-                .trim()
-                .parse()
-                .map_err(|_| format!("{OPT_LIMIT_ENV}: expected a non-negative count for '{name}', found '{}'", n.trim()))?;
+            let n: usize = n.trim().parse().map_err(|_| {
+                format!(
+                    "{OPT_LIMIT_ENV}: expected a non-negative count for '{name}', found '{}'",
+                    n.trim()
+                )
+            })?;
             limits.insert(name.to_string(), n);
         }
         Ok(OptLimits { limits })

@@ -27,8 +27,15 @@ impl Timing {
     /// The report, laid out like MLIR's `-mlir-timing`, with a run-count column.
     pub fn report(&self, total: Duration) -> String {
         let total_s = total.as_secs_f64();
-        let pct = |d: Duration| if total_s > 0.0 { 100.0 * d.as_secs_f64() / total_s } else { 0.0 };
-        let rule = "===-------------------------------------------------------------------------===";
+        let pct = |d: Duration| {
+            if total_s > 0.0 {
+                100.0 * d.as_secs_f64() / total_s
+            } else {
+                0.0
+            }
+        };
+        let rule =
+            "===-------------------------------------------------------------------------===";
         let mut out = String::new();
         out.push_str(rule);
         out.push('\n');
@@ -38,9 +45,18 @@ impl Timing {
         out.push_str(&format!("  Total Execution Time: {total_s:.4} seconds\n\n"));
         out.push_str("  ----Wall Time----  ----Runs----  ----Name----\n");
         for (name, d, runs) in &self.rows {
-            out.push_str(&format!("  {:>8.4} ({:>5.1}%)  {:>12}  {}\n", d.as_secs_f64(), pct(*d), runs, name));
+            out.push_str(&format!(
+                "  {:>8.4} ({:>5.1}%)  {:>12}  {}\n",
+                d.as_secs_f64(),
+                pct(*d),
+                runs,
+                name
+            ));
         }
-        out.push_str(&format!("  {:>8.4} ({:>5.1}%)  {:>12}  Total\n", total_s, 100.0, ""));
+        out.push_str(&format!(
+            "  {:>8.4} ({:>5.1}%)  {:>12}  Total\n",
+            total_s, 100.0, ""
+        ));
         out
     }
 }
@@ -57,12 +73,18 @@ pub struct Reproducer {
 
 impl Reproducer {
     pub fn new(pipeline: &str, ir: &str) -> Reproducer {
-        Reproducer { pipeline: pipeline.to_string(), ir: ir.to_string() }
+        Reproducer {
+            pipeline: pipeline.to_string(),
+            ir: ir.to_string(),
+        }
     }
 
     /// The file text; `note` (the failure) becomes comment lines after the header.
     pub fn to_text(&self, note: &str) -> String {
-        let mut out = format!("// configuration: --pass-pipeline={}\n", shell_quote(&self.pipeline));
+        let mut out = format!(
+            "// configuration: --pass-pipeline={}\n",
+            shell_quote(&self.pipeline)
+        );
         for line in note.lines() {
             out.push_str(&format!("// {line}\n"));
         }
@@ -84,12 +106,21 @@ impl Reproducer {
                 break;
             }
             ir_start += line.len();
-            if let Some(cfg) = t.strip_prefix("//").map(str::trim).and_then(|r| r.strip_prefix("configuration:")) {
+            if let Some(cfg) = t
+                .strip_prefix("//")
+                .map(str::trim)
+                .and_then(|r| r.strip_prefix("configuration:"))
+            {
                 pipeline = Some(pipeline_flag(cfg)?);
             }
         }
-        let pipeline = pipeline.ok_or("not a reproducer: no '// configuration: --pass-pipeline=...' line before the IR")?;
-        Ok(Reproducer { pipeline, ir: text[ir_start..].to_string() })
+        let pipeline = pipeline.ok_or(
+            "not a reproducer: no '// configuration: --pass-pipeline=...' line before the IR",
+        )?;
+        Ok(Reproducer {
+            pipeline,
+            ir: text[ir_start..].to_string(),
+        })
     }
 }
 
@@ -101,7 +132,10 @@ fn shell_quote(s: &str) -> String {
 /// The value of `--pass-pipeline=` in a configuration line, shell-unquoted.
 fn pipeline_flag(cfg: &str) -> Result<String, String> {
     let key = "--pass-pipeline=";
-    let start = cfg.find(key).ok_or("reproducer configuration has no '--pass-pipeline='")? + key.len();
+    let start = cfg
+        .find(key)
+        .ok_or("reproducer configuration has no '--pass-pipeline='")?
+        + key.len();
     let mut out = String::new();
     let mut chars = cfg[start..].chars();
     let mut quote: Option<char> = None;

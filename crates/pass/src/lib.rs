@@ -22,18 +22,22 @@ mod rewrite;
 
 pub use analysis::{Analysis, AnalysisManager, PreservedAnalyses};
 pub use conversion::{
-    ConversionPattern, ConversionPatternSet, ConversionResult, ConversionRewriter, ConversionTarget, LegalityFn,
-    MaterializationFn, OpLegality, TypeConversionFn, TypeConverter, apply_full_conversion, apply_partial_conversion,
+    ConversionPattern, ConversionPatternSet, ConversionResult, ConversionRewriter,
+    ConversionTarget, LegalityFn, MaterializationFn, OpLegality, TypeConversionFn, TypeConverter,
+    apply_full_conversion, apply_partial_conversion,
 };
 pub use env::{LOG_ENV, LogConfig, LogLevel, OPT_LIMIT_ENV, OptLimits};
 pub use instrument::{Reproducer, Timing};
 pub use manager::{OpPassManager, PassManager, PassManagerConfig};
 pub use options::{OptionError, OptionKind, OptionSpec, OptionValue, PassOptions};
 pub use pass::{Anchor, Pass, PassResult};
-pub use passes::{Canonicalize, Dce, PrintIr, Verify, default_registry, register_builtin_passes, registry_with_rewrites};
+pub use passes::{
+    Canonicalize, Dce, PrintIr, Verify, default_registry, register_builtin_passes,
+    registry_with_rewrites,
+};
 pub use pipeline::{Pipeline, PipelineElement, PipelineError};
 pub use registry::{PassCtor, PassInfo, PassRegistry};
 pub use rewrite::{
-    FoldFn, FoldResult, GreedyConfig, GreedyResult, MaterializeFn, PatternRewriter, RewritePattern, RewriteSet,
-    apply_patterns_greedily, is_trivially_dead,
+    FoldFn, FoldResult, GreedyConfig, GreedyResult, MaterializeFn, PatternRewriter, RewritePattern,
+    RewriteSet, apply_patterns_greedily, is_trivially_dead,
 };

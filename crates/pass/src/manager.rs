@@ -80,7 +80,10 @@ impl PassManagerConfig {
 }
 
 enum Item {
-    Pass { pass: Box<dyn Pass>, options: String },
+    Pass {
+        pass: Box<dyn Pass>,
+        options: String,
+    },
     Nested(OpPassManager),
 }
 
@@ -92,7 +95,10 @@ pub struct OpPassManager {
 
 impl OpPassManager {
     pub fn new(anchor: &str) -> OpPassManager {
-        OpPassManager { anchor: anchor.to_string(), items: Vec::new() }
+        OpPassManager {
+            anchor: anchor.to_string(),
+            items: Vec::new(),
+        }
     }
 
     pub fn anchor(&self) -> &str {
@@ -100,16 +106,25 @@ impl OpPassManager {
     }
 
     /// Builds the passes of a parsed pipeline.
-    pub fn from_pipeline(registry: &PassRegistry, pipeline: &Pipeline) -> Result<OpPassManager, String> {
+    pub fn from_pipeline(
+        registry: &PassRegistry,
+        pipeline: &Pipeline,
+    ) -> Result<OpPassManager, String> {
         let mut opm = OpPassManager::new(&pipeline.anchor);
         for e in &pipeline.elements {
             match e {
                 PipelineElement::Pass { name, options } => {
-                    let info = registry.get(name).ok_or_else(|| format!("unknown pass '{name}'"))?;
-                    let pass = info.create(options).map_err(|e| format!("cannot create pass '{name}': {e}"))?;
+                    let info = registry
+                        .get(name)
+                        .ok_or_else(|| format!("unknown pass '{name}'"))?;
+                    let pass = info
+                        .create(options)
+                        .map_err(|e| format!("cannot create pass '{name}': {e}"))?;
                     opm.push_pass(pass, options.to_option_text())?;
                 }
-                PipelineElement::Nested(p) => opm.items.push(Item::Nested(OpPassManager::from_pipeline(registry, p)?)),
+                PipelineElement::Nested(p) => opm
+                    .items
+                    .push(Item::Nested(OpPassManager::from_pipeline(registry, p)?)),
             }
         }
         Ok(opm)
@@ -197,17 +212,34 @@ impl PassManager {
     }
 
     fn with_root(root: OpPassManager, config: PassManagerConfig) -> PassManager {
-        PassManager { root, config, am: AnalysisManager::new(), timing: Timing::default() }
+        PassManager {
+            root,
+            config,
+            am: AnalysisManager::new(),
+            timing: Timing::default(),
+        }
     }
 
-    pub fn from_pipeline(registry: &PassRegistry, pipeline: &Pipeline, config: PassManagerConfig) -> Result<PassManager, String> {
-        Ok(PassManager::with_root(OpPassManager::from_pipeline(registry, pipeline)?, config))
+    pub fn from_pipeline(
+        registry: &PassRegistry,
+        pipeline: &Pipeline,
+        config: PassManagerConfig,
+    ) -> Result<PassManager, String> {
+        Ok(PassManager::with_root(
+            OpPassManager::from_pipeline(registry, pipeline)?,
+            config,
+        ))
     }
 
     /// Parses pipeline text and builds its passes.
-    pub fn parse(registry: &PassRegistry, text: &str, config: PassManagerConfig) -> Result<PassManager, PipelineError> {
+    pub fn parse(
+        registry: &PassRegistry,
+        text: &str,
+        config: PassManagerConfig,
+    ) -> Result<PassManager, PipelineError> {
         let pipeline = Pipeline::parse(text, registry)?;
-        PassManager::from_pipeline(registry, &pipeline, config).map_err(|message| PipelineError { column: 1, message })
+        PassManager::from_pipeline(registry, &pipeline, config)
+            .map_err(|message| PipelineError { column: 1, message })
     }
 
     pub fn root(&mut self) -> &mut OpPassManager {
@@ -247,7 +279,12 @@ impl PassManager {
 
     /// Runs the pipeline on `m`. Instrumentation goes to `out`. Returns whether any pass
     /// reported a change; stops at the first failure with a diagnostic naming the pass.
-    pub fn run(&mut self, ctx: &Context, m: &mut Module, out: &mut dyn Write) -> Result<bool, Diagnostic> {
+    pub fn run(
+        &mut self,
+        ctx: &Context,
+        m: &mut Module,
+        out: &mut dyn Write,
+    ) -> Result<bool, Diagnostic> {
         let start = Instant::now();
         self.am.clear();
         let mut st = RunState {
@@ -263,7 +300,11 @@ impl PassManager {
         let result = if m.op_name(top) != self.root.anchor {
             Err(Diagnostic::error(
                 m.loc(top).clone(),
-                format!("pass manager anchored on '{}' cannot run on '{}'", self.root.anchor, m.op_name(top)),
+                format!(
+                    "pass manager anchored on '{}' cannot run on '{}'",
+                    self.root.anchor,
+                    m.op_name(top)
+                ),
             ))
         } else {
             run_opm(&mut self.root, &mut st, ctx, m, top, &[])
@@ -302,13 +343,20 @@ struct Frame {
 fn frame(m: &Module, op: OpId) -> Frame {
     Frame {
         op: m.op_name(op).to_string(),
-        symbol: m.attr(op, ir::builtin::SYM_NAME).and_then(|a| a.as_str()).map(str::to_string),
+        symbol: m
+            .attr(op, ir::builtin::SYM_NAME)
+            .and_then(|a| a.as_str())
+            .map(str::to_string),
     }
 }
 
 fn emit(out: &mut dyn Write, text: &str) -> Result<(), Diagnostic> {
-    out.write_all(text.as_bytes())
-        .map_err(|e| Diagnostic::error(Location::Unknown, format!("cannot write instrumentation output: {e}")))
+    out.write_all(text.as_bytes()).map_err(|e| {
+        Diagnostic::error(
+            Location::Unknown,
+            format!("cannot write instrumentation output: {e}"),
+        )
+    })
 }
 
 fn run_opm(
@@ -326,7 +374,9 @@ fn run_opm(
             break;
         }
         match item {
-            Item::Pass { pass, options } => run_pass(pass.as_mut(), options, st, ctx, m, anchor, &path)?,
+            Item::Pass { pass, options } => {
+                run_pass(pass.as_mut(), options, st, ctx, m, anchor, &path)?
+            }
             Item::Nested(sub) => {
                 let children: Vec<OpId> = m
                     .regions(anchor)
@@ -365,14 +415,34 @@ fn print_scope(ctx: &Context, m: &Module, op: OpId, config: &PassManagerConfig) 
     }
 }
 
-fn dump(st: &mut RunState<'_>, ctx: &Context, m: &Module, op: OpId, title: &str) -> Result<(), Diagnostic> {
-    let text = format!("// -----// IR Dump {title} ({}) //----- //\n{}\n", describe(m, op), print_scope(ctx, m, op, st.config));
+fn dump(
+    st: &mut RunState<'_>,
+    ctx: &Context,
+    m: &Module,
+    op: OpId,
+    title: &str,
+) -> Result<(), Diagnostic> {
+    let text = format!(
+        "// -----// IR Dump {title} ({}) //----- //\n{}\n",
+        describe(m, op),
+        print_scope(ctx, m, op, st.config)
+    );
     emit(st.out, &text)
 }
 
 /// `name_with_underscores` for a path component.
 fn path_component(f: &Frame) -> String {
-    let clean = |s: &str| s.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' { c } else { '_' }).collect::<String>();
+    let clean = |s: &str| {
+        s.chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || c == '-' {
+                    c
+                } else {
+                    '_'
+                }
+            })
+            .collect::<String>()
+    };
     match &f.symbol {
         Some(s) => format!("{}_{}", clean(&f.op), clean(s)),
         None => clean(&f.op),
@@ -381,7 +451,11 @@ fn path_component(f: &Frame) -> String {
 
 /// The pipeline that re-runs one pass at the anchor path it failed at.
 fn reproducer_pipeline(path: &[Frame], pass: &str, options: &str) -> String {
-    let mut text = if options.is_empty() { pass.to_string() } else { format!("{pass}{{{options}}}") };
+    let mut text = if options.is_empty() {
+        pass.to_string()
+    } else {
+        format!("{pass}{{{options}}}")
+    };
     for f in path.iter().rev() {
         text = format!("{}({text})", f.op);
     }
@@ -399,19 +473,24 @@ fn run_pass(
 ) -> Result<(), Diagnostic> {
     let name = pass.name().to_string();
     let cfg = st.config;
-    if let Anchor::Op(a) = pass.anchor() {
-        if a != m.op_name(anchor) {
-            return Err(Diagnostic::error(
-                m.loc(anchor).clone(),
-                format!("pass '{name}' runs on '{a}' ops and cannot run on '{}'", m.op_name(anchor)),
-            ));
-        }
+    if let Anchor::Op(a) = pass.anchor()
+        && a != m.op_name(anchor)
+    {
+        return Err(Diagnostic::error(
+            m.loc(anchor).clone(),
+            format!(
+                "pass '{name}' runs on '{a}' ops and cannot run on '{}'",
+                m.op_name(anchor)
+            ),
+        ));
     }
     if cfg.print_ir_before_all || cfg.print_ir_before.contains(&name) {
         dump(st, ctx, m, anchor, &format!("Before {name}"))?;
     }
     let snapshot = cfg.reproducer_path.as_ref().map(|_| m.clone());
-    let before_text = cfg.print_ir_after_change.then(|| print_scope(ctx, m, anchor, cfg));
+    let before_text = cfg
+        .print_ir_after_change
+        .then(|| print_scope(ctx, m, anchor, cfg));
     let used = st.rewrites.get(&name).copied().unwrap_or(0);
     st.am.state = PassState {
         pass: name.clone(),
@@ -428,16 +507,26 @@ fn run_pass(
     emit(st.out, &logged)?;
 
     let failure = match result {
-        Err(d) => Some(Diagnostic { message: format!("pass '{name}' failed: {}", d.message), ..d }),
+        Err(d) => Some(Diagnostic {
+            message: format!("pass '{name}' failed: {}", d.message),
+            ..d
+        }),
         Ok(r) => {
             st.changed |= r.changed;
             let mut bad = None;
             if cfg.verify_each {
                 let t = Instant::now();
-                let v = if m.contains_op(anchor) { ir::verify_op(ctx, m, anchor) } else { ir::verify(ctx, m) };
+                let v = if m.contains_op(anchor) {
+                    ir::verify_op(ctx, m, anchor)
+                } else {
+                    ir::verify(ctx, m)
+                };
                 st.timing.record("(V) verifier", t.elapsed());
                 if let Err(d) = v {
-                    bad = Some(Diagnostic { message: format!("pass '{name}' produced invalid IR: {}", d.message), ..d });
+                    bad = Some(Diagnostic {
+                        message: format!("pass '{name}' produced invalid IR: {}", d.message),
+                        ..d
+                    });
                 }
             }
             if bad.is_none() {
@@ -452,16 +541,30 @@ fn run_pass(
             dump(st, ctx, m, anchor, &format!("After {name} Failed"))?;
         }
         if let (Some(p), Some(snap)) = (&cfg.reproducer_path, &snapshot) {
-            let ir_text = ir::print_module(ctx, snap, PrintOptions { generic: false, debug_info: true });
+            let ir_text = ir::print_module(
+                ctx,
+                snap,
+                PrintOptions {
+                    generic: false,
+                    debug_info: true,
+                },
+            );
             let repro = Reproducer::new(&reproducer_pipeline(path, &name, options), &ir_text);
             match std::fs::write(p, repro.to_text(&d.to_string())) {
-                Ok(()) => {
+                Ok(()) => d = d.with_note(
+                    Location::Unknown,
+                    format!(
+                        "reproducer written to {}; re-run with: dialect-opt --run-reproducer {}",
+                        p.display(),
+                        p.display()
+                    ),
+                ),
+                Err(e) => {
                     d = d.with_note(
                         Location::Unknown,
-                        format!("reproducer written to {}; re-run with: dialect-opt --run-reproducer {}", p.display(), p.display()),
+                        format!("cannot write reproducer {}: {e}", p.display()),
                     )
                 }
-                Err(e) => d = d.with_note(Location::Unknown, format!("cannot write reproducer {}: {e}", p.display())),
             }
         }
         return Err(d);
@@ -483,10 +586,19 @@ fn run_pass(
         let idx = st.tree_index.entry(d.clone()).or_insert(0);
         let file = d.join(format!("{idx}_{name}.ir"));
         *idx += 1;
-        let text = if m.contains_op(anchor) { ir::print_op(ctx, m, anchor, cfg.print_options) } else { String::new() };
+        let text = if m.contains_op(anchor) {
+            ir::print_op(ctx, m, anchor, cfg.print_options)
+        } else {
+            String::new()
+        };
         std::fs::create_dir_all(&d)
             .and_then(|_| std::fs::write(&file, text))
-            .map_err(|e| Diagnostic::error(Location::Unknown, format!("cannot write {}: {e}", file.display())))?;
+            .map_err(|e| {
+                Diagnostic::error(
+                    Location::Unknown,
+                    format!("cannot write {}: {e}", file.display()),
+                )
+            })?;
     }
     Ok(())
 }

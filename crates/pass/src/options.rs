@@ -54,9 +54,10 @@ impl OptionValue {
                 "false" | "0" | "off" => Ok(OptionValue::Bool(false)),
                 _ => Err(format!("expected 'true' or 'false', found '{text}'")),
             },
-            OptionKind::Int => {
-                text.parse::<i64>().map(OptionValue::Int).map_err(|_| format!("expected an integer, found '{text}'"))
-            }
+            OptionKind::Int => text
+                .parse::<i64>()
+                .map(OptionValue::Int)
+                .map_err(|_| format!("expected an integer, found '{text}'")),
             OptionKind::Float => text
                 .parse::<f64>()
                 .ok()
@@ -96,7 +97,10 @@ fn split_list(text: &str) -> Vec<String> {
 
 /// Whether a string must be quoted to survive the option syntax.
 fn needs_quotes(s: &str) -> bool {
-    s.is_empty() || s.chars().any(|c| c.is_whitespace() || matches!(c, '{' | '}' | '"' | '\'' | ',' | '=' | '(' | ')' | '\\'))
+    s.is_empty()
+        || s.chars().any(|c| {
+            c.is_whitespace() || matches!(c, '{' | '}' | '"' | '\'' | ',' | '=' | '(' | ')' | '\\')
+        })
 }
 
 fn write_quoted(f: &mut fmt::Formatter<'_>, s: &str) -> fmt::Result {
@@ -173,7 +177,12 @@ impl PassOptions {
 
     /// Declares an option; a later declaration of the same name replaces the earlier one.
     pub fn declare(mut self, name: &str, default: OptionValue, help: &str) -> Self {
-        let spec = OptionSpec { name: name.to_string(), kind: default.kind(), default, help: help.to_string() };
+        let spec = OptionSpec {
+            name: name.to_string(),
+            kind: default.kind(),
+            default,
+            help: help.to_string(),
+        };
         match self.specs.iter().position(|s| s.name == name) {
             Some(i) => {
                 self.specs[i] = spec;
@@ -204,7 +213,11 @@ impl PassOptions {
     }
 
     pub fn list(self, name: &str, default: &[&str], help: &str) -> Self {
-        self.declare(name, OptionValue::List(default.iter().map(|s| s.to_string()).collect()), help)
+        self.declare(
+            name,
+            OptionValue::List(default.iter().map(|s| s.to_string()).collect()),
+            help,
+        )
     }
 
     pub fn specs(&self) -> &[OptionSpec] {
@@ -219,7 +232,10 @@ impl PassOptions {
 
     /// Whether a value was given explicitly.
     pub fn is_set(&self, name: &str) -> bool {
-        self.specs.iter().position(|s| s.name == name).is_some_and(|i| self.values[i].is_some())
+        self.specs
+            .iter()
+            .position(|s| s.name == name)
+            .is_some_and(|i| self.values[i].is_some())
     }
 
     pub fn get_bool(&self, name: &str) -> Option<bool> {
@@ -268,8 +284,12 @@ impl PassOptions {
                 format!("unknown option '{name}' (known: {})", known.join(", "))
             });
         };
-        let v = OptionValue::parse(self.specs[i].kind, text)
-            .map_err(|e| format!("bad value for option '{name}' ({}): {e}", self.specs[i].kind))?;
+        let v = OptionValue::parse(self.specs[i].kind, text).map_err(|e| {
+            format!(
+                "bad value for option '{name}' ({}): {e}",
+                self.specs[i].kind
+            )
+        })?;
         self.values[i] = Some(v);
         Ok(())
     }
@@ -292,13 +312,22 @@ impl PassOptions {
             }
             let name = &text[name_start..i];
             if name.is_empty() {
-                return Err(OptionError { offset: name_start, message: "expected an option name".into() });
+                return Err(OptionError {
+                    offset: name_start,
+                    message: "expected an option name".into(),
+                });
             }
             let (value, value_start) = if i < bytes.len() && bytes[i] == b'=' {
                 i += 1;
                 let start = i;
-                let raw = scan_value(text, &mut i).map_err(|message| OptionError { offset: start, message })?;
-                let is_list = self.specs.iter().any(|s| s.name == name && s.kind == OptionKind::List);
+                let raw = scan_value(text, &mut i).map_err(|message| OptionError {
+                    offset: start,
+                    message,
+                })?;
+                let is_list = self
+                    .specs
+                    .iter()
+                    .any(|s| s.name == name && s.kind == OptionKind::List);
                 (if is_list { raw } else { unquote(&raw) }, start)
             } else {
                 match self.specs.iter().find(|s| s.name == name) {
@@ -313,7 +342,11 @@ impl PassOptions {
                 }
             };
             self.set(name, &value).map_err(|message| {
-                let offset = if message.starts_with("unknown option") { name_start } else { value_start };
+                let offset = if message.starts_with("unknown option") {
+                    name_start
+                } else {
+                    value_start
+                };
                 OptionError { offset, message }
             })?;
         }

@@ -52,17 +52,27 @@ pub struct PassResult {
 impl PassResult {
     /// Nothing changed: every analysis stays valid.
     pub fn unchanged() -> PassResult {
-        PassResult { changed: false, preserved: PreservedAnalyses::all() }
+        PassResult {
+            changed: false,
+            preserved: PreservedAnalyses::all(),
+        }
     }
 
     /// The IR changed and no analysis is preserved.
     pub fn changed() -> PassResult {
-        PassResult { changed: true, preserved: PreservedAnalyses::none() }
+        PassResult {
+            changed: true,
+            preserved: PreservedAnalyses::none(),
+        }
     }
 
     /// [`PassResult::changed`] or [`PassResult::unchanged`] by a flag.
     pub fn from_changed(changed: bool) -> PassResult {
-        if changed { PassResult::changed() } else { PassResult::unchanged() }
+        if changed {
+            PassResult::changed()
+        } else {
+            PassResult::unchanged()
+        }
     }
 
     pub fn new(changed: bool, preserved: PreservedAnalyses) -> PassResult {
@@ -95,14 +105,23 @@ pub trait Pass {
         String::new()
     }
 
-    fn run(&mut self, ctx: &Context, m: &mut Module, op: OpId, am: &mut AnalysisManager) -> Result<PassResult, Diagnostic>;
+    fn run(
+        &mut self,
+        ctx: &Context,
+        m: &mut Module,
+        op: OpId,
+        am: &mut AnalysisManager,
+    ) -> Result<PassResult, Diagnostic>;
 }
 
 /// Logs from inside a pass when `DIALECT_LOG` enables the level for the running pass; the
 /// message is formatted only then.
 ///
-/// ```ignore
-/// pass::log!(am, LogLevel::Update, "erased {} ops", n);
+/// ```
+/// use pass::{AnalysisManager, LogLevel};
+/// fn report(am: &mut AnalysisManager, n: usize) {
+///     pass::log!(am, LogLevel::Update, "erased {} ops", n);
+/// }
 /// ```
 #[macro_export]
 macro_rules! log {

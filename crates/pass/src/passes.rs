@@ -23,7 +23,13 @@ impl Pass for Dce {
         "Erase pure operations whose results are unused"
     }
 
-    fn run(&mut self, ctx: &Context, m: &mut Module, op: OpId, am: &mut AnalysisManager) -> Result<PassResult, Diagnostic> {
+    fn run(
+        &mut self,
+        ctx: &Context,
+        m: &mut Module,
+        op: OpId,
+        am: &mut AnalysisManager,
+    ) -> Result<PassResult, Diagnostic> {
         let mut worklist = Vec::new();
         // In post-order a block's later ops come after its earlier ones, so popping from the back
         // visits users before the ops they use. The anchor (last) is not a candidate.
@@ -38,8 +44,13 @@ impl Pass for Dce {
                 break;
             }
             crate::log!(am, LogLevel::Update, "erasing '{}'", m.op_name(o));
-            let defs: Vec<OpId> = m.operands(o).iter().filter_map(|&v| m.defining_op(v)).collect();
-            m.erase_op(o).map_err(|e| Diagnostic::error(m.loc(o).clone(), e.to_string()))?;
+            let defs: Vec<OpId> = m
+                .operands(o)
+                .iter()
+                .filter_map(|&v| m.defining_op(v))
+                .collect();
+            m.erase_op(o)
+                .map_err(|e| Diagnostic::error(m.loc(o).clone(), e.to_string()))?;
             erased += 1;
             worklist.extend(defs);
         }
@@ -58,21 +69,40 @@ pub struct Canonicalize {
 
 impl Canonicalize {
     pub fn new(rewrites: Arc<RewriteSet>) -> Canonicalize {
-        Canonicalize { rewrites, config: GreedyConfig::default(), test_convergence: false, options: String::new() }
+        Canonicalize {
+            rewrites,
+            config: GreedyConfig::default(),
+            test_convergence: false,
+            options: String::new(),
+        }
     }
 
     /// The options `canonicalize` declares.
     pub fn options() -> PassOptions {
         PassOptions::new()
-            .int("max-iterations", 10, "Passes over the IR before giving up on a fixed point")
+            .int(
+                "max-iterations",
+                10,
+                "Passes over the IR before giving up on a fixed point",
+            )
             .bool("fold", true, "Apply fold hooks")
-            .bool("test-convergence", false, "Fail if no fixed point is reached")
+            .bool(
+                "test-convergence",
+                false,
+                "Fail if no fixed point is reached",
+            )
     }
 
-    pub fn with_options(rewrites: Arc<RewriteSet>, opts: &PassOptions) -> Result<Canonicalize, String> {
+    pub fn with_options(
+        rewrites: Arc<RewriteSet>,
+        opts: &PassOptions,
+    ) -> Result<Canonicalize, String> {
         let mut c = Canonicalize::new(rewrites);
         let iters = opts.get_int("max-iterations").unwrap_or(10);
-        c.config.max_iterations = usize::try_from(iters).ok().filter(|&n| n > 0).ok_or("max-iterations must be positive")?;
+        c.config.max_iterations = usize::try_from(iters)
+            .ok()
+            .filter(|&n| n > 0)
+            .ok_or("max-iterations must be positive")?;
         c.config.fold = opts.get_bool("fold").unwrap_or(true);
         c.test_convergence = opts.get_bool("test-convergence").unwrap_or(false);
         c.options = opts.to_option_text();
@@ -93,16 +123,35 @@ impl Pass for Canonicalize {
         self.options.clone()
     }
 
-    fn run(&mut self, ctx: &Context, m: &mut Module, op: OpId, am: &mut AnalysisManager) -> Result<PassResult, Diagnostic> {
+    fn run(
+        &mut self,
+        ctx: &Context,
+        m: &mut Module,
+        op: OpId,
+        am: &mut AnalysisManager,
+    ) -> Result<PassResult, Diagnostic> {
         let mut config = self.config.clone();
         config.max_rewrites = am.rewrite_budget();
         let r = apply_patterns_greedily(ctx, m, op, &self.rewrites, &config)?;
         am.record_rewrites(r.rewrites);
-        crate::log!(am, LogLevel::Dump, "{} rewrite(s) in {} iteration(s), converged: {}", r.rewrites, r.iterations, r.converged);
-        if self.test_convergence && !r.converged && config.max_rewrites.is_none_or(|max| r.rewrites < max) {
+        crate::log!(
+            am,
+            LogLevel::Dump,
+            "{} rewrite(s) in {} iteration(s), converged: {}",
+            r.rewrites,
+            r.iterations,
+            r.converged
+        );
+        if self.test_convergence
+            && !r.converged
+            && config.max_rewrites.is_none_or(|max| r.rewrites < max)
+        {
             return Err(Diagnostic::error(
                 m.loc(op).clone(),
-                format!("canonicalization did not converge after {} iterations", r.iterations),
+                format!(
+                    "canonicalization did not converge after {} iterations",
+                    r.iterations
+                ),
             ));
         }
         Ok(PassResult::from_changed(r.changed))
@@ -120,7 +169,11 @@ impl PrintIr {
     pub fn options() -> PassOptions {
         PassOptions::new()
             .string("label", "", "Text printed in the header line")
-            .bool("module", false, "Print the whole module rather than the anchor op")
+            .bool(
+                "module",
+                false,
+                "Print the whole module rather than the anchor op",
+            )
     }
 
     pub fn with_options(opts: &PassOptions) -> PrintIr {
@@ -145,13 +198,23 @@ impl Pass for PrintIr {
         self.options.clone()
     }
 
-    fn run(&mut self, ctx: &Context, m: &mut Module, op: OpId, am: &mut AnalysisManager) -> Result<PassResult, Diagnostic> {
+    fn run(
+        &mut self,
+        ctx: &Context,
+        m: &mut Module,
+        op: OpId,
+        am: &mut AnalysisManager,
+    ) -> Result<PassResult, Diagnostic> {
         let text = if self.module {
             ir::print_module(ctx, m, PrintOptions::default())
         } else {
             ir::print_op(ctx, m, op, PrintOptions::default())
         };
-        let header = if self.label.is_empty() { "// -----// IR Dump //----- //".to_string() } else { format!("// -----// IR Dump {} //----- //", self.label) };
+        let header = if self.label.is_empty() {
+            "// -----// IR Dump //----- //".to_string()
+        } else {
+            format!("// -----// IR Dump {} //----- //", self.label)
+        };
         let out = am.output();
         out.push_str(&header);
         out.push('\n');
@@ -173,7 +236,13 @@ impl Pass for Verify {
         "Verify the IR"
     }
 
-    fn run(&mut self, ctx: &Context, m: &mut Module, op: OpId, _: &mut AnalysisManager) -> Result<PassResult, Diagnostic> {
+    fn run(
+        &mut self,
+        ctx: &Context,
+        m: &mut Module,
+        op: OpId,
+        _: &mut AnalysisManager,
+    ) -> Result<PassResult, Diagnostic> {
         ir::verify_op(ctx, m, op)?;
         Ok(PassResult::unchanged())
     }
@@ -193,16 +262,31 @@ pub fn registry_with_rewrites(rewrites: Arc<RewriteSet>) -> PassRegistry {
 
 /// Registers this crate's passes into `r`, skipping names already taken.
 pub fn register_builtin_passes(r: &mut PassRegistry, rewrites: Arc<RewriteSet>) {
-    let infos = [
-        PassInfo::new("dce", "Erase pure operations whose results are unused", |_| Ok(Box::new(Dce) as Box<dyn Pass>)),
-        PassInfo::new("canonicalize", "Apply folders and canonicalization patterns, and remove dead pure operations", move |o| {
-            Ok(Box::new(Canonicalize::with_options(rewrites.clone(), o)?) as Box<dyn Pass>)
-        })
-        .options(Canonicalize::options()),
-        PassInfo::new("print-ir", "Print the IR to the instrumentation output", |o| Ok(Box::new(PrintIr::with_options(o)) as Box<dyn Pass>))
+    let infos =
+        [
+            PassInfo::new(
+                "dce",
+                "Erase pure operations whose results are unused",
+                |_| Ok(Box::new(Dce) as Box<dyn Pass>),
+            ),
+            PassInfo::new(
+                "canonicalize",
+                "Apply folders and canonicalization patterns, and remove dead pure operations",
+                move |o| {
+                    Ok(Box::new(Canonicalize::with_options(rewrites.clone(), o)?) as Box<dyn Pass>)
+                },
+            )
+            .options(Canonicalize::options()),
+            PassInfo::new(
+                "print-ir",
+                "Print the IR to the instrumentation output",
+                |o| Ok(Box::new(PrintIr::with_options(o)) as Box<dyn Pass>),
+            )
             .options(PrintIr::options()),
-        PassInfo::new("verify", "Verify the IR", |_| Ok(Box::new(Verify) as Box<dyn Pass>)),
-    ];
+            PassInfo::new("verify", "Verify the IR", |_| {
+                Ok(Box::new(Verify) as Box<dyn Pass>)
+            }),
+        ];
     for info in infos {
         if r.get(&info.name).is_none() {
             // The names are valid and were just checked to be free.

@@ -40,14 +40,21 @@ impl std::error::Error for PipelineError {}
 impl Pipeline {
     /// An empty pipeline on ops named `anchor`.
     pub fn new(anchor: &str) -> Pipeline {
-        Pipeline { anchor: anchor.to_string(), elements: Vec::new() }
+        Pipeline {
+            anchor: anchor.to_string(),
+            elements: Vec::new(),
+        }
     }
 
     /// Parses `op.name(elements)` or a bare `a,b{x=1},func.func(c)` list (anchored on the
     /// module). A pass anchored on another op kind than its pipeline's, inside a module pipeline,
     /// is nested implicitly: `cse` anchored on `func.func` becomes `func.func(cse)`.
     pub fn parse(text: &str, registry: &PassRegistry) -> Result<Pipeline, PipelineError> {
-        let mut p = Parser { text, pos: 0, registry };
+        let mut p = Parser {
+            text,
+            pos: 0,
+            registry,
+        };
         p.skip_ws();
         let module = ir::builtin::MODULE;
         if p.pos == text.len() {
@@ -56,16 +63,24 @@ impl Pipeline {
         let mut elements = p.list(module, false)?;
         p.skip_ws();
         if p.pos < text.len() {
-            return Err(p.error(p.pos, format!("expected ',' or the end of the pipeline, found '{}'", p.peek_char())));
+            return Err(p.error(
+                p.pos,
+                format!(
+                    "expected ',' or the end of the pipeline, found '{}'",
+                    p.peek_char()
+                ),
+            ));
         }
-        if let [PipelineElement::Nested(inner)] = elements.as_slice() {
-            if inner.anchor == module {
-                if let Some(PipelineElement::Nested(inner)) = elements.pop() {
-                    return Ok(inner);
-                }
-            }
+        if let [PipelineElement::Nested(inner)] = elements.as_slice()
+            && inner.anchor == module
+            && let Some(PipelineElement::Nested(inner)) = elements.pop()
+        {
+            return Ok(inner);
         }
-        Ok(Pipeline { anchor: module.to_string(), elements })
+        Ok(Pipeline {
+            anchor: module.to_string(),
+            elements,
+        })
     }
 
     /// Number of passes, nested ones included.
@@ -112,7 +127,10 @@ struct Parser<'a> {
 impl Parser<'_> {
     fn error(&self, pos: usize, message: impl Into<String>) -> PipelineError {
         let column = self.text.get(..pos).map_or(pos, |s| s.chars().count()) + 1;
-        PipelineError { column, message: message.into() }
+        PipelineError {
+            column,
+            message: message.into(),
+        }
     }
 
     fn peek(&self) -> Option<u8> {
@@ -120,7 +138,10 @@ impl Parser<'_> {
     }
 
     fn peek_char(&self) -> char {
-        self.text.get(self.pos..).and_then(|s| s.chars().next()).unwrap_or(' ')
+        self.text
+            .get(self.pos..)
+            .and_then(|s| s.chars().next())
+            .unwrap_or(' ')
     }
 
     fn skip_ws(&mut self) {
@@ -131,7 +152,10 @@ impl Parser<'_> {
 
     fn name(&mut self) -> &str {
         let start = self.pos;
-        while self.peek().is_some_and(|c| c.is_ascii_alphanumeric() || matches!(c, b'-' | b'_' | b'.')) {
+        while self
+            .peek()
+            .is_some_and(|c| c.is_ascii_alphanumeric() || matches!(c, b'-' | b'_' | b'.'))
+        {
             self.pos += 1;
         }
         &self.text[start..self.pos]
@@ -152,7 +176,11 @@ impl Parser<'_> {
             let start = self.pos;
             let name = self.name().to_string();
             if name.is_empty() {
-                let found = if self.pos >= self.text.len() { "the end".to_string() } else { format!("'{}'", self.peek_char()) };
+                let found = if self.pos >= self.text.len() {
+                    "the end".to_string()
+                } else {
+                    format!("'{}'", self.peek_char())
+                };
                 return Err(self.error(start, format!("expected a pass or op name, found {found}")));
             }
             self.skip_ws();
@@ -170,7 +198,10 @@ impl Parser<'_> {
                     return Err(self.error(self.pos, format!("expected ')' to close '{name}('")));
                 }
                 self.pos += 1;
-                out.push(PipelineElement::Nested(Pipeline { anchor: name, elements }));
+                out.push(PipelineElement::Nested(Pipeline {
+                    anchor: name,
+                    elements,
+                }));
                 implicit = None;
             } else {
                 let Some(info) = self.registry.get(&name) else {
@@ -182,11 +213,17 @@ impl Parser<'_> {
                     let end = self.matching_brace()?;
                     let inner = &self.text[inner_start..end];
                     options.parse(inner).map_err(|e| {
-                        self.error(inner_start + e.offset, format!("{} (in options of pass '{name}')", e.message))
+                        self.error(
+                            inner_start + e.offset,
+                            format!("{} (in options of pass '{name}')", e.message),
+                        )
                     })?;
                     self.pos = end + 1;
                 }
-                let element = PipelineElement::Pass { name: name.clone(), options };
+                let element = PipelineElement::Pass {
+                    name: name.clone(),
+                    options,
+                };
                 match &info.anchor {
                     Anchor::Op(a) if a != anchor => {
                         if anchor != ir::builtin::MODULE {
@@ -196,9 +233,14 @@ impl Parser<'_> {
                             ));
                         }
                         match implicit.and_then(|i| out.get_mut(i)) {
-                            Some(PipelineElement::Nested(p)) if &p.anchor == a => p.elements.push(element),
+                            Some(PipelineElement::Nested(p)) if &p.anchor == a => {
+                                p.elements.push(element)
+                            }
                             _ => {
-                                out.push(PipelineElement::Nested(Pipeline { anchor: a.clone(), elements: vec![element] }));
+                                out.push(PipelineElement::Nested(Pipeline {
+                                    anchor: a.clone(),
+                                    elements: vec![element],
+                                }));
                                 implicit = Some(out.len() - 1);
                             }
                         }

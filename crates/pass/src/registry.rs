@@ -53,7 +53,10 @@ impl PassInfo {
 
 impl std::fmt::Debug for PassInfo {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("PassInfo").field("name", &self.name).field("anchor", &self.anchor).finish()
+        f.debug_struct("PassInfo")
+            .field("name", &self.name)
+            .field("anchor", &self.anchor)
+            .finish()
     }
 }
 
@@ -91,7 +94,9 @@ impl PassRegistry {
 
     /// Builds a pass by name with option text (the part between braces, possibly empty).
     pub fn create(&self, name: &str, option_text: &str) -> Result<Box<dyn Pass>, String> {
-        let info = self.get(name).ok_or_else(|| format!("unknown pass '{name}'"))?;
+        let info = self
+            .get(name)
+            .ok_or_else(|| format!("unknown pass '{name}'"))?;
         let mut opts = info.options.clone();
         opts.parse(option_text).map_err(|e| e.to_string())?;
         info.create(&opts)
@@ -107,7 +112,10 @@ impl PassRegistry {
             }
             out.push_str(&format!(" - {}\n", p.description));
             for s in p.options.specs() {
-                out.push_str(&format!("      {}={} (default: {}) - {}\n", s.name, s.kind, s.default, s.help));
+                out.push_str(&format!(
+                    "      {}={} (default: {}) - {}\n",
+                    s.name, s.kind, s.default, s.help
+                ));
             }
         }
         out
@@ -117,6 +125,7 @@ impl PassRegistry {
 /// Pass names are letters, digits, `-`, `_` and `.`, not starting with a digit or punctuation.
 pub(crate) fn valid_pass_name(name: &str) -> bool {
     let mut cs = name.chars();
-    cs.next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+    cs.next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
         && cs.all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
 }

@@ -1,7 +1,10 @@
 //! Rewrite patterns, the pattern rewriter, fold hooks, and the greedy driver that applies them
 //! to a fixed point.
 
-use ir::{Attribute, Context, Diagnostic, InsertPoint, Location, Module, OpId, OperationState, Traits, Type, ValueId};
+use ir::{
+    Attribute, Context, Diagnostic, InsertPoint, Location, Module, OpId, OperationState, Traits,
+    Type, ValueId,
+};
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
@@ -14,10 +17,13 @@ pub enum FoldResult {
 
 /// Folds an op given the constant values of its operands (`None` where not constant). Returns
 /// one [`FoldResult`] per result, or `None` when the op does not fold.
-pub type FoldFn = Arc<dyn Fn(&Context, &Module, OpId, &[Option<Attribute>]) -> Option<Vec<FoldResult>> + Send + Sync>;
+pub type FoldFn = Arc<
+    dyn Fn(&Context, &Module, OpId, &[Option<Attribute>]) -> Option<Vec<FoldResult>> + Send + Sync,
+>;
 
 /// Builds a constant op of a dialect producing `value` with type `ty` (one result).
-pub type MaterializeFn = Arc<dyn Fn(&Context, &Attribute, &Type, &Location) -> Option<OperationState> + Send + Sync>;
+pub type MaterializeFn =
+    Arc<dyn Fn(&Context, &Attribute, &Type, &Location) -> Option<OperationState> + Send + Sync>;
 
 /// A local rewrite: matches an op and rewrites it through the [`PatternRewriter`].
 pub trait RewritePattern {
@@ -35,7 +41,12 @@ pub trait RewritePattern {
     }
 
     /// Rewrites `op` and returns `true`, or returns `false` having changed nothing.
-    fn match_and_rewrite(&self, ctx: &Context, rw: &mut PatternRewriter<'_>, op: OpId) -> Result<bool, Diagnostic>;
+    fn match_and_rewrite(
+        &self,
+        ctx: &Context,
+        rw: &mut PatternRewriter<'_>,
+        op: OpId,
+    ) -> Result<bool, Diagnostic>;
 }
 
 /// Patterns, folders and constant materializers: what canonicalization applies. Dialects fill it.
@@ -60,7 +71,10 @@ impl RewriteSet {
     pub fn add_folder(
         &mut self,
         op: &str,
-        f: impl Fn(&Context, &Module, OpId, &[Option<Attribute>]) -> Option<Vec<FoldResult>> + Send + Sync + 'static,
+        f: impl Fn(&Context, &Module, OpId, &[Option<Attribute>]) -> Option<Vec<FoldResult>>
+        + Send
+        + Sync
+        + 'static,
     ) -> &mut Self {
         self.folders.insert(op.to_string(), Arc::new(f));
         self
@@ -70,7 +84,10 @@ impl RewriteSet {
     pub fn add_materializer(
         &mut self,
         dialect: &str,
-        f: impl Fn(&Context, &Attribute, &Type, &Location) -> Option<OperationState> + Send + Sync + 'static,
+        f: impl Fn(&Context, &Attribute, &Type, &Location) -> Option<OperationState>
+        + Send
+        + Sync
+        + 'static,
     ) -> &mut Self {
         self.materializers.insert(dialect.to_string(), Arc::new(f));
         self
@@ -79,8 +96,14 @@ impl RewriteSet {
     /// Adds everything of `other` (its folders and materializers win on clashes).
     pub fn extend(&mut self, other: &RewriteSet) -> &mut Self {
         self.patterns.extend(other.patterns.iter().cloned());
-        self.folders.extend(other.folders.iter().map(|(k, v)| (k.clone(), v.clone())));
-        self.materializers.extend(other.materializers.iter().map(|(k, v)| (k.clone(), v.clone())));
+        self.folders
+            .extend(other.folders.iter().map(|(k, v)| (k.clone(), v.clone())));
+        self.materializers.extend(
+            other
+                .materializers
+                .iter()
+                .map(|(k, v)| (k.clone(), v.clone())),
+        );
         self
     }
 
@@ -103,8 +126,12 @@ impl RewriteSet {
 
 /// Whether `op` may be erased: a registered pure op, not a terminator, whose results are unused.
 pub fn is_trivially_dead(ctx: &Context, m: &Module, op: OpId) -> bool {
-    let Some(def) = ctx.op_def(m.op_name(op)) else { return false };
-    def.has_trait(Traits::PURE) && !def.has_trait(Traits::TERMINATOR) && m.results(op).iter().all(|&r| !m.has_uses(r))
+    let Some(def) = ctx.op_def(m.op_name(op)) else {
+        return false;
+    };
+    def.has_trait(Traits::PURE)
+        && !def.has_trait(Traits::TERMINATOR)
+        && m.results(op).iter().all(|&r| !m.has_uses(r))
 }
 
 fn op_error(m: &Module, op: OpId, msg: impl Into<String>) -> Diagnostic {
@@ -112,7 +139,10 @@ fn op_error(m: &Module, op: OpId, msg: impl Into<String>) -> Diagnostic {
 }
 
 fn gone(what: &str) -> Diagnostic {
-    Diagnostic::error(Location::Unknown, format!("rewriter given {what} that is not in the module"))
+    Diagnostic::error(
+        Location::Unknown,
+        format!("rewriter given {what} that is not in the module"),
+    )
 }
 
 /// Edits the module on behalf of a pattern, telling the driver which ops to revisit.
@@ -128,11 +158,20 @@ impl<'m> PatternRewriter<'m> {
     /// A rewriter inserting before `op` (when it is in a block), giving new ops `op`'s location.
     pub fn new(m: &'m mut Module, op: OpId) -> PatternRewriter<'m> {
         let (ip, loc) = if m.contains_op(op) {
-            (m.parent_block(op).map(|_| InsertPoint::Before(op)), m.loc(op).clone())
+            (
+                m.parent_block(op).map(|_| InsertPoint::Before(op)),
+                m.loc(op).clone(),
+            )
         } else {
             (None, Location::Unknown)
         };
-        PatternRewriter { m, ip, loc, touched: Vec::new(), changed: false }
+        PatternRewriter {
+            m,
+            ip,
+            loc,
+            touched: Vec::new(),
+            changed: false,
+        }
     }
 
     pub fn module(&self) -> &Module {
@@ -176,14 +215,19 @@ impl<'m> PatternRewriter<'m> {
 
     /// Creates an op at the insertion point (which then moves past it).
     pub fn create(&mut self, mut state: OperationState) -> Result<OpId, Diagnostic> {
-        let ip = self.ip.ok_or_else(|| Diagnostic::error(self.loc.clone(), "rewriter has no insertion point"))?;
-        if let InsertPoint::Before(o) | InsertPoint::After(o) = ip {
-            if !self.m.contains_op(o) {
-                return Err(gone("an insertion point"));
-            }
+        let ip = self.ip.ok_or_else(|| {
+            Diagnostic::error(self.loc.clone(), "rewriter has no insertion point")
+        })?;
+        if let InsertPoint::Before(o) | InsertPoint::After(o) = ip
+            && !self.m.contains_op(o)
+        {
+            return Err(gone("an insertion point"));
         }
         if state.operands.iter().any(|&v| !self.m.contains_value(v)) {
-            return Err(Diagnostic::error(self.loc.clone(), format!("operand of new '{}' is not in the module", state.name)));
+            return Err(Diagnostic::error(
+                self.loc.clone(),
+                format!("operand of new '{}' is not in the module", state.name),
+            ));
         }
         if state.loc == Location::Unknown {
             state.loc = self.loc.clone();
@@ -192,7 +236,10 @@ impl<'m> PatternRewriter<'m> {
         let op = self.m.create_op(state);
         if let Err(e) = self.m.insert_op(op, ip) {
             let _ = self.m.erase_op(op);
-            return Err(Diagnostic::error(self.loc.clone(), format!("cannot insert '{name}': {e}")));
+            return Err(Diagnostic::error(
+                self.loc.clone(),
+                format!("cannot insert '{name}': {e}"),
+            ));
         }
         if let InsertPoint::After(_) | InsertPoint::Start(_) = ip {
             self.ip = Some(InsertPoint::After(op));
@@ -205,7 +252,9 @@ impl<'m> PatternRewriter<'m> {
     /// Creates a one-result op and returns its result.
     pub fn create_value(&mut self, state: OperationState) -> Result<ValueId, Diagnostic> {
         let op = self.create(state)?;
-        self.m.result(op, 0).ok_or_else(|| op_error(self.m, op, "created op has no result"))
+        self.m
+            .result(op, 0)
+            .ok_or_else(|| op_error(self.m, op, "created op has no result"))
     }
 
     /// Replaces every use of `old` with `new`.
@@ -229,7 +278,12 @@ impl<'m> PatternRewriter<'m> {
             return Err(op_error(
                 self.m,
                 op,
-                format!("'{}' has {} result(s) but {} replacement value(s) were given", self.m.op_name(op), results.len(), new.len()),
+                format!(
+                    "'{}' has {} result(s) but {} replacement value(s) were given",
+                    self.m.op_name(op),
+                    results.len(),
+                    new.len()
+                ),
             ));
         }
         for (&old, &n) in results.iter().zip(new) {
@@ -237,7 +291,14 @@ impl<'m> PatternRewriter<'m> {
                 return Err(gone("a replacement value"));
             }
             if old == n {
-                return Err(op_error(self.m, op, format!("cannot replace '{}' with its own result", self.m.op_name(op))));
+                return Err(op_error(
+                    self.m,
+                    op,
+                    format!(
+                        "cannot replace '{}' with its own result",
+                        self.m.op_name(op)
+                    ),
+                ));
             }
         }
         for (&old, &n) in results.iter().zip(new) {
@@ -259,23 +320,34 @@ impl<'m> PatternRewriter<'m> {
         if !self.m.contains_op(op) {
             return Err(gone("an op"));
         }
-        let defs: Vec<OpId> = self.m.operands(op).iter().filter_map(|&v| self.m.defining_op(v)).collect();
-        if let Some(InsertPoint::Before(o) | InsertPoint::After(o)) = self.ip {
-            if o == op {
-                self.ip = self.m.parent_block(op).map(|b| match self.m.next_op(op) {
-                    Some(n) => InsertPoint::Before(n),
-                    None => InsertPoint::End(b),
-                });
-            }
+        let defs: Vec<OpId> = self
+            .m
+            .operands(op)
+            .iter()
+            .filter_map(|&v| self.m.defining_op(v))
+            .collect();
+        if let Some(InsertPoint::Before(o) | InsertPoint::After(o)) = self.ip
+            && o == op
+        {
+            self.ip = self.m.parent_block(op).map(|b| match self.m.next_op(op) {
+                Some(n) => InsertPoint::Before(n),
+                None => InsertPoint::End(b),
+            });
         }
-        self.m.erase_op(op).map_err(|e| op_error(self.m, op, e.to_string()))?;
+        self.m
+            .erase_op(op)
+            .map_err(|e| op_error(self.m, op, e.to_string()))?;
         self.touched.extend(defs);
         self.changed = true;
         Ok(())
     }
 
     /// Changes `op` in place through `f` and marks it for revisiting.
-    pub fn modify_op(&mut self, op: OpId, f: impl FnOnce(&mut Module, OpId)) -> Result<(), Diagnostic> {
+    pub fn modify_op(
+        &mut self,
+        op: OpId,
+        f: impl FnOnce(&mut Module, OpId),
+    ) -> Result<(), Diagnostic> {
         if !self.m.contains_op(op) {
             return Err(gone("an op"));
         }
@@ -300,7 +372,12 @@ pub struct GreedyConfig {
 
 impl Default for GreedyConfig {
     fn default() -> Self {
-        GreedyConfig { max_iterations: 10, max_rewrites: None, fold: true, remove_dead: true }
+        GreedyConfig {
+            max_iterations: 10,
+            max_rewrites: None,
+            fold: true,
+            remove_dead: true,
+        }
     }
 }
 
@@ -369,25 +446,32 @@ pub fn apply_patterns_greedily(
             if !m.contains_op(op) || op == root {
                 continue;
             }
-            if config.max_rewrites.is_some_and(|max| result.rewrites >= max) {
+            if config
+                .max_rewrites
+                .is_some_and(|max| result.rewrites >= max)
+            {
                 result.changed |= changed;
                 return Ok(result);
             }
             if config.remove_dead && is_trivially_dead(ctx, m, op) {
-                let defs: Vec<OpId> = m.operands(op).iter().filter_map(|&v| m.defining_op(v)).collect();
+                let defs: Vec<OpId> = m
+                    .operands(op)
+                    .iter()
+                    .filter_map(|&v| m.defining_op(v))
+                    .collect();
                 m.erase_op(op).map_err(|e| op_error(m, op, e.to_string()))?;
                 defs.into_iter().for_each(|d| wl.push(d));
                 result.rewrites += 1;
                 changed = true;
                 continue;
             }
-            if config.fold {
-                if let Some(touched) = try_fold(ctx, m, op, set)? {
-                    touched.into_iter().for_each(|o| wl.push(o));
-                    result.rewrites += 1;
-                    changed = true;
-                    continue;
-                }
+            if config.fold
+                && let Some(touched) = try_fold(ctx, m, op, set)?
+            {
+                touched.into_iter().for_each(|o| wl.push(o));
+                result.rewrites += 1;
+                changed = true;
+                continue;
             }
             let name = m.op_name(op).to_string();
             for p in &patterns {
@@ -421,9 +505,16 @@ pub fn apply_patterns_greedily(
 }
 
 /// Folds `op` if it has a folder that applies; returns the ops to revisit.
-fn try_fold(ctx: &Context, m: &mut Module, op: OpId, set: &RewriteSet) -> Result<Option<Vec<OpId>>, Diagnostic> {
+fn try_fold(
+    ctx: &Context,
+    m: &mut Module,
+    op: OpId,
+    set: &RewriteSet,
+) -> Result<Option<Vec<OpId>>, Diagnostic> {
     let name = m.op_name(op).to_string();
-    let Some(folder) = set.folder(&name) else { return Ok(None) };
+    let Some(folder) = set.folder(&name) else {
+        return Ok(None);
+    };
     if ctx.has_trait(&name, Traits::CONSTANT_LIKE) {
         return Ok(None);
     }
@@ -436,16 +527,26 @@ fn try_fold(ctx: &Context, m: &mut Module, op: OpId, set: &RewriteSet) -> Result
                 .and_then(|d| m.attr(d, "value").cloned())
         })
         .collect();
-    let Some(folded) = folder(ctx, m, op, &consts) else { return Ok(None) };
+    let Some(folded) = folder(ctx, m, op, &consts) else {
+        return Ok(None);
+    };
     let results = m.results(op).to_vec();
     if folded.len() != results.len() {
         return Err(op_error(
             m,
             op,
-            format!("folder of '{name}' returned {} value(s) for {} result(s)", folded.len(), results.len()),
+            format!(
+                "folder of '{name}' returned {} value(s) for {} result(s)",
+                folded.len(),
+                results.len()
+            ),
         ));
     }
-    if folded.iter().zip(&results).all(|(f, r)| *f == FoldResult::Value(*r)) {
+    if folded
+        .iter()
+        .zip(&results)
+        .all(|(f, r)| *f == FoldResult::Value(*r))
+    {
         return Ok(None);
     }
     // Build every constant's state first, so a missing materializer leaves the IR untouched.
@@ -455,13 +556,21 @@ fn try_fold(ctx: &Context, m: &mut Module, op: OpId, set: &RewriteSet) -> Result
     for (f, &r) in folded.iter().zip(&results) {
         match f {
             FoldResult::Attr(a) => {
-                let Some(mat) = set.materializer(dialect) else { return Ok(None) };
-                let Some(st) = mat(ctx, a, m.value_type(r), &loc) else { return Ok(None) };
+                let Some(mat) = set.materializer(dialect) else {
+                    return Ok(None);
+                };
+                let Some(st) = mat(ctx, a, m.value_type(r), &loc) else {
+                    return Ok(None);
+                };
                 states.push(Some(st));
             }
             FoldResult::Value(v) => {
                 if !m.contains_value(*v) || *v == r {
-                    return Err(op_error(m, op, format!("folder of '{name}' returned an invalid value")));
+                    return Err(op_error(
+                        m,
+                        op,
+                        format!("folder of '{name}' returned an invalid value"),
+                    ));
                 }
                 states.push(None);
             }

@@ -5,8 +5,8 @@ mod common;
 
 use common::{SAMPLE, count, ctx, parse};
 use pass::{
-    Anchor, LogConfig, LogLevel, OptLimits, Pass, PassInfo, PassManager, PassManagerConfig, PassRegistry, Reproducer,
-    default_registry,
+    Anchor, LogConfig, LogLevel, OptLimits, Pass, PassInfo, PassManager, PassManagerConfig,
+    PassRegistry, Reproducer, default_registry,
 };
 use std::path::PathBuf;
 
@@ -14,7 +14,11 @@ fn run(pipeline: &str, config: PassManagerConfig) -> (String, Result<bool, ir::D
     run_with(&default_registry(), pipeline, config)
 }
 
-fn run_with(r: &PassRegistry, pipeline: &str, config: PassManagerConfig) -> (String, Result<bool, ir::Diagnostic>) {
+fn run_with(
+    r: &PassRegistry,
+    pipeline: &str,
+    config: PassManagerConfig,
+) -> (String, Result<bool, ir::Diagnostic>) {
     let c = ctx();
     let mut m = parse(&c, SAMPLE);
     let mut pm = PassManager::parse(r, pipeline, config).unwrap();
@@ -24,7 +28,9 @@ fn run_with(r: &PassRegistry, pipeline: &str, config: PassManagerConfig) -> (Str
 }
 
 fn headers(out: &str) -> Vec<&str> {
-    out.lines().filter(|l| l.starts_with("// -----//")).collect()
+    out.lines()
+        .filter(|l| l.starts_with("// -----//"))
+        .collect()
 }
 
 fn temp_dir(name: &str) -> PathBuf {
@@ -35,7 +41,10 @@ fn temp_dir(name: &str) -> PathBuf {
 
 #[test]
 fn print_ir_after_change_skips_passes_that_change_nothing() {
-    let config = PassManagerConfig { print_ir_after_change: true, ..PassManagerConfig::default() };
+    let config = PassManagerConfig {
+        print_ir_after_change: true,
+        ..PassManagerConfig::default()
+    };
     let (out, res) = run("verify,func.func(dce),verify,dce", config);
     assert!(res.unwrap());
     // `dce` changes @f and @g; the module-level `dce` afterwards finds nothing.
@@ -65,7 +74,11 @@ fn print_ir_before_and_after_selected_passes() {
             "// -----// IR Dump After verify ('builtin.module' operation) //----- //",
         ]
     );
-    let config = PassManagerConfig { print_ir_after_all: true, print_ir_module_scope: true, ..PassManagerConfig::default() };
+    let config = PassManagerConfig {
+        print_ir_after_all: true,
+        print_ir_module_scope: true,
+        ..PassManagerConfig::default()
+    };
     let (out, _) = run("func.func(dce,verify)", config);
     assert_eq!(headers(&out).len(), 4);
     // Module scope prints the whole module even for function passes.
@@ -74,9 +87,16 @@ fn print_ir_before_and_after_selected_passes() {
 
 #[test]
 fn print_ir_pass_writes_to_the_instrumentation_output() {
-    let (out, res) = run("func.func(print-ir{label=\"at start\"})", PassManagerConfig::default());
+    let (out, res) = run(
+        "func.func(print-ir{label=\"at start\"})",
+        PassManagerConfig::default(),
+    );
     assert!(!res.unwrap());
-    assert_eq!(out.matches("// -----// IR Dump at start //----- //").count(), 2);
+    assert_eq!(
+        out.matches("// -----// IR Dump at start //----- //")
+            .count(),
+        2
+    );
     assert!(out.contains("func.func @f"), "{out}");
     assert!(out.contains("func.func @g"), "{out}");
 }
@@ -84,7 +104,10 @@ fn print_ir_pass_writes_to_the_instrumentation_output() {
 #[test]
 fn tree_dir_gets_one_file_per_pass_per_anchor() {
     let dir = temp_dir("tree");
-    let config = PassManagerConfig { print_ir_tree_dir: Some(dir.clone()), ..PassManagerConfig::default() };
+    let config = PassManagerConfig {
+        print_ir_tree_dir: Some(dir.clone()),
+        ..PassManagerConfig::default()
+    };
     let (_, res) = run("func.func(dce,verify),verify", config);
     res.unwrap();
     let mut files = Vec::new();
@@ -112,33 +135,72 @@ fn collect(root: &std::path::Path, d: &std::path::Path, out: &mut Vec<String>) {
         if p.is_dir() {
             collect(root, &p, out);
         } else {
-            out.push(p.strip_prefix(root).unwrap().to_string_lossy().replace('\\', "/"));
+            out.push(
+                p.strip_prefix(root)
+                    .unwrap()
+                    .to_string_lossy()
+                    .replace('\\', "/"),
+            );
         }
     }
 }
 
 #[test]
 fn timing_report_has_a_row_per_pass() {
-    let config = PassManagerConfig { timing: true, ..PassManagerConfig::default() };
+    let config = PassManagerConfig {
+        timing: true,
+        ..PassManagerConfig::default()
+    };
     let c = ctx();
     let mut m = parse(&c, SAMPLE);
-    let mut pm = PassManager::parse(&default_registry(), "func.func(dce,canonicalize),verify", config).unwrap();
+    let mut pm = PassManager::parse(
+        &default_registry(),
+        "func.func(dce,canonicalize),verify",
+        config,
+    )
+    .unwrap();
     let mut out = Vec::new();
     pm.run(&c, &mut m, &mut out).unwrap();
     let out = String::from_utf8(out).unwrap();
     assert!(out.contains("... Execution time report ..."), "{out}");
     assert!(out.contains("  Total Execution Time: "), "{out}");
-    assert!(out.contains("  ----Wall Time----  ----Runs----  ----Name----\n"), "{out}");
-    let row = |name: &str| out.lines().find(|l| l.ends_with(&format!("  {name}"))).unwrap_or_else(|| panic!("{name}: {out}")).to_string();
-    for (name, runs) in [("dce", 2), ("canonicalize", 2), ("verify", 1), ("(V) verifier", 5)] {
+    assert!(
+        out.contains("  ----Wall Time----  ----Runs----  ----Name----\n"),
+        "{out}"
+    );
+    let row = |name: &str| {
+        out.lines()
+            .find(|l| l.ends_with(&format!("  {name}")))
+            .unwrap_or_else(|| panic!("{name}: {out}"))
+            .to_string()
+    };
+    for (name, runs) in [
+        ("dce", 2),
+        ("canonicalize", 2),
+        ("verify", 1),
+        ("(V) verifier", 5),
+    ] {
         let r = row(name);
         let fields: Vec<&str> = r.split_whitespace().collect();
         assert!(fields[1].starts_with('(') && r.contains("%)"), "{r}");
         assert!(r.contains(&format!(" {runs}  {name}")), "{r}");
     }
     assert!(row("Total").contains("(100.0%)"), "{out}");
-    let rows: Vec<(&str, usize)> = pm.timing().rows().iter().map(|r| (r.0.as_str(), r.2)).collect();
-    assert_eq!(rows, [("dce", 2), ("(V) verifier", 5), ("canonicalize", 2), ("verify", 1)]);
+    let rows: Vec<(&str, usize)> = pm
+        .timing()
+        .rows()
+        .iter()
+        .map(|r| (r.0.as_str(), r.2))
+        .collect();
+    assert_eq!(
+        rows,
+        [
+            ("dce", 2),
+            ("(V) verifier", 5),
+            ("canonicalize", 2),
+            ("verify", 1)
+        ]
+    );
 }
 
 #[test]
@@ -152,9 +214,19 @@ fn log_env_value_is_parsed() {
     assert!(l.enabled("cse", LogLevel::Update));
     assert!(!l.enabled("cse", LogLevel::Debug));
     assert!(LogConfig::parse("").unwrap().is_empty());
-    assert!(LogConfig::parse("::dce:").unwrap().enabled("dce", LogLevel::Dump));
-    assert_eq!(LogConfig::parse(">>>dce").unwrap_err(), "DIALECT_LOG: too many '>' (3) before 'dce'; at most two");
-    assert_eq!(LogConfig::parse("a b").unwrap_err(), "DIALECT_LOG: invalid pass name 'a b'");
+    assert!(
+        LogConfig::parse("::dce:")
+            .unwrap()
+            .enabled("dce", LogLevel::Dump)
+    );
+    assert_eq!(
+        LogConfig::parse(">>>dce").unwrap_err(),
+        "DIALECT_LOG: too many '>' (3) before 'dce'; at most two"
+    );
+    assert_eq!(
+        LogConfig::parse("a b").unwrap_err(),
+        "DIALECT_LOG: invalid pass name 'a b'"
+    );
 }
 
 #[test]
@@ -164,7 +236,10 @@ fn opt_limit_env_value_is_parsed() {
     assert_eq!(o.limit("dce"), Some(10));
     assert_eq!(o.limit("canonicalize"), None);
     assert!(OptLimits::parse("").unwrap().is_empty());
-    assert_eq!(OptLimits::parse("cse").unwrap_err(), "DIALECT_OPT_LIMIT: expected 'pass=N', found 'cse'");
+    assert_eq!(
+        OptLimits::parse("cse").unwrap_err(),
+        "DIALECT_OPT_LIMIT: expected 'pass=N', found 'cse'"
+    );
     assert_eq!(
         OptLimits::parse("cse=-1").unwrap_err(),
         "DIALECT_OPT_LIMIT: expected a non-negative count for 'cse', found '-1'"
@@ -173,13 +248,19 @@ fn opt_limit_env_value_is_parsed() {
 
 #[test]
 fn passes_log_at_the_enabled_level() {
-    let config = PassManagerConfig { log: LogConfig::parse(">dce").unwrap(), ..PassManagerConfig::default() };
+    let config = PassManagerConfig {
+        log: LogConfig::parse(">dce").unwrap(),
+        ..PassManagerConfig::default()
+    };
     let (out, res) = run("func.func(dce)", config);
     res.unwrap();
     assert!(out.contains("[UPDATE dce] erasing 'test.add'\n"), "{out}");
     assert!(out.contains("[DUMP dce] erased 1 op(s)\n"), "{out}");
     assert!(out.contains("[DUMP dce] erased 2 op(s)\n"), "{out}");
-    let config = PassManagerConfig { log: LogConfig::parse("dce").unwrap(), ..PassManagerConfig::default() };
+    let config = PassManagerConfig {
+        log: LogConfig::parse("dce").unwrap(),
+        ..PassManagerConfig::default()
+    };
     let (out, _) = run("func.func(dce)", config);
     assert!(!out.contains("UPDATE"), "{out}");
     assert!(out.contains("[DUMP dce]"), "{out}");
@@ -195,7 +276,10 @@ fn opt_limit_is_reported_in_the_log() {
         ..PassManagerConfig::default()
     };
     let (out, _) = run("func.func(dce)", config);
-    assert!(out.contains("[DUMP dce] optimization limit reached for 'dce'\n"), "{out}");
+    assert!(
+        out.contains("[DUMP dce] optimization limit reached for 'dce'\n"),
+        "{out}"
+    );
 }
 
 /// Fails on functions containing `test.print`.
@@ -221,8 +305,15 @@ impl Pass for RejectPrint {
         op: ir::OpId,
         _: &mut pass::AnalysisManager,
     ) -> Result<pass::PassResult, ir::Diagnostic> {
-        match m.nested_ops(op).into_iter().find(|&o| m.op_name(o) == "test.print") {
-            Some(p) => Err(ir::Diagnostic::error(m.loc(p).clone(), "prints are not allowed")),
+        match m
+            .nested_ops(op)
+            .into_iter()
+            .find(|&o| m.op_name(o) == "test.print")
+        {
+            Some(p) => Err(ir::Diagnostic::error(
+                m.loc(p).clone(),
+                "prints are not allowed",
+            )),
             None => Ok(pass::PassResult::unchanged()),
         }
     }
@@ -231,9 +322,11 @@ impl Pass for RejectPrint {
 fn registry() -> PassRegistry {
     let mut r = default_registry();
     r.register(
-        PassInfo::new("reject-print", "Fail on prints", |_| Ok(Box::new(RejectPrint) as Box<dyn Pass>))
-            .anchor(Anchor::func())
-            .options(pass::PassOptions::new().bool("strict", false, "unused")),
+        PassInfo::new("reject-print", "Fail on prints", |_| {
+            Ok(Box::new(RejectPrint) as Box<dyn Pass>)
+        })
+        .anchor(Anchor::func())
+        .options(pass::PassOptions::new().bool("strict", false, "unused")),
     )
     .unwrap();
     r
@@ -249,12 +342,26 @@ fn failure_writes_a_reproducer_that_reruns() {
         print_ir_after_failure: true,
         ..PassManagerConfig::default()
     };
-    let (out, res) = run_with(&registry(), "func.func(dce,reject-print{strict=true}),verify", config);
+    let (out, res) = run_with(
+        &registry(),
+        "func.func(dce,reject-print{strict=true}),verify",
+        config,
+    );
     let e = res.unwrap_err();
-    assert_eq!(e.message, "pass 'reject-print' failed: prints are not allowed");
+    assert_eq!(
+        e.message,
+        "pass 'reject-print' failed: prints are not allowed"
+    );
     let note = &e.notes[0].message;
-    assert!(note.starts_with("reproducer written to ") && note.contains("dialect-opt --run-reproducer "), "{note}");
-    assert_eq!(headers(&out), ["// -----// IR Dump After reject-print Failed ('func.func' operation: @f) //----- //"]);
+    assert!(
+        note.starts_with("reproducer written to ")
+            && note.contains("dialect-opt --run-reproducer "),
+        "{note}"
+    );
+    assert_eq!(
+        headers(&out),
+        ["// -----// IR Dump After reject-print Failed ('func.func' operation: @f) //----- //"]
+    );
 
     let text = std::fs::read_to_string(&path).unwrap();
     assert!(
@@ -262,7 +369,10 @@ fn failure_writes_a_reproducer_that_reruns() {
         "{text}"
     );
     let repro = Reproducer::parse(&text).unwrap();
-    assert_eq!(repro.pipeline, "builtin.module(func.func(reject-print{strict=true}))");
+    assert_eq!(
+        repro.pipeline,
+        "builtin.module(func.func(reject-print{strict=true}))"
+    );
     // The IR is the failing pass's input: after `dce` ran on @f, before it ran on @g.
     let c = ctx();
     let mut m = parse(&c, &repro.ir);
@@ -270,7 +380,8 @@ fn failure_writes_a_reproducer_that_reruns() {
     // The whole file is also plain IR.
     parse(&c, &text);
     // Re-running the reproducer fails the same way.
-    let mut pm = PassManager::parse(&registry(), &repro.pipeline, PassManagerConfig::default()).unwrap();
+    let mut pm =
+        PassManager::parse(&registry(), &repro.pipeline, PassManagerConfig::default()).unwrap();
     let e2 = pm.run(&c, &mut m, &mut Vec::new()).unwrap_err();
     assert_eq!(e2.message, e.message);
     let _ = std::fs::remove_dir_all(&dir);
@@ -286,9 +397,14 @@ fn reproducer_text_round_trips() {
     );
     assert_eq!(Reproducer::parse(&text).unwrap(), r);
     assert_eq!(
-        Reproducer::parse("// configuration: --pass-pipeline=\"dce,cse\" --other\nmodule {}\n").unwrap(),
+        Reproducer::parse("// configuration: --pass-pipeline=\"dce,cse\" --other\nmodule {}\n")
+            .unwrap(),
         Reproducer::new("dce,cse", "module {}\n")
     );
-    assert!(Reproducer::parse("module {}").unwrap_err().starts_with("not a reproducer"));
+    assert!(
+        Reproducer::parse("module {}")
+            .unwrap_err()
+            .starts_with("not a reproducer")
+    );
     assert!(Reproducer::parse("// configuration: --pass-pipeline='dce\nmodule {}").is_err());
 }

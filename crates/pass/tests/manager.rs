@@ -6,8 +6,8 @@ mod common;
 use common::{SAMPLE, count, ctx, parse};
 use ir::{Context, Diagnostic, Module, OpId, OperationState};
 use pass::{
-    Analysis, AnalysisManager, Anchor, OptLimits, Pass, PassInfo, PassManager, PassManagerConfig, PassRegistry, PassResult,
-    PreservedAnalyses, default_registry,
+    Analysis, AnalysisManager, Anchor, OptLimits, Pass, PassInfo, PassManager, PassManagerConfig,
+    PassRegistry, PassResult, PreservedAnalyses, default_registry,
 };
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -24,9 +24,21 @@ impl Pass for Trace {
         self.name
     }
 
-    fn run(&mut self, _: &Context, m: &mut Module, op: OpId, _: &mut AnalysisManager) -> Result<PassResult, Diagnostic> {
-        let sym = m.attr(op, "sym_name").and_then(|a| a.as_str()).unwrap_or("-").to_string();
-        self.seen.borrow_mut().push(format!("{}:{}@{sym}", self.name, m.op_name(op)));
+    fn run(
+        &mut self,
+        _: &Context,
+        m: &mut Module,
+        op: OpId,
+        _: &mut AnalysisManager,
+    ) -> Result<PassResult, Diagnostic> {
+        let sym = m
+            .attr(op, "sym_name")
+            .and_then(|a| a.as_str())
+            .unwrap_or("-")
+            .to_string();
+        self.seen
+            .borrow_mut()
+            .push(format!("{}:{}@{sym}", self.name, m.op_name(op)));
         Ok(PassResult::unchanged())
     }
 }
@@ -37,11 +49,27 @@ fn nested_pipelines_run_on_each_function_in_order() {
     let mut m = parse(&c, SAMPLE);
     let seen = Rc::new(RefCell::new(Vec::new()));
     let mut pm = PassManager::new(PassManagerConfig::default());
-    pm.add_pass(Box::new(Trace { name: "a", seen: seen.clone() })).unwrap();
+    pm.add_pass(Box::new(Trace {
+        name: "a",
+        seen: seen.clone(),
+    }))
+    .unwrap();
     let f = pm.nest("func.func");
-    f.add_pass(Box::new(Trace { name: "b", seen: seen.clone() })).unwrap();
-    f.add_pass(Box::new(Trace { name: "c", seen: seen.clone() })).unwrap();
-    pm.add_pass(Box::new(Trace { name: "d", seen: seen.clone() })).unwrap();
+    f.add_pass(Box::new(Trace {
+        name: "b",
+        seen: seen.clone(),
+    }))
+    .unwrap();
+    f.add_pass(Box::new(Trace {
+        name: "c",
+        seen: seen.clone(),
+    }))
+    .unwrap();
+    pm.add_pass(Box::new(Trace {
+        name: "d",
+        seen: seen.clone(),
+    }))
+    .unwrap();
     assert_eq!(pm.pipeline_text(), "builtin.module(a,func.func(b,c),d)");
     let mut out = Vec::new();
     assert!(!pm.run(&c, &mut m, &mut out).unwrap());
@@ -63,7 +91,12 @@ fn parsed_pipeline_runs_registered_passes() {
     let c = ctx();
     let mut m = parse(&c, SAMPLE);
     let r = default_registry();
-    let mut pm = PassManager::parse(&r, "builtin.module(func.func(dce),verify)", PassManagerConfig::default()).unwrap();
+    let mut pm = PassManager::parse(
+        &r,
+        "builtin.module(func.func(dce),verify)",
+        PassManagerConfig::default(),
+    )
+    .unwrap();
     assert_eq!(pm.pipeline_text(), "builtin.module(func.func(dce),verify)");
     let changed = pm.run(&c, &mut m, &mut Vec::new()).unwrap();
     assert!(changed);
@@ -90,12 +123,17 @@ module {
 }
 "#;
     let mut m = parse(&c, src);
-    let mut pm = PassManager::parse(&default_registry(), "dce", PassManagerConfig::default()).unwrap();
+    let mut pm =
+        PassManager::parse(&default_registry(), "dce", PassManagerConfig::default()).unwrap();
     pm.run(&c, &mut m, &mut Vec::new()).unwrap();
     assert_eq!(count(&m, "test.add") + count(&m, "test.neg"), 0);
     assert_eq!(count(&m, "test.const"), 1);
     assert_eq!(count(&m, "test.print"), 1);
-    assert_eq!(count(&m, "other.op"), 1, "unregistered ops are never assumed pure");
+    assert_eq!(
+        count(&m, "other.op"),
+        1,
+        "unregistered ops are never assumed pure"
+    );
     assert_eq!(count(&m, "func.return"), 1);
 }
 
@@ -111,9 +149,22 @@ impl Pass for RejectPrint {
         Anchor::func()
     }
 
-    fn run(&mut self, _: &Context, m: &mut Module, op: OpId, _: &mut AnalysisManager) -> Result<PassResult, Diagnostic> {
-        match m.nested_ops(op).into_iter().find(|&o| m.op_name(o) == "test.print") {
-            Some(p) => Err(Diagnostic::error(m.loc(p).clone(), "prints are not allowed")),
+    fn run(
+        &mut self,
+        _: &Context,
+        m: &mut Module,
+        op: OpId,
+        _: &mut AnalysisManager,
+    ) -> Result<PassResult, Diagnostic> {
+        match m
+            .nested_ops(op)
+            .into_iter()
+            .find(|&o| m.op_name(o) == "test.print")
+        {
+            Some(p) => Err(Diagnostic::error(
+                m.loc(p).clone(),
+                "prints are not allowed",
+            )),
             None => Ok(PassResult::unchanged()),
         }
     }
@@ -127,7 +178,13 @@ impl Pass for BreakIr {
         "break-ir"
     }
 
-    fn run(&mut self, _: &Context, m: &mut Module, op: OpId, _: &mut AnalysisManager) -> Result<PassResult, Diagnostic> {
+    fn run(
+        &mut self,
+        _: &Context,
+        m: &mut Module,
+        op: OpId,
+        _: &mut AnalysisManager,
+    ) -> Result<PassResult, Diagnostic> {
         let body = m.entry_block(m.regions(op)[0]).unwrap();
         let r = m.create_op(OperationState::new("func.return"));
         m.insert_op(r, ir::InsertPoint::Start(body)).unwrap();
@@ -137,10 +194,20 @@ impl Pass for BreakIr {
 
 pub fn test_registry() -> PassRegistry {
     let mut r = default_registry();
-    r.register(PassInfo::new("reject-print", "Fail on prints", |_| Ok(Box::new(RejectPrint) as Box<dyn Pass>)).anchor(Anchor::func()))
-        .unwrap();
-    r.register(PassInfo::new("break-ir", "Produce invalid IR", |_| Ok(Box::new(BreakIr) as Box<dyn Pass>)).anchor(Anchor::func()))
-        .unwrap();
+    r.register(
+        PassInfo::new("reject-print", "Fail on prints", |_| {
+            Ok(Box::new(RejectPrint) as Box<dyn Pass>)
+        })
+        .anchor(Anchor::func()),
+    )
+    .unwrap();
+    r.register(
+        PassInfo::new("break-ir", "Produce invalid IR", |_| {
+            Ok(Box::new(BreakIr) as Box<dyn Pass>)
+        })
+        .anchor(Anchor::func()),
+    )
+    .unwrap();
     r
 }
 
@@ -149,11 +216,26 @@ fn failure_stops_the_pipeline_and_names_the_pass() {
     let c = ctx();
     let mut m = parse(&c, SAMPLE);
     let seen = Rc::new(RefCell::new(Vec::new()));
-    let mut pm = PassManager::parse(&test_registry(), "reject-print", PassManagerConfig::default()).unwrap();
-    assert_eq!(pm.pipeline_text(), "builtin.module(func.func(reject-print))");
-    pm.add_pass(Box::new(Trace { name: "after", seen: seen.clone() })).unwrap();
+    let mut pm = PassManager::parse(
+        &test_registry(),
+        "reject-print",
+        PassManagerConfig::default(),
+    )
+    .unwrap();
+    assert_eq!(
+        pm.pipeline_text(),
+        "builtin.module(func.func(reject-print))"
+    );
+    pm.add_pass(Box::new(Trace {
+        name: "after",
+        seen: seen.clone(),
+    }))
+    .unwrap();
     let e = pm.run(&c, &mut m, &mut Vec::new()).unwrap_err();
-    assert_eq!(e.message, "pass 'reject-print' failed: prints are not allowed");
+    assert_eq!(
+        e.message,
+        "pass 'reject-print' failed: prints are not allowed"
+    );
     assert!(seen.borrow().is_empty());
 }
 
@@ -161,13 +243,24 @@ fn failure_stops_the_pipeline_and_names_the_pass() {
 fn verify_each_catches_invalid_ir() {
     let c = ctx();
     let mut m = parse(&c, SAMPLE);
-    let mut pm = PassManager::parse(&test_registry(), "func.func(break-ir)", PassManagerConfig::default()).unwrap();
+    let mut pm = PassManager::parse(
+        &test_registry(),
+        "func.func(break-ir)",
+        PassManagerConfig::default(),
+    )
+    .unwrap();
     let e = pm.run(&c, &mut m, &mut Vec::new()).unwrap_err();
-    assert_eq!(e.message, "pass 'break-ir' produced invalid IR: 'func.return' op must be the last operation in the parent block");
+    assert_eq!(
+        e.message,
+        "pass 'break-ir' produced invalid IR: 'func.return' op must be the last operation in the parent block"
+    );
 
     // Without verification the broken IR goes through.
     let mut m = parse(&c, SAMPLE);
-    let config = PassManagerConfig { verify_each: false, ..PassManagerConfig::default() };
+    let config = PassManagerConfig {
+        verify_each: false,
+        ..PassManagerConfig::default()
+    };
     let mut pm = PassManager::parse(&test_registry(), "func.func(break-ir)", config).unwrap();
     assert!(pm.run(&c, &mut m, &mut Vec::new()).unwrap());
     assert!(ir::verify(&c, &m).is_err());
@@ -176,11 +269,20 @@ fn verify_each_catches_invalid_ir() {
 #[test]
 fn passes_refuse_the_wrong_anchor() {
     let mut pm = PassManager::new(PassManagerConfig::default());
-    let e = pm.nest("test.container").add_pass(Box::new(RejectPrint)).unwrap_err();
-    assert_eq!(e, "pass 'reject-print' runs on 'func.func' ops and cannot be scheduled on 'test.container'");
+    let e = pm
+        .nest("test.container")
+        .add_pass(Box::new(RejectPrint))
+        .unwrap_err();
+    assert_eq!(
+        e,
+        "pass 'reject-print' runs on 'func.func' ops and cannot be scheduled on 'test.container'"
+    );
     // On the module, a function pass nests implicitly.
     pm.add_pass(Box::new(RejectPrint)).unwrap();
-    assert_eq!(pm.pipeline_text(), "builtin.module(test.container(),func.func(reject-print))");
+    assert_eq!(
+        pm.pipeline_text(),
+        "builtin.module(test.container(),func.func(reject-print))"
+    );
 }
 
 static COMPUTED: AtomicUsize = AtomicUsize::new(0);
@@ -208,7 +310,13 @@ impl Pass for UseCount {
         self.name
     }
 
-    fn run(&mut self, ctx: &Context, m: &mut Module, op: OpId, am: &mut AnalysisManager) -> Result<PassResult, Diagnostic> {
+    fn run(
+        &mut self,
+        ctx: &Context,
+        m: &mut Module,
+        op: OpId,
+        am: &mut AnalysisManager,
+    ) -> Result<PassResult, Diagnostic> {
         let n = am.get::<OpCount>(ctx, m, op)?;
         self.counts.borrow_mut().push(n.0);
         if !self.mutate {
@@ -218,7 +326,11 @@ impl Pass for UseCount {
         let ret = m.last_op(body).unwrap();
         let p = m.create_op(OperationState::new("test.print"));
         m.insert_op(p, ir::InsertPoint::Before(ret)).unwrap();
-        let preserved = if self.preserve { PreservedAnalyses::none().preserve::<OpCount>() } else { PreservedAnalyses::none() };
+        let preserved = if self.preserve {
+            PreservedAnalyses::none().preserve::<OpCount>()
+        } else {
+            PreservedAnalyses::none()
+        };
         Ok(PassResult::new(true, preserved))
     }
 }
@@ -228,7 +340,14 @@ fn analyses_are_cached_until_invalidated() {
     let c = ctx();
     let mut m = parse(&c, SAMPLE);
     let counts = Rc::new(RefCell::new(Vec::new()));
-    let p = |name, mutate, preserve| Box::new(UseCount { name, mutate, preserve, counts: counts.clone() });
+    let p = |name, mutate, preserve| {
+        Box::new(UseCount {
+            name,
+            mutate,
+            preserve,
+            counts: counts.clone(),
+        })
+    };
     let mut pm = PassManager::new(PassManagerConfig::default());
     let f = pm.nest("func.func");
     f.add_pass(p("read", false, false)).unwrap();
@@ -261,7 +380,11 @@ fn invalidation_spares_unrelated_ops() {
     assert!(am.cached::<OpCount>(m.top()).is_none());
     am.invalidate(&m, f, &PreservedAnalyses::all());
     assert!(am.cached::<OpCount>(f).is_some());
-    assert!(PreservedAnalyses::none().preserve::<OpCount>().is_preserved::<OpCount>());
+    assert!(
+        PreservedAnalyses::none()
+            .preserve::<OpCount>()
+            .is_preserved::<OpCount>()
+    );
     assert!(!PreservedAnalyses::none().is_preserved::<OpCount>());
 }
 
@@ -285,7 +408,10 @@ module {
 "#;
     let run = |limits: &str, pipeline: &str| {
         let mut m = parse(&c, src);
-        let config = PassManagerConfig { opt_limits: OptLimits::parse(limits).unwrap(), ..PassManagerConfig::default() };
+        let config = PassManagerConfig {
+            opt_limits: OptLimits::parse(limits).unwrap(),
+            ..PassManagerConfig::default()
+        };
         let mut pm = PassManager::parse(&default_registry(), pipeline, config).unwrap();
         pm.run(&c, &mut m, &mut Vec::new()).unwrap();
         count(&m, "test.neg")
