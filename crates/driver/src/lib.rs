@@ -1,6 +1,8 @@
 //! Command-line tools: `dialect-opt`, `dialect-run` and `filecheck`, as libraries the thin binaries call.
 
+pub mod alloc;
 pub mod opt;
+pub mod run;
 
 use ir::Context;
 
@@ -17,6 +19,7 @@ pub fn default_context() -> Context {
 pub fn default_pass_registry() -> pass::PassRegistry {
     let mut r = pass::default_registry();
     transforms::register_passes(&mut r);
+    egraph::register_passes(&mut r);
     r
 }
 

@@ -1,0 +1,472 @@
+//! `dialect-run`: import a program, compile it, run it on inputs, compare with expected outputs, benchmark.
+
+use crate::{default_context, default_pass_registry};
+use clap::Parser;
+use ir::{DType, Dim, TypeKind};
+use runtime::{CompileOptions, IValue, InputKind, Tensor};
+use std::collections::HashMap;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+/// Command-line options of `dialect-run`.
+#[derive(Parser, Debug, Clone)]
+#[command(name = "dialect-run", about = "Import, compile and run a program; compare its outputs; benchmark it.")]
+pub struct RunArgs {
+    /// The program: `.pt2`, FX text, TorchScript text, a program archive (`.dar`) or text IR.
+    pub program: PathBuf,
+    /// The input format, when the extension does not say (pt2, fx, torchscript, archive, ir).
+    #[arg(long, value_name = "FORMAT")]
+    pub import: Option<String>,
+    /// Inputs from a safetensors file: `in.N` (torch.export fixtures) or `callK.in.N` (TorchScript fixtures).
+    #[arg(long, value_name = "FILE")]
+    pub inputs: Option<PathBuf>,
+    /// Expected outputs (`out.N`, `call2.out.N`, `callK.out.N`); prints the error per output and
+    /// fails when one is outside the tolerance (from a `meta.json` beside the file, or --rtol/--atol).
+    #[arg(long, value_name = "FILE")]
+    pub compare: Option<PathBuf>,
+    /// Which call of a TorchScript fixture to run (its `callK.*` tensors and scalar inputs).
+    #[arg(long, default_value_t = 0)]
+    pub call: usize,
+    /// A non-tensor input by position: `--scalar 1=5 --scalar 2=0.5`.
+    #[arg(long, value_name = "POS=VALUE")]
+    pub scalar: Vec<String>,
+    /// Sizes of generated inputs' symbolic dimensions: `--dim s0=1024` (default: the range minimum, at least 2).
+    #[arg(long, value_name = "SYM=N")]
+    pub dim: Vec<String>,
+    /// The shape of a generated input, overriding its type: `--shape x=1024x4096`.
+    #[arg(long, value_name = "NAME=DIMS")]
+    pub shape: Vec<String>,
+    /// Number of calls on the same runtime (state such as mutated buffers carries over).
+    #[arg(long)]
+    pub calls: Option<usize>,
+    /// A pass pipeline to run before compiling.
+    #[arg(long, value_name = "PIPELINE")]
+    pub pipeline: Option<String>,
+    /// Relative tolerance of --compare.
+    #[arg(long)]
+    pub rtol: Option<f64>,
+    /// Absolute tolerance of --compare.
+    #[arg(long)]
+    pub atol: Option<f64>,
+    /// Kernel worker threads (rayon's pool).
+    #[arg(long, default_value_t = 1)]
+    pub threads: usize,
+    /// Time repeated calls and print a table.
+    #[arg(long)]
+    pub bench: bool,
+    /// Timed calls of --bench.
+    #[arg(long, default_value_t = 100)]
+    pub iters: usize,
+    /// Untimed calls before --bench measures.
+    #[arg(long, default_value_t = 5)]
+    pub warmup: usize,
+    /// Seed of generated inputs.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// Print the output values in full.
+    #[arg(long)]
+    pub print_outputs: bool,
+}
+
+/// Runs `dialect-run`; returns the exit code.
+pub fn main_with_args(args: Vec<String>, stdout: &mut dyn Write, stderr: &mut dyn Write) -> i32 {
+    let opts = match RunArgs::try_parse_from(crate::normalize_llvm_flags(args)) {
+        Ok(o) => o,
+        Err(e) => {
+            let _ = write!(stderr, "{e}");
+            return if e.use_stderr() { 2 } else { 0 };
+        }
+    };
+    match run(&opts, stdout, stderr) {
+        Ok(code) => code,
+        Err(e) => {
+            let _ = writeln!(stderr, "dialect-run: {e}");
+            1
+        }
+    }
+}
+
+/// Tolerances and call counts read from a fixture's `meta.json`.
+#[derive(Default)]
+struct Meta {
+    rtol: Option<f64>,
+    atol: Option<f64>,
+    calls: Option<usize>,
+    /// Scalar inputs per call (TorchScript fixtures): position → value.
+    scalar_calls: Vec<HashMap<usize, f64>>,
+}
+
+fn read_meta(io: &Path) -> Result<Meta, String> {
+    let name = io.file_name().and_then(|n| n.to_str()).unwrap_or("");
+    let meta_path = match name.strip_suffix(".io.safetensors") {
+        Some(stem) => io.with_file_name(format!("{stem}.meta.json")),
+        None => io.with_file_name("meta.json"),
+    };
+    if !meta_path.exists() {
+        return Ok(Meta::default());
+    }
+    let text = std::fs::read_to_string(&meta_path).map_err(|e| format!("{}: {e}", meta_path.display()))?;
+    let v: serde_json::Value = serde_json::from_str(&text).map_err(|e| format!("{}: {e}", meta_path.display()))?;
+    let mut m = Meta {
+        rtol: v["tolerance"]["rtol"].as_f64(),
+        atol: v["tolerance"]["atol"].as_f64(),
+        calls: v["calls"].as_u64().map(|c| c as usize),
+        scalar_calls: Vec::new(),
+    };
+    if let Some(calls) = v["calls"].as_array() {
+        for c in calls {
+            let mut map = HashMap::new();
+            if let Some(obj) = c["scalar_inputs"].as_object() {
+                for (k, val) in obj {
+                    if let (Ok(pos), Some(x)) = (k.parse::<usize>(), val.as_f64()) {
+                        map.insert(pos, x);
+                    }
+                }
+            }
+            m.scalar_calls.push(map);
+        }
+    }
+    Ok(m)
+}
+
+fn parse_kv<'a>(s: &'a str, what: &str) -> Result<(&'a str, &'a str), String> {
+    s.split_once('=').ok_or_else(|| format!("{what} '{s}' is not of the form KEY=VALUE"))
+}
+
+fn run(opts: &RunArgs, stdout: &mut dyn Write, stderr: &mut dyn Write) -> Result<i32, String> {
+    if opts.threads == 0 {
+        return Err("--threads must be at least 1".into());
+    }
+    // A second build of the global pool (in tests) fails harmlessly: the first size stands.
+    let _ = rayon::ThreadPoolBuilder::new().num_threads(opts.threads).build_global();
+    let ctx = default_context();
+    let format = match &opts.import {
+        Some(n) => Some(import::Format::from_name(n).ok_or_else(|| format!("unknown input format '{n}' (expected one of {})", import::Format::NAMES))?),
+        None => None,
+    };
+    let t0 = Instant::now();
+    let mut program = import::import_file(&ctx, &opts.program, format).map_err(|e| e.to_string())?;
+    let import_time = t0.elapsed();
+    if let Some(p) = &opts.pipeline {
+        let registry = default_pass_registry();
+        let mut pm = pass::PassManager::parse(&registry, p, pass::PassManagerConfig::default())
+            .map_err(|e| format!("invalid pipeline '{p}': {e}"))?;
+        pm.run(&ctx, &mut program.module, stderr).map_err(|d| d.to_string())?;
+    }
+    let mut weights = runtime::Weights::new();
+    for (name, w) in program.weights.iter() {
+        let bytes = w.contiguous_bytes().map_err(|e| format!("weight '{name}': {e}"))?;
+        let sizes: Vec<usize> = w.sizes.iter().map(|&s| s.max(0) as usize).collect();
+        weights.insert_bytes(name.to_string(), w.dtype, &sizes, &bytes).map_err(|e| format!("weight '{name}': {e}"))?;
+    }
+    let t1 = Instant::now();
+    let compiled = runtime::compile(&program.module, &ctx, &weights, CompileOptions::default()).map_err(|e| e.to_string())?;
+    let compile_time = t1.elapsed();
+    let mut rt = compiled.runtime();
+
+    // Inputs.
+    let meta = match (&opts.compare, &opts.inputs) {
+        (Some(p), _) | (None, Some(p)) => read_meta(p)?,
+        _ => Meta::default(),
+    };
+    let io_inputs = match &opts.inputs {
+        Some(p) => runtime::io::load_safetensors(p).map_err(|e| format!("{}: {e}", p.display()))?,
+        None => Vec::new(),
+    };
+    let inputs = build_inputs(opts, &compiled, &io_inputs, &meta)?;
+
+    let calls = opts.calls.or(meta.calls).unwrap_or(1).max(1);
+    let mut results = Vec::new();
+    let t2 = Instant::now();
+    for _ in 0..calls {
+        results.push(rt.run(&inputs).map_err(|e| e.to_string())?);
+    }
+    let run_time = t2.elapsed();
+    let _ = writeln!(
+        stdout,
+        "{}: imported in {:.2} ms, compiled in {:.2} ms, {} call(s) in {:.2} ms",
+        opts.program.display(),
+        ms(import_time),
+        ms(compile_time),
+        calls,
+        ms(run_time)
+    );
+    let mut failed = false;
+    match &opts.compare {
+        Some(path) => {
+            let expected = runtime::io::load_safetensors(path).map_err(|e| format!("{}: {e}", path.display()))?;
+            let rtol = opts.rtol.or(meta.rtol).unwrap_or(1e-4);
+            let atol = opts.atol.or(meta.atol).unwrap_or(1e-5);
+            for (call, outs) in results.iter().enumerate() {
+                let prefix = expected_prefix(&expected, opts.call, call);
+                let Some(prefix) = prefix else { continue };
+                for (i, v) in outs.iter().enumerate() {
+                    let key = format!("{prefix}out.{i}");
+                    let Some((_, want)) = expected.iter().find(|(k, _)| *k == key) else {
+                        let _ = writeln!(stdout, "{key}: no expected value in {}", path.display());
+                        failed = true;
+                        continue;
+                    };
+                    match compare(v, want, rtol, atol) {
+                        Ok(report) => {
+                            let _ = writeln!(stdout, "{key}: {report}");
+                            if !report.ok {
+                                failed = true;
+                            }
+                        }
+                        Err(e) => {
+                            let _ = writeln!(stdout, "{key}: {e}");
+                            failed = true;
+                        }
+                    }
+                }
+                let n_expected = expected.iter().filter(|(k, _)| k.starts_with(&format!("{prefix}out."))).count();
+                if n_expected != outs.len() {
+                    let _ = writeln!(stdout, "{prefix}out.*: program gave {} outputs, expected {n_expected}", outs.len());
+                    failed = true;
+                }
+            }
+            let _ = writeln!(stdout, "{} (rtol {rtol:e}, atol {atol:e})", if failed { "MISMATCH" } else { "match" });
+        }
+        None => {
+            if let Some(outs) = results.last() {
+                for (i, v) in outs.iter().enumerate() {
+                    let _ = writeln!(stdout, "out.{i}: {}", describe(v, opts.print_outputs));
+                }
+            }
+        }
+    }
+    if opts.bench {
+        bench(opts, &mut rt, &inputs, stdout, stderr)?;
+    }
+    Ok(if failed { 1 } else { 0 })
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e3
+}
+
+/// The key prefix of the expected outputs of call number `call` (0-based) of this run.
+fn expected_prefix(expected: &[(String, Tensor)], ts_call: usize, call: usize) -> Option<String> {
+    let has = |p: &str| expected.iter().any(|(k, _)| k.starts_with(p));
+    let ts = format!("call{ts_call}.out.");
+    if has(&ts) && call == 0 {
+        return Some(format!("call{ts_call}."));
+    }
+    if call == 0 && has("out.") {
+        return Some(String::new());
+    }
+    let p = format!("call{}.", call + 1);
+    if has(&format!("{p}out.")) { Some(p) } else { None }
+}
+
+fn build_inputs(opts: &RunArgs, compiled: &runtime::CompiledProgram, io: &[(String, Tensor)], meta: &Meta) -> Result<Vec<IValue>, String> {
+    let users: Vec<&runtime::InputInfo> = compiled.arguments().iter().filter(|a| a.kind == InputKind::User).collect();
+    let mut scalars: HashMap<usize, f64> = meta.scalar_calls.get(opts.call).cloned().unwrap_or_default();
+    for s in &opts.scalar {
+        let (k, v) = parse_kv(s, "--scalar")?;
+        let pos: usize = k.parse().map_err(|_| format!("--scalar position '{k}' is not a number"))?;
+        let val: f64 = v.parse().map_err(|_| format!("--scalar value '{v}' is not a number"))?;
+        scalars.insert(pos, val);
+    }
+    let mut dims: HashMap<String, usize> = HashMap::new();
+    for s in &opts.dim {
+        let (k, v) = parse_kv(s, "--dim")?;
+        dims.insert(k.to_string(), v.parse().map_err(|_| format!("--dim size '{v}' is not a number"))?);
+    }
+    let mut shapes: HashMap<String, Vec<usize>> = HashMap::new();
+    for s in &opts.shape {
+        let (k, v) = parse_kv(s, "--shape")?;
+        let sizes = v.split('x').map(|d| d.parse::<usize>()).collect::<Result<Vec<_>, _>>().map_err(|_| format!("--shape '{v}' is not like 1024x4096"))?;
+        shapes.insert(k.to_string(), sizes);
+    }
+    let ts_prefix = format!("call{}.in.", opts.call);
+    let mut rng = Rng(opts.seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
+    let mut out = Vec::with_capacity(users.len());
+    for (pos, info) in users.iter().enumerate() {
+        let from_io = io
+            .iter()
+            .find(|(k, _)| *k == format!("in.{pos}") || *k == format!("{ts_prefix}{pos}"))
+            .map(|(_, t)| t.clone());
+        if let Some(t) = from_io {
+            out.push(IValue::Tensor(t));
+            continue;
+        }
+        match info.ty.kind() {
+            TypeKind::Int => out.push(IValue::Int(scalar_at(&scalars, pos, &info.name)? as i64)),
+            TypeKind::Float => out.push(IValue::Float(scalar_at(&scalars, pos, &info.name)?)),
+            TypeKind::Bool => out.push(IValue::Bool(scalar_at(&scalars, pos, &info.name)? != 0.0)),
+            TypeKind::Tensor(tt) => {
+                if !io.is_empty() {
+                    return Err(format!("input '{}' (#{pos}) is not in the inputs file", info.name));
+                }
+                let sizes = match shapes.get(&info.name) {
+                    Some(s) => s.clone(),
+                    None => {
+                        let dims_of = tt.shape.as_ref().ok_or_else(|| format!("input '{}' has unknown rank: give --shape {}=AxB", info.name, info.name))?;
+                        dims_of
+                            .iter()
+                            .map(|d| match d {
+                                Dim::Static(n) => Ok(*n as usize),
+                                Dim::Sym(s) => Ok(*dims.get(s.as_ref()).unwrap_or(&2)),
+                                Dim::Unknown => Err(format!("input '{}' has an unknown dimension: give --shape", info.name)),
+                            })
+                            .collect::<Result<Vec<_>, _>>()?
+                    }
+                };
+                let dtype = tt.dtype.unwrap_or(DType::F32);
+                out.push(IValue::Tensor(generate(&mut rng, dtype, &sizes)?));
+            }
+            other => return Err(format!("input '{}' of type {:?} cannot be generated; give it in --inputs", info.name, other)),
+        }
+    }
+    Ok(out)
+}
+
+fn scalar_at(scalars: &HashMap<usize, f64>, pos: usize, name: &str) -> Result<f64, String> {
+    scalars.get(&pos).copied().ok_or_else(|| format!("non-tensor input '{name}' (#{pos}) needs a value: --scalar {pos}=VALUE"))
+}
+
+/// A small deterministic generator for benchmark inputs.
+struct Rng(u64);
+
+impl Rng {
+    fn next_f64(&mut self) -> f64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        (self.0 >> 11) as f64 / (1u64 << 53) as f64
+    }
+}
+
+/// Generated inputs: floats uniform in [-2, 2), integers in [0, 10), booleans fair.
+fn generate(rng: &mut Rng, dtype: DType, sizes: &[usize]) -> Result<Tensor, String> {
+    let n: usize = sizes.iter().product();
+    let vals: Vec<f64> = (0..n).map(|_| rng.next_f64()).collect();
+    let t = match dtype {
+        DType::F32 => Tensor::from_vec(vals.iter().map(|v| (v * 4.0 - 2.0) as f32).collect::<Vec<_>>(), sizes),
+        DType::F64 => Tensor::from_vec(vals.iter().map(|v| v * 4.0 - 2.0).collect::<Vec<_>>(), sizes),
+        DType::I64 => Tensor::from_vec(vals.iter().map(|v| (v * 10.0) as i64).collect::<Vec<_>>(), sizes),
+        DType::I32 => Tensor::from_vec(vals.iter().map(|v| (v * 10.0) as i32).collect::<Vec<_>>(), sizes),
+        DType::Bool => Tensor::from_vec(vals.iter().map(|v| *v < 0.5).collect::<Vec<_>>(), sizes),
+        other => {
+            let f = Tensor::from_vec(vals.iter().map(|v| (v * 4.0 - 2.0) as f32).collect::<Vec<_>>(), sizes).map_err(|e| e.to_string())?;
+            f.to_dtype(other)
+        }
+    };
+    t.map_err(|e| e.to_string())
+}
+
+struct CompareReport {
+    ok: bool,
+    text: String,
+}
+
+impl std::fmt::Display for CompareReport {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.text)
+    }
+}
+
+fn compare(got: &IValue, want: &Tensor, rtol: f64, atol: f64) -> Result<CompareReport, String> {
+    let got = match got {
+        IValue::Tensor(t) => t.clone(),
+        IValue::Int(i) => Tensor::scalar_tensor(runtime::Scalar::Int(*i), want.dtype()).map_err(|e| e.to_string())?,
+        IValue::Float(x) => Tensor::scalar_tensor(runtime::Scalar::Float(*x), want.dtype()).map_err(|e| e.to_string())?,
+        IValue::Bool(b) => Tensor::scalar_tensor(runtime::Scalar::Bool(*b), want.dtype()).map_err(|e| e.to_string())?,
+        other => return Err(format!("output is not a tensor: {}", describe(other, false))),
+    };
+    if got.sizes() != want.sizes() {
+        return Ok(CompareReport { ok: false, text: format!("shape {:?}, expected {:?}", got.sizes(), want.sizes()) });
+    }
+    if got.dtype() != want.dtype() {
+        return Ok(CompareReport { ok: false, text: format!("dtype {}, expected {}", got.dtype(), want.dtype()) });
+    }
+    let (a, b) = (got.to_vec_f64(), want.to_vec_f64());
+    let exact = !want.dtype().is_floating();
+    let (mut max_abs, mut max_rel, mut bad) = (0f64, 0f64, 0usize);
+    for (x, y) in a.iter().zip(&b) {
+        if x.is_nan() && y.is_nan() {
+            continue;
+        }
+        let d = (x - y).abs();
+        let d = if d.is_nan() { f64::INFINITY } else { d };
+        max_abs = max_abs.max(d);
+        if *y != 0.0 {
+            max_rel = max_rel.max(d / y.abs());
+        }
+        let allowed = if exact { 0.0 } else { atol + rtol * y.abs() };
+        if d > allowed && !(x == y) {
+            bad += 1;
+        }
+    }
+    let ok = bad == 0;
+    let text = format!(
+        "{}{:?} max_abs_err={max_abs:.3e} max_rel_err={max_rel:.3e} {}",
+        got.dtype(),
+        got.sizes(),
+        if ok { "ok".to_string() } else { format!("{bad} element(s) outside tolerance") }
+    );
+    Ok(CompareReport { ok, text })
+}
+
+fn describe(v: &IValue, full: bool) -> String {
+    match v {
+        IValue::Tensor(t) => {
+            let vals = t.to_vec_f64();
+            let shown: Vec<String> = vals.iter().take(if full { usize::MAX } else { 8 }).map(|x| format!("{x}")).collect();
+            let more = if vals.len() > shown.len() { ", …" } else { "" };
+            format!("{}{:?} [{}{more}]", t.dtype(), t.sizes(), shown.join(", "))
+        }
+        IValue::Int(i) => format!("int {i}"),
+        IValue::Float(x) => format!("float {x}"),
+        IValue::Bool(b) => format!("bool {b}"),
+        IValue::None => "None".into(),
+        IValue::Tuple(items) | IValue::List(items) => {
+            format!("({})", items.iter().map(|i| describe(i, full)).collect::<Vec<_>>().join(", "))
+        }
+        IValue::TensorList(ts) => format!("[{}]", ts.iter().map(|t| describe(&IValue::Tensor(t.clone()), full)).collect::<Vec<_>>().join(", ")),
+        other => format!("{other:?}"),
+    }
+}
+
+fn bench(opts: &RunArgs, rt: &mut runtime::Runtime, inputs: &[IValue], stdout: &mut dyn Write, stderr: &mut dyn Write) -> Result<(), String> {
+    let mut outs = Vec::new();
+    for _ in 0..opts.warmup {
+        rt.run_into(inputs, &mut outs).map_err(|e| e.to_string())?;
+    }
+    let mut times = Vec::with_capacity(opts.iters);
+    let a0 = crate::alloc::allocations();
+    let start = Instant::now();
+    let mut last_progress = Instant::now();
+    for i in 0..opts.iters {
+        let t = Instant::now();
+        rt.run_into(inputs, &mut outs).map_err(|e| e.to_string())?;
+        times.push(t.elapsed());
+        if last_progress.elapsed() > Duration::from_secs(2) {
+            let _ = write!(stderr, "\r{}/{} calls, {:.1} s", i + 1, opts.iters, start.elapsed().as_secs_f64());
+            last_progress = Instant::now();
+        }
+    }
+    if start.elapsed() > Duration::from_secs(2) {
+        let _ = writeln!(stderr);
+    }
+    let allocs = (crate::alloc::allocations() - a0) as f64 / opts.iters.max(1) as f64;
+    times.sort();
+    let pick = |q: f64| times.get(((times.len() as f64 - 1.0) * q).round() as usize).copied().unwrap_or_default();
+    let _ = writeln!(stdout, "| program | threads | calls | median ms | p10 ms | p90 ms | allocations/call |");
+    let _ = writeln!(stdout, "| --- | --- | --- | --- | --- | --- | --- |");
+    let _ = writeln!(
+        stdout,
+        "| {} | {} | {} | {:.4} | {:.4} | {:.4} | {:.1} |",
+        opts.program.display(),
+        opts.threads,
+        opts.iters,
+        ms(pick(0.5)),
+        ms(pick(0.1)),
+        ms(pick(0.9)),
+        allocs
+    );
+    Ok(())
+}
