@@ -316,3 +316,21 @@ fn conv_errors_name_the_op() {
     let e = call_err("aten.convolution", conv_args(x, t(&[0.; 3], &[3, 1, 1]), None, &[2], &[0], &[1], true, &[2], 1));
     assert!(e.contains("output padding"), "{e}");
 }
+
+#[test]
+fn im2col_and_col2im_round_trip() {
+    // 1x1x3x3 image, 2x2 blocks at stride 1: 4 blocks of 4 taps.
+    let x = t(&(1..=9).map(|v| v as f32).collect::<Vec<_>>(), &[1, 1, 3, 3]);
+    let cols = call("aten.im2col", vec![x.into(), ints(&[2, 2]), ints(&[1, 1]), ints(&[0, 0]), ints(&[1, 1])]);
+    close(&cols, &[1., 2., 4., 5., 2., 3., 5., 6., 4., 5., 7., 8., 5., 6., 8., 9.], &[1, 4, 4], 1e-6);
+    // Folding sums overlapping taps: the centre is covered by all four blocks.
+    let img = call("aten.col2im", vec![cols.into(), ints(&[3, 3]), ints(&[2, 2]), ints(&[1, 1]), ints(&[0, 0]), ints(&[1, 1])]);
+    close(&img, &[1., 4., 3., 8., 20., 12., 7., 16., 9.], &[1, 1, 3, 3], 1e-6);
+    // Padding adds zero taps; integers work too.
+    let xi = Tensor::from_slice(&[1i64, 2], &[1, 1, 2]).unwrap();
+    let c = call("aten.im2col", vec![xi.into(), ints(&[1, 2]), ints(&[1, 1]), ints(&[0, 1]), ints(&[1, 1])]);
+    assert_eq!(c.sizes(), &[2, 3]);
+    assert_eq!(c.to_vec_i64(), vec![0, 1, 2, 1, 2, 0]);
+    let e = call_err("aten.col2im", vec![t(&[0.; 8], &[1, 4, 2]).into(), ints(&[3, 3]), ints(&[2, 2]), ints(&[1, 1]), ints(&[0, 0]), ints(&[1, 1])]);
+    assert!(e.starts_with("aten.col2im:") && e.contains("sliding blocks"), "{e}");
+}

@@ -6,7 +6,8 @@
 //! patches into a column matrix (im2col; skipped for 1×1 kernels with unit stride and no
 //! padding) and multiplies the group's weight rows by it; the transposed case multiplies the
 //! transposed weight by the input and scatters the columns back into the output (col2im).
-//! Lower-dimensional convolutions run as 3-d ones with leading unit dims.
+//! Lower-dimensional convolutions run as 3-d ones with leading unit dims. The same gather
+//! and scatter back `im2col` and `col2im` (`F.unfold`/`F.fold`).
 
 use super::linalg::{MatView, Real, gemm, outs, widen_halves};
 use ir::DType;
@@ -510,7 +511,172 @@ fn conv_transpose3d(args: &[IValue]) -> Result<Vec<IValue>> {
     conv_transpose_nd("aten.conv_transpose3d.input", 3, args)
 }
 
+/// Sliding-block options shared by `im2col` and `col2im`: kernel, dilation, padding, stride
+/// (two elements each, or one broadcast to both).
+fn block_options(op: &'static str, a: &Args<'_>, first: usize) -> Result<[[usize; 2]; 4]> {
+    let mut out = [[0usize; 2]; 4];
+    let names = ["kernel_size", "dilation", "padding", "stride"];
+    for (k, name) in names.iter().enumerate() {
+        let v = expand_param(op, name, &a.int_list(first + k)?, 2)?;
+        let positive = k != 2;
+        for (j, &x) in v.iter().enumerate() {
+            if x < 0 || (positive && x == 0) {
+                return Err(KernelError::new(op, format!("{name} must be {}, got {v:?}", if positive { "positive" } else { "non-negative" })));
+            }
+            out[k][j] = x as usize;
+        }
+    }
+    Ok(out)
+}
+
+/// Number of sliding blocks along a dim.
+fn blocks(op: &'static str, size: usize, k: usize, d: usize, p: usize, s: usize) -> Result<usize> {
+    let span = d * (k - 1) + 1;
+    if size + 2 * p < span {
+        return Err(KernelError::new(op, format!("kernel span {span} is larger than the padded input size {}", size + 2 * p)));
+    }
+    Ok((size + 2 * p - span) / s + 1)
+}
+
+/// Runs `f` over contiguous data of a float (computed in `f32`/`f64`) or integer (computed in
+/// wrapping `i64`) tensor, producing a tensor of `x`'s dtype with sizes `out_sizes`.
+fn with_conv_elem(
+    op: &'static str,
+    x: &Tensor,
+    out_sizes: &[usize],
+    f32f: impl FnOnce(&[f32], &mut [f32]),
+    f64f: impl FnOnce(&[f64], &mut [f64]),
+    i64f: impl FnOnce(&[i64], &mut [i64]),
+) -> Result<Tensor> {
+    let dt = x.dtype();
+    let r = match dt {
+        DType::U8 | DType::I8 | DType::I16 | DType::I32 | DType::I64 => {
+            let xd = x.to_dtype(DType::I64)?.to_vec::<i64>()?;
+            Tensor::build::<i64>(out_sizes, |out| {
+                i64f(&xd, out);
+                Ok(())
+            })?
+        }
+        DType::F64 => {
+            let xd = x.to_vec::<f64>()?;
+            Tensor::build::<f64>(out_sizes, |out| {
+                f64f(&xd, out);
+                Ok(())
+            })?
+        }
+        DType::F32 | DType::F16 | DType::BF16 => {
+            let xd = x.to_dtype(DType::F32)?.to_vec::<f32>()?;
+            Tensor::build::<f32>(out_sizes, |out| {
+                f32f(&xd, out);
+                Ok(())
+            })?
+        }
+        DType::Bool => return Err(KernelError::new(op, "not implemented for dtype bool")),
+    };
+    r.cast_to(dt)
+}
+
+/// `im2col(self, kernel_size, dilation, padding, stride)`: `[N, C, H, W]` to
+/// `[N, C·kh·kw, L]` sliding blocks (`F.unfold`).
+fn im2col_op(args: &[IValue]) -> Result<Vec<IValue>> {
+    const OP: &str = "aten.im2col";
+    let a = Args::new(OP, args, 5)?;
+    let x = a.tensor(0)?;
+    let [k, d, p, s] = block_options(OP, &a, 1)?;
+    let batched = x.dim() == 4;
+    if x.dim() != 3 && !batched {
+        return Err(KernelError::new(OP, format!("expected a 3-D or 4-D input, got {:?}", x.sizes())));
+    }
+    let sz = x.sizes();
+    let (n, c, h, w) = if batched { (sz[0], sz[1], sz[2], sz[3]) } else { (1, sz[0], sz[1], sz[2]) };
+    let (bh, bw) = (blocks(OP, h, k[0], d[0], p[0], s[0])?, blocks(OP, w, k[1], d[1], p[1], s[1])?);
+    let g = Geometry {
+        n,
+        cin: c,
+        cout: c,
+        groups: 1,
+        input: [1, h, w],
+        kernel: [1, k[0], k[1]],
+        output: [1, bh, bw],
+        stride: [1, s[0], s[1]],
+        pad_lo: [0, p[0], p[1]],
+        dilation: [1, d[0], d[1]],
+        transposed: false,
+    };
+    let rows = c * k[0] * k[1];
+    let l = bh * bw;
+    let out_sizes = if batched { vec![n, rows, l] } else { vec![rows, l] };
+    let (img, colsz) = (c * h * w, rows * l);
+    let r = with_conv_elem(
+        OP,
+        x,
+        &out_sizes,
+        |xd, out| (0..n).for_each(|b| im2col(&xd[b * img..(b + 1) * img], &g, c, &mut out[b * colsz..(b + 1) * colsz])),
+        |xd, out| (0..n).for_each(|b| im2col(&xd[b * img..(b + 1) * img], &g, c, &mut out[b * colsz..(b + 1) * colsz])),
+        |xd, out| (0..n).for_each(|b| im2col(&xd[b * img..(b + 1) * img], &g, c, &mut out[b * colsz..(b + 1) * colsz])),
+    )?;
+    Ok(outs([r]))
+}
+
+/// `col2im(self, output_size, kernel_size, dilation, padding, stride)`: sums sliding blocks
+/// `[N, C·kh·kw, L]` back into `[N, C, H, W]` (`F.fold`).
+fn col2im_op(args: &[IValue]) -> Result<Vec<IValue>> {
+    const OP: &str = "aten.col2im";
+    let a = Args::new(OP, args, 6)?;
+    let x = a.tensor(0)?;
+    let size = expand_param(OP, "output_size", &a.int_list(1)?, 2)?;
+    if size.iter().any(|&v| v <= 0) {
+        return Err(KernelError::new(OP, format!("output_size must be positive, got {size:?}")));
+    }
+    let (h, w) = (size[0] as usize, size[1] as usize);
+    let [k, d, p, s] = block_options(OP, &a, 2)?;
+    let batched = x.dim() == 3;
+    if x.dim() != 2 && !batched {
+        return Err(KernelError::new(OP, format!("expected a 2-D or 3-D input, got {:?}", x.sizes())));
+    }
+    let sz = x.sizes();
+    let (n, rows, l) = if batched { (sz[0], sz[1], sz[2]) } else { (1, sz[0], sz[1]) };
+    let kk = k[0] * k[1];
+    if rows % kk != 0 {
+        return Err(KernelError::new(OP, format!("dim 1 of the input ({rows}) must be divisible by the kernel area {kk}")));
+    }
+    let (bh, bw) = (blocks(OP, h, k[0], d[0], p[0], s[0])?, blocks(OP, w, k[1], d[1], p[1], s[1])?);
+    if bh * bw != l {
+        return Err(KernelError::new(
+            OP,
+            format!("expected {} sliding blocks ({bh}x{bw}) for output size {size:?}, got {l}", bh * bw),
+        ));
+    }
+    let c = rows / kk;
+    let g = Geometry {
+        n,
+        cin: c,
+        cout: c,
+        groups: 1,
+        input: [1, bh, bw],
+        kernel: [1, k[0], k[1]],
+        output: [1, h, w],
+        stride: [1, s[0], s[1]],
+        pad_lo: [0, p[0], p[1]],
+        dilation: [1, d[0], d[1]],
+        transposed: true,
+    };
+    let out_sizes = if batched { vec![n, c, h, w] } else { vec![c, h, w] };
+    let (colsz, img) = (rows * l, c * h * w);
+    let r = with_conv_elem(
+        OP,
+        x,
+        &out_sizes,
+        |xd, out| (0..n).for_each(|b| col2im(&xd[b * colsz..(b + 1) * colsz], &g, c, &mut out[b * img..(b + 1) * img])),
+        |xd, out| (0..n).for_each(|b| col2im(&xd[b * colsz..(b + 1) * colsz], &g, c, &mut out[b * img..(b + 1) * img])),
+        |xd, out| (0..n).for_each(|b| col2im(&xd[b * colsz..(b + 1) * colsz], &g, c, &mut out[b * img..(b + 1) * img])),
+    )?;
+    Ok(outs([r]))
+}
+
 pub fn register(r: &mut KernelRegistry) {
+    r.register("aten.im2col", im2col_op);
+    r.register("aten.col2im", col2im_op);
     r.register("aten.convolution", convolution);
     r.register("aten.conv1d", conv1d);
     r.register("aten.conv2d", conv2d);
