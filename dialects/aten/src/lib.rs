@@ -7,6 +7,7 @@
 //! trailing arguments take their schema defaults ([`bind_args`]).
 
 pub mod ops;
+pub mod rules;
 pub mod signature;
 mod verify;
 

@@ -1,0 +1,205 @@
+//! The cost model and extraction: choosing one e-node per needed e-class so that the DAG
+//! reachable from the roots is cheapest, with shared subterms counted once.
+
+use crate::analysis::Graph;
+use crate::lang::Node;
+use egg::{Id, Language};
+use ir::{Dim, Type, TypeKind};
+use std::collections::{HashMap, HashSet};
+
+/// Cost of an e-node that cannot be written back (its type is unknown).
+pub const INFINITE: f64 = f64::INFINITY;
+
+/// Ops that only make a new view of their operand's storage: metadata, no data movement.
+pub const VIEWS: &[&str] = &[
+    "aten.t", "aten.permute", "aten.view", "aten.reshape", "aten.expand", "aten.expand_as", "aten.transpose.int",
+    "aten.alias", "aten.squeeze", "aten.squeeze.dim", "aten.squeeze.dims", "aten.unsqueeze", "aten.slice.Tensor",
+    "aten.select.int", "aten.chunk", "aten.split.Tensor", "aten.split_with_sizes", "aten._unsafe_view",
+    "aten.unflatten.int", "aten.flatten.using_ints", "aten.narrow", "prim.ListUnpack", "prim.ListConstruct",
+    "prim.TupleConstruct", "prim.TupleUnpack", "prim.TupleIndex",
+];
+
+/// Relative compute per element: 1 for simple arithmetic, more for division and transcendentals.
+pub fn compute_weight(name: &str) -> f64 {
+    match name {
+        "aten.div.Tensor" | "aten.reciprocal" | "aten.sqrt" | "aten.rsqrt" | "aten.remainder.Tensor" | "aten.fmod.Tensor" => 4.0,
+        "aten.exp" | "aten.log" | "aten.tanh" | "aten.sigmoid" | "aten.gelu" | "aten.silu" | "aten.erf" | "aten.sin"
+        | "aten.cos" | "aten.pow.Tensor_Scalar" | "aten.pow.Tensor_Tensor" | "aten.log1p" | "aten.expm1" => 8.0,
+        _ => 1.0,
+    }
+}
+
+/// Elements assumed for a dimension whose size is not known at compile time.
+const UNKNOWN_DIM: f64 = 64.0;
+
+/// (elements, bytes per element) of a value, estimated where sizes are symbolic.
+pub fn size_of(t: &Type) -> (f64, f64) {
+    match t.kind() {
+        TypeKind::Tensor(tt) => {
+            let elems = match &tt.shape {
+                Some(dims) => dims.iter().map(|d| if let Dim::Static(n) = d { *n as f64 } else { UNKNOWN_DIM }).product(),
+                None => UNKNOWN_DIM * UNKNOWN_DIM,
+            };
+            (elems, tt.dtype.map_or(4.0, |d| d.size_bytes() as f64))
+        }
+        TypeKind::List(e) => {
+            let (n, s) = size_of(e);
+            (n * 4.0, s)
+        }
+        TypeKind::Tuple(items) => items.iter().map(size_of).fold((0.0, 1.0), |(n, _), (m, s)| (n + m, s)),
+        _ => (1.0, 8.0),
+    }
+}
+
+/// Fixed cost of launching one op, so fewer ops win among equal traffic.
+const OP_OVERHEAD: f64 = 16.0;
+
+/// The cost of one e-node of class `class`: bytes written and read (a broadcast operand reads
+/// only its own elements) plus weighted element operations. Views cost only the overhead;
+/// leaves and projections are free; constants cost one op.
+pub fn node_cost(g: &Graph, class: Id, n: &Node) -> f64 {
+    match n {
+        Node::Leaf(_) | Node::Proj { .. } => 0.0,
+        Node::Const { .. } => 1.0,
+        Node::Op { name, args, .. } => {
+            let Some(ty) = &g[class].data.ty else { return INFINITE };
+            let name = name.as_str();
+            if VIEWS.contains(&name) {
+                return OP_OVERHEAD;
+            }
+            let (elems, size) = size_of(ty);
+            let mut cost = OP_OVERHEAD + elems * size + elems * compute_weight(name);
+            for a in args {
+                let (e, s) = g[*a].data.ty.as_ref().map_or((elems, size), size_of);
+                cost += e * s;
+            }
+            cost
+        }
+    }
+}
+
+/// The chosen e-node of each class needed by the roots.
+#[derive(Clone, Debug, Default)]
+pub struct Choice {
+    pub nodes: HashMap<Id, Node>,
+    /// Total cost of the DAG, each chosen class counted once.
+    pub cost: f64,
+}
+
+/// Extraction strategies.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Extractor {
+    /// Cheapest tree per class (shared subterms counted once per use).
+    Tree,
+    /// Greedy DAG-aware: starts from the tree choice and re-chooses with the classes already
+    /// needed counted as free, keeping the cheapest acyclic DAG.
+    GreedyDag,
+}
+
+/// Best (cost, node) per class, where `free` classes cost nothing to their users.
+fn best_per_class(g: &Graph, free: &HashSet<Id>, costs: &HashMap<(Id, usize), f64>) -> HashMap<Id, (f64, Node)> {
+    let mut best: HashMap<Id, (f64, Node)> = HashMap::with_capacity(g.number_of_classes());
+    let mut classes: Vec<Id> = g.classes().map(|c| c.id).collect();
+    classes.sort_unstable();
+    loop {
+        let mut changed = false;
+        for &c in &classes {
+            for (i, n) in g[c].nodes.iter().enumerate() {
+                let mut total = costs.get(&(c, i)).copied().unwrap_or(INFINITE);
+                for &k in n.children() {
+                    let k = g.find(k);
+                    if free.contains(&k) {
+                        continue;
+                    }
+                    match best.get(&k) {
+                        Some((kc, _)) => total += kc,
+                        None => {
+                            total = INFINITE;
+                            break;
+                        }
+                    }
+                }
+                if !total.is_finite() {
+                    continue;
+                }
+                let better = best.get(&c).is_none_or(|(bc, _)| total < *bc);
+                if better {
+                    best.insert(c, (total, n.clone()));
+                    changed = true;
+                }
+            }
+        }
+        if !changed {
+            return best;
+        }
+    }
+}
+
+/// The DAG of a choice from the roots: its cost, or `None` when it is cyclic or incomplete.
+fn dag_cost(g: &Graph, roots: &[Id], choice: &HashMap<Id, Node>, costs: &HashMap<(Id, usize), f64>) -> Option<(f64, HashSet<Id>)> {
+    // Iterative DFS with colours: 1 = on the stack, 2 = done.
+    let mut colour: HashMap<Id, u8> = HashMap::new();
+    let mut total = 0.0;
+    for &r in roots {
+        let r = g.find(r);
+        let mut stack: Vec<(Id, usize)> = vec![(r, 0)];
+        if colour.get(&r) == Some(&2) {
+            continue;
+        }
+        colour.insert(r, 1);
+        while let Some(&mut (c, ref mut next)) = stack.last_mut() {
+            let node = choice.get(&c)?;
+            let kids = node.children();
+            if *next < kids.len() {
+                let k = g.find(kids[*next]);
+                *next += 1;
+                match colour.get(&k) {
+                    Some(1) => return None,
+                    Some(_) => {}
+                    None => {
+                        colour.insert(k, 1);
+                        stack.push((k, 0));
+                    }
+                }
+            } else {
+                let i = g[c].nodes.iter().position(|n| n == node).unwrap_or(usize::MAX);
+                total += costs.get(&(c, i)).copied().unwrap_or(INFINITE);
+                colour.insert(c, 2);
+                stack.pop();
+            }
+        }
+    }
+    Some((total, colour.into_keys().collect()))
+}
+
+/// Chooses the e-nodes for `roots`.
+pub fn extract(g: &Graph, roots: &[Id], how: Extractor) -> Option<Choice> {
+    let mut costs = HashMap::with_capacity(g.total_size());
+    for c in g.classes() {
+        for (i, n) in c.nodes.iter().enumerate() {
+            costs.insert((c.id, i), node_cost(g, c.id, n));
+        }
+    }
+    let tree = best_per_class(g, &HashSet::new(), &costs);
+    let mut choice: HashMap<Id, Node> = tree.into_iter().map(|(c, (_, n))| (c, n)).collect();
+    let (mut cost, mut needed) = dag_cost(g, roots, &choice, &costs)?;
+    if how == Extractor::GreedyDag {
+        for _ in 0..3 {
+            let best = best_per_class(g, &needed, &costs);
+            let mut next = choice.clone();
+            for (c, (_, n)) in best {
+                next.insert(c, n);
+            }
+            match dag_cost(g, roots, &next, &costs) {
+                Some((c2, needed2)) if c2 < cost => {
+                    choice = next;
+                    cost = c2;
+                    needed = needed2;
+                }
+                _ => break,
+            }
+        }
+    }
+    choice.retain(|c, _| needed.contains(c));
+    Some(Choice { nodes: choice, cost })
+}

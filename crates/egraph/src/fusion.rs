@@ -1,0 +1,317 @@
+//! The `fuse-elementwise` pass: groups maximal connected sets of elementwise ops into
+//! `prim.FusionGroup` ops whose isolated region holds the group.
+//!
+//! Ops are visited in block order; each candidate joins the groups of its candidate producers
+//! when the merged group stays legal:
+//! - every member's result has the same shape (the group's iteration space; operands may
+//!   broadcast into it) and a supported dtype (f32, f64, i32, i64, bool);
+//! - no op outside the group uses a member's result before the group's last member (this rules
+//!   out cycles through outside ops and keeps every use dominated once the group sits at its
+//!   last member's place);
+//! - no op between the group's first and last member may write memory (the group moves reads
+//!   past it otherwise);
+//! - the group stays within the size and argument caps.
+//!
+//! Views, reductions and anything not `ELEMENTWISE` stay outside. Constants feeding a group
+//! (scalars and 0-d tensors) are copied into it rather than passed as arguments.
+
+use crate::engine;
+use ir::{
+    BlockId, Context, DType, Diagnostic, InsertPoint, Location, Module, OpId, OperationState, Traits, Type, TypeKind,
+    ValueId, ValueMap, WalkOrder,
+};
+use pass::{AnalysisManager, LogLevel, Pass, PassInfo, PassOptions, PassRegistry, PassResult};
+use std::collections::{HashMap, HashSet};
+
+pub const NAME: &str = "fuse-elementwise";
+pub const DESCRIPTION: &str = "Group connected elementwise operations into prim.FusionGroup ops";
+
+/// Dtypes a fusion group computes in.
+pub const SUPPORTED: [DType; 5] = [DType::F32, DType::F64, DType::I32, DType::I64, DType::Bool];
+
+/// The pass and its limits.
+#[derive(Clone, Debug)]
+pub struct FuseElementwise {
+    pub min_size: usize,
+    pub max_size: usize,
+    pub max_args: usize,
+    options: String,
+}
+
+impl Default for FuseElementwise {
+    fn default() -> Self {
+        FuseElementwise { min_size: 2, max_size: 64, max_args: 32, options: String::new() }
+    }
+}
+
+/// One formed group.
+#[derive(Clone, Debug)]
+pub struct GroupReport {
+    pub ops: Vec<String>,
+    pub inputs: usize,
+    pub outputs: usize,
+}
+
+impl FuseElementwise {
+    pub fn options() -> PassOptions {
+        PassOptions::new()
+            .int("min-size", 2, "Fewest ops in a group")
+            .int("max-size", 64, "Most ops in a group")
+            .int("max-args", 32, "Most arguments of a group")
+    }
+
+    pub fn with_options(opts: &PassOptions) -> Result<FuseElementwise, String> {
+        let get = |n: &str, d: i64| -> Result<usize, String> {
+            usize::try_from(opts.get_int(n).unwrap_or(d)).ok().filter(|&v| v > 0).ok_or_else(|| format!("{n} must be positive"))
+        };
+        Ok(FuseElementwise { min_size: get("min-size", 2)?, max_size: get("max-size", 64)?, max_args: get("max-args", 32)?, options: opts.to_option_text() })
+    }
+
+    /// Forms groups in every block under `root`.
+    pub fn fuse(&self, ctx: &Context, m: &mut Module, root: OpId) -> Result<Vec<GroupReport>, Diagnostic> {
+        let mut blocks = Vec::new();
+        m.walk(root, WalkOrder::PreOrder, &mut |o| {
+            if m.op_name(o) == dialect_prim::FUSION_GROUP {
+                return;
+            }
+            for &r in m.regions(o) {
+                blocks.extend(m.region_blocks(r).iter().copied());
+            }
+        });
+        let mut out = Vec::new();
+        for b in blocks {
+            // Blocks inside groups formed just now are skipped: their parent is a fusion group.
+            if m.block_parent_op(b).is_some_and(|p| m.op_name(p) == dialect_prim::FUSION_GROUP) {
+                continue;
+            }
+            for g in self.plan(ctx, m, b) {
+                out.push(build_group(m, &g)?);
+            }
+        }
+        Ok(out)
+    }
+
+    /// The groups of one block, each a list of ops in block order.
+    pub fn plan(&self, ctx: &Context, m: &Module, block: BlockId) -> Vec<Vec<OpId>> {
+        let ops = m.block_ops(block);
+        let index: HashMap<OpId, usize> = ops.iter().enumerate().map(|(i, &o)| (o, i)).collect();
+        // writes[i]: ops that may write memory among the first i.
+        let mut writes = vec![0usize; ops.len() + 1];
+        for (i, &o) in ops.iter().enumerate() {
+            let w = m.regions(o).iter().any(|_| true) && engine::writes_memory(ctx, m, o)
+                || ctx.op_def(m.op_name(o)).is_none_or(|d| d.schema.as_ref().is_some_and(|s| s.is_mutable()));
+            writes[i + 1] = writes[i] + usize::from(w);
+        }
+        let mut group_of: HashMap<OpId, usize> = HashMap::new();
+        let mut groups: Vec<Vec<OpId>> = Vec::new();
+        for &o in &ops {
+            if !self.candidate(ctx, m, o) {
+                continue;
+            }
+            let mut current = vec![o];
+            let mut producers: Vec<usize> = m
+                .operands(o)
+                .iter()
+                .filter_map(|&v| m.defining_op(v))
+                .filter_map(|p| group_of.get(&p).copied())
+                .collect();
+            producers.sort_unstable();
+            producers.dedup();
+            // Latest producer groups first: they are the closest.
+            for g in producers.into_iter().rev() {
+                let mut merged: Vec<OpId> = groups[g].iter().chain(current.iter()).copied().collect();
+                merged.sort_by_key(|x| index.get(x).copied().unwrap_or(usize::MAX));
+                if self.legal(m, block, &merged, &index, &writes) {
+                    groups[g].clear();
+                    current = merged;
+                }
+            }
+            let id = groups.len();
+            for &x in &current {
+                group_of.insert(x, id);
+            }
+            groups.push(current);
+        }
+        groups.into_iter().filter(|g| g.len() >= self.min_size).collect()
+    }
+
+    fn candidate(&self, ctx: &Context, m: &Module, o: OpId) -> bool {
+        let Some(def) = ctx.op_def(m.op_name(o)) else { return false };
+        if !def.has_trait(Traits::ELEMENTWISE) || !def.has_trait(Traits::PURE) || !engine::convertible(ctx, m, o) {
+            return false;
+        }
+        let [r] = m.results(o) else { return false };
+        let Some(t) = m.value_type(*r).as_tensor() else { return false };
+        if t.shape.is_none() || !t.dtype.is_some_and(|d| SUPPORTED.contains(&d)) {
+            return false;
+        }
+        m.operands(o).iter().all(|&v| match m.value_type(v).kind() {
+            TypeKind::Tensor(t) => t.shape.is_some() && t.dtype.is_some_and(|d| SUPPORTED.contains(&d)),
+            TypeKind::Int | TypeKind::Float | TypeKind::Bool => true,
+            _ => false,
+        })
+    }
+
+    fn legal(&self, m: &Module, block: BlockId, g: &[OpId], index: &HashMap<OpId, usize>, writes: &[usize]) -> bool {
+        if g.len() > self.max_size {
+            return false;
+        }
+        let set: HashSet<OpId> = g.iter().copied().collect();
+        let (Some(&first), Some(&last)) = (g.first(), g.last()) else { return false };
+        let (lo, hi) = (index[&first], index[&last]);
+        // One iteration space.
+        let shape = |o: OpId| m.value_type(m.results(o)[0]).as_tensor().and_then(|t| t.shape.clone());
+        let s0 = shape(first);
+        if g.iter().any(|&o| shape(o) != s0) {
+            return false;
+        }
+        // Operands broadcast into it.
+        let space = s0.unwrap_or_default();
+        for &o in g {
+            for &v in m.operands(o) {
+                if let Some(Some(s)) = m.value_type(v).as_tensor().map(|t| t.shape.clone()) {
+                    if crate::analysis::broadcast_shapes(&[&s, &space]).as_ref() != Some(&space) {
+                        return false;
+                    }
+                }
+            }
+        }
+        // No outside use of a member before the last member.
+        for &o in g {
+            for &r in m.results(o) {
+                for u in m.uses(r) {
+                    let mut user = u.op;
+                    while m.parent_block(user) != Some(block) {
+                        match m.parent_op(user) {
+                            Some(p) => user = p,
+                            None => return false,
+                        }
+                    }
+                    if !set.contains(&user) && index.get(&user).is_none_or(|&i| i <= hi) {
+                        return false;
+                    }
+                }
+            }
+        }
+        // No write between the first and the last member.
+        let outside_writes = writes[hi + 1] - writes[lo];
+        if outside_writes > 0 {
+            return false;
+        }
+        inputs_of(m, g).len() <= self.max_args
+    }
+}
+
+/// Whether `o` is a constant that groups copy rather than take as an argument.
+fn is_small_constant(m: &Module, o: OpId) -> bool {
+    engine::constant_of(m, o).is_some_and(|(t, _)| t.as_tensor().is_none_or(|tt| tt.rank() == Some(0)))
+}
+
+/// The values a group takes as arguments, in order of first use.
+fn inputs_of(m: &Module, g: &[OpId]) -> Vec<ValueId> {
+    let set: HashSet<OpId> = g.iter().copied().collect();
+    let mut seen = HashSet::new();
+    let mut out = Vec::new();
+    for &o in g {
+        for &v in m.operands(o) {
+            let inside = m.defining_op(v).is_some_and(|d| set.contains(&d) || is_small_constant(m, d));
+            if !inside && seen.insert(v) {
+                out.push(v);
+            }
+        }
+    }
+    out
+}
+
+fn build_group(m: &mut Module, g: &[OpId]) -> Result<GroupReport, Diagnostic> {
+    let err = |e: ir::IrError| Diagnostic::error(Location::Unknown, format!("fuse-elementwise: {e}"));
+    let set: HashSet<OpId> = g.iter().copied().collect();
+    let names: Vec<String> = g.iter().map(|&o| m.op_name(o).to_string()).collect();
+    let inputs = inputs_of(m, g);
+    let mut outputs: Vec<ValueId> = Vec::new();
+    for &o in g {
+        for &r in m.results(o) {
+            if m.uses(r).iter().any(|u| !set.contains(&u.op)) {
+                outputs.push(r);
+            }
+        }
+    }
+    let Some(&last) = g.last() else { return Err(Diagnostic::error(Location::Unknown, "empty fusion group")) };
+    let in_types: Vec<Type> = inputs.iter().map(|&v| m.value_type(v).clone()).collect();
+    let out_types: Vec<Type> = outputs.iter().map(|&v| m.value_type(v).clone()).collect();
+    let loc = Location::fuse(g.iter().map(|&o| m.loc(o).clone()));
+    let group = m.create_op(
+        OperationState::new(dialect_prim::FUSION_GROUP).operands(inputs.iter().copied()).results(out_types).regions(1).loc(loc),
+    );
+    let region = m.regions(group)[0];
+    let body = m.append_block(region, &in_types);
+    let mut map = ValueMap::new();
+    for (i, &v) in inputs.iter().enumerate() {
+        let a = m.block_args(body)[i];
+        map.insert(v, a);
+    }
+    // Constants used by the group are copied in first.
+    let mut copied = HashSet::new();
+    for &o in g {
+        for v in m.operands(o).to_vec() {
+            if let Some(d) = m.defining_op(v) {
+                if !set.contains(&d) && is_small_constant(m, d) && copied.insert(d) {
+                    let c = m.clone_op(d, &mut map);
+                    m.insert_op(c, InsertPoint::End(body)).map_err(err)?;
+                }
+            }
+        }
+    }
+    for &o in g {
+        let c = m.clone_op(o, &mut map);
+        m.insert_op(c, InsertPoint::End(body)).map_err(err)?;
+    }
+    let ret_vals: Vec<ValueId> = outputs.iter().map(|&v| map.lookup(v)).collect();
+    let ret = m.create_op(OperationState::new(dialect_prim::RETURN).operands(ret_vals));
+    m.insert_op(ret, InsertPoint::End(body)).map_err(err)?;
+    m.insert_op(group, InsertPoint::After(last)).map_err(err)?;
+    for (i, &v) in outputs.iter().enumerate() {
+        let r = m.results(group)[i];
+        m.replace_uses_where(v, r, |_, u| !set.contains(&u.op));
+    }
+    for &o in g.iter().rev() {
+        m.erase_op(o).map_err(err)?;
+    }
+    // Constants left without users are dropped.
+    for d in copied {
+        if m.contains_op(d) && m.results(d).iter().all(|&r| !m.has_uses(r)) {
+            let _ = m.erase_op(d);
+        }
+    }
+    Ok(GroupReport { ops: names, inputs: inputs.len(), outputs: outputs.len() })
+}
+
+impl Pass for FuseElementwise {
+    fn name(&self) -> &str {
+        NAME
+    }
+
+    fn description(&self) -> &str {
+        DESCRIPTION
+    }
+
+    fn option_text(&self) -> String {
+        self.options.clone()
+    }
+
+    fn run(&mut self, ctx: &Context, m: &mut Module, op: OpId, am: &mut AnalysisManager) -> Result<PassResult, Diagnostic> {
+        let groups = self.fuse(ctx, m, op)?;
+        am.record_rewrites(groups.len());
+        for (i, g) in groups.iter().enumerate() {
+            pass::log!(am, LogLevel::Dump, "group {i}: {} op(s), {} input(s), {} output(s)", g.ops.len(), g.inputs, g.outputs);
+        }
+        Ok(PassResult::from_changed(!groups.is_empty()))
+    }
+}
+
+/// Registers `fuse-elementwise`.
+pub fn register(r: &mut PassRegistry) {
+    let info = PassInfo::new(NAME, DESCRIPTION, |o| Ok(Box::new(FuseElementwise::with_options(o)?) as Box<dyn Pass>))
+        .options(FuseElementwise::options());
+    let _ = r.register(info);
+}
