@@ -2,15 +2,16 @@
 //! and inference), group norm and RMS norm, with their core (`native_*`,
 //! `_native_batch_norm_legit*`) and non-core entry points.
 //!
-//! Statistics are accumulated in `f64` whatever the input's float dtype; outputs and the
-//! returned statistics have the input's dtype. Variances are biased for normalization; the
+//! Statistics are accumulated in `f64` whatever the input's float dtype and outputs are
+//! computed in `f64` and rounded once; outputs and the returned statistics have the input's
+//! dtype. Variances are biased for normalization; the
 //! running variance is updated with the unbiased one, as PyTorch does.
 
 use ir::DType;
 
-use super::linalg::{compute_dtype, outs};
+use super::linalg::{Real, compute_dtype, outs, with_real};
 use super::{Args, KernelRegistry};
-use crate::tensor::{KernelError, Result, Tensor};
+use crate::tensor::{Element, KernelError, Result, Tensor};
 use crate::value::IValue;
 
 /// The values of a float tensor as `f64`, row-major; an error naming the op otherwise.
@@ -35,15 +36,30 @@ fn make(dt: DType, data: Vec<f64>, sizes: &[usize]) -> Result<Tensor> {
     Tensor::from_vec(data, sizes)?.cast_to(dt)
 }
 
-/// Mean and biased variance of a slice, two-pass.
-fn moments(x: &[f64]) -> (f64, f64) {
-    if x.is_empty() {
+/// The input as a contiguous tensor of its compute type (`f32` or `f64`).
+fn float_input(op: &'static str, x: &Tensor) -> Result<Tensor> {
+    let ct = compute_dtype(op, x.dtype()).map_err(|_| {
+        KernelError::new(op, format!("input must be a floating-point tensor, got {}", x.dtype().torch_name()))
+    })?;
+    x.cast_to(ct)?.contiguous()
+}
+
+/// Mean and biased variance over several slices taken together, two-pass in `f64`.
+fn moments_of<T: Real>(parts: &[&[T]]) -> (f64, f64) {
+    let n: usize = parts.iter().map(|p| p.len()).sum();
+    if n == 0 {
         return (f64::NAN, f64::NAN);
     }
-    let n = x.len() as f64;
-    let mean = x.iter().sum::<f64>() / n;
-    let var = x.iter().map(|v| (v - mean) * (v - mean)).sum::<f64>() / n;
+    let mean = parts.iter().flat_map(|p| p.iter()).map(|v| v.to_f64()).sum::<f64>() / n as f64;
+    let var = parts.iter().flat_map(|p| p.iter()).map(|v| (v.to_f64() - mean) * (v.to_f64() - mean)).sum::<f64>() / n as f64;
     (mean, var)
+}
+
+/// `y = x · scale + shift` elementwise, in `f64` and rounded once.
+fn affine<T: Real>(x: &[T], y: &mut [T], scale: f64, shift: f64) {
+    for (o, &v) in y.iter_mut().zip(x) {
+        *o = T::of(v.to_f64() * scale + shift);
+    }
 }
 
 /// `native_layer_norm`: normalizes over the trailing `normalized_shape` dims.
@@ -61,33 +77,38 @@ fn layer_norm_impl(op: &'static str, a: &Args<'_>, eps_at: usize) -> Result<(Ten
     let inner: usize = shape.iter().product();
     let axis = x.dim() - nd;
     let outer: usize = x.sizes()[..axis].iter().product();
-    let xv = values(op, "input", x)?;
     let w = param(op, "weight", a.opt_tensor(2)?, inner)?;
     let b = param(op, "bias", a.opt_tensor(3)?, inner)?;
-    let mut y = vec![0f64; xv.len()];
+    let xc = float_input(op, x)?;
     let mut means = Vec::with_capacity(outer);
     let mut rstds = Vec::with_capacity(outer);
-    for r in 0..outer {
-        let row = &xv[r * inner..(r + 1) * inner];
-        let (mean, var) = moments(row);
-        let rstd = 1.0 / (var + eps).sqrt();
-        for (j, (&v, o)) in row.iter().zip(&mut y[r * inner..(r + 1) * inner]).enumerate() {
-            let mut z = (v - mean) * rstd;
-            if let Some(w) = &w {
-                z *= w[j];
+    let y = with_real!(op, x.dtype(), T => {
+        let xv = xc.as_slice::<T>()?;
+        Tensor::build::<T>(x.sizes(), |y| {
+            for r in 0..outer {
+                let row = &xv[r * inner..(r + 1) * inner];
+                let (mean, var) = moments_of(&[row]);
+                let rstd = 1.0 / (var + eps).sqrt();
+                let out = &mut y[r * inner..(r + 1) * inner];
+                match (&w, &b) {
+                    (None, None) => affine(row, out, rstd, -mean * rstd),
+                    _ => {
+                        for (j, (&v, o)) in row.iter().zip(out.iter_mut()).enumerate() {
+                            let z = (v.to_f64() - mean) * rstd * w.as_ref().map_or(1.0, |w| w[j]);
+                            *o = T::of(z + b.as_ref().map_or(0.0, |b| b[j]));
+                        }
+                    }
+                }
+                means.push(mean);
+                rstds.push(rstd);
             }
-            if let Some(b) = &b {
-                z += b[j];
-            }
-            *o = z;
-        }
-        means.push(mean);
-        rstds.push(rstd);
-    }
+            Ok(())
+        })?
+    });
     let mut stat_sizes = x.sizes()[..axis].to_vec();
     stat_sizes.extend(std::iter::repeat_n(1, nd));
     let dt = x.dtype();
-    Ok((make(dt, y, x.sizes())?, make(dt, means, &stat_sizes)?, make(dt, rstds, &stat_sizes)?))
+    Ok((y.cast_to(dt)?, make(dt, means, &stat_sizes)?, make(dt, rstds, &stat_sizes)?))
 }
 
 fn native_layer_norm(args: &[IValue]) -> Result<Vec<IValue>> {
@@ -161,7 +182,7 @@ fn batch_norm_impl(op: &'static str, bn: &BatchNorm<'_>) -> Result<[Tensor; 5]> 
     }
     let (n, c) = (x.sizes()[0], x.sizes()[1]);
     let inner: usize = x.sizes()[2..].iter().product();
-    let xv = values(op, "input", x)?;
+    let xc = float_input(op, x)?;
     let w = param(op, "weight", bn.weight, c)?;
     let b = param(op, "bias", bn.bias, c)?;
     let rm = param(op, "running_mean", bn.running_mean, c)?;
@@ -176,12 +197,15 @@ fn batch_norm_impl(op: &'static str, bn: &BatchNorm<'_>) -> Result<[Tensor; 5]> 
                 format!("expected more than 1 value per channel when training, got input size {:?}", x.sizes()),
             ));
         }
-        for ch in 0..c {
-            let vals: Vec<f64> = (0..n).flat_map(|i| xv[(i * c + ch) * inner..(i * c + ch + 1) * inner].iter().copied()).collect();
-            let (m, v) = moments(&vals);
-            means[ch] = m;
-            vars[ch] = v;
-        }
+        with_real!(op, x.dtype(), T => {
+            let xv = xc.as_slice::<T>()?;
+            for ch in 0..c {
+                let parts: Vec<&[T]> = (0..n).map(|i| &xv[(i * c + ch) * inner..(i * c + ch + 1) * inner]).collect();
+                let (m, v) = moments_of(&parts);
+                means[ch] = m;
+                vars[ch] = v;
+            }
+        });
     } else {
         match (&rm, &rv) {
             (Some(rm), Some(rv)) => {
@@ -192,19 +216,22 @@ fn batch_norm_impl(op: &'static str, bn: &BatchNorm<'_>) -> Result<[Tensor; 5]> 
         }
     }
     let invstd: Vec<f64> = vars.iter().map(|v| 1.0 / (v + bn.eps).sqrt()).collect();
-    let mut y = vec![0f64; xv.len()];
-    for i in 0..n {
-        for ch in 0..c {
-            let scale = invstd[ch] * w.as_ref().map_or(1.0, |w| w[ch]);
-            let shift = b.as_ref().map_or(0.0, |b| b[ch]) - means[ch] * scale;
-            let s = (i * c + ch) * inner;
-            for (o, &v) in y[s..s + inner].iter_mut().zip(&xv[s..s + inner]) {
-                *o = v * scale + shift;
+    let out = with_real!(op, x.dtype(), T => {
+        let xv = xc.as_slice::<T>()?;
+        Tensor::build::<T>(x.sizes(), |y| {
+            for i in 0..n {
+                for ch in 0..c {
+                    let scale = invstd[ch] * w.as_ref().map_or(1.0, |w| w[ch]);
+                    let shift = b.as_ref().map_or(0.0, |b| b[ch]) - means[ch] * scale;
+                    let s = (i * c + ch) * inner;
+                    affine(&xv[s..s + inner], &mut y[s..s + inner], scale, shift);
+                }
             }
-        }
-    }
+            Ok(())
+        })?
+    });
     let dt = x.dtype();
-    let out = make(dt, y, x.sizes())?;
+    let out = out.cast_to(dt)?;
     if !bn.training {
         let empty = Tensor::zeros(dt, &[0])?;
         let (rmt, rvt) = (make(dt, means, &[c])?, make(dt, vars, &[c])?);
@@ -336,33 +363,36 @@ fn group_norm_impl(
     if n * c * hxw != x.numel() {
         return Err(KernelError::new(op, format!("N={n}, C={c}, HxW={hxw} do not match input {:?}", x.sizes())));
     }
-    let xv = values(op, "input", x)?;
     let w = param(op, "weight", weight, c)?;
     let b = param(op, "bias", bias, c)?;
+    let xc = float_input(op, x)?;
     let per = c / group * hxw;
-    let mut y = vec![0f64; xv.len()];
     let mut means = Vec::with_capacity(n * group);
     let mut rstds = Vec::with_capacity(n * group);
-    for i in 0..n {
-        for g in 0..group {
-            let s = (i * group + g) * per;
-            let (mean, var) = moments(&xv[s..s + per]);
-            let rstd = 1.0 / (var + eps).sqrt();
-            for cc in 0..c / group {
-                let ch = g * (c / group) + cc;
-                let scale = rstd * w.as_ref().map_or(1.0, |w| w[ch]);
-                let shift = b.as_ref().map_or(0.0, |b| b[ch]) - mean * scale;
-                let o = s + cc * hxw;
-                for (d, &v) in y[o..o + hxw].iter_mut().zip(&xv[o..o + hxw]) {
-                    *d = v * scale + shift;
+    let y = with_real!(op, x.dtype(), T => {
+        let xv = xc.as_slice::<T>()?;
+        Tensor::build::<T>(x.sizes(), |y| {
+            for i in 0..n {
+                for g in 0..group {
+                    let s = (i * group + g) * per;
+                    let (mean, var) = moments_of(&[&xv[s..s + per]]);
+                    let rstd = 1.0 / (var + eps).sqrt();
+                    for cc in 0..c / group {
+                        let ch = g * (c / group) + cc;
+                        let scale = rstd * w.as_ref().map_or(1.0, |w| w[ch]);
+                        let shift = b.as_ref().map_or(0.0, |b| b[ch]) - mean * scale;
+                        let o = s + cc * hxw;
+                        affine(&xv[o..o + hxw], &mut y[o..o + hxw], scale, shift);
+                    }
+                    means.push(mean);
+                    rstds.push(rstd);
                 }
             }
-            means.push(mean);
-            rstds.push(rstd);
-        }
-    }
+            Ok(())
+        })?
+    });
     let dt = x.dtype();
-    Ok((make(dt, y, x.sizes())?, make(dt, means, &[n, group])?, make(dt, rstds, &[n, group])?))
+    Ok((y.cast_to(dt)?, make(dt, means, &[n, group])?, make(dt, rstds, &[n, group])?))
 }
 
 fn native_group_norm(args: &[IValue]) -> Result<Vec<IValue>> {
