@@ -6,6 +6,8 @@
 //! operands; other arguments are operands or attributes named after the argument, and omitted
 //! trailing arguments take their schema defaults ([`bind_args`]).
 
+pub mod infer;
+pub mod fold;
 pub mod ops;
 pub mod rules;
 pub mod signature;
