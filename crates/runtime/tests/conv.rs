@@ -48,7 +48,17 @@ impl Rng {
 }
 
 #[allow(clippy::too_many_arguments)]
-fn conv_args(x: Tensor, w: Tensor, b: Option<Tensor>, s: &[i64], p: &[i64], d: &[i64], tr: bool, op: &[i64], g: i64) -> Vec<IValue> {
+fn conv_args(
+    x: Tensor,
+    w: Tensor,
+    b: Option<Tensor>,
+    s: &[i64],
+    p: &[i64],
+    d: &[i64],
+    tr: bool,
+    op: &[i64],
+    g: i64,
+) -> Vec<IValue> {
     vec![
         x.into(),
         w.into(),
@@ -238,7 +248,8 @@ fn conv_f64_noncontiguous_and_unbatched() {
     let mut rng = Rng(7);
     let x: Vec<f32> = rng.vals(2 * 3 * 5 * 4);
     let w: Vec<f32> = rng.vals(4 * 3 * 2 * 2);
-    let (want, sizes) = reference(&x, &[2, 3, 5, 4], &w, &[4, 3, 2, 2], None, &[1, 1], &[1, 0], &[1, 1], false, &[0, 0], 1);
+    let (want, sizes) =
+        reference(&x, &[2, 3, 5, 4], &w, &[4, 3, 2, 2], None, &[1, 1], &[1, 0], &[1, 1], false, &[0, 0], 1);
     // Input given as a permuted (channels-last) view of the same values.
     let nhwc: Vec<f64> = {
         let mut v = vec![0f64; x.len()];
@@ -260,7 +271,10 @@ fn conv_f64_noncontiguous_and_unbatched() {
     close(&y, &want, &sizes, 1e-9);
     // Unbatched [C, H, W] input through conv2d.
     let x0 = Tensor::from_slice(&x[..60].iter().map(|&v| v as f64).collect::<Vec<_>>(), &[3, 5, 4]).unwrap();
-    let y = call("aten.conv2d", vec![x0.into(), wv.into(), IValue::None, ints(&[1, 1]), ints(&[1, 0]), ints(&[1, 1]), IValue::Int(1)]);
+    let y = call(
+        "aten.conv2d",
+        vec![x0.into(), wv.into(), IValue::None, ints(&[1, 1]), ints(&[1, 0]), ints(&[1, 1]), IValue::Int(1)],
+    );
     close(&y, &want[..want.len() / 2], &sizes[1..], 1e-9);
 }
 
@@ -288,12 +302,29 @@ fn conv2d_same_padding_and_conv_transpose2d() {
     let w = t(&[1., 1.], &[1, 1, 1, 2]);
     let y = call(
         "aten.conv2d.padding",
-        vec![x.clone().into(), w.clone().into(), IValue::None, ints(&[1, 1]), IValue::from("same"), ints(&[1, 1]), IValue::Int(1)],
+        vec![
+            x.clone().into(),
+            w.clone().into(),
+            IValue::None,
+            ints(&[1, 1]),
+            IValue::from("same"),
+            ints(&[1, 1]),
+            IValue::Int(1),
+        ],
     );
     close(&y, &[3., 5., 7., 4.], &[1, 1, 1, 4], 1e-6);
     let y = call(
         "aten.conv_transpose2d.input",
-        vec![x.into(), w.into(), IValue::None, ints(&[1, 2]), ints(&[0, 0]), ints(&[0, 0]), IValue::Int(1), ints(&[1, 1])],
+        vec![
+            x.into(),
+            w.into(),
+            IValue::None,
+            ints(&[1, 2]),
+            ints(&[0, 0]),
+            ints(&[0, 0]),
+            IValue::Int(1),
+            ints(&[1, 1]),
+        ],
     );
     close(&y, &[1., 1., 2., 2., 3., 3., 4., 4.], &[1, 1, 1, 8], 1e-6);
 }
@@ -324,13 +355,19 @@ fn im2col_and_col2im_round_trip() {
     let cols = call("aten.im2col", vec![x.into(), ints(&[2, 2]), ints(&[1, 1]), ints(&[0, 0]), ints(&[1, 1])]);
     close(&cols, &[1., 2., 4., 5., 2., 3., 5., 6., 4., 5., 7., 8., 5., 6., 8., 9.], &[1, 4, 4], 1e-6);
     // Folding sums overlapping taps: the centre is covered by all four blocks.
-    let img = call("aten.col2im", vec![cols.into(), ints(&[3, 3]), ints(&[2, 2]), ints(&[1, 1]), ints(&[0, 0]), ints(&[1, 1])]);
+    let img = call(
+        "aten.col2im",
+        vec![cols.into(), ints(&[3, 3]), ints(&[2, 2]), ints(&[1, 1]), ints(&[0, 0]), ints(&[1, 1])],
+    );
     close(&img, &[1., 4., 3., 8., 20., 12., 7., 16., 9.], &[1, 1, 3, 3], 1e-6);
     // Padding adds zero taps; integers work too.
     let xi = Tensor::from_slice(&[1i64, 2], &[1, 1, 2]).unwrap();
     let c = call("aten.im2col", vec![xi.into(), ints(&[1, 2]), ints(&[1, 1]), ints(&[0, 1]), ints(&[1, 1])]);
     assert_eq!(c.sizes(), &[2, 3]);
     assert_eq!(c.to_vec_i64(), vec![0, 1, 2, 1, 2, 0]);
-    let e = call_err("aten.col2im", vec![t(&[0.; 8], &[1, 4, 2]).into(), ints(&[3, 3]), ints(&[2, 2]), ints(&[1, 1]), ints(&[0, 0]), ints(&[1, 1])]);
+    let e = call_err(
+        "aten.col2im",
+        vec![t(&[0.; 8], &[1, 4, 2]).into(), ints(&[3, 3]), ints(&[2, 2]), ints(&[1, 1]), ints(&[0, 0]), ints(&[1, 1])],
+    );
     assert!(e.starts_with("aten.col2im:") && e.contains("sliding blocks"), "{e}");
 }

@@ -44,10 +44,22 @@ fn nearest_doubling_and_fractional_scales() {
     let r = call("aten.upsample_nearest2d.vec", vec![x.into(), IValue::None, floats(&[1.0, 2.0])]);
     close(&r, &[1., 1., 2., 2., 3., 3., 4., 4.], &[1, 1, 2, 4]);
     let y = t(&[1., 2., 3.], &[1, 1, 3]);
-    close(&call("aten.upsample_nearest1d", vec![y.clone().into(), ints(&[4]), IValue::None]), &[1., 1., 2., 3.], &[1, 1, 4]);
-    close(&call("aten._upsample_nearest_exact1d", vec![y.clone().into(), ints(&[4]), IValue::None]), &[1., 2., 2., 3.], &[1, 1, 4]);
+    close(
+        &call("aten.upsample_nearest1d", vec![y.clone().into(), ints(&[4]), IValue::None]),
+        &[1., 1., 2., 3.],
+        &[1, 1, 4],
+    );
+    close(
+        &call("aten._upsample_nearest_exact1d", vec![y.clone().into(), ints(&[4]), IValue::None]),
+        &[1., 2., 2., 3.],
+        &[1, 1, 4],
+    );
     // An explicit scale overrides the size ratio: 1/3 per step from scale 3.
-    close(&call("aten.upsample_nearest1d", vec![y.into(), ints(&[4]), IValue::Float(3.0)]), &[1., 1., 1., 2.], &[1, 1, 4]);
+    close(
+        &call("aten.upsample_nearest1d", vec![y.into(), ints(&[4]), IValue::Float(3.0)]),
+        &[1., 1., 1., 2.],
+        &[1, 1, 4],
+    );
     let xi = Tensor::from_slice(&[7i64, 9], &[1, 1, 2]).unwrap();
     let r = call("aten.upsample_nearest1d.vec", vec![xi.into(), ints(&[4]), IValue::None]);
     assert_eq!(r.to_vec_i64(), vec![7, 7, 9, 9]);
@@ -56,20 +68,31 @@ fn nearest_doubling_and_fractional_scales() {
 #[test]
 fn linear_align_corners() {
     let x = t(&[0., 1.], &[1, 1, 1, 2]);
-    let r = call("aten.upsample_bilinear2d.vec", vec![x.clone().into(), ints(&[1, 4]), IValue::Bool(false), IValue::None]);
+    let r =
+        call("aten.upsample_bilinear2d.vec", vec![x.clone().into(), ints(&[1, 4]), IValue::Bool(false), IValue::None]);
     close(&r, &[0., 0.25, 0.75, 1.], &[1, 1, 1, 4]);
-    let r = call("aten.upsample_bilinear2d.vec", vec![x.clone().into(), ints(&[1, 4]), IValue::Bool(true), IValue::None]);
+    let r =
+        call("aten.upsample_bilinear2d.vec", vec![x.clone().into(), ints(&[1, 4]), IValue::Bool(true), IValue::None]);
     close(&r, &[0., 1. / 3., 2. / 3., 1.], &[1, 1, 1, 4]);
-    let r = call("aten.upsample_bilinear2d", vec![x.into(), ints(&[1, 4]), IValue::Bool(true), IValue::None, IValue::None]);
+    let r =
+        call("aten.upsample_bilinear2d", vec![x.into(), ints(&[1, 4]), IValue::Bool(true), IValue::None, IValue::None]);
     close(&r, &[0., 1. / 3., 2. / 3., 1.], &[1, 1, 1, 4]);
     // 2-D: the centre of a 2x2 image upsampled to 3x3 with aligned corners is the mean.
     let y = t(&[1., 2., 3., 4.], &[1, 1, 2, 2]);
     let r = call("aten.upsample_bilinear2d.vec", vec![y.into(), IValue::None, IValue::Bool(true), floats(&[1.5, 1.5])]);
     close(&r, &[1., 1.5, 2., 2., 2.5, 3., 3., 3.5, 4.], &[1, 1, 3, 3]);
     let z = Tensor::from_slice(&[0.0f64, 2.0], &[1, 1, 2]).unwrap();
-    close(&call("aten.upsample_linear1d", vec![z.into(), ints(&[3]), IValue::Bool(true), IValue::None]), &[0., 1., 2.], &[1, 1, 3]);
+    close(
+        &call("aten.upsample_linear1d", vec![z.into(), ints(&[3]), IValue::Bool(true), IValue::None]),
+        &[0., 1., 2.],
+        &[1, 1, 3],
+    );
     let w = t(&[0., 8.], &[1, 1, 2, 1, 1]);
-    close(&call("aten.upsample_trilinear3d.vec", vec![w.into(), ints(&[3, 1, 1]), IValue::Bool(true), IValue::None]), &[0., 4., 8.], &[1, 1, 3, 1, 1]);
+    close(
+        &call("aten.upsample_trilinear3d.vec", vec![w.into(), ints(&[3, 1, 1]), IValue::Bool(true), IValue::None]),
+        &[0., 4., 8.],
+        &[1, 1, 3, 1, 1],
+    );
 }
 
 #[test]
@@ -80,13 +103,17 @@ fn bicubic_reproduces_linear_ramps_inside() {
     assert_eq!(r.sizes(), &[1, 1, 1, 7]);
     assert!((g[2] - 1.0).abs() < 1e-6 && (g[3] - 1.5).abs() < 1e-6 && (g[4] - 2.0).abs() < 1e-6, "{g:?}");
     let c = t(&[5.; 6], &[1, 1, 2, 3]);
-    let r = call("aten.upsample_bicubic2d", vec![c.into(), ints(&[3, 5]), IValue::Bool(false), IValue::None, IValue::None]);
+    let r =
+        call("aten.upsample_bicubic2d", vec![c.into(), ints(&[3, 5]), IValue::Bool(false), IValue::None, IValue::None]);
     close(&r, &[5.; 15], &[1, 1, 3, 5]);
 }
 
 fn grid(x: &Tensor, g: &[f32], mode: i64, pad: i64, align: bool) -> Tensor {
     let gt = t(g, &[1, 1, g.len() / 2, 2]);
-    call("aten.grid_sampler_2d", vec![x.clone().into(), gt.into(), IValue::Int(mode), IValue::Int(pad), IValue::Bool(align)])
+    call(
+        "aten.grid_sampler_2d",
+        vec![x.clone().into(), gt.into(), IValue::Int(mode), IValue::Int(pad), IValue::Bool(align)],
+    )
 }
 
 #[test]
@@ -103,7 +130,10 @@ fn grid_sampler_modes_and_padding() {
     close(&grid(&x, &[-1., -1.], 0, 2, false), &[1.], &[1, 1, 1, 1]);
     let c = t(&[3.; 9], &[1, 1, 3, 3]);
     close(&grid(&c, &[0.1, -0.2], 2, 1, false), &[3.], &[1, 1, 1, 1]);
-    let e = call_err("aten.grid_sampler_2d", vec![x.into(), t(&[0.; 3], &[1, 1, 1, 3]).into(), IValue::Int(0), IValue::Int(0), IValue::Bool(true)]);
+    let e = call_err(
+        "aten.grid_sampler_2d",
+        vec![x.into(), t(&[0.; 3], &[1, 1, 1, 3]).into(), IValue::Int(0), IValue::Int(0), IValue::Bool(true)],
+    );
     assert!(e.starts_with("aten.grid_sampler_2d:"), "{e}");
 }
 

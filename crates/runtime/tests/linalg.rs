@@ -69,7 +69,7 @@ fn mm_transposed_operands_without_copy() {
 
 #[test]
 fn mm_matches_naive_on_larger_shapes_and_vector_paths() {
-    for &(m, k, n) in &[(1, 37, 29), (29, 37, 1), (17, 64, 33), (1, 512, 64), (64, 1, 5)] {
+    for &(m, k, n) in &[(1, 37, 29), (29, 37, 1), (17, 64, 33), (1, 512, 64), (64, 1, 5), (3, 0, 4)] {
         let a = pseudo(m * k, 1);
         let b = pseudo(k * n, 2);
         let want = naive(
@@ -112,7 +112,9 @@ fn mm_f64_and_ints() {
 
 #[test]
 fn mm_half_types_compute_in_f32() {
-    let a = Tensor::from_slice(&[f16::from_f32(1.0), f16::from_f32(2.0), f16::from_f32(3.0), f16::from_f32(4.0)], &[2, 2]).unwrap();
+    let a =
+        Tensor::from_slice(&[f16::from_f32(1.0), f16::from_f32(2.0), f16::from_f32(3.0), f16::from_f32(4.0)], &[2, 2])
+            .unwrap();
     let c = call("aten.mm", vec![a.clone().into(), a.into()]);
     assert_eq!(c.dtype(), DType::F16);
     assert_eq!(c.to_vec_f64(), vec![7., 10., 15., 22.]);

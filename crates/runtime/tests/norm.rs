@@ -48,28 +48,39 @@ fn native_layer_norm_outputs_and_stats() {
     let eps = 1e-5f64;
     let r1 = 1.0 / (2.0f64 / 3.0 + eps).sqrt();
     let r2 = 1.0 / (8.0f64 / 3.0 + eps).sqrt();
-    let r = call("aten.native_layer_norm", vec![x.clone().into(), ints(&[3]), IValue::None, IValue::None, IValue::Float(eps)]);
+    let r = call(
+        "aten.native_layer_norm",
+        vec![x.clone().into(), ints(&[3]), IValue::None, IValue::None, IValue::Float(eps)],
+    );
     close(&r[0], &[-r1, 0., r1, -2. * r2, 0., 2. * r2], &[2, 3]);
     close(&r[1], &[2., 4.], &[2, 1]);
     close(&r[2], &[r1, r2], &[2, 1]);
     let w = t(&[1., 2., 3.], &[3]);
     let b = t(&[0., 1., 0.], &[3]);
-    let r = call("aten.layer_norm", vec![x.into(), ints(&[3]), opt(Some(&w)), opt(Some(&b)), IValue::Float(eps), IValue::Bool(true)]);
+    let r = call(
+        "aten.layer_norm",
+        vec![x.into(), ints(&[3]), opt(Some(&w)), opt(Some(&b)), IValue::Float(eps), IValue::Bool(true)],
+    );
     close(&r[0], &[-r1, 1., 3. * r1, -2. * r2, 1., 6. * r2], &[2, 3]);
 }
 
 #[test]
 fn layer_norm_over_two_dims_f64_and_errors() {
     let x = Tensor::from_slice(&[1.0f64, 3.0, 5.0, 7.0], &[1, 2, 2]).unwrap();
-    let r = call("aten.native_layer_norm", vec![x.clone().into(), ints(&[2, 2]), IValue::None, IValue::None, IValue::Float(0.0)]);
+    let r = call(
+        "aten.native_layer_norm",
+        vec![x.clone().into(), ints(&[2, 2]), IValue::None, IValue::None, IValue::Float(0.0)],
+    );
     assert_eq!(r[0].dtype(), DType::F64);
     let s = 5.0f64.sqrt();
     close(&r[0], &[-3. / s, -1. / s, 1. / s, 3. / s], &[1, 2, 2]);
     close(&r[1], &[4.], &[1, 1, 1]);
-    let e = call_err("aten.native_layer_norm", vec![x.into(), ints(&[3]), IValue::None, IValue::None, IValue::Float(0.0)]);
+    let e =
+        call_err("aten.native_layer_norm", vec![x.into(), ints(&[3]), IValue::None, IValue::None, IValue::Float(0.0)]);
     assert!(e.starts_with("aten.native_layer_norm:") && e.contains("normalized_shape"), "{e}");
     let xi = Tensor::from_slice(&[1i64, 2], &[2]).unwrap();
-    let e = call_err("aten.native_layer_norm", vec![xi.into(), ints(&[2]), IValue::None, IValue::None, IValue::Float(0.0)]);
+    let e =
+        call_err("aten.native_layer_norm", vec![xi.into(), ints(&[2]), IValue::None, IValue::None, IValue::Float(0.0)]);
     assert!(e.contains("floating-point"), "{e}");
 }
 
@@ -82,14 +93,32 @@ fn batch_norm_inference_uses_running_stats() {
     let b = t(&[0., 10.], &[2]);
     let r = call(
         "aten._native_batch_norm_legit_no_training",
-        vec![x.clone().into(), opt(Some(&w)), opt(Some(&b)), rm.clone().into(), rv.clone().into(), IValue::Float(0.1), IValue::Float(0.0)],
+        vec![
+            x.clone().into(),
+            opt(Some(&w)),
+            opt(Some(&b)),
+            rm.clone().into(),
+            rv.clone().into(),
+            IValue::Float(0.1),
+            IValue::Float(0.0),
+        ],
     );
     close(&r[0], &[0., 1., 11., 12.], &[1, 2, 2]);
     assert_eq!(r[1].sizes(), &[0]);
     assert_eq!(r[2].sizes(), &[0]);
     let r = call(
         "aten.batch_norm",
-        vec![x.into(), opt(Some(&w)), opt(Some(&b)), rm.into(), rv.into(), IValue::Bool(false), IValue::Float(0.1), IValue::Float(0.0), IValue::Bool(false)],
+        vec![
+            x.into(),
+            opt(Some(&w)),
+            opt(Some(&b)),
+            rm.into(),
+            rv.into(),
+            IValue::Bool(false),
+            IValue::Float(0.1),
+            IValue::Float(0.0),
+            IValue::Bool(false),
+        ],
     );
     close(&r[0], &[0., 1., 11., 12.], &[1, 2, 2]);
 }
@@ -103,7 +132,16 @@ fn batch_norm_training_updates_running_stats_in_place() {
     let rv = t(&[1., 1.], &[2]);
     let r = call(
         "aten._native_batch_norm_legit",
-        vec![x.clone().into(), IValue::None, IValue::None, rm.clone().into(), rv.clone().into(), IValue::Bool(true), IValue::Float(0.5), IValue::Float(0.0)],
+        vec![
+            x.clone().into(),
+            IValue::None,
+            IValue::None,
+            rm.clone().into(),
+            rv.clone().into(),
+            IValue::Bool(true),
+            IValue::Float(0.5),
+            IValue::Float(0.0),
+        ],
     );
     let s = 5.0f64.sqrt();
     close(&r[0], &[-3. / s, -1. / s, -1., 1., 1. / s, 3. / s, -1., 1.], &[2, 2, 2]);
@@ -116,12 +154,24 @@ fn batch_norm_training_updates_running_stats_in_place() {
     let rv2 = t(&[1., 1.], &[2]);
     let r = call(
         "aten._native_batch_norm_legit_functional",
-        vec![x.clone().into(), IValue::None, IValue::None, rm2.clone().into(), rv2.clone().into(), IValue::Bool(true), IValue::Float(0.5), IValue::Float(1.0)],
+        vec![
+            x.clone().into(),
+            IValue::None,
+            IValue::None,
+            rm2.clone().into(),
+            rv2.clone().into(),
+            IValue::Bool(true),
+            IValue::Float(0.5),
+            IValue::Float(1.0),
+        ],
     );
     close(&r[3], &[2., 1.5], &[2]);
     close(&rm2, &[0., 0.], &[2]);
     // No running stats at all.
-    let r = call("aten._native_batch_norm_legit.no_stats", vec![x.into(), IValue::None, IValue::None, IValue::Bool(true), IValue::Float(0.1), IValue::Float(1.0)]);
+    let r = call(
+        "aten._native_batch_norm_legit.no_stats",
+        vec![x.into(), IValue::None, IValue::None, IValue::Bool(true), IValue::Float(0.1), IValue::Float(1.0)],
+    );
     close(&r[1], &[4., 3.], &[2]);
     close(&r[2], &[1. / 6.0f64.sqrt(), 1. / 2.0f64.sqrt()], &[2]);
 }
@@ -131,12 +181,30 @@ fn batch_norm_errors() {
     let x = t(&[1., 2.], &[1, 2]);
     let e = call_err(
         "aten.native_batch_norm",
-        vec![x.clone().into(), IValue::None, IValue::None, IValue::None, IValue::None, IValue::Bool(true), IValue::Float(0.1), IValue::Float(1e-5)],
+        vec![
+            x.clone().into(),
+            IValue::None,
+            IValue::None,
+            IValue::None,
+            IValue::None,
+            IValue::Bool(true),
+            IValue::Float(0.1),
+            IValue::Float(1e-5),
+        ],
     );
     assert!(e.starts_with("aten.native_batch_norm:") && e.contains("more than 1 value"), "{e}");
     let e = call_err(
         "aten.native_batch_norm",
-        vec![x.into(), opt(Some(&t(&[1., 2., 3.], &[3]))), IValue::None, IValue::None, IValue::None, IValue::Bool(true), IValue::Float(0.1), IValue::Float(1e-5)],
+        vec![
+            x.into(),
+            opt(Some(&t(&[1., 2., 3.], &[3]))),
+            IValue::None,
+            IValue::None,
+            IValue::None,
+            IValue::Bool(true),
+            IValue::Float(0.1),
+            IValue::Float(1e-5),
+        ],
     );
     assert!(e.contains("weight"), "{e}");
 }
@@ -148,12 +216,24 @@ fn group_norm_native_and_wrapper() {
     let w = t(&[1., 2., 1., 1.], &[4]);
     let r = call(
         "aten.native_group_norm",
-        vec![x.clone().into(), opt(Some(&w)), IValue::None, IValue::Int(1), IValue::Int(4), IValue::Int(1), IValue::Int(2), IValue::Float(0.0)],
+        vec![
+            x.clone().into(),
+            opt(Some(&w)),
+            IValue::None,
+            IValue::Int(1),
+            IValue::Int(4),
+            IValue::Int(1),
+            IValue::Int(2),
+            IValue::Float(0.0),
+        ],
     );
     close(&r[0], &[-1., 2., -1., 1.], &[1, 4, 1]);
     close(&r[1], &[2., 15.], &[1, 2]);
     close(&r[2], &[1., 0.2], &[1, 2]);
-    let r = call("aten.group_norm", vec![x.into(), IValue::Int(2), opt(Some(&w)), IValue::None, IValue::Float(0.0), IValue::Bool(true)]);
+    let r = call(
+        "aten.group_norm",
+        vec![x.into(), IValue::Int(2), opt(Some(&w)), IValue::None, IValue::Float(0.0), IValue::Bool(true)],
+    );
     close(&r[0], &[-1., 2., -1., 1.], &[1, 4, 1]);
     let e = call_err("aten.group_norm", vec![t(&[0.; 3], &[1, 3]).into(), IValue::Int(2)]);
     assert!(e.contains("divisible"), "{e}");

@@ -32,14 +32,30 @@ fn check(got: &Tensor, want: &[f64], sizes: &[usize]) {
 #[test]
 fn constant_pad_positive_and_negative() {
     let x = t(&[1., 2., 3.], &[3]);
-    check(&call("aten.constant_pad_nd", vec![x.clone().into(), ints(&[1, 2]), IValue::Float(9.0)]), &[9., 1., 2., 3., 9., 9.], &[6]);
+    check(
+        &call("aten.constant_pad_nd", vec![x.clone().into(), ints(&[1, 2]), IValue::Float(9.0)]),
+        &[9., 1., 2., 3., 9., 9.],
+        &[6],
+    );
     let y = t(&[1., 2., 3., 4.], &[2, 2]);
-    check(&call("aten.constant_pad_nd", vec![y.clone().into(), ints(&[0, 1, 1, 0])]), &[0., 0., 0., 1., 2., 0., 3., 4., 0.], &[3, 3]);
+    check(
+        &call("aten.constant_pad_nd", vec![y.clone().into(), ints(&[0, 1, 1, 0])]),
+        &[0., 0., 0., 1., 2., 0., 3., 4., 0.],
+        &[3, 3],
+    );
     let z = t(&[1., 2., 3., 4.], &[4]);
-    check(&call("aten.constant_pad_nd", vec![z.clone().into(), ints(&[-1, 1]), IValue::Int(0)]), &[2., 3., 4., 0.], &[4]);
+    check(
+        &call("aten.constant_pad_nd", vec![z.clone().into(), ints(&[-1, 1]), IValue::Int(0)]),
+        &[2., 3., 4., 0.],
+        &[4],
+    );
     check(&call("aten.constant_pad_nd", vec![z.clone().into(), ints(&[-2, -1]), IValue::Int(0)]), &[3.], &[1]);
     // Cropping a transposed view.
-    check(&call("aten.constant_pad_nd", vec![y.t().unwrap().into(), ints(&[0, -1]), IValue::Int(0)]), &[1., 2.], &[2, 1]);
+    check(
+        &call("aten.constant_pad_nd", vec![y.t().unwrap().into(), ints(&[0, -1]), IValue::Int(0)]),
+        &[1., 2.],
+        &[2, 1],
+    );
     let e = call_err("aten.constant_pad_nd", vec![z.clone().into(), ints(&[-3, -2])]);
     assert!(e.starts_with("aten.constant_pad_nd:") && e.contains("invalid output size"), "{e}");
     let e = call_err("aten.constant_pad_nd", vec![z.into(), ints(&[1, 1, 1, 1])]);
@@ -61,7 +77,11 @@ fn constant_pad_ints_and_bools() {
 #[test]
 fn reflection_padding() {
     let x = t(&[1., 2., 3., 4.], &[1, 4]);
-    check(&call("aten.reflection_pad1d", vec![x.clone().into(), ints(&[2, 1])]), &[3., 2., 1., 2., 3., 4., 3.], &[1, 7]);
+    check(
+        &call("aten.reflection_pad1d", vec![x.clone().into(), ints(&[2, 1])]),
+        &[3., 2., 1., 2., 3., 4., 3.],
+        &[1, 7],
+    );
     let y = t(&[1., 2., 3., 4.], &[1, 2, 2]);
     check(
         &call("aten.reflection_pad2d", vec![y.into(), ints(&[1, 1, 1, 1])]),
@@ -78,14 +98,38 @@ fn reflection_padding() {
 #[test]
 fn replication_and_circular_padding() {
     let y = t(&[1., 2., 3., 4.], &[1, 2, 2]);
-    check(&call("aten.replication_pad2d", vec![y.clone().into(), ints(&[1, 0, 0, 1])]), &[1., 1., 2., 3., 3., 4., 3., 3., 4.], &[1, 3, 3]);
-    check(&call("aten.replication_pad1d", vec![t(&[1., 2.], &[1, 2]).into(), ints(&[0, 2])]), &[1., 2., 2., 2.], &[1, 4]);
+    check(
+        &call("aten.replication_pad2d", vec![y.clone().into(), ints(&[1, 0, 0, 1])]),
+        &[1., 1., 2., 3., 3., 4., 3., 3., 4.],
+        &[1, 3, 3],
+    );
+    check(
+        &call("aten.replication_pad1d", vec![t(&[1., 2.], &[1, 2]).into(), ints(&[0, 2])]),
+        &[1., 2., 2., 2.],
+        &[1, 4],
+    );
     let z = t(&[1., 2.], &[1, 1, 1, 2]);
-    check(&call("aten.replication_pad3d", vec![z.into(), ints(&[1, 0, 0, 0, 0, 1])]), &[1., 1., 2., 1., 1., 2.], &[1, 2, 1, 3]);
+    check(
+        &call("aten.replication_pad3d", vec![z.into(), ints(&[1, 0, 0, 0, 0, 1])]),
+        &[1., 1., 2., 1., 1., 2.],
+        &[1, 2, 1, 3],
+    );
     let x = t(&[1., 2., 3.], &[1, 1, 3]);
-    check(&call("aten.pad", vec![x.clone().into(), ints(&[1, 2]), IValue::from("circular"), IValue::None]), &[3., 1., 2., 3., 1., 2.], &[1, 1, 6]);
-    check(&call("aten.pad", vec![x.clone().into(), ints(&[1, 0]), IValue::from("constant"), IValue::Float(2.5)]), &[2.5, 1., 2., 3.], &[1, 1, 4]);
-    check(&call("aten.pad", vec![x.clone().into(), ints(&[1, 1]), IValue::from("reflect"), IValue::None]), &[2., 1., 2., 3., 2.], &[1, 1, 5]);
+    check(
+        &call("aten.pad", vec![x.clone().into(), ints(&[1, 2]), IValue::from("circular"), IValue::None]),
+        &[3., 1., 2., 3., 1., 2.],
+        &[1, 1, 6],
+    );
+    check(
+        &call("aten.pad", vec![x.clone().into(), ints(&[1, 0]), IValue::from("constant"), IValue::Float(2.5)]),
+        &[2.5, 1., 2., 3.],
+        &[1, 1, 4],
+    );
+    check(
+        &call("aten.pad", vec![x.clone().into(), ints(&[1, 1]), IValue::from("reflect"), IValue::None]),
+        &[2., 1., 2., 3., 2.],
+        &[1, 1, 5],
+    );
     let e = call_err("aten.pad", vec![x.into(), ints(&[1, 1]), IValue::from("wrap"), IValue::None]);
     assert!(e.contains("wrap"), "{e}");
     let e = call_err("aten.replication_pad2d", vec![y.into(), ints(&[1, 1])]);

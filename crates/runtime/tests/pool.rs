@@ -33,7 +33,10 @@ fn same(got: &Tensor, want: &[f64], sizes: &[usize]) {
     let g = got.to_vec_f64();
     assert_eq!(g.len(), want.len(), "{g:?}");
     for (i, (a, b)) in g.iter().zip(want).enumerate() {
-        assert!((a - b).abs() <= 1e-6 * b.abs().max(1.0) || (a.is_nan() && b.is_nan()), "element {i}: {a} vs {b} in {g:?}");
+        assert!(
+            (a - b).abs() <= 1e-6 * b.abs().max(1.0) || (a.is_nan() && b.is_nan()),
+            "element {i}: {a} vs {b} in {g:?}"
+        );
     }
 }
 
@@ -62,7 +65,17 @@ fn max_pool_ceil_mode_padding_dilation() {
     same(&r[0], &[5., 2., 5., 3., 4.], &[1, 1, 1, 5]);
     assert_eq!(r[1].to_vec_i64(), vec![1, 2, 1, 4, 3]);
     // Empty stride defaults to the kernel size; unbatched 3-D input.
-    let r = call("aten.max_pool2d", vec![x.squeeze_dims(&[0]).unwrap().into(), ints(&[1, 2]), ints(&[]), ints(&[0]), ints(&[1]), IValue::Bool(false)]);
+    let r = call(
+        "aten.max_pool2d",
+        vec![
+            x.squeeze_dims(&[0]).unwrap().into(),
+            ints(&[1, 2]),
+            ints(&[]),
+            ints(&[0]),
+            ints(&[1]),
+            IValue::Bool(false),
+        ],
+    );
     same(&r[0], &[5., 4.], &[1, 1, 2]);
 }
 
@@ -83,7 +96,10 @@ fn max_pool_int_noncontiguous_and_3d() {
     assert_eq!(r[0].to_vec_i64(), vec![3, 4]);
     assert_eq!(r[1].to_vec_i64(), vec![1, 3]);
     let x = t(&(0..8).map(|v| v as f32).collect::<Vec<_>>(), &[1, 2, 2, 2]);
-    let r = call("aten.max_pool3d_with_indices", vec![x.into(), ints(&[2, 2, 2]), ints(&[]), ints(&[0]), ints(&[1]), IValue::Bool(false)]);
+    let r = call(
+        "aten.max_pool3d_with_indices",
+        vec![x.into(), ints(&[2, 2, 2]), ints(&[]), ints(&[0]), ints(&[1]), IValue::Bool(false)],
+    );
     same(&r[0], &[7.], &[1, 1, 1, 1]);
     assert_eq!(r[1].to_vec_i64(), vec![7]);
 }
@@ -95,7 +111,16 @@ fn max_pool_backward_scatters_to_indices() {
     let g = t(&[1., 2., 3., 4., 5.], &[1, 1, 1, 5]);
     let gi = call(
         "aten.max_pool2d_with_indices_backward",
-        vec![g.into(), x.into(), ints(&[1, 2]), ints(&[1, 1]), ints(&[0, 1]), ints(&[1, 2]), IValue::Bool(false), r[1].clone().into()],
+        vec![
+            g.into(),
+            x.into(),
+            ints(&[1, 2]),
+            ints(&[1, 1]),
+            ints(&[0, 1]),
+            ints(&[1, 2]),
+            IValue::Bool(false),
+            r[1].clone().into(),
+        ],
     );
     // Indices [1, 2, 1, 4, 3]: position 1 gets 1+3.
     same(&gi[0], &[0., 4., 2., 5., 4.], &[1, 1, 1, 5]);
@@ -104,7 +129,15 @@ fn max_pool_backward_scatters_to_indices() {
 fn avg2d(x: Tensor, k: &[i64], s: &[i64], p: &[i64], ceil: bool, include_pad: bool, div: Option<i64>) -> Tensor {
     call(
         "aten.avg_pool2d",
-        vec![x.into(), ints(k), ints(s), ints(p), IValue::Bool(ceil), IValue::Bool(include_pad), div.map_or(IValue::None, IValue::Int)],
+        vec![
+            x.into(),
+            ints(k),
+            ints(s),
+            ints(p),
+            IValue::Bool(ceil),
+            IValue::Bool(include_pad),
+            div.map_or(IValue::None, IValue::Int),
+        ],
     )
     .remove(0)
 }
@@ -125,10 +158,23 @@ fn avg_pool_ceil_mode_and_1d_3d() {
     let x = t(&[1., 2., 3., 4., 5.], &[1, 1, 1, 5]);
     let r = avg2d(x.clone(), &[1, 2], &[1, 2], &[0, 0], true, true, None);
     same(&r, &[1.5, 3.5, 5.], &[1, 1, 1, 3]);
-    let r = call("aten.avg_pool1d", vec![t(&[1., 2., 3., 4., 5.], &[1, 5]).into(), ints(&[2]), ints(&[2]), ints(&[0]), IValue::Bool(false), IValue::Bool(true)]);
+    let r = call(
+        "aten.avg_pool1d",
+        vec![
+            t(&[1., 2., 3., 4., 5.], &[1, 5]).into(),
+            ints(&[2]),
+            ints(&[2]),
+            ints(&[0]),
+            IValue::Bool(false),
+            IValue::Bool(true),
+        ],
+    );
     same(&r[0], &[1.5, 3.5], &[1, 2]);
     let x3 = t(&(0..8).map(|v| v as f32).collect::<Vec<_>>(), &[1, 1, 2, 2, 2]);
-    let r = call("aten.avg_pool3d", vec![x3.into(), ints(&[2, 2, 2]), ints(&[]), ints(&[0]), IValue::Bool(false), IValue::Bool(true), IValue::None]);
+    let r = call(
+        "aten.avg_pool3d",
+        vec![x3.into(), ints(&[2, 2, 2]), ints(&[]), ints(&[0]), IValue::Bool(false), IValue::Bool(true), IValue::None],
+    );
     same(&r[0], &[3.5], &[1, 1, 1, 1, 1]);
 }
 
@@ -164,11 +210,36 @@ fn adaptive_pools() {
 #[test]
 fn pool_errors_name_the_op() {
     let x = t(&[0.; 4], &[1, 1, 2, 2]);
-    let e = call_err("aten.max_pool2d_with_indices", vec![x.clone().into(), ints(&[2, 2]), ints(&[1, 1]), ints(&[2, 2]), ints(&[1, 1]), IValue::Bool(false)]);
+    let e = call_err(
+        "aten.max_pool2d_with_indices",
+        vec![x.clone().into(), ints(&[2, 2]), ints(&[1, 1]), ints(&[2, 2]), ints(&[1, 1]), IValue::Bool(false)],
+    );
     assert!(e.starts_with("aten.max_pool2d_with_indices:") && e.contains("pad"), "{e}");
-    let e = call_err("aten.avg_pool2d", vec![x.clone().into(), ints(&[3, 3]), ints(&[1, 1]), ints(&[0, 0]), IValue::Bool(false), IValue::Bool(true), IValue::None]);
+    let e = call_err(
+        "aten.avg_pool2d",
+        vec![
+            x.clone().into(),
+            ints(&[3, 3]),
+            ints(&[1, 1]),
+            ints(&[0, 0]),
+            IValue::Bool(false),
+            IValue::Bool(true),
+            IValue::None,
+        ],
+    );
     assert!(e.starts_with("aten.avg_pool2d:") && e.contains("too small"), "{e}");
-    let e = call_err("aten.avg_pool2d", vec![x.clone().into(), ints(&[1, 1]), ints(&[1, 1]), ints(&[0, 0]), IValue::Bool(false), IValue::Bool(true), IValue::Int(0)]);
+    let e = call_err(
+        "aten.avg_pool2d",
+        vec![
+            x.clone().into(),
+            ints(&[1, 1]),
+            ints(&[1, 1]),
+            ints(&[0, 0]),
+            IValue::Bool(false),
+            IValue::Bool(true),
+            IValue::Int(0),
+        ],
+    );
     assert!(e.contains("divisor"), "{e}");
     let e = call_err("aten.max_pool2d_with_indices", vec![t(&[0.; 2], &[2]).into(), ints(&[1, 1])]);
     assert!(e.contains("3-D or 4-D"), "{e}");

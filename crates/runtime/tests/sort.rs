@@ -66,11 +66,17 @@ fn sort_along_dim0_of_noncontiguous_and_ints() {
 #[test]
 fn topk_largest_smallest() {
     let x = t(&[1., 5., 3., 5., 2., 0.], &[2, 3]);
-    let r = call("aten.topk", vec![x.clone().into(), IValue::Int(2), IValue::Int(1), IValue::Bool(true), IValue::Bool(true)]);
+    let r = call(
+        "aten.topk",
+        vec![x.clone().into(), IValue::Int(2), IValue::Int(1), IValue::Bool(true), IValue::Bool(true)],
+    );
     assert_eq!(r[0].sizes(), &[2, 2]);
     assert_eq!(r[0].to_vec_f64(), vec![5., 3., 5., 2.]);
     assert_eq!(r[1].to_vec_i64(), vec![1, 2, 0, 1]);
-    let r = call("aten.topk", vec![x.clone().into(), IValue::Int(1), IValue::Int(0), IValue::Bool(false), IValue::Bool(true)]);
+    let r = call(
+        "aten.topk",
+        vec![x.clone().into(), IValue::Int(1), IValue::Int(0), IValue::Bool(false), IValue::Bool(true)],
+    );
     assert_eq!(r[0].to_vec_f64(), vec![1., 2., 0.]);
     assert_eq!(r[1].to_vec_i64(), vec![0, 1, 1]);
     let e = registry().call("aten.topk", &[x.into(), IValue::Int(4)]).unwrap_err().to_string();

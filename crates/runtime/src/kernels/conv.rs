@@ -10,10 +10,10 @@
 //! and scatter back `im2col` and `col2im` (`F.unfold`/`F.fold`).
 
 use super::linalg::{MatView, Real, gemm, outs, widen_halves};
-use ir::DType;
 use super::{Args, KernelRegistry};
 use crate::tensor::{KernelError, Result, Tensor};
 use crate::value::IValue;
+use ir::DType;
 
 /// Geometry of one convolution, already padded to three spatial dims.
 #[derive(Clone, Debug)]
@@ -50,7 +50,14 @@ pub(crate) trait ConvElem: Copy + PartialEq + Send + Sync + 'static {
     const ONE: Self;
     fn plus(self, other: Self) -> Self;
     /// `c = a·b + beta·c` with `beta` zero or one.
-    fn gemm(op: &'static str, a: MatView<'_, Self>, b: MatView<'_, Self>, beta: Self, c: &mut [Self], ldc: usize) -> Result<()>;
+    fn gemm(
+        op: &'static str,
+        a: MatView<'_, Self>,
+        b: MatView<'_, Self>,
+        beta: Self,
+        c: &mut [Self],
+        ldc: usize,
+    ) -> Result<()>;
 }
 
 impl<T: Real> ConvElem for T {
@@ -70,7 +77,14 @@ impl ConvElem for i64 {
     fn plus(self, other: i64) -> i64 {
         self.wrapping_add(other)
     }
-    fn gemm(op: &'static str, a: MatView<'_, i64>, b: MatView<'_, i64>, beta: i64, c: &mut [i64], ldc: usize) -> Result<()> {
+    fn gemm(
+        op: &'static str,
+        a: MatView<'_, i64>,
+        b: MatView<'_, i64>,
+        beta: i64,
+        c: &mut [i64],
+        ldc: usize,
+    ) -> Result<()> {
         if a.cols != b.rows || (a.rows > 0 && (a.rows - 1) * ldc + b.cols > c.len()) {
             return Err(KernelError::new(op, "internal error: integer product shapes do not match"));
         }
@@ -111,7 +125,8 @@ pub(crate) fn im2col<T: ConvElem>(x: &[T], g: &Geometry, channels: usize, col: &
                                 dst.fill(T::ZERO);
                                 continue;
                             }
-                            let src = &xc[(iz as usize * ih + iy as usize) * iw..(iz as usize * ih + iy as usize + 1) * iw];
+                            let src =
+                                &xc[(iz as usize * ih + iy as usize) * iw..(iz as usize * ih + iy as usize + 1) * iw];
                             let x0 = e * g.dilation[2];
                             for (xo, d) in dst.iter_mut().enumerate() {
                                 let ix = (xo * g.stride[2] + x0) as isize - g.pad_lo[2] as isize;
@@ -152,7 +167,8 @@ pub(crate) fn col2im<T: ConvElem>(col: &[T], g: &Geometry, channels: usize, out:
                                 continue;
                             }
                             let srow = &src[(z * ih + y) * iw..(z * ih + y + 1) * iw];
-                            let orow = &mut oc[(oz as usize * oh + oy as usize) * ow..(oz as usize * oh + oy as usize + 1) * ow];
+                            let orow = &mut oc
+                                [(oz as usize * oh + oy as usize) * ow..(oz as usize * oh + oy as usize + 1) * ow];
                             let x0 = e * g.dilation[2];
                             for (xi, &v) in srow.iter().enumerate() {
                                 let ox = (xi * g.stride[2] + x0) as isize - g.pad_lo[2] as isize;
@@ -288,10 +304,13 @@ fn geometry(op: &'static str, x: &[usize], w: &[usize], bias: Option<&[usize]>, 
         if w[1] * groups != cin {
             return Err(KernelError::new(
                 op,
-                format!("input {x:?} has {cin} channels but weight {w:?} with groups={groups} expects {}", w[1] * groups),
+                format!(
+                    "input {x:?} has {cin} channels but weight {w:?} with groups={groups} expects {}",
+                    w[1] * groups
+                ),
             ));
         }
-        if w[0] % groups != 0 {
+        if !w[0].is_multiple_of(groups) {
             return Err(KernelError::new(op, format!("output channels {} are not divisible by groups {groups}", w[0])));
         }
         w[0]
@@ -323,7 +342,8 @@ fn geometry(op: &'static str, x: &[usize], w: &[usize], bias: Option<&[usize]>, 
         let op_pad = expand_param(op, "output_padding", &a.output_padding, d)?;
         for i in 0..d {
             let (s, dl) = (stride[i] as usize, dilation[i] as usize);
-            let opd = usize::try_from(op_pad[i]).map_err(|_| KernelError::new(op, "output_padding must be non-negative"))?;
+            let opd =
+                usize::try_from(op_pad[i]).map_err(|_| KernelError::new(op, "output_padding must be non-negative"))?;
             if opd >= s && opd >= dl {
                 return Err(KernelError::new(
                     op,
@@ -373,7 +393,13 @@ fn geometry(op: &'static str, x: &[usize], w: &[usize], bias: Option<&[usize]>, 
 }
 
 /// Convolution of tensors with PyTorch's semantics (unbatched inputs accepted).
-pub(crate) fn convolution_tensors(op: &'static str, x: &Tensor, w: &Tensor, bias: Option<&Tensor>, a: &ConvArgs) -> Result<Tensor> {
+pub(crate) fn convolution_tensors(
+    op: &'static str,
+    x: &Tensor,
+    w: &Tensor,
+    bias: Option<&Tensor>,
+    a: &ConvArgs,
+) -> Result<Tensor> {
     if x.dtype() != w.dtype() || bias.is_some_and(|b| b.dtype() != x.dtype()) {
         return Err(KernelError::new(
             op,
@@ -398,7 +424,8 @@ pub(crate) fn convolution_tensors(op: &'static str, x: &Tensor, w: &Tensor, bias
         let xd = x.to_dtype(DType::I64)?.to_vec::<i64>()?;
         let wd = w.to_dtype(DType::I64)?.to_vec::<i64>()?;
         let bd = bias.map(|b| b.to_dtype(DType::I64)?.to_vec::<i64>()).transpose()?;
-        let r = Tensor::build::<i64>(&out_sizes, |out| conv_compute(op, &g, &xd, &wd, bd.as_deref(), out))?.to_dtype(x.dtype())?;
+        let r = Tensor::build::<i64>(&out_sizes, |out| conv_compute(op, &g, &xd, &wd, bd.as_deref(), out))?
+            .to_dtype(x.dtype())?;
         return if unbatched { super::linalg::reshape_contiguous(&r, &out_sizes[1..]) } else { Ok(r) };
     }
     let r = widen_halves(&ts, |t| {
@@ -521,7 +548,10 @@ fn block_options(op: &'static str, a: &Args<'_>, first: usize) -> Result<[[usize
         let positive = k != 2;
         for (j, &x) in v.iter().enumerate() {
             if x < 0 || (positive && x == 0) {
-                return Err(KernelError::new(op, format!("{name} must be {}, got {v:?}", if positive { "positive" } else { "non-negative" })));
+                return Err(KernelError::new(
+                    op,
+                    format!("{name} must be {}, got {v:?}", if positive { "positive" } else { "non-negative" }),
+                ));
             }
             out[k][j] = x as usize;
         }
@@ -533,7 +563,10 @@ fn block_options(op: &'static str, a: &Args<'_>, first: usize) -> Result<[[usize
 fn blocks(op: &'static str, size: usize, k: usize, d: usize, p: usize, s: usize) -> Result<usize> {
     let span = d * (k - 1) + 1;
     if size + 2 * p < span {
-        return Err(KernelError::new(op, format!("kernel span {span} is larger than the padded input size {}", size + 2 * p)));
+        return Err(KernelError::new(
+            op,
+            format!("kernel span {span} is larger than the padded input size {}", size + 2 * p),
+        ));
     }
     Ok((size + 2 * p - span) / s + 1)
 }
@@ -638,7 +671,10 @@ fn col2im_op(args: &[IValue]) -> Result<Vec<IValue>> {
     let (n, rows, l) = if batched { (sz[0], sz[1], sz[2]) } else { (1, sz[0], sz[1]) };
     let kk = k[0] * k[1];
     if rows % kk != 0 {
-        return Err(KernelError::new(OP, format!("dim 1 of the input ({rows}) must be divisible by the kernel area {kk}")));
+        return Err(KernelError::new(
+            OP,
+            format!("dim 1 of the input ({rows}) must be divisible by the kernel area {kk}"),
+        ));
     }
     let (bh, bw) = (blocks(OP, h, k[0], d[0], p[0], s[0])?, blocks(OP, w, k[1], d[1], p[1], s[1])?);
     if bh * bw != l {

@@ -69,7 +69,11 @@ fn sub_offsets(sizes: &[usize], dims: &[usize]) -> Vec<usize> {
 
 #[inline(always)]
 fn add<T: Element>(a: T, b: T) -> T {
-    if T::DTYPE.is_floating() { T::from_f64(a.to_f64() + b.to_f64()) } else { T::from_i64(a.to_i64().wrapping_add(b.to_i64())) }
+    if T::DTYPE.is_floating() {
+        T::from_f64(a.to_f64() + b.to_f64())
+    } else {
+        T::from_i64(a.to_i64().wrapping_add(b.to_i64()))
+    }
 }
 
 #[inline(always)]
@@ -130,7 +134,10 @@ fn index_select_impl(op: &'static str, x: &Tensor, dim: i64, index: &Tensor) -> 
     out_sizes[d] = rows.len();
     if x.dim() == 0 {
         if rows.len() != 1 {
-            return Err(KernelError::new(op, format!("index to a 0-d tensor can have only 1 value, got {}", rows.len())));
+            return Err(KernelError::new(
+                op,
+                format!("index to a 0-d tensor can have only 1 value, got {}", rows.len()),
+            ));
         }
         out_sizes = vec![];
     }
@@ -249,7 +256,15 @@ enum Src<'a> {
 }
 
 /// `self.clone()` with `src` scattered into it along `dim` at `index`, combined by `reduce`.
-fn scatter_impl(op: &'static str, x: &Tensor, dim: i64, index: &Tensor, src: Src<'_>, reduce: Reduce, include_self: bool) -> Result<Tensor> {
+fn scatter_impl(
+    op: &'static str,
+    x: &Tensor,
+    dim: i64,
+    index: &Tensor,
+    src: Src<'_>,
+    reduce: Reduce,
+    include_self: bool,
+) -> Result<Tensor> {
     let d = normalize_dim(op, dim, x.dim())?;
     let (xs, is) = (dims_of(x), dims_of(index));
     if index.numel() == 0 {
@@ -267,7 +282,11 @@ fn scatter_impl(op: &'static str, x: &Tensor, dim: i64, index: &Tensor, src: Src
             if s.dtype() != x.dtype() {
                 return Err(KernelError::new(
                     op,
-                    format!("expected self and src to have the same dtype, got {} and {}", x.dtype().torch_name(), s.dtype().torch_name()),
+                    format!(
+                        "expected self and src to have the same dtype, got {} and {}",
+                        x.dtype().torch_name(),
+                        s.dtype().torch_name()
+                    ),
                 ));
             }
             Some(ss)
@@ -339,7 +358,8 @@ fn scatter_impl(op: &'static str, x: &Tensor, dim: i64, index: &Tensor, src: Src
 
 fn scatter_src(args: &[IValue]) -> Result<Vec<IValue>> {
     let a = Args::new("aten.scatter.src", args, 4)?;
-    let r = scatter_impl(a.op, a.tensor(0)?, a.int(1)?, a.tensor(2)?, Src::Tensor(a.tensor(3)?), Reduce::Replace, true)?;
+    let r =
+        scatter_impl(a.op, a.tensor(0)?, a.int(1)?, a.tensor(2)?, Src::Tensor(a.tensor(3)?), Reduce::Replace, true)?;
     Ok(outs([r]))
 }
 
@@ -354,7 +374,9 @@ fn scatter_reduce_legacy(args: &[IValue]) -> Result<Vec<IValue>> {
     let red = match a.str(4)? {
         "add" => Reduce::Sum,
         "multiply" => Reduce::Prod,
-        other => return Err(KernelError::new(a.op, format!("reduce argument must be 'add' or 'multiply', got '{other}'"))),
+        other => {
+            return Err(KernelError::new(a.op, format!("reduce argument must be 'add' or 'multiply', got '{other}'")));
+        }
     };
     let r = scatter_impl(a.op, a.tensor(0)?, a.int(1)?, a.tensor(2)?, Src::Tensor(a.tensor(3)?), red, true)?;
     Ok(outs([r]))
@@ -365,7 +387,9 @@ fn scatter_value_reduce(args: &[IValue]) -> Result<Vec<IValue>> {
     let red = match a.str(4)? {
         "add" => Reduce::Sum,
         "multiply" => Reduce::Prod,
-        other => return Err(KernelError::new(a.op, format!("reduce argument must be 'add' or 'multiply', got '{other}'"))),
+        other => {
+            return Err(KernelError::new(a.op, format!("reduce argument must be 'add' or 'multiply', got '{other}'")));
+        }
     };
     let r = scatter_impl(a.op, a.tensor(0)?, a.int(1)?, a.tensor(2)?, Src::Value(a.scalar(3)?), red, true)?;
     Ok(outs([r]))
@@ -401,7 +425,10 @@ fn advanced_offsets(op: &'static str, sizes: &[usize], indices: &[Option<Tensor>
                 if d0 + k > sizes.len() || t.sizes() != &sizes[d0..d0 + k] {
                     return Err(KernelError::new(
                         op,
-                        format!("the shape of the mask {:?} does not match the shape of the indexed tensor {sizes:?} at dim {d0}", t.sizes()),
+                        format!(
+                            "the shape of the mask {:?} does not match the shape of the indexed tensor {sizes:?} at dim {d0}",
+                            t.sizes()
+                        ),
                     ));
                 }
                 let mask = t.to_vec_i64();
@@ -425,7 +452,10 @@ fn advanced_offsets(op: &'static str, sizes: &[usize], indices: &[Option<Tensor>
                     dt => {
                         return Err(KernelError::new(
                             op,
-                            format!("tensors used as indices must be long, int, byte or bool tensors, got {}", dt.torch_name()),
+                            format!(
+                                "tensors used as indices must be long, int, byte or bool tensors, got {}",
+                                dt.torch_name()
+                            ),
                         ));
                     }
                 };
@@ -447,7 +477,12 @@ fn advanced_offsets(op: &'static str, sizes: &[usize], indices: &[Option<Tensor>
         return Ok((sizes.to_vec(), sub_offsets(sizes, &all)));
     }
     let shapes: Vec<&[usize]> = indexed.iter().map(|&d| per_dim[d].as_ref().map_or(&[][..], |p| &p.1[..])).collect();
-    let b = broadcast_all(&shapes).map_err(|e| KernelError::new(op, format!("shape mismatch: indexing tensors could not be broadcast together ({})", e.message)))?;
+    let b = broadcast_all(&shapes).map_err(|e| {
+        KernelError::new(
+            op,
+            format!("shape mismatch: indexing tensors could not be broadcast together ({})", e.message),
+        )
+    })?;
     // Offset contributed by the indexed dims for every broadcast position.
     let bn: usize = b.iter().product();
     let mut idx_off = vec![0usize; bn];
@@ -455,7 +490,8 @@ fn advanced_offsets(op: &'static str, sizes: &[usize], indices: &[Option<Tensor>
         let (vals, shp) = per_dim[d].as_ref().map_or((&[][..], &[][..]), |p| (&p.0[..], &p.1[..]));
         let pad = b.len() - shp.len();
         let own = contiguous_strides(shp);
-        let bs: Vec<usize> = (0..b.len()).map(|k| if k < pad || shp[k - pad] == 1 { 0 } else { own[k - pad] }).collect();
+        let bs: Vec<usize> =
+            (0..b.len()).map(|k| if k < pad || shp[k - pad] == 1 { 0 } else { own[k - pad] }).collect();
         for_each_pos(&b, |pos, lin| {
             let src = pos.iter().zip(&bs).map(|(&p, &s)| p * s).sum::<usize>();
             let j = bound(op, vals[src], sizes[d], d, true)?;
@@ -499,12 +535,23 @@ fn index_tensor(args: &[IValue]) -> Result<Vec<IValue>> {
 
 /// `self.clone()` with `values` (broadcast to the indexed shape) written at `self[indices]`,
 /// added when `accumulate`.
-fn index_put_impl(op: &'static str, x: &Tensor, indices: &[Option<Tensor>], values: &Tensor, accumulate: bool) -> Result<Tensor> {
+fn index_put_impl(
+    op: &'static str,
+    x: &Tensor,
+    indices: &[Option<Tensor>],
+    values: &Tensor,
+    accumulate: bool,
+) -> Result<Tensor> {
     let (sizes, offs) = advanced_offsets(op, x.sizes(), indices)?;
-    let vals = values
-        .cast_to(x.dtype())?
-        .expand_to(op, &sizes)
-        .map_err(|_| KernelError::new(op, format!("shape mismatch: value tensor of shape {:?} cannot be broadcast to indexing result of shape {sizes:?}", values.sizes())))?;
+    let vals = values.cast_to(x.dtype())?.expand_to(op, &sizes).map_err(|_| {
+        KernelError::new(
+            op,
+            format!(
+                "shape mismatch: value tensor of shape {:?} cannot be broadcast to indexing result of shape {sizes:?}",
+                values.sizes()
+            ),
+        )
+    })?;
     dispatch_dtype!(x.dtype(), T => {
         let mut out = x.to_vec::<T>()?;
         let v = vals.to_vec::<T>()?;
@@ -545,7 +592,14 @@ fn index_copy(args: &[IValue]) -> Result<Vec<IValue>> {
 }
 
 /// Writes (or, with `alpha`, adds `alpha ·`) `src` into `x` at `index` along `dim`.
-fn along_dim_put(op: &'static str, x: &Tensor, dim: i64, index: &Tensor, src: &Tensor, alpha: Option<Scalar>) -> Result<Vec<IValue>> {
+fn along_dim_put(
+    op: &'static str,
+    x: &Tensor,
+    dim: i64,
+    index: &Tensor,
+    src: &Tensor,
+    alpha: Option<Scalar>,
+) -> Result<Vec<IValue>> {
     let d = normalize_dim(op, dim, x.dim())?;
     if index.dim() > 1 {
         return Err(KernelError::new(op, format!("index must be 0-D or 1-D, got {:?}", index.sizes())));
@@ -561,7 +615,10 @@ fn along_dim_put(op: &'static str, x: &Tensor, dim: i64, index: &Tensor, src: &T
     let mut want = x.sizes().to_vec();
     want[d] = idx.len();
     if src.sizes() != &want[..] && !(src.dim() == 0 && want.iter().product::<usize>() == 1) {
-        return Err(KernelError::new(op, format!("source of shape {:?} does not match the expected shape {want:?}", src.sizes())));
+        return Err(KernelError::new(
+            op,
+            format!("source of shape {:?} does not match the expected shape {want:?}", src.sizes()),
+        ));
     }
     for &i in &idx {
         bound(op, i, x.sizes()[d], d, false)?;
@@ -639,7 +696,11 @@ fn masked_scatter(args: &[IValue]) -> Result<Vec<IValue>> {
     if source.dtype() != x.dtype() {
         return Err(KernelError::new(
             OP,
-            format!("self ({}) and source ({}) must have the same dtype", x.dtype().torch_name(), source.dtype().torch_name()),
+            format!(
+                "self ({}) and source ({}) must have the same dtype",
+                x.dtype().torch_name(),
+                source.dtype().torch_name()
+            ),
         ));
     }
     let sizes = broadcast_all(&[x.sizes(), mask.sizes()]).map_err(|e| KernelError::new(OP, e.message))?;
@@ -662,13 +723,22 @@ fn masked_scatter(args: &[IValue]) -> Result<Vec<IValue>> {
 }
 
 /// `self.clone()` with `src` copied into the view `view(out)`, whose shape `src` must match.
-fn scatter_into_view(op: &'static str, x: &Tensor, src: &Tensor, view: impl FnOnce(&Tensor) -> Result<Tensor>) -> Result<Tensor> {
+fn scatter_into_view(
+    op: &'static str,
+    x: &Tensor,
+    src: &Tensor,
+    view: impl FnOnce(&Tensor) -> Result<Tensor>,
+) -> Result<Tensor> {
     let out = x.deep_clone()?;
     let v = view(&out).map_err(|e| KernelError::new(op, e.message))?;
     if v.sizes() != src.sizes() {
         return Err(KernelError::new(
             op,
-            format!("expected src to have a size equal to the slice of self: src {:?}, slice {:?}", src.sizes(), v.sizes()),
+            format!(
+                "expected src to have a size equal to the slice of self: src {:?}, slice {:?}",
+                src.sizes(),
+                v.sizes()
+            ),
         ));
     }
     v.copy_(src).map_err(|e| KernelError::new(op, e.message))?;

@@ -38,7 +38,9 @@ fn resolve_sizes(
                 return Err(KernelError::new(op, format!("output_size must have {d} elements, got {o:?}")));
             }
             o.iter()
-                .map(|&v| usize::try_from(v).map_err(|_| KernelError::new(op, format!("negative output size in {o:?}"))))
+                .map(|&v| {
+                    usize::try_from(v).map_err(|_| KernelError::new(op, format!("negative output size in {o:?}")))
+                })
                 .collect::<Result<_>>()?
         }
         None => {
@@ -86,7 +88,14 @@ fn source_index<T: Real>(scale: T, dst: usize, align_corners: bool, cubic: bool)
 }
 
 /// Per-dim taps of output position `o`: (input index, weight) pairs.
-fn taps<T: Real>(kind: Kind, o: usize, input: usize, output: usize, align_corners: bool, scale: Option<f64>) -> Vec<(usize, T)> {
+fn taps<T: Real>(
+    kind: Kind,
+    o: usize,
+    input: usize,
+    output: usize,
+    align_corners: bool,
+    scale: Option<f64>,
+) -> Vec<(usize, T)> {
     match kind {
         Kind::Nearest | Kind::NearestExact => {
             let i = if kind == Kind::Nearest && output == input {
@@ -131,9 +140,7 @@ fn taps<T: Real>(kind: Kind, o: usize, input: usize, output: usize, align_corner
                 t = T::ONE;
             }
             let c = cubic_coeffs(t);
-            (0..4)
-                .map(|k| ((idx - 1 + k as i64).clamp(0, input as i64 - 1) as usize, c[k]))
-                .collect()
+            (0..4).map(|k| ((idx - 1 + k as i64).clamp(0, input as i64 - 1) as usize, c[k])).collect()
         }
     }
 }
@@ -149,7 +156,14 @@ fn cubic_coeffs<T: Real>(t: T) -> [T; 4] {
 }
 
 /// Separable interpolation of a contiguous `[planes, in...]` buffer to `[planes, out...]`.
-fn interpolate<T: Real>(x: &[T], planes: usize, input: &[usize], output: &[usize], per_dim: &[Vec<Vec<(usize, T)>>], out: &mut [T]) {
+fn interpolate<T: Real>(
+    x: &[T],
+    planes: usize,
+    input: &[usize],
+    output: &[usize],
+    per_dim: &[Vec<Vec<(usize, T)>>],
+    out: &mut [T],
+) {
     let d = input.len();
     let in_n: usize = input.iter().product();
     let out_n: usize = output.iter().product();
@@ -169,7 +183,14 @@ fn interpolate<T: Real>(x: &[T], planes: usize, input: &[usize], output: &[usize
 }
 
 /// Weighted sum over the taps of dims `k..`, outermost dim first (PyTorch's evaluation order).
-fn nested<T: Real>(x: &[T], k: usize, base: usize, pos: &[usize], per_dim: &[Vec<Vec<(usize, T)>>], strides: &[usize]) -> T {
+fn nested<T: Real>(
+    x: &[T],
+    k: usize,
+    base: usize,
+    pos: &[usize],
+    per_dim: &[Vec<Vec<(usize, T)>>],
+    strides: &[usize],
+) -> T {
     if k == pos.len() {
         return x[base];
     }
@@ -181,7 +202,14 @@ fn nested<T: Real>(x: &[T], k: usize, base: usize, pos: &[usize], per_dim: &[Vec
     acc
 }
 
-fn upsample(op: &'static str, kind: Kind, x: &Tensor, out_sizes: &[usize], scales: &[Option<f64>], align_corners: bool) -> Result<Tensor> {
+fn upsample(
+    op: &'static str,
+    kind: Kind,
+    x: &Tensor,
+    out_sizes: &[usize],
+    scales: &[Option<f64>],
+    align_corners: bool,
+) -> Result<Tensor> {
     let dt = x.dtype();
     let input: Vec<usize> = x.sizes()[2..].to_vec();
     let planes = x.sizes()[0] * x.sizes()[1];
@@ -311,11 +339,8 @@ fn compute_coord<T: Real>(c: T, size: usize, pad: GridPad, align_corners: bool) 
         GridPad::Zeros => c,
         GridPad::Border => clip(c, size),
         GridPad::Reflection => {
-            let r = if align_corners {
-                reflect(c, 0, 2 * (size as i64 - 1))
-            } else {
-                reflect(c, -1, 2 * size as i64 - 1)
-            };
+            let r =
+                if align_corners { reflect(c, 0, 2 * (size as i64 - 1)) } else { reflect(c, -1, 2 * size as i64 - 1) };
             clip(r, size)
         }
     }
@@ -400,7 +425,11 @@ fn grid_sampler_2d(args: &[IValue]) -> Result<Vec<IValue>> {
     if x.dim() != 4 || grid.dim() != 4 || grid.sizes()[3] != 2 || grid.sizes()[0] != x.sizes()[0] {
         return Err(KernelError::new(
             OP,
-            format!("expected input [N, C, H, W] and grid [N, H_out, W_out, 2], got {:?} and {:?}", x.sizes(), grid.sizes()),
+            format!(
+                "expected input [N, C, H, W] and grid [N, H_out, W_out, 2], got {:?} and {:?}",
+                x.sizes(),
+                grid.sizes()
+            ),
         ));
     }
     if x.dtype() != grid.dtype() {

@@ -241,7 +241,15 @@ pub(crate) struct MatView<'a, T> {
 
 impl<'a, T: Copy> MatView<'a, T> {
     /// A view, checked to lie inside `data`.
-    pub fn new(op: &'static str, data: &'a [T], off: usize, rows: usize, cols: usize, rs: usize, cs: usize) -> Result<Self> {
+    pub fn new(
+        op: &'static str,
+        data: &'a [T],
+        off: usize,
+        rows: usize,
+        cols: usize,
+        rs: usize,
+        cs: usize,
+    ) -> Result<Self> {
         if rows > 0 && cols > 0 {
             let last = (rows - 1)
                 .checked_mul(rs)
@@ -374,7 +382,14 @@ struct Operand<'t> {
     cs: usize,
 }
 
-fn operand<'t>(t: &'t Tensor, batch_strides: Vec<usize>, rows: usize, cols: usize, rs: usize, cs: usize) -> Operand<'t> {
+fn operand<'t>(
+    t: &'t Tensor,
+    batch_strides: Vec<usize>,
+    rows: usize,
+    cols: usize,
+    rs: usize,
+    cs: usize,
+) -> Operand<'t> {
     Operand { t, batch_strides, rows, cols, rs, cs }
 }
 
@@ -413,7 +428,11 @@ fn batched_product(
     if b.t.dtype() != dt {
         return Err(KernelError::new(
             op,
-            format!("expected both operands to have the same dtype, got {} and {}", dt.torch_name(), b.t.dtype().torch_name()),
+            format!(
+                "expected both operands to have the same dtype, got {} and {}",
+                dt.torch_name(),
+                b.t.dtype().torch_name()
+            ),
         ));
     }
     if a.cols != b.rows {
@@ -629,7 +648,14 @@ fn baddbmm(args: &[IValue]) -> Result<Vec<IValue>> {
 }
 
 /// `[m, k] · [k]` as a product with a one-column matrix, reshaped to `[m]`.
-fn mv_impl(op: &'static str, m: &Tensor, v: &Tensor, alpha: Scalar, beta: Scalar, init: Option<&Tensor>) -> Result<Tensor> {
+fn mv_impl(
+    op: &'static str,
+    m: &Tensor,
+    v: &Tensor,
+    alpha: Scalar,
+    beta: Scalar,
+    init: Option<&Tensor>,
+) -> Result<Tensor> {
     expect_dim(op, "mat", m, 2)?;
     expect_dim(op, "vec", v, 1)?;
     let vo = operand(v, vec![], v.sizes()[0], 1, v.strides()[0], 1);
@@ -648,9 +674,8 @@ pub(crate) fn reshape_contiguous(t: &Tensor, sizes: &[usize]) -> Result<Tensor> 
 fn mv(args: &[IValue]) -> Result<Vec<IValue>> {
     const OP: &str = "aten.mv";
     let a = Args::new(OP, args, 2)?;
-    let r = widen_halves(&[a.tensor(0)?, a.tensor(1)?], |t| {
-        mv_impl(OP, t[0], t[1], Scalar::Int(1), Scalar::Int(0), None)
-    })?;
+    let r =
+        widen_halves(&[a.tensor(0)?, a.tensor(1)?], |t| mv_impl(OP, t[0], t[1], Scalar::Int(1), Scalar::Int(0), None))?;
     Ok(outs([r]))
 }
 
@@ -715,9 +740,7 @@ pub(crate) fn matmul_tensors(op: &'static str, x: &Tensor, y: &Tensor) -> Result
     let batch = crate::tensor::broadcast_shapes(xb, yb).map_err(|e| KernelError::new(op, e.message))?;
     let bstrides = |b: &[usize], s: &[usize]| -> Vec<usize> {
         let pad = batch.len() - b.len();
-        (0..batch.len())
-            .map(|d| if d < pad || b[d - pad] == 1 { 0 } else { s[d - pad] })
-            .collect()
+        (0..batch.len()).map(|d| if d < pad || b[d - pad] == 1 { 0 } else { s[d - pad] }).collect()
     };
     let ao = operand(x, bstrides(xb, xbs), m, k, rsa, csa);
     let bo = operand(y, bstrides(yb, ybs), k, n, rsb, csb);
@@ -757,7 +780,10 @@ pub(crate) fn linear_tensors(op: &'static str, x: &Tensor, w: &Tensor, bias: Opt
         }
         1 => {
             if w.sizes()[0] != inf {
-                return Err(KernelError::new(op, format!("input {:?} and weight {:?} cannot be multiplied", x.sizes(), w.sizes())));
+                return Err(KernelError::new(
+                    op,
+                    format!("input {:?} and weight {:?} cannot be multiplied", x.sizes(), w.sizes()),
+                ));
             }
             (None, operand(w, vec![], inf, 1, w.strides()[0], 0))
         }

@@ -51,7 +51,8 @@ fn moments_of<T: Real>(parts: &[&[T]]) -> (f64, f64) {
         return (f64::NAN, f64::NAN);
     }
     let mean = parts.iter().flat_map(|p| p.iter()).map(|v| v.to_f64()).sum::<f64>() / n as f64;
-    let var = parts.iter().flat_map(|p| p.iter()).map(|v| (v.to_f64() - mean) * (v.to_f64() - mean)).sum::<f64>() / n as f64;
+    let var =
+        parts.iter().flat_map(|p| p.iter()).map(|v| (v.to_f64() - mean) * (v.to_f64() - mean)).sum::<f64>() / n as f64;
     (mean, var)
 }
 
@@ -295,7 +296,8 @@ fn native_batch_norm_legit_functional(args: &[IValue]) -> Result<Vec<IValue>> {
     let a = Args::new("aten._native_batch_norm_legit_functional", args, 8)?;
     let mut bn = bn_args(&a)?;
     // The functional variant returns the new running stats instead of writing them.
-    let (rm, rv) = (bn.running_mean.map(|t| t.deep_clone()).transpose()?, bn.running_var.map(|t| t.deep_clone()).transpose()?);
+    let (rm, rv) =
+        (bn.running_mean.map(|t| t.deep_clone()).transpose()?, bn.running_var.map(|t| t.deep_clone()).transpose()?);
     bn.running_mean = rm.as_ref();
     bn.running_var = rv.as_ref();
     let [y, m, r, nrm, nrv] = batch_norm_impl(a.op, &bn)?;
@@ -357,7 +359,7 @@ fn group_norm_impl(
     group: usize,
     eps: f64,
 ) -> Result<(Tensor, Tensor, Tensor)> {
-    if group == 0 || c % group != 0 {
+    if group == 0 || !c.is_multiple_of(group) {
         return Err(KernelError::new(op, format!("expected {c} channels to be divisible by {group} groups")));
     }
     if n * c * hxw != x.numel() {

@@ -50,7 +50,7 @@ fn source(mode: Mode, o: i64, before: i64, size: i64) -> Option<usize> {
 
 /// Pads the trailing `pad.len() / 2` dims of `x`.
 fn pad_impl(op: &'static str, x: &Tensor, pad: &[i64], mode: Mode, value: Scalar) -> Result<Tensor> {
-    if pad.len() % 2 != 0 {
+    if !pad.len().is_multiple_of(2) {
         return Err(KernelError::new(op, format!("padding length must be divisible by 2, got {}", pad.len())));
     }
     let k = pad.len() / 2;
@@ -73,7 +73,9 @@ fn pad_impl(op: &'static str, x: &Tensor, pad: &[i64], mode: Mode, value: Scalar
         if new < 0 || (new == 0 && mode != Mode::Constant) {
             return Err(KernelError::new(
                 op,
-                format!("the input size {size} at dim {d}, plus padding ({before}, {after}), gives an invalid output size {new}"),
+                format!(
+                    "the input size {size} at dim {d}, plus padding ({before}, {after}), gives an invalid output size {new}"
+                ),
             ));
         }
         match mode {

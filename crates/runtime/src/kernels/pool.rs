@@ -55,7 +55,9 @@ fn expand(op: &'static str, name: &str, v: &[i64], d: usize, default: Option<&[i
         l => return Err(KernelError::new(op, format!("{name} must have 1 or {d} elements, got {l}"))),
     };
     v.iter()
-        .map(|&x| usize::try_from(x).map_err(|_| KernelError::new(op, format!("{name} must be non-negative, got {v:?}"))))
+        .map(|&x| {
+            usize::try_from(x).map_err(|_| KernelError::new(op, format!("{name} must be non-negative, got {v:?}")))
+        })
         .collect()
 }
 
@@ -90,10 +92,13 @@ fn window_geometry(
     let p = expand(op, "padding", padding, d, Some(&[0]))?;
     let dl = expand(op, "dilation", dilation, d, Some(&[1]))?;
     if k.contains(&0) || s.contains(&0) || dl.contains(&0) {
-        return Err(KernelError::new(op, format!("kernel_size {k:?}, stride {s:?} and dilation {dl:?} must be positive")));
+        return Err(KernelError::new(
+            op,
+            format!("kernel_size {k:?}, stride {s:?} and dilation {dl:?} must be positive"),
+        ));
     }
     for i in 0..d {
-        if p[i] > ((k[i] - 1) * dl[i] + 1) / 2 {
+        if p[i] > ((k[i] - 1) * dl[i]).div_ceil(2) {
             return Err(KernelError::new(
                 op,
                 format!("pad should be at most half of effective kernel size, got padding {p:?} for kernel {k:?}"),
@@ -131,6 +136,12 @@ fn is_nan<T: PartialEq>(v: T) -> bool {
     v != v
 }
 
+/// PyTorch's max-pool update rule: a larger value or any NaN replaces the current maximum.
+#[inline(always)]
+fn replaces<T: PartialOrd>(v: T, current: T) -> bool {
+    v > current || is_nan(v)
+}
+
 fn max_pool_typed<T: Element + PartialOrd>(g: &PoolGeo, x: &[T], vals: &mut [T], idxs: &mut [i64]) {
     let (inn, outn) = (g.in_numel(), g.out_numel());
     let [id, ih, iw] = g.input;
@@ -164,7 +175,7 @@ fn max_pool_typed<T: Element + PartialOrd>(g: &PoolGeo, x: &[T], vals: &mut [T],
                                 let flat = (iz as usize * ih + iy as usize) * iw + ix as usize;
                                 let v = xp[flat];
                                 match best {
-                                    Some((m, _)) if !(v > m || is_nan(v)) => {}
+                                    Some((m, _)) if !replaces(v, m) => {}
                                     _ => best = Some((v, flat)),
                                 }
                             }
@@ -258,7 +269,7 @@ fn max_pool_backward(op: &'static str, d: usize, args: &[IValue]) -> Result<Vec<
         let g: Vec<T> = gout.to_dtype(<T as Element>::DTYPE)?.to_vec::<T>()?;
         Tensor::build::<T>(sizes, |out| {
             for (o, (&gv, &i)) in g.iter().zip(&idx).enumerate() {
-                let plane = if out_plane == 0 { 0 } else { o / out_plane };
+                let plane = o.checked_div(out_plane).unwrap_or(0);
                 if i < 0 || i as usize >= in_plane {
                     return Err(KernelError::new(op, format!("index {i} is out of bounds for an input plane of {in_plane} elements")));
                 }
@@ -541,7 +552,7 @@ fn adaptive_max(op: &'static str, d: usize, args: &[IValue]) -> Result<Vec<IValu
                                         let flat = (iz * g.input[1] + iy) * g.input[2] + ix;
                                         let v = xp[flat];
                                         match best {
-                                            Some((m, _)) if !(v > m || is_nan(v)) => {}
+                                            Some((m, _)) if !replaces(v, m) => {}
                                             _ => best = Some((v, flat)),
                                         }
                                     }
