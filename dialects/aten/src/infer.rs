@@ -396,6 +396,14 @@ impl<'a> Args<'a> {
         }
     }
 
+    /// The operand index bound to schema argument `i`, if it is passed as an operand.
+    pub fn operand_index_at(&self, i: usize) -> Option<usize> {
+        match self.binding.get(i)? {
+            ArgSource::Operand(k) => Some(*k),
+            ArgSource::Const(_) => None,
+        }
+    }
+
     /// The operand bound to argument `name`, if it is passed as an operand.
     pub fn value(&self, name: &str) -> Option<ValueId> {
         let (i, _) = self.schema.arg(name)?;

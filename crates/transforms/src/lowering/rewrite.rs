@@ -1,0 +1,207 @@
+//! A builder of aten ops for lowerings: schema-positional arguments, inferred result types.
+
+use dialect_aten::infer::{Args, Ranges, infer_op_with, refine};
+use ir::schema::SchemaType;
+use ir::{Attribute, Context, DType, Dim, InsertPoint, Location, Module, OpId, OperationState, TensorType, Type, ValueId};
+
+/// One argument of an op being built, in schema order.
+#[derive(Clone, Debug)]
+pub enum Arg {
+    /// A value passed as an operand.
+    V(ValueId),
+    /// A constant passed as the attribute named after the schema argument.
+    A(Attribute),
+    /// The schema default.
+    Default,
+}
+
+impl From<ValueId> for Arg {
+    fn from(v: ValueId) -> Arg {
+        Arg::V(v)
+    }
+}
+
+/// One size of a size list: a constant, or dimension `dim` of a tensor value.
+#[derive(Clone, Debug)]
+pub enum Size {
+    Static(i64),
+    Of(ValueId, usize),
+}
+
+/// Creates ops before an anchor op, giving each the types shape inference finds.
+pub struct OpBuilder<'a> {
+    pub ctx: &'a Context,
+    pub m: &'a mut Module,
+    pub ranges: &'a Ranges,
+    ip: InsertPoint,
+    loc: Location,
+    /// The ops created so far.
+    pub created: Vec<OpId>,
+}
+
+fn default_result_type(t: &SchemaType) -> Type {
+    match t.unwrap_optional() {
+        SchemaType::Tensor => Type::unknown_tensor(),
+        SchemaType::Int | SchemaType::SymInt => Type::int(),
+        SchemaType::Float | SchemaType::SymFloat => Type::float(),
+        SchemaType::Bool | SchemaType::SymBool => Type::bool(),
+        SchemaType::List { elem, .. } => Type::list(default_result_type(elem)),
+        _ => Type::any(),
+    }
+}
+
+impl<'a> OpBuilder<'a> {
+    /// A builder inserting before `anchor`, with its location.
+    pub fn before(ctx: &'a Context, m: &'a mut Module, ranges: &'a Ranges, anchor: OpId) -> OpBuilder<'a> {
+        let loc = m.loc(anchor).clone();
+        OpBuilder { ctx, m, ranges, ip: InsertPoint::Before(anchor), loc, created: Vec::new() }
+    }
+
+    pub fn module(&self) -> &Module {
+        self.m
+    }
+
+    /// The arguments of `op` bound to its schema; `f` reads what it needs.
+    pub fn with_args<T>(&self, op: OpId, f: impl FnOnce(&Args) -> T) -> Result<T, String> {
+        let schema = self
+            .ctx
+            .op_def(self.m.op_name(op))
+            .and_then(|d| d.schema.clone())
+            .ok_or_else(|| format!("'{}' has no schema", self.m.op_name(op)))?;
+        let a = Args::bind(self.m, op, &schema)?;
+        Ok(f(&a))
+    }
+
+    pub fn tensor(&self, v: ValueId) -> Option<TensorType> {
+        self.m.value_type(v).as_tensor().cloned()
+    }
+
+    pub fn shape(&self, v: ValueId) -> Option<Vec<Dim>> {
+        self.tensor(v).and_then(|t| t.shape)
+    }
+
+    pub fn rank(&self, v: ValueId) -> Option<usize> {
+        self.shape(v).map(|s| s.len())
+    }
+
+    pub fn dtype(&self, v: ValueId) -> Option<DType> {
+        self.tensor(v).and_then(|t| t.dtype)
+    }
+
+    fn insert(&mut self, st: OperationState) -> Result<OpId, String> {
+        let op = self.m.create_op(st.loc(self.loc.clone()));
+        self.m.insert_op(op, self.ip).map_err(|e| e.to_string())?;
+        self.created.push(op);
+        Ok(op)
+    }
+
+    /// Creates `name` (`aten.mm`, `edge.add.Tensor`) with schema-positional arguments and
+    /// returns its results, typed by shape inference.
+    pub fn call_n(&mut self, name: &str, args: &[Arg]) -> Result<Vec<ValueId>, String> {
+        let schema = self.ctx.op_def(name).and_then(|d| d.schema.clone()).ok_or_else(|| format!("unknown op '{name}'"))?;
+        if args.len() > schema.args.len() {
+            return Err(format!("'{name}' takes {} argument(s), {} given", schema.args.len(), args.len()));
+        }
+        let last_value = args.iter().rposition(|a| matches!(a, Arg::V(_)));
+        let mut st = OperationState::new(name);
+        for (i, (a, sa)) in args.iter().zip(&schema.args).enumerate() {
+            match a {
+                Arg::V(v) => st = st.operands([*v]),
+                Arg::A(attr) => st = st.attr(&sa.name, attr.clone()),
+                Arg::Default if last_value.is_some_and(|l| i < l) => {
+                    let d = match &sa.default {
+                        Some(d) => dialect_aten::default_attribute(d, &sa.ty).ok_or_else(|| format!("no default for '{}'", sa.name))?,
+                        None => Attribute::None,
+                    };
+                    st = st.attr(&sa.name, d);
+                }
+                Arg::Default => {}
+            }
+        }
+        st = st.results(schema.returns.iter().map(|r| default_result_type(&r.ty)));
+        let op = self.insert(st)?;
+        match infer_op_with(self.ctx, self.m, op, self.ranges) {
+            Ok(Some(types)) => {
+                for (&r, t) in self.m.results(op).to_vec().iter().zip(types) {
+                    if let Ok(nt) = refine(self.m.value_type(r), &t) {
+                        self.m.set_value_type(r, nt);
+                    }
+                }
+            }
+            Ok(None) => {}
+            Err(e) => return Err(format!("'{name}': {e}")),
+        }
+        Ok(self.m.results(op).to_vec())
+    }
+
+    /// [`OpBuilder::call_n`] for a single-result op (`aten.` is prefixed when missing).
+    pub fn call(&mut self, name: &str, args: &[Arg]) -> Result<ValueId, String> {
+        let full = if name.contains('.') && self.ctx.op_def(name).is_some() { name.to_string() } else { format!("aten.{name}") };
+        self.call_n(&full, args)?.first().copied().ok_or_else(|| format!("'{full}' has no result"))
+    }
+
+    /// A `prim.Constant` of an int, float or bool.
+    pub fn constant(&mut self, a: Attribute) -> Result<ValueId, String> {
+        let ty = a.value_type().ok_or("constant has no value type")?;
+        let op = self.insert(OperationState::new(dialect_prim::CONSTANT).attr("value", a).results([ty]))?;
+        Ok(self.m.results(op)[0])
+    }
+
+    /// A `prim.ListConstruct` of `elems` (all of one type).
+    pub fn list(&mut self, elems: Vec<ValueId>) -> Result<ValueId, String> {
+        let elem = elems.first().map(|&e| self.m.value_type(e).clone()).unwrap_or_else(Type::int);
+        let op = self.insert(OperationState::new(dialect_prim::LIST_CONSTRUCT).operands(elems).results([Type::list(elem)]))?;
+        Ok(self.m.results(op)[0])
+    }
+
+    /// A size-list argument: an int array attribute when every size is static, else a
+    /// `prim.ListConstruct` of constants and `aten.sym_size.int` values.
+    pub fn sizes(&mut self, sizes: &[Size]) -> Result<Arg, String> {
+        let resolved: Vec<Size> = sizes
+            .iter()
+            .map(|s| match s {
+                Size::Of(v, i) => match self.shape(*v).and_then(|sh| sh.get(*i).cloned()) {
+                    Some(Dim::Static(n)) => Size::Static(n),
+                    _ => s.clone(),
+                },
+                other => other.clone(),
+            })
+            .collect();
+        if resolved.iter().all(|s| matches!(s, Size::Static(_))) {
+            let v: Vec<i64> = resolved.iter().map(|s| if let Size::Static(n) = s { *n } else { 0 }).collect();
+            return Ok(Arg::A(Attribute::ints(&v)));
+        }
+        let mut elems = Vec::new();
+        for s in resolved {
+            elems.push(match s {
+                Size::Static(n) => self.constant(Attribute::Int(n))?,
+                Size::Of(v, i) => self.call("sym_size.int", &[Arg::V(v), Arg::A(Attribute::Int(i as i64))])?,
+            });
+        }
+        let op = self.insert(OperationState::new(dialect_prim::LIST_CONSTRUCT).operands(elems).results([Type::list(Type::int())]))?;
+        Ok(Arg::V(self.m.results(op)[0]))
+    }
+
+    /// The sizes of `v` as [`Size`]s (static where known).
+    pub fn sizes_of(&self, v: ValueId) -> Option<Vec<Size>> {
+        let sh = self.shape(v)?;
+        Some(sh.iter().enumerate().map(|(i, d)| d.as_static().map(Size::Static).unwrap_or(Size::Of(v, i))).collect())
+    }
+}
+
+/// Whether a value is known to be laid out contiguously (so `view` applies to it directly).
+pub fn is_contiguous_producer(m: &Module, v: ValueId) -> bool {
+    match m.defining_op(v) {
+        None => true,
+        Some(d) => {
+            let name = m.op_name(d);
+            let base = name.split('.').nth(1).unwrap_or("");
+            !matches!(
+                base,
+                "permute" | "transpose" | "t" | "expand" | "slice" | "select" | "as_strided" | "diagonal" | "narrow"
+                    | "split" | "split_with_sizes" | "chunk" | "unbind" | "movedim" | "swapaxes" | "numpy_T" | "mT"
+                    | "expand_as" | "unfold"
+            ) && !name.starts_with("prim.ListUnpack")
+        }
+    }
+}
