@@ -3,6 +3,7 @@
 //! These are TorchScript's `prim::` ops with MLIR spelling: `prim::Constant` is `prim.Constant`,
 //! `prim::If` is `prim.If` with two regions, and so on. [`register`] adds them to a context.
 
+pub mod fold;
 pub mod ops;
 mod verify;
 

@@ -1,0 +1,150 @@
+//! Folders of the prim ops: SymInt arithmetic and comparisons on constants, algebraic identities
+//! on integers, and tuple indexing of a tuple built in place; plus the constant materializer.
+//!
+//! The folders do not depend on any pass crate: a folder gets the constant operands (the `value`
+//! attribute of each operand's constant definer, `None` where not constant) and returns one
+//! [`Folded`] per result. The pass crates adapt them to their own fold registries.
+
+use crate::ops::{CONSTANT, TUPLE_CONSTRUCT, TUPLE_INDEX};
+use ir::{Attribute, Context, Location, Module, OpId, OperationState, Type, TypeKind, ValueId};
+
+/// What one result of a folded op becomes.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Folded {
+    /// A constant with this value.
+    Const(Attribute),
+    /// An existing value.
+    Value(ValueId),
+}
+
+/// The op names that have a folder in this module.
+pub const FOLDABLE: [&str; 13] = [
+    "prim.add",
+    "prim.sub",
+    "prim.mul",
+    "prim.floordiv",
+    "prim.mod",
+    "prim.max",
+    "prim.eq",
+    "prim.ne",
+    "prim.lt",
+    "prim.le",
+    "prim.gt",
+    "prim.ge",
+    TUPLE_INDEX,
+];
+
+/// Folds a prim op, or returns `None` when it does not fold.
+pub fn fold(_ctx: &Context, m: &Module, op: OpId, consts: &[Option<Attribute>]) -> Option<Vec<Folded>> {
+    if !m.contains_op(op) {
+        return None;
+    }
+    let name = m.op_name(op);
+    if name == TUPLE_INDEX {
+        return fold_tuple_index(m, op);
+    }
+    let operands = m.operands(op);
+    if operands.len() != 2 || consts.len() != 2 {
+        return None;
+    }
+    let (a, b) = (consts[0].as_ref().and_then(Attribute::as_int), consts[1].as_ref().and_then(Attribute::as_int));
+    if let (Some(a), Some(b)) = (a, b) {
+        let value = match name {
+            "prim.add" => Attribute::Int(a.checked_add(b)?),
+            "prim.sub" => Attribute::Int(a.checked_sub(b)?),
+            "prim.mul" => Attribute::Int(a.checked_mul(b)?),
+            "prim.floordiv" => Attribute::Int(floordiv(a, b)?),
+            "prim.mod" => Attribute::Int(python_mod(a, b)?),
+            "prim.max" => Attribute::Int(a.max(b)),
+            "prim.eq" => Attribute::Bool(a == b),
+            "prim.ne" => Attribute::Bool(a != b),
+            "prim.lt" => Attribute::Bool(a < b),
+            "prim.le" => Attribute::Bool(a <= b),
+            "prim.gt" => Attribute::Bool(a > b),
+            "prim.ge" => Attribute::Bool(a >= b),
+            _ => return None,
+        };
+        return Some(vec![Folded::Const(value)]);
+    }
+    // Identities: integers are immutable, so returning an operand is always exact.
+    let (x, y) = (operands[0], operands[1]);
+    let same = x == y;
+    let folded = match (name, a, b) {
+        ("prim.add", _, Some(0)) | ("prim.sub", _, Some(0)) | ("prim.mul", _, Some(1)) | ("prim.floordiv", _, Some(1)) => {
+            Folded::Value(x)
+        }
+        ("prim.add", Some(0), _) | ("prim.mul", Some(1), _) => Folded::Value(y),
+        ("prim.mul", _, Some(0)) | ("prim.mul", Some(0), _) => Folded::Const(Attribute::Int(0)),
+        ("prim.mod", _, Some(1)) | ("prim.mod", _, Some(-1)) => Folded::Const(Attribute::Int(0)),
+        ("prim.sub", _, _) if same => Folded::Const(Attribute::Int(0)),
+        ("prim.max", _, _) if same => Folded::Value(x),
+        ("prim.eq" | "prim.le" | "prim.ge", _, _) if same => Folded::Const(Attribute::Bool(true)),
+        ("prim.ne" | "prim.lt" | "prim.gt", _, _) if same => Folded::Const(Attribute::Bool(false)),
+        _ => return None,
+    };
+    Some(vec![folded])
+}
+
+/// Python's `//` on integers: rounds toward negative infinity; `None` on division by zero or overflow.
+pub fn floordiv(a: i64, b: i64) -> Option<i64> {
+    let q = a.checked_div(b)?;
+    let r = a.checked_rem(b)?;
+    Some(if r != 0 && ((r < 0) != (b < 0)) { q - 1 } else { q })
+}
+
+/// Python's `%` on integers: the sign of the divisor; `None` on division by zero.
+pub fn python_mod(a: i64, b: i64) -> Option<i64> {
+    let r = a.checked_rem(b)?;
+    Some(if r != 0 && ((r < 0) != (b < 0)) { r + b } else { r })
+}
+
+/// `prim.TupleIndex(prim.TupleConstruct(...))` is the indexed element.
+fn fold_tuple_index(m: &Module, op: OpId) -> Option<Vec<Folded>> {
+    let tuple = *m.operands(op).first()?;
+    let def = m.defining_op(tuple)?;
+    if m.op_name(def) != TUPLE_CONSTRUCT {
+        return None;
+    }
+    let i = usize::try_from(m.attr(op, "index")?.as_int()?).ok()?;
+    let elem = *m.operands(def).get(i)?;
+    let result = *m.results(op).first()?;
+    (m.value_type(elem) == m.value_type(result)).then(|| vec![Folded::Value(elem)])
+}
+
+/// Whether a constant attribute can be the value of a `prim.Constant` of type `ty`.
+pub fn constant_fits(value: &Attribute, ty: &Type) -> bool {
+    match (value, ty.kind()) {
+        (Attribute::None, TypeKind::None | TypeKind::Optional(_)) => true,
+        (Attribute::DType(_), TypeKind::Int) => true,
+        (Attribute::Str(_), TypeKind::Str) | (Attribute::Device(_), TypeKind::Device) => true,
+        (Attribute::Array(items), TypeKind::List(e)) => items.iter().all(|i| constant_fits(i, e)),
+        (_, TypeKind::Optional(e)) => constant_fits(value, e),
+        _ => value.value_type().is_some_and(|t| t == *ty),
+    }
+}
+
+/// Builds `prim.Constant` holding `value` with result type `ty`, or `None` when the value cannot
+/// have that type (a dense tensor whose type differs from a dynamically shaped result, say).
+pub fn materialize_constant(_ctx: &Context, value: &Attribute, ty: &Type, loc: &Location) -> Option<OperationState> {
+    if !constant_fits(value, ty) {
+        return None;
+    }
+    Some(OperationState::new(CONSTANT).results([ty.clone()]).attr("value", value.clone()).loc(loc.clone()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn python_division() {
+        assert_eq!(floordiv(7, 2), Some(3));
+        assert_eq!(floordiv(-7, 2), Some(-4));
+        assert_eq!(floordiv(7, -2), Some(-4));
+        assert_eq!(floordiv(1, 0), None);
+        assert_eq!(floordiv(i64::MIN, -1), None);
+        assert_eq!(python_mod(-7, 2), Some(1));
+        assert_eq!(python_mod(7, -2), Some(-1));
+        assert_eq!(python_mod(7, 0), None);
+    }
+}
