@@ -89,3 +89,33 @@ fn msort_sorts_dim0() {
     let r = call("aten.msort", vec![x.into()]);
     assert_eq!(r[0].to_vec_f64(), vec![2., 0., 3., 1.]);
 }
+
+#[test]
+fn topk_ties_follow_pytorch_selection_order() {
+    // Index orders PyTorch 2.15 produced for these lanes (k = 3, largest).
+    for (lane, want) in [
+        (vec![-8i64, 5, 1, -4, 9, 1, -1, 6, 9, -7], vec![8i64, 4, 7]),
+        (vec![9, 7, 2, -6, -5, -4, 2, 9, 7, 4], vec![0, 7, 8]),
+        (vec![-5, -1, 8, -3, -1, 8, -6, -8, 5, 8], vec![5, 9, 2]),
+    ] {
+        let x = Tensor::from_slice(&lane, &[10]).unwrap();
+        let r =
+            call("aten.topk", vec![x.into(), IValue::Int(3), IValue::Int(0), IValue::Bool(true), IValue::Bool(true)]);
+        assert_eq!(r[1].to_vec_i64(), want, "{lane:?}");
+    }
+}
+
+#[test]
+fn topk_on_long_lanes_uses_the_heap_path() {
+    // k * 64 <= n: partial sort. Values must be the k largest, sorted, with matching indices.
+    let data: Vec<f32> = (0..1000).map(|i| ((i * 7919) % 1000) as f32 / 7.0).collect();
+    let x = t(&data, &[1000]);
+    let r = call("aten.topk", vec![x.into(), IValue::Int(5), IValue::Int(0), IValue::Bool(true), IValue::Bool(true)]);
+    let (v, i) = (r[0].to_vec_f64(), r[1].to_vec_i64());
+    let mut sorted: Vec<f32> = data.clone();
+    sorted.sort_by(|a, b| b.partial_cmp(a).unwrap());
+    assert_eq!(v, sorted[..5].iter().map(|&x| x as f64).collect::<Vec<_>>());
+    for (val, idx) in v.iter().zip(&i) {
+        assert_eq!(data[*idx as usize] as f64, *val);
+    }
+}

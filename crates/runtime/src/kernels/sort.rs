@@ -2,9 +2,9 @@
 //!
 //! Ordering follows PyTorch: NaN is greater than every number (last in ascending order,
 //! first in descending order), and `-0.0 == 0.0`. Sorting is always stable, so equal
-//! elements keep their input order (descending sorts too); `topk` is a stable selection,
-//! returned sorted whatever `sorted` says. PyTorch's unstable CPU paths may order ties
-//! differently; values always agree, indices of equal values may not.
+//! elements keep their input order (descending sorts too); PyTorch's unstable CPU sort may
+//! order ties differently (values agree, indices of equal values may not). `topk` follows
+//! the selection algorithm of PyTorch's CPU kernel, so its tie order matches too.
 
 use std::cmp::Ordering;
 
@@ -33,9 +33,23 @@ fn cmp_nan_last<T: PartialOrd>(a: &T, b: &T) -> Ordering {
     }
 }
 
+/// How a lane is ordered: a full stable sort, or `topk`'s selection.
+#[derive(Clone, Copy, PartialEq, Debug)]
+enum LaneOrder {
+    Stable,
+    TopK { sorted: bool },
+}
+
 /// Sorts every lane along `dim`, keeping the first `k` (all when `None`) of each lane.
 /// Returns (values, int64 indices), both with `dim` of size `k`.
-fn sort_lanes(op: &'static str, x: &Tensor, dim: i64, descending: bool, k: Option<usize>) -> Result<(Tensor, Tensor)> {
+fn sort_lanes(
+    op: &'static str,
+    x: &Tensor,
+    dim: i64,
+    descending: bool,
+    k: Option<usize>,
+    order: LaneOrder,
+) -> Result<(Tensor, Tensor)> {
     let d = normalize_dim(op, dim, x.dim())?;
     let sizes: Vec<usize> = if x.dim() == 0 { vec![1] } else { x.sizes().to_vec() };
     let n = sizes[d];
@@ -58,10 +72,16 @@ fn sort_lanes(op: &'static str, x: &Tensor, dim: i64, descending: bool, k: Optio
             for i in 0..inner {
                 lane.clear();
                 lane.extend((0..n).map(|j| (src[(o * n + j) * inner + i], j)));
-                if descending {
-                    lane.sort_by(|a, b| cmp_nan_last(&b.0, &a.0));
-                } else {
-                    lane.sort_by(|a, b| cmp_nan_last(&a.0, &b.0));
+                match order {
+                    LaneOrder::Stable if descending => lane.sort_by(|a, b| cmp_nan_last(&b.0, &a.0)),
+                    LaneOrder::Stable => lane.sort_by(|a, b| cmp_nan_last(&a.0, &b.0)),
+                    LaneOrder::TopK { sorted } => {
+                        let before = |a: &(T, usize), b: &(T, usize)| {
+                            let o = cmp_nan_last(&a.0, &b.0);
+                            if descending { o == Ordering::Greater } else { o == Ordering::Less }
+                        };
+                        select::top_k(&mut lane, keep, sorted, &before);
+                    }
                 }
                 for (j, &(v, ix)) in lane.iter().take(keep).enumerate() {
                     let p = (o * keep + j) * inner + i;
@@ -77,33 +97,61 @@ fn sort_lanes(op: &'static str, x: &Tensor, dim: i64, descending: bool, k: Optio
 
 fn sort(args: &[IValue]) -> Result<Vec<IValue>> {
     let a = Args::new("aten.sort", args, 1)?;
-    let (v, i) = sort_lanes(a.op, a.tensor(0)?, a.opt_int(1)?.unwrap_or(-1), a.opt_bool(2)?.unwrap_or(false), None)?;
+    let (v, i) = sort_lanes(
+        a.op,
+        a.tensor(0)?,
+        a.opt_int(1)?.unwrap_or(-1),
+        a.opt_bool(2)?.unwrap_or(false),
+        None,
+        LaneOrder::Stable,
+    )?;
     Ok(outs([v, i]))
 }
 
 /// `sort.stable(self, *, stable, dim=-1, descending=False)`.
 fn sort_stable(args: &[IValue]) -> Result<Vec<IValue>> {
     let a = Args::new("aten.sort.stable", args, 1)?;
-    let (v, i) = sort_lanes(a.op, a.tensor(0)?, a.opt_int(2)?.unwrap_or(-1), a.opt_bool(3)?.unwrap_or(false), None)?;
+    let (v, i) = sort_lanes(
+        a.op,
+        a.tensor(0)?,
+        a.opt_int(2)?.unwrap_or(-1),
+        a.opt_bool(3)?.unwrap_or(false),
+        None,
+        LaneOrder::Stable,
+    )?;
     Ok(outs([v, i]))
 }
 
 fn argsort(args: &[IValue]) -> Result<Vec<IValue>> {
     let a = Args::new("aten.argsort", args, 1)?;
-    let (_, i) = sort_lanes(a.op, a.tensor(0)?, a.opt_int(1)?.unwrap_or(-1), a.opt_bool(2)?.unwrap_or(false), None)?;
+    let (_, i) = sort_lanes(
+        a.op,
+        a.tensor(0)?,
+        a.opt_int(1)?.unwrap_or(-1),
+        a.opt_bool(2)?.unwrap_or(false),
+        None,
+        LaneOrder::Stable,
+    )?;
     Ok(outs([i]))
 }
 
 /// `argsort.stable(self, *, stable, dim=-1, descending=False)`.
 fn argsort_stable(args: &[IValue]) -> Result<Vec<IValue>> {
     let a = Args::new("aten.argsort.stable", args, 1)?;
-    let (_, i) = sort_lanes(a.op, a.tensor(0)?, a.opt_int(2)?.unwrap_or(-1), a.opt_bool(3)?.unwrap_or(false), None)?;
+    let (_, i) = sort_lanes(
+        a.op,
+        a.tensor(0)?,
+        a.opt_int(2)?.unwrap_or(-1),
+        a.opt_bool(3)?.unwrap_or(false),
+        None,
+        LaneOrder::Stable,
+    )?;
     Ok(outs([i]))
 }
 
 fn msort(args: &[IValue]) -> Result<Vec<IValue>> {
     let a = Args::new("aten.msort", args, 1)?;
-    let (v, _) = sort_lanes(a.op, a.tensor(0)?, 0, false, None)?;
+    let (v, _) = sort_lanes(a.op, a.tensor(0)?, 0, false, None, LaneOrder::Stable)?;
     Ok(outs([v]))
 }
 
@@ -114,8 +162,210 @@ fn topk(args: &[IValue]) -> Result<Vec<IValue>> {
     let k = a.int(1)?;
     let k = usize::try_from(k).map_err(|_| KernelError::new(OP, format!("k ({k}) must be non-negative")))?;
     let largest = a.opt_bool(3)?.unwrap_or(true);
-    let (v, i) = sort_lanes(OP, x, a.opt_int(2)?.unwrap_or(-1), largest, Some(k))?;
+    let sorted = a.opt_bool(4)?.unwrap_or(true);
+    let (v, i) = sort_lanes(OP, x, a.opt_int(2)?.unwrap_or(-1), largest, Some(k), LaneOrder::TopK { sorted })?;
     Ok(outs([v, i]))
+}
+
+/// `topk`'s selection, done the way PyTorch's CPU kernel does it so that ties come out in
+/// the same order: a partial sort (heap select, then heap sort) when `k · 64 <= n`,
+/// otherwise an introselect of the k-th element followed by an introsort of the ones before
+/// it (the algorithms of the GNU C++ library, which PyTorch's Linux builds use). `before(a, b)`
+/// is the strict order ("a comes first").
+mod select {
+    type Before<'f, E> = &'f dyn Fn(&E, &E) -> bool;
+
+    pub(super) fn top_k<E: Copy>(v: &mut [E], k: usize, sorted: bool, before: Before<'_, E>) {
+        let n = v.len();
+        if k == 0 || n == 0 {
+            return;
+        }
+        if k * 64 <= n {
+            heap_select(v, k, before);
+            sort_heap(&mut v[..k], before);
+        } else {
+            nth_element(v, k - 1, before);
+            if sorted {
+                introsort(&mut v[..k - 1], before);
+            }
+        }
+    }
+
+    fn lg(n: usize) -> usize {
+        (usize::BITS - 1 - n.leading_zeros()) as usize
+    }
+
+    fn adjust_heap<E: Copy>(v: &mut [E], mut hole: usize, len: usize, value: E, before: Before<'_, E>) {
+        let top = hole;
+        let mut child = hole;
+        while child < (len - 1) / 2 {
+            child = 2 * (child + 1);
+            if before(&v[child], &v[child - 1]) {
+                child -= 1;
+            }
+            v[hole] = v[child];
+            hole = child;
+        }
+        if len.is_multiple_of(2) && child == (len - 2) / 2 {
+            child = 2 * (child + 1);
+            v[hole] = v[child - 1];
+            hole = child - 1;
+        }
+        // Push `value` up from `hole` towards `top`.
+        while hole > top {
+            let parent = (hole - 1) / 2;
+            if !before(&v[parent], &value) {
+                break;
+            }
+            v[hole] = v[parent];
+            hole = parent;
+        }
+        v[hole] = value;
+    }
+
+    fn make_heap<E: Copy>(v: &mut [E], before: Before<'_, E>) {
+        let len = v.len();
+        if len < 2 {
+            return;
+        }
+        let mut parent = (len - 2) / 2;
+        loop {
+            let value = v[parent];
+            adjust_heap(v, parent, len, value, before);
+            if parent == 0 {
+                return;
+            }
+            parent -= 1;
+        }
+    }
+
+    /// Moves the heap top of `v[..len]` to position `result` and re-heaps with the old
+    /// `v[result]`.
+    fn pop_heap<E: Copy>(v: &mut [E], len: usize, result: usize, before: Before<'_, E>) {
+        let value = v[result];
+        v[result] = v[0];
+        adjust_heap(v, 0, len, value, before);
+    }
+
+    fn heap_select<E: Copy>(v: &mut [E], middle: usize, before: Before<'_, E>) {
+        make_heap(&mut v[..middle], before);
+        for i in middle..v.len() {
+            if before(&v[i], &v[0]) {
+                pop_heap(v, middle, i, before);
+            }
+        }
+    }
+
+    fn sort_heap<E: Copy>(v: &mut [E], before: Before<'_, E>) {
+        let mut last = v.len();
+        while last > 1 {
+            last -= 1;
+            pop_heap(v, last, last, before);
+        }
+    }
+
+    fn move_median_to_first<E: Copy>(v: &mut [E], a: usize, b: usize, c: usize, before: Before<'_, E>) {
+        let m = if before(&v[a], &v[b]) {
+            if before(&v[b], &v[c]) {
+                b
+            } else if before(&v[a], &v[c]) {
+                c
+            } else {
+                a
+            }
+        } else if before(&v[a], &v[c]) {
+            a
+        } else if before(&v[b], &v[c]) {
+            c
+        } else {
+            b
+        };
+        v.swap(0, m);
+    }
+
+    /// Partitions `v[1..]` around the pivot `v[0]`; returns the cut.
+    fn partition_pivot<E: Copy>(v: &mut [E], before: Before<'_, E>) -> usize {
+        let n = v.len();
+        move_median_to_first(v, 1, n / 2, n - 1, before);
+        let (mut first, mut last) = (1usize, n);
+        loop {
+            while before(&v[first], &v[0]) {
+                first += 1;
+            }
+            last -= 1;
+            while before(&v[0], &v[last]) {
+                last -= 1;
+            }
+            if first >= last {
+                return first;
+            }
+            v.swap(first, last);
+            first += 1;
+        }
+    }
+
+    fn insertion_sort<E: Copy>(v: &mut [E], before: Before<'_, E>) {
+        for i in 1..v.len() {
+            let val = v[i];
+            if before(&val, &v[0]) {
+                v.copy_within(0..i, 1);
+                v[0] = val;
+            } else {
+                let mut j = i;
+                while before(&val, &v[j - 1]) {
+                    v[j] = v[j - 1];
+                    j -= 1;
+                }
+                v[j] = val;
+            }
+        }
+    }
+
+    fn nth_element<E: Copy>(v: &mut [E], nth: usize, before: Before<'_, E>) {
+        let (mut first, mut last) = (0usize, v.len());
+        if nth >= last {
+            return;
+        }
+        let mut depth = 2 * lg(last);
+        while last - first > 3 {
+            if depth == 0 {
+                heap_select(&mut v[first..last], nth - first + 1, before);
+                v.swap(first, nth);
+                return;
+            }
+            depth -= 1;
+            let cut = first + partition_pivot(&mut v[first..last], before);
+            if cut <= nth {
+                first = cut;
+            } else {
+                last = cut;
+            }
+        }
+        insertion_sort(&mut v[first..last], before);
+    }
+
+    fn introsort<E: Copy>(v: &mut [E], before: Before<'_, E>) {
+        if v.len() < 2 {
+            return;
+        }
+        introsort_loop(v, 2 * lg(v.len()), before);
+        insertion_sort(v, before);
+    }
+
+    fn introsort_loop<E: Copy>(v: &mut [E], mut depth: usize, before: Before<'_, E>) {
+        let mut last = v.len();
+        while last > 16 {
+            if depth == 0 {
+                heap_select(&mut v[..last], last, before);
+                sort_heap(&mut v[..last], before);
+                return;
+            }
+            depth -= 1;
+            let cut = partition_pivot(&mut v[..last], before);
+            introsort_loop(&mut v[cut..last], depth, before);
+            last = cut;
+        }
+    }
 }
 
 pub fn register(r: &mut KernelRegistry) {
