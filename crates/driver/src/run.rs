@@ -119,7 +119,8 @@ fn read_meta(io: &Path) -> Result<Meta, String> {
             let mut map = HashMap::new();
             if let Some(obj) = c["scalar_inputs"].as_object() {
                 for (k, val) in obj {
-                    if let (Ok(pos), Some(x)) = (k.parse::<usize>(), val.as_f64()) {
+                    let x = val.as_f64().or_else(|| val.as_bool().map(|b| b as i64 as f64));
+                    if let (Ok(pos), Some(x)) = (k.parse::<usize>(), x) {
                         map.insert(pos, x);
                     }
                 }
@@ -180,7 +181,9 @@ fn run(opts: &RunArgs, stdout: &mut dyn Write, stderr: &mut dyn Write) -> Result
     let mut results = Vec::new();
     let t2 = Instant::now();
     for _ in 0..calls {
-        results.push(rt.run(&inputs).map_err(|e| e.to_string())?);
+        // Outputs are compared as PyTorch saves them: pytree-flattened.
+        let outs = rt.run(&inputs).map_err(|e| e.to_string())?;
+        results.push(flatten(outs));
     }
     let run_time = t2.elapsed();
     let _ = writeln!(
@@ -241,6 +244,19 @@ fn run(opts: &RunArgs, stdout: &mut dyn Write, stderr: &mut dyn Write) -> Result
         bench(opts, &mut rt, &inputs, stdout, stderr)?;
     }
     Ok(if failed { 1 } else { 0 })
+}
+
+/// Flattens tuples and lists of outputs into leaves, in order (PyTorch's pytree flattening).
+fn flatten(values: Vec<IValue>) -> Vec<IValue> {
+    let mut out = Vec::with_capacity(values.len());
+    for v in values {
+        match v {
+            IValue::Tuple(items) | IValue::List(items) => out.extend(flatten(items)),
+            IValue::TensorList(ts) => out.extend(ts.into_iter().map(IValue::Tensor)),
+            other => out.push(other),
+        }
+    }
+    out
 }
 
 fn ms(d: Duration) -> f64 {

@@ -26,6 +26,7 @@ pub mod norm;
 pub mod pad;
 pub mod pool;
 pub mod reduce;
+pub mod scalar;
 pub mod shape;
 pub mod sort;
 pub mod unary;
@@ -99,6 +100,7 @@ pub fn register_all(r: &mut KernelRegistry) {
     sort::register(r);
     pad::register(r);
     interp::register(r);
+    scalar::register(r);
 }
 
 /// Typed access to a kernel's arguments, with errors naming the op and the argument position.
