@@ -119,3 +119,15 @@ fn topk_on_long_lanes_uses_the_heap_path() {
         assert_eq!(data[*idx as usize] as f64, *val);
     }
 }
+
+#[test]
+fn stable_flag_keeps_ties_in_order_on_long_lanes() {
+    let x = Tensor::from_slice(&[true; 40], &[40]).unwrap();
+    let r = call("aten.sort.stable", vec![x.clone().into(), IValue::Bool(true), IValue::Int(0), IValue::Bool(false)]);
+    assert_eq!(r[1].to_vec_i64(), (0..40).collect::<Vec<i64>>());
+    // The default sort is an introsort: a permutation, not necessarily the identity.
+    let r = call("aten.sort", vec![x.into(), IValue::Int(0), IValue::Bool(false)]);
+    let mut idx = r[1].to_vec_i64();
+    idx.sort();
+    assert_eq!(idx, (0..40).collect::<Vec<i64>>());
+}

@@ -1,10 +1,10 @@
 //! Sorting kernels: `sort` (and `.stable`), `argsort` (and `.stable`), `msort` and `topk`.
 //!
 //! Ordering follows PyTorch: NaN is greater than every number (last in ascending order,
-//! first in descending order), and `-0.0 == 0.0`. Sorting is always stable, so equal
-//! elements keep their input order (descending sorts too); PyTorch's unstable CPU sort may
-//! order ties differently (values agree, indices of equal values may not). `topk` follows
-//! the selection algorithm of PyTorch's CPU kernel, so its tie order matches too.
+//! first in descending order), and `-0.0 == 0.0`. `stable=True` sorts keep equal elements in
+//! input order (descending too). The default (unstable) sort and `topk` follow the
+//! algorithms of PyTorch's CPU kernels (introsort; heap or introselect selection), so equal
+//! elements come out in the same order as in PyTorch.
 
 use std::cmp::Ordering;
 
@@ -37,7 +37,11 @@ fn cmp_nan_last<T: PartialOrd>(a: &T, b: &T) -> Ordering {
 #[derive(Clone, Copy, PartialEq, Debug)]
 enum LaneOrder {
     Stable,
-    TopK { sorted: bool },
+    /// PyTorch's default (`stable=False`) CPU sort: an introsort.
+    Unstable,
+    TopK {
+        sorted: bool,
+    },
 }
 
 /// Sorts every lane along `dim`, keeping the first `k` (all when `None`) of each lane.
@@ -75,6 +79,13 @@ fn sort_lanes(
                 match order {
                     LaneOrder::Stable if descending => lane.sort_by(|a, b| cmp_nan_last(&b.0, &a.0)),
                     LaneOrder::Stable => lane.sort_by(|a, b| cmp_nan_last(&a.0, &b.0)),
+                    LaneOrder::Unstable => {
+                        let before = |a: &(T, usize), b: &(T, usize)| {
+                            let o = cmp_nan_last(&a.0, &b.0);
+                            if descending { o == Ordering::Greater } else { o == Ordering::Less }
+                        };
+                        select::sort(&mut lane, &before);
+                    }
                     LaneOrder::TopK { sorted } => {
                         let before = |a: &(T, usize), b: &(T, usize)| {
                             let o = cmp_nan_last(&a.0, &b.0);
@@ -103,7 +114,7 @@ fn sort(args: &[IValue]) -> Result<Vec<IValue>> {
         a.opt_int(1)?.unwrap_or(-1),
         a.opt_bool(2)?.unwrap_or(false),
         None,
-        LaneOrder::Stable,
+        LaneOrder::Unstable,
     )?;
     Ok(outs([v, i]))
 }
@@ -117,7 +128,7 @@ fn sort_stable(args: &[IValue]) -> Result<Vec<IValue>> {
         a.opt_int(2)?.unwrap_or(-1),
         a.opt_bool(3)?.unwrap_or(false),
         None,
-        LaneOrder::Stable,
+        if a.bool(1)? { LaneOrder::Stable } else { LaneOrder::Unstable },
     )?;
     Ok(outs([v, i]))
 }
@@ -130,7 +141,7 @@ fn argsort(args: &[IValue]) -> Result<Vec<IValue>> {
         a.opt_int(1)?.unwrap_or(-1),
         a.opt_bool(2)?.unwrap_or(false),
         None,
-        LaneOrder::Stable,
+        LaneOrder::Unstable,
     )?;
     Ok(outs([i]))
 }
@@ -144,14 +155,14 @@ fn argsort_stable(args: &[IValue]) -> Result<Vec<IValue>> {
         a.opt_int(2)?.unwrap_or(-1),
         a.opt_bool(3)?.unwrap_or(false),
         None,
-        LaneOrder::Stable,
+        if a.bool(1)? { LaneOrder::Stable } else { LaneOrder::Unstable },
     )?;
     Ok(outs([i]))
 }
 
 fn msort(args: &[IValue]) -> Result<Vec<IValue>> {
     let a = Args::new("aten.msort", args, 1)?;
-    let (v, _) = sort_lanes(a.op, a.tensor(0)?, 0, false, None, LaneOrder::Stable)?;
+    let (v, _) = sort_lanes(a.op, a.tensor(0)?, 0, false, None, LaneOrder::Unstable)?;
     Ok(outs([v]))
 }
 
@@ -342,6 +353,11 @@ mod select {
             }
         }
         insertion_sort(&mut v[first..last], before);
+    }
+
+    /// An unstable sort ordering ties as PyTorch's default CPU sort does.
+    pub(super) fn sort<E: Copy>(v: &mut [E], before: Before<'_, E>) {
+        introsort(v, before);
     }
 
     fn introsort<E: Copy>(v: &mut [E], before: Before<'_, E>) {
