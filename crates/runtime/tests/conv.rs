@@ -371,3 +371,28 @@ fn im2col_and_col2im_round_trip() {
     );
     assert!(e.starts_with("aten.col2im:") && e.contains("sliding blocks"), "{e}");
 }
+
+#[test]
+fn absurd_conv_arguments_are_errors_not_panics() {
+    let x = t(&[0.; 4], &[1, 1, 4]);
+    let w = t(&[0.; 2], &[1, 1, 2]);
+    let e =
+        call_err("aten.convolution", conv_args(x.clone(), w.clone(), None, &[i64::MAX], &[0], &[1], false, &[0], 1));
+    assert!(e.contains("out of range"), "{e}");
+    let e =
+        call_err("aten.convolution", conv_args(x.clone(), w.clone(), None, &[1], &[i64::MAX], &[1], false, &[0], 1));
+    assert!(e.contains("out of range"), "{e}");
+    let cols = t(&[0.; 4], &[1, 4, 1]);
+    let e = call_err(
+        "aten.col2im",
+        vec![
+            cols.into(),
+            ints(&[1 << 30, 1 << 30]),
+            ints(&[2, 2]),
+            ints(&[1, 1]),
+            ints(&[0, 0]),
+            ints(&[1 << 30, 1 << 30]),
+        ],
+    );
+    assert!(!e.is_empty());
+}

@@ -145,3 +145,18 @@ fn upsample_errors_name_the_op() {
     let e = call_err("aten.upsample_nearest1d.vec", vec![x.into(), IValue::None, IValue::None]);
     assert!(e.contains("output_size or scale_factors"), "{e}");
 }
+
+#[test]
+fn absurd_output_sizes_are_errors_not_panics() {
+    let x = t(&[1., 2.], &[1, 1, 2]);
+    let e = call_err("aten.upsample_nearest1d", vec![x.clone().into(), ints(&[1 << 62]), IValue::None]);
+    assert!(!e.is_empty());
+    let y = t(&[1., 2., 3., 4.], &[1, 1, 2, 2]);
+    let e = call_err(
+        "aten.upsample_bilinear2d.vec",
+        vec![y.into(), ints(&[1 << 40, 1 << 40]), IValue::Bool(false), IValue::None],
+    );
+    assert!(!e.is_empty());
+    let e = call_err("aten.upsample_nearest1d.vec", vec![x.into(), ints(&[-3]), IValue::None]);
+    assert!(e.contains("negative"), "{e}");
+}

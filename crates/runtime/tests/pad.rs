@@ -135,3 +135,12 @@ fn replication_and_circular_padding() {
     let e = call_err("aten.replication_pad2d", vec![y.into(), ints(&[1, 1])]);
     assert!(e.contains("expected 4 padding values"), "{e}");
 }
+
+#[test]
+fn absurd_pads_are_errors_not_panics() {
+    let x = t(&[1., 2.], &[2]);
+    let e = call_err("aten.constant_pad_nd", vec![x.clone().into(), ints(&[0, i64::MAX])]);
+    assert!(e.starts_with("aten.constant_pad_nd:"), "{e}");
+    let e = call_err("aten.constant_pad_nd", vec![x.into(), ints(&[0, 1 << 62])]);
+    assert!(!e.is_empty());
+}

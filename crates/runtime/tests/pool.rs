@@ -244,3 +244,17 @@ fn pool_errors_name_the_op() {
     let e = call_err("aten.max_pool2d_with_indices", vec![t(&[0.; 2], &[2]).into(), ints(&[1, 1])]);
     assert!(e.contains("3-D or 4-D"), "{e}");
 }
+
+#[test]
+fn absurd_pool_arguments_are_errors_not_panics() {
+    let x = t(&[0.; 4], &[1, 1, 2, 2]);
+    let e = call_err("aten._adaptive_avg_pool2d", vec![x.clone().into(), ints(&[1 << 30, 1 << 30])]);
+    assert!(!e.is_empty());
+    let e = call_err("aten.adaptive_max_pool2d", vec![x.clone().into(), ints(&[1 << 30, 1 << 30])]);
+    assert!(!e.is_empty());
+    let e = call_err(
+        "aten.max_pool2d_with_indices",
+        vec![x.into(), ints(&[2, 2]), ints(&[i64::MAX, 1]), ints(&[0, 0]), ints(&[1, 1]), IValue::Bool(true)],
+    );
+    assert!(e.contains("out of range"), "{e}");
+}

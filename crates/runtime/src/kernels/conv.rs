@@ -255,11 +255,19 @@ pub(crate) struct ConvArgs {
 }
 
 fn expand_param(op: &'static str, name: &str, v: &[i64], d: usize) -> Result<Vec<i64>> {
+    if v.iter().any(|x| x.unsigned_abs() > i32::MAX as u64) {
+        return Err(KernelError::new(op, format!("{name} {v:?} is out of range")));
+    }
     match v.len() {
         1 => Ok(vec![v[0]; d]),
         l if l == d => Ok(v.to_vec()),
         l => Err(KernelError::new(op, format!("expected {name} to have 1 or {d} elements, got {l}"))),
     }
+}
+
+/// A computed output size, or an error if it does not fit.
+fn fit(op: &'static str, v: i128) -> Result<usize> {
+    usize::try_from(v).map_err(|_| KernelError::new(op, format!("output size {v} is out of range")))
 }
 
 /// Validates the arguments and computes the geometry (with the padding of each side).
@@ -350,18 +358,21 @@ fn geometry(op: &'static str, x: &[usize], w: &[usize], bias: Option<&[usize]>, 
                     format!("output padding must be smaller than either stride or dilation, got {op_pad:?}"),
                 ));
             }
-            let full = (x[2 + i].max(1) - 1) * s + dl * (kernel[i].max(1) - 1) + opd + 1;
-            let size = if x[2 + i] == 0 { 0 } else { full as isize - (lo[i] + hi[i]) as isize };
+            let full = (x[2 + i].max(1) as i128 - 1) * s as i128
+                + dl as i128 * (kernel[i].max(1) as i128 - 1)
+                + opd as i128
+                + 1;
+            let size = if x[2 + i] == 0 { 0 } else { full - (lo[i] + hi[i]) as i128 };
             if size <= 0 && x[2 + i] != 0 {
                 return Err(KernelError::new(op, format!("output size is too small for input {x:?}")));
             }
-            out[i] = size.max(0) as usize;
+            out[i] = fit(op, size.max(0))?;
         }
     } else {
         for i in 0..d {
             let (s, dl) = (stride[i] as usize, dilation[i] as usize);
-            let padded = x[2 + i] + lo[i] + hi[i];
-            let span = dl * (kernel[i].max(1) - 1) + 1;
+            let padded = fit(op, x[2 + i] as i128 + lo[i] as i128 + hi[i] as i128)?;
+            let span = fit(op, dl as i128 * (kernel[i].max(1) as i128 - 1) + 1)?;
             if kernel[i] == 0 || padded < span {
                 return Err(KernelError::new(
                     op,
@@ -561,7 +572,10 @@ fn block_options(op: &'static str, a: &Args<'_>, first: usize) -> Result<[[usize
 
 /// Number of sliding blocks along a dim.
 fn blocks(op: &'static str, size: usize, k: usize, d: usize, p: usize, s: usize) -> Result<usize> {
-    let span = d * (k - 1) + 1;
+    let span = fit(op, d as i128 * (k as i128 - 1) + 1)?;
+    if size as i128 + 2 * p as i128 > i64::MAX as i128 {
+        return Err(KernelError::new(op, format!("padded size of {size} is out of range")));
+    }
     if size + 2 * p < span {
         return Err(KernelError::new(
             op,
@@ -698,7 +712,11 @@ fn col2im_op(args: &[IValue]) -> Result<Vec<IValue>> {
         transposed: true,
     };
     let out_sizes = if batched { vec![n, c, h, w] } else { vec![c, h, w] };
-    let (colsz, img) = (rows * l, c * h * w);
+    let img = c
+        .checked_mul(h)
+        .and_then(|v| v.checked_mul(w))
+        .ok_or_else(|| KernelError::new(OP, format!("output size {size:?} is out of range")))?;
+    let colsz = rows * l;
     let r = with_conv_elem(
         OP,
         x,

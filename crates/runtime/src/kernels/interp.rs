@@ -223,11 +223,17 @@ fn upsample(
     };
     let xw = x.cast_to(ct)?.contiguous()?;
     let r = with_real!(op, ct, T => {
-        let per_dim: Vec<Vec<Vec<(usize, T)>>> = (0..input.len())
-            .map(|k| (0..out_sizes[k]).map(|o| taps::<T>(kind, o, input[k], out_sizes[k], align_corners, scales[k])).collect())
-            .collect();
         let xd = xw.as_slice::<T>()?;
+        // The output is allocated (fallibly) before the per-dim tap tables it bounds.
         Tensor::build::<T>(&full, |out| {
+            if out.is_empty() {
+                return Ok(());
+            }
+            let per_dim: Vec<Vec<Vec<(usize, T)>>> = (0..input.len())
+                .map(|k| {
+                    (0..out_sizes[k]).map(|o| taps::<T>(kind, o, input[k], out_sizes[k], align_corners, scales[k])).collect()
+                })
+                .collect();
             interpolate(xd, planes, &input, out_sizes, &per_dim, out);
             Ok(())
         })?

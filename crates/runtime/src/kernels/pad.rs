@@ -69,7 +69,10 @@ fn pad_impl(op: &'static str, x: &Tensor, pad: &[i64], mode: Mode, value: Scalar
         let d = nd - 1 - j;
         let (before, after) = (pad[2 * j], pad[2 * j + 1]);
         let size = sizes[d] as i64;
-        let new = size + before + after;
+        let new = size
+            .checked_add(before)
+            .and_then(|v| v.checked_add(after))
+            .ok_or_else(|| KernelError::new(op, format!("padding ({before}, {after}) is out of range")))?;
         if new < 0 || (new == 0 && mode != Mode::Constant) {
             return Err(KernelError::new(
                 op,
@@ -97,14 +100,24 @@ fn pad_impl(op: &'static str, x: &Tensor, pad: &[i64], mode: Mode, value: Scalar
             _ => {}
         }
         out_sizes[d] = new as usize;
-        maps[d] = Some((0..new).map(|o| source(mode, o, before, size)).collect());
+    }
+    // Allocate the output first (fallibly) so that absurd pads fail cleanly.
+    let out_t = Tensor::zeros(x.dtype(), &out_sizes)?;
+    if out_t.numel() == 0 {
+        return Ok(out_t);
+    }
+    for j in 0..k {
+        let d = nd - 1 - j;
+        let (before, size) = (pad[2 * j], sizes[d] as i64);
+        maps[d] = Some((0..out_sizes[d] as i64).map(|o| source(mode, o, before, size)).collect());
     }
     let in_strides = contiguous_strides(sizes);
     dispatch_dtype!(x.dtype(), T => {
         let src = x.to_vec::<T>()?;
         let fill: T = value.to_element();
         let total: usize = out_sizes.iter().product();
-        let mut out = Vec::with_capacity(total);
+        let mut out = Vec::new();
+        out.try_reserve_exact(total).map_err(|_| KernelError::new(op, format!("cannot allocate output {out_sizes:?}")))?;
         let mut pos = vec![0usize; nd];
         for _ in 0..total {
             let mut off = Some(0usize);

@@ -49,6 +49,9 @@ fn expand(op: &'static str, name: &str, v: &[i64], d: usize, default: Option<&[i
     } else {
         v
     };
+    if v.iter().any(|x| x.unsigned_abs() > i32::MAX as u64) {
+        return Err(KernelError::new(op, format!("{name} {v:?} is out of range")));
+    }
     let v = match v.len() {
         1 => vec![v[0]; d],
         l if l == d => v.to_vec(),
@@ -209,16 +212,19 @@ fn max_pool(op: &'static str, d: usize, a: &Args<'_>) -> Result<(Tensor, Tensor)
         return Err(KernelError::new(op, "not implemented for dtype bool"));
     }
     let xc = x.contiguous()?;
-    let numel: usize = out_sizes.iter().product();
-    let mut idx = vec![0i64; numel];
-    let vals = dispatch_dtype!(x.dtype(), T => {
-        let xd = xc.as_slice::<T>()?;
-        Tensor::build::<T>(&out_sizes, |out| {
-            max_pool_typed(&g, xd, out, &mut idx);
-            Ok(())
-        })?
-    });
-    Ok((vals, Tensor::from_vec(idx, &out_sizes)?))
+    let mut vals = None;
+    let idx = Tensor::build::<i64>(&out_sizes, |idx| {
+        vals = Some(dispatch_dtype!(x.dtype(), T => {
+            let xd = xc.as_slice::<T>()?;
+            Tensor::build::<T>(&out_sizes, |out| {
+                max_pool_typed(&g, xd, out, idx);
+                Ok(())
+            })?
+        }));
+        Ok(())
+    })?;
+    let vals = vals.ok_or_else(|| KernelError::new(op, "internal error: no output"))?;
+    Ok((vals, idx))
 }
 
 fn max_pool2d_with_indices(args: &[IValue]) -> Result<Vec<IValue>> {
@@ -531,45 +537,48 @@ fn adaptive_max(op: &'static str, d: usize, args: &[IValue]) -> Result<Vec<IValu
         return Err(KernelError::new(op, "not implemented for dtype bool"));
     }
     let xc = x.contiguous()?;
-    let numel: usize = out_sizes.iter().product();
-    let mut idx = vec![0i64; numel];
     let (inn, outn) = (g.in_numel(), g.out_numel());
-    let vals = dispatch_dtype!(x.dtype(), T => {
-        let xd = xc.as_slice::<T>()?;
-        Tensor::build::<T>(&out_sizes, |out| {
-            for pl in 0..g.planes {
-                let xp = &xd[pl * inn..(pl + 1) * inn];
-                for z in 0..g.output[0] {
-                    let (z0, z1) = adaptive_range(z, g.input[0], g.output[0]);
-                    for y in 0..g.output[1] {
-                        let (y0, y1) = adaptive_range(y, g.input[1], g.output[1]);
-                        for xo in 0..g.output[2] {
-                            let (x0, x1) = adaptive_range(xo, g.input[2], g.output[2]);
-                            let mut best: Option<(T, usize)> = None;
-                            for iz in z0..z1 {
-                                for iy in y0..y1 {
-                                    for ix in x0..x1 {
-                                        let flat = (iz * g.input[1] + iy) * g.input[2] + ix;
-                                        let v = xp[flat];
-                                        match best {
-                                            Some((m, _)) if !replaces(v, m) => {}
-                                            _ => best = Some((v, flat)),
+    let mut vals = None;
+    let idx = Tensor::build::<i64>(&out_sizes, |idx| {
+        vals = Some(dispatch_dtype!(x.dtype(), T => {
+            let xd = xc.as_slice::<T>()?;
+            Tensor::build::<T>(&out_sizes, |out| {
+                for pl in 0..g.planes {
+                    let xp = &xd[pl * inn..(pl + 1) * inn];
+                    for z in 0..g.output[0] {
+                        let (z0, z1) = adaptive_range(z, g.input[0], g.output[0]);
+                        for y in 0..g.output[1] {
+                            let (y0, y1) = adaptive_range(y, g.input[1], g.output[1]);
+                            for xo in 0..g.output[2] {
+                                let (x0, x1) = adaptive_range(xo, g.input[2], g.output[2]);
+                                let mut best: Option<(T, usize)> = None;
+                                for iz in z0..z1 {
+                                    for iy in y0..y1 {
+                                        for ix in x0..x1 {
+                                            let flat = (iz * g.input[1] + iy) * g.input[2] + ix;
+                                            let v = xp[flat];
+                                            match best {
+                                                Some((m, _)) if !replaces(v, m) => {}
+                                                _ => best = Some((v, flat)),
+                                            }
                                         }
                                     }
                                 }
+                                let o = pl * outn + (z * g.output[1] + y) * g.output[2] + xo;
+                                let (v, i) = best.unwrap_or((T::from_f64(f64::NEG_INFINITY), 0));
+                                out[o] = v;
+                                idx[o] = i as i64;
                             }
-                            let o = pl * outn + (z * g.output[1] + y) * g.output[2] + xo;
-                            let (v, i) = best.unwrap_or((T::from_f64(f64::NEG_INFINITY), 0));
-                            out[o] = v;
-                            idx[o] = i as i64;
                         }
                     }
                 }
-            }
-            Ok(())
-        })?
-    });
-    Ok(outs([vals, Tensor::from_vec(idx, &out_sizes)?]))
+                Ok(())
+            })?
+        }));
+        Ok(())
+    })?;
+    let vals = vals.ok_or_else(|| KernelError::new(op, "internal error: no output"))?;
+    Ok(outs([vals, idx]))
 }
 
 fn adaptive_avg_pool1d(args: &[IValue]) -> Result<Vec<IValue>> {
