@@ -344,3 +344,20 @@ fn nonzero_coordinates() {
     assert_eq!(r.sizes(), &[2, 2]);
     assert_eq!(r.to_vec_i64(), vec![0, 1, 1, 0]);
 }
+
+#[test]
+fn unsafe_and_hacked_twin_variants_share_the_kernels() {
+    let x = arange(4, &[4]);
+    let r = call("aten._unsafe_index.Tensor", vec![x.clone().into(), idx_list(vec![Some(i64s(&[3, 1], &[2]))])]);
+    same(&r, &[3., 1.], &[2]);
+    let list = IValue::TensorList(vec![i64s(&[0], &[1])]);
+    let r = call(
+        "aten.index_put.hacked_twin",
+        vec![x.clone().into(), list.clone(), t(&[9.], &[1]).into(), IValue::Bool(true)],
+    );
+    same(&r, &[9., 1., 2., 3.], &[4]);
+    let r = call("aten._unsafe_index_put", vec![x.clone().into(), list, t(&[9.], &[1]).into(), IValue::Bool(false)]);
+    same(&r, &[9., 1., 2., 3.], &[4]);
+    let e = call_err("aten._unsafe_index.Tensor", vec![x.into(), idx_list(vec![Some(i64s(&[4], &[1]))])]);
+    assert!(e.starts_with("aten._unsafe_index.Tensor:") && e.contains("index 4"), "{e}");
+}

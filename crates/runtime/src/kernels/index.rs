@@ -522,10 +522,19 @@ fn advanced_offsets(op: &'static str, sizes: &[usize], indices: &[Option<Tensor>
 }
 
 fn index_tensor(args: &[IValue]) -> Result<Vec<IValue>> {
-    const OP: &str = "aten.index.Tensor";
-    let a = Args::new(OP, args, 2)?;
+    index_tensor_as("aten.index.Tensor", args)
+}
+
+/// `_unsafe_index.Tensor`: `index.Tensor` without the promise of bounds checks (they are
+/// still made; an out-of-range index is an error rather than undefined behaviour).
+fn unsafe_index_tensor(args: &[IValue]) -> Result<Vec<IValue>> {
+    index_tensor_as("aten._unsafe_index.Tensor", args)
+}
+
+fn index_tensor_as(op: &'static str, args: &[IValue]) -> Result<Vec<IValue>> {
+    let a = Args::new(op, args, 2)?;
     let x = a.tensor(0)?;
-    let (sizes, offs) = advanced_offsets(OP, x.sizes(), &a.opt_tensor_list(1)?)?;
+    let (sizes, offs) = advanced_offsets(op, x.sizes(), &a.opt_tensor_list(1)?)?;
     let r = dispatch_dtype!(x.dtype(), T => {
         let src = x.to_vec::<T>()?;
         Tensor::from_vec(offs.iter().map(|&o| src[o]).collect::<Vec<T>>(), &sizes)?
@@ -563,7 +572,20 @@ fn index_put_impl(
 }
 
 fn index_put(args: &[IValue]) -> Result<Vec<IValue>> {
-    let a = Args::new("aten.index_put", args, 3)?;
+    index_put_as("aten.index_put", args)
+}
+
+fn index_put_hacked_twin(args: &[IValue]) -> Result<Vec<IValue>> {
+    index_put_as("aten.index_put.hacked_twin", args)
+}
+
+/// `_unsafe_index_put`: `index_put` (bounds are still checked).
+fn unsafe_index_put(args: &[IValue]) -> Result<Vec<IValue>> {
+    index_put_as("aten._unsafe_index_put", args)
+}
+
+fn index_put_as(op: &'static str, args: &[IValue]) -> Result<Vec<IValue>> {
+    let a = Args::new(op, args, 3)?;
     let r = index_put_impl(a.op, a.tensor(0)?, &a.opt_tensor_list(1)?, a.tensor(2)?, a.opt_bool(3)?.unwrap_or(false))?;
     Ok(outs([r]))
 }
@@ -809,6 +831,9 @@ pub fn register(r: &mut KernelRegistry) {
     r.register("aten.scatter_reduce.two", scatter_reduce_two);
     r.register("aten.index.Tensor", index_tensor);
     r.register("aten.index_put", index_put);
+    r.register("aten.index_put.hacked_twin", index_put_hacked_twin);
+    r.register("aten._unsafe_index.Tensor", unsafe_index_tensor);
+    r.register("aten._unsafe_index_put", unsafe_index_put);
     r.register("aten.index_add", index_add);
     r.register("aten.index_copy", index_copy);
     r.register("aten.index_fill.int_Scalar", index_fill_scalar);
