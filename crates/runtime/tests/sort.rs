@@ -131,3 +131,10 @@ fn stable_flag_keeps_ties_in_order_on_long_lanes() {
     idx.sort();
     assert_eq!(idx, (0..40).collect::<Vec<i64>>());
 }
+
+#[test]
+fn sort_stable_accepts_none_for_stable() {
+    let x = t(&[2., 1.], &[2]);
+    let r = call("aten.sort.stable", vec![x.into(), IValue::None, IValue::Int(-1), IValue::Bool(true)]);
+    assert_eq!(r[0].to_vec_f64(), vec![2., 1.]);
+}

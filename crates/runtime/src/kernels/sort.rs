@@ -128,7 +128,7 @@ fn sort_stable(args: &[IValue]) -> Result<Vec<IValue>> {
         a.opt_int(2)?.unwrap_or(-1),
         a.opt_bool(3)?.unwrap_or(false),
         None,
-        if a.bool(1)? { LaneOrder::Stable } else { LaneOrder::Unstable },
+        if a.opt_bool(1)?.unwrap_or(false) { LaneOrder::Stable } else { LaneOrder::Unstable },
     )?;
     Ok(outs([v, i]))
 }
@@ -155,7 +155,7 @@ fn argsort_stable(args: &[IValue]) -> Result<Vec<IValue>> {
         a.opt_int(2)?.unwrap_or(-1),
         a.opt_bool(3)?.unwrap_or(false),
         None,
-        if a.bool(1)? { LaneOrder::Stable } else { LaneOrder::Unstable },
+        if a.opt_bool(1)?.unwrap_or(false) { LaneOrder::Stable } else { LaneOrder::Unstable },
     )?;
     Ok(outs([i]))
 }
