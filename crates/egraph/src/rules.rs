@@ -443,6 +443,22 @@ impl RuleLibrary {
             }
             (None, None) => return Err("missing right-hand side".into()),
         };
+        let bound: Vec<Var> = ast.as_ref().iter().filter_map(|n| if let ENodeOrVar::Var(v) = n { Some(*v) } else { None }).collect();
+        let mut used = Vec::new();
+        if let RhsKind::Pattern(r) = &rhs {
+            rhs_vars(r, &mut used);
+        }
+        if let RhsKind::Applier(_, vs) = &rhs {
+            used.extend(vs.iter().copied());
+        }
+        for (_, args) in conds {
+            for a in args {
+                used.push(var(a)?);
+            }
+        }
+        if let Some(v) = used.iter().find(|v| !bound.contains(v)) {
+            return Err(format!("rule '{name}': variable {v} is not bound by the left-hand side"));
+        }
         let mut conditions = Vec::new();
         for (c, args) in conds {
             let f = self.conditions.get(c).ok_or_else(|| format!("unknown condition '{c}'"))?.clone();
@@ -475,6 +491,14 @@ fn lhs_to_ast(s: &Sexp, ast: &mut RecExpr<ENodeOrVar<Node>>, consts: &mut Vec<(V
             }
             Ok(ast.add(ENodeOrVar::ENode(Node::Op { name: Symbol::from(op.as_str()), attrs: 0, args: ids })))
         }
+    }
+}
+
+fn rhs_vars(r: &Rhs, out: &mut Vec<Var>) {
+    match r {
+        Rhs::Var(v) => out.push(*v),
+        Rhs::Const(_) => {}
+        Rhs::Op(_, args) => args.iter().for_each(|a| rhs_vars(a, out)),
     }
 }
 
