@@ -1,0 +1,112 @@
+//! Tests of `functionalize` on imported programs and through the pass manager.
+
+use ir::{Attribute, Context};
+use std::path::PathBuf;
+
+fn context() -> Context {
+    let mut ctx = Context::new();
+    dialect_prim::register(&mut ctx);
+    dialect_aten::register(&mut ctx);
+    ctx
+}
+
+fn registry() -> pass::PassRegistry {
+    let mut r = pass::default_registry();
+    transforms::register_passes(&mut r);
+    r
+}
+
+fn run(ctx: &Context, m: &mut ir::Module, pipeline: &str) -> Result<bool, ir::Diagnostic> {
+    let mut pm = pass::PassManager::parse(&registry(), pipeline, pass::PassManagerConfig::default())
+        .map_err(|e| ir::Diagnostic::error(ir::Location::Unknown, e.to_string()))?;
+    pm.run(ctx, m, &mut Vec::new())
+}
+
+/// The result attribute dictionaries of `@forward`.
+fn result_attrs(m: &ir::Module) -> Vec<Attribute> {
+    let f = m.function("forward").expect("has @forward");
+    m.attr(f, ir::builtin::RES_ATTRS).and_then(Attribute::as_array).map(<[_]>::to_vec).unwrap_or_default()
+}
+
+fn fixtures() -> Option<PathBuf> {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/fixtures/export/buffer_mutation");
+    if dir.is_dir() {
+        return Some(dir);
+    }
+    let ci = std::env::var("CI").is_ok_and(|v| v == "true" || v == "1");
+    assert!(!ci, "CI is set but the shared fixtures are missing at {}", dir.display());
+    println!("skipping: the shared fixtures are missing at {}", dir.display());
+    None
+}
+
+#[test]
+fn buffer_mutation_fixture_matches_the_core_graph_signature() {
+    let Some(dir) = fixtures() else { return };
+    let ctx = context();
+    let mut program = import::import_file(&ctx, &dir.join("model.pt2"), None).expect("model.pt2 imports");
+    let core = import::import_file(&ctx, &dir.join("core.pt2"), None).expect("core.pt2 imports");
+    let changed = run(&ctx, &mut program.module, "func.func(functionalize)").expect("functionalizes");
+    assert!(changed);
+    ir::verify(&ctx, &program.module).expect("functionalized IR verifies");
+    let text = ir::print_module(&ctx, &program.module, ir::PrintOptions::default());
+    assert!(!text.contains("aten.add_"), "in-place op left:\n{text}");
+    let got = result_attrs(&program.module);
+    let want = result_attrs(&core.module);
+    let mutation = |attrs: &[Attribute]| -> Vec<String> {
+        attrs
+            .iter()
+            .filter_map(|d| d.dict_get("prim.buffer_mutation").and_then(Attribute::as_str).map(str::to_string))
+            .collect()
+    };
+    assert_eq!(mutation(&got), mutation(&want), "buffer mutations:\n{text}");
+    assert_eq!(mutation(&got), vec!["count".to_string()]);
+    assert_eq!(got.len(), want.len());
+    // The buffer's new value comes first, as in torch.export's signature.
+    assert!(got[0].dict_get("prim.buffer_mutation").is_some());
+}
+
+#[test]
+fn pipeline_of_functionalize_and_cleanups_reverifies() {
+    let ctx = context();
+    let mut m = ir::parse_module(
+        &ctx,
+        r#"
+func.func @forward(%s: tensor<2x3xf32> {prim.buffer = "s"}, %x: tensor<3xf32> {prim.input = "x"}) -> (tensor<3xf32> {prim.output = "y"}) {
+  %zero = prim.Constant 0 : i64
+  %one = prim.Constant 1 : i64
+  %row = aten.slice.Tensor %s, %zero, %one {end = 2} : (tensor<2x3xf32>, i64, i64) -> tensor<1x3xf32>
+  %w = aten.add_.Tensor %row, %x : (tensor<1x3xf32>, tensor<3xf32>) -> tensor<1x3xf32>
+  %a = aten.alias %x : tensor<3xf32>
+  %y = aten.mul.Tensor %a, %x : tensor<3xf32>
+  func.return %y : tensor<3xf32>
+}
+"#,
+        "test.ir",
+    )
+    .expect("parses");
+    ir::verify(&ctx, &m).expect("verifies");
+    run(&ctx, &mut m, "func.func(functionalize,cse,constant-pooling),canonicalize").expect("runs");
+    ir::verify(&ctx, &m).expect("verifies after");
+    let text = ir::print_module(&ctx, &m, ir::PrintOptions::default());
+    assert!(text.contains("aten.slice_scatter"), "{text}");
+    assert!(text.contains("prim.buffer_mutation = \"s\""), "{text}");
+    assert!(!text.contains("aten.alias"), "{text}");
+}
+
+#[test]
+fn ops_without_a_functional_counterpart_are_refused_by_name() {
+    let ctx = context();
+    let mut m = ir::parse_module(
+        &ctx,
+        r#"
+func.func @forward(%x: tensor<2xf32>) -> tensor<2xf32> {
+  %z = aten.zero_ %x : tensor<2xf32>
+  func.return %z : tensor<2xf32>
+}
+"#,
+        "test.ir",
+    )
+    .expect("parses");
+    let err = run(&ctx, &mut m, "func.func(functionalize)").expect_err("refused");
+    assert!(err.to_string().contains("'aten.zero_'"), "{err}");
+}
