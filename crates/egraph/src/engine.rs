@@ -316,7 +316,15 @@ pub fn rewrite_run(
     report.saturate = start.elapsed();
     let t1 = std::time::Instant::now();
     let root_ids: Vec<Id> = roots.iter().map(|(_, id)| g.find(*id)).collect();
-    let Some(choice) = extract::extract(&g, &root_ids, cfg.extractor) else {
+    let prefer: HashSet<Node> = originals
+        .iter()
+        .map(|(_, n)| {
+            let mut n = n.clone();
+            n.update_children(|c| g.find(c));
+            n
+        })
+        .collect();
+    let Some(choice) = extract::extract(&g, &root_ids, cfg.extractor, &prefer) else {
         return Ok(report);
     };
     report.cost = choice.cost;

@@ -173,11 +173,15 @@ fn dag_cost(g: &Graph, roots: &[Id], choice: &HashMap<Id, Node>, costs: &HashMap
 }
 
 /// Chooses the e-nodes for `roots`.
-pub fn extract(g: &Graph, roots: &[Id], how: Extractor) -> Option<Choice> {
+///
+/// Nodes of `prefer` (the input program's own, with canonical operands) win ties, so rules
+/// that do not lower the cost leave the program as it was.
+pub fn extract(g: &Graph, roots: &[Id], how: Extractor, prefer: &HashSet<Node>) -> Option<Choice> {
     let mut costs = HashMap::with_capacity(g.total_size());
     for c in g.classes() {
         for (i, n) in c.nodes.iter().enumerate() {
-            costs.insert((c.id, i), node_cost(g, c.id, n));
+            let own = matches!(n, Node::Leaf(_) | Node::Proj { .. }) || prefer.contains(n);
+            costs.insert((c.id, i), node_cost(g, c.id, n) + if own { 0.0 } else { 0.01 });
         }
     }
     let tree = best_per_class(g, &HashSet::new(), &costs);

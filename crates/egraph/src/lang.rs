@@ -39,8 +39,11 @@ impl fmt::Display for Scalar {
     }
 }
 
+/// The attribute index of a pattern node that matches any attributes (`op*` in rule files).
+pub const ANY_ATTRS: u32 = u32::MAX;
+
 /// One e-node.
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum Node {
     /// An operation: its name, its interned attribute set (`0`: none; see
     /// [`crate::analysis::Facts::attrs`]) and its operands.
@@ -54,10 +57,49 @@ pub enum Node {
     Leaf(u32),
 }
 
-/// What two e-nodes must share to match: everything but the operand classes.
+impl Node {
+    /// The order key: kind, then name and arity before attributes, so nodes that a pattern
+    /// with any attributes matches sit together in a sorted class.
+    fn key(&self) -> (u8, Option<Symbol>, usize, u32, u64, &[Id]) {
+        match self {
+            Node::Op { name, attrs, args } => (0, Some(*name), args.len(), *attrs, 0, args),
+            Node::Proj { index, args } => (1, None, 1, *index, 0, args),
+            Node::Const { ty, value } => {
+                let v = match value {
+                    Scalar::Float(b) => *b,
+                    Scalar::Int(i) => *i as u64,
+                    Scalar::Bool(b) => *b as u64,
+                };
+                let kind = match value {
+                    Scalar::Float(_) => 0,
+                    Scalar::Int(_) => 1,
+                    Scalar::Bool(_) => 2,
+                };
+                (2, None, kind, *ty, v, &[])
+            }
+            Node::Leaf(i) => (3, None, 0, *i, 0, &[]),
+        }
+    }
+}
+
+impl PartialOrd for Node {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Node {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.key().cmp(&other.key())
+    }
+}
+
+/// What two e-nodes must share to match: everything but the operand classes (and, for
+/// operations, the attributes, which [`Language::matches`] compares unless one side is
+/// [`ANY_ATTRS`]).
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum Head {
-    Op { name: Symbol, attrs: u32, arity: usize },
+    Op { name: Symbol, arity: usize },
     Proj(u32),
     Const { ty: u32, value: Scalar },
     Leaf(u32),
@@ -82,7 +124,7 @@ impl Language for Node {
 
     fn discriminant(&self) -> Head {
         match self {
-            Node::Op { name, attrs, args } => Head::Op { name: *name, attrs: *attrs, arity: args.len() },
+            Node::Op { name, args, .. } => Head::Op { name: *name, arity: args.len() },
             Node::Proj { index, .. } => Head::Proj(*index),
             Node::Const { ty, value } => Head::Const { ty: *ty, value: *value },
             Node::Leaf(i) => Head::Leaf(*i),
@@ -90,7 +132,12 @@ impl Language for Node {
     }
 
     fn matches(&self, other: &Self) -> bool {
-        self.discriminant() == other.discriminant()
+        match (self, other) {
+            (Node::Op { attrs: a, .. }, Node::Op { attrs: b, .. }) => {
+                self.discriminant() == other.discriminant() && (a == b || *a == ANY_ATTRS || *b == ANY_ATTRS)
+            }
+            _ => self.discriminant() == other.discriminant(),
+        }
     }
 
     fn children(&self) -> &[Id] {

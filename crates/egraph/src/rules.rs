@@ -489,7 +489,12 @@ fn lhs_to_ast(s: &Sexp, ast: &mut RecExpr<ENodeOrVar<Node>>, consts: &mut Vec<(V
             for a in args {
                 ids.push(lhs_to_ast(a, ast, consts)?);
             }
-            Ok(ast.add(ENodeOrVar::ENode(Node::Op { name: Symbol::from(op.as_str()), attrs: 0, args: ids })))
+            // `op*` matches the op with any attributes; plain `op` only without non-default ones.
+            let (name, attrs) = match op.strip_suffix('*') {
+                Some(n) => (n, crate::lang::ANY_ATTRS),
+                None => (op.as_str(), 0),
+            };
+            Ok(ast.add(ENodeOrVar::ENode(Node::Op { name: Symbol::from(name), attrs, args: ids })))
         }
     }
 }

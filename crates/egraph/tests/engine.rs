@@ -40,7 +40,7 @@ fn rule_errors_are_values() {
         ("r: (aten.neg ?x) => ?y", "rule 'r'"),
         ("r: (aten.neg ?x) => ?x if (nope ?x)", "unknown condition 'nope'"),
         ("r: (aten.neg ?x) => @nope ?x", "unknown applier '@nope'"),
-        ("r (aten.neg ?x) => ?x", "bad rule name"),
+        ("r (aten.neg ?x) => ?x", "expected 'name: lhs => rhs'"),
         ("r: ?x => ?x", "left-hand side"),
         ("r: (aten.neg ?x) ?x", "expected '=>'"),
         ("r: (aten.neg (const abc)) => ?x", "bad literal"),
