@@ -12,6 +12,8 @@ pub fn default_context() -> Context {
     dialect_prim::register(&mut ctx);
     dialect_aten::register(&mut ctx);
     dialect_toy::register(&mut ctx);
+    dialect_edge::register(&mut ctx);
+    dialect_backend::register(&mut ctx);
     ctx
 }
 
