@@ -1,0 +1,700 @@
+//! Cranelift code generation: one loop nest over the coalesced iteration space, a 128-bit SIMD
+//! inner loop with a scalar tail where the layout allows it, and the elementwise operations.
+//!
+//! The generated function has the signature
+//! `extern "C" fn(ptrs: *const *mut u8, start: i64, end: i64, err: *mut u32)`: `ptrs` holds the
+//! base address (offset included) of every input, then every output; the kernel computes the
+//! elements with linear (row-major) indices `start..end` of the iteration space, so callers can
+//! split the space into chunks; `err` receives a non-zero code if an integer division by zero
+//! occurred.
+
+use std::collections::HashMap;
+
+use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
+use cranelift_codegen::ir::{AbiParam, Block, InstBuilder, MemFlagsData, Signature, Type, Value, types};
+use cranelift_frontend::{FunctionBuilder, Variable};
+use ir::DType;
+
+use crate::error::JitError;
+use crate::group::{Binary, Cmp, Const, Graph, NodeId, NodeKind, Unary};
+use crate::shims;
+
+/// The iteration space after merging dimensions that are contiguous for every operand.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct Layout {
+    /// Sizes of the coalesced dims, outermost first (at least one dim).
+    pub shape: Vec<usize>,
+    /// Per operand (inputs, then outputs): strides in elements for each coalesced dim.
+    pub strides: Vec<Vec<usize>>,
+    pub numel: usize,
+}
+
+impl Layout {
+    /// Builds the layout of an iteration space `shape` given the operands' strides over it
+    /// (already expanded to `shape`, zero for broadcast dims).
+    pub fn new(shape: &[usize], strides: Vec<Vec<usize>>) -> Layout {
+        let numel = shape.iter().product();
+        // Drop size-1 dims, then merge dim d into d+1 when every operand is contiguous across them.
+        let keep: Vec<usize> = (0..shape.len()).filter(|&d| shape[d] != 1).collect();
+        let mut sh: Vec<usize> = keep.iter().map(|&d| shape[d]).collect();
+        let mut st: Vec<Vec<usize>> = strides.iter().map(|s| keep.iter().map(|&d| s[d]).collect()).collect();
+        let mut d = sh.len();
+        while d >= 2 {
+            let (o, i) = (d - 2, d - 1);
+            if st.iter().all(|s| s[o] == s[i] * sh[i]) {
+                sh[o] *= sh[i];
+                sh.remove(i);
+                for s in &mut st {
+                    s.remove(o);
+                }
+            }
+            d -= 1;
+        }
+        if sh.is_empty() {
+            sh.push(1);
+            for s in &mut st {
+                s.push(0);
+            }
+        }
+        Layout { shape: sh, strides: st, numel }
+    }
+
+    pub fn inner(&self) -> usize {
+        *self.shape.last().unwrap_or(&1)
+    }
+}
+
+/// The lane count of the vector loop: 4 for 32-bit kernels, 2 for 64-bit ones, 1 for none.
+pub(crate) fn vector_lanes(g: &Graph, live: &[bool], layout: &Layout, n_inputs: usize, used: &[bool]) -> u8 {
+    let mut width = 0usize;
+    for (i, n) in g.nodes.iter().enumerate() {
+        if !live[i] {
+            continue;
+        }
+        if n.dtype != DType::Bool {
+            let w = n.dtype.size_bytes();
+            if width != 0 && width != w {
+                return 1;
+            }
+            width = w;
+        }
+        let scalar_only = match &n.kind {
+            NodeKind::Unary(u, _) => match u {
+                Unary::Lib(_) => true,
+                Unary::PowF(e) => !matches!(*e, 2.0 | 3.0 | 0.5 | -0.5 | -1.0 | -2.0),
+                Unary::Exp | Unary::Log | Unary::Tanh | Unary::Sigmoid | Unary::Erf | Unary::Sin | Unary::Cos
+                | Unary::GeluErf | Unary::GeluTanh | Unary::Silu => n.dtype == DType::F64,
+                _ => false,
+            },
+            NodeKind::Binary(b, _, _) => {
+                matches!(b, Binary::DivTrunc | Binary::DivFloor | Binary::Rem | Binary::Fmod | Binary::Pow)
+            }
+            _ => false,
+        };
+        if scalar_only {
+            return 1;
+        }
+    }
+    // Every operand must be unit-stride or broadcast in the inner dim.
+    let inner = layout.strides.len();
+    for (k, s) in layout.strides.iter().enumerate() {
+        let is_used = if k < n_inputs { used[k] } else { true };
+        let last = *s.last().unwrap_or(&0);
+        if is_used && last > 1 {
+            return 1;
+        }
+    }
+    let _ = inner;
+    match width {
+        8 => 2,
+        _ => 4,
+    }
+}
+
+/// Emission state for one function.
+pub(crate) struct Emitter<'a, 'b> {
+    pub b: &'a mut FunctionBuilder<'b>,
+    pub g: &'a Graph,
+    pub ptr: Type,
+    pub err: Variable,
+}
+
+/// How values of one loop body are represented.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) struct Mode {
+    pub lanes: u8,
+}
+
+/// How an input is read in a loop body.
+#[derive(Clone, Copy)]
+pub(crate) enum Access {
+    /// Element `j` of the row is at `row_ptr + j * stride_bytes`.
+    Strided { row_ptr: Value, stride_bytes: i64 },
+    /// The value is the same for every element of the row (already loaded).
+    Invariant(Value),
+}
+
+pub(crate) fn lane_type(d: DType) -> Type {
+    match d {
+        DType::F32 => types::F32,
+        DType::F64 => types::F64,
+        DType::I32 => types::I32,
+        DType::I64 => types::I64,
+        _ => types::I8,
+    }
+}
+
+impl Mode {
+    /// The cranelift type of a value of dtype `d` (bools are masks in vectors, 0/1 `i8` scalars).
+    pub fn ty(self, d: DType) -> Type {
+        match (self.lanes, d) {
+            (1, d) => lane_type(d),
+            (4, DType::F32) => types::F32X4,
+            (4, DType::I32 | DType::Bool) => types::I32X4,
+            (2, DType::F64) => types::F64X2,
+            (2, DType::I64 | DType::Bool) => types::I64X2,
+            (4, _) => types::I32X4,
+            _ => types::I64X2,
+        }
+    }
+
+    pub fn vector(self) -> bool {
+        self.lanes > 1
+    }
+}
+
+fn flags() -> MemFlagsData {
+    MemFlagsData::new().with_notrap()
+}
+
+impl Emitter<'_, '_> {
+    // ----- constants and helpers -----
+
+    pub fn fconst(&mut self, t: Type, v: f64) -> Value {
+        let lane = t.lane_type();
+        let s = if lane == types::F32 { self.b.ins().f32const(v as f32) } else { self.b.ins().f64const(v) };
+        if t.is_vector() { self.b.ins().splat(t, s) } else { s }
+    }
+
+    pub fn iconst(&mut self, t: Type, v: i64) -> Value {
+        let lane = t.lane_type();
+        // Immediates of narrow types are given zero-extended.
+        let v = if lane.bits() < 64 { v & ((1i64 << lane.bits()) - 1) } else { v };
+        let s = self.b.ins().iconst(lane, v);
+        if t.is_vector() { self.b.ins().splat(t, s) } else { s }
+    }
+
+    /// `if m { a } else { b }` for a mask `m` of the matching kind.
+    pub fn sel(&mut self, m: Value, a: Value, b: Value) -> Value {
+        let t = self.b.func.dfg.value_type(a);
+        if t.is_vector() {
+            let mt = self.b.func.dfg.value_type(m);
+            let m = if mt != t { self.b.ins().bitcast(t, MemFlagsData::new().with_endianness(cranelift_codegen::ir::Endianness::Little), m) } else { m };
+            self.b.ins().bitselect(m, a, b)
+        } else {
+            self.b.ins().select(m, a, b)
+        }
+    }
+
+    pub fn bitcast(&mut self, t: Type, v: Value) -> Value {
+        self.b.ins().bitcast(t, MemFlagsData::new().with_endianness(cranelift_codegen::ir::Endianness::Little), v)
+    }
+
+    fn const_value(&mut self, mode: Mode, d: DType, c: Const) -> Value {
+        let t = mode.ty(d);
+        match (d, c) {
+            (DType::Bool, c) => {
+                let on = match c {
+                    Const::Bool(b) => b,
+                    Const::Int(i) => i != 0,
+                    Const::Float(f) => f != 0.0,
+                };
+                if mode.vector() { self.iconst(t, if on { -1 } else { 0 }) } else { self.iconst(t, on as i64) }
+            }
+            (d, Const::Float(f)) if d.is_floating() => self.fconst(t, f),
+            (d, Const::Int(i)) if d.is_floating() => self.fconst(t, i as f64),
+            (d, Const::Bool(b)) if d.is_floating() => self.fconst(t, b as i64 as f64),
+            (_, Const::Int(i)) => self.iconst(t, i),
+            (_, Const::Bool(b)) => self.iconst(t, b as i64),
+            (_, Const::Float(f)) => self.iconst(t, f as i64),
+        }
+    }
+
+    /// Calls `f` (an `extern "C"` function of the given scalar parameter types) by address.
+    fn call(&mut self, addr: usize, params: &[Type], ret: Type, args: &[Value]) -> Value {
+        let mut sig = Signature::new(self.b.func.signature.call_conv);
+        for &p in params {
+            sig.params.push(AbiParam::new(p));
+        }
+        sig.returns.push(AbiParam::new(ret));
+        let sref = self.b.import_signature(sig);
+        let callee = self.b.ins().iconst(self.ptr, addr as i64);
+        let inst = self.b.ins().call_indirect(sref, callee, args);
+        self.b.inst_results(inst)[0]
+    }
+
+    /// Calls a scalar function lane by lane on a vector (or once on a scalar).
+    pub fn call_lanes(&mut self, addr: usize, args: &[Value]) -> Value {
+        let t = self.b.func.dfg.value_type(args[0]);
+        let lane = t.lane_type();
+        if !t.is_vector() {
+            let params = vec![lane; args.len()];
+            return self.call(addr, &params, lane, args);
+        }
+        let mut out = args[0];
+        for l in 0..t.lane_count() as u8 {
+            let xs: Vec<Value> = args.iter().map(|&a| self.b.ins().extractlane(a, l)).collect();
+            let params = vec![lane; xs.len()];
+            let r = self.call(addr, &params, lane, &xs);
+            out = self.b.ins().insertlane(out, r, l);
+        }
+        out
+    }
+
+    // ----- loads and stores -----
+
+    /// Loads element(s) of dtype `d` at `addr` in `mode`.
+    pub fn load(&mut self, mode: Mode, d: DType, addr: Value) -> Value {
+        if !mode.vector() {
+            return self.b.ins().load(lane_type(d), flags(), addr, 0);
+        }
+        if d != DType::Bool {
+            return self.b.ins().load(mode.ty(d), flags(), addr, 0);
+        }
+        // Bools: `lanes` bytes widened to a mask.
+        let mt = mode.ty(DType::Bool);
+        if mode.lanes == 4 {
+            let w = self.b.ins().load(types::I32, flags(), addr, 0);
+            let v = self.b.ins().scalar_to_vector(types::I32X4, w);
+            let v = self.bitcast(types::I8X16, v);
+            let v = self.b.ins().swiden_low(v);
+            let v = self.b.ins().swiden_low(v);
+            let z = self.iconst(mt, 0);
+            self.b.ins().icmp(IntCC::NotEqual, v, z)
+        } else {
+            let w = self.b.ins().load(types::I16, flags(), addr, 0);
+            let v = self.b.ins().scalar_to_vector(types::I16X8, w);
+            let v = self.bitcast(types::I8X16, v);
+            let v = self.b.ins().swiden_low(v);
+            let v = self.b.ins().swiden_low(v);
+            let v = self.b.ins().swiden_low(v);
+            let z = self.iconst(mt, 0);
+            self.b.ins().icmp(IntCC::NotEqual, v, z)
+        }
+    }
+
+    /// Turns a scalar (row-invariant) value into the representation of `mode`.
+    pub fn broadcast(&mut self, mode: Mode, d: DType, s: Value) -> Value {
+        if !mode.vector() {
+            return s;
+        }
+        let t = mode.ty(d);
+        if d == DType::Bool {
+            let lane = t.lane_type();
+            let w = self.b.ins().uextend(lane, s);
+            let m = self.b.ins().ineg(w);
+            return self.b.ins().splat(t, m);
+        }
+        self.b.ins().splat(t, s)
+    }
+
+    pub fn store(&mut self, mode: Mode, d: DType, v: Value, addr: Value) {
+        if !mode.vector() {
+            self.b.ins().store(flags(), v, addr, 0);
+            return;
+        }
+        if d != DType::Bool {
+            self.b.ins().store(flags(), v, addr, 0);
+            return;
+        }
+        let t = mode.ty(DType::Bool);
+        let one = self.iconst(t, 1);
+        let v = self.b.ins().band(v, one);
+        if mode.lanes == 4 {
+            let v = self.b.ins().snarrow(v, v);
+            let v = self.b.ins().snarrow(v, v);
+            let v = self.bitcast(types::I32X4, v);
+            let w = self.b.ins().extractlane(v, 0);
+            self.b.ins().store(flags(), w, addr, 0);
+        } else {
+            let v = self.b.ins().snarrow(v, v);
+            let v = self.b.ins().snarrow(v, v);
+            let v = self.b.ins().snarrow(v, v);
+            let v = self.bitcast(types::I16X8, v);
+            let w = self.b.ins().extractlane(v, 0);
+            self.b.ins().store(flags(), w, addr, 0);
+        }
+    }
+
+    // ----- nodes -----
+
+    /// Emits node `n` (and its operands) in `mode`, memoized in `cache`.
+    pub fn node(
+        &mut self,
+        mode: Mode,
+        n: NodeId,
+        cache: &mut HashMap<NodeId, Value>,
+        access: &dyn Fn(&mut Emitter<'_, '_>, usize) -> Value,
+    ) -> Result<Value, JitError> {
+        if let Some(&v) = cache.get(&n) {
+            return Ok(v);
+        }
+        let node = &self.g.nodes[n];
+        let d = node.dtype;
+        let op = node.op;
+        let v = match node.kind.clone() {
+            NodeKind::Input(i) => access(self, i),
+            NodeKind::Const(c) => self.const_value(mode, d, c),
+            NodeKind::Cast(a) => {
+                let x = self.node(mode, a, cache, access)?;
+                let from = self.g.nodes[a].dtype;
+                self.cast(mode, x, from, d, op)?
+            }
+            NodeKind::Unary(u, a) => {
+                let x = self.node(mode, a, cache, access)?;
+                self.unary(mode, u, x, d, op)?
+            }
+            NodeKind::Binary(bop, a, b2) => {
+                let x = self.node(mode, a, cache, access)?;
+                let y = self.node(mode, b2, cache, access)?;
+                self.binary(mode, bop, x, y, d, op)?
+            }
+            NodeKind::Cmp(c, a, b2) => {
+                let x = self.node(mode, a, cache, access)?;
+                let y = self.node(mode, b2, cache, access)?;
+                let od = self.g.nodes[a].dtype;
+                self.compare(c, x, y, od)
+            }
+            NodeKind::Select(c, a, b2) => {
+                let m = self.node(mode, c, cache, access)?;
+                let x = self.node(mode, a, cache, access)?;
+                let y = self.node(mode, b2, cache, access)?;
+                self.sel(m, x, y)
+            }
+        };
+        cache.insert(n, v);
+        Ok(v)
+    }
+
+    fn compare(&mut self, c: Cmp, x: Value, y: Value, d: DType) -> Value {
+        if d.is_floating() {
+            let cc = match c {
+                Cmp::Eq => FloatCC::Equal,
+                Cmp::Ne => FloatCC::NotEqual,
+                Cmp::Lt => FloatCC::LessThan,
+                Cmp::Le => FloatCC::LessThanOrEqual,
+                Cmp::Gt => FloatCC::GreaterThan,
+                Cmp::Ge => FloatCC::GreaterThanOrEqual,
+            };
+            return self.b.ins().fcmp(cc, x, y);
+        }
+        // Bool masks are -1/0 in vectors: unsigned order keeps false < true.
+        let unsigned = d == DType::Bool;
+        let cc = match (c, unsigned) {
+            (Cmp::Eq, _) => IntCC::Equal,
+            (Cmp::Ne, _) => IntCC::NotEqual,
+            (Cmp::Lt, false) => IntCC::SignedLessThan,
+            (Cmp::Le, false) => IntCC::SignedLessThanOrEqual,
+            (Cmp::Gt, false) => IntCC::SignedGreaterThan,
+            (Cmp::Ge, false) => IntCC::SignedGreaterThanOrEqual,
+            (Cmp::Lt, true) => IntCC::UnsignedLessThan,
+            (Cmp::Le, true) => IntCC::UnsignedLessThanOrEqual,
+            (Cmp::Gt, true) => IntCC::UnsignedGreaterThan,
+            (Cmp::Ge, true) => IntCC::UnsignedGreaterThanOrEqual,
+        };
+        self.b.ins().icmp(cc, x, y)
+    }
+
+    /// PyTorch's casts between the compiled dtypes (float → int as x86's truncating
+    /// conversions: out-of-range and NaN give the minimum value).
+    fn cast(&mut self, mode: Mode, x: Value, from: DType, to: DType, op: &str) -> Result<Value, JitError> {
+        use DType::*;
+        let t = mode.ty(to);
+        let xt = self.b.func.dfg.value_type(x);
+        if mode.vector() && from != Bool && to != Bool && from.size_bytes() != to.size_bytes() {
+            return Err(JitError::Codegen(format!("{op}: mixed-width cast in a vector loop")));
+        }
+        Ok(match (from, to) {
+            (a, b) if a == b => x,
+            (Bool, F32 | F64) => {
+                if mode.vector() {
+                    let one = self.fconst(t, 1.0);
+                    let zero = self.fconst(t, 0.0);
+                    self.sel(x, one, zero)
+                } else {
+                    let w = self.b.ins().uextend(types::I32, x);
+                    self.b.ins().fcvt_from_sint(t, w)
+                }
+            }
+            (Bool, I32 | I64) => {
+                if mode.vector() {
+                    let one = self.iconst(t, 1);
+                    self.b.ins().band(x, one)
+                } else {
+                    self.b.ins().uextend(t, x)
+                }
+            }
+            (I32 | I64, Bool) => {
+                let z = self.iconst(xt, 0);
+                let m = self.b.ins().icmp(IntCC::NotEqual, x, z);
+                self.fit_mask(mode, m, t)
+            }
+            (F32 | F64, Bool) => {
+                let z = self.fconst(xt, 0.0);
+                let m = self.b.ins().fcmp(FloatCC::NotEqual, x, z);
+                self.fit_mask(mode, m, t)
+            }
+            (F32, F64) => self.b.ins().fpromote(t, x),
+            (F64, F32) => self.b.ins().fdemote(t, x),
+            (I32, I64) => self.b.ins().sextend(t, x),
+            (I64, I32) => self.b.ins().ireduce(t, x),
+            (I32 | I64, F32 | F64) => self.b.ins().fcvt_from_sint(t, x),
+            (F32 | F64, I32 | I64) => {
+                let (lo, hi) = if to == I32 { (-2_147_483_649.0, 2_147_483_648.0) } else { (-9_223_372_036_854_777_856.0, 9_223_372_036_854_775_808.0) };
+                // In range iff lo < x < hi (in f64); in f32 the bounds are exact or excluded alike.
+                let (lo_c, hi_c, lo_cc) = if from == F32 && to == I32 {
+                    (-2_147_483_648.0, 2_147_483_648.0, FloatCC::GreaterThanOrEqual)
+                } else if to == I64 {
+                    (-9_223_372_036_854_775_808.0, 9_223_372_036_854_775_808.0, FloatCC::GreaterThanOrEqual)
+                } else {
+                    (lo, hi, FloatCC::GreaterThan)
+                };
+                let lo_v = self.fconst(xt, lo_c);
+                let hi_v = self.fconst(xt, hi_c);
+                let a = self.b.ins().fcmp(lo_cc, x, lo_v);
+                let b = self.b.ins().fcmp(FloatCC::LessThan, x, hi_v);
+                let ok = self.b.ins().band(a, b);
+                let conv = self.b.ins().fcvt_to_sint_sat(t, x);
+                let min = self.iconst(t, if to == I32 { i32::MIN as i64 } else { i64::MIN });
+                let ok = self.fit_mask(mode, ok, t);
+                self.sel(ok, conv, min)
+            }
+            (a, b) => return Err(JitError::unsupported_dtype(op, if a.is_floating() { b } else { a })),
+        })
+    }
+
+    /// A comparison mask used as a value of mask type `t` (same lane count; scalar stays `i8`).
+    fn fit_mask(&mut self, mode: Mode, m: Value, t: Type) -> Value {
+        if !mode.vector() {
+            return m;
+        }
+        let mt = self.b.func.dfg.value_type(m);
+        if mt == t { m } else { self.bitcast(t, m) }
+    }
+
+    fn unary(&mut self, mode: Mode, u: Unary, x: Value, d: DType, op: &str) -> Result<Value, JitError> {
+        let t = mode.ty(d);
+        let float = d.is_floating();
+        Ok(match u {
+            Unary::Neg if float => self.b.ins().fneg(x),
+            Unary::Neg => self.b.ins().ineg(x),
+            Unary::Abs if float => self.b.ins().fabs(x),
+            Unary::Abs => self.b.ins().iabs(x),
+            Unary::Relu if float => {
+                let z = self.fconst(t, 0.0);
+                let m = self.b.ins().fcmp(FloatCC::UnorderedOrGreaterThan, x, z);
+                self.sel(m, x, z)
+            }
+            Unary::Relu => {
+                let z = self.iconst(t, 0);
+                self.b.ins().smax(x, z)
+            }
+            Unary::Floor => self.b.ins().floor(x),
+            Unary::Ceil => self.b.ins().ceil(x),
+            Unary::Round => self.b.ins().nearest(x),
+            Unary::Trunc => self.b.ins().trunc(x),
+            Unary::Sqrt => self.b.ins().sqrt(x),
+            Unary::Rsqrt => {
+                let s = self.b.ins().sqrt(x);
+                let one = self.fconst(t, 1.0);
+                self.b.ins().fdiv(one, s)
+            }
+            Unary::Recip => {
+                let one = self.fconst(t, 1.0);
+                self.b.ins().fdiv(one, x)
+            }
+            Unary::Square if float => self.b.ins().fmul(x, x),
+            Unary::Square => self.b.ins().imul(x, x),
+            Unary::Not => {
+                if mode.vector() {
+                    self.b.ins().bnot(x)
+                } else {
+                    let one = self.iconst(types::I8, 1);
+                    self.b.ins().bxor(x, one)
+                }
+            }
+            Unary::PowI(k) => {
+                // Square-and-multiply with wrapping products, as the reference's loop.
+                let mut acc = self.iconst(t, 1);
+                let mut base = x;
+                let mut e = k;
+                while e > 0 {
+                    if e & 1 == 1 {
+                        acc = self.b.ins().imul(acc, base);
+                    }
+                    e >>= 1;
+                    if e > 0 {
+                        base = self.b.ins().imul(base, base);
+                    }
+                }
+                acc
+            }
+            Unary::PowF(e) => {
+                let one = self.fconst(t, 1.0);
+                if e == 2.0 {
+                    self.b.ins().fmul(x, x)
+                } else if e == 3.0 {
+                    let s = self.b.ins().fmul(x, x);
+                    self.b.ins().fmul(s, x)
+                } else if e == 0.5 {
+                    self.b.ins().sqrt(x)
+                } else if e == -0.5 {
+                    let s = self.b.ins().sqrt(x);
+                    self.b.ins().fdiv(one, s)
+                } else if e == -1.0 {
+                    self.b.ins().fdiv(one, x)
+                } else if e == -2.0 {
+                    let s = self.b.ins().fmul(x, x);
+                    self.b.ins().fdiv(one, s)
+                } else {
+                    let ev = self.fconst(t, e);
+                    let addr = if d == DType::F32 { shims::pow_f32 as *const () as usize } else { shims::pow_f64 as *const () as usize };
+                    self.call_lanes(addr, &[x, ev])
+                }
+            }
+            Unary::Lib(f) => {
+                let (a, b) = shims::lib_fn(f);
+                let addr = if d == DType::F32 { a as *const () as usize } else { b as *const () as usize };
+                self.call_lanes(addr, &[x])
+            }
+            Unary::Exp | Unary::Log | Unary::Tanh | Unary::Sigmoid | Unary::Erf | Unary::Sin | Unary::Cos
+            | Unary::GeluErf | Unary::GeluTanh | Unary::Silu => {
+                if d == DType::F64 {
+                    let addr = match u {
+                        Unary::Exp => shims::exp_f64 as *const () as usize,
+                        Unary::Log => shims::log_f64 as *const () as usize,
+                        Unary::Tanh => shims::tanh_f64 as *const () as usize,
+                        Unary::Sigmoid => shims::sigmoid_f64 as *const () as usize,
+                        Unary::Erf => shims::erf_f64 as *const () as usize,
+                        Unary::Sin => shims::sin_f64 as *const () as usize,
+                        Unary::Cos => shims::cos_f64 as *const () as usize,
+                        Unary::GeluErf => shims::gelu_erf_f64 as *const () as usize,
+                        Unary::GeluTanh => shims::gelu_tanh_f64 as *const () as usize,
+                        _ => shims::silu_f64 as *const () as usize,
+                    };
+                    self.call_lanes(addr, &[x])
+                } else if d == DType::F32 {
+                    match u {
+                        Unary::Exp => self.exp_f32(x),
+                        Unary::Log => self.log_f32(x),
+                        Unary::Tanh => self.tanh_f32(x),
+                        Unary::Sigmoid => self.sigmoid_f32(x),
+                        Unary::Erf => self.erf_f32(x),
+                        Unary::Sin => self.sincos_f32(x, false),
+                        Unary::Cos => self.sincos_f32(x, true),
+                        Unary::GeluErf => self.gelu_erf_f32(x),
+                        Unary::GeluTanh => self.gelu_tanh_f32(x),
+                        _ => self.silu_f32(x),
+                    }
+                } else {
+                    return Err(JitError::unsupported_dtype(op, d));
+                }
+            }
+        })
+    }
+
+    fn binary(&mut self, mode: Mode, bop: Binary, x: Value, y: Value, d: DType, op: &str) -> Result<Value, JitError> {
+        let float = d.is_floating();
+        let t = mode.ty(d);
+        Ok(match bop {
+            Binary::Add if float => self.b.ins().fadd(x, y),
+            Binary::Add => self.b.ins().iadd(x, y),
+            Binary::Sub if float => self.b.ins().fsub(x, y),
+            Binary::Sub => self.b.ins().isub(x, y),
+            Binary::Mul if float => self.b.ins().fmul(x, y),
+            Binary::Mul => self.b.ins().imul(x, y),
+            Binary::Div if float => self.b.ins().fdiv(x, y),
+            Binary::Max if float => self.b.ins().fmax(x, y),
+            Binary::Min if float => self.b.ins().fmin(x, y),
+            Binary::Max => self.b.ins().smax(x, y),
+            Binary::Min => self.b.ins().smin(x, y),
+            Binary::And => self.b.ins().band(x, y),
+            Binary::Or => self.b.ins().bor(x, y),
+            Binary::Xor => self.b.ins().bxor(x, y),
+            Binary::ClampLo if float => {
+                let m = self.b.ins().fcmp(FloatCC::LessThan, x, y);
+                self.sel(m, y, x)
+            }
+            Binary::ClampHi if float => {
+                let m = self.b.ins().fcmp(FloatCC::GreaterThan, x, y);
+                self.sel(m, y, x)
+            }
+            Binary::ClampLo => self.b.ins().smax(x, y),
+            Binary::ClampHi => self.b.ins().smin(x, y),
+            Binary::Pow if float => {
+                let addr = if d == DType::F32 { shims::pow_f32 as *const () as usize } else { shims::pow_f64 as *const () as usize };
+                self.call_lanes(addr, &[x, y])
+            }
+            Binary::DivFloor | Binary::Rem | Binary::Fmod if float => {
+                let addr = match (bop, d) {
+                    (Binary::DivFloor, DType::F32) => shims::floor_div_f32 as *const () as usize,
+                    (Binary::DivFloor, _) => shims::floor_div_f64 as *const () as usize,
+                    (Binary::Rem, DType::F32) => shims::rem_f32 as *const () as usize,
+                    (Binary::Rem, _) => shims::rem_f64 as *const () as usize,
+                    (_, DType::F32) => shims::fmod_f32 as *const () as usize,
+                    _ => shims::fmod_f64 as *const () as usize,
+                };
+                self.call_lanes(addr, &[x, y])
+            }
+            Binary::DivTrunc | Binary::DivFloor | Binary::Rem | Binary::Fmod if !mode.vector() && !float => {
+                self.int_div(bop, x, y, t)
+            }
+            _ => return Err(JitError::Unsupported(format!("{op}: {bop:?} on {}", d.torch_name()))),
+        })
+    }
+
+    /// Integer division and remainders on scalars; a zero divisor sets the error flag.
+    fn int_div(&mut self, bop: Binary, x: Value, y: Value, t: Type) -> Value {
+        let zero = self.iconst(t, 0);
+        let one = self.iconst(t, 1);
+        let m1 = self.iconst(t, -1);
+        let is0 = self.b.ins().icmp(IntCC::Equal, y, zero);
+        let is_m1 = self.b.ins().icmp(IntCC::Equal, y, m1);
+        let e = self.b.use_var(self.err);
+        let e2 = self.b.ins().uextend(types::I32, is0);
+        let e = self.b.ins().bor(e, e2);
+        self.b.def_var(self.err, e);
+        // Neither 0 (error) nor -1 (overflow on MIN / -1) reaches the hardware division.
+        let unsafe_div = self.b.ins().bor(is0, is_m1);
+        let safe = self.b.ins().select(unsafe_div, one, y);
+        let q = self.b.ins().sdiv(x, safe);
+        let negx = self.b.ins().ineg(x);
+        let q = self.b.ins().select(is_m1, negx, q);
+        let r = self.b.ins().srem(x, safe);
+        let r = self.b.ins().select(is_m1, zero, r);
+        let r_nz = self.b.ins().icmp(IntCC::NotEqual, r, zero);
+        let r_neg = self.b.ins().icmp(IntCC::SignedLessThan, r, zero);
+        let y_neg = self.b.ins().icmp(IntCC::SignedLessThan, y, zero);
+        let diff = self.b.ins().bxor(r_neg, y_neg);
+        let adjust = self.b.ins().band(r_nz, diff);
+        match bop {
+            Binary::DivTrunc => q,
+            Binary::DivFloor => {
+                let q1 = self.b.ins().isub(q, one);
+                self.b.ins().select(adjust, q1, q)
+            }
+            Binary::Rem => {
+                let ry = self.b.ins().iadd(r, y);
+                self.b.ins().select(adjust, ry, r)
+            }
+            _ => r,
+        }
+    }
+}
+
+/// Loop blocks of the generated function (kept for readability of `kernel.rs`).
+#[allow(dead_code)]
+pub(crate) struct Blocks {
+    pub row: Block,
+    pub exit: Block,
+}

@@ -1,0 +1,919 @@
+//! Lowering a `prim.FusionGroup` body to a typed dataflow graph of primitive operations.
+//!
+//! Each aten op is expanded into primitive nodes with PyTorch's type promotion made explicit
+//! (casts to the compute dtype, scalars turned into constants of that dtype), following the
+//! runtime's interpreter kernels, which are the reference. The graph is module-independent: a
+//! [`Group`] can be built once from the IR and specialized to many input specs.
+
+use std::collections::HashMap;
+use std::sync::OnceLock;
+
+use dialect_aten::{ArgSource, bind_args};
+use ir::schema::FunctionSchema;
+use ir::{Attribute, DType, Module, OpId, ValueId};
+use runtime::Scalar;
+
+use crate::error::JitError;
+use crate::spec::KernelSpec;
+
+/// Index of a node in [`Graph::nodes`].
+pub type NodeId = usize;
+
+/// A compile-time constant, already converted to its node's dtype.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Const {
+    Bool(bool),
+    Int(i64),
+    Float(f64),
+}
+
+/// Unary primitive operations; operand and result share the node's dtype.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Unary {
+    Neg,
+    Abs,
+    Relu,
+    Floor,
+    Ceil,
+    Round,
+    Trunc,
+    Sqrt,
+    Rsqrt,
+    Recip,
+    Square,
+    Not,
+    Exp,
+    Log,
+    Tanh,
+    Sigmoid,
+    Erf,
+    Sin,
+    Cos,
+    GeluErf,
+    GeluTanh,
+    Silu,
+    /// Float `x.powf(e)` with PyTorch's exact special cases.
+    PowF(f64),
+    /// Integer power by a non-negative constant (wrapping).
+    PowI(u64),
+    /// A float function only available as a library call (`tan`, `asin`, …).
+    Lib(LibFn),
+}
+
+/// Float functions compiled as calls to the same Rust functions the reference kernels use.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum LibFn {
+    Exp2,
+    Expm1,
+    Log2,
+    Log10,
+    Log1p,
+    Tan,
+    Asin,
+    Acos,
+    Atan,
+    Sinh,
+    Cosh,
+    Asinh,
+    Acosh,
+    Atanh,
+    Erfc,
+}
+
+/// Binary primitive operations; operands share a dtype.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Binary {
+    Add,
+    Sub,
+    Mul,
+    Div,
+    /// NaN-propagating maximum / minimum.
+    Max,
+    Min,
+    And,
+    Or,
+    Xor,
+    /// Integer division rounding toward zero / toward negative infinity; remainders with the
+    /// sign of the divisor (`Rem`) or dividend (`Fmod`). Zero divisors raise.
+    DivTrunc,
+    DivFloor,
+    Rem,
+    Fmod,
+    /// `powf` of two tensors (floats).
+    Pow,
+    /// Clamp bounds: `if a < b { b } else { a }` and `if a > b { b } else { a }` (NaN `a` stays).
+    ClampLo,
+    ClampHi,
+}
+
+/// Comparisons; the result is bool.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Cmp {
+    Eq,
+    Ne,
+    Lt,
+    Le,
+    Gt,
+    Ge,
+}
+
+/// What a node computes.
+#[derive(Clone, Debug, PartialEq)]
+pub enum NodeKind {
+    Input(usize),
+    Const(Const),
+    /// Converts the operand to the node's dtype with PyTorch's casting rules.
+    Cast(NodeId),
+    Unary(Unary, NodeId),
+    Binary(Binary, NodeId, NodeId),
+    Cmp(Cmp, NodeId, NodeId),
+    /// `if c { a } else { b }` with a bool condition.
+    Select(NodeId, NodeId, NodeId),
+}
+
+/// A node with its dtype and (broadcast) shape.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Node {
+    pub kind: NodeKind,
+    pub dtype: DType,
+    pub shape: Vec<usize>,
+    /// The aten op the node came from (for messages).
+    pub op: &'static str,
+}
+
+/// The typed graph of a group specialized to input dtypes and shapes.
+#[derive(Clone, Debug, Default)]
+pub struct Graph {
+    pub nodes: Vec<Node>,
+    pub outputs: Vec<NodeId>,
+}
+
+/// A fusion group captured from the IR: the body's ops in order, with their bound arguments.
+/// It owns everything it needs, so it outlives the module it came from.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Group {
+    pub(crate) num_inputs: usize,
+    pub(crate) ops: Vec<GroupOp>,
+    /// Values returned by `prim.Return`.
+    pub(crate) results: Vec<Ref>,
+    /// A printable fingerprint of the body, used as part of cache keys.
+    pub(crate) key: String,
+}
+
+/// A value inside the captured group.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) enum Ref {
+    /// Block argument `i`.
+    Input(usize),
+    /// Result of op `i` of the body.
+    Op(usize),
+    /// A compile-time argument (attribute, schema default or `prim.Constant`).
+    Const(Attribute),
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct GroupOp {
+    pub name: String,
+    pub args: Vec<Ref>,
+}
+
+fn schema_of(name: &str) -> Option<&'static FunctionSchema> {
+    static MAP: OnceLock<HashMap<String, &'static FunctionSchema>> = OnceLock::new();
+    MAP.get_or_init(|| dialect_aten::schemas().iter().map(|s| (s.op_name(), s)).collect()).get(name).copied()
+}
+
+impl Group {
+    /// Captures the body of the `prim.FusionGroup` `op`.
+    pub fn from_op(m: &Module, op: OpId) -> Result<Group, JitError> {
+        if !m.contains_op(op) || m.op_name(op) != dialect_prim::FUSION_GROUP {
+            return Err(JitError::Invalid("expected a prim.FusionGroup op".into()));
+        }
+        let region = *m.regions(op).first().ok_or_else(|| JitError::Invalid("fusion group without a body".into()))?;
+        let blocks = m.region_blocks(region);
+        if blocks.len() != 1 {
+            return Err(JitError::Unsupported("fusion group body must be a single block".into()));
+        }
+        let block = blocks[0];
+        let args = m.block_args(block);
+        if args.len() != m.operands(op).len() {
+            return Err(JitError::Invalid("body arguments do not match the operands".into()));
+        }
+        let mut map: HashMap<ValueId, Ref> = HashMap::new();
+        for (i, &a) in args.iter().enumerate() {
+            if !m.value_type(a).is_tensor() {
+                return Err(JitError::Unsupported(format!("input {i} is not a tensor ({})", m.value_type(a))));
+            }
+            map.insert(a, Ref::Input(i));
+        }
+        let get = |map: &HashMap<ValueId, Ref>, v: ValueId| {
+            map.get(&v).cloned().ok_or_else(|| JitError::Invalid("a value is used outside its scope".into()))
+        };
+        let mut ops = Vec::new();
+        let mut results = None;
+        let mut key = format!("{}(", args.len());
+        for o in m.block_ops(block) {
+            let name = m.op_name(o).to_string();
+            if name == dialect_prim::RETURN {
+                results = Some(m.operands(o).iter().map(|&v| get(&map, v)).collect::<Result<Vec<_>, _>>()?);
+                continue;
+            }
+            if name == dialect_prim::CONSTANT {
+                let value = m.attr(o, "value").cloned().ok_or_else(|| JitError::Invalid("prim.Constant without a value".into()))?;
+                if let Some(&r) = m.results(o).first() {
+                    map.insert(r, Ref::Const(value));
+                }
+                continue;
+            }
+            if !m.regions(o).is_empty() {
+                return Err(JitError::Unsupported(format!("{name}: ops with regions are not compiled")));
+            }
+            let schema = schema_of(&name).ok_or_else(|| JitError::Unsupported(format!("{name}: not an aten op")))?;
+            let bound = bind_args(schema, m, o).map_err(|e| JitError::Invalid(format!("{name}: {e}")))?;
+            let mut refs = Vec::with_capacity(bound.len());
+            for b in bound {
+                refs.push(match b {
+                    ArgSource::Operand(i) => {
+                        let v = m.operands(o)[i];
+                        get(&map, v)?
+                    }
+                    ArgSource::Const(a) => Ref::Const(a),
+                });
+            }
+            if m.results(o).len() != 1 {
+                return Err(JitError::Unsupported(format!("{name}: ops with {} results are not compiled", m.results(o).len())));
+            }
+            let idx = ops.len();
+            map.insert(m.results(o)[0], Ref::Op(idx));
+            key.push_str(&format!("{name}{refs:?};"));
+            ops.push(GroupOp { name, args: refs });
+        }
+        let results = results.ok_or_else(|| JitError::Invalid("body must end with prim.Return".into()))?;
+        if results.is_empty() {
+            return Err(JitError::Unsupported("fusion group without results".into()));
+        }
+        for r in &results {
+            if let Ref::Const(_) = r {
+                return Err(JitError::Unsupported("a fusion group result is a constant".into()));
+            }
+        }
+        key.push_str(&format!(")->{results:?}"));
+        Ok(Group { num_inputs: args.len(), ops, results, key })
+    }
+
+    pub fn num_inputs(&self) -> usize {
+        self.num_inputs
+    }
+
+    pub fn num_outputs(&self) -> usize {
+        self.results.len()
+    }
+
+    /// Op names of the body in order.
+    pub fn op_names(&self) -> Vec<&str> {
+        self.ops.iter().map(|o| o.name.as_str()).collect()
+    }
+
+    /// Builds the typed graph for inputs of the given spec.
+    pub fn graph(&self, spec: &KernelSpec) -> Result<Graph, JitError> {
+        if spec.inputs.len() != self.num_inputs {
+            return Err(JitError::Guard(format!("expected {} inputs, got {}", self.num_inputs, spec.inputs.len())));
+        }
+        let mut b = Builder { g: Graph::default() };
+        let mut vals: Vec<NodeId> = Vec::new();
+        let mut inputs = Vec::new();
+        for (i, s) in spec.inputs.iter().enumerate() {
+            check_dtype("input", s.dtype)?;
+            if s.strides.len() != s.sizes.len() {
+                return Err(JitError::Guard(format!("input {i}: {} strides for {} sizes", s.strides.len(), s.sizes.len())));
+            }
+            inputs.push(b.push(NodeKind::Input(i), s.dtype, s.sizes.clone(), "input"));
+        }
+        for op in &self.ops {
+            let args: Vec<Arg> = op
+                .args
+                .iter()
+                .map(|r| match r {
+                    Ref::Input(i) => Arg::Node(inputs[*i]),
+                    Ref::Op(i) => Arg::Node(vals[*i]),
+                    Ref::Const(a) => Arg::Attr(a.clone()),
+                })
+                .collect();
+            let n = b.lower(&op.name, &args)?;
+            vals.push(n);
+        }
+        for r in &self.results {
+            let n = match r {
+                Ref::Input(i) => inputs[*i],
+                Ref::Op(i) => vals[*i],
+                Ref::Const(_) => return Err(JitError::Unsupported("a result is a constant".into())),
+            };
+            b.g.outputs.push(n);
+        }
+        Ok(b.g)
+    }
+}
+
+fn check_dtype(op: &str, d: DType) -> Result<(), JitError> {
+    match d {
+        DType::Bool | DType::I32 | DType::I64 | DType::F32 | DType::F64 => Ok(()),
+        d => Err(JitError::unsupported_dtype(op, d)),
+    }
+}
+
+/// An argument of an aten op during lowering.
+#[derive(Clone, Debug)]
+enum Arg {
+    Node(NodeId),
+    Attr(Attribute),
+}
+
+/// A tensor node or a Python scalar: what PyTorch's type promotion sees.
+#[derive(Clone, Copy, Debug)]
+enum Operand {
+    Node(NodeId),
+    Scalar(Scalar),
+}
+
+struct Builder {
+    g: Graph,
+}
+
+fn promote_opt(acc: Option<DType>, d: DType) -> Option<DType> {
+    Some(match acc {
+        None => d,
+        Some(a) => DType::promote(a, d),
+    })
+}
+
+fn combine_categories(higher: Option<DType>, lower: Option<DType>) -> Option<DType> {
+    match (higher, lower) {
+        (None, l) => l,
+        (h, None) => h,
+        (Some(h), Some(l)) => {
+            if h.is_floating() {
+                Some(h)
+            } else if h == DType::Bool || l.is_floating() {
+                Some(DType::promote(h, l))
+            } else {
+                Some(h)
+            }
+        }
+    }
+}
+
+fn float_result(d: DType) -> DType {
+    if d.is_floating() { d } else { DType::F32 }
+}
+
+/// The constant `s` converted to `dtype` as the runtime converts scalars (`Scalar::to_element`).
+fn scalar_to(s: Scalar, dtype: DType) -> Const {
+    match dtype {
+        DType::Bool => Const::Bool(s.to_element::<bool>()),
+        DType::I32 => Const::Int(s.to_element::<i32>() as i64),
+        DType::I64 => Const::Int(s.to_element::<i64>()),
+        DType::F32 => Const::Float(s.to_element::<f32>() as f64),
+        _ => Const::Float(s.to_element::<f64>()),
+    }
+}
+
+fn attr_scalar(a: &Attribute) -> Option<Scalar> {
+    match a {
+        Attribute::Bool(b) => Some(Scalar::Bool(*b)),
+        Attribute::Int(i) => Some(Scalar::Int(*i)),
+        Attribute::Float(f) => Some(Scalar::Float(f.get())),
+        _ => None,
+    }
+}
+
+fn broadcast(op: &str, a: &[usize], b: &[usize]) -> Result<Vec<usize>, JitError> {
+    runtime::tensor::broadcast_shapes(a, b).map_err(|e| JitError::Invalid(format!("{op}: {}", e.message)))
+}
+
+impl Builder {
+    fn push(&mut self, kind: NodeKind, dtype: DType, shape: Vec<usize>, op: &'static str) -> NodeId {
+        self.g.nodes.push(Node { kind, dtype, shape, op });
+        self.g.nodes.len() - 1
+    }
+
+    fn node(&self, n: NodeId) -> &Node {
+        &self.g.nodes[n]
+    }
+
+    fn dtype(&self, n: NodeId) -> DType {
+        self.g.nodes[n].dtype
+    }
+
+    fn shape(&self, n: NodeId) -> Vec<usize> {
+        self.g.nodes[n].shape.clone()
+    }
+
+    /// PyTorch's `result_type` over tensors and scalars (as `runtime::kernels::elementwise`).
+    fn result_type(&self, ops: &[Operand]) -> DType {
+        let (mut dim, mut zero, mut wrapped) = (None, None, None);
+        for o in ops {
+            match o {
+                Operand::Node(n) if !self.node(*n).shape.is_empty() => dim = promote_opt(dim, self.dtype(*n)),
+                Operand::Node(n) => zero = promote_opt(zero, self.dtype(*n)),
+                Operand::Scalar(s) => {
+                    let d = if s.is_floating() { DType::F32 } else { s.wrapped_dtype() };
+                    wrapped = promote_opt(wrapped, d);
+                }
+            }
+        }
+        combine_categories(dim, combine_categories(zero, wrapped)).unwrap_or(DType::F32)
+    }
+
+    fn constant(&mut self, c: Const, dtype: DType, op: &'static str) -> NodeId {
+        self.push(NodeKind::Const(c), dtype, vec![], op)
+    }
+
+    /// Converts node `n` to `dtype` (no node when it already has it).
+    fn cast(&mut self, n: NodeId, dtype: DType, op: &'static str) -> Result<NodeId, JitError> {
+        check_dtype(op, dtype)?;
+        if self.dtype(n) == dtype {
+            return Ok(n);
+        }
+        if let NodeKind::Const(c) = self.node(n).kind
+            && self.node(n).shape.is_empty()
+        {
+            let s = match c {
+                Const::Bool(b) => Scalar::Bool(b),
+                Const::Int(i) => Scalar::Int(i),
+                Const::Float(f) => Scalar::Float(f),
+            };
+            // Tensor-to-tensor casts of constants use `cast`, which for these dtypes agrees with
+            // the scalar conversion (floats via f64, ints wrapping, bool as != 0).
+            return Ok(self.constant(scalar_to(s, dtype), dtype, op));
+        }
+        let shape = self.shape(n);
+        Ok(self.push(NodeKind::Cast(n), dtype, shape, op))
+    }
+
+    /// An operand as a node of `dtype` (scalars become constants).
+    fn operand(&mut self, o: Operand, dtype: DType, op: &'static str) -> Result<NodeId, JitError> {
+        match o {
+            Operand::Node(n) => self.cast(n, dtype, op),
+            Operand::Scalar(s) => Ok(self.constant(scalar_to(s, dtype), dtype, op)),
+        }
+    }
+
+    fn shape_of(&self, o: Operand) -> Vec<usize> {
+        match o {
+            Operand::Node(n) => self.shape(n),
+            Operand::Scalar(_) => vec![],
+        }
+    }
+
+    fn unary(&mut self, u: Unary, a: NodeId, op: &'static str) -> NodeId {
+        let (d, s) = (self.dtype(a), self.shape(a));
+        self.push(NodeKind::Unary(u, a), d, s, op)
+    }
+
+    fn binary(&mut self, bop: Binary, a: NodeId, b: NodeId, op: &'static str) -> Result<NodeId, JitError> {
+        let s = broadcast(op, &self.shape(a), &self.shape(b))?;
+        let d = self.dtype(a);
+        Ok(self.push(NodeKind::Binary(bop, a, b), d, s, op))
+    }
+
+    fn cmp(&mut self, c: Cmp, a: NodeId, b: NodeId, op: &'static str) -> Result<NodeId, JitError> {
+        let s = broadcast(op, &self.shape(a), &self.shape(b))?;
+        Ok(self.push(NodeKind::Cmp(c, a, b), DType::Bool, s, op))
+    }
+
+    fn select(&mut self, c: NodeId, a: NodeId, b: NodeId, op: &'static str) -> Result<NodeId, JitError> {
+        let s = broadcast(op, &broadcast(op, &self.shape(c), &self.shape(a))?, &self.shape(b))?;
+        let d = self.dtype(a);
+        Ok(self.push(NodeKind::Select(c, a, b), d, s, op))
+    }
+
+    /// Lowers one aten op with arguments in schema order.
+    fn lower(&mut self, name: &str, args: &[Arg]) -> Result<NodeId, JitError> {
+        let op: &'static str = intern(name);
+        let bad = |m: &str| JitError::Invalid(format!("{op}: {m}"));
+        let arg = |i: usize| args.get(i).cloned().unwrap_or(Arg::Attr(Attribute::None));
+        let tensor = |i: usize| match arg(i) {
+            Arg::Node(n) => Ok(n),
+            Arg::Attr(a) => Err(bad(&format!("argument {i} must be a tensor, got {}", a.kind_name()))),
+        };
+        let operand = |i: usize| -> Result<Operand, JitError> {
+            match arg(i) {
+                Arg::Node(n) => Ok(Operand::Node(n)),
+                Arg::Attr(a) => attr_scalar(&a)
+                    .map(Operand::Scalar)
+                    .ok_or_else(|| bad(&format!("argument {i} must be a tensor or a number, got {}", a.kind_name()))),
+            }
+        };
+        let opt_scalar = |i: usize| -> Result<Option<Scalar>, JitError> {
+            match arg(i) {
+                Arg::Attr(Attribute::None) => Ok(None),
+                Arg::Attr(a) => attr_scalar(&a).map(Some).ok_or_else(|| bad(&format!("argument {i} must be a number"))),
+                Arg::Node(_) => Err(JitError::Unsupported(format!("{op}: a scalar argument computed at run time"))),
+            }
+        };
+        let scalar_or = |i: usize, d: Scalar| -> Result<Scalar, JitError> { Ok(opt_scalar(i)?.unwrap_or(d)) };
+        let base = name.split('.').take(2).collect::<Vec<_>>().join(".");
+        match base.as_str() {
+            "aten.add" | "aten.sub" | "aten.rsub" => {
+                let (mut a, mut b) = (operand(0)?, operand(1)?);
+                if base == "aten.rsub" {
+                    std::mem::swap(&mut a, &mut b);
+                }
+                let mut alpha = scalar_or(2, Scalar::Int(1))?;
+                if base != "aten.add" {
+                    let is_bool = |o: &Operand| match o {
+                        Operand::Node(n) => self.dtype(*n) == DType::Bool,
+                        Operand::Scalar(s) => matches!(s, Scalar::Bool(_)),
+                    };
+                    if is_bool(&a) && is_bool(&b) || self.result_type(&[a, b]) == DType::Bool {
+                        return Err(bad("subtraction with two bool tensors is not supported"));
+                    }
+                    alpha = match alpha {
+                        Scalar::Float(f) => Scalar::Float(-f),
+                        s => Scalar::Int(s.to_i64().wrapping_neg()),
+                    };
+                }
+                self.add(op, a, b, alpha)
+            }
+            "aten.mul" => self.arith(op, operand(0)?, operand(1)?, Binary::Mul, false),
+            "aten.div" => {
+                let mode = match arg(2) {
+                    Arg::Attr(Attribute::Str(s)) => Some(s.to_string()),
+                    Arg::Attr(Attribute::None) => None,
+                    _ if name.ends_with("_mode") => return Err(bad("rounding_mode must be a string")),
+                    _ => None,
+                };
+                let (a, b) = (operand(0)?, operand(1)?);
+                match mode.as_deref() {
+                    None => self.arith(op, a, b, Binary::Div, true),
+                    Some("trunc") => {
+                        let ct = self.result_type(&[a, b]);
+                        if ct.is_floating() {
+                            let q = self.arith(op, a, b, Binary::Div, false)?;
+                            Ok(self.unary(Unary::Trunc, q, op))
+                        } else {
+                            self.int_div(op, a, b, Binary::DivTrunc)
+                        }
+                    }
+                    Some("floor") => self.int_div(op, a, b, Binary::DivFloor),
+                    Some(m) => Err(bad(&format!("rounding_mode must be None, 'trunc' or 'floor', got '{m}'"))),
+                }
+            }
+            "aten.floor_divide" => self.int_div(op, operand(0)?, operand(1)?, Binary::DivFloor),
+            "aten.remainder" => self.int_div(op, operand(0)?, operand(1)?, Binary::Rem),
+            "aten.fmod" => self.int_div(op, operand(0)?, operand(1)?, Binary::Fmod),
+            "aten.maximum" => self.arith(op, operand(0)?, operand(1)?, Binary::Max, false),
+            "aten.minimum" => self.arith(op, operand(0)?, operand(1)?, Binary::Min, false),
+            "aten.eq" | "aten.ne" | "aten.lt" | "aten.le" | "aten.gt" | "aten.ge" => {
+                let c = match &base[5..] {
+                    "eq" => Cmp::Eq,
+                    "ne" => Cmp::Ne,
+                    "lt" => Cmp::Lt,
+                    "le" => Cmp::Le,
+                    "gt" => Cmp::Gt,
+                    _ => Cmp::Ge,
+                };
+                let (a, b) = (operand(0)?, operand(1)?);
+                let ct = self.result_type(&[a, b]);
+                let (x, y) = (self.operand(a, ct, op)?, self.operand(b, ct, op)?);
+                self.cmp(c, x, y, op)
+            }
+            "aten.logical_and" | "aten.logical_or" | "aten.logical_xor" => {
+                let bop = match base.as_str() {
+                    "aten.logical_and" => Binary::And,
+                    "aten.logical_or" => Binary::Or,
+                    _ => Binary::Xor,
+                };
+                let x = self.cast(tensor(0)?, DType::Bool, op)?;
+                let y = self.cast(tensor(1)?, DType::Bool, op)?;
+                self.binary(bop, x, y, op)
+            }
+            "aten.logical_not" => {
+                let t = tensor(0)?;
+                let d = self.dtype(t);
+                let zero = self.constant(scalar_to(Scalar::Int(0), d), d, op);
+                self.cmp(Cmp::Eq, t, zero, op)
+            }
+            "aten.bitwise_not" if self.dtype(tensor(0)?) == DType::Bool => {
+                let t = tensor(0)?;
+                Ok(self.unary(Unary::Not, t, op))
+            }
+            "aten.where" => {
+                let c = self.cast(tensor(0)?, DType::Bool, op)?;
+                let (a, b) = (operand(1)?, operand(2)?);
+                let rt = self.result_type(&[a, b]);
+                let (x, y) = (self.operand(a, rt, op)?, self.operand(b, rt, op)?);
+                self.select(c, x, y, op)
+            }
+            "aten.masked_fill" => {
+                let t = tensor(0)?;
+                let mask = tensor(1)?;
+                if self.dtype(mask) != DType::Bool {
+                    return Err(bad("expected a bool mask"));
+                }
+                let value = match arg(2) {
+                    Arg::Attr(a) => attr_scalar(&a).ok_or_else(|| bad("value must be a number"))?,
+                    Arg::Node(n) => match self.node(n).kind {
+                        NodeKind::Const(Const::Bool(b)) if self.node(n).shape.is_empty() => Scalar::Bool(b),
+                        NodeKind::Const(Const::Int(i)) if self.node(n).shape.is_empty() => Scalar::Int(i),
+                        NodeKind::Const(Const::Float(f)) if self.node(n).shape.is_empty() => Scalar::Float(f),
+                        _ => return Err(JitError::Unsupported(format!("{op}: a fill value computed at run time"))),
+                    },
+                };
+                let shape = broadcast(op, &self.shape(t), &self.shape(mask))?;
+                if shape != self.shape(t) {
+                    return Err(bad("mask cannot be broadcast to self"));
+                }
+                let d = self.dtype(t);
+                let v = self.constant(scalar_to(value, d), d, op);
+                self.select(mask, v, t, op)
+            }
+            "aten.clamp" | "aten.clamp_min" | "aten.clamp_max" => {
+                let t = tensor(0)?;
+                let (lo, hi) = match base.as_str() {
+                    "aten.clamp" => (opt_scalar(1)?, opt_scalar(2)?),
+                    "aten.clamp_min" => (opt_scalar(1)?, None),
+                    _ => (None, opt_scalar(1)?),
+                };
+                if name == "aten.clamp.Tensor" {
+                    return Err(JitError::Unsupported(format!("{op}: tensor bounds")));
+                }
+                self.clamp(op, t, lo, hi)
+            }
+            "aten.neg" => {
+                let t = tensor(0)?;
+                if self.dtype(t) == DType::Bool {
+                    return Err(bad("negation on a bool tensor is not supported"));
+                }
+                Ok(self.unary(Unary::Neg, t, op))
+            }
+            "aten.abs" => {
+                let t = tensor(0)?;
+                if self.dtype(t) == DType::Bool {
+                    return Ok(t);
+                }
+                Ok(self.unary(Unary::Abs, t, op))
+            }
+            "aten.relu" => {
+                let t = tensor(0)?;
+                if self.dtype(t) == DType::Bool {
+                    return Err(bad("not supported on bool tensors"));
+                }
+                Ok(self.unary(Unary::Relu, t, op))
+            }
+            "aten.square" => {
+                let mut t = tensor(0)?;
+                if self.dtype(t) == DType::Bool {
+                    t = self.cast(t, DType::I64, op)?;
+                }
+                Ok(self.unary(Unary::Square, t, op))
+            }
+            "aten.floor" | "aten.ceil" | "aten.round" | "aten.trunc" | "aten.fix" => {
+                let t = tensor(0)?;
+                if name == "aten.round.decimals" {
+                    return Err(JitError::Unsupported(format!("{op}: decimals")));
+                }
+                if !self.dtype(t).is_floating() {
+                    return Ok(t);
+                }
+                let u = match base.as_str() {
+                    "aten.floor" => Unary::Floor,
+                    "aten.ceil" => Unary::Ceil,
+                    "aten.round" => Unary::Round,
+                    _ => Unary::Trunc,
+                };
+                Ok(self.unary(u, t, op))
+            }
+            "aten.exp" | "aten.log" | "aten.sqrt" | "aten.rsqrt" | "aten.reciprocal" | "aten.sin" | "aten.cos"
+            | "aten.tanh" | "aten.sigmoid" | "aten.erf" | "aten.exp2" | "aten.expm1" | "aten.log2" | "aten.log10"
+            | "aten.log1p" | "aten.tan" | "aten.asin" | "aten.acos" | "aten.atan" | "aten.sinh" | "aten.cosh"
+            | "aten.asinh" | "aten.acosh" | "aten.atanh" | "aten.erfc" => {
+                let t = tensor(0)?;
+                let d = float_result(self.dtype(t));
+                let x = self.cast(t, d, op)?;
+                let u = match &base[5..] {
+                    "exp" => Unary::Exp,
+                    "log" => Unary::Log,
+                    "sqrt" => Unary::Sqrt,
+                    "rsqrt" => Unary::Rsqrt,
+                    "reciprocal" => Unary::Recip,
+                    "sin" => Unary::Sin,
+                    "cos" => Unary::Cos,
+                    "tanh" => Unary::Tanh,
+                    "sigmoid" => Unary::Sigmoid,
+                    "erf" => Unary::Erf,
+                    "exp2" => Unary::Lib(LibFn::Exp2),
+                    "expm1" => Unary::Lib(LibFn::Expm1),
+                    "log2" => Unary::Lib(LibFn::Log2),
+                    "log10" => Unary::Lib(LibFn::Log10),
+                    "log1p" => Unary::Lib(LibFn::Log1p),
+                    "tan" => Unary::Lib(LibFn::Tan),
+                    "asin" => Unary::Lib(LibFn::Asin),
+                    "acos" => Unary::Lib(LibFn::Acos),
+                    "atan" => Unary::Lib(LibFn::Atan),
+                    "sinh" => Unary::Lib(LibFn::Sinh),
+                    "cosh" => Unary::Lib(LibFn::Cosh),
+                    "asinh" => Unary::Lib(LibFn::Asinh),
+                    "acosh" => Unary::Lib(LibFn::Acosh),
+                    "atanh" => Unary::Lib(LibFn::Atanh),
+                    _ => Unary::Lib(LibFn::Erfc),
+                };
+                Ok(self.unary(u, x, op))
+            }
+            "aten.gelu" | "aten.silu" => {
+                let t = tensor(0)?;
+                if !self.dtype(t).is_floating() {
+                    return Err(bad(&format!("not implemented for {}", self.dtype(t).torch_name())));
+                }
+                let u = if base == "aten.silu" {
+                    Unary::Silu
+                } else {
+                    match arg(1) {
+                        Arg::Attr(Attribute::Str(s)) if &*s == "tanh" => Unary::GeluTanh,
+                        Arg::Attr(Attribute::Str(s)) if &*s == "none" => Unary::GeluErf,
+                        Arg::Attr(Attribute::None) => Unary::GeluErf,
+                        _ => return Err(bad("approximate must be 'none' or 'tanh'")),
+                    }
+                };
+                Ok(self.unary(u, t, op))
+            }
+            "aten.pow" if name == "aten.pow.Tensor_Scalar" => {
+                let t = tensor(0)?;
+                let e = opt_scalar(1)?.ok_or_else(|| bad("exponent must be a number"))?;
+                let rt = self.result_type(&[Operand::Node(t), Operand::Scalar(e)]);
+                if !rt.is_floating() && e.to_i64() < 0 && !e.is_floating() {
+                    return Err(bad("integers to negative integer powers are not allowed"));
+                }
+                let x = self.cast(t, rt, op)?;
+                if rt.is_floating() {
+                    Ok(self.unary(Unary::PowF(e.to_f64()), x, op))
+                } else if rt == DType::Bool {
+                    Err(JitError::unsupported_dtype(op, rt))
+                } else {
+                    let k = match scalar_to(e, rt) {
+                        Const::Int(k) => k,
+                        _ => 0,
+                    };
+                    if k < 0 {
+                        return Err(JitError::Unsupported(format!("{op}: negative integer exponent")));
+                    }
+                    Ok(self.unary(Unary::PowI(k as u64), x, op))
+                }
+            }
+            "aten.pow" if name == "aten.pow.Tensor_Tensor" => {
+                let (a, b) = (operand(0)?, operand(1)?);
+                let rt = self.result_type(&[a, b]);
+                if !rt.is_floating() {
+                    return Err(JitError::Unsupported(format!("{op}: integer powers of tensors")));
+                }
+                self.arith(op, a, b, Binary::Pow, false)
+            }
+            "aten._to_copy" | "aten.to" | "aten.type_as" | "aten.clone" | "aten.alias" | "aten.detach"
+            | "aten.contiguous" | "aten.lift_fresh_copy" => {
+                let t = tensor(0)?;
+                let d = match base.as_str() {
+                    "aten._to_copy" | "aten.to" => match arg(1) {
+                        Arg::Attr(Attribute::DType(d)) => d,
+                        Arg::Attr(Attribute::Int(c)) => {
+                            DType::from_scalar_type_code(c).ok_or_else(|| bad(&format!("unknown dtype code {c}")))?
+                        }
+                        Arg::Attr(Attribute::None) => self.dtype(t),
+                        _ => return Err(bad("dtype must be a constant")),
+                    },
+                    "aten.type_as" => self.dtype(tensor(1)?),
+                    _ => self.dtype(t),
+                };
+                if name != "aten._to_copy" && name != "aten.to.dtype" && base.as_str() == "aten.to" {
+                    return Err(JitError::Unsupported(format!("{op}: this overload")));
+                }
+                self.cast(t, d, op)
+            }
+            "aten.scalar_tensor" => {
+                let s = opt_scalar(0)?.ok_or_else(|| bad("s must be a number"))?;
+                let d = match arg(1) {
+                    Arg::Attr(Attribute::DType(d)) => d,
+                    Arg::Attr(Attribute::Int(c)) => DType::from_scalar_type_code(c).ok_or_else(|| bad("unknown dtype"))?,
+                    _ => DType::F32,
+                };
+                check_dtype(op, d)?;
+                Ok(self.constant(scalar_to(s, d), d, op))
+            }
+            _ => Err(JitError::Unsupported(format!("{op}: no JIT lowering"))),
+        }
+    }
+
+    /// `a + alpha * b` as `runtime::kernels::binary::add` computes it.
+    fn add(&mut self, op: &'static str, a: Operand, b: Operand, alpha: Scalar) -> Result<NodeId, JitError> {
+        let rt = self.result_type(&[a, b]);
+        if !rt.is_floating() && alpha.is_floating() {
+            return Err(JitError::Invalid(format!(
+                "{op}: for integral input tensors, argument alpha must not be a floating point number"
+            )));
+        }
+        let (x, y) = (self.operand(a, rt, op)?, self.operand(b, rt, op)?);
+        match rt {
+            DType::Bool => {
+                if alpha.to_i64() != 0 {
+                    self.binary(Binary::Or, x, y, op)
+                } else {
+                    // `a || false`, with the broadcast shape of both.
+                    let f = self.constant(Const::Bool(false), DType::Bool, op);
+                    let z = self.binary(Binary::And, y, f, op)?;
+                    self.binary(Binary::Or, x, z, op)
+                }
+            }
+            d if d.is_floating() => {
+                let al = alpha.to_f64();
+                if al == 1.0 {
+                    self.binary(Binary::Add, x, y, op)
+                } else {
+                    let c = if d == DType::F32 { Const::Float(al as f32 as f64) } else { Const::Float(al) };
+                    let k = self.constant(c, d, op);
+                    let p = self.binary(Binary::Mul, k, y, op)?;
+                    self.binary(Binary::Add, x, p, op)
+                }
+            }
+            d => {
+                let al = alpha.to_i64();
+                if al == 1 {
+                    self.binary(Binary::Add, x, y, op)
+                } else {
+                    let k = self.constant(scalar_to(Scalar::Int(al), d), d, op);
+                    let p = self.binary(Binary::Mul, k, y, op)?;
+                    self.binary(Binary::Add, x, p, op)
+                }
+            }
+        }
+    }
+
+    /// A binary op computed in the promoted dtype (`int_to_float`: integers promote to f32).
+    fn arith(&mut self, op: &'static str, a: Operand, b: Operand, bop: Binary, int_to_float: bool) -> Result<NodeId, JitError> {
+        let rt = self.result_type(&[a, b]);
+        let ct = if int_to_float { float_result(rt) } else { rt };
+        let (x, y) = (self.operand(a, ct, op)?, self.operand(b, ct, op)?);
+        match (bop, ct) {
+            (Binary::Mul, DType::Bool) => self.binary(Binary::And, x, y, op),
+            (Binary::Max, DType::Bool) => self.binary(Binary::Or, x, y, op),
+            (Binary::Min, DType::Bool) => self.binary(Binary::And, x, y, op),
+            (Binary::Div, DType::Bool) => Err(JitError::unsupported_dtype(op, ct)),
+            _ => self.binary(bop, x, y, op),
+        }
+    }
+
+    /// Division with rounding and remainders.
+    fn int_div(&mut self, op: &'static str, a: Operand, b: Operand, bop: Binary) -> Result<NodeId, JitError> {
+        let ct = self.result_type(&[a, b]);
+        if ct == DType::Bool {
+            return Err(JitError::unsupported_dtype(op, ct));
+        }
+        let _ = (self.shape_of(a), self.shape_of(b));
+        let (x, y) = (self.operand(a, ct, op)?, self.operand(b, ct, op)?);
+        self.binary(bop, x, y, op)
+    }
+
+    /// `clamp` with scalar bounds, as `runtime::kernels::unary::clamp_scalar`.
+    fn clamp(&mut self, op: &'static str, t: NodeId, lo: Option<Scalar>, hi: Option<Scalar>) -> Result<NodeId, JitError> {
+        if lo.is_none() && hi.is_none() {
+            return Err(JitError::Invalid(format!("{op}: at least one of 'min' or 'max' must not be None")));
+        }
+        let mut ops = vec![Operand::Node(t)];
+        ops.extend(lo.map(Operand::Scalar));
+        ops.extend(hi.map(Operand::Scalar));
+        let rt = self.result_type(&ops);
+        if rt == DType::Bool {
+            return Err(JitError::unsupported_dtype(op, rt));
+        }
+        let mut v = self.cast(t, rt, op)?;
+        let x = v;
+        for (bound, bop) in [(lo, Binary::ClampLo), (hi, Binary::ClampHi)] {
+            let Some(s) = bound else { continue };
+            let c = scalar_to(s, rt);
+            if let Const::Float(f) = c
+                && f.is_nan()
+            {
+                // A NaN bound makes every result NaN (NaN inputs stay NaN too).
+                let k = self.constant(c, rt, op);
+                let nan_or_x = self.binary(Binary::Add, x, k, op)?;
+                return Ok(nan_or_x);
+            }
+            let k = self.constant(c, rt, op);
+            v = self.binary(bop, v, k, op)?;
+        }
+        Ok(v)
+    }
+}
+
+/// Interns an op name as a static string (op names come from a fixed data file).
+fn intern(name: &str) -> &'static str {
+    static NAMES: OnceLock<std::sync::Mutex<HashMap<String, &'static str>>> = OnceLock::new();
+    let m = NAMES.get_or_init(Default::default);
+    let mut g = match m.lock() {
+        Ok(g) => g,
+        Err(p) => p.into_inner(),
+    };
+    if let Some(s) = g.get(name) {
+        return s;
+    }
+    let s: &'static str = Box::leak(name.to_string().into_boxed_str());
+    g.insert(name.to_string(), s);
+    s
+}

@@ -1,0 +1,642 @@
+//! Compiling a typed graph to native code, and running the compiled kernel: the guard that
+//! checks inputs against the specialization, output allocation, and the split of the
+//! iteration space across rayon workers.
+
+use std::collections::HashMap;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+use cranelift_codegen::ir::condcodes::IntCC;
+use cranelift_codegen::ir::{AbiParam, InstBuilder, MemFlagsData, UserFuncName, Value, types};
+use cranelift_codegen::isa::OwnedTargetIsa;
+use cranelift_codegen::settings::{self, Configurable};
+use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext};
+use cranelift_jit::{JITBuilder, JITModule};
+use cranelift_module::{Linkage, Module as _, default_libcall_names};
+use ir::DType;
+use rayon::prelude::*;
+use runtime::Tensor;
+
+use crate::codegen::{Access, Emitter, Layout, Mode, vector_lanes};
+use crate::error::JitError;
+use crate::group::{Graph, Group, NodeKind};
+use crate::spec::KernelSpec;
+
+/// The native entry point: `(ptrs, start, end, err)`.
+type EntryFn = unsafe extern "C" fn(*const *mut u8, i64, i64, *mut u32);
+
+/// How a kernel splits its work across threads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RunOptions {
+    /// Kernels with fewer elements than this run on the calling thread.
+    pub parallel_threshold: usize,
+    /// Elements per task when running in parallel (rounded to a multiple of 64).
+    pub chunk: usize,
+}
+
+impl Default for RunOptions {
+    fn default() -> RunOptions {
+        RunOptions { parallel_threshold: 64 * 1024, chunk: 32 * 1024 }
+    }
+}
+
+/// The compiled code of a kernel; freed when the kernel is dropped.
+struct Code {
+    module: Option<JITModule>,
+}
+
+impl Drop for Code {
+    fn drop(&mut self) {
+        if let Some(m) = self.module.take() {
+            // SAFETY: the entry pointer lives only in the `Kernel` that owns this `Code`, which is
+            // being dropped, so no call into the code can be running or start later.
+            unsafe { m.free_memory() };
+        }
+    }
+}
+
+/// A native kernel specialized to one input spec.
+pub struct Kernel {
+    entry: EntryFn,
+    _code: Mutex<Code>,
+    spec: KernelSpec,
+    outputs: Vec<(DType, Vec<usize>)>,
+    numel: usize,
+    lanes: u8,
+    compile_time: Duration,
+    /// The first op that can raise at run time (integer division), for error messages.
+    raising_op: Option<&'static str>,
+}
+
+impl std::fmt::Debug for Kernel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Kernel")
+            .field("spec", &self.spec)
+            .field("outputs", &self.outputs)
+            .field("lanes", &self.lanes)
+            .field("compile_time", &self.compile_time)
+            .finish()
+    }
+}
+
+fn isa() -> Result<OwnedTargetIsa, JitError> {
+    static ISA: OnceLock<Result<OwnedTargetIsa, String>> = OnceLock::new();
+    ISA.get_or_init(|| {
+        let mut fb = settings::builder();
+        fb.set("opt_level", "speed").map_err(|e| e.to_string())?;
+        fb.set("is_pic", "false").map_err(|e| e.to_string())?;
+        fb.set("use_colocated_libcalls", "false").map_err(|e| e.to_string())?;
+        let ib = cranelift_native::builder().map_err(|e| e.to_string())?;
+        ib.finish(settings::Flags::new(fb)).map_err(|e| e.to_string())
+    })
+    .clone()
+    .map_err(JitError::Codegen)
+}
+
+impl Kernel {
+    /// The specialization the kernel was compiled for.
+    pub fn spec(&self) -> &KernelSpec {
+        &self.spec
+    }
+
+    /// Dtype and shape of each output.
+    pub fn outputs(&self) -> &[(DType, Vec<usize>)] {
+        &self.outputs
+    }
+
+    /// Elements per SIMD iteration of the inner loop (1: scalar code only).
+    pub fn lanes(&self) -> u8 {
+        self.lanes
+    }
+
+    /// Wall time spent generating and compiling the code.
+    pub fn compile_time(&self) -> Duration {
+        self.compile_time
+    }
+
+    /// Number of elements of the iteration space.
+    pub fn numel(&self) -> usize {
+        self.numel
+    }
+
+    /// Runs the kernel on `inputs`, returning freshly allocated contiguous outputs.
+    pub fn run(&self, inputs: &[Tensor]) -> Result<Vec<Tensor>, JitError> {
+        self.run_with(inputs, RunOptions::default())
+    }
+
+    pub fn run_with(&self, inputs: &[Tensor], opts: RunOptions) -> Result<Vec<Tensor>, JitError> {
+        let outs = self
+            .outputs
+            .iter()
+            .map(|(d, s)| Tensor::zeros(*d, s))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| JitError::Runtime { op: "jit".into(), message: e.message })?;
+        self.run_into_with(inputs, &outs, opts)?;
+        Ok(outs)
+    }
+
+    /// Runs the kernel writing into `outputs` (contiguous tensors of the output dtypes and
+    /// shapes, overlapping neither each other nor the inputs).
+    pub fn run_into(&self, inputs: &[Tensor], outputs: &[Tensor]) -> Result<(), JitError> {
+        self.run_into_with(inputs, outputs, RunOptions::default())
+    }
+
+    pub fn run_into_with(&self, inputs: &[Tensor], outputs: &[Tensor], opts: RunOptions) -> Result<(), JitError> {
+        let ptrs = self.guard(inputs, outputs)?;
+        if self.numel == 0 {
+            return Ok(());
+        }
+        let err = AtomicU32::new(0);
+        let call = |start: usize, end: usize| {
+            let raw: Vec<*mut u8> = ptrs.iter().map(|&p| p as *mut u8).collect();
+            let mut e: u32 = 0;
+            // SAFETY: `guard` checked every input and output against the specialization the
+            // code was generated for (dtypes, sizes, strides, storage bounds), so every address
+            // the code computes for linear indices in `start..end ⊆ 0..numel` lies inside the
+            // tensors' storage; outputs overlap nothing else, so the writes race with no reads,
+            // and chunks write disjoint elements.
+            unsafe { (self.entry)(raw.as_ptr(), start as i64, end as i64, &mut e) };
+            if e != 0 {
+                err.fetch_or(e, Ordering::Relaxed);
+            }
+        };
+        let n = self.numel;
+        if n < opts.parallel_threshold || rayon::current_num_threads() <= 1 {
+            call(0, n);
+        } else {
+            let chunk = opts.chunk.max(64).div_ceil(64) * 64;
+            let tasks = n.div_ceil(chunk);
+            (0..tasks).into_par_iter().for_each(|t| call(t * chunk, ((t + 1) * chunk).min(n)));
+        }
+        if err.load(Ordering::Relaxed) != 0 {
+            return Err(JitError::Runtime {
+                op: self.raising_op.unwrap_or("jit").to_string(),
+                message: "ZeroDivisionError: integer division by zero".into(),
+            });
+        }
+        Ok(())
+    }
+
+    /// Checks inputs and outputs; returns the base address of each (inputs, then outputs).
+    fn guard(&self, inputs: &[Tensor], outputs: &[Tensor]) -> Result<Vec<usize>, JitError> {
+        if inputs.len() != self.spec.inputs.len() {
+            return Err(JitError::Guard(format!("expected {} inputs, got {}", self.spec.inputs.len(), inputs.len())));
+        }
+        if outputs.len() != self.outputs.len() {
+            return Err(JitError::Guard(format!("expected {} outputs, got {}", self.outputs.len(), outputs.len())));
+        }
+        let mut ptrs = Vec::with_capacity(inputs.len() + outputs.len());
+        for (i, (t, s)) in inputs.iter().zip(&self.spec.inputs).enumerate() {
+            if t.dtype() != s.dtype || t.sizes() != s.sizes.as_slice() || t.strides() != s.strides.as_slice() {
+                return Err(JitError::Guard(format!(
+                    "input {i}: {} {:?} strides {:?}, specialized to {} {:?} strides {:?}",
+                    t.dtype().torch_name(),
+                    t.sizes(),
+                    t.strides(),
+                    s.dtype.torch_name(),
+                    s.sizes,
+                    s.strides
+                )));
+            }
+            ptrs.push(base_address(t, &format!("input {i}"))?);
+        }
+        for (i, (t, (d, s))) in outputs.iter().zip(&self.outputs).enumerate() {
+            if t.dtype() != *d || t.sizes() != s.as_slice() || !t.is_contiguous() {
+                return Err(JitError::Guard(format!(
+                    "output {i}: expected a contiguous {} tensor of shape {s:?}, got {} {:?}",
+                    d.torch_name(),
+                    t.dtype().torch_name(),
+                    t.sizes()
+                )));
+            }
+            for (j, x) in inputs.iter().enumerate() {
+                if t.numel() > 0 && x.numel() > 0 && t.may_overlap(x) {
+                    return Err(JitError::Guard(format!("output {i} overlaps input {j}")));
+                }
+            }
+            for (j, o) in outputs.iter().enumerate().take(i) {
+                if t.numel() > 0 && o.numel() > 0 && t.may_overlap(o) {
+                    return Err(JitError::Guard(format!("output {i} overlaps output {j}")));
+                }
+            }
+            ptrs.push(base_address(t, &format!("output {i}"))?);
+        }
+        Ok(ptrs)
+    }
+}
+
+/// The address of a tensor's first element, after checking that every element it spans lies
+/// inside its storage.
+fn base_address(t: &Tensor, what: &str) -> Result<usize, JitError> {
+    let es = t.dtype().size_bytes();
+    let nbytes = t.storage().nbytes();
+    if t.numel() > 0 {
+        let mut last = t.offset();
+        for (&s, &st) in t.sizes().iter().zip(t.strides()) {
+            last = s
+                .checked_sub(1)
+                .and_then(|k| k.checked_mul(st))
+                .and_then(|k| k.checked_add(last))
+                .ok_or_else(|| JitError::Guard(format!("{what}: strides overflow")))?;
+        }
+        let end = last.checked_add(1).and_then(|k| k.checked_mul(es));
+        if end.is_none_or(|e| e > nbytes) {
+            return Err(JitError::Guard(format!("{what}: view exceeds its storage")));
+        }
+    }
+    Ok(t.storage().as_ptr() as usize + t.offset() * es)
+}
+
+/// Strides of an input of shape `sizes`/`strides` read over the iteration space `shape`.
+fn expand_strides(sizes: &[usize], strides: &[usize], shape: &[usize]) -> Option<Vec<usize>> {
+    if sizes.len() > shape.len() {
+        return None;
+    }
+    let lead = shape.len() - sizes.len();
+    let mut out = vec![0; shape.len()];
+    for (d, &n) in shape.iter().enumerate().skip(lead) {
+        let (s, st) = (sizes[d - lead], strides[d - lead]);
+        if s == n {
+            out[d] = if n == 1 { 0 } else { st };
+        } else if s == 1 {
+            out[d] = 0;
+        } else {
+            return None;
+        }
+    }
+    Some(out)
+}
+
+impl Group {
+    /// Compiles the group for inputs of the given spec.
+    pub fn compile(&self, spec: &KernelSpec) -> Result<Kernel, JitError> {
+        let start = Instant::now();
+        let g = self.graph(spec)?;
+        compile_graph(&g, spec, start)
+    }
+}
+
+fn compile_graph(g: &Graph, spec: &KernelSpec, start: Instant) -> Result<Kernel, JitError> {
+    // Live nodes: those the outputs depend on.
+    let mut live = vec![false; g.nodes.len()];
+    let mut stack: Vec<usize> = g.outputs.clone();
+    // Integer divisions may raise, so they run even when their value is unused.
+    let raising: Vec<usize> = (0..g.nodes.len()).filter(|&i| can_raise(g, i)).collect();
+    stack.extend(&raising);
+    while let Some(n) = stack.pop() {
+        if live[n] {
+            continue;
+        }
+        live[n] = true;
+        match &g.nodes[n].kind {
+            NodeKind::Input(_) | NodeKind::Const(_) => {}
+            NodeKind::Cast(a) | NodeKind::Unary(_, a) => stack.push(*a),
+            NodeKind::Binary(_, a, b) | NodeKind::Cmp(_, a, b) => stack.extend([*a, *b]),
+            NodeKind::Select(c, a, b) => stack.extend([*c, *a, *b]),
+        }
+    }
+    let shape = g.nodes[g.outputs[0]].shape.clone();
+    for &o in &g.outputs {
+        if g.nodes[o].shape != shape {
+            return Err(JitError::Unsupported(format!(
+                "outputs of different shapes ({:?} and {:?})",
+                shape, g.nodes[o].shape
+            )));
+        }
+    }
+    let n_in = spec.inputs.len();
+    let mut used = vec![false; n_in];
+    let mut strides = Vec::new();
+    for (i, n) in g.nodes.iter().enumerate() {
+        if let NodeKind::Input(k) = n.kind
+            && live[i]
+        {
+            used[k] = true;
+        }
+    }
+    for (k, s) in spec.inputs.iter().enumerate() {
+        if !used[k] {
+            strides.push(vec![0; shape.len()]);
+            continue;
+        }
+        let e = expand_strides(&s.sizes, &s.strides, &shape)
+            .ok_or_else(|| JitError::Unsupported(format!("input {k} of shape {:?} does not broadcast to {shape:?}", s.sizes)))?;
+        strides.push(e);
+    }
+    for _ in &g.outputs {
+        strides.push(runtime::tensor::contiguous_strides(&shape));
+    }
+    let layout = Layout::new(&shape, strides);
+    let lanes = vector_lanes(g, &live, &layout, n_in, &used);
+    let raising_op = raising.first().map(|&i| g.nodes[i].op);
+    for &i in &raising {
+        if broadcast_into(&g.nodes[i].shape, &shape).is_none() {
+            return Err(JitError::Unsupported("an unused integer division does not broadcast to the output".into()));
+        }
+    }
+    let mut result = build(g, &layout, &used, lanes);
+    let mut lanes_used = lanes;
+    if let (Err(e), true) = (&result, lanes > 1) {
+        if std::env::var_os("JIT_DEBUG").is_some() {
+            eprintln!("jit: vector code failed ({e}); using scalar code");
+        }
+        // Some vector lowering is missing on this machine: fall back to scalar code.
+        result = build(g, &layout, &used, 1);
+        lanes_used = 1;
+    }
+    let (module, entry) = result?;
+    let outputs = g.outputs.iter().map(|&o| (g.nodes[o].dtype, shape.clone())).collect();
+    Ok(Kernel {
+        entry,
+        _code: Mutex::new(Code { module: Some(module) }),
+        spec: spec.clone(),
+        outputs,
+        numel: layout.numel,
+        lanes: lanes_used,
+        compile_time: start.elapsed(),
+        raising_op,
+    })
+}
+
+fn build(g: &Graph, layout: &Layout, used: &[bool], lanes: u8) -> Result<(JITModule, EntryFn), JitError> {
+    match catch_unwind(AssertUnwindSafe(|| build_inner(g, layout, used, lanes))) {
+        Ok(r) => r,
+        Err(_) => Err(JitError::Codegen("code generator panicked".into())),
+    }
+}
+
+fn build_inner(g: &Graph, layout: &Layout, used: &[bool], lanes: u8) -> Result<(JITModule, EntryFn), JitError> {
+    let isa = isa()?;
+    let mut module = JITModule::new(JITBuilder::with_isa(isa, default_libcall_names()));
+    let ptr = module.target_config().pointer_type();
+    let mut ctx = module.make_context();
+    let mut sig = module.make_signature();
+    for _ in 0..4 {
+        sig.params.push(AbiParam::new(ptr));
+    }
+    let id = module
+        .declare_function("fusion_kernel", Linkage::Export, &sig)
+        .map_err(|e| JitError::Codegen(e.to_string()))?;
+    ctx.func.signature = sig;
+    ctx.func.name = UserFuncName::user(0, id.as_u32());
+    let mut fctx = FunctionBuilderContext::new();
+    {
+        let mut b = FunctionBuilder::new(&mut ctx.func, &mut fctx);
+        let err = b.declare_var(types::I32);
+        emit_function(&mut b, g, layout, used, lanes, ptr, err)?;
+        b.seal_all_blocks();
+        b.finalize(module.target_config());
+    }
+    module.define_function(id, &mut ctx).map_err(|e| JitError::Codegen(format!("{e:?}")))?;
+    module.clear_context(&mut ctx);
+    module.finalize_definitions().map_err(|e| JitError::Codegen(e.to_string()))?;
+    let code = module.get_finalized_function(id);
+    // SAFETY: `code` is the finalized entry of a function declared with four pointer-sized
+    // parameters and no results, matching `EntryFn` under the platform's C calling convention.
+    let entry = unsafe { std::mem::transmute::<*const u8, EntryFn>(code) };
+    Ok((module, entry))
+}
+
+fn emit_function(
+    b: &mut FunctionBuilder,
+    g: &Graph,
+    layout: &Layout,
+    used: &[bool],
+    lanes: u8,
+    ptr: types::Type,
+    err: cranelift_frontend::Variable,
+) -> Result<(), JitError> {
+    let n_in = used.len();
+    let n_ops = layout.strides.len();
+    let entry = b.create_block();
+    b.append_block_params_for_function_params(entry);
+    b.switch_to_block(entry);
+    let params = b.block_params(entry).to_vec();
+    let (args, start, end, errp) = (params[0], params[1], params[2], params[3]);
+    let zero32 = b.ins().iconst(types::I32, 0);
+    b.def_var(err, zero32);
+    let es: Vec<i64> = (0..n_ops)
+        .map(|k| if k < n_in { dtype_of_input(g, k) } else { g.nodes[g.outputs[k - n_in]].dtype }.size_bytes() as i64)
+        .collect();
+    let is_used = |k: usize| k >= n_in || used[k];
+    let mut base = vec![None; n_ops];
+    for (k, slot) in base.iter_mut().enumerate() {
+        if is_used(k) {
+            *slot = Some(b.ins().load(ptr, MemFlagsData::trusted(), args, (k * 8) as i32));
+        }
+    }
+    let row = b.create_block();
+    let exit = b.create_block();
+    let prelude = b.create_block();
+    let empty = b.ins().icmp(IntCC::SignedGreaterThanOrEqual, start, end);
+    b.ins().brif(empty, exit, &[], prelude, &[]);
+
+    b.switch_to_block(prelude);
+    let inner = layout.inner() as i64;
+    let row0 = b.ins().udiv_imm_u(start, inner);
+    let col0 = b.ins().urem_imm_u(start, inner);
+    for _ in 0..3 {
+        b.append_block_param(row, ptr);
+    }
+    b.ins().jump(row, &[row0.into(), col0.into(), start.into()]);
+
+    // Row header: row pointers, the span of columns, and row-invariant inputs.
+    b.switch_to_block(row);
+    let rp = b.block_params(row).to_vec();
+    let (r, c, lin) = (rp[0], rp[1], rp[2]);
+    let nd = layout.shape.len();
+    let mut offs: Vec<Option<Value>> = vec![None; n_ops];
+    let mut rem = r;
+    for d in (0..nd - 1).rev() {
+        let n = layout.shape[d] as i64;
+        let idx = b.ins().urem_imm_u(rem, n);
+        rem = b.ins().udiv_imm_u(rem, n);
+        for k in 0..n_ops {
+            if !is_used(k) || layout.strides[k][d] == 0 {
+                continue;
+            }
+            let t = b.ins().imul_imm_s(idx, layout.strides[k][d] as i64 * es[k]);
+            offs[k] = Some(match offs[k] {
+                Some(o) => b.ins().iadd(o, t),
+                None => t,
+            });
+        }
+    }
+    let mut row_ptr = vec![None; n_ops];
+    for k in 0..n_ops {
+        if let Some(p) = base[k] {
+            row_ptr[k] = Some(match offs[k] {
+                Some(o) => b.ins().iadd(p, o),
+                None => p,
+            });
+        }
+    }
+    let inner_v = b.ins().iconst(ptr, inner);
+    let left_row = b.ins().isub(inner_v, c);
+    let left_all = b.ins().isub(end, lin);
+    let span = b.ins().umin(left_row, left_all);
+    let col_end = b.ins().iadd(c, span);
+    let inner_stride: Vec<usize> = layout.strides.iter().map(|s| *s.last().unwrap_or(&0)).collect();
+
+    let mut em = Emitter { b, g, ptr, err };
+    // Inputs that do not move along the row are loaded once per row.
+    let mut invariant_scalar: HashMap<usize, Value> = HashMap::new();
+    for k in 0..n_in {
+        if used[k] && inner_stride[k] == 0
+            && let Some(p) = row_ptr[k]
+        {
+            let d = dtype_of_input(g, k);
+            let v = em.load(Mode { lanes: 1 }, d, p);
+            invariant_scalar.insert(k, v);
+        }
+    }
+    let sloop = em.b.create_block();
+    em.b.append_block_param(sloop, ptr);
+    let next_row = em.b.create_block();
+    if lanes > 1 {
+        let mode = Mode { lanes };
+        let mut invariant_vec: HashMap<usize, Value> = HashMap::new();
+        for (&k, &v) in &invariant_scalar {
+            let d = dtype_of_input(g, k);
+            invariant_vec.insert(k, em.broadcast(mode, d, v));
+        }
+        let vloop = em.b.create_block();
+        em.b.append_block_param(vloop, ptr);
+        let vbody = em.b.create_block();
+        em.b.ins().jump(vloop, &[c.into()]);
+        em.b.switch_to_block(vloop);
+        let j = em.b.block_params(vloop)[0];
+        let jn = em.b.ins().iadd_imm_s(j, lanes as i64);
+        let fits = em.b.ins().icmp(IntCC::SignedLessThanOrEqual, jn, col_end);
+        em.b.ins().brif(fits, vbody, &[], sloop, &[j.into()]);
+        em.b.switch_to_block(vbody);
+        let accesses: Vec<Option<Access>> = (0..n_in)
+            .map(|k| {
+                if let Some(&v) = invariant_vec.get(&k) {
+                    Some(Access::Invariant(v))
+                } else {
+                    row_ptr[k].map(|p| Access::Strided { row_ptr: p, stride_bytes: es[k] })
+                }
+            })
+            .collect();
+        emit_body(&mut em, mode, j, &accesses, &row_ptr, &es, n_in)?;
+        let jn = em.b.ins().iadd_imm_s(j, lanes as i64);
+        em.b.ins().jump(vloop, &[jn.into()]);
+    } else {
+        em.b.ins().jump(sloop, &[c.into()]);
+    }
+    // Scalar loop (the tail of the vector loop, or the whole row).
+    let sbody = em.b.create_block();
+    em.b.switch_to_block(sloop);
+    let j = em.b.block_params(sloop)[0];
+    let more = em.b.ins().icmp(IntCC::SignedLessThan, j, col_end);
+    em.b.ins().brif(more, sbody, &[], next_row, &[]);
+    em.b.switch_to_block(sbody);
+    let accesses: Vec<Option<Access>> = (0..n_in)
+        .map(|k| {
+            if let Some(&v) = invariant_scalar.get(&k) {
+                Some(Access::Invariant(v))
+            } else {
+                row_ptr[k].map(|p| Access::Strided { row_ptr: p, stride_bytes: inner_stride[k] as i64 * es[k] })
+            }
+        })
+        .collect();
+    let out_es: Vec<i64> = (0..n_ops).map(|k| inner_stride[k] as i64 * es[k]).collect();
+    emit_body(&mut em, Mode { lanes: 1 }, j, &accesses, &row_ptr, &out_es, n_in)?;
+    let j1 = em.b.ins().iadd_imm_s(j, 1);
+    em.b.ins().jump(sloop, &[j1.into()]);
+
+    em.b.switch_to_block(next_row);
+    let lin2 = em.b.ins().iadd(lin, span);
+    let r1 = em.b.ins().iadd_imm_s(r, 1);
+    let zero = em.b.ins().iconst(ptr, 0);
+    let again = em.b.ins().icmp(IntCC::SignedLessThan, lin2, end);
+    em.b.ins().brif(again, row, &[r1.into(), zero.into(), lin2.into()], exit, &[]);
+
+    em.b.switch_to_block(exit);
+    let e = em.b.use_var(err);
+    let old = em.b.ins().load(types::I32, MemFlagsData::trusted(), errp, 0);
+    let e = em.b.ins().bor(old, e);
+    em.b.ins().store(MemFlagsData::trusted(), e, errp, 0);
+    em.b.ins().return_(&[]);
+    Ok(())
+}
+
+/// Whether node `i` is an integer division or remainder (which raises on a zero divisor).
+fn can_raise(g: &Graph, i: usize) -> bool {
+    use crate::group::Binary::*;
+    let n = &g.nodes[i];
+    matches!(n.kind, NodeKind::Binary(DivTrunc | DivFloor | Rem | Fmod, _, _)) && !n.dtype.is_floating()
+}
+
+fn broadcast_into(s: &[usize], shape: &[usize]) -> Option<()> {
+    let st = vec![0; s.len()];
+    expand_strides(s, &st, shape).map(|_| ())
+}
+
+fn dtype_of_input(g: &Graph, k: usize) -> DType {
+    g.nodes
+        .iter()
+        .find_map(|n| match n.kind {
+            NodeKind::Input(i) if i == k => Some(n.dtype),
+            _ => None,
+        })
+        .unwrap_or(DType::F32)
+}
+
+/// Emits the computation of all outputs for column `j` of the current row.
+fn emit_body(
+    em: &mut Emitter,
+    mode: Mode,
+    j: Value,
+    accesses: &[Option<Access>],
+    row_ptr: &[Option<Value>],
+    out_step: &[i64],
+    n_in: usize,
+) -> Result<(), JitError> {
+    let mut cache = HashMap::new();
+    let g = em.g;
+    let mut values = Vec::new();
+    for &o in &g.outputs {
+        let v = em.node(mode, o, &mut cache, &|em: &mut Emitter<'_, '_>, k: usize| -> Value {
+            let d = dtype_of_input(g, k);
+            match accesses.get(k).copied().flatten() {
+                Some(Access::Invariant(v)) => v,
+                Some(Access::Strided { row_ptr, stride_bytes }) => {
+                    let off = em.b.ins().imul_imm_s(j, stride_bytes);
+                    let addr = em.b.ins().iadd(row_ptr, off);
+                    em.load(mode, d, addr)
+                }
+                // Unused inputs are never reached from a live node.
+                None => em.iconst(mode.ty(DType::I32), 0),
+            }
+        })?;
+        values.push(v);
+    }
+    for i in 0..g.nodes.len() {
+        if can_raise(g, i) {
+            em.node(mode, i, &mut cache, &|em: &mut Emitter<'_, '_>, k: usize| -> Value {
+                let d = dtype_of_input(g, k);
+                match accesses.get(k).copied().flatten() {
+                    Some(Access::Invariant(v)) => v,
+                    Some(Access::Strided { row_ptr, stride_bytes }) => {
+                        let off = em.b.ins().imul_imm_s(j, stride_bytes);
+                        let addr = em.b.ins().iadd(row_ptr, off);
+                        em.load(mode, d, addr)
+                    }
+                    None => em.iconst(mode.ty(DType::I32), 0),
+                }
+            })?;
+        }
+    }
+    for (i, (&o, v)) in g.outputs.iter().zip(values).enumerate() {
+        let k = n_in + i;
+        let Some(p) = row_ptr[k] else { continue };
+        let off = em.b.ins().imul_imm_s(j, out_step[k]);
+        let addr = em.b.ins().iadd(p, off);
+        em.store(mode, g.nodes[o].dtype, v, addr);
+    }
+    Ok(())
+}

@@ -1,0 +1,431 @@
+//! Inline f32 transcendental functions for scalars and `f32x4` vectors: range reduction plus
+//! polynomial or rational approximations, with special values (NaN, ±inf, ±0, denormals)
+//! handled explicitly. Measured accuracy is recorded in `docs/performance.md`.
+//!
+//! The polynomial coefficients of `tanh` and `erf` were fitted for this crate by Chebyshev
+//! interpolation of the functions on the stated intervals; `exp`, `log`, `sin` and `cos` use
+//! their Taylor (or `atanh`) series, which converge fast enough on the reduced ranges.
+
+use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
+use cranelift_codegen::ir::{InstBuilder, Value};
+
+use crate::codegen::Emitter;
+use crate::shims;
+
+/// `tanh(x) = x + x^3 P(s)` for `|x| < 0.55`, with `s = x^2 * 2/0.3025 - 1` on `[-1, 1]`.
+const TANH_SMALL: [f64; 7] = [
+    -0.31432997516888167,
+    0.017907231256043217,
+    -0.0010328257202717858,
+    5.964454424676825e-05,
+    -3.444929939723705e-06,
+    2.001428672317372e-07,
+    -1.1560011487737093e-08,
+];
+const TANH_CUT: f64 = 0.55;
+
+/// `erf(x) = x P(s)` for `|x| < 0.875`, with `s = x^2 * 2/0.765625 - 1`.
+const ERF_SMALL: [f64; 8] = [
+    0.9995275084270684,
+    -0.11501988579715686,
+    0.012622533418736814,
+    -0.0011217030743489453,
+    8.216009823303061e-05,
+    -5.089762953880417e-06,
+    2.736336925934779e-07,
+    -1.287893036661103e-08,
+];
+const ERF_CUT: f64 = 0.875;
+
+/// `erfc(a) = Q(s)` for `0.875 <= a < 4`, with `s = (2a - 4.875) / 3.125`.
+const ERFC_BIG: [f64; 15] = [
+    0.0005665432545804631,
+    -0.00463372699438161,
+    0.017649008993042056,
+    -0.04105065012558408,
+    0.06379016952585927,
+    -0.06701304594636115,
+    0.04369096765951234,
+    -0.009057307124359919,
+    -0.014771420940179188,
+    0.01792060760841257,
+    -0.006151729450482672,
+    -0.004337592520055485,
+    0.003802330632661703,
+    0.000209240813459625,
+    -0.0006133955744833959,
+];
+
+/// π/2 split for Cody–Waite reduction in f64: 33 leading bits, then the rest.
+const PIO2_HI: f64 = 1.570_796_326_734_125_6;
+const PIO2_LO: f64 = 6.077_100_506_506_192e-11;
+/// Beyond this magnitude sin/cos call the library (exact reduction of huge arguments).
+const SINCOS_MAX: f64 = 1.0e6;
+
+impl Emitter<'_, '_> {
+    fn ty_of(&self, x: Value) -> cranelift_codegen::ir::Type {
+        self.b.func.dfg.value_type(x)
+    }
+
+    fn horner(&mut self, s: Value, coeffs: &[f64]) -> Value {
+        let t = self.ty_of(s);
+        let mut p = self.fconst(t, coeffs[coeffs.len() - 1]);
+        for &c in coeffs[..coeffs.len() - 1].iter().rev() {
+            let k = self.fconst(t, c);
+            let m = self.b.ins().fmul(p, s);
+            p = self.b.ins().fadd(m, k);
+        }
+        p
+    }
+
+    /// `|a|` with the sign of `s` (integer bit operations: no vector `fcopysign` on x86).
+    fn copysign(&mut self, a: Value, s: Value) -> Value {
+        let t = self.ty_of(a);
+        let ti = t.as_int();
+        let ai = self.bitcast(ti, a);
+        let si = self.bitcast(ti, s);
+        let mag = self.iconst(ti, 0x7fff_ffff);
+        let sign = self.iconst(ti, 0x8000_0000);
+        let ai = self.b.ins().band(ai, mag);
+        let si = self.b.ins().band(si, sign);
+        let r = self.b.ins().bor(ai, si);
+        self.bitcast(t, r)
+    }
+
+    fn mulc(&mut self, x: Value, c: f64) -> Value {
+        let t = self.ty_of(x);
+        let k = self.fconst(t, c);
+        self.b.ins().fmul(x, k)
+    }
+
+    fn addc(&mut self, x: Value, c: f64) -> Value {
+        let t = self.ty_of(x);
+        let k = self.fconst(t, c);
+        self.b.ins().fadd(x, k)
+    }
+
+    fn cmpc(&mut self, cc: FloatCC, x: Value, c: f64) -> Value {
+        let t = self.ty_of(x);
+        let k = self.fconst(t, c);
+        self.b.ins().fcmp(cc, x, k)
+    }
+
+    /// `2^k` for integer lanes `k` in `[-126, 127]`.
+    fn pow2i(&mut self, k: Value) -> Value {
+        let ti = self.ty_of(k);
+        let bias = self.iconst(ti, 127);
+        let e = self.b.ins().iadd(k, bias);
+        let bits = self.b.ins().ishl_imm_u(e, 23);
+        let tf = if ti.is_vector() { cranelift_codegen::ir::types::F32X4 } else { cranelift_codegen::ir::types::F32 };
+        self.bitcast(tf, bits)
+    }
+
+    /// `exp(x)`: `x = k ln2 + r`, `|r| <= ln2/2`, degree-7 Taylor polynomial of `e^r`, and a
+    /// two-step scaling by `2^k` so that results in the denormal range round once.
+    pub fn exp_f32(&mut self, x: Value) -> Value {
+        let t = self.ty_of(x);
+        let ti = t.as_int();
+        const HI: f64 = 88.722_839_355_468_75;
+        const LO: f64 = -103.972_084_045_410_16;
+        let hi = self.fconst(t, HI);
+        let lo = self.fconst(t, LO);
+        let xc = self.b.ins().fmax(x, lo);
+        let xc = self.b.ins().fmin(xc, hi);
+        let kf = self.mulc(xc, std::f64::consts::LOG2_E);
+        let kf = self.b.ins().nearest(kf);
+        let a = self.mulc(kf, 0.693_359_375);
+        let r = self.b.ins().fsub(xc, a);
+        let b2 = self.mulc(kf, -2.121_944_400_546_905_8e-4);
+        let r = self.b.ins().fsub(r, b2);
+        let p = self.horner(r, &[1.0 / 2.0, 1.0 / 6.0, 1.0 / 24.0, 1.0 / 120.0, 1.0 / 720.0, 1.0 / 5040.0]);
+        let r2 = self.b.ins().fmul(r, r);
+        let q = self.b.ins().fmul(r2, p);
+        let q = self.b.ins().fadd(q, r);
+        let e = self.addc(q, 1.0);
+        let k = self.b.ins().fcvt_to_sint_sat(ti, kf);
+        let k1 = self.b.ins().sshr_imm_u(k, 1);
+        let k2 = self.b.ins().isub(k, k1);
+        let s1 = self.pow2i(k1);
+        let s2 = self.pow2i(k2);
+        let y = self.b.ins().fmul(e, s1);
+        let y = self.b.ins().fmul(y, s2);
+        let inf = self.fconst(t, f64::INFINITY);
+        let zero = self.fconst(t, 0.0);
+        let over = self.b.ins().fcmp(FloatCC::GreaterThan, x, hi);
+        let y = self.sel(over, inf, y);
+        let under = self.b.ins().fcmp(FloatCC::LessThan, x, lo);
+        self.sel(under, zero, y)
+    }
+
+    /// `log(x)`: `x = 2^e m` with `m` in `[sqrt(2)/2, sqrt(2)]`, `log(m) = 2 atanh(f / (2 + f))`
+    /// summed as an odd series; denormals are scaled by `2^23` first.
+    pub fn log_f32(&mut self, x: Value) -> Value {
+        let t = self.ty_of(x);
+        let ti = t.as_int();
+        let small = self.cmpc(FloatCC::LessThan, x, f32::MIN_POSITIVE as f64);
+        let scaled = self.mulc(x, 8_388_608.0);
+        let xs = self.sel(small, scaled, x);
+        let m23 = self.iconst(ti, -23);
+        let z0 = self.iconst(ti, 0);
+        let ebias = self.sel(small, m23, z0);
+        let xi = self.bitcast(ti, xs);
+        let ex = self.b.ins().ushr_imm_u(xi, 23);
+        let mask = self.iconst(ti, 0xff);
+        let ex = self.b.ins().band(ex, mask);
+        let b127 = self.iconst(ti, 127);
+        let ex = self.b.ins().isub(ex, b127);
+        let ex = self.b.ins().iadd(ex, ebias);
+        let mant_mask = self.iconst(ti, 0x007f_ffff);
+        let one_bits = self.iconst(ti, 0x3f80_0000);
+        let mi = self.b.ins().band(xi, mant_mask);
+        let mi = self.b.ins().bor(mi, one_bits);
+        let m = self.bitcast(t, mi);
+        let big = self.cmpc(FloatCC::GreaterThan, m, std::f64::consts::SQRT_2);
+        let half_m = self.mulc(m, 0.5);
+        let m = self.sel(big, half_m, m);
+        let one_i = self.iconst(ti, 1);
+        let ex1 = self.b.ins().iadd(ex, one_i);
+        let ex = self.sel(big, ex1, ex);
+        let f = self.addc(m, -1.0);
+        let two_f = self.addc(f, 2.0);
+        let s = self.b.ins().fdiv(f, two_f);
+        let z = self.b.ins().fmul(s, s);
+        let p = self.horner(z, &[2.0 / 3.0, 2.0 / 5.0, 2.0 / 7.0, 2.0 / 9.0]);
+        let r = self.b.ins().fmul(z, p);
+        let ff = self.b.ins().fmul(f, f);
+        let hfsq = self.mulc(ff, 0.5);
+        let ef = self.b.ins().fcvt_from_sint(t, ex);
+        let hr = self.b.ins().fadd(hfsq, r);
+        let shr = self.b.ins().fmul(s, hr);
+        let elo = self.mulc(ef, -2.121_944_400_546_905_8e-4);
+        let inner = self.b.ins().fadd(shr, elo);
+        let inner = self.b.ins().fsub(hfsq, inner);
+        let inner = self.b.ins().fsub(f, inner);
+        let ehi = self.mulc(ef, 0.693_359_375);
+        let y = self.b.ins().fadd(ehi, inner);
+        // Special values: +inf → +inf, ±0 → -inf, negative or NaN → NaN.
+        let inf = self.fconst(t, f64::INFINITY);
+        let ninf = self.fconst(t, f64::NEG_INFINITY);
+        let nan = self.fconst(t, f64::NAN);
+        let is_inf = self.b.ins().fcmp(FloatCC::Equal, x, inf);
+        let y = self.sel(is_inf, inf, y);
+        let is_zero = self.cmpc(FloatCC::Equal, x, 0.0);
+        let y = self.sel(is_zero, ninf, y);
+        let bad = self.cmpc(FloatCC::UnorderedOrLessThan, x, 0.0);
+        self.sel(bad, nan, y)
+    }
+
+    /// `tanh(x)`: an odd polynomial below 0.55, `1 - 2 / (e^{2|x|} + 1)` with the sign of `x` above.
+    pub fn tanh_f32(&mut self, x: Value) -> Value {
+        let t = self.ty_of(x);
+        let a = self.b.ins().fabs(x);
+        let x2 = self.b.ins().fmul(x, x);
+        let s = self.mulc(x2, 2.0 / (TANH_CUT * TANH_CUT));
+        let s = self.addc(s, -1.0);
+        let p = self.horner(s, &TANH_SMALL);
+        let x3 = self.b.ins().fmul(x2, x);
+        let x3p = self.b.ins().fmul(x3, p);
+        let ys = self.b.ins().fadd(x, x3p);
+        let a2 = self.b.ins().fadd(a, a);
+        let e = self.exp_f32(a2);
+        let e1 = self.addc(e, 1.0);
+        let two = self.fconst(t, 2.0);
+        let q = self.b.ins().fdiv(two, e1);
+        let one = self.fconst(t, 1.0);
+        let yb = self.b.ins().fsub(one, q);
+        let yb = self.copysign(yb, x);
+        let small = self.cmpc(FloatCC::LessThan, a, TANH_CUT);
+        self.sel(small, ys, yb)
+    }
+
+    /// `sigmoid(x) = 1 / (1 + e^{-x})`, computed from `e^{-|x|}` so that no step overflows.
+    pub fn sigmoid_f32(&mut self, x: Value) -> Value {
+        let (num, den) = self.sigmoid_parts(x);
+        self.b.ins().fdiv(num, den)
+    }
+
+    fn sigmoid_parts(&mut self, x: Value) -> (Value, Value) {
+        let t = self.ty_of(x);
+        let a = self.b.ins().fabs(x);
+        let na = self.b.ins().fneg(a);
+        let e = self.exp_f32(na);
+        let one = self.fconst(t, 1.0);
+        let pos = self.cmpc(FloatCC::GreaterThanOrEqual, x, 0.0);
+        let num = self.sel(pos, one, e);
+        let den = self.b.ins().fadd(one, e);
+        (num, den)
+    }
+
+    /// `silu(x) = x sigmoid(x)`. For negative `x` the product `x e^{x}` is formed as
+    /// `(x e^{x + 22}) e^{-22}`, so that it rounds once even when the result is denormal.
+    pub fn silu_f32(&mut self, x: Value) -> Value {
+        let t = self.ty_of(x);
+        let a = self.b.ins().fabs(x);
+        // Only far in the negative range (where `22 - |x|` is exact) is the scaling used.
+        let far = self.cmpc(FloatCC::GreaterThan, a, 80.0);
+        let k = self.fconst(t, 22.0);
+        let shifted = self.b.ins().fsub(k, a);
+        let na = self.b.ins().fneg(a);
+        let arg = self.sel(far, shifted, na);
+        let es = self.exp_f32(arg);
+        let cf = self.fconst(t, (-22.0f64).exp() as f32 as f64);
+        let one = self.fconst(t, 1.0);
+        let c = self.sel(far, cf, one);
+        let e = self.b.ins().fmul(es, c);
+        let xs = self.b.ins().fmul(x, es);
+        let xs = self.b.ins().fmul(xs, c);
+        let pos = self.cmpc(FloatCC::GreaterThanOrEqual, x, 0.0);
+        let num = self.sel(pos, x, xs);
+        let den = self.addc(e, 1.0);
+        self.b.ins().fdiv(num, den)
+    }
+
+    /// `erf(x)`: `x P(x^2)` below 0.875, `1 - Q(|x|)` up to 4 (with the sign of `x`), ±1 beyond.
+    pub fn erf_f32(&mut self, x: Value) -> Value {
+        let t = self.ty_of(x);
+        let a = self.b.ins().fabs(x);
+        let x2 = self.b.ins().fmul(x, x);
+        let s = self.mulc(x2, 2.0 / (ERF_CUT * ERF_CUT));
+        let s = self.addc(s, -1.0);
+        let p = self.horner(s, &ERF_SMALL);
+        let ys = self.b.ins().fmul(x, p);
+        let s2 = self.mulc(a, 2.0 / 3.125);
+        let s2 = self.addc(s2, -4.875 / 3.125);
+        let q = self.horner(s2, &ERFC_BIG);
+        let one = self.fconst(t, 1.0);
+        let yb = self.b.ins().fsub(one, q);
+        let sat = self.cmpc(FloatCC::GreaterThanOrEqual, a, 4.0);
+        let yb = self.sel(sat, one, yb);
+        let yb = self.copysign(yb, x);
+        let small = self.cmpc(FloatCC::LessThan, a, ERF_CUT);
+        self.sel(small, ys, yb)
+    }
+
+    /// `gelu(x) = 0.5 x (1 + erf(x / sqrt 2))`, in the reference's order of operations.
+    pub fn gelu_erf_f32(&mut self, x: Value) -> Value {
+        let u = self.mulc(x, std::f32::consts::FRAC_1_SQRT_2 as f64);
+        let e = self.erf_f32(u);
+        let e1 = self.addc(e, 1.0);
+        let hx = self.mulc(x, 0.5);
+        self.b.ins().fmul(hx, e1)
+    }
+
+    /// `gelu(x, 'tanh') = 0.5 x (1 + tanh(k (x + 0.044715 x^3)))`.
+    pub fn gelu_tanh_f32(&mut self, x: Value) -> Value {
+        let c = self.mulc(x, 0.044715);
+        let c = self.b.ins().fmul(c, x);
+        let c = self.b.ins().fmul(c, x);
+        let inner = self.b.ins().fadd(x, c);
+        let inner = self.mulc(inner, 0.797_884_6_f32 as f64);
+        let th = self.tanh_f32(inner);
+        let th1 = self.addc(th, 1.0);
+        let hx = self.mulc(x, 0.5);
+        self.b.ins().fmul(hx, th1)
+    }
+
+    /// `sin(x)` or `cos(x)`: reduction by π/2 in f64 (exact for `|x| <= 1e6`), Taylor
+    /// polynomials of degree 9/10 on `[-π/4, π/4]`, quadrant selection; larger finite or
+    /// infinite arguments call the library function.
+    pub fn sincos_f32(&mut self, x: Value, cos: bool) -> Value {
+        use cranelift_codegen::ir::types;
+        let t = self.ty_of(x);
+        let (r, q) = if t.is_vector() {
+            let lo = self.b.ins().fvpromote_low(x);
+            let xb = self.bitcast(types::I8X16, x);
+            let mask = self.b.func.dfg.immediates.push(cranelift_codegen::ir::ConstantData::from(
+                [8u8, 9, 10, 11, 12, 13, 14, 15, 8, 9, 10, 11, 12, 13, 14, 15].as_ref(),
+            ));
+            let hi_b = self.b.ins().shuffle(xb, xb, mask);
+            let hi_f = self.bitcast(types::F32X4, hi_b);
+            let hi = self.b.ins().fvpromote_low(hi_f);
+            let (rl, kl) = self.reduce_f64(lo);
+            let (rh, kh) = self.reduce_f64(hi);
+            let r = self.join_halves(rl, rh);
+            let k = self.join_halves(kl, kh);
+            (r, k)
+        } else {
+            let xd = self.b.ins().fpromote(types::F64, x);
+            let (r, k) = self.reduce_f64(xd);
+            let r = self.b.ins().fdemote(types::F32, r);
+            let k = self.b.ins().fdemote(types::F32, k);
+            (r, k)
+        };
+        let ti = t.as_int();
+        let qi = self.b.ins().fcvt_to_sint_sat(ti, q);
+        let qi = if cos {
+            let one = self.iconst(ti, 1);
+            self.b.ins().iadd(qi, one)
+        } else {
+            qi
+        };
+        let z = self.b.ins().fmul(r, r);
+        let sp = self.horner(z, &[-1.0 / 6.0, 1.0 / 120.0, -1.0 / 5040.0, 1.0 / 362_880.0]);
+        let rz = self.b.ins().fmul(r, z);
+        let sp = self.b.ins().fmul(rz, sp);
+        let sinr = self.b.ins().fadd(r, sp);
+        let cp = self.horner(z, &[1.0 / 24.0, -1.0 / 720.0, 1.0 / 40_320.0, -1.0 / 3_628_800.0]);
+        let zz = self.b.ins().fmul(z, z);
+        let cp = self.b.ins().fmul(zz, cp);
+        let hz = self.mulc(z, 0.5);
+        let one = self.fconst(t, 1.0);
+        let c0 = self.b.ins().fsub(one, hz);
+        let cosr = self.b.ins().fadd(c0, cp);
+        // sin(x) for quadrant q: q&1 swaps to cos, q&2 negates (cos(x) = sin(x + π/2)).
+        let one_i = self.iconst(ti, 1);
+        let two_i = self.iconst(ti, 2);
+        let zero_i = self.iconst(ti, 0);
+        let b1 = self.b.ins().band(qi, one_i);
+        let swap = self.b.ins().icmp(IntCC::NotEqual, b1, zero_i);
+        let b2 = self.b.ins().band(qi, two_i);
+        let neg = self.b.ins().icmp(IntCC::NotEqual, b2, zero_i);
+        let y = self.sel(swap, cosr, sinr);
+        let ny = self.b.ins().fneg(y);
+        let y = self.sel(neg, ny, y);
+        let y = if cos {
+            y
+        } else {
+            // sin(±0) = ±0.
+            let is_zero = self.cmpc(FloatCC::Equal, x, 0.0);
+            self.sel(is_zero, x, y)
+        };
+        // Huge or infinite arguments: the library function, for every lane of the vector.
+        let a = self.b.ins().fabs(x);
+        let big = self.cmpc(FloatCC::GreaterThan, a, SINCOS_MAX);
+        let any = if t.is_vector() { self.b.ins().vany_true(big) } else { big };
+        let slow = self.b.create_block();
+        let join = self.b.create_block();
+        self.b.append_block_param(join, t);
+        self.b.ins().brif(any, slow, &[], join, &[y.into()]);
+        self.b.switch_to_block(slow);
+        let addr = if cos { shims::cos_f32 as *const () as usize } else { shims::sin_f32 as *const () as usize };
+        let ys = self.call_lanes(addr, &[x]);
+        self.b.ins().jump(join, &[ys.into()]);
+        self.b.switch_to_block(join);
+        self.b.block_params(join)[0]
+    }
+
+    /// Reduces f64 lanes `x` by π/2: `(r, k)` with `x = k π/2 + r`.
+    fn reduce_f64(&mut self, x: Value) -> (Value, Value) {
+        let k = self.mulc(x, std::f64::consts::FRAC_2_PI);
+        let k = self.b.ins().nearest(k);
+        let a = self.mulc(k, PIO2_HI);
+        let r = self.b.ins().fsub(x, a);
+        let b = self.mulc(k, PIO2_LO);
+        let r = self.b.ins().fsub(r, b);
+        (r, k)
+    }
+
+    /// Two `f64x2` halves demoted into one `f32x4` (low lanes from `lo`).
+    fn join_halves(&mut self, lo: Value, hi: Value) -> Value {
+        use cranelift_codegen::ir::types;
+        let l = self.b.ins().fvdemote(lo);
+        let h = self.b.ins().fvdemote(hi);
+        let lb = self.bitcast(types::I8X16, l);
+        let hb = self.bitcast(types::I8X16, h);
+        let mask = self.b.func.dfg.immediates.push(cranelift_codegen::ir::ConstantData::from(
+            [0u8, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23].as_ref(),
+        ));
+        let j = self.b.ins().shuffle(lb, hb, mask);
+        self.bitcast(types::F32X4, j)
+    }
+}
