@@ -3,10 +3,10 @@
 use crate::{default_context, default_pass_registry};
 use clap::Parser;
 use ir::{DType, Dim, TypeKind};
-use runtime::{CompileOptions, IValue, InputKind, Tensor};
+use runtime::{CompileOptions, IValue, InputKind, Tensor, fixture};
 use std::collections::HashMap;
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 /// Command-line options of `dialect-run`.
@@ -87,50 +87,6 @@ pub fn main_with_args(args: Vec<String>, stdout: &mut dyn Write, stderr: &mut dy
     }
 }
 
-/// Tolerances and call counts read from a fixture's `meta.json`.
-#[derive(Default)]
-struct Meta {
-    rtol: Option<f64>,
-    atol: Option<f64>,
-    calls: Option<usize>,
-    /// Scalar inputs per call (TorchScript fixtures): position → value.
-    scalar_calls: Vec<HashMap<usize, f64>>,
-}
-
-fn read_meta(io: &Path) -> Result<Meta, String> {
-    let name = io.file_name().and_then(|n| n.to_str()).unwrap_or("");
-    let meta_path = match name.strip_suffix(".io.safetensors") {
-        Some(stem) => io.with_file_name(format!("{stem}.meta.json")),
-        None => io.with_file_name("meta.json"),
-    };
-    if !meta_path.exists() {
-        return Ok(Meta::default());
-    }
-    let text = std::fs::read_to_string(&meta_path).map_err(|e| format!("{}: {e}", meta_path.display()))?;
-    let v: serde_json::Value = serde_json::from_str(&text).map_err(|e| format!("{}: {e}", meta_path.display()))?;
-    let mut m = Meta {
-        rtol: v["tolerance"]["rtol"].as_f64(),
-        atol: v["tolerance"]["atol"].as_f64(),
-        calls: v["calls"].as_u64().map(|c| c as usize),
-        scalar_calls: Vec::new(),
-    };
-    if let Some(calls) = v["calls"].as_array() {
-        for c in calls {
-            let mut map = HashMap::new();
-            if let Some(obj) = c["scalar_inputs"].as_object() {
-                for (k, val) in obj {
-                    let x = val.as_f64().or_else(|| val.as_bool().map(|b| b as i64 as f64));
-                    if let (Ok(pos), Some(x)) = (k.parse::<usize>(), x) {
-                        map.insert(pos, x);
-                    }
-                }
-            }
-            m.scalar_calls.push(map);
-        }
-    }
-    Ok(m)
-}
-
 fn parse_kv<'a>(s: &'a str, what: &str) -> Result<(&'a str, &'a str), String> {
     s.split_once('=').ok_or_else(|| format!("{what} '{s}' is not of the form KEY=VALUE"))
 }
@@ -155,12 +111,7 @@ fn run(opts: &RunArgs, stdout: &mut dyn Write, stderr: &mut dyn Write) -> Result
             .map_err(|e| format!("invalid pipeline '{p}': {e}"))?;
         pm.run(&ctx, &mut program.module, stderr).map_err(|d| d.to_string())?;
     }
-    let mut weights = runtime::Weights::new();
-    for (name, w) in program.weights.iter() {
-        let bytes = w.contiguous_bytes().map_err(|e| format!("weight '{name}': {e}"))?;
-        let sizes: Vec<usize> = w.sizes.iter().map(|&s| s.max(0) as usize).collect();
-        weights.insert_bytes(name.to_string(), w.dtype, &sizes, &bytes).map_err(|e| format!("weight '{name}': {e}"))?;
-    }
+    let weights = fixture::weights_from_import(&program.weights)?;
     let t1 = Instant::now();
     let compiled = runtime::compile(&program.module, &ctx, &weights, CompileOptions::default()).map_err(|e| e.to_string())?;
     let compile_time = t1.elapsed();
@@ -168,8 +119,8 @@ fn run(opts: &RunArgs, stdout: &mut dyn Write, stderr: &mut dyn Write) -> Result
 
     // Inputs.
     let meta = match (&opts.compare, &opts.inputs) {
-        (Some(p), _) | (None, Some(p)) => read_meta(p)?,
-        _ => Meta::default(),
+        (Some(p), _) | (None, Some(p)) => fixture::read_meta(p)?,
+        _ => fixture::Meta::default(),
     };
     let io_inputs = match &opts.inputs {
         Some(p) => runtime::io::load_safetensors(p).map_err(|e| format!("{}: {e}", p.display()))?,
@@ -183,7 +134,7 @@ fn run(opts: &RunArgs, stdout: &mut dyn Write, stderr: &mut dyn Write) -> Result
     for _ in 0..calls {
         // Outputs are compared as PyTorch saves them: pytree-flattened.
         let outs = rt.run(&inputs).map_err(|e| e.to_string())?;
-        results.push(flatten(outs));
+        results.push(fixture::flatten(outs));
     }
     let run_time = t2.elapsed();
     let _ = writeln!(
@@ -198,35 +149,26 @@ fn run(opts: &RunArgs, stdout: &mut dyn Write, stderr: &mut dyn Write) -> Result
     let mut failed = false;
     match &opts.compare {
         Some(path) => {
-            let expected = runtime::io::load_safetensors(path).map_err(|e| format!("{}: {e}", path.display()))?;
+            let expected: HashMap<String, Tensor> =
+                runtime::io::load_safetensors(path).map_err(|e| format!("{}: {e}", path.display()))?.into_iter().collect();
             let rtol = opts.rtol.or(meta.rtol).unwrap_or(1e-4);
             let atol = opts.atol.or(meta.atol).unwrap_or(1e-5);
             for (call, outs) in results.iter().enumerate() {
-                let prefix = expected_prefix(&expected, opts.call, call);
-                let Some(prefix) = prefix else { continue };
+                let Some(prefix) = fixture::expected_prefix(&expected, opts.call, call) else { continue };
                 for (i, v) in outs.iter().enumerate() {
-                    let key = format!("{prefix}out.{i}");
-                    let Some((_, want)) = expected.iter().find(|(k, _)| *k == key) else {
+                    let key = format!("{prefix}{i}");
+                    let Some(want) = expected.get(&key) else {
                         let _ = writeln!(stdout, "{key}: no expected value in {}", path.display());
                         failed = true;
                         continue;
                     };
-                    match compare(v, want, rtol, atol) {
-                        Ok(report) => {
-                            let _ = writeln!(stdout, "{key}: {report}");
-                            if !report.ok {
-                                failed = true;
-                            }
-                        }
-                        Err(e) => {
-                            let _ = writeln!(stdout, "{key}: {e}");
-                            failed = true;
-                        }
-                    }
+                    let c = fixture::compare(v, want, rtol, atol);
+                    let _ = writeln!(stdout, "{key}: {}", c.text);
+                    failed |= !c.ok;
                 }
-                let n_expected = expected.iter().filter(|(k, _)| k.starts_with(&format!("{prefix}out."))).count();
+                let n_expected = expected.keys().filter(|k| k.starts_with(&prefix)).count();
                 if n_expected != outs.len() {
-                    let _ = writeln!(stdout, "{prefix}out.*: program gave {} outputs, expected {n_expected}", outs.len());
+                    let _ = writeln!(stdout, "{prefix}*: program gave {} outputs, expected {n_expected}", outs.len());
                     failed = true;
                 }
             }
@@ -246,44 +188,24 @@ fn run(opts: &RunArgs, stdout: &mut dyn Write, stderr: &mut dyn Write) -> Result
     Ok(if failed { 1 } else { 0 })
 }
 
-/// Flattens tuples and lists of outputs into leaves, in order (PyTorch's pytree flattening).
-fn flatten(values: Vec<IValue>) -> Vec<IValue> {
-    let mut out = Vec::with_capacity(values.len());
-    for v in values {
-        match v {
-            IValue::Tuple(items) | IValue::List(items) => out.extend(flatten(items)),
-            IValue::TensorList(ts) => out.extend(ts.into_iter().map(IValue::Tensor)),
-            other => out.push(other),
-        }
-    }
-    out
-}
-
 fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1e3
 }
 
-/// The key prefix of the expected outputs of call number `call` (0-based) of this run.
-fn expected_prefix(expected: &[(String, Tensor)], ts_call: usize, call: usize) -> Option<String> {
-    let has = |p: &str| expected.iter().any(|(k, _)| k.starts_with(p));
-    let ts = format!("call{ts_call}.out.");
-    if has(&ts) && call == 0 {
-        return Some(format!("call{ts_call}."));
-    }
-    if call == 0 && has("out.") {
-        return Some(String::new());
-    }
-    let p = format!("call{}.", call + 1);
-    if has(&format!("{p}out.")) { Some(p) } else { None }
-}
-
-fn build_inputs(opts: &RunArgs, compiled: &runtime::CompiledProgram, io: &[(String, Tensor)], meta: &Meta) -> Result<Vec<IValue>, String> {
+fn build_inputs(opts: &RunArgs, compiled: &runtime::CompiledProgram, io: &[(String, Tensor)], meta: &fixture::Meta) -> Result<Vec<IValue>, String> {
     let users: Vec<&runtime::InputInfo> = compiled.arguments().iter().filter(|a| a.kind == InputKind::User).collect();
-    let mut scalars: HashMap<usize, f64> = meta.scalar_calls.get(opts.call).cloned().unwrap_or_default();
+    let mut scalars: HashMap<usize, IValue> = meta.scalar_calls.get(opts.call).cloned().unwrap_or_default();
     for s in &opts.scalar {
         let (k, v) = parse_kv(s, "--scalar")?;
         let pos: usize = k.parse().map_err(|_| format!("--scalar position '{k}' is not a number"))?;
-        let val: f64 = v.parse().map_err(|_| format!("--scalar value '{v}' is not a number"))?;
+        let val = match v {
+            "true" | "True" => IValue::Bool(true),
+            "false" | "False" => IValue::Bool(false),
+            _ => match v.parse::<i64>() {
+                Ok(i) => IValue::Int(i),
+                Err(_) => IValue::Float(v.parse().map_err(|_| format!("--scalar value '{v}' is not a number or bool"))?),
+            },
+        };
         scalars.insert(pos, val);
     }
     let mut dims: HashMap<String, usize> = HashMap::new();
@@ -310,9 +232,7 @@ fn build_inputs(opts: &RunArgs, compiled: &runtime::CompiledProgram, io: &[(Stri
             continue;
         }
         match info.ty.kind() {
-            TypeKind::Int => out.push(IValue::Int(scalar_at(&scalars, pos, &info.name)? as i64)),
-            TypeKind::Float => out.push(IValue::Float(scalar_at(&scalars, pos, &info.name)?)),
-            TypeKind::Bool => out.push(IValue::Bool(scalar_at(&scalars, pos, &info.name)? != 0.0)),
+            TypeKind::Int | TypeKind::Float | TypeKind::Bool => out.push(scalar_at(&scalars, pos, &info.name)?),
             TypeKind::Tensor(tt) => {
                 if !io.is_empty() {
                     return Err(format!("input '{}' (#{pos}) is not in the inputs file", info.name));
@@ -340,8 +260,8 @@ fn build_inputs(opts: &RunArgs, compiled: &runtime::CompiledProgram, io: &[(Stri
     Ok(out)
 }
 
-fn scalar_at(scalars: &HashMap<usize, f64>, pos: usize, name: &str) -> Result<f64, String> {
-    scalars.get(&pos).copied().ok_or_else(|| format!("non-tensor input '{name}' (#{pos}) needs a value: --scalar {pos}=VALUE"))
+fn scalar_at(scalars: &HashMap<usize, IValue>, pos: usize, name: &str) -> Result<IValue, String> {
+    scalars.get(&pos).cloned().ok_or_else(|| format!("non-tensor input '{name}' (#{pos}) needs a value: --scalar {pos}=VALUE"))
 }
 
 /// A small deterministic generator for benchmark inputs.
@@ -372,59 +292,6 @@ fn generate(rng: &mut Rng, dtype: DType, sizes: &[usize]) -> Result<Tensor, Stri
         }
     };
     t.map_err(|e| e.to_string())
-}
-
-struct CompareReport {
-    ok: bool,
-    text: String,
-}
-
-impl std::fmt::Display for CompareReport {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.text)
-    }
-}
-
-fn compare(got: &IValue, want: &Tensor, rtol: f64, atol: f64) -> Result<CompareReport, String> {
-    let got = match got {
-        IValue::Tensor(t) => t.clone(),
-        IValue::Int(i) => Tensor::scalar_tensor(runtime::Scalar::Int(*i), want.dtype()).map_err(|e| e.to_string())?,
-        IValue::Float(x) => Tensor::scalar_tensor(runtime::Scalar::Float(*x), want.dtype()).map_err(|e| e.to_string())?,
-        IValue::Bool(b) => Tensor::scalar_tensor(runtime::Scalar::Bool(*b), want.dtype()).map_err(|e| e.to_string())?,
-        other => return Err(format!("output is not a tensor: {}", describe(other, false))),
-    };
-    if got.sizes() != want.sizes() {
-        return Ok(CompareReport { ok: false, text: format!("shape {:?}, expected {:?}", got.sizes(), want.sizes()) });
-    }
-    if got.dtype() != want.dtype() {
-        return Ok(CompareReport { ok: false, text: format!("dtype {}, expected {}", got.dtype(), want.dtype()) });
-    }
-    let (a, b) = (got.to_vec_f64(), want.to_vec_f64());
-    let exact = !want.dtype().is_floating();
-    let (mut max_abs, mut max_rel, mut bad) = (0f64, 0f64, 0usize);
-    for (x, y) in a.iter().zip(&b) {
-        if x.is_nan() && y.is_nan() {
-            continue;
-        }
-        let d = (x - y).abs();
-        let d = if d.is_nan() { f64::INFINITY } else { d };
-        max_abs = max_abs.max(d);
-        if *y != 0.0 {
-            max_rel = max_rel.max(d / y.abs());
-        }
-        let allowed = if exact { 0.0 } else { atol + rtol * y.abs() };
-        if d > allowed && !(x == y) {
-            bad += 1;
-        }
-    }
-    let ok = bad == 0;
-    let text = format!(
-        "{}{:?} max_abs_err={max_abs:.3e} max_rel_err={max_rel:.3e} {}",
-        got.dtype(),
-        got.sizes(),
-        if ok { "ok".to_string() } else { format!("{bad} element(s) outside tolerance") }
-    );
-    Ok(CompareReport { ok, text })
 }
 
 fn describe(v: &IValue, full: bool) -> String {

@@ -4,6 +4,7 @@
 //! between ops, `kernels` the interpreter kernels and their registry, `io` safetensors files.
 
 pub mod exec;
+pub mod fixture;
 mod interp;
 pub mod io;
 pub mod kernels;

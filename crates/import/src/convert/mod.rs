@@ -376,6 +376,13 @@ pub(crate) fn emit_aten(
             schema.args.len()
         ));
     }
+    // A number passed for a `Tensor` argument is a "wrapped number" in PyTorch: it takes part in
+    // type promotion as a Python scalar, not as a 0-dim tensor. The sibling overload taking a
+    // `Scalar` there (`mul.Tensor` → `mul.Scalar`) has exactly those semantics, so use it.
+    if let Some(sibling) = scalar_overload(m, schema, &args) {
+        let name = sibling.op_name();
+        return emit_aten(m, block, &name, sibling, args, results, loc, metadata);
+    }
     let mut emits = Vec::with_capacity(schema.args.len());
     for (i, sarg) in schema.args.iter().enumerate() {
         let given = args.get(i).cloned().flatten();
@@ -462,6 +469,38 @@ pub(crate) fn emit_aten(
         st = st.attr(k, v);
     }
     Ok(insert(m, block, st))
+}
+
+/// The overload of `schema`'s op that takes `Scalar` wherever `args` pass a number for a
+/// `Tensor` argument, with every other argument and the returns unchanged.
+fn scalar_overload(m: &Module, schema: &FunctionSchema, args: &[Option<Arg>]) -> Option<&'static FunctionSchema> {
+    let is_number = |a: &Arg| match a {
+        Arg::Const(c) => matches!(c, Attribute::Int(_) | Attribute::Float(_) | Attribute::Bool(_)),
+        Arg::Value(v) => matches!(m.value_type(*v).kind(), TypeKind::Int | TypeKind::Float | TypeKind::Bool),
+        Arg::List(_) => false,
+    };
+    let numbers: Vec<usize> = schema
+        .args
+        .iter()
+        .zip(args)
+        .enumerate()
+        .filter(|(_, (sa, a))| sa.ty == SchemaType::Tensor && a.as_ref().is_some_and(is_number))
+        .map(|(i, _)| i)
+        .collect();
+    if numbers.is_empty() {
+        return None;
+    }
+    dialect_aten::schemas().iter().find(|s| {
+        s.name == schema.name
+            && s.namespace == schema.namespace
+            && s.overload != schema.overload
+            && s.args.len() == schema.args.len()
+            && s.returns.len() == schema.returns.len()
+            && s.returns.iter().zip(&schema.returns).all(|(a, b)| a.ty == b.ty)
+            && s.args.iter().zip(&schema.args).enumerate().all(|(i, (a, b))| {
+                a.name == b.name && if numbers.contains(&i) { a.ty == SchemaType::Scalar } else { a.ty == b.ty }
+            })
+    })
 }
 
 /// The location of a node from its Python stack trace: `loc("node"("file.py":12:0))` naming the

@@ -75,11 +75,19 @@ pub fn operand_tensor(op: &str, o: Operand, dtype: DType) -> Result<Tensor> {
     }
 }
 
+/// The `n` elements of a contiguous view starting at `offset` (empty views may point anywhere).
+fn span<T>(src: &[T], offset: usize, n: usize) -> Result<&[T]> {
+    if n == 0 {
+        return Ok(&[]);
+    }
+    src.get(offset..offset + n).ok_or_else(|| KernelError::new("elementwise", "view reaches past its storage"))
+}
+
 /// Applies `f` to every element, producing a contiguous tensor of `O`.
 pub fn map1<I: Element, O: Element>(t: &Tensor, f: impl Fn(I) -> O) -> Result<Tensor> {
     let src = t.storage_slice::<I>()?;
     if t.is_contiguous() {
-        let src = &src[t.offset()..t.offset() + t.numel()];
+        let src = span(src, t.offset(), t.numel())?;
         return Tensor::build::<O>(t.sizes(), |out| {
             for (o, &x) in out.iter_mut().zip(src) {
                 *o = f(x);
@@ -112,19 +120,19 @@ pub fn map2<A: Element, B: Element, O: Element>(
     let b_full = b.sizes() == shape.as_slice() && b.is_contiguous();
     Tensor::build::<O>(&shape, |out| {
         if a_full && b_full {
-            let xa = &sa[a.offset()..a.offset() + n];
-            let xb = &sb[b.offset()..b.offset() + n];
+            let xa = span(sa, a.offset(), n)?;
+            let xb = span(sb, b.offset(), n)?;
             for ((o, &x), &y) in out.iter_mut().zip(xa).zip(xb) {
                 *o = f(x, y);
             }
         } else if a_full && b.numel() == 1 {
             let y = sb[b.offset()];
-            for (o, &x) in out.iter_mut().zip(&sa[a.offset()..a.offset() + n]) {
+            for (o, &x) in out.iter_mut().zip(span(sa, a.offset(), n)?) {
                 *o = f(x, y);
             }
         } else if b_full && a.numel() == 1 {
             let x = sa[a.offset()];
-            for (o, &y) in out.iter_mut().zip(&sb[b.offset()..b.offset() + n]) {
+            for (o, &y) in out.iter_mut().zip(span(sb, b.offset(), n)?) {
                 *o = f(x, y);
             }
         } else {

@@ -18,6 +18,7 @@ pub mod binary;
 pub mod cast;
 pub mod conv;
 pub mod creation;
+pub mod distance;
 pub mod elementwise;
 pub mod index;
 pub mod interp;
@@ -101,6 +102,7 @@ pub fn register_all(r: &mut KernelRegistry) {
     pad::register(r);
     interp::register(r);
     scalar::register(r);
+    distance::register(r);
 }
 
 /// Typed access to a kernel's arguments, with errors naming the op and the argument position.

@@ -262,7 +262,11 @@ impl Tensor {
             return Err(KernelError::new("as_slice", "tensor is not contiguous"));
         }
         let all = self.storage_slice::<T>()?;
-        Ok(&all[self.offset..self.offset + self.numel()])
+        if self.numel() == 0 {
+            return Ok(&[]);
+        }
+        all.get(self.offset..self.offset + self.numel())
+            .ok_or_else(|| KernelError::new("as_slice", "view reaches past its storage"))
     }
 
     /// The elements of a contiguous tensor, mutable.

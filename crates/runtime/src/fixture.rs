@@ -1,0 +1,224 @@
+//! Running programs against recorded PyTorch outputs: weight conversion, pytree flattening,
+//! tolerance comparison and fixture metadata. Used by `dialect-run --compare` and the fixture tests.
+
+use crate::exec::{CompileOptions, CompiledProgram, Weights, compile};
+use crate::tensor::{Scalar, Tensor};
+use crate::value::IValue;
+use std::collections::HashMap;
+use std::path::Path;
+
+/// Converts an imported program's lazily read weights into runtime tensors.
+pub fn weights_from_import(w: &import::Weights) -> Result<Weights, String> {
+    let mut out = Weights::new();
+    for (name, wt) in w.iter() {
+        let bytes = wt.contiguous_bytes().map_err(|e| format!("weight '{name}': {e}"))?;
+        let sizes: Vec<usize> = wt.sizes.iter().map(|&s| s.max(0) as usize).collect();
+        out.insert_bytes(name.to_string(), wt.dtype, &sizes, &bytes).map_err(|e| format!("weight '{name}': {e}"))?;
+    }
+    Ok(out)
+}
+
+/// Flattens tuples and lists of outputs into their leaves, in order (PyTorch's pytree flattening).
+pub fn flatten(values: Vec<IValue>) -> Vec<IValue> {
+    let mut out = Vec::with_capacity(values.len());
+    for v in values {
+        match v {
+            IValue::Tuple(items) | IValue::List(items) => out.extend(flatten(items)),
+            IValue::TensorList(ts) => out.extend(ts.into_iter().map(IValue::Tensor)),
+            other => out.push(other),
+        }
+    }
+    out
+}
+
+/// The result of comparing one output with its expected value.
+#[derive(Clone, Debug)]
+pub struct Comparison {
+    pub ok: bool,
+    pub max_abs: f64,
+    pub max_rel: f64,
+    /// A one-line description: dtype, shape, errors, verdict.
+    pub text: String,
+}
+
+/// Compares an output with PyTorch's: same dtype and shape, and every element within
+/// `atol + rtol * |expected|` (exact for integers and booleans; NaN equals NaN).
+pub fn compare(got: &IValue, want: &Tensor, rtol: f64, atol: f64) -> Comparison {
+    let fail = |text: String| Comparison { ok: false, max_abs: f64::INFINITY, max_rel: f64::INFINITY, text };
+    let got = match got {
+        IValue::Tensor(t) => t.clone(),
+        IValue::Int(i) => match Tensor::scalar_tensor(Scalar::Int(*i), want.dtype()) {
+            Ok(t) => t,
+            Err(e) => return fail(e.to_string()),
+        },
+        IValue::Float(x) => match Tensor::scalar_tensor(Scalar::Float(*x), want.dtype()) {
+            Ok(t) => t,
+            Err(e) => return fail(e.to_string()),
+        },
+        IValue::Bool(b) => match Tensor::scalar_tensor(Scalar::Bool(*b), want.dtype()) {
+            Ok(t) => t,
+            Err(e) => return fail(e.to_string()),
+        },
+        other => return fail(format!("output is not a tensor: {other:?}")),
+    };
+    if got.sizes() != want.sizes() {
+        return fail(format!("shape {:?}, expected {:?}", got.sizes(), want.sizes()));
+    }
+    if got.dtype() != want.dtype() {
+        return fail(format!("dtype {}, expected {}", got.dtype(), want.dtype()));
+    }
+    let (a, b) = (got.to_vec_f64(), want.to_vec_f64());
+    let exact = !want.dtype().is_floating();
+    let (mut max_abs, mut max_rel, mut bad) = (0f64, 0f64, 0usize);
+    for (x, y) in a.iter().zip(&b) {
+        if (x.is_nan() && y.is_nan()) || x == y {
+            continue;
+        }
+        let d = (x - y).abs();
+        let d = if d.is_nan() { f64::INFINITY } else { d };
+        max_abs = max_abs.max(d);
+        if *y != 0.0 {
+            max_rel = max_rel.max(d / y.abs());
+        }
+        let allowed = if exact { 0.0 } else { atol + rtol * y.abs() };
+        if d > allowed {
+            bad += 1;
+        }
+    }
+    let ok = bad == 0;
+    let verdict = if ok { "ok".to_string() } else { format!("{bad} element(s) outside tolerance") };
+    let text = format!("{}{:?} max_abs_err={max_abs:.3e} max_rel_err={max_rel:.3e} {verdict}", got.dtype(), got.sizes());
+    Comparison { ok, max_abs, max_rel, text }
+}
+
+/// What a fixture's `meta.json` says about running it.
+#[derive(Clone, Debug, Default)]
+pub struct Meta {
+    pub rtol: Option<f64>,
+    pub atol: Option<f64>,
+    /// Calls on one runtime (stateful programs have 2).
+    pub calls: Option<usize>,
+    /// TorchScript fixtures: the non-tensor inputs of each call, by argument position.
+    pub scalar_calls: Vec<HashMap<usize, IValue>>,
+}
+
+/// Reads the `meta.json` beside a fixture's io file (`io.safetensors` → `meta.json`,
+/// `name.io.safetensors` → `name.meta.json`); an absent file gives the defaults.
+pub fn read_meta(io: &Path) -> Result<Meta, String> {
+    let name = io.file_name().and_then(|n| n.to_str()).unwrap_or("");
+    let meta_path = match name.strip_suffix(".io.safetensors") {
+        Some(stem) => io.with_file_name(format!("{stem}.meta.json")),
+        None => io.with_file_name("meta.json"),
+    };
+    if !meta_path.exists() {
+        return Ok(Meta::default());
+    }
+    let text = std::fs::read_to_string(&meta_path).map_err(|e| format!("{}: {e}", meta_path.display()))?;
+    let v: serde_json::Value = serde_json::from_str(&text).map_err(|e| format!("{}: {e}", meta_path.display()))?;
+    let mut m = Meta {
+        rtol: v["tolerance"]["rtol"].as_f64(),
+        atol: v["tolerance"]["atol"].as_f64(),
+        calls: v["calls"].as_u64().map(|c| c as usize),
+        scalar_calls: Vec::new(),
+    };
+    if let Some(calls) = v["calls"].as_array() {
+        for c in calls {
+            let mut map = HashMap::new();
+            if let Some(obj) = c["scalar_inputs"].as_object() {
+                for (k, val) in obj {
+                    let Ok(pos) = k.parse::<usize>() else { continue };
+                    let iv = if let Some(b) = val.as_bool() {
+                        IValue::Bool(b)
+                    } else if let Some(i) = val.as_i64() {
+                        IValue::Int(i)
+                    } else if let Some(f) = val.as_f64() {
+                        IValue::Float(f)
+                    } else {
+                        return Err(format!("{}: unsupported scalar input {val}", meta_path.display()));
+                    };
+                    map.insert(pos, iv);
+                }
+            }
+            m.scalar_calls.push(map);
+        }
+    }
+    Ok(m)
+}
+
+/// The key prefix of call `call`'s expected outputs in an io file: `out.` for the first call of
+/// an exported program, `call2.out.` for its second; `callK.out.` for TorchScript call K.
+pub fn expected_prefix(io: &HashMap<String, Tensor>, ts_call: usize, call: usize) -> Option<String> {
+    let has = |p: &str| io.keys().any(|k| k.starts_with(p));
+    if call == 0 && has(&format!("call{ts_call}.out.")) {
+        return Some(format!("call{ts_call}.out."));
+    }
+    if call == 0 && has("out.") {
+        return Some("out.".into());
+    }
+    let p = format!("call{}.out.", call + 1);
+    has(&p).then_some(p)
+}
+
+/// The inputs of a fixture call: tensors `in.N` (or `callK.in.N`) and the scalar inputs of `meta`,
+/// by position, for `n` user inputs.
+pub fn fixture_inputs(io: &HashMap<String, Tensor>, meta: &Meta, ts_call: usize, n: usize) -> Result<Vec<IValue>, String> {
+    let scalars = meta.scalar_calls.get(ts_call);
+    (0..n)
+        .map(|i| {
+            if let Some(t) = io.get(&format!("in.{i}")).or_else(|| io.get(&format!("call{ts_call}.in.{i}"))) {
+                return Ok(IValue::Tensor(t.clone()));
+            }
+            scalars.and_then(|s| s.get(&i)).cloned().ok_or_else(|| format!("input #{i} is neither in the io file nor in meta.json"))
+        })
+        .collect()
+}
+
+/// One fixture run: the per-output comparisons of each call.
+#[derive(Clone, Debug)]
+pub struct FixtureReport {
+    /// `(key, comparison)` for every expected output, in order.
+    pub outputs: Vec<(String, Comparison)>,
+}
+
+impl FixtureReport {
+    pub fn ok(&self) -> bool {
+        !self.outputs.is_empty() && self.outputs.iter().all(|(_, c)| c.ok)
+    }
+}
+
+/// Compiles a module with imported weights using default options.
+pub fn compile_program(ctx: &ir::Context, program: &import::Program) -> Result<CompiledProgram, String> {
+    let w = weights_from_import(&program.weights)?;
+    compile(&program.module, ctx, &w, CompileOptions::default()).map_err(|e| e.to_string())
+}
+
+/// Runs a compiled fixture program on its recorded inputs (`ts_call` selects a TorchScript call)
+/// and compares every call's outputs with PyTorch's.
+pub fn run_fixture(compiled: &CompiledProgram, io_path: &Path, ts_call: usize) -> Result<FixtureReport, String> {
+    let meta = read_meta(io_path)?;
+    let io: HashMap<String, Tensor> = crate::io::load_safetensors(io_path)
+        .map_err(|e| format!("{}: {e}", io_path.display()))?
+        .into_iter()
+        .collect();
+    let n_inputs = compiled.input_names().len();
+    let inputs = fixture_inputs(&io, &meta, ts_call, n_inputs)?;
+    let (rtol, atol) = (meta.rtol.unwrap_or(1e-4), meta.atol.unwrap_or(1e-5));
+    let calls = meta.calls.unwrap_or(1).max(1);
+    let mut rt = compiled.runtime();
+    let mut outputs = Vec::new();
+    for call in 0..calls {
+        let got = flatten(rt.run(&inputs).map_err(|e| e.to_string())?);
+        let Some(prefix) = expected_prefix(&io, ts_call, call) else { continue };
+        let expected = (0..).map_while(|i| io.get(&format!("{prefix}{i}")).map(|t| (i, t))).count();
+        if expected != got.len() {
+            return Err(format!("{prefix}*: the program gave {} output(s), PyTorch {expected}", got.len()));
+        }
+        for (i, v) in got.iter().enumerate() {
+            let key = format!("{prefix}{i}");
+            if let Some(want) = io.get(&key) {
+                outputs.push((key, compare(v, want, rtol, atol)));
+            }
+        }
+    }
+    Ok(FixtureReport { outputs })
+}
