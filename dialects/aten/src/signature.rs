@@ -143,9 +143,8 @@ pub fn attr_matches(s: &SchemaType, a: &Attribute) -> bool {
         (S::ScalarType, Attribute::DType(_) | Attribute::Int(_)) => true,
         (S::Layout | S::MemoryFormat, Attribute::Int(_)) => true,
         (S::Device, Attribute::Device(_) | Attribute::Str(_)) => true,
-        (S::List { elem, size }, Attribute::Array(items)) => {
-            size.is_none_or(|n| items.len() == n || items.len() == 1) && items.iter().all(|i| attr_matches(elem, i))
-        }
+        // PyTorch takes a list of any length for `int[N]`: N only says that a single int broadcasts.
+        (S::List { elem, .. }, Attribute::Array(items)) => items.iter().all(|i| attr_matches(elem, i)),
         (S::List { elem, size: Some(_) }, a) => attr_matches(elem, a),
         (S::Tensor, Attribute::Dense(_)) => true,
         _ => false,

@@ -374,7 +374,12 @@ impl Tensor {
         let (start, n) = (self.offset, self.numel());
         Tensor::build::<D>(&self.sizes, |out| {
             if contiguous {
-                let src = &src[start..start + n];
+                // An empty view may sit anywhere, even past the end of its storage.
+                let src = if n == 0 {
+                    &src[..0]
+                } else {
+                    src.get(start..start + n).ok_or_else(|| KernelError::new("cast", "view reaches past its storage"))?
+                };
                 if S::DTYPE == D::DTYPE {
                     // SAFETY: S and D are the same type (same DType means same Rust type).
                     let src: &[D] = unsafe { std::slice::from_raw_parts(src.as_ptr() as *const D, n) };
