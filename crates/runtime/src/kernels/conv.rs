@@ -127,14 +127,33 @@ pub(crate) fn im2col<T: ConvElem>(x: &[T], g: &Geometry, channels: usize, col: &
                             }
                             let src =
                                 &xc[(iz as usize * ih + iy as usize) * iw..(iz as usize * ih + iy as usize + 1) * iw];
-                            let x0 = e * g.dilation[2];
-                            for (xo, d) in dst.iter_mut().enumerate() {
-                                let ix = (xo * g.stride[2] + x0) as isize - g.pad_lo[2] as isize;
-                                *d = if ix >= 0 && (ix as usize) < iw { src[ix as usize] } else { T::ZERO };
-                            }
+                            row_taps(src, dst, e * g.dilation[2], g.stride[2], g.pad_lo[2]);
                         }
                     }
                 }
+            }
+        }
+    }
+}
+
+/// One row of a column matrix: `dst[xo] = src[xo·stride + x0 - pad]`, zero where that index
+/// falls outside `src`. The in-range outputs form one interval, copied without per-element
+/// bounds checks (a plain copy when the stride is 1).
+#[inline]
+fn row_taps<T: ConvElem>(src: &[T], dst: &mut [T], x0: usize, stride: usize, pad: usize) {
+    let (ow, iw, s) = (dst.len(), src.len(), stride.max(1));
+    // First output whose input index is >= 0, and first whose index is >= iw.
+    let lo = pad.saturating_sub(x0).div_ceil(s).min(ow);
+    let hi = (iw + pad).saturating_sub(x0).div_ceil(s).clamp(lo, ow);
+    dst[..lo].fill(T::ZERO);
+    dst[hi..].fill(T::ZERO);
+    if hi > lo {
+        let first = lo * s + x0 - pad;
+        if s == 1 {
+            dst[lo..hi].copy_from_slice(&src[first..first + (hi - lo)]);
+        } else {
+            for (d, &v) in dst[lo..hi].iter_mut().zip(src[first..].iter().step_by(s)) {
+                *d = v;
             }
         }
     }
