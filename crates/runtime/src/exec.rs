@@ -19,6 +19,7 @@ use ir::{Attribute, Context, DType, Dim, Location, Module, Type, TypeKind};
 
 use crate::interp::linearize::{LinearizeOptions, linearize};
 use crate::interp::out::Meta;
+use crate::interp::partition;
 use crate::interp::run::Frame;
 use crate::interp::{Function, Reg};
 use crate::kernels::{KernelRegistry, registry};
@@ -573,8 +574,18 @@ pub fn compile_with_registry(
         args.push(InputInfo { name, kind, ty: ty.clone() });
     }
 
+    // Backend partitions run inline: a copy of the module with them flattened is linearized.
+    let flat;
+    let body_module = if partition::has_partitions(module, func) {
+        let mut copy = module.clone();
+        partition::flatten_partitions(&mut copy, func)?;
+        flat = copy;
+        &flat
+    } else {
+        module
+    };
     let (function, arg_regs) =
-        linearize(module, ctx, func, &frozen, reg, LinearizeOptions { out_variants: options.memory_plan })?;
+        linearize(body_module, ctx, func, &frozen, reg, LinearizeOptions { out_variants: options.memory_plan })?;
     let reg_of = |i: usize| arg_regs.get(i).copied().unwrap_or(0);
     let user_inputs = user_args.iter().map(|(i, n)| (reg_of(*i), in_types[*i].clone(), n.clone())).collect();
     let buffers: Vec<(Reg, String, Tensor)> =

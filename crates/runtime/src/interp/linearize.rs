@@ -111,7 +111,15 @@ struct Liveness {
 }
 
 fn is_terminator(name: &str) -> bool {
-    matches!(name, ir::builtin::RETURN | dialect_prim::YIELD | dialect_prim::RETURN)
+    matches!(name, ir::builtin::RETURN | dialect_prim::YIELD | dialect_prim::RETURN | super::partition::RETURN)
+}
+
+/// The name a kernel is registered under: an Edge op `edge.X` runs the kernel of `aten.X`.
+fn kernel_name(name: &str) -> std::borrow::Cow<'_, str> {
+    match name.strip_prefix("edge.") {
+        Some(rest) => std::borrow::Cow::Owned(format!("aten.{rest}")),
+        None => std::borrow::Cow::Borrowed(name),
+    }
 }
 
 impl<'a> Lin<'a> {
@@ -376,8 +384,9 @@ impl<'a> Lin<'a> {
         let m = self.m;
         let def = self.ctx.op_def(&name);
         let schema = def.and_then(|d| d.schema.clone());
-        let Some(f) = self.registry.get(&name) else {
-            if schema.is_some() || name.starts_with("aten.") {
+        let kname = kernel_name(&name);
+        let Some(f) = self.registry.get(&kname) else {
+            if schema.is_some() || kname.starts_with("aten.") {
                 self.missing.push(MissingKernel { op: name.to_string(), loc: loc_string(&loc) });
                 // Keep compiling so every missing kernel is reported at once.
                 return Ok(Instr {
@@ -453,7 +462,7 @@ impl<'a> Lin<'a> {
         let free = self.frees(live, j, op, &moved);
         let slot = self.slots;
         self.slots += 1;
-        let out = if self.opts.out_variants { out::lookup(&name) } else { None };
+        let out = if self.opts.out_variants { out::lookup(&kname) } else { None };
         Ok(Instr { kind: Kind::Kernel { f, slot, out }, args, outs, free, home: None, name, loc })
     }
 }

@@ -5,13 +5,16 @@
 //! their argument list in schema order (registers or constants), their result registers, and
 //! which registers die at that instruction. Structured control flow (`prim.If`, `prim.Loop`,
 //! `prim.FusionGroup`) keeps its sub-blocks as nested instruction lists over the same register
-//! file. [`run`](run::Frame) executes a `Function` with a per-runtime [`Frame`](run::Frame):
+//! file. Lowered programs run too: `edge.X` ops execute the kernel of `aten.X` (bound with the
+//! edge op's schema, the same line), and `backend.partition`s are flattened at compile time
+//! ([`partition`]). [`run`](run::Frame) executes a `Function` with a per-runtime [`Frame`](run::Frame):
 //! values are moved out of registers at their last use so they are dropped as soon as they
 //! are dead, and the memory plan (`crate::plan`) supplies planned storage to out-variant ops.
 
 pub(crate) mod convert;
 pub(crate) mod linearize;
 pub(crate) mod out;
+pub(crate) mod partition;
 pub(crate) mod run;
 
 use std::sync::Arc;
