@@ -5,7 +5,8 @@
 //! dtype gets an explicit `edge._to_copy {dtype}` (integer inputs of floating ops such as `exp`
 //! or true division included). An aten op outside the set is an error naming it and its
 //! location (`strict=true`, the default) or stays as it is (`strict=false`, for backends that
-//! run it anyway). `verify-edge` checks that a module is entirely Edge.
+//! run it anyway). Ops that compute no tensor (scalar and SymInt ops such as `aten.size.int`)
+//! stay aten ops in either mode. `verify-edge` checks that a module is entirely Edge.
 
 use dialect_aten::infer::{Args, PromoteArg, float_result, result_type};
 use dialect_edge::{PromotionRule, edge_name, promotion_rule};
@@ -15,6 +16,22 @@ use pass::{AnalysisManager, Pass, PassOptions, PassResult};
 /// Ops that stay what they are in an Edge program.
 fn is_structural(name: &str) -> bool {
     name.starts_with("prim.") || name.starts_with("func.") || name.starts_with("builtin.") || name.starts_with("backend.")
+}
+
+/// Whether an op computes no tensor: scalar and SymInt arithmetic and queries of TorchScript
+/// programs (`aten.size.int`, `aten.lt.int`, `aten.add.int`). Like EXIR's symbolic-size ops,
+/// they stay aten ops even in strict mode; runtimes run them as they are.
+fn is_scalar_op(m: &Module, op: OpId) -> bool {
+    fn holds_tensor(t: &Type) -> bool {
+        match t.kind() {
+            TypeKind::Tensor(_) | TypeKind::Any => true,
+            TypeKind::List(e) | TypeKind::Optional(e) => holds_tensor(e),
+            TypeKind::Tuple(items) => items.iter().any(holds_tensor),
+            _ => false,
+        }
+    }
+    let results = m.results(op);
+    !results.is_empty() && !results.iter().any(|&r| holds_tensor(m.value_type(r)))
 }
 
 /// What one lowering did.
@@ -41,7 +58,7 @@ pub fn lower_to_edge(ctx: &Context, m: &mut Module, root: OpId, strict: bool) ->
         }
         let target = if name.starts_with("aten.") { edge_name(&name) } else { None };
         let Some(target) = target.filter(|t| ctx.op_def(t).is_some()) else {
-            if strict {
+            if strict && !is_scalar_op(m, op) {
                 let why = if name.starts_with("aten.") {
                     "is not in the Edge operator set (decompose it to core ATen first)"
                 } else {

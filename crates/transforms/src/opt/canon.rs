@@ -107,9 +107,17 @@ pub fn add_folders(set: &mut RewriteSet, max_elements: usize) {
     }
     for name in dialect_aten::fold::foldable_ops(&dialect_context()) {
         set.add_folder(&name, move |ctx, m, op, consts| {
-            let consts = unwritten_constants(ctx, m, op, consts);
-            dialect_aten::fold::fold_with_limit(ctx, m, op, &consts, max_elements)
-                .map(|r| r.into_iter().map(to_fold_result).collect())
+            // Most ops do not fold (an operand is not constant): find that out before asking the
+            // alias analysis which constants are written, which costs a walk of the function.
+            // Fewer constant operands never let more fold.
+            let folded = dialect_aten::fold::fold_with_limit(ctx, m, op, consts, max_elements)?;
+            let unwritten = unwritten_constants(ctx, m, op, consts);
+            let folded = if unwritten == consts {
+                folded
+            } else {
+                dialect_aten::fold::fold_with_limit(ctx, m, op, &unwritten, max_elements)?
+            };
+            Some(folded.into_iter().map(to_fold_result).collect())
         });
     }
     for dialect in ["prim", "aten"] {
@@ -133,7 +141,7 @@ fn unwritten_constants(ctx: &Context, m: &Module, op: OpId, consts: &[Option<Att
         return out;
     }
     let Some(func) = enclosing_function(m, op) else { return out };
-    if !m.nested_ops(func).into_iter().any(|o| has_side_effects(ctx, m, o) && !is_structural(m, o)) {
+    if !m.nested_ops(func).into_iter().any(|o| has_side_effects(ctx, m, o) && !is_structural(ctx, m, o)) {
         return out;
     }
     let db = AliasDb::new(ctx, m, func);
@@ -145,8 +153,11 @@ fn unwritten_constants(ctx: &Context, m: &Module, op: OpId, consts: &[Option<Att
     out
 }
 
-fn is_structural(m: &Module, op: OpId) -> bool {
-    matches!(m.op_name(op), dialect_prim::IF | dialect_prim::LOOP | dialect_prim::FUSION_GROUP)
+/// Control flow and terminators: their side effects are those of the ops they hold or none.
+fn is_structural(ctx: &Context, m: &Module, op: OpId) -> bool {
+    let name = m.op_name(op);
+    matches!(name, dialect_prim::IF | dialect_prim::LOOP | dialect_prim::FUSION_GROUP)
+        || ctx.has_trait(name, ir::Traits::TERMINATOR)
 }
 
 /// The `func.func` holding `op`.
