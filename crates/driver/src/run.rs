@@ -41,8 +41,16 @@ pub struct RunArgs {
     #[arg(long)]
     pub calls: Option<usize>,
     /// A pass pipeline to run before compiling.
-    #[arg(long, value_name = "PIPELINE")]
+    #[arg(long, value_name = "PIPELINE", conflicts_with = "opt_level")]
     pub pipeline: Option<String>,
+    /// Optimization level: 0 (the default) runs the program as imported; 1 and up run
+    /// `transforms::lowering::pipeline_text(N)` before compiling (2: functionalize, decompose,
+    /// optimize, lower to Edge and partition). Also spelled `-O2`.
+    #[arg(long = "opt-level", short = 'O', value_name = "N", value_parser = clap::value_parser!(u32).range(0..=3))]
+    pub opt_level: Option<u32>,
+    /// Print the pass pipeline that runs before compiling (on stdout) and continue.
+    #[arg(long)]
+    pub dump_pass_pipeline: bool,
     /// Relative tolerance of --compare.
     #[arg(long)]
     pub rtol: Option<f64>,
@@ -71,7 +79,7 @@ pub struct RunArgs {
 
 /// Runs `dialect-run`; returns the exit code.
 pub fn main_with_args(args: Vec<String>, stdout: &mut dyn Write, stderr: &mut dyn Write) -> i32 {
-    let opts = match RunArgs::try_parse_from(crate::normalize_llvm_flags(args)) {
+    let opts = match RunArgs::try_parse_from(crate::normalize_llvm_flags(opt_level_flags(args))) {
         Ok(o) => o,
         Err(e) => {
             let _ = write!(stderr, "{e}");
@@ -84,6 +92,26 @@ pub fn main_with_args(args: Vec<String>, stdout: &mut dyn Write, stderr: &mut dy
             let _ = writeln!(stderr, "dialect-run: {e}");
             1
         }
+    }
+}
+
+/// `-O2` → `--opt-level=2` (before LLVM-style single-dash long flags are normalized).
+fn opt_level_flags(args: Vec<String>) -> Vec<String> {
+    args.into_iter()
+        .enumerate()
+        .map(|(i, a)| match a.strip_prefix("-O") {
+            Some(n) if i > 0 && !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()) => format!("--opt-level={n}"),
+            _ => a,
+        })
+        .collect()
+}
+
+/// The pipeline to run before compiling, if any: `--pipeline`, or that of `-O<n>` for n ≥ 1.
+fn pipeline_of(opts: &RunArgs) -> Option<String> {
+    match (&opts.pipeline, opts.opt_level) {
+        (Some(p), _) => Some(p.clone()),
+        (None, Some(n)) if n > 0 => Some(transforms::lowering::pipeline_text(n)),
+        _ => None,
     }
 }
 
@@ -105,11 +133,20 @@ fn run(opts: &RunArgs, stdout: &mut dyn Write, stderr: &mut dyn Write) -> Result
     let t0 = Instant::now();
     let mut program = import::import_file(&ctx, &opts.program, format).map_err(|e| e.to_string())?;
     let import_time = t0.elapsed();
-    if let Some(p) = &opts.pipeline {
-        let registry = default_pass_registry();
-        let mut pm = pass::PassManager::parse(&registry, p, pass::PassManagerConfig::default())
-            .map_err(|e| format!("invalid pipeline '{p}': {e}"))?;
-        pm.run(&ctx, &mut program.module, stderr).map_err(|d| d.to_string())?;
+    match pipeline_of(opts) {
+        Some(p) => {
+            let registry = default_pass_registry();
+            let mut pm = pass::PassManager::parse(&registry, &p, pass::PassManagerConfig::default())
+                .map_err(|e| format!("invalid pipeline '{p}': {e}"))?;
+            if opts.dump_pass_pipeline {
+                let _ = writeln!(stdout, "{}", pm.pipeline_text());
+            }
+            pm.run(&ctx, &mut program.module, stderr).map_err(|d| d.to_string())?;
+        }
+        None if opts.dump_pass_pipeline => {
+            let _ = writeln!(stdout, "builtin.module()");
+        }
+        None => {}
     }
     let weights = fixture::weights_from_import(&program.weights)?;
     let t1 = Instant::now();
