@@ -1,0 +1,44 @@
+//! Import time of a real `torch.export` archive: `bench/bench_lstm_cell/core.pt2` from the
+//! shared fixture corpus, through `import::import_file` (zip, JSON, conversion to IR,
+//! verification; weights are mapped, not read). Skipped with a message when the corpus is absent.
+
+use std::path::PathBuf;
+
+use criterion::{Criterion, criterion_group, criterion_main};
+
+fn fixture() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/fixtures/bench/bench_lstm_cell/core.pt2")
+}
+
+fn context() -> ir::Context {
+    let mut c = ir::Context::new();
+    dialect_prim::register(&mut c);
+    dialect_aten::register(&mut c);
+    c
+}
+
+fn import_lstm_cell(c: &mut Criterion) {
+    let path = fixture();
+    if !path.exists() {
+        eprintln!("skipping: {} not found (the shared fixture corpus is absent)", path.display());
+        return;
+    }
+    let ctx = context();
+    if let Err(e) = import::import_file(&ctx, &path, None) {
+        eprintln!("cannot import {}: {e}", path.display());
+        return;
+    }
+    c.bench_function("import_file bench_lstm_cell/core.pt2", |b| {
+        b.iter(|| {
+            let r = import::import_file(&ctx, &path, None);
+            std::hint::black_box(&r);
+        })
+    });
+}
+
+criterion_group! {
+    name = benches;
+    config = Criterion::default().sample_size(30).measurement_time(std::time::Duration::from_secs(3));
+    targets = import_lstm_cell
+}
+criterion_main!(benches);
