@@ -2,7 +2,8 @@
 //! operations without an inline expansion. Each computes exactly what the runtime's reference
 //! kernel computes for one element, so these paths agree with the interpreter bit for bit.
 
-use runtime::kernels::elementwise::FloatFn;
+use runtime::kernels::binary as bin;
+use runtime::kernels::elementwise::{BinaryFn, FloatFn};
 use runtime::kernels::unary as u;
 
 use crate::group::LibFn;
@@ -41,45 +42,15 @@ macro_rules! shim2 {
     )*};
 }
 
-macro_rules! floor_div {
-    ($a:expr, $b:expr, $t:ty) => {{
-        let (a, b): ($t, $t) = ($a, $b);
-        if b == 0.0 {
-            a / b
-        } else {
-            let m = a % b;
-            let mut div = (a - m) / b;
-            if m != 0.0 && ((b < 0.0) != (m < 0.0)) {
-                div -= 1.0;
-            }
-            if div != 0.0 {
-                let mut fl = div.floor();
-                if div - fl > 0.5 {
-                    fl += 1.0;
-                }
-                fl
-            } else {
-                (0.0 as $t).copysign(a / b)
-            }
-        }
-    }};
-}
-
 shim2! {
     pow_f32: f32 => |a, b| a.powf(b);
     pow_f64: f64 => |a, b| a.powf(b);
     fmod_f32: f32 => |a, b| a % b;
     fmod_f64: f64 => |a, b| a % b;
-    rem_f32: f32 => |a, b| {
-        let m = a % b;
-        if m != 0.0 && ((b < 0.0) != (m < 0.0)) { m + b } else { m }
-    };
-    rem_f64: f64 => |a, b| {
-        let m = a % b;
-        if m != 0.0 && ((b < 0.0) != (m < 0.0)) { m + b } else { m }
-    };
-    floor_div_f32: f32 => |a, b| floor_div!(a, b, f32);
-    floor_div_f64: f64 => |a, b| floor_div!(a, b, f64);
+    rem_f32: f32 => |a, b| bin::Remainder.f32(a, b);
+    rem_f64: f64 => |a, b| bin::Remainder.f64(a, b);
+    floor_div_f32: f32 => |a, b| bin::FloorDiv.f32(a, b);
+    floor_div_f64: f64 => |a, b| bin::FloorDiv.f64(a, b);
 }
 
 /// The f32 and f64 versions of a library function.

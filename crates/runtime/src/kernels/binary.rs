@@ -172,7 +172,8 @@ fn floor_div_int(a: i64, b: i64) -> Option<i64> {
     Some(if r != 0 && ((r < 0) != (b < 0)) { q - 1 } else { q })
 }
 
-struct FloorDiv;
+/// Floor division (Python's `//`), the one definition the interpreter and the JIT share.
+pub struct FloorDiv;
 impl BinaryFn for FloorDiv {
     fn f32(&self, a: f32, b: f32) -> f32 {
         floor_div_float!(a, b, f32)
@@ -199,7 +200,7 @@ pub fn div(op: &str, a: Operand, b: Operand, mode: Option<&str>) -> Result<Tenso
 }
 
 /// Remainder with the sign of the divisor (Python's `%`).
-struct Remainder;
+pub struct Remainder;
 impl BinaryFn for Remainder {
     fn f32(&self, a: f32, b: f32) -> f32 {
         let m = a % b;
