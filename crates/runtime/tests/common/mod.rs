@@ -1,6 +1,8 @@
 //! Helpers shared by the executor tests: parsing IR text, compiling, making tensors.
 #![allow(dead_code)]
 
+pub mod counting;
+
 use runtime::{CompileOptions, CompiledProgram, ExecError, IValue, Tensor, Weights, compile};
 
 /// A context with the prim and aten dialects.
