@@ -19,7 +19,7 @@ use ir::{
 
 use super::{
     Arg, aten_op_name, aten_schema, check_context, device_attr, dtype_of, emit_aten, insert,
-    layout_code, memory_format_code, name_value, type_of_schema, verify_module,
+    layout_code, memory_format_code, name_value, symint_op, type_of_schema, verify_module,
 };
 use crate::ImportError;
 use crate::fx::{FxArg, FxGraph, FxNode, FxOp};
@@ -280,29 +280,12 @@ impl Cx<'_> {
         if target == "torch.ops.higher_order.cond" {
             return self.cond(n, block, &loc);
         }
-        let prim = match target
-            .strip_prefix("_operator.")
-            .or_else(|| target.strip_prefix("operator."))
-        {
-            Some("add") => "prim.add",
-            Some("sub") => "prim.sub",
-            Some("mul") => "prim.mul",
-            Some("floordiv") => "prim.floordiv",
-            Some("mod") => "prim.mod",
-            Some("eq") => "prim.eq",
-            Some("ne") => "prim.ne",
-            Some("lt") => "prim.lt",
-            Some("le") => "prim.le",
-            Some("gt") => "prim.gt",
-            Some("ge") => "prim.ge",
-            _ if target == "torch.sym_max" => "prim.max",
-            _ => {
-                return Err(ImportError::UnknownTarget {
-                    path: self.path.to_path_buf(),
-                    node: n.name.clone(),
-                    target: target.into(),
-                });
-            }
+        let Some(prim) = symint_op(target) else {
+            return Err(ImportError::UnknownTarget {
+                path: self.path.to_path_buf(),
+                node: n.name.clone(),
+                target: target.into(),
+            });
         };
         if n.args.len() != 2 || !n.kwargs.is_empty() {
             return Err(self.err(n.line, format!("`{target}` takes 2 positional arguments")));

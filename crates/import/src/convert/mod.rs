@@ -473,10 +473,20 @@ pub(crate) fn emit_aten(
 
 /// The overload of `schema`'s op that takes `Scalar` wherever `args` pass a number for a
 /// `Tensor` argument, with every other argument and the returns unchanged.
-fn scalar_overload(m: &Module, schema: &FunctionSchema, args: &[Option<Arg>]) -> Option<&'static FunctionSchema> {
+fn scalar_overload(
+    m: &Module,
+    schema: &FunctionSchema,
+    args: &[Option<Arg>],
+) -> Option<&'static FunctionSchema> {
     let is_number = |a: &Arg| match a {
-        Arg::Const(c) => matches!(c, Attribute::Int(_) | Attribute::Float(_) | Attribute::Bool(_)),
-        Arg::Value(v) => matches!(m.value_type(*v).kind(), TypeKind::Int | TypeKind::Float | TypeKind::Bool),
+        Arg::Const(c) => matches!(
+            c,
+            Attribute::Int(_) | Attribute::Float(_) | Attribute::Bool(_)
+        ),
+        Arg::Value(v) => matches!(
+            m.value_type(*v).kind(),
+            TypeKind::Int | TypeKind::Float | TypeKind::Bool
+        ),
         Arg::List(_) => false,
     };
     let numbers: Vec<usize> = schema
@@ -496,11 +506,75 @@ fn scalar_overload(m: &Module, schema: &FunctionSchema, args: &[Option<Arg>]) ->
             && s.overload != schema.overload
             && s.args.len() == schema.args.len()
             && s.returns.len() == schema.returns.len()
-            && s.returns.iter().zip(&schema.returns).all(|(a, b)| a.ty == b.ty)
-            && s.args.iter().zip(&schema.args).enumerate().all(|(i, (a, b))| {
-                a.name == b.name && if numbers.contains(&i) { a.ty == SchemaType::Scalar } else { a.ty == b.ty }
-            })
+            && s.returns
+                .iter()
+                .zip(&schema.returns)
+                .all(|(a, b)| a.ty == b.ty)
+            && s.args
+                .iter()
+                .zip(&schema.args)
+                .enumerate()
+                .all(|(i, (a, b))| {
+                    a.name == b.name
+                        && if numbers.contains(&i) {
+                            a.ty == SchemaType::Scalar
+                        } else {
+                            a.ty == b.ty
+                        }
+                })
     })
+}
+
+/// The prim op for a Python operator on SymInts (`operator.add`, `_operator.floordiv`,
+/// `torch.sym_max`), as torch.export records them.
+pub(crate) fn symint_op(target: &str) -> Option<&'static str> {
+    if target == "torch.sym_max" {
+        return Some("prim.max");
+    }
+    Some(
+        match target
+            .strip_prefix("_operator.")
+            .or_else(|| target.strip_prefix("operator."))?
+        {
+            "add" => "prim.add",
+            "sub" => "prim.sub",
+            "mul" => "prim.mul",
+            "floordiv" => "prim.floordiv",
+            "mod" => "prim.mod",
+            "eq" => "prim.eq",
+            "ne" => "prim.ne",
+            "lt" => "prim.lt",
+            "le" => "prim.le",
+            "gt" => "prim.gt",
+            "ge" => "prim.ge",
+            _ => return None,
+        },
+    )
+}
+
+/// Ends a converted function: returns `results` and records its type and argument attributes.
+pub(crate) fn finish_function(
+    m: &mut Module,
+    func: ir::OpId,
+    entry: BlockId,
+    arg_types: Vec<Type>,
+    results: Vec<ValueId>,
+    arg_attrs: Vec<Attribute>,
+) {
+    let result_types: Vec<Type> = results.iter().map(|&v| m.value_type(v).clone()).collect();
+    insert(
+        m,
+        entry,
+        OperationState::new(ir::builtin::RETURN).operands(results),
+    );
+    m.set_attr(
+        func,
+        ir::builtin::FUNCTION_TYPE,
+        Attribute::Type(Type::function(arg_types, result_types)),
+    );
+    if !arg_attrs.is_empty() {
+        m.set_attr(func, ir::builtin::ARG_ATTRS, Attribute::array(arg_attrs));
+    }
 }
 
 /// The location of a node from its Python stack trace: `loc("node"("file.py":12:0))` naming the

@@ -12,9 +12,9 @@ use ir::{
 };
 
 use super::{
-    Arg, aten_op_name, aten_schema, check_context, device_attr, dtype_of, emit_aten, insert,
-    join_types, layout_code, memory_format_code, name_value, srepr_to_text, trace_location,
-    type_of_schema, verify_module,
+    Arg, aten_op_name, aten_schema, check_context, device_attr, dtype_of, emit_aten,
+    finish_function, insert, join_types, layout_code, memory_format_code, name_value,
+    srepr_to_text, symint_op, trace_location, type_of_schema, verify_module,
 };
 use crate::ImportError;
 use crate::program::{self, Program, TreeSpec, Weight, Weights};
@@ -192,23 +192,7 @@ pub fn convert_program(
             Attribute::str(&attr.1),
         )]));
     }
-    let result_types: Vec<Type> = results
-        .iter()
-        .map(|&v| cx.m.value_type(v).clone())
-        .collect();
-    insert(
-        &mut cx.m,
-        entry,
-        OperationState::new(ir::builtin::RETURN).operands(results),
-    );
-    cx.m.set_attr(
-        func,
-        ir::builtin::FUNCTION_TYPE,
-        Attribute::Type(Type::function(arg_types, result_types)),
-    );
-    if !arg_attrs.is_empty() {
-        cx.m.set_attr(func, ir::builtin::ARG_ATTRS, Attribute::array(arg_attrs));
-    }
+    finish_function(&mut cx.m, func, entry, arg_types, results, arg_attrs);
     if !res_attrs.is_empty() {
         cx.m.set_attr(func, ir::builtin::RES_ATTRS, Attribute::array(res_attrs));
     }
@@ -480,23 +464,8 @@ impl Cx<'_> {
         match target {
             "torch.ops.higher_order.cond" => self.convert_cond(node, block, &at, &loc),
             _ => {
-                let op = target
-                    .strip_prefix("_operator.")
-                    .or_else(|| target.strip_prefix("operator."));
-                let prim = match op {
-                    Some("add") => "prim.add",
-                    Some("sub") => "prim.sub",
-                    Some("mul") => "prim.mul",
-                    Some("floordiv") => "prim.floordiv",
-                    Some("mod") => "prim.mod",
-                    Some("eq") => "prim.eq",
-                    Some("ne") => "prim.ne",
-                    Some("lt") => "prim.lt",
-                    Some("le") => "prim.le",
-                    Some("gt") => "prim.gt",
-                    Some("ge") => "prim.ge",
-                    _ if target == "torch.sym_max" => "prim.max",
-                    _ => return Err(self.unknown(&name, target)),
+                let Some(prim) = symint_op(target) else {
+                    return Err(self.unknown(&name, target));
                 };
                 self.convert_sym_binary(node, block, prim, &at, &loc)
             }

@@ -17,7 +17,9 @@ use ir::{
     TypeKind, ValueId,
 };
 
-use super::{aten_op_name, check_context, insert, join_types, name_value, verify_module};
+use super::{
+    aten_op_name, check_context, finish_function, insert, join_types, name_value, verify_module,
+};
 use crate::ImportError;
 use crate::program;
 use crate::torchscript::{TsAttr, TsBlock, TsGraph, TsNode, TsType};
@@ -57,23 +59,7 @@ pub fn convert_graph(ctx: &Context, graph: &TsGraph, path: &Path) -> Result<Modu
     for r in &graph.body.returns {
         results.push(cx.value(r, 1)?);
     }
-    let result_types: Vec<Type> = results
-        .iter()
-        .map(|&v| cx.m.value_type(v).clone())
-        .collect();
-    insert(
-        &mut cx.m,
-        entry,
-        OperationState::new(ir::builtin::RETURN).operands(results),
-    );
-    cx.m.set_attr(
-        func,
-        ir::builtin::FUNCTION_TYPE,
-        Attribute::Type(Type::function(arg_types, result_types)),
-    );
-    if !arg_attrs.is_empty() {
-        cx.m.set_attr(func, ir::builtin::ARG_ATTRS, Attribute::array(arg_attrs));
-    }
+    finish_function(&mut cx.m, func, entry, arg_types, results, arg_attrs);
     let m = cx.m;
     verify_module(ctx, &m).map_err(|message| ImportError::Verify {
         path: path.to_path_buf(),
