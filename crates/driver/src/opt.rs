@@ -156,14 +156,7 @@ pub fn main_with_args(args: Vec<String>, stdout: &mut dyn Write, stderr: &mut dy
         None => import::Format::from_path(std::path::Path::new(&opts.input)),
     };
     if let Some(f) = format.filter(|f| *f != import::Format::Ir) {
-        let config = match pass_config(&opts).with_env() {
-            Ok(c) => c,
-            Err(e) => {
-                let _ = writeln!(stderr, "dialect-opt: {e}");
-                return 2;
-            }
-        };
-        return run_imported(&ctx, &registry, &opts, f, config, stdout, stderr);
+        return run_imported(&ctx, &registry, &opts, f, stdout, stderr);
     }
     let (name, mut source) = match read_input(&opts.input) {
         Ok(x) => x,
@@ -186,29 +179,10 @@ pub fn main_with_args(args: Vec<String>, stdout: &mut dyn Write, stderr: &mut dy
             }
         }
     }
-    let config = pass_config(&opts);
-    let config = match config.with_env() {
-        Ok(c) => c,
-        Err(e) => {
-            let _ = writeln!(stderr, "dialect-opt: {e}");
-            return 2;
-        }
+    let mut pm = match pass_manager(&opts, &registry, stderr) {
+        Ok(pm) => pm,
+        Err(code) => return code,
     };
-    let mut pm = match &opts.pass_pipeline {
-        None => None,
-        Some(text) => match pass::PassManager::parse(&registry, text, config) {
-            Ok(pm) => Some(pm),
-            Err(e) => {
-                let _ = writeln!(stderr, "dialect-opt: invalid pass pipeline '{text}': {e}");
-                return 2;
-            }
-        },
-    };
-    if opts.dump_pass_pipeline {
-        if let Some(pm) = &pm {
-            let _ = writeln!(stderr, "Pass Manager with {} passes:\n{}", pm.pipeline_text().matches(|c| c == ',').count() + 1, pm.pipeline_text());
-        }
-    }
     let chunks = if opts.split_input_file {
         split_input(&source)
     } else {
@@ -270,19 +244,7 @@ pub fn main_with_args(args: Vec<String>, stdout: &mut dyn Write, stderr: &mut dy
             return 1;
         }
     }
-    let text = outputs.join("// -----\n");
-    match &opts.output {
-        Some(path) if path.as_os_str() != "-" => {
-            if let Err(e) = write_atomically(path, text.as_bytes()) {
-                let _ = writeln!(stderr, "dialect-opt: cannot write '{}': {e}", path.display());
-                return 1;
-            }
-        }
-        _ => {
-            let _ = stdout.write_all(text.as_bytes());
-        }
-    }
-    0
+    write_output(&opts, &outputs.join("// -----\n"), stdout, stderr)
 }
 
 /// Imports a program (`.pt2`, FX, TorchScript, archive), runs the pipeline, prints it, and
@@ -292,7 +254,6 @@ fn run_imported(
     registry: &pass::PassRegistry,
     opts: &OptArgs,
     format: import::Format,
-    config: pass::PassManagerConfig,
     stdout: &mut dyn Write,
     stderr: &mut dyn Write,
 ) -> i32 {
@@ -304,17 +265,11 @@ fn run_imported(
             return 1;
         }
     };
-    if let Some(text) = &opts.pass_pipeline {
-        let mut pm = match pass::PassManager::parse(registry, text, config) {
-            Ok(pm) => pm,
-            Err(e) => {
-                let _ = writeln!(stderr, "dialect-opt: invalid pass pipeline '{text}': {e}");
-                return 2;
-            }
-        };
-        if opts.dump_pass_pipeline {
-            let _ = writeln!(stderr, "{}", pm.pipeline_text());
-        }
+    let pm = match pass_manager(opts, registry, stderr) {
+        Ok(pm) => pm,
+        Err(code) => return code,
+    };
+    if let Some(mut pm) = pm {
         if let Err(d) = pm.run(ctx, &mut program.module, stderr) {
             let _ = writeln!(stderr, "{d}");
             return 1;
@@ -328,10 +283,33 @@ fn run_imported(
             return 1;
         }
     }
+    write_output(opts, &text, stdout, stderr)
+}
+
+/// The pass manager for `--pass-pipeline` (with the instrumentation flags and the environment
+/// variables), or `None` without a pipeline; `Err` holds the exit code after a printed error.
+fn pass_manager(opts: &OptArgs, registry: &pass::PassRegistry, stderr: &mut dyn Write) -> Result<Option<pass::PassManager>, i32> {
+    let Some(text) = &opts.pass_pipeline else { return Ok(None) };
+    let config = pass_config(opts).with_env().map_err(|e| {
+        let _ = writeln!(stderr, "dialect-opt: {e}");
+        2
+    })?;
+    let pm = pass::PassManager::parse(registry, text, config).map_err(|e| {
+        let _ = writeln!(stderr, "dialect-opt: invalid pass pipeline '{text}': {e}");
+        2
+    })?;
+    if opts.dump_pass_pipeline {
+        let _ = writeln!(stderr, "{}", pm.pipeline_text());
+    }
+    Ok(Some(pm))
+}
+
+/// Writes the result to `-o` (atomically) or standard output; returns the exit code.
+fn write_output(opts: &OptArgs, text: &str, stdout: &mut dyn Write, stderr: &mut dyn Write) -> i32 {
     match &opts.output {
-        Some(p) if p.as_os_str() != "-" => {
-            if let Err(e) = write_atomically(p, text.as_bytes()) {
-                let _ = writeln!(stderr, "dialect-opt: cannot write '{}': {e}", p.display());
+        Some(path) if path.as_os_str() != "-" => {
+            if let Err(e) = write_atomically(path, text.as_bytes()) {
+                let _ = writeln!(stderr, "dialect-opt: cannot write '{}': {e}", path.display());
                 return 1;
             }
         }
