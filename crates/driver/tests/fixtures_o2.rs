@@ -116,17 +116,6 @@ fn cases(root: &Path) -> Vec<(String, PathBuf, PathBuf, usize)> {
     cases
 }
 
-/// TorchScript programs with control flow whose `-O2` lowering is still open: `prim.If` and
-/// `prim.Loop` results keep unrefined types through `functionalize` and `shape-propagation`,
-/// so Edge (which needs dtypes) rejects them. Each must still fail in the pipeline (not in a
-/// comparison); a fix that makes one pass must remove it from here.
-const KNOWN_GAPS: [&str; 3] = ["torchscript/add_if", "torchscript/scalar_branch", "torchscript/while_count"];
-const KNOWN_GAPS_LOOP: [&str; 1] = ["torchscript/square_loop"];
-
-fn known_gap(name: &str) -> bool {
-    KNOWN_GAPS.iter().chain(&KNOWN_GAPS_LOOP).any(|g| name.starts_with(&format!("{g} ")))
-}
-
 #[test]
 fn every_public_fixture_matches_pytorch_at_o2() {
     let Some(root) = corpus() else {
@@ -137,25 +126,16 @@ fn every_public_fixture_matches_pytorch_at_o2() {
     let ctx = driver::default_context();
     let cases = cases(&root);
     let mut failures = Vec::new();
-    let mut gaps = 0;
     for (name, program, io, call) in &cases {
         match check(&ctx, program, io, *call) {
-            Ok(detail) if known_gap(name) => {
-                println!("FIXED {name:<40} {detail} (remove it from KNOWN_GAPS)");
-                failures.push(name.clone());
-            }
             Ok(detail) => println!("ok    {name:<40} {detail}"),
-            Err(e) if known_gap(name) && e.starts_with("-O2: ") => {
-                println!("gap   {name:<40} {e}");
-                gaps += 1;
-            }
             Err(e) => {
                 println!("FAIL  {name:<40} {e}");
                 failures.push(name.clone());
             }
         }
     }
-    println!("{} of {} fixture programs match PyTorch at -O2 ({gaps} known gaps)", cases.len() - failures.len() - gaps, cases.len());
+    println!("{} of {} fixture programs match PyTorch at -O2", cases.len() - failures.len(), cases.len());
     assert!(cases.len() >= 49, "only {} fixture programs found", cases.len());
     assert!(failures.is_empty(), "fixtures not matching PyTorch at -O2: {failures:?}");
 }

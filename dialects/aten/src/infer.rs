@@ -1620,6 +1620,33 @@ pub fn refine(old: &Type, new: &Type) -> Result<Type, String> {
     }
 }
 
+/// What two types have in common (their least upper bound): the type of a value that is one
+/// or the other, as a `prim.If` result or a loop-carried value. Differing dtypes, ranks or sizes
+/// become unknown; `None` when the two are not the same kind of type (a tensor and an int).
+pub fn join(a: &Type, b: &Type) -> Option<Type> {
+    if a == b {
+        return Some(a.clone());
+    }
+    match (a.kind(), b.kind()) {
+        (TypeKind::Tensor(x), TypeKind::Tensor(y)) => {
+            let dtype = if x.dtype == y.dtype { x.dtype } else { None };
+            let shape = match (&x.shape, &y.shape) {
+                (Some(p), Some(q)) if p.len() == q.len() => {
+                    Some(p.iter().zip(q).map(|(d, e)| if d == e { d.clone() } else { Dim::Unknown }).collect())
+                }
+                _ => None,
+            };
+            Some(Type::tensor_of(TensorType { dtype, shape }))
+        }
+        (TypeKind::List(x), TypeKind::List(y)) => Some(Type::list(join(x, y)?)),
+        (TypeKind::Optional(x), TypeKind::Optional(y)) => Some(Type::optional(join(x, y)?)),
+        (TypeKind::Tuple(xs), TypeKind::Tuple(ys)) if xs.len() == ys.len() => {
+            Some(Type::tuple(xs.iter().zip(ys).map(|(x, y)| join(x, y)).collect::<Option<Vec<_>>>()?))
+        }
+        _ => None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -8,6 +8,7 @@ pub mod ops;
 mod verify;
 
 pub use ops::*;
+pub use verify::type_refines;
 
 /// Registers the prim dialect and its ops.
 pub fn register(ctx: &mut ir::Context) {

@@ -46,6 +46,44 @@ fn terminator_operands(m: &Module, b: ir::BlockId) -> Vec<Type> {
     m.last_op(b).map(|t| types(m, m.operands(t))).unwrap_or_default()
 }
 
+/// Whether a value of type `a` may stand where type `b` is declared: `a` says everything `b`
+/// says and possibly more (a known dtype or size where `b` has none, a static size where `b`
+/// has a symbol), as TorchScript lets a branch or an iteration give a subtype of the value it
+/// defines. Equal types refine each other.
+pub fn type_refines(a: &Type, b: &Type) -> bool {
+    if a == b {
+        return true;
+    }
+    match (a.kind(), b.kind()) {
+        (_, TypeKind::Any) => true,
+        (TypeKind::Tensor(x), TypeKind::Tensor(y)) => {
+            let dtype = y.dtype.is_none() || x.dtype == y.dtype;
+            let shape = match (&x.shape, &y.shape) {
+                (_, None) => true,
+                (None, Some(_)) => false,
+                (Some(p), Some(q)) => {
+                    p.len() == q.len()
+                        && p.iter().zip(q).all(|(d, e)| match (d, e) {
+                            (_, ir::Dim::Unknown) => true,
+                            (ir::Dim::Static(_), ir::Dim::Sym(_)) => true,
+                            _ => d == e,
+                        })
+                }
+            };
+            dtype && shape
+        }
+        (TypeKind::List(x), TypeKind::List(y)) | (TypeKind::Optional(x), TypeKind::Optional(y)) => type_refines(x, y),
+        (TypeKind::Tuple(xs), TypeKind::Tuple(ys)) => xs.len() == ys.len() && xs.iter().zip(ys).all(|(x, y)| type_refines(x, y)),
+        _ => false,
+    }
+}
+
+fn all_refine(given: &[Type], declared: &[Type]) -> bool {
+    given.len() == declared.len() && given.iter().zip(declared).all(|(a, b)| type_refines(a, b))
+}
+
+/// `prim.If`: each region yields one value per result, of the result's type or a refinement of
+/// it (the result type is what both branches have in common).
 pub fn if_op(_: &Context, m: &Module, op: OpId) -> R {
     let c = m.value_type(m.operands(op)[0]);
     if *c.kind() != TypeKind::Bool {
@@ -58,13 +96,16 @@ pub fn if_op(_: &Context, m: &Module, op: OpId) -> R {
             return Err(format!("{what} region must not take arguments"));
         }
         let got = terminator_operands(m, b);
-        if got != results {
+        if !all_refine(&got, &results) {
             return Err(format!("{what} region yields ({}) but the op returns ({})", list_of(&got), list_of(&results)));
         }
     }
     Ok(())
 }
 
+/// `prim.Loop`: the body's carried arguments have the result types; the initial values and the
+/// values the body yields have those types or refinements of them (the carried type is what
+/// every iteration has in common).
 pub fn loop_op(_: &Context, m: &Module, op: OpId) -> R {
     let operands = types(m, m.operands(op));
     if *operands[0].kind() != TypeKind::Int {
@@ -75,17 +116,17 @@ pub fn loop_op(_: &Context, m: &Module, op: OpId) -> R {
     }
     let carried = &operands[2..];
     let results = types(m, m.results(op));
-    if results != carried {
-        return Err(format!("results ({}) must match the carried values ({})", list_of(&results), list_of(carried)));
+    if !all_refine(carried, &results) {
+        return Err(format!("carried values ({}) must match the results ({})", list_of(carried), list_of(&results)));
     }
     let b = single_block(m, op, 0, "body")?;
     let args = types(m, m.block_args(b));
-    if args.first().map(|t| t.kind()) != Some(&TypeKind::Int) || &args[1..] != carried {
-        return Err(format!("body block must take (i64, {}), but takes ({})", list_of(carried), list_of(&args)));
+    if args.first().map(|t| t.kind()) != Some(&TypeKind::Int) || args[1..] != results[..] {
+        return Err(format!("body block must take (i64, {}), but takes ({})", list_of(&results), list_of(&args)));
     }
     let yielded = terminator_operands(m, b);
-    if yielded.first().map(|t| t.kind()) != Some(&TypeKind::Bool) || &yielded[1..] != carried {
-        return Err(format!("body must yield (i1, {}), but yields ({})", list_of(carried), list_of(&yielded)));
+    if yielded.first().map(|t| t.kind()) != Some(&TypeKind::Bool) || !all_refine(&yielded[1..], &results) {
+        return Err(format!("body must yield (i1, {}), but yields ({})", list_of(&results), list_of(&yielded)));
     }
     Ok(())
 }

@@ -53,6 +53,9 @@ pub fn lower_to_edge(ctx: &Context, m: &mut Module, root: OpId, strict: bool) ->
             continue;
         }
         let name = m.op_name(op).to_string();
+        if strict && (name == dialect_prim::IF || name == dialect_prim::LOOP) {
+            control_flow_has_dtypes(m, op)?;
+        }
         if is_structural(&name) || name.starts_with("edge.") {
             continue;
         }
@@ -74,6 +77,43 @@ pub fn lower_to_edge(ctx: &Context, m: &mut Module, root: OpId, strict: bool) ->
         stats.lowered += 1;
     }
     Ok(stats)
+}
+
+/// Checks that every tensor a `prim.If` or `prim.Loop` produces has one known dtype. Edge has no
+/// value whose dtype depends on the branch taken or the iteration count; the error names what
+/// differs when the branches (the initial value and the body) disagree.
+fn control_flow_has_dtypes(m: &Module, op: OpId) -> Result<(), Diagnostic> {
+    let dtype = |v: ValueId| m.value_type(v).as_tensor().and_then(|t| t.dtype);
+    let yielded = |r: usize, k: usize| {
+        let b = m.regions(op).get(r).and_then(|&r| m.entry_block(r))?;
+        let t = m.last_op(b)?;
+        m.operands(t).get(k).copied()
+    };
+    let is_loop = m.op_name(op) == dialect_prim::LOOP;
+    for (i, &r) in m.results(op).iter().enumerate() {
+        if !m.value_type(r).is_tensor() || dtype(r).is_some() {
+            continue;
+        }
+        let why = if is_loop {
+            // Shape propagation generalized the carried type: with a known initial dtype, some
+            // iteration of the body gives another one.
+            match m.operands(op).get(i + 2).copied().and_then(dtype) {
+                Some(d) => format!(
+                    "result #{i} is {d} on entry but the loop body changes its dtype; Edge needs one dtype per value (cast it in the body)"
+                ),
+                None => format!("result #{i} has no known dtype; Edge needs explicit dtypes (run shape-propagation first)"),
+            }
+        } else {
+            match (yielded(0, i).and_then(dtype), yielded(1, i).and_then(dtype)) {
+                (Some(x), Some(y)) if x != y => format!(
+                    "result #{i} is {x} from the then-branch but {y} from the else-branch; Edge needs one dtype per value (cast one of them)"
+                ),
+                _ => format!("result #{i} has no known dtype; Edge needs explicit dtypes (run shape-propagation first)"),
+            }
+        };
+        return Err(Diagnostic::error(m.loc(op).clone(), format!("'{}' op {why}", m.op_name(op))));
+    }
+    Ok(())
 }
 
 /// Inserts `edge._to_copy` casts before `op` so that its operands need no implicit promotion.

@@ -7,8 +7,9 @@
 //! values. Inputs that contradict each other (an impossible broadcast) are an error naming the
 //! op; with `strict=true`, so is an annotated type that contradicts the inferred one.
 
-use dialect_aten::infer::{Ranges, infer_op_with, refine};
-use ir::{Attribute, Context, Diagnostic, Module, OpId, Type, TypeKind, WalkOrder};
+use dialect_aten::infer::{Ranges, infer_op_with, join, refine};
+use ir::{Attribute, Context, Diagnostic, Module, OpId, Type, TypeKind, ValueId, WalkOrder};
+use std::collections::HashSet;
 use pass::{AnalysisManager, Pass, PassOptions, PassResult};
 
 /// What one propagation run did.
@@ -20,12 +21,56 @@ pub struct PropagationStats {
 
 /// Propagates shapes and dtypes through every op nested in `root`.
 pub fn propagate_shapes(ctx: &Context, m: &mut Module, root: OpId, strict: bool) -> Result<PropagationStats, Diagnostic> {
-    let ranges = Ranges::of_module(m);
-    let mut ops = Vec::new();
-    m.walk(root, WalkOrder::PreOrder, &mut |o| ops.push(o));
-    let mut stats = PropagationStats::default();
-    for op in ops {
+    let mut p = Propagator { ctx, ranges: Ranges::of_module(m), referenced: referenced_symbols(m), strict, stats: PropagationStats::default() };
+    p.nested(m, root)?;
+    if p.stats.refined > 0 {
+        update_signatures(m, root);
+    }
+    Ok(p.stats)
+}
+
+/// The most iterations a loop's carried types are refined for before they fall back to their
+/// annotations. Each iteration makes some carried type strictly more general, and a type can be
+/// generalized only a few times (dtype, rank, each size), so real programs converge in two or three.
+const MAX_LOOP_ITERATIONS: usize = 8;
+
+struct Propagator<'a> {
+    ctx: &'a Context,
+    ranges: Ranges,
+    /// Symbols some op refers to (called functions, `cond` branches): their signatures are fixed.
+    referenced: HashSet<String>,
+    strict: bool,
+    stats: PropagationStats,
+}
+
+impl Propagator<'_> {
+    /// Every op of every block of every region of `op`, in program order.
+    fn nested(&mut self, m: &mut Module, op: OpId) -> Result<(), Diagnostic> {
+        for r in m.regions(op).to_vec() {
+            for b in m.region_blocks(r).to_vec() {
+                for o in m.block_ops(b) {
+                    self.op(m, o)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn set(&mut self, m: &mut Module, v: ValueId, t: Type) {
+        if *m.value_type(v) != t {
+            m.set_value_type(v, t);
+            self.stats.refined += 1;
+        }
+    }
+
+    fn op(&mut self, m: &mut Module, op: OpId) -> Result<(), Diagnostic> {
         let name = m.op_name(op);
+        if name == dialect_prim::IF {
+            return self.if_op(m, op);
+        }
+        if name == dialect_prim::LOOP {
+            return self.loop_op(m, op);
+        }
         let inferred: Option<Vec<Type>> = if name == dialect_prim::LIST_CONSTRUCT {
             list_type(m, op).map(|t| vec![t])
         } else if name == dialect_prim::TUPLE_CONSTRUCT {
@@ -46,30 +91,33 @@ pub fn propagate_shapes(ctx: &Context, m: &mut Module, root: OpId, strict: bool)
                 Some(TypeKind::Tuple(es)) => Some(es),
                 _ => None,
             }
-        } else if ctx.op_def(name).is_some_and(|d| d.schema.is_some()) {
-            infer_op_with(ctx, m, op, &ranges)
+        } else if self.ctx.op_def(name).is_some_and(|d| d.schema.is_some()) {
+            infer_op_with(self.ctx, m, op, &self.ranges)
                 .map_err(|e| Diagnostic::error(m.loc(op).clone(), format!("'{name}' op shape inference failed: {e}")))?
         } else {
             None
         };
-        let Some(types) = inferred else { continue };
-        let structural = name.starts_with("prim.");
-        for (&r, t) in m.results(op).to_vec().iter().zip(&types) {
+        if let Some(types) = inferred {
+            self.refine_results(m, op, &types)?;
+        }
+        self.nested(m, op)
+    }
+
+    fn refine_results(&mut self, m: &mut Module, op: OpId, types: &[Type]) -> Result<(), Diagnostic> {
+        let structural = m.op_name(op).starts_with("prim.");
+        for (&r, t) in m.results(op).to_vec().iter().zip(types) {
             let old = m.value_type(r).clone();
-            if !refinable(ctx, m, r) {
+            if !self.refinable(m, r) {
                 continue;
             }
             if structural {
                 // Structural ops' verifiers want exact types: they follow their operands.
-                if *t != old {
-                    m.set_value_type(r, t.clone());
-                    stats.refined += 1;
-                }
+                self.set(m, r, t.clone());
                 continue;
             }
             let new = match refine(&old, t) {
                 Ok(n) => n,
-                Err(e) if strict => {
+                Err(e) if self.strict => {
                     return Err(Diagnostic::error(
                         m.loc(op).clone(),
                         format!("'{}' op result type {old} contradicts inference: {e}", m.op_name(op)),
@@ -77,16 +125,158 @@ pub fn propagate_shapes(ctx: &Context, m: &mut Module, root: OpId, strict: bool)
                 }
                 Err(_) => continue,
             };
-            if new != old {
-                m.set_value_type(r, new);
-                stats.refined += 1;
+            self.set(m, r, new);
+        }
+        Ok(())
+    }
+
+    /// `prim.If`: both branches first, then each result becomes what the two yielded values have
+    /// in common, when that says more than the result's type.
+    fn if_op(&mut self, m: &mut Module, op: OpId) -> Result<(), Diagnostic> {
+        self.nested(m, op)?;
+        let yields: Vec<Vec<Type>> = m.regions(op).iter().map(|&r| region_yields(m, r)).collect();
+        let [then, els] = yields.as_slice() else { return Ok(()) };
+        for (i, &r) in m.results(op).to_vec().iter().enumerate() {
+            let (Some(a), Some(b)) = (then.get(i), els.get(i)) else { continue };
+            let Some(j) = join(a, b) else { continue };
+            if dialect_prim::type_refines(&j, m.value_type(r)) && self.refinable(m, r) {
+                self.set(m, r, j);
             }
         }
+        Ok(())
     }
-    if stats.refined > 0 {
-        update_signatures(m, root);
+
+    /// `prim.Loop`: the carried types start as the initial values' and are generalized by what
+    /// the body yields until the body gives nothing new; the body's types are recomputed from
+    /// its annotations on each round. A carried value whose argument or result cannot take a
+    /// more specific type keeps its annotation.
+    fn loop_op(&mut self, m: &mut Module, op: OpId) -> Result<(), Diagnostic> {
+        let Some(body) = m.regions(op).first().and_then(|&r| m.entry_block(r)) else { return Ok(()) };
+        let args: Vec<ValueId> = m.block_args(body).iter().skip(1).copied().collect();
+        let results = m.results(op).to_vec();
+        let inits: Vec<ValueId> = m.operands(op).iter().skip(2).copied().collect();
+        if args.len() != results.len() || inits.len() != results.len() {
+            // The verifier names the mismatch; refine only the body.
+            return self.nested(m, op);
+        }
+        let annotated: Vec<Type> = args.iter().map(|&a| m.value_type(a).clone()).collect();
+        let free: Vec<bool> = args.iter().zip(&results).map(|(&a, &r)| self.refinable(m, a) && self.refinable(m, r)).collect();
+        let saved = body_types(m, op);
+        let initial: Vec<Type> = (0..args.len())
+            .map(|k| {
+                let t = m.value_type(inits[k]).clone();
+                if free[k] && dialect_prim::type_refines(&t, &annotated[k]) { t } else { annotated[k].clone() }
+            })
+            .collect();
+        let mut carried = initial;
+        let mut converged = false;
+        let refined_before = self.stats.refined;
+        for _ in 0..MAX_LOOP_ITERATIONS {
+            restore(m, &saved);
+            for (&a, t) in args.iter().zip(&carried) {
+                m.set_value_type(a, t.clone());
+            }
+            self.nested(m, op)?;
+            let yielded = region_yields(m, m.regions(op)[0]);
+            let mut next = carried.clone();
+            for k in 0..args.len() {
+                if !free[k] {
+                    continue;
+                }
+                let widened = yielded.get(k + 1).and_then(|y| join(&carried[k], y));
+                next[k] = match widened {
+                    Some(j) if dialect_prim::type_refines(&j, &annotated[k]) => j,
+                    _ => annotated[k].clone(),
+                };
+            }
+            if next == carried {
+                converged = true;
+                break;
+            }
+            carried = next;
+        }
+        if !converged {
+            restore(m, &saved);
+            carried = annotated.clone();
+            self.nested(m, op)?;
+        }
+        // Only the final types count as refinements, measured against the types before the pass.
+        self.stats.refined = refined_before;
+        for (k, t) in carried.into_iter().enumerate() {
+            m.set_value_type(args[k], t.clone());
+            self.set(m, results[k], t);
+        }
+        let after = body_types(m, op);
+        self.stats.refined += saved.iter().zip(&after).filter(|((_, a), (_, b))| a != b).count();
+        Ok(())
     }
-    Ok(stats)
+
+    /// Whether every user of `v` accepts a more specific type: ops checked against a schema,
+    /// returns (the signature follows), the structural ops this pass recomputes, and the
+    /// operands of control flow (a branch or an iteration may yield a refinement).
+    fn refinable(&self, m: &Module, v: ValueId) -> bool {
+        m.uses(v).iter().all(|u| {
+            let n = m.op_name(u.op);
+            self.ctx.op_def(n).is_some_and(|d| d.schema.is_some())
+                || n == ir::builtin::RETURN && m.parent_op(u.op).is_some_and(|f| !self.is_referenced(m, f))
+                || n == dialect_prim::YIELD && m.parent_op(u.op).is_some_and(|p| matches!(m.op_name(p), dialect_prim::IF | dialect_prim::LOOP))
+                || n == dialect_prim::LOOP && u.index >= 2
+                || matches!(
+                    n,
+                    dialect_prim::LIST_CONSTRUCT
+                        | dialect_prim::TUPLE_CONSTRUCT
+                        | dialect_prim::LIST_UNPACK
+                        | dialect_prim::TUPLE_UNPACK
+                        | dialect_prim::TUPLE_INDEX
+                )
+        })
+    }
+
+    fn is_referenced(&self, m: &Module, f: OpId) -> bool {
+        m.attr(f, ir::builtin::SYM_NAME).and_then(Attribute::as_str).is_some_and(|n| self.referenced.contains(n))
+    }
+}
+
+/// The types the terminator of region `r`'s entry block passes on.
+fn region_yields(m: &Module, r: ir::RegionId) -> Vec<Type> {
+    m.entry_block(r).and_then(|b| m.last_op(b)).map(|t| m.operands(t).iter().map(|&v| m.value_type(v).clone()).collect()).unwrap_or_default()
+}
+
+/// The types of every value defined inside `op` (block arguments, op results), in walk order.
+fn body_types(m: &Module, op: OpId) -> Vec<(ValueId, Type)> {
+    let mut out = Vec::new();
+    let visit_block = |m: &Module, b: ir::BlockId, out: &mut Vec<(ValueId, Type)>| {
+        for &a in m.block_args(b) {
+            out.push((a, m.value_type(a).clone()));
+        }
+    };
+    for &r in m.regions(op) {
+        for &b in m.region_blocks(r) {
+            visit_block(m, b, &mut out);
+        }
+    }
+    m.walk(op, WalkOrder::PreOrder, &mut |o| {
+        if o == op {
+            return;
+        }
+        for &r in m.results(o) {
+            out.push((r, m.value_type(r).clone()));
+        }
+        for &reg in m.regions(o) {
+            for &b in m.region_blocks(reg) {
+                for &a in m.block_args(b) {
+                    out.push((a, m.value_type(a).clone()));
+                }
+            }
+        }
+    });
+    out
+}
+
+fn restore(m: &mut Module, saved: &[(ValueId, Type)]) {
+    for (v, t) in saved {
+        m.set_value_type(*v, t.clone());
+    }
 }
 
 /// The list type of a `prim.ListConstruct`: its elements' common type, `!prim.any` when they differ.
@@ -101,42 +291,25 @@ fn list_type(m: &Module, op: OpId) -> Option<Type> {
     if ops.iter().all(|&v| *m.value_type(v) == first) { Some(Type::list(first)) } else { Some(Type::list(Type::any())) }
 }
 
-/// Whether every user of `v` accepts a more specific type: ops checked against a schema,
-/// returns (the signature follows) and the structural ops this pass recomputes.
-fn refinable(ctx: &Context, m: &Module, v: ir::ValueId) -> bool {
-    m.uses(v).iter().all(|u| {
-        let n = m.op_name(u.op);
-        ctx.op_def(n).is_some_and(|d| d.schema.is_some())
-            || n == ir::builtin::RETURN && m.parent_op(u.op).is_some_and(|f| !is_referenced(m, f))
-            || matches!(
-                n,
-                dialect_prim::LIST_CONSTRUCT
-                    | dialect_prim::TUPLE_CONSTRUCT
-                    | dialect_prim::LIST_UNPACK
-                    | dialect_prim::TUPLE_UNPACK
-                    | dialect_prim::TUPLE_INDEX
-            )
-    })
-}
-
-/// Whether some op refers to function `f` by symbol (a call or a `cond` branch).
-fn is_referenced(m: &Module, f: OpId) -> bool {
-    let Some(name) = m.attr(f, ir::builtin::SYM_NAME).and_then(Attribute::as_str) else { return false };
-    let mut found = false;
+/// The symbols some op refers to (a call's callee, a `cond` branch).
+fn referenced_symbols(m: &Module) -> HashSet<String> {
+    let mut out = HashSet::new();
     m.walk(m.top(), WalkOrder::PreOrder, &mut |o| {
-        if !found && o != f {
-            found = m.attributes(o).iter().any(|(_, a)| refers_to(a, name));
+        for (_, a) in m.attributes(o).iter() {
+            collect_refs(a, &mut out);
         }
     });
-    found
+    out
 }
 
-fn refers_to(a: &Attribute, name: &str) -> bool {
+fn collect_refs(a: &Attribute, out: &mut HashSet<String>) {
     match a {
-        Attribute::SymbolRef(s) => &**s == name,
-        Attribute::Array(items) => items.iter().any(|i| refers_to(i, name)),
-        Attribute::Dict(items) => items.iter().any(|(_, i)| refers_to(i, name)),
-        _ => false,
+        Attribute::SymbolRef(s) => {
+            out.insert(s.to_string());
+        }
+        Attribute::Array(items) => items.iter().for_each(|i| collect_refs(i, out)),
+        Attribute::Dict(items) => items.iter().for_each(|(_, i)| collect_refs(i, out)),
+        _ => {}
     }
 }
 
