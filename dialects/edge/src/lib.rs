@@ -55,11 +55,16 @@ pub fn core_schemas() -> &'static [FunctionSchema] {
     })
 }
 
+/// The aten names of the Edge operator set (`aten.add.Tensor`), for constant-time lookup.
+fn core_names() -> &'static std::collections::HashSet<String> {
+    static CELL: OnceLock<std::collections::HashSet<String>> = OnceLock::new();
+    CELL.get_or_init(|| core_schemas().iter().map(|s| s.op_name()).collect())
+}
+
 /// `aten.add.Tensor` → `edge.add.Tensor`, for ops in the Edge operator set.
 pub fn edge_name(aten_op: &str) -> Option<String> {
     let rest = aten_op.strip_prefix("aten.")?;
-    let name = format!("{DIALECT}.{rest}");
-    core_schemas().iter().any(|s| s.op_name() == aten_op).then_some(name)
+    core_names().contains(aten_op).then(|| format!("{DIALECT}.{rest}"))
 }
 
 /// `edge.add.Tensor` → `aten.add.Tensor` (what a runtime's kernel registry is keyed by).

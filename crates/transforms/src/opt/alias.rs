@@ -62,6 +62,15 @@ pub struct AliasDb {
     fresh: HashMap<(OpId, usize), MemLoc>,
     arg_fresh: HashMap<ValueId, MemLoc>,
     next: u32,
+    /// Every location some op writes (the union of all ops' writes), so that asking whether a
+    /// value has writers costs one set intersection, not a scan of every op.
+    all_writes: MemSet,
+}
+
+/// Whether two sets share an element: each element of the smaller looked up in the larger.
+fn intersects(a: &MemSet, b: &MemSet) -> bool {
+    let (small, large) = if a.len() <= b.len() { (a, b) } else { (b, a) };
+    small.iter().any(|l| large.contains(l))
 }
 
 /// Whether a value of this type can alias memory.
@@ -90,6 +99,34 @@ pub fn schema_writes(ctx: &Context, m: &Module, op: OpId) -> bool {
 pub fn has_side_effects(ctx: &Context, m: &Module, op: OpId) -> bool {
     let pure = ctx.op_def(m.op_name(op)).is_some_and(|d| d.has_trait(Traits::PURE));
     !pure || schema_writes(ctx, m, op)
+}
+
+/// Whether no op nested in `root` writes memory or has an opaque side effect (the ops an
+/// [`AliasDb`] would give writes or mark opaque): then it would answer every question about
+/// writers and conflicts with "none", and a pass may skip building it. One cheap walk.
+pub fn is_effect_free(ctx: &Context, m: &Module, root: OpId) -> bool {
+    let mut free = true;
+    m.walk(root, WalkOrder::PreOrder, &mut |op| {
+        if !free || op == root {
+            return;
+        }
+        let name = m.op_name(op);
+        let def = ctx.op_def(name);
+        let pure = def.is_some_and(|d| d.has_trait(Traits::PURE));
+        free = match def.and_then(|d| d.schema.as_ref()) {
+            Some(schema) => !schema.is_mutable() && pure,
+            None => {
+                name != dialect_prim::RAISE_EXCEPTION
+                    && (pure
+                        || matches!(
+                            name,
+                            dialect_prim::IF | dialect_prim::LOOP | dialect_prim::FUSION_GROUP | dialect_prim::YIELD | dialect_prim::RETURN
+                        )
+                        || name == ir::builtin::RETURN)
+            }
+        };
+    });
+    free
 }
 
 impl pass::Analysis for AliasDb {
@@ -125,6 +162,7 @@ impl AliasDb {
             }
         }
         db.compute_effects(ctx, m, root);
+        db.all_writes = db.effects.values().flat_map(|e| e.writes.iter().copied()).collect();
         db
     }
 
@@ -514,15 +552,8 @@ impl AliasDb {
         e
     }
 
-    /// Widens a set holding the wildcard to every escaped location.
-    fn widen(&self, s: &MemSet) -> MemSet {
-        let mut out = s.clone();
-        if s.contains(&MemLoc::WILDCARD) {
-            out.extend(self.escaped.iter().copied());
-        }
-        out
-    }
-
+    /// Whether the widened sets intersect, without building them: `widen` adds the escaped
+    /// locations to a set holding the wildcard.
     fn sets_overlap(&self, a: &MemSet, b: &MemSet) -> bool {
         if a.is_empty() || b.is_empty() {
             return false;
@@ -531,8 +562,7 @@ impl AliasDb {
         if wa && wb {
             return true;
         }
-        let (a, b) = (self.widen(a), self.widen(b));
-        a.intersection(&b).next().is_some()
+        intersects(a, b) || (wa && intersects(&self.escaped, b)) || (wb && intersects(a, &self.escaped))
     }
 
     /// The memory locations `v` may point to (empty for immutable values).
@@ -595,8 +625,7 @@ impl AliasDb {
 
     /// Whether any op writes memory `v` may point to.
     pub fn has_writers(&self, v: ValueId) -> bool {
-        let set = self.locs(v);
-        !set.is_empty() && self.effects.values().any(|e| self.sets_overlap(&e.writes, &set))
+        self.points_to.get(&v).is_some_and(|set| self.sets_overlap(&self.all_writes, set))
     }
 
     /// Whether running `a` and `b` in either order may differ: one writes what the other reads or

@@ -12,7 +12,7 @@
 //! later one in program order, and every op of a loop that holds the later op but not the
 //! earlier one (the loop's next iteration runs them in between).
 
-use super::alias::AliasDb;
+use super::alias::{AliasDb, is_effect_free};
 use ir::{Attribute, Context, Diagnostic, Module, OpId, Traits, Type, ValueId};
 use pass::{AnalysisManager, LogLevel};
 use std::collections::HashMap;
@@ -23,25 +23,40 @@ type Key = (Arc<str>, Vec<ValueId>, Vec<(Arc<str>, Attribute)>, Vec<Type>);
 /// The state of one CSE run over a function.
 struct Cse<'a> {
     ctx: &'a Context,
-    db: AliasDb,
+    /// `None` when nothing in the function writes memory or has opaque effects: then every op
+    /// that is pure by its definition is a candidate and merging never crosses a write.
+    db: Option<AliasDb>,
     scopes: Vec<HashMap<Key, OpId>>,
-    /// Each op's pre-order position and the ops that write memory, with positions.
+    /// The ops that write memory (or have opaque effects), by pre-order position.
     writers: Vec<(usize, OpId)>,
+    /// The pre-order positions each `prim.Loop` spans (itself and everything nested).
+    loop_spans: HashMap<OpId, (usize, usize)>,
     merged: usize,
     stopped: bool,
 }
 
 /// Runs CSE on everything nested in `root`; returns the number of ops merged.
 pub fn run_cse(ctx: &Context, m: &mut Module, root: OpId, am: &mut AnalysisManager) -> Result<usize, Diagnostic> {
-    let db = AliasDb::new(ctx, m, root);
-    let mut writers: Vec<(usize, OpId)> = m
-        .nested_ops(root)
-        .into_iter()
-        .filter(|&o| m.regions(o).is_empty() && (db.is_mutable_op(o) || db.is_opaque(o)))
-        .filter_map(|o| db.order(o).map(|i| (i, o)))
-        .collect();
-    writers.sort();
-    let mut cse = Cse { ctx, db, scopes: Vec::new(), writers, merged: 0, stopped: false };
+    let db = (!is_effect_free(ctx, m, root)).then(|| AliasDb::new(ctx, m, root));
+    let mut writers: Vec<(usize, OpId)> = Vec::new();
+    let mut loop_spans = HashMap::new();
+    if let Some(db) = &db {
+        writers = m
+            .nested_ops(root)
+            .into_iter()
+            .filter(|&o| m.regions(o).is_empty() && (db.is_mutable_op(o) || db.is_opaque(o)))
+            .filter_map(|o| db.order(o).map(|i| (i, o)))
+            .collect();
+        writers.sort();
+        for o in m.nested_ops(root) {
+            if m.op_name(o) == dialect_prim::LOOP {
+                let start = db.order(o).unwrap_or(0);
+                let end = m.nested_ops(o).iter().filter_map(|&n| db.order(n)).max().unwrap_or(start);
+                loop_spans.insert(o, (start, end));
+            }
+        }
+    }
+    let mut cse = Cse { ctx, db, scopes: Vec::new(), writers, loop_spans, merged: 0, stopped: false };
     cse.region_list(m, root, am)?;
     Ok(cse.merged)
 }
@@ -91,8 +106,7 @@ impl Cse<'_> {
         def.has_trait(Traits::PURE)
             && !def.has_trait(Traits::TERMINATOR)
             && !m.results(op).is_empty()
-            && !self.db.is_mutable_op(op)
-            && !self.db.is_opaque(op)
+            && self.db.as_ref().is_none_or(|db| !db.is_mutable_op(op) && !db.is_opaque(op))
     }
 
     fn visit(&mut self, m: &mut Module, op: OpId, am: &mut AnalysisManager) -> Result<(), Diagnostic> {
@@ -130,30 +144,35 @@ impl Cse<'_> {
     }
 
     fn may_merge(&self, m: &Module, prev: OpId, op: OpId) -> bool {
+        let Some(db) = &self.db else { return true };
         let results = m.results(prev).iter().chain(m.results(op));
-        if results.clone().any(|&r| self.db.has_writers(r)) {
+        if results.clone().any(|&r| db.has_writers(r)) {
             return false;
         }
-        let reads = self.db.reads_from(op);
-        if reads.is_empty() {
+        if db.reads_from(op).is_empty() {
             return true;
         }
-        let (Some(lo), Some(hi)) = (self.db.order(prev), self.db.order(op)) else { return false };
-        // Loops around `op` that do not hold `prev` run all their ops between two executions.
-        let mut loops = Vec::new();
+        let (Some(lo), Some(hi)) = (db.order(prev), db.order(op)) else { return false };
+        // The positions whose writers run between the two: after `prev` and before `op`, and
+        // all of each loop around `op` that does not hold `prev` (its next iteration runs them
+        // in between).
+        let mut spans = vec![(lo + 1, hi)];
         let mut cur = m.parent_op(op);
         while let Some(p) = cur {
             if m.is_ancestor(p, prev) {
                 break;
             }
-            if m.op_name(p) == dialect_prim::LOOP {
-                loops.push(p);
+            if let Some(&(s, e)) = self.loop_spans.get(&p) {
+                spans.push((s, e + 1));
             }
             cur = m.parent_op(p);
         }
-        self.writers.iter().all(|&(i, w)| {
-            let between = (i > lo && i < hi) || loops.iter().any(|&l| m.contains_op(w) && m.is_ancestor(l, w));
-            !between || !m.contains_op(w) || !self.db.conflicts(w, op)
+        spans.into_iter().all(|(from, to)| {
+            let first = self.writers.partition_point(|&(i, _)| i < from);
+            self.writers[first..]
+                .iter()
+                .take_while(|&&(i, _)| i < to)
+                .all(|&(_, w)| !m.contains_op(w) || !db.conflicts(w, op))
         })
     }
 }

@@ -6,7 +6,7 @@
 //! Constants of a mutable type (tensors) that something writes are left alone: each is fresh
 //! storage, so sharing or hoisting it out of a loop would change the program.
 
-use super::alias::{AliasDb, is_mutable_type};
+use super::alias::{AliasDb, is_effect_free, is_mutable_type};
 use ir::{Attribute, Context, Diagnostic, InsertPoint, Module, OpId, Traits, Type};
 use pass::{AnalysisManager, LogLevel};
 use std::collections::HashMap;
@@ -16,7 +16,9 @@ pub fn run_pooling(ctx: &Context, m: &mut Module, func: OpId, am: &mut AnalysisM
     let Some(entry) = m.regions(func).first().and_then(|&r| m.entry_block(r)) else { return Ok(0) };
     let mut constants = Vec::new();
     collect(ctx, m, func, &mut constants);
-    let needs_db = constants.iter().any(|&c| m.results(c).iter().any(|&r| is_mutable_type(m.value_type(r))));
+    // Without writers in the function no constant is written: no analysis needed.
+    let mutable = constants.iter().any(|&c| m.results(c).iter().any(|&r| is_mutable_type(m.value_type(r))));
+    let needs_db = mutable && !is_effect_free(ctx, m, func);
     let db = needs_db.then(|| AliasDb::new(ctx, m, func));
     let mut pool: HashMap<(Attribute, Type), OpId> = HashMap::new();
     let mut last_hoisted: Option<OpId> = None;
@@ -26,7 +28,7 @@ pub fn run_pooling(ctx: &Context, m: &mut Module, func: OpId, am: &mut AnalysisM
         if m.results(c).len() != 1 {
             continue;
         }
-        if is_mutable_type(m.value_type(r)) && db.as_ref().is_none_or(|db| db.has_writers(r)) {
+        if is_mutable_type(m.value_type(r)) && db.as_ref().is_some_and(|db| db.has_writers(r)) {
             continue;
         }
         let key = (value, m.value_type(r).clone());
