@@ -75,6 +75,7 @@ pub struct AnalysisManager {
     cache: HashMap<OpId, HashMap<TypeId, Rc<dyn Any>>>,
     pub(crate) state: PassState,
     output: String,
+    nested_timing: crate::instrument::Timing,
 }
 
 impl AnalysisManager {
@@ -214,6 +215,16 @@ impl AnalysisManager {
     /// The instrumentation output (stderr in tools), written out after the pass returns.
     pub fn output(&mut self) -> &mut String {
         &mut self.output
+    }
+
+    /// Reports the timing of a pipeline the running pass ran itself: its rows join the timing
+    /// report under the pass's name (`default-pipeline/cse`).
+    pub fn record_nested_timing(&mut self, timing: &crate::instrument::Timing) {
+        self.nested_timing.merge("", timing);
+    }
+
+    pub(crate) fn take_nested_timing(&mut self) -> crate::instrument::Timing {
+        std::mem::take(&mut self.nested_timing)
     }
 
     pub(crate) fn take_output(&mut self) -> String {

@@ -19,12 +19,28 @@ impl Timing {
         }
     }
 
+    /// Adds every row of `other` as `prefix/name` (as `name` with an empty prefix): a pass that
+    /// runs a pipeline of its own reports that pipeline's passes under its name.
+    pub fn merge(&mut self, prefix: &str, other: &Timing) {
+        for (name, d, runs) in &other.rows {
+            let name = if prefix.is_empty() { name.clone() } else { format!("{prefix}/{name}") };
+            match self.rows.iter_mut().find(|r| r.0 == name) {
+                Some(r) => {
+                    r.1 += *d;
+                    r.2 += runs;
+                }
+                None => self.rows.push((name, *d, *runs)),
+            }
+        }
+    }
+
     /// The rows: name, total wall time, number of runs.
     pub fn rows(&self) -> &[(String, Duration, usize)] {
         &self.rows
     }
 
-    /// The report, laid out like MLIR's `-mlir-timing`, with a run-count column.
+    /// The report, laid out like MLIR's `-mlir-timing`, with a run-count column; times in
+    /// seconds to the microsecond, so that passes over small programs do not all read 0.0000.
     pub fn report(&self, total: Duration) -> String {
         let total_s = total.as_secs_f64();
         let pct = |d: Duration| {
@@ -42,11 +58,11 @@ impl Timing {
         out.push_str("                         ... Execution time report ...\n");
         out.push_str(rule);
         out.push('\n');
-        out.push_str(&format!("  Total Execution Time: {total_s:.4} seconds\n\n"));
-        out.push_str("  ----Wall Time----  ----Runs----  ----Name----\n");
+        out.push_str(&format!("  Total Execution Time: {total_s:.6} seconds\n\n"));
+        out.push_str("  -----Wall Time-----  ----Runs----  ----Name----\n");
         for (name, d, runs) in &self.rows {
             out.push_str(&format!(
-                "  {:>8.4} ({:>5.1}%)  {:>12}  {}\n",
+                "  {:>10.6} ({:>5.1}%)  {:>12}  {}\n",
                 d.as_secs_f64(),
                 pct(*d),
                 runs,
@@ -54,7 +70,7 @@ impl Timing {
             ));
         }
         out.push_str(&format!(
-            "  {:>8.4} ({:>5.1}%)  {:>12}  Total\n",
+            "  {:>10.6} ({:>5.1}%)  {:>12}  Total\n",
             total_s, 100.0, ""
         ));
         out

@@ -502,6 +502,8 @@ fn run_pass(
     let t0 = Instant::now();
     let result = pass.run(ctx, m, anchor, st.am);
     st.timing.record(&name, t0.elapsed());
+    let nested = st.am.take_nested_timing();
+    st.timing.merge(&name, &nested);
     *st.rewrites.entry(name.clone()).or_insert(0) += st.am.state.rewrites;
     let logged = st.am.take_output();
     emit(st.out, &logged)?;

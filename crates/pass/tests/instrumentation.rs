@@ -165,7 +165,7 @@ fn timing_report_has_a_row_per_pass() {
     assert!(out.contains("... Execution time report ..."), "{out}");
     assert!(out.contains("  Total Execution Time: "), "{out}");
     assert!(
-        out.contains("  ----Wall Time----  ----Runs----  ----Name----\n"),
+        out.contains("  -----Wall Time-----  ----Runs----  ----Name----\n"),
         "{out}"
     );
     let row = |name: &str| {

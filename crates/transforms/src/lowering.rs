@@ -110,6 +110,7 @@ impl Pass for DefaultPipeline {
             .map_err(|e| Diagnostic::error(m.loc(op).clone(), format!("invalid default pipeline '{text}': {}", e.message)))?;
         let mut sink = Vec::new();
         let changed = pm.run(ctx, m, &mut sink)?;
+        am.record_nested_timing(pm.timing());
         Ok(PassResult::from_changed(changed))
     }
 }
