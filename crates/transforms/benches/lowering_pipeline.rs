@@ -110,6 +110,11 @@ fn main() {
                 let ops = prog.module.nested_ops(prog.module.top()).len();
                 let d = time(&ctx, &prog.module, 11);
                 println!("{name:<20} {ops:>6} ops  {:>9.3} ms", d.as_secs_f64() * 1e3);
+                if std::env::var("PER_PASS").is_ok() && name == "bench_transformer" {
+                    for (p, ms, verify) in per_pass(&ctx, &prog.module, 11) {
+                        println!("    {p:<20} {ms:>9.3} ms   (verifier {verify:>8.3} ms)");
+                    }
+                }
             }
             Err(e) => println!("{name:<20} skipped: {e}"),
         }

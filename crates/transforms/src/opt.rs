@@ -85,6 +85,32 @@ impl Pass for GreedyPass {
     }
 }
 
+/// The pass crate's `canonicalize` with this crate's rewrites, run with the memo of effect-free
+/// functions ([`canon::with_effect_memo`]).
+struct Canonicalize(pass::Canonicalize);
+
+impl Pass for Canonicalize {
+    fn name(&self) -> &str {
+        self.0.name()
+    }
+
+    fn description(&self) -> &str {
+        self.0.description()
+    }
+
+    fn anchor(&self) -> pass::Anchor {
+        self.0.anchor()
+    }
+
+    fn option_text(&self) -> String {
+        self.0.option_text()
+    }
+
+    fn run(&mut self, ctx: &Context, m: &mut Module, op: OpId, am: &mut AnalysisManager) -> Result<PassResult, Diagnostic> {
+        canon::with_effect_memo(|| self.0.run(ctx, m, op, am))
+    }
+}
+
 fn func_pass(
     name: &'static str,
     description: &'static str,
@@ -194,7 +220,7 @@ pub fn pass_infos() -> Vec<PassInfo> {
         .anchor(Anchor::func()),
         PassInfo::new("canonicalize", CANON, |o| {
             let set = canon::shared_canonicalize_set(max_elements(o)?);
-            Ok(Box::new(pass::Canonicalize::with_options(set, o)?) as Box<dyn Pass>)
+            Ok(Box::new(Canonicalize(pass::Canonicalize::with_options(set, o)?)) as Box<dyn Pass>)
         })
         .options(pass::Canonicalize::options().int(
             "max-elements",

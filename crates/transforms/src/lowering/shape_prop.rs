@@ -4,8 +4,11 @@
 //! refined types. A result type is replaced by the merge of what it says and what inference
 //! finds ([`dialect_aten::infer::refine`]); nothing certain is ever dropped. Structural prim
 //! ops (lists, tuples) follow their operands, and function result types follow the returned
-//! values. Inputs that contradict each other (an impossible broadcast) are an error naming the
-//! op; with `strict=true`, so is an annotated type that contradicts the inferred one.
+//! values. A `prim.If` result becomes what its two branches yield in common; a `prim.Loop`'s
+//! carried values start as the initial values' types and are generalized by what the body
+//! yields until nothing changes (the body is refined again from its annotations each round).
+//! Inputs that contradict each other (an impossible broadcast) are an error naming the op; with
+//! `strict=true`, so is an annotated type that contradicts the inferred one.
 
 use dialect_aten::infer::{Ranges, infer_op_with, join, refine};
 use ir::{Attribute, Context, Diagnostic, Module, OpId, Type, TypeKind, ValueId, WalkOrder};

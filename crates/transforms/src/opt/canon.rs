@@ -10,7 +10,9 @@
 //! removed, `prim.TupleUnpack(prim.TupleConstruct)` and `prim.ListUnpack(prim.ListConstruct)`
 //! (when the list is never written) forward the elements.
 
-use super::alias::{AliasDb, has_side_effects, is_mutable_type};
+use super::alias::{AliasDb, is_effect_free, is_mutable_type};
+use std::cell::RefCell;
+use std::collections::HashMap;
 use dialect_prim::fold::Folded;
 use ir::{Attribute, Context, Diagnostic, Dim, Module, OpId, TypeKind, ValueId};
 use pass::{FoldResult, PatternRewriter, RewritePattern, RewriteSet};
@@ -141,7 +143,7 @@ fn unwritten_constants(ctx: &Context, m: &Module, op: OpId, consts: &[Option<Att
         return out;
     }
     let Some(func) = enclosing_function(m, op) else { return out };
-    if !m.nested_ops(func).into_iter().any(|o| has_side_effects(ctx, m, o) && !is_structural(ctx, m, o)) {
+    if function_is_effect_free(ctx, m, func) {
         return out;
     }
     let db = AliasDb::new(ctx, m, func);
@@ -153,11 +155,40 @@ fn unwritten_constants(ctx: &Context, m: &Module, op: OpId, consts: &[Option<Att
     out
 }
 
-/// Control flow and terminators: their side effects are those of the ops they hold or none.
-fn is_structural(ctx: &Context, m: &Module, op: OpId) -> bool {
-    let name = m.op_name(op);
-    matches!(name, dialect_prim::IF | dialect_prim::LOOP | dialect_prim::FUSION_GROUP)
-        || ctx.has_trait(name, ir::Traits::TERMINATOR)
+thread_local! {
+    /// While a `canonicalize` run is under way: whether each function it has asked about writes
+    /// nothing and has no opaque effects. Canonicalization only removes ops and adds pure ones,
+    /// so an answer holds for the whole run; outside a run nothing is remembered.
+    static EFFECT_FREE: RefCell<Option<HashMap<OpId, bool>>> = const { RefCell::new(None) };
+}
+
+/// Runs `f` (one canonicalization run) with the per-run memo of effect-free functions, so that
+/// folds and rewrites that must know whether anything writes ask once per function, not once
+/// per rewrite.
+pub fn with_effect_memo<R>(f: impl FnOnce() -> R) -> R {
+    struct Restore(Option<HashMap<OpId, bool>>);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            let prev = self.0.take();
+            EFFECT_FREE.with(|c| *c.borrow_mut() = prev);
+        }
+    }
+    let _restore = Restore(EFFECT_FREE.with(|c| c.replace(Some(HashMap::new()))));
+    f()
+}
+
+/// Whether nothing in `func` writes or has opaque effects (memoized during a run).
+fn function_is_effect_free(ctx: &Context, m: &Module, func: OpId) -> bool {
+    if let Some(known) = EFFECT_FREE.with(|c| c.borrow().as_ref().and_then(|h| h.get(&func).copied())) {
+        return known;
+    }
+    let free = is_effect_free(ctx, m, func);
+    EFFECT_FREE.with(|c| {
+        if let Some(h) = c.borrow_mut().as_mut() {
+            h.insert(func, free);
+        }
+    });
+    free
 }
 
 /// The `func.func` holding `op`.
@@ -188,11 +219,16 @@ pub fn replace_is_alias_safe(ctx: &Context, m: &Module, old: ValueId, new: Value
     }
     let Some(op) = m.defining_op(old) else { return false };
     let Some(func) = enclosing_function(m, op) else { return false };
+    let returned = |v: ValueId| m.uses(v).iter().any(|u| m.op_name(u.op) == ir::builtin::RETURN);
+    let effect_free = function_is_effect_free(ctx, m, func);
+    if effect_free && !returned(old) {
+        // Nothing writes either value, and no function result changes.
+        return true;
+    }
     let db = AliasDb::new(ctx, m, func);
     if db.has_writers(old) || db.has_writers(new) {
         return false;
     }
-    let returned = |v: ValueId| m.uses(v).iter().any(|u| m.op_name(u.op) == ir::builtin::RETURN);
     if returned(old) {
         if returned(new) {
             return false;
@@ -259,7 +295,8 @@ impl RewritePattern for Pattern {
                     && m.operands(def).len() == m.results(op).len()
                     && m.operands(def).iter().zip(m.results(op)).all(|(&a, &b)| m.value_type(a) == m.value_type(b));
                 let unwritten = fits
-                    && enclosing_function(m, op).is_some_and(|f| !AliasDb::new(ctx, m, f).has_writers(list));
+                    && enclosing_function(m, op)
+                        .is_some_and(|f| function_is_effect_free(ctx, m, f) || !AliasDb::new(ctx, m, f).has_writers(list));
                 unwritten.then(|| m.operands(def).to_vec())
             }
         };
