@@ -272,12 +272,22 @@ fn outline(ctx: &Context, m: &mut Module, ops: &[OpId], backend: &str) -> Result
         }
         false
     };
+    // `replace_uses_where` removes each use from the old value's use list one by one, which is
+    // quadratic in a value with many uses (a weight shared by every layer); when every use is
+    // inside, replace them all at once.
+    let redirect = |m: &mut Module, v: ValueId, a: ValueId| {
+        if m.uses(v).iter().all(|&u| in_body(m, u)) {
+            m.replace_all_uses(v, a);
+        } else {
+            m.replace_uses_where(v, a, in_body);
+        }
+    };
     for (&v, &a) in inputs.iter().zip(&args) {
-        m.replace_uses_where(v, a, in_body);
+        redirect(m, v, a);
     }
     for &c in &consts {
         if let Some(nc) = map.get(c) {
-            m.replace_uses_where(c, nc, in_body);
+            redirect(m, c, nc);
         }
     }
     let results = m.results(p).to_vec();
