@@ -57,6 +57,9 @@ pub struct Operation {
     pub parent: Option<BlockId>,
     prev: Option<OpId>,
     next: Option<OpId>,
+    /// For operand `i`, the position of its `Use` in the operand value's use list, so a use
+    /// is removed in O(1) however many uses the value has.
+    use_pos: Vec<usize>,
 }
 
 #[derive(Clone, Debug, Default)]
@@ -456,6 +459,7 @@ impl Module {
             parent: None,
             prev: None,
             next: None,
+            use_pos: Vec::new(),
         });
         for (index, ty) in result_types.into_iter().enumerate() {
             let v = self.values.insert(ValueData {
@@ -552,14 +556,28 @@ impl Module {
     fn push_operand(&mut self, op: OpId, v: ValueId) {
         let index = self.ops[op].operands.len();
         self.ops[op].operands.push(v);
-        self.values[v].uses.push(Use { op, index });
+        self.ops[op].use_pos.push(0);
+        self.add_use(v, Use { op, index });
     }
 
+    /// Appends `u` to `v`'s use list and records where it sits.
+    fn add_use(&mut self, v: ValueId, u: Use) {
+        let uses = &mut self.values[v].uses;
+        self.ops[u.op].use_pos[u.index] = uses.len();
+        uses.push(u);
+    }
+
+    /// Removes `u` from `v`'s use list in O(1): the last use takes its place.
     fn remove_use(&mut self, v: ValueId, u: Use) {
-        if let Some(data) = self.values.get_mut(v) {
-            if let Some(pos) = data.uses.iter().position(|x| *x == u) {
-                data.uses.swap_remove(pos);
-            }
+        let Some(data) = self.values.get_mut(v) else { return };
+        let pos = self.ops[u.op].use_pos[u.index];
+        debug_assert_eq!(data.uses.get(pos), Some(&u), "use list position out of date");
+        if data.uses.get(pos) != Some(&u) {
+            return;
+        }
+        data.uses.swap_remove(pos);
+        if let Some(&moved) = data.uses.get(pos) {
+            self.ops[moved.op].use_pos[moved.index] = pos;
         }
     }
 
@@ -571,19 +589,25 @@ impl Module {
         };
         self.remove_use(old, Use { op, index });
         self.ops[op].operands[index] = v;
-        self.values[v].uses.push(Use { op, index });
+        self.add_use(v, Use { op, index });
         Ok(())
     }
 
     /// Replaces all operands of `op`.
     pub fn set_operands(&mut self, op: OpId, new: Vec<ValueId>) {
+        self.drop_operands(op);
+        for v in new {
+            self.push_operand(op, v);
+        }
+    }
+
+    /// Removes every operand of `op` from its value's use list.
+    fn drop_operands(&mut self, op: OpId) {
         let old = std::mem::take(&mut self.ops[op].operands);
         for (index, v) in old.into_iter().enumerate() {
             self.remove_use(v, Use { op, index });
         }
-        for v in new {
-            self.push_operand(op, v);
-        }
+        self.ops[op].use_pos.clear();
     }
 
     /// Appends an operand to `op`.
@@ -597,10 +621,10 @@ impl Module {
             return;
         }
         let uses = std::mem::take(&mut self.values[old].uses);
-        for u in &uses {
+        for u in uses {
             self.ops[u.op].operands[u.index] = new;
+            self.add_use(new, u);
         }
-        self.values[new].uses.extend(uses);
     }
 
     /// Replaces uses of `old` with `new` where `pred` holds for the using op.
@@ -613,7 +637,7 @@ impl Module {
             if pred(self, u) {
                 self.remove_use(old, u);
                 self.ops[u.op].operands[u.index] = new;
-                self.values[new].uses.push(u);
+                self.add_use(new, u);
             }
         }
     }
@@ -738,10 +762,7 @@ impl Module {
         for r in regions {
             self.destroy_region(r);
         }
-        let operands = std::mem::take(&mut self.ops[op].operands);
-        for (index, v) in operands.into_iter().enumerate() {
-            self.remove_use(v, Use { op, index });
-        }
+        self.drop_operands(op);
         for r in std::mem::take(&mut self.ops[op].results) {
             self.values.remove(r);
         }
