@@ -121,6 +121,15 @@ impl Kernel {
         self.numel
     }
 
+    /// Whether `inputs` have exactly the dtypes, sizes and strides the kernel was compiled for
+    /// (the first check of the guard; storage bounds are checked when it runs).
+    pub fn accepts(&self, inputs: &[Tensor]) -> bool {
+        inputs.len() == self.spec.inputs.len()
+            && inputs.iter().zip(&self.spec.inputs).all(|(t, s)| {
+                t.dtype() == s.dtype && t.sizes() == s.sizes.as_slice() && t.strides() == s.strides.as_slice()
+            })
+    }
+
     /// Runs the kernel on `inputs`, returning freshly allocated contiguous outputs.
     pub fn run(&self, inputs: &[Tensor]) -> Result<Vec<Tensor>, JitError> {
         self.run_with(inputs, RunOptions::default())
@@ -389,7 +398,16 @@ fn build_inner(g: &Graph, layout: &Layout, used: &[bool], lanes: u8) -> Result<(
         b.seal_all_blocks();
         b.finalize(module.target_config());
     }
+    let dump = std::env::var_os("JIT_DUMP").is_some();
+    if dump {
+        ctx.set_disasm(true);
+    }
     module.define_function(id, &mut ctx).map_err(|e| JitError::Codegen(format!("{e:?}")))?;
+    if dump {
+        if let Some(code) = ctx.compiled_code() {
+            eprintln!("jit: {lanes}-lane kernel, {} bytes of code\n{}", code.code_info().total_size, code.vcode.as_deref().unwrap_or(""));
+        }
+    }
     module.clear_context(&mut ctx);
     module.finalize_definitions().map_err(|e| JitError::Codegen(e.to_string()))?;
     let code = module.get_finalized_function(id);

@@ -38,6 +38,7 @@ mod cache;
 mod codegen;
 mod error;
 mod group;
+mod hook;
 mod kernel;
 mod math;
 mod shims;
@@ -47,6 +48,7 @@ pub use backend::{FusionJit, claims};
 pub use cache::{CacheStats, KernelCache};
 pub use error::JitError;
 pub use group::Group;
+pub use hook::{Jit, JitOptions, JitStats};
 pub use kernel::{Kernel, RunOptions};
 pub use spec::{KernelSpec, TensorSpec};
 
