@@ -86,6 +86,9 @@ fn isa() -> Result<OwnedTargetIsa, JitError> {
     ISA.get_or_init(|| {
         let mut fb = settings::builder();
         fb.set("opt_level", "speed").map_err(|e| e.to_string())?;
+        // The IR verifier runs in debug builds (tests); release builds skip its cost.
+        let verify = if cfg!(debug_assertions) { "true" } else { "false" };
+        fb.set("enable_verifier", verify).map_err(|e| e.to_string())?;
         fb.set("is_pic", "false").map_err(|e| e.to_string())?;
         fb.set("use_colocated_libcalls", "false").map_err(|e| e.to_string())?;
         let ib = cranelift_native::builder().map_err(|e| e.to_string())?;
