@@ -177,7 +177,7 @@ pub(crate) struct GroupOp {
     pub args: Vec<Ref>,
 }
 
-fn schema_of(name: &str) -> Option<&'static FunctionSchema> {
+pub(crate) fn schema_of(name: &str) -> Option<&'static FunctionSchema> {
     static MAP: OnceLock<HashMap<String, &'static FunctionSchema>> = OnceLock::new();
     MAP.get_or_init(|| dialect_aten::schemas().iter().map(|s| (s.op_name(), s)).collect()).get(name).copied()
 }

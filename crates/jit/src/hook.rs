@@ -13,11 +13,11 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
-use ir::{Dim, Module, OpId};
+use ir::{Dim, Module, OpId, ValueId};
 use runtime::{FusionCompiler, FusionKernel, FusionOutcome, KernelError, OutputAlloc, Tensor};
 
 use crate::cache::{CacheStats, KernelCache};
-use crate::group::Group;
+use crate::group::{Group, schema_of};
 use crate::kernel::{Kernel, RunOptions};
 use crate::spec::{KernelSpec, TensorSpec};
 
@@ -126,11 +126,30 @@ impl Jit {
     }
 }
 
+/// Whether `v` is likely laid out contiguously at run time: not a view of another tensor (the
+/// result of an op whose schema returns an alias of an argument, or an element of a list such
+/// an op made). Function arguments and fresh results are taken to be contiguous.
+fn likely_contiguous(m: &Module, v: ValueId) -> bool {
+    let Some(d) = m.defining_op(v) else { return true };
+    let name = m.op_name(d);
+    if matches!(name, dialect_prim::LIST_UNPACK | dialect_prim::TUPLE_UNPACK | dialect_prim::TUPLE_INDEX) {
+        return m.operands(d).first().is_some_and(|&src| likely_contiguous(m, src));
+    }
+    let aten = match name.strip_prefix("edge.") {
+        Some(rest) => format!("aten.{rest}"),
+        None => name.to_string(),
+    };
+    schema_of(&aten).is_none_or(|s| s.returns_alias_of(0).is_none())
+}
+
 /// The spec of contiguous inputs of the group's operand types, when every one is a tensor of
-/// known dtype and static shape.
+/// known dtype and static shape that is not a view (whose strides are only known at run time).
 fn static_spec(m: &Module, op: OpId) -> Option<KernelSpec> {
     let mut inputs = Vec::new();
     for &v in m.operands(op) {
+        if !likely_contiguous(m, v) {
+            return None;
+        }
         let t = m.value_type(v).as_tensor()?;
         let dtype = t.dtype?;
         let sizes = t
