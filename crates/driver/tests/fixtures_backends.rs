@@ -121,7 +121,38 @@ fn check(
     }
     let report = runtime::fixture::run_fixture(&compiled, io, call)?;
     let lines: Vec<String> = report.outputs.iter().map(|(k, c)| format!("{k} {}", c.text)).collect();
-    if report.ok() { Ok(lines.join("; ")) } else { Err(lines.join("; ")) }
+    if !report.ok() {
+        return Err(lines.join("; "));
+    }
+    steady_state_runs_agree(&compiled, io, call)?;
+    Ok(lines.join("; "))
+}
+
+/// Runs a stateless program four times on one runtime: from the second run on, planned
+/// intermediates (fusion-group results among them) live in the memory plan's slab; every
+/// run's outputs must equal the first run's, bit for bit.
+fn steady_state_runs_agree(compiled: &runtime::CompiledProgram, io: &Path, call: usize) -> Result<(), String> {
+    let meta = runtime::fixture::read_meta(io)?;
+    if meta.calls.unwrap_or(1) > 1 {
+        return Ok(());
+    }
+    let tensors: std::collections::HashMap<String, runtime::Tensor> =
+        runtime::io::load_safetensors(io).map_err(|e| format!("{}: {e}", io.display()))?.into_iter().collect();
+    let inputs = runtime::fixture::fixture_inputs(&tensors, &meta, call, compiled.input_names().len())?;
+    let mut rt = compiled.runtime();
+    let bits = |outs: Vec<runtime::IValue>| -> Vec<Vec<u64>> {
+        runtime::fixture::flatten(outs)
+            .iter()
+            .map(|v| v.as_tensor().map(|t| t.to_vec_f64().iter().map(|x| x.to_bits()).collect()).unwrap_or_default())
+            .collect()
+    };
+    let first = bits(rt.run(&inputs).map_err(|e| e.to_string())?);
+    for run in 2..=4 {
+        if bits(rt.run(&inputs).map_err(|e| e.to_string())?) != first {
+            return Err(format!("run {run} differs from the first run"));
+        }
+    }
+    Ok(())
 }
 
 fn cases(root: &Path) -> Vec<(String, PathBuf, PathBuf, usize)> {

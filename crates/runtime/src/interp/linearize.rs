@@ -277,9 +277,14 @@ impl<'a> Lin<'a> {
     fn candidates(&mut self, ops: &[OpId], op_index: &HashMap<OpId, usize>, live: &Liveness, block: &mut Block) {
         let m = self.m;
         let has_out = |block: &Block, i: usize| matches!(block.instrs[i].kind, Kind::Kernel { out: Some(_), .. });
+        // A compiled fusion group writes its result into storage it is given, as an
+        // out-variant does (when the kernel declines a call, the interpreted result is fresh).
+        let writes_out = |block: &Block, i: usize| {
+            has_out(block, i) || matches!(block.instrs[i].kind, Kind::Fusion { kernel: Some(_), .. })
+        };
         for &op in ops {
             let Some(&i) = op_index.get(&op) else { continue };
-            if !has_out(block, i) || m.results(op).len() != 1 {
+            if !writes_out(block, i) || m.results(op).len() != 1 {
                 continue;
             }
             let v = m.results(op)[0];

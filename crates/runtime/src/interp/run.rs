@@ -242,7 +242,7 @@ impl Frame {
             Kind::Fusion { body, kernel } => {
                 let vals = self.take_all(&ins.args);
                 if let Some(k) = kernel {
-                    if let Some(outs) = run_fusion_kernel(ins, &**k, &vals)? {
+                    if let Some(outs) = run_fusion_kernel(ins, &**k, &vals, plan)? {
                         self.set_outs(ins, outs)?;
                         self.finish(ins, plan);
                         return Ok(());
@@ -408,18 +408,33 @@ impl Frame {
     }
 }
 
-/// Output storage of a fusion kernel: fresh tensors.
-struct FreshOutputs;
+/// Output storage of a fusion kernel: the planned home of a planned result (a single-result
+/// group whose readers are all out-variants), fresh tensors otherwise.
+struct KernelOutputs<'p> {
+    plan: &'p mut PlanState,
+    home: Option<usize>,
+}
 
-impl OutputAlloc for FreshOutputs {
-    fn output(&mut self, _index: usize, dtype: ir::DType, sizes: &[usize]) -> Result<Tensor, KernelError> {
+impl OutputAlloc for KernelOutputs<'_> {
+    fn output(&mut self, index: usize, dtype: ir::DType, sizes: &[usize]) -> Result<Tensor, KernelError> {
+        if let (0, Some(h), Some(meta)) = (index, self.home, out::Meta::of(dtype, sizes)) {
+            match self.plan.take_home(h, &meta) {
+                Some(t) => return Ok(t),
+                None => self.plan.observe(h, meta),
+            }
+        }
         Tensor::zeros(dtype, sizes)
     }
 }
 
 /// Calls a fusion group's compiled kernel; `None` when it declines (or an operand is not a
 /// tensor), and the group is then interpreted.
-fn run_fusion_kernel(ins: &Instr, k: &dyn FusionKernel, vals: &[IValue]) -> Result<Option<Vec<IValue>>, ExecError> {
+fn run_fusion_kernel(
+    ins: &Instr,
+    k: &dyn FusionKernel,
+    vals: &[IValue],
+    plan: &mut PlanState,
+) -> Result<Option<Vec<IValue>>, ExecError> {
     let mut inputs = Vec::with_capacity(vals.len());
     for v in vals {
         match v {
@@ -427,7 +442,8 @@ fn run_fusion_kernel(ins: &Instr, k: &dyn FusionKernel, vals: &[IValue]) -> Resu
             _ => return Ok(None),
         }
     }
-    match k.run(&inputs, &mut FreshOutputs).map_err(|e| kernel_error(ins, e))? {
+    let mut alloc = KernelOutputs { plan, home: ins.home };
+    match k.run(&inputs, &mut alloc).map_err(|e| kernel_error(ins, e))? {
         FusionOutcome::Ran(outs) => Ok(Some(outs.into_iter().map(IValue::Tensor).collect())),
         FusionOutcome::Declined(_) => Ok(None),
     }
