@@ -27,7 +27,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let ins = [x.clone(), x];
         let k = jit::compile(&m, g, &KernelSpec::of(&ins))?;
         let out = [Tensor::zeros(ir::DType::F32, &[rows, 4096])?];
-        let mut time = |opts: RunOptions| -> Result<f64, Box<dyn std::error::Error>> {
+        let time = |opts: RunOptions| -> Result<f64, Box<dyn std::error::Error>> {
             let mut ts = Vec::new();
             for _ in 0..41 {
                 let t = Instant::now();

@@ -514,6 +514,12 @@ fn emit_function(
         }
     }
     let next_row = em.b.create_block();
+    // Light kernels keep a scalar tail (their body is small; the padding code would cost more
+    // to compile than the body); heavy ones (a transcendental function, or many ops) run the
+    // tail through the padded vector body, which halves what Cranelift compiles.
+    let scalar_tail = lanes == 1 || !heavy(g);
+    let sloop = em.b.create_block();
+    em.b.append_block_param(sloop, ptr);
     if lanes > 1 {
         // One vector body serves the row and its tail: the body takes the address of its
         // first element in every strided operand. The last `rem < lanes` elements run through
@@ -529,10 +535,11 @@ fn emit_function(
         let moving: Vec<usize> = (0..n_ops)
             .filter(|&k| row_ptr[k].is_some() && (k >= n_in || !invariant_vec.contains_key(&k)))
             .collect();
-        let slots: Vec<_> = moving
-            .iter()
-            .map(|_| em.b.create_sized_stack_slot(StackSlotData::new(StackSlotKind::ExplicitSlot, 16, 4)))
-            .collect();
+        let slots: Vec<_> = if scalar_tail {
+            Vec::new()
+        } else {
+            moving.iter().map(|_| em.b.create_sized_stack_slot(StackSlotData::new(StackSlotKind::ExplicitSlot, 16, 4))).collect()
+        };
         let vloop = em.b.create_block();
         em.b.append_block_param(vloop, ptr);
         let vbody = em.b.create_block();
@@ -541,8 +548,13 @@ fn emit_function(
         for _ in &moving {
             em.b.append_block_param(vbody, ptr);
         }
-        let tail = em.b.create_block();
-        em.b.append_block_param(tail, ptr);
+        let tail = if scalar_tail {
+            sloop
+        } else {
+            let t = em.b.create_block();
+            em.b.append_block_param(t, ptr);
+            t
+        };
         em.b.ins().jump(vloop, &[c.into()]);
 
         em.b.switch_to_block(vloop);
@@ -561,38 +573,40 @@ fn emit_function(
         }
         em.b.ins().jump(vbody, &args);
 
-        em.b.switch_to_block(tail);
-        let j = em.b.block_params(tail)[0];
-        let rem = em.b.ins().isub(col_end, j);
-        let any = em.b.ins().icmp_imm_s(IntCC::SignedGreaterThan, rem, 0);
-        let pad = em.b.create_block();
-        em.b.ins().brif(any, pad, &[], next_row, &[]);
-        em.b.switch_to_block(pad);
-        let last = em.b.ins().iadd_imm_s(rem, -1);
-        let one8 = em.b.ins().iconst(types::I8, 1);
-        let mut args: Vec<cranelift_codegen::ir::BlockArg> = vec![j.into(), one8.into()];
-        for (&k, &slot) in moving.iter().zip(&slots) {
-            let sp = em.b.ins().stack_addr(ptr, slot, 0);
-            if k < n_in {
-                let it = int_of_size(es[k]);
-                let off = em.b.ins().imul_imm_s(j, es[k]);
-                let src = row_ptr[k].map(|p| em.b.ins().iadd(p, off)).unwrap_or(off);
-                for i in 0..lanes as i64 {
-                    let a = if i == 0 {
-                        src
-                    } else {
-                        let ic = em.b.ins().iconst(ptr, i);
-                        let idx = em.b.ins().umin(ic, last);
-                        let o = em.b.ins().imul_imm_s(idx, es[k]);
-                        em.b.ins().iadd(src, o)
-                    };
-                    let v = em.b.ins().load(it, MemFlagsData::trusted(), a, 0);
-                    em.b.ins().store(MemFlagsData::trusted(), v, sp, (i * es[k]) as i32);
+        if !scalar_tail {
+            em.b.switch_to_block(tail);
+            let j = em.b.block_params(tail)[0];
+            let rem = em.b.ins().isub(col_end, j);
+            let any = em.b.ins().icmp_imm_s(IntCC::SignedGreaterThan, rem, 0);
+            let pad = em.b.create_block();
+            em.b.ins().brif(any, pad, &[], next_row, &[]);
+            em.b.switch_to_block(pad);
+            let last = em.b.ins().iadd_imm_s(rem, -1);
+            let one8 = em.b.ins().iconst(types::I8, 1);
+            let mut args: Vec<cranelift_codegen::ir::BlockArg> = vec![j.into(), one8.into()];
+            for (&k, &slot) in moving.iter().zip(&slots) {
+                let sp = em.b.ins().stack_addr(ptr, slot, 0);
+                if k < n_in {
+                    let it = int_of_size(es[k]);
+                    let off = em.b.ins().imul_imm_s(j, es[k]);
+                    let src = row_ptr[k].map(|p| em.b.ins().iadd(p, off)).unwrap_or(off);
+                    for i in 0..lanes as i64 {
+                        let a = if i == 0 {
+                            src
+                        } else {
+                            let ic = em.b.ins().iconst(ptr, i);
+                            let idx = em.b.ins().umin(ic, last);
+                            let o = em.b.ins().imul_imm_s(idx, es[k]);
+                            em.b.ins().iadd(src, o)
+                        };
+                        let v = em.b.ins().load(it, MemFlagsData::trusted(), a, 0);
+                        em.b.ins().store(MemFlagsData::trusted(), v, sp, (i * es[k]) as i32);
+                    }
                 }
+                args.push(sp.into());
             }
-            args.push(sp.into());
+            em.b.ins().jump(vbody, &args);
         }
-        em.b.ins().jump(vbody, &args);
 
         em.b.switch_to_block(vbody);
         let params = em.b.block_params(vbody).to_vec();
@@ -609,44 +623,49 @@ fn emit_function(
         }
         let zero = em.b.ins().iconst(ptr, 0);
         emit_body(&mut em, mode, zero, &body_access, &body_ptr, &es, n_in)?;
-        let copy = em.b.create_block();
-        let next = em.b.create_block();
-        em.b.ins().brif(in_tail, copy, &[], next, &[]);
-        em.b.switch_to_block(next);
-        let jn = em.b.ins().iadd_imm_s(j, lanes as i64);
-        em.b.ins().jump(vloop, &[jn.into()]);
-
-        // Copy back element 0 (rem >= 1), then element i while i < rem.
-        em.b.switch_to_block(copy);
-        let rem = em.b.ins().isub(col_end, j);
-        let copy_back = |em: &mut Emitter, i: i64| {
-            for (&k, &slot) in moving.iter().zip(&slots) {
-                if k < n_in {
-                    continue;
+        if scalar_tail {
+            let jn = em.b.ins().iadd_imm_s(j, lanes as i64);
+            em.b.ins().jump(vloop, &[jn.into()]);
+        } else {
+            let copy = em.b.create_block();
+            let next = em.b.create_block();
+            em.b.ins().brif(in_tail, copy, &[], next, &[]);
+            em.b.switch_to_block(next);
+            let jn = em.b.ins().iadd_imm_s(j, lanes as i64);
+            em.b.ins().jump(vloop, &[jn.into()]);
+            // Copy back element 0 (rem >= 1), then element i while i < rem.
+            em.b.switch_to_block(copy);
+            let rem = em.b.ins().isub(col_end, j);
+            let copy_back = |em: &mut Emitter, i: i64| {
+                for (&k, &slot) in moving.iter().zip(&slots) {
+                    if k < n_in {
+                        continue;
+                    }
+                    let Some(dst) = row_ptr[k] else { continue };
+                    let it = int_of_size(es[k]);
+                    let v = em.b.ins().stack_load(ptr, it, slot, (i * es[k]) as i32);
+                    let ji = em.b.ins().iadd_imm_s(j, i);
+                    let off = em.b.ins().imul_imm_s(ji, es[k]);
+                    let a = em.b.ins().iadd(dst, off);
+                    em.b.ins().store(MemFlagsData::trusted(), v, a, 0);
                 }
-                let Some(dst) = row_ptr[k] else { continue };
-                let it = int_of_size(es[k]);
-                let v = em.b.ins().stack_load(ptr, it, slot, (i * es[k]) as i32);
-                let ji = em.b.ins().iadd_imm_s(j, i);
-                let off = em.b.ins().imul_imm_s(ji, es[k]);
-                let a = em.b.ins().iadd(dst, off);
-                em.b.ins().store(MemFlagsData::trusted(), v, a, 0);
+            };
+            copy_back(&mut em, 0);
+            for i in 1..(lanes as i64 - 1) {
+                let more = em.b.ins().icmp_imm_s(IntCC::SignedGreaterThan, rem, i);
+                let blk = em.b.create_block();
+                em.b.ins().brif(more, blk, &[], next_row, &[]);
+                em.b.switch_to_block(blk);
+                copy_back(&mut em, i);
             }
-        };
-        copy_back(&mut em, 0);
-        for i in 1..(lanes as i64 - 1) {
-            let more = em.b.ins().icmp_imm_s(IntCC::SignedGreaterThan, rem, i);
-            let blk = em.b.create_block();
-            em.b.ins().brif(more, blk, &[], next_row, &[]);
-            em.b.switch_to_block(blk);
-            copy_back(&mut em, i);
+            em.b.ins().jump(next_row, &[]);
         }
-        em.b.ins().jump(next_row, &[]);
     } else {
-        // Scalar loop over the whole row.
-        let sloop = em.b.create_block();
-        em.b.append_block_param(sloop, ptr);
         em.b.ins().jump(sloop, &[c.into()]);
+    }
+    if scalar_tail {
+        // Scalar loop: the whole row, or the tail of the vector loop.
+
         let sbody = em.b.create_block();
         em.b.switch_to_block(sloop);
         let j = em.b.block_params(sloop)[0];
@@ -699,6 +718,16 @@ fn int_of_size(bytes: i64) -> types::Type {
         4 => types::I32,
         _ => types::I64,
     }
+}
+
+/// Whether a kernel's body is large enough that one padded vector body beats a vector body and
+/// a scalar tail in compile time: it calls an inline transcendental function or has many ops.
+fn heavy(g: &Graph) -> bool {
+    use crate::group::Unary::*;
+    g.nodes.len() > 16
+        || g.nodes.iter().any(|n| {
+            matches!(n.kind, NodeKind::Unary(Exp | Log | Tanh | Sigmoid | Erf | Sin | Cos | GeluErf | GeluTanh | Silu, _))
+        })
 }
 
 fn broadcast_into(s: &[usize], shape: &[usize]) -> Option<()> {
