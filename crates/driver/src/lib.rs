@@ -25,6 +25,12 @@ pub fn default_pass_registry() -> pass::PassRegistry {
     r
 }
 
+/// The pass pipeline of `-O<level>` over every pass the tools offer: at `-O2` it forms fusion
+/// groups (`fuse-elementwise`) before partitioning.
+pub fn pipeline_for_level(level: u32) -> String {
+    transforms::lowering::pipeline_text_for(&default_pass_registry(), level, &mut Vec::new())
+}
+
 /// Rewrites LLVM-style single-dash long options (`-split-input-file`) to `--split-input-file`,
 /// so command lines written for `mlir-opt` work unchanged. `-o` and other one-letter flags stay.
 pub fn normalize_llvm_flags(args: impl IntoIterator<Item = String>) -> Vec<String> {

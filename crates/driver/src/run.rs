@@ -7,6 +7,7 @@ use runtime::{CompileOptions, IValue, InputKind, Tensor, fixture};
 use std::collections::HashMap;
 use std::io::Write;
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// Command-line options of `dialect-run`.
@@ -44,13 +45,22 @@ pub struct RunArgs {
     #[arg(long, value_name = "PIPELINE", conflicts_with = "opt_level")]
     pub pipeline: Option<String>,
     /// Optimization level: 0 (the default) runs the program as imported; 1 and up run
-    /// `transforms::lowering::pipeline_text(N)` before compiling (2: functionalize, decompose,
-    /// optimize, lower to Edge and partition). Also spelled `-O2`.
+    /// `transforms::lowering::pipeline_text_for(N)` before compiling (2: functionalize,
+    /// decompose, optimize, lower to Edge, fuse elementwise ops and partition). Also spelled `-O2`.
     #[arg(long = "opt-level", short = 'O', value_name = "N", value_parser = clap::value_parser!(u32).range(0..=3))]
     pub opt_level: Option<u32>,
     /// Print the pass pipeline that runs before compiling (on stdout) and continue.
     #[arg(long)]
     pub dump_pass_pipeline: bool,
+    /// How fusion groups run: `jit` compiles them with Cranelift (groups or inputs it does not
+    /// compile fall back to the interpreter), `interp` runs their regions in the interpreter.
+    /// Default: `jit` at -O2 and above, `interp` otherwise.
+    #[arg(long, value_enum, value_name = "BACKEND")]
+    pub backend: Option<Backend>,
+    /// Print what the JIT did (groups compiled and declined, kernel compile times, cache hits,
+    /// native and interpreted calls) after running; --bench prints it too.
+    #[arg(long)]
+    pub stats: bool,
     /// Relative tolerance of --compare.
     #[arg(long)]
     pub rtol: Option<f64>,
@@ -75,6 +85,22 @@ pub struct RunArgs {
     /// Print the output values in full.
     #[arg(long)]
     pub print_outputs: bool,
+}
+
+/// How `dialect-run` executes fusion groups.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Backend {
+    /// The interpreter runs every op, fusion groups included.
+    Interp,
+    /// Fusion groups run as Cranelift kernels; everything else in the interpreter.
+    Jit,
+}
+
+impl RunArgs {
+    /// The backend chosen, or the default of the optimization level.
+    pub fn backend(&self) -> Backend {
+        self.backend.unwrap_or(if self.opt_level.unwrap_or(0) >= 2 { Backend::Jit } else { Backend::Interp })
+    }
 }
 
 /// Runs `dialect-run`; returns the exit code.
@@ -110,7 +136,7 @@ fn opt_level_flags(args: Vec<String>) -> Vec<String> {
 fn pipeline_of(opts: &RunArgs) -> Option<String> {
     match (&opts.pipeline, opts.opt_level) {
         (Some(p), _) => Some(p.clone()),
-        (None, Some(n)) if n > 0 => Some(transforms::lowering::pipeline_text(n)),
+        (None, Some(n)) if n > 0 => Some(crate::pipeline_for_level(n)),
         _ => None,
     }
 }
@@ -133,6 +159,7 @@ fn run(opts: &RunArgs, stdout: &mut dyn Write, stderr: &mut dyn Write) -> Result
     let t0 = Instant::now();
     let mut program = import::import_file(&ctx, &opts.program, format).map_err(|e| e.to_string())?;
     let import_time = t0.elapsed();
+    let t_lower = Instant::now();
     match pipeline_of(opts) {
         Some(p) => {
             let registry = default_pass_registry();
@@ -148,9 +175,15 @@ fn run(opts: &RunArgs, stdout: &mut dyn Write, stderr: &mut dyn Write) -> Result
         }
         None => {}
     }
+    let lower_time = t_lower.elapsed();
     let weights = fixture::weights_from_import(&program.weights)?;
+    let jit = match opts.backend() {
+        Backend::Jit => Some(Arc::new(jit::Jit::default())),
+        Backend::Interp => None,
+    };
+    let options = CompileOptions { fusion: jit.clone().map(|j| j as Arc<dyn runtime::FusionCompiler>), ..CompileOptions::default() };
     let t1 = Instant::now();
-    let compiled = runtime::compile(&program.module, &ctx, &weights, CompileOptions::default()).map_err(|e| e.to_string())?;
+    let compiled = runtime::compile(&program.module, &ctx, &weights, options).map_err(|e| e.to_string())?;
     let compile_time = t1.elapsed();
     let mut rt = compiled.runtime();
 
@@ -176,9 +209,10 @@ fn run(opts: &RunArgs, stdout: &mut dyn Write, stderr: &mut dyn Write) -> Result
     let run_time = t2.elapsed();
     let _ = writeln!(
         stdout,
-        "{}: imported in {:.2} ms, compiled in {:.2} ms, {} call(s) in {:.2} ms",
+        "{}: imported in {:.2} ms, lowered in {:.2} ms, compiled in {:.2} ms, {} call(s) in {:.2} ms",
         opts.program.display(),
         ms(import_time),
+        ms(lower_time),
         ms(compile_time),
         calls,
         ms(run_time)
@@ -222,7 +256,45 @@ fn run(opts: &RunArgs, stdout: &mut dyn Write, stderr: &mut dyn Write) -> Result
     if opts.bench {
         bench(opts, &mut rt, &inputs, stdout, stderr)?;
     }
+    if opts.stats || opts.bench {
+        let groups = compiled.fusion_groups();
+        let taken = groups.iter().filter(|g| g.compiled()).count();
+        match &jit {
+            Some(j) => {
+                let s = j.stats();
+                let mut times = j.compile_times();
+                times.sort();
+                let median = times.get(times.len() / 2).copied().unwrap_or_default();
+                let _ = writeln!(
+                    stdout,
+                    "jit: {} fusion group(s), {taken} compiled, {} declined; {} kernel(s) compiled in {:.2} ms (median {:.3} ms), {} failed; cache {} hit(s), {} miss(es); {} native call(s), {} interpreted call(s)",
+                    groups.len(),
+                    groups.len() - taken,
+                    s.cache.kernels,
+                    ms(s.cache.total_compile_time),
+                    ms(median),
+                    s.cache.failures,
+                    s.cache.hits,
+                    s.cache.misses,
+                    s.native_calls,
+                    s.interpreted_calls
+                );
+                for g in groups.iter().filter(|g| !g.compiled()) {
+                    let _ = writeln!(stdout, "jit: declined the group at {} ({} ops): {}", g.loc, g.ops, g.declined.as_deref().unwrap_or(""));
+                }
+            }
+            None => {
+                let _ = writeln!(stdout, "interp: {} fusion group(s) interpreted", count_fusion_groups(&program.module));
+            }
+        }
+    }
     Ok(if failed { 1 } else { 0 })
+}
+
+fn count_fusion_groups(m: &ir::Module) -> usize {
+    let mut n = 0;
+    m.walk(m.top(), ir::WalkOrder::PreOrder, &mut |op| n += usize::from(m.op_name(op) == dialect_prim::FUSION_GROUP));
+    n
 }
 
 fn ms(d: Duration) -> f64 {

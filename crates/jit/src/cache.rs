@@ -65,6 +65,11 @@ impl KernelCache {
         self.lock().entry(key).or_insert(r).clone()
     }
 
+    /// Counts a hit served outside the map (a group's own list of its specializations).
+    pub fn record_hit(&self) {
+        self.hits.fetch_add(1, Ordering::Relaxed);
+    }
+
     pub fn stats(&self) -> CacheStats {
         let map = self.lock();
         let mut s = CacheStats {

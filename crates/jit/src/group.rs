@@ -177,7 +177,7 @@ pub(crate) struct GroupOp {
     pub args: Vec<Ref>,
 }
 
-fn schema_of(name: &str) -> Option<&'static FunctionSchema> {
+pub(crate) fn schema_of(name: &str) -> Option<&'static FunctionSchema> {
     static MAP: OnceLock<HashMap<String, &'static FunctionSchema>> = OnceLock::new();
     MAP.get_or_init(|| dialect_aten::schemas().iter().map(|s| (s.op_name(), s)).collect()).get(name).copied()
 }
@@ -212,7 +212,11 @@ impl Group {
         let mut results = None;
         let mut key = format!("{}(", args.len());
         for o in m.block_ops(block) {
-            let name = m.op_name(o).to_string();
+            // Edge ops are core aten ops with explicit casts, declared from the same schemas.
+            let name = match m.op_name(o).strip_prefix("edge.") {
+                Some(rest) => format!("aten.{rest}"),
+                None => m.op_name(o).to_string(),
+            };
             if name == dialect_prim::RETURN {
                 results = Some(m.operands(o).iter().map(|&v| get(&map, v)).collect::<Result<Vec<_>, _>>()?);
                 continue;
@@ -596,6 +600,31 @@ impl Builder {
             "aten.bitwise_not" if self.dtype(tensor(0)?) == DType::Bool => {
                 let t = tensor(0)?;
                 Ok(self.unary(Unary::Not, t, op))
+            }
+            "aten.bitwise_not" => {
+                // `!x` on integers is `x ^ -1`.
+                let t = tensor(0)?;
+                let d = self.dtype(t);
+                if d.is_floating() {
+                    return Err(bad(&format!("not implemented for {}", d.torch_name())));
+                }
+                let ones = self.constant(scalar_to(Scalar::Int(-1), d), d, op);
+                self.binary(Binary::Xor, t, ones, op)
+            }
+            "aten.bitwise_and" | "aten.bitwise_or" | "aten.bitwise_xor" => {
+                // Integers bitwise, bools as masks, floats refused (as the reference kernels do).
+                let bop = match base.as_str() {
+                    "aten.bitwise_and" => Binary::And,
+                    "aten.bitwise_or" => Binary::Or,
+                    _ => Binary::Xor,
+                };
+                let (a, b) = (operand(0)?, operand(1)?);
+                let ct = self.result_type(&[a, b]);
+                if ct.is_floating() {
+                    return Err(bad(&format!("not implemented for {}", ct.torch_name())));
+                }
+                let (x, y) = (self.operand(a, ct, op)?, self.operand(b, ct, op)?);
+                self.binary(bop, x, y, op)
             }
             "aten.where" => {
                 let c = self.cast(tensor(0)?, DType::Bool, op)?;

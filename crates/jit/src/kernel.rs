@@ -9,7 +9,7 @@ use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use cranelift_codegen::ir::condcodes::IntCC;
-use cranelift_codegen::ir::{AbiParam, InstBuilder, MemFlagsData, UserFuncName, Value, types};
+use cranelift_codegen::ir::{AbiParam, InstBuilder, MemFlagsData, StackSlotData, StackSlotKind, UserFuncName, Value, types};
 use cranelift_codegen::isa::OwnedTargetIsa;
 use cranelift_codegen::settings::{self, Configurable};
 use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext};
@@ -86,6 +86,9 @@ fn isa() -> Result<OwnedTargetIsa, JitError> {
     ISA.get_or_init(|| {
         let mut fb = settings::builder();
         fb.set("opt_level", "speed").map_err(|e| e.to_string())?;
+        // The IR verifier runs in debug builds (tests); release builds skip its cost.
+        let verify = if cfg!(debug_assertions) { "true" } else { "false" };
+        fb.set("enable_verifier", verify).map_err(|e| e.to_string())?;
         fb.set("is_pic", "false").map_err(|e| e.to_string())?;
         fb.set("use_colocated_libcalls", "false").map_err(|e| e.to_string())?;
         let ib = cranelift_native::builder().map_err(|e| e.to_string())?;
@@ -119,6 +122,15 @@ impl Kernel {
     /// Number of elements of the iteration space.
     pub fn numel(&self) -> usize {
         self.numel
+    }
+
+    /// Whether `inputs` have exactly the dtypes, sizes and strides the kernel was compiled for
+    /// (the first check of the guard; storage bounds are checked when it runs).
+    pub fn accepts(&self, inputs: &[Tensor]) -> bool {
+        inputs.len() == self.spec.inputs.len()
+            && inputs.iter().zip(&self.spec.inputs).all(|(t, s)| {
+                t.dtype() == s.dtype && t.sizes() == s.sizes.as_slice() && t.strides() == s.strides.as_slice()
+            })
     }
 
     /// Runs the kernel on `inputs`, returning freshly allocated contiguous outputs.
@@ -389,7 +401,16 @@ fn build_inner(g: &Graph, layout: &Layout, used: &[bool], lanes: u8) -> Result<(
         b.seal_all_blocks();
         b.finalize(module.target_config());
     }
+    let dump = std::env::var_os("JIT_DUMP").is_some();
+    if dump {
+        ctx.set_disasm(true);
+    }
     module.define_function(id, &mut ctx).map_err(|e| JitError::Codegen(format!("{e:?}")))?;
+    if dump {
+        if let Some(code) = ctx.compiled_code() {
+            eprintln!("jit: {lanes}-lane kernel, {} bytes of code\n{}", code.code_info().total_size, code.vcode.as_deref().unwrap_or(""));
+        }
+    }
     module.clear_context(&mut ctx);
     module.finalize_definitions().map_err(|e| JitError::Codegen(e.to_string()))?;
     let code = module.get_finalized_function(id);
@@ -492,61 +513,179 @@ fn emit_function(
             invariant_scalar.insert(k, v);
         }
     }
+    let next_row = em.b.create_block();
+    // Light kernels keep a scalar tail (their body is small; the padding code would cost more
+    // to compile than the body); heavy ones (a transcendental function, or many ops) run the
+    // tail through the padded vector body, which halves what Cranelift compiles.
+    let scalar_tail = lanes == 1 || !heavy(g);
     let sloop = em.b.create_block();
     em.b.append_block_param(sloop, ptr);
-    let next_row = em.b.create_block();
     if lanes > 1 {
+        // One vector body serves the row and its tail: the body takes the address of its
+        // first element in every strided operand. The last `rem < lanes` elements run through
+        // it over stack copies padded with the row's last element, and only `rem` results are
+        // copied back (one body instead of a vector body and a scalar tail halves the code).
         let mode = Mode { lanes };
         let mut invariant_vec: HashMap<usize, Value> = HashMap::new();
         for (&k, &v) in &invariant_scalar {
             let d = dtype_of_input(g, k);
             invariant_vec.insert(k, em.broadcast(mode, d, v));
         }
+        // Operands read or written through pointers: used strided inputs and the outputs.
+        let moving: Vec<usize> = (0..n_ops)
+            .filter(|&k| row_ptr[k].is_some() && (k >= n_in || !invariant_vec.contains_key(&k)))
+            .collect();
+        let slots: Vec<_> = if scalar_tail {
+            Vec::new()
+        } else {
+            moving.iter().map(|_| em.b.create_sized_stack_slot(StackSlotData::new(StackSlotKind::ExplicitSlot, 16, 4))).collect()
+        };
         let vloop = em.b.create_block();
         em.b.append_block_param(vloop, ptr);
         let vbody = em.b.create_block();
+        em.b.append_block_param(vbody, ptr); // j
+        em.b.append_block_param(vbody, types::I8); // 1 in the tail
+        for _ in &moving {
+            em.b.append_block_param(vbody, ptr);
+        }
+        let tail = if scalar_tail {
+            sloop
+        } else {
+            let t = em.b.create_block();
+            em.b.append_block_param(t, ptr);
+            t
+        };
         em.b.ins().jump(vloop, &[c.into()]);
+
         em.b.switch_to_block(vloop);
         let j = em.b.block_params(vloop)[0];
         let jn = em.b.ins().iadd_imm_s(j, lanes as i64);
         let fits = em.b.ins().icmp(IntCC::SignedLessThanOrEqual, jn, col_end);
-        em.b.ins().brif(fits, vbody, &[], sloop, &[j.into()]);
-        em.b.switch_to_block(vbody);
-        let accesses: Vec<Option<Access>> = (0..n_in)
-            .map(|k| {
-                if let Some(&v) = invariant_vec.get(&k) {
-                    Some(Access::Invariant(v))
-                } else {
-                    row_ptr[k].map(|p| Access::Strided { row_ptr: p, stride_bytes: es[k] })
+        let go = em.b.create_block();
+        em.b.ins().brif(fits, go, &[], tail, &[j.into()]);
+        em.b.switch_to_block(go);
+        let zero8 = em.b.ins().iconst(types::I8, 0);
+        let mut args: Vec<cranelift_codegen::ir::BlockArg> = vec![j.into(), zero8.into()];
+        for &k in &moving {
+            let off = em.b.ins().imul_imm_s(j, es[k]);
+            let p = row_ptr[k].map(|p| em.b.ins().iadd(p, off)).unwrap_or(off);
+            args.push(p.into());
+        }
+        em.b.ins().jump(vbody, &args);
+
+        if !scalar_tail {
+            em.b.switch_to_block(tail);
+            let j = em.b.block_params(tail)[0];
+            let rem = em.b.ins().isub(col_end, j);
+            let any = em.b.ins().icmp_imm_s(IntCC::SignedGreaterThan, rem, 0);
+            let pad = em.b.create_block();
+            em.b.ins().brif(any, pad, &[], next_row, &[]);
+            em.b.switch_to_block(pad);
+            let last = em.b.ins().iadd_imm_s(rem, -1);
+            let one8 = em.b.ins().iconst(types::I8, 1);
+            let mut args: Vec<cranelift_codegen::ir::BlockArg> = vec![j.into(), one8.into()];
+            for (&k, &slot) in moving.iter().zip(&slots) {
+                let sp = em.b.ins().stack_addr(ptr, slot, 0);
+                if k < n_in {
+                    let it = int_of_size(es[k]);
+                    let off = em.b.ins().imul_imm_s(j, es[k]);
+                    let src = row_ptr[k].map(|p| em.b.ins().iadd(p, off)).unwrap_or(off);
+                    for i in 0..lanes as i64 {
+                        let a = if i == 0 {
+                            src
+                        } else {
+                            let ic = em.b.ins().iconst(ptr, i);
+                            let idx = em.b.ins().umin(ic, last);
+                            let o = em.b.ins().imul_imm_s(idx, es[k]);
+                            em.b.ins().iadd(src, o)
+                        };
+                        let v = em.b.ins().load(it, MemFlagsData::trusted(), a, 0);
+                        em.b.ins().store(MemFlagsData::trusted(), v, sp, (i * es[k]) as i32);
+                    }
                 }
-            })
-            .collect();
-        emit_body(&mut em, mode, j, &accesses, &row_ptr, &es, n_in)?;
-        let jn = em.b.ins().iadd_imm_s(j, lanes as i64);
-        em.b.ins().jump(vloop, &[jn.into()]);
+                args.push(sp.into());
+            }
+            em.b.ins().jump(vbody, &args);
+        }
+
+        em.b.switch_to_block(vbody);
+        let params = em.b.block_params(vbody).to_vec();
+        let (j, in_tail) = (params[0], params[1]);
+        let mut body_access: Vec<Option<Access>> = (0..n_in).map(|k| invariant_vec.get(&k).map(|&v| Access::Invariant(v))).collect();
+        let mut body_ptr: Vec<Option<Value>> = vec![None; n_ops];
+        for (i, &k) in moving.iter().enumerate() {
+            let p = params[2 + i];
+            if k < n_in {
+                body_access[k] = Some(Access::Strided { row_ptr: p, stride_bytes: es[k] });
+            } else {
+                body_ptr[k] = Some(p);
+            }
+        }
+        let zero = em.b.ins().iconst(ptr, 0);
+        emit_body(&mut em, mode, zero, &body_access, &body_ptr, &es, n_in)?;
+        if scalar_tail {
+            let jn = em.b.ins().iadd_imm_s(j, lanes as i64);
+            em.b.ins().jump(vloop, &[jn.into()]);
+        } else {
+            let copy = em.b.create_block();
+            let next = em.b.create_block();
+            em.b.ins().brif(in_tail, copy, &[], next, &[]);
+            em.b.switch_to_block(next);
+            let jn = em.b.ins().iadd_imm_s(j, lanes as i64);
+            em.b.ins().jump(vloop, &[jn.into()]);
+            // Copy back element 0 (rem >= 1), then element i while i < rem.
+            em.b.switch_to_block(copy);
+            let rem = em.b.ins().isub(col_end, j);
+            let copy_back = |em: &mut Emitter, i: i64| {
+                for (&k, &slot) in moving.iter().zip(&slots) {
+                    if k < n_in {
+                        continue;
+                    }
+                    let Some(dst) = row_ptr[k] else { continue };
+                    let it = int_of_size(es[k]);
+                    let v = em.b.ins().stack_load(ptr, it, slot, (i * es[k]) as i32);
+                    let ji = em.b.ins().iadd_imm_s(j, i);
+                    let off = em.b.ins().imul_imm_s(ji, es[k]);
+                    let a = em.b.ins().iadd(dst, off);
+                    em.b.ins().store(MemFlagsData::trusted(), v, a, 0);
+                }
+            };
+            copy_back(&mut em, 0);
+            for i in 1..(lanes as i64 - 1) {
+                let more = em.b.ins().icmp_imm_s(IntCC::SignedGreaterThan, rem, i);
+                let blk = em.b.create_block();
+                em.b.ins().brif(more, blk, &[], next_row, &[]);
+                em.b.switch_to_block(blk);
+                copy_back(&mut em, i);
+            }
+            em.b.ins().jump(next_row, &[]);
+        }
     } else {
         em.b.ins().jump(sloop, &[c.into()]);
     }
-    // Scalar loop (the tail of the vector loop, or the whole row).
-    let sbody = em.b.create_block();
-    em.b.switch_to_block(sloop);
-    let j = em.b.block_params(sloop)[0];
-    let more = em.b.ins().icmp(IntCC::SignedLessThan, j, col_end);
-    em.b.ins().brif(more, sbody, &[], next_row, &[]);
-    em.b.switch_to_block(sbody);
-    let accesses: Vec<Option<Access>> = (0..n_in)
-        .map(|k| {
-            if let Some(&v) = invariant_scalar.get(&k) {
-                Some(Access::Invariant(v))
-            } else {
-                row_ptr[k].map(|p| Access::Strided { row_ptr: p, stride_bytes: inner_stride[k] as i64 * es[k] })
-            }
-        })
-        .collect();
-    let out_es: Vec<i64> = (0..n_ops).map(|k| inner_stride[k] as i64 * es[k]).collect();
-    emit_body(&mut em, Mode { lanes: 1 }, j, &accesses, &row_ptr, &out_es, n_in)?;
-    let j1 = em.b.ins().iadd_imm_s(j, 1);
-    em.b.ins().jump(sloop, &[j1.into()]);
+    if scalar_tail {
+        // Scalar loop: the whole row, or the tail of the vector loop.
+
+        let sbody = em.b.create_block();
+        em.b.switch_to_block(sloop);
+        let j = em.b.block_params(sloop)[0];
+        let more = em.b.ins().icmp(IntCC::SignedLessThan, j, col_end);
+        em.b.ins().brif(more, sbody, &[], next_row, &[]);
+        em.b.switch_to_block(sbody);
+        let accesses: Vec<Option<Access>> = (0..n_in)
+            .map(|k| {
+                if let Some(&v) = invariant_scalar.get(&k) {
+                    Some(Access::Invariant(v))
+                } else {
+                    row_ptr[k].map(|p| Access::Strided { row_ptr: p, stride_bytes: inner_stride[k] as i64 * es[k] })
+                }
+            })
+            .collect();
+        let out_es: Vec<i64> = (0..n_ops).map(|k| inner_stride[k] as i64 * es[k]).collect();
+        emit_body(&mut em, Mode { lanes: 1 }, j, &accesses, &row_ptr, &out_es, n_in)?;
+        let j1 = em.b.ins().iadd_imm_s(j, 1);
+        em.b.ins().jump(sloop, &[j1.into()]);
+    }
 
     em.b.switch_to_block(next_row);
     let lin2 = em.b.ins().iadd(lin, span);
@@ -569,6 +708,26 @@ fn can_raise(g: &Graph, i: usize) -> bool {
     use crate::group::Binary::*;
     let n = &g.nodes[i];
     matches!(n.kind, NodeKind::Binary(DivTrunc | DivFloor | Rem | Fmod, _, _)) && !n.dtype.is_floating()
+}
+
+/// The integer type of an element of `bytes` bytes (to copy elements of any dtype).
+fn int_of_size(bytes: i64) -> types::Type {
+    match bytes {
+        1 => types::I8,
+        2 => types::I16,
+        4 => types::I32,
+        _ => types::I64,
+    }
+}
+
+/// Whether a kernel's body is large enough that one padded vector body beats a vector body and
+/// a scalar tail in compile time: it calls an inline transcendental function or has many ops.
+fn heavy(g: &Graph) -> bool {
+    use crate::group::Unary::*;
+    g.nodes.len() > 16
+        || g.nodes.iter().any(|n| {
+            matches!(n.kind, NodeKind::Unary(Exp | Log | Tanh | Sigmoid | Erf | Sin | Cos | GeluErf | GeluTanh | Silu, _))
+        })
 }
 
 fn broadcast_into(s: &[usize], shape: &[usize]) -> Option<()> {

@@ -7,8 +7,9 @@
 //! SIMD inner loop (`f32x4`, `i32x4`, `f64x2`, `i64x2`) with a scalar tail where every operand
 //! is unit-stride or broadcast along the innermost dimension, inline polynomial f32
 //! transcendentals, and a split of large iteration spaces across rayon workers.
-//! [`KernelCache`] keeps compiled kernels by group and spec. The runtime's interpreter kernels
-//! are the reference the generated code is tested against.
+//! [`KernelCache`] keeps compiled kernels by group and spec. [`Jit`] plugs all of it into the
+//! runtime as its fusion compiler (`runtime::CompileOptions::fusion`). The runtime's
+//! interpreter kernels are the reference the generated code is tested against.
 //!
 //! ```
 //! use runtime::Tensor;
@@ -38,6 +39,7 @@ mod cache;
 mod codegen;
 mod error;
 mod group;
+mod hook;
 mod kernel;
 mod math;
 mod shims;
@@ -47,6 +49,7 @@ pub use backend::{FusionJit, claims};
 pub use cache::{CacheStats, KernelCache};
 pub use error::JitError;
 pub use group::Group;
+pub use hook::{Jit, JitOptions, JitStats};
 pub use kernel::{Kernel, RunOptions};
 pub use spec::{KernelSpec, TensorSpec};
 

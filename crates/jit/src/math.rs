@@ -127,12 +127,20 @@ impl Emitter<'_, '_> {
         let ti = t.as_int();
         const HI: f64 = 88.722_839_355_468_75;
         const LO: f64 = -103.972_084_045_410_16;
+        // The clamp is a compare and a select (NaN stays NaN through both): Cranelift's
+        // `fmin`/`fmax` order NaNs and signed zeros, which costs several instructions a lane.
         let hi = self.fconst(t, HI);
         let lo = self.fconst(t, LO);
-        let xc = self.b.ins().fmax(x, lo);
-        let xc = self.b.ins().fmin(xc, hi);
-        let kf = self.mulc(xc, std::f64::consts::LOG2_E);
-        let kf = self.b.ins().nearest(kf);
+        let over = self.b.ins().fcmp(FloatCC::GreaterThan, x, hi);
+        let under = self.b.ins().fcmp(FloatCC::LessThan, x, lo);
+        let xc = self.sel(over, hi, x);
+        let xc = self.sel(under, lo, xc);
+        // Round `x log2(e)` to the nearest integer (ties to even) by adding and subtracting
+        // 1.5 * 2^23: the sum's low mantissa bits are then the integer itself (|k| <= 150).
+        let kx = self.mulc(xc, std::f64::consts::LOG2_E);
+        const MAGIC: f64 = 12_582_912.0;
+        let kt = self.addc(kx, MAGIC);
+        let kf = self.addc(kt, -MAGIC);
         let a = self.mulc(kf, 0.693_359_375);
         let r = self.b.ins().fsub(xc, a);
         let b2 = self.mulc(kf, -2.121_944_400_546_905_8e-4);
@@ -142,7 +150,9 @@ impl Emitter<'_, '_> {
         let q = self.b.ins().fmul(r2, p);
         let q = self.b.ins().fadd(q, r);
         let e = self.addc(q, 1.0);
-        let k = self.b.ins().fcvt_to_sint_sat(ti, kf);
+        let kbits = self.bitcast(ti, kt);
+        let magic_bits = self.iconst(ti, (MAGIC as f32).to_bits() as i64);
+        let k = self.b.ins().isub(kbits, magic_bits);
         let k1 = self.b.ins().sshr_imm_u(k, 1);
         let k2 = self.b.ins().isub(k, k1);
         let s1 = self.pow2i(k1);
@@ -151,9 +161,7 @@ impl Emitter<'_, '_> {
         let y = self.b.ins().fmul(y, s2);
         let inf = self.fconst(t, f64::INFINITY);
         let zero = self.fconst(t, 0.0);
-        let over = self.b.ins().fcmp(FloatCC::GreaterThan, x, hi);
         let y = self.sel(over, inf, y);
-        let under = self.b.ins().fcmp(FloatCC::LessThan, x, lo);
         self.sel(under, zero, y)
     }
 

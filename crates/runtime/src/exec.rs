@@ -17,6 +17,7 @@ use std::sync::{Arc, RwLock};
 
 use ir::{Attribute, Context, DType, Dim, Location, Module, Type, TypeKind};
 
+use crate::fusion::{FusionCompiler, FusionDecision};
 use crate::interp::linearize::{LinearizeOptions, linearize};
 use crate::interp::out::Meta;
 use crate::interp::partition;
@@ -187,6 +188,9 @@ pub struct CompileOptions {
     pub on_guard_failure: GuardPolicy,
     /// Check inputs against the signature before running.
     pub validate_inputs: bool,
+    /// Compiles `prim.FusionGroup`s to native kernels (the `jit` crate provides one); `None`
+    /// interprets every group's region.
+    pub fusion: Option<Arc<dyn FusionCompiler>>,
 }
 
 impl Default for CompileOptions {
@@ -198,6 +202,7 @@ impl Default for CompileOptions {
             max_specializations: 8,
             on_guard_failure: GuardPolicy::Respecialize,
             validate_inputs: true,
+            fusion: None,
         }
     }
 }
@@ -486,6 +491,8 @@ struct Inner {
     ranges: Ranges,
     intervals: Vec<Interval>,
     options: CompileOptions,
+    /// What the fusion compiler made of each fusion group.
+    fusion: Vec<FusionDecision>,
     /// Memory plans other runtimes have made, by specialization key.
     shared_plans: RwLock<Vec<(SpecKey, Arc<MemoryPlan>, Vec<Option<Meta>>)>>,
 }
@@ -584,8 +591,14 @@ pub fn compile_with_registry(
     } else {
         module
     };
-    let (function, arg_regs) =
-        linearize(body_module, ctx, func, &frozen, reg, LinearizeOptions { out_variants: options.memory_plan })?;
+    let (function, arg_regs, fusion) = linearize(
+        body_module,
+        ctx,
+        func,
+        &frozen,
+        reg,
+        LinearizeOptions { out_variants: options.memory_plan, fusion: options.fusion.as_deref() },
+    )?;
     let reg_of = |i: usize| arg_regs.get(i).copied().unwrap_or(0);
     let user_inputs = user_args.iter().map(|(i, n)| (reg_of(*i), in_types[*i].clone(), n.clone())).collect();
     let buffers: Vec<(Reg, String, Tensor)> =
@@ -638,6 +651,7 @@ pub fn compile_with_registry(
             ranges,
             intervals,
             options,
+            fusion,
             shared_plans: RwLock::new(Vec::new()),
         }),
     })
@@ -694,6 +708,12 @@ impl CompiledProgram {
     /// Lifetimes of the planned values, in instruction indices of the top-level block.
     pub fn planned_lifetimes(&self) -> &[Interval] {
         &self.inner.intervals
+    }
+
+    /// Every `prim.FusionGroup` of the program, in order, with whether the fusion compiler of
+    /// [`CompileOptions::fusion`] took it (empty when none was set).
+    pub fn fusion_groups(&self) -> &[FusionDecision] {
+        &self.inner.fusion
     }
 
     /// Number of instructions of the top-level block.

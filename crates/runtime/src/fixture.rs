@@ -188,8 +188,13 @@ impl FixtureReport {
 
 /// Compiles a module with imported weights using default options.
 pub fn compile_program(ctx: &ir::Context, program: &import::Program) -> Result<CompiledProgram, String> {
+    compile_program_with(ctx, program, CompileOptions::default())
+}
+
+/// Compiles a module with imported weights using `options` (a fusion compiler, say).
+pub fn compile_program_with(ctx: &ir::Context, program: &import::Program, options: CompileOptions) -> Result<CompiledProgram, String> {
     let w = weights_from_import(&program.weights)?;
-    compile(&program.module, ctx, &w, CompileOptions::default()).map_err(|e| e.to_string())
+    compile(&program.module, ctx, &w, options).map_err(|e| e.to_string())
 }
 
 /// Runs a compiled fixture program on its recorded inputs (`ts_call` selects a TorchScript call)

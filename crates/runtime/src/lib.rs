@@ -5,6 +5,7 @@
 
 pub mod exec;
 pub mod fixture;
+pub mod fusion;
 mod interp;
 pub mod io;
 pub mod kernels;
@@ -16,6 +17,7 @@ pub use exec::{
     CompileOptions, CompiledProgram, ExecError, GuardPolicy, InputInfo, InputKind, MissingKernel, OutSpec, Outputs, Runtime,
     Weights, compile, compile_with_registry,
 };
+pub use fusion::{FusionCompiler, FusionDecision, FusionKernel, FusionOutcome, OutputAlloc};
 pub use kernels::{KernelFn, KernelRegistry, registry};
 pub use tensor::{Element, KernelError, Result, RuntimeError, Scalar, Storage, Tensor};
 pub use value::IValue;

@@ -30,8 +30,10 @@ const O2_OPTIMIZATIONS: &[&str] = &["cse", "canonicalize", "constant-pooling"];
 ///   in-place ops, core ops, explicit casts; ops outside the Edge set stay aten ops, which the
 ///   interpreter also runs.
 /// - `-O2`: the same with a strict Edge lowering, the optimization passes (`cse`,
-///   `canonicalize`, `constant-pooling`, each when registered) before and after it, then
-///   `lower-to-backend`.
+///   `canonicalize`, `constant-pooling`, each when registered) before and after it, `dce`,
+///   `fuse-elementwise` (registered by the `egraph` crate: Edge's elementwise ops carry the
+///   same traits as their aten counterparts, so groups form over Edge ops), then
+///   `lower-to-backend`, which keeps each `prim.FusionGroup` whole inside its partition.
 ///
 /// A pass that is not registered is left out; `skipped` receives its name.
 pub fn pipeline_text_for(registry: &PassRegistry, opt_level: u32, skipped: &mut Vec<String>) -> String {
@@ -58,6 +60,9 @@ pub fn pipeline_text_for(registry: &PassRegistry, opt_level: u32, skipped: &mut 
             want(p, p, &mut passes);
         }
         want("dce", "dce", &mut passes);
+        // Fusion runs on Edge, after the optimizations have settled the ops and before
+        // partitioning, which moves each group whole into a partition.
+        want("fuse-elementwise", "fuse-elementwise", &mut passes);
         want("lower-to-backend", "lower-to-backend", &mut passes);
     }
     format!("builtin.module({})", passes.join(","))

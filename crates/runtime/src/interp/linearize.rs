@@ -15,14 +15,17 @@ use ir::{Context, Module, OpId, Type, TypeKind, ValueId};
 use super::convert::{attr_for_schema, attr_value};
 use super::{Arg, Block, Candidate, Function, Instr, Kind, ListKind, Mode, Reg, SymOp, out};
 use crate::exec::{ExecError, MissingKernel, loc_string};
+use crate::fusion::{FusionCompiler, FusionDecision, FusionKernel};
 use crate::kernels::KernelRegistry;
 use crate::value::IValue;
 
 /// Options of linearization.
 #[derive(Clone, Copy, Debug)]
-pub(crate) struct LinearizeOptions {
+pub(crate) struct LinearizeOptions<'f> {
     /// Attach out-variants to ops that have one (needed by the memory plan).
     pub out_variants: bool,
+    /// Offered every `prim.FusionGroup`.
+    pub fusion: Option<&'f dyn FusionCompiler>,
 }
 
 /// Linearizes the body of `func`. `frozen[i]`, when set, is the value of function argument
@@ -34,8 +37,8 @@ pub(crate) fn linearize(
     func: OpId,
     frozen: &[Option<IValue>],
     registry: &KernelRegistry,
-    opts: LinearizeOptions,
-) -> Result<(Function, Vec<Reg>), ExecError> {
+    opts: LinearizeOptions<'_>,
+) -> Result<(Function, Vec<Reg>, Vec<FusionDecision>), ExecError> {
     let region = *m.regions(func).first().ok_or_else(|| ExecError::Unsupported {
         what: "a function without a body".into(),
         loc: loc_string(m.loc(func)),
@@ -61,6 +64,7 @@ pub(crate) fn linearize(
         slots: 0,
         missing: Vec::new(),
         top_candidates: Vec::new(),
+        fusion: Vec::new(),
     };
     let args: Vec<ValueId> = m.block_args(entry).to_vec();
     let mut arg_regs = Vec::with_capacity(args.len());
@@ -84,14 +88,14 @@ pub(crate) fn linearize(
         kernel_slots: lin.slots,
         candidates: lin.top_candidates,
     };
-    Ok((function, arg_regs))
+    Ok((function, arg_regs, lin.fusion))
 }
 
 struct Lin<'a> {
     m: &'a Module,
     ctx: &'a Context,
     registry: &'a KernelRegistry,
-    opts: LinearizeOptions,
+    opts: LinearizeOptions<'a>,
     regs: HashMap<ValueId, Reg>,
     /// Values known at compile time (constants and frozen arguments).
     consts: HashMap<ValueId, IValue>,
@@ -99,6 +103,8 @@ struct Lin<'a> {
     slots: usize,
     missing: Vec<MissingKernel>,
     top_candidates: Vec<Candidate>,
+    /// What the fusion compiler made of each fusion group, in program order.
+    fusion: Vec<FusionDecision>,
 }
 
 /// Liveness of the values of one block.
@@ -271,9 +277,14 @@ impl<'a> Lin<'a> {
     fn candidates(&mut self, ops: &[OpId], op_index: &HashMap<OpId, usize>, live: &Liveness, block: &mut Block) {
         let m = self.m;
         let has_out = |block: &Block, i: usize| matches!(block.instrs[i].kind, Kind::Kernel { out: Some(_), .. });
+        // A compiled fusion group writes its result into storage it is given, as an
+        // out-variant does (when the kernel declines a call, the interpreted result is fresh).
+        let writes_out = |block: &Block, i: usize| {
+            has_out(block, i) || matches!(block.instrs[i].kind, Kind::Fusion { kernel: Some(_), .. })
+        };
         for &op in ops {
             let Some(&i) = op_index.get(&op) else { continue };
-            if !has_out(block, i) || m.results(op).len() != 1 {
+            if !writes_out(block, i) || m.results(op).len() != 1 {
                 continue;
             }
             let v = m.results(op)[0];
@@ -351,7 +362,8 @@ impl<'a> Lin<'a> {
             }
             dialect_prim::FUSION_GROUP => {
                 let r = *m.regions(op).first().ok_or_else(|| self.err_unsupported(op, "`prim.FusionGroup` without a body".into()))?;
-                Kind::Fusion { body: self.region_block(op, r)? }
+                let body = self.region_block(op, r)?;
+                Kind::Fusion { body, kernel: self.fusion_kernel(op) }
             }
             _ => {
                 if let Some(s) = sym_op(n) {
@@ -362,6 +374,25 @@ impl<'a> Lin<'a> {
             }
         };
         Ok(Some(simple(self, kind)))
+    }
+
+    /// Offers a fusion group to the fusion compiler and records the decision.
+    fn fusion_kernel(&mut self, op: OpId) -> Option<Arc<dyn FusionKernel>> {
+        let compiler = self.opts.fusion?;
+        let m = self.m;
+        let ops = m
+            .regions(op)
+            .iter()
+            .flat_map(|&r| m.region_blocks(r).to_vec())
+            .flat_map(|b| m.block_ops(b))
+            .filter(|&o| !matches!(m.op_name(o), dialect_prim::CONSTANT | dialect_prim::RETURN))
+            .count();
+        let (kernel, declined) = match compiler.compile_group(m, op) {
+            Ok(k) => (Some(k), None),
+            Err(reason) => (None, Some(reason)),
+        };
+        self.fusion.push(FusionDecision { loc: loc_string(m.loc(op)), ops, declined });
+        kernel
     }
 
     fn region_block(&mut self, op: OpId, r: ir::RegionId) -> Result<Block, ExecError> {

@@ -21,6 +21,7 @@ use std::sync::Arc;
 
 use ir::Location;
 
+use crate::fusion::FusionKernel;
 use crate::kernels::KernelFn;
 use crate::value::IValue;
 
@@ -88,8 +89,10 @@ pub(crate) enum Kind {
     If { then_block: Block, else_block: Block },
     /// TorchScript's loop: args are `(max_trip_count, initial_condition, carried...)`.
     Loop { body: Block },
-    /// A fusion group run as a sub-program: args become the body's block arguments.
-    Fusion { body: Block },
+    /// A fusion group: its compiled kernel when the fusion compiler took it, and the body run
+    /// as a sub-program (args become the body's block arguments) otherwise or when the kernel
+    /// declines a call.
+    Fusion { body: Block, kernel: Option<Arc<dyn FusionKernel>> },
     Uninitialized,
     Raise,
     Sym(SymOp),

@@ -56,7 +56,7 @@ impl Meta {
         self.sizes().iter().product::<usize>() * self.dtype.size_bytes()
     }
 
-    fn of(dtype: DType, sizes: &[usize]) -> Option<Meta> {
+    pub(crate) fn of(dtype: DType, sizes: &[usize]) -> Option<Meta> {
         if sizes.len() > MAX_RANK {
             return None;
         }

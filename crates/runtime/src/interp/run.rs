@@ -6,6 +6,7 @@
 
 use super::{Arg, Block, Function, Instr, Kind, ListKind, Mode, Reg, SymOp, out};
 use crate::exec::{ExecError, loc_string};
+use crate::fusion::{FusionKernel, FusionOutcome, OutputAlloc};
 use crate::plan::PlanState;
 use crate::tensor::{KernelError, Tensor};
 use crate::value::IValue;
@@ -37,7 +38,7 @@ fn fill_argbufs(block: &Block, bufs: &mut [Vec<IValue>]) {
                 fill_argbufs(then_block, bufs);
                 fill_argbufs(else_block, bufs);
             }
-            Kind::Loop { body } | Kind::Fusion { body } => fill_argbufs(body, bufs),
+            Kind::Loop { body } | Kind::Fusion { body, .. } => fill_argbufs(body, bufs),
             _ => {}
         }
     }
@@ -238,8 +239,15 @@ impl Frame {
                 self.set_outs(ins, vals)?;
             }
             Kind::Loop { body } => self.run_loop(ins, body, plan)?,
-            Kind::Fusion { body } => {
+            Kind::Fusion { body, kernel } => {
                 let vals = self.take_all(&ins.args);
+                if let Some(k) = kernel {
+                    if let Some(outs) = run_fusion_kernel(ins, &**k, &vals, plan)? {
+                        self.set_outs(ins, outs)?;
+                        self.finish(ins, plan);
+                        return Ok(());
+                    }
+                }
                 if vals.len() != body.args.len() {
                     return Err(runtime_error(ins, "operand count does not match the body's arguments"));
                 }
@@ -397,6 +405,47 @@ impl Frame {
             }
         }
         f(buf).map(Produced::Many).map_err(|e| kernel_error(ins, e))
+    }
+}
+
+/// Output storage of a fusion kernel: the planned home of a planned result (a single-result
+/// group whose readers are all out-variants), fresh tensors otherwise.
+struct KernelOutputs<'p> {
+    plan: &'p mut PlanState,
+    home: Option<usize>,
+}
+
+impl OutputAlloc for KernelOutputs<'_> {
+    fn output(&mut self, index: usize, dtype: ir::DType, sizes: &[usize]) -> Result<Tensor, KernelError> {
+        if let (0, Some(h), Some(meta)) = (index, self.home, out::Meta::of(dtype, sizes)) {
+            match self.plan.take_home(h, &meta) {
+                Some(t) => return Ok(t),
+                None => self.plan.observe(h, meta),
+            }
+        }
+        Tensor::zeros(dtype, sizes)
+    }
+}
+
+/// Calls a fusion group's compiled kernel; `None` when it declines (or an operand is not a
+/// tensor), and the group is then interpreted.
+fn run_fusion_kernel(
+    ins: &Instr,
+    k: &dyn FusionKernel,
+    vals: &[IValue],
+    plan: &mut PlanState,
+) -> Result<Option<Vec<IValue>>, ExecError> {
+    let mut inputs = Vec::with_capacity(vals.len());
+    for v in vals {
+        match v {
+            IValue::Tensor(t) => inputs.push(t.clone()),
+            _ => return Ok(None),
+        }
+    }
+    let mut alloc = KernelOutputs { plan, home: ins.home };
+    match k.run(&inputs, &mut alloc).map_err(|e| kernel_error(ins, e))? {
+        FusionOutcome::Ran(outs) => Ok(Some(outs.into_iter().map(IValue::Tensor).collect())),
+        FusionOutcome::Declined(_) => Ok(None),
     }
 }
 

@@ -1,0 +1,64 @@
+//! Per-kernel compile time: compiles the `bench_pointwise` group and a two-op group repeatedly
+//! and prints the median and quartiles (`cargo run --release -p jit --example compile_time`).
+
+use std::time::{Duration, Instant};
+
+use jit::KernelSpec;
+use runtime::Tensor;
+
+const POINTWISE: &str = include_str!("../tests/data/bench_pointwise.ir");
+
+const SMALL: &str = r#"
+%x = "test.source"() : () -> tensor<64x512xf32>
+%y = "test.source"() : () -> tensor<64x512xf32>
+%r = "prim.FusionGroup"(%x, %y) ({
+^bb0(%a: tensor<64x512xf32>, %b: tensor<64x512xf32>):
+  %s = "aten.add.Tensor"(%a, %b) : (tensor<64x512xf32>, tensor<64x512xf32>) -> tensor<64x512xf32>
+  %t = "aten.relu"(%s) : (tensor<64x512xf32>) -> tensor<64x512xf32>
+  "prim.Return"(%t) : (tensor<64x512xf32>) -> ()
+}) : (tensor<64x512xf32>, tensor<64x512xf32>) -> tensor<64x512xf32>
+"#;
+
+fn measure(name: &str, text: &str, rows: usize, cols: usize, n: usize) -> Result<(), Box<dyn std::error::Error>> {
+    let mut ctx = ir::Context::new();
+    dialect_prim::register(&mut ctx);
+    dialect_aten::register(&mut ctx);
+    ctx.set_allow_unregistered(true);
+    let m = ir::parse_module(&ctx, text, "group.ir").map_err(|d| d.to_string())?;
+    let g = *jit::find_fusion_groups(&m).first().ok_or("no fusion group")?;
+    let _ = rows;
+    let x = Tensor::zeros(ir::DType::F32, &[8, cols])?;
+    let spec = KernelSpec::of(&[x.clone(), x]);
+    let mut times: Vec<Duration> = Vec::with_capacity(n);
+    for _ in 0..n {
+        let t = Instant::now();
+        let k = jit::compile(&m, g, &spec)?;
+        times.push(t.elapsed());
+        drop(k);
+    }
+    times.sort();
+    let q = |f: f64| times[((times.len() - 1) as f64 * f) as usize].as_secs_f64() * 1e3;
+    println!("{name}: median {:.3} ms (p25 {:.3}, p75 {:.3}) over {n} compiles", q(0.5), q(0.25), q(0.75));
+    if let Some(big_rows) = std::env::var("RUN_ROWS").ok().and_then(|v| v.parse::<usize>().ok()) {
+        let x = Tensor::from_vec((0..big_rows * cols).map(|i| ((i % 97) as f32 - 48.0) / 16.0).collect::<Vec<_>>(), &[big_rows, cols])?;
+        let ins = [x.clone(), x];
+        let k = jit::compile(&m, g, &KernelSpec::of(&ins))?;
+        let mut rt: Vec<Duration> = (0..10)
+            .map(|_| {
+                let t = Instant::now();
+                let _ = k.run(&ins);
+                t.elapsed()
+            })
+            .collect();
+        rt.sort();
+        println!("  run on {big_rows}x{cols}: median {:.3} ms", rt[5].as_secs_f64() * 1e3);
+    }
+    Ok(())
+}
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let n = std::env::args().nth(1).and_then(|a| a.parse().ok()).unwrap_or(50);
+    measure("bench_pointwise (16 ops)", POINTWISE, 8, 4096, n)?;
+    measure("add + relu (2 ops)", SMALL, 64, 512, n)?;
+    Ok(())
+}
