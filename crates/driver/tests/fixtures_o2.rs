@@ -1,13 +1,15 @@
 //! The fixture corpus through the `-O2` pipeline: every exported program (`model.pt2` and
 //! `core.pt2`) of `../shared/fixtures/{export,bench}` whose io was saved, and every TorchScript
 //! program of `../shared/fixtures/torchscript` for each of its recorded calls, is imported, run
-//! through `transforms::lowering::pipeline_text(2)` (functionalized, decomposed, optimized,
-//! lowered to Edge and partitioned), compiled by the interpreter and compared with PyTorch's
-//! outputs within the fixture's tolerance (both calls of stateful programs such as
-//! `buffer_mutation`). Every one must match. Skips with a reason when the corpus is absent
-//! (fails under `CI=true`).
+//! through the `-O2` pipeline (functionalized, decomposed, optimized, lowered to Edge, fused
+//! into `prim.FusionGroup`s and partitioned), compiled twice — fusion groups interpreted, and
+//! fusion groups run by the JIT — and each compiled program is compared with PyTorch's outputs
+//! within the fixture's tolerance (both calls of stateful programs such as
+//! `buffer_mutation`). Every one must match through both backends. Skips with a reason when
+//! the corpus is absent (fails under `CI=true`).
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 fn corpus() -> Option<PathBuf> {
     let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/fixtures");
@@ -17,7 +19,7 @@ fn corpus() -> Option<PathBuf> {
 /// Runs the pipeline of `level`; returns the names of the ops left, sorted and deduplicated.
 fn lower(ctx: &ir::Context, module: &mut ir::Module, level: u32) -> Result<Vec<String>, String> {
     let registry = driver::default_pass_registry();
-    let text = transforms::lowering::pipeline_text(level);
+    let text = driver::pipeline_for_level(level);
     let mut pm = pass::PassManager::parse(&registry, &text, pass::PassManagerConfig::default()).map_err(|e| format!("pipeline: {e}"))?;
     let mut sink = Vec::new();
     pm.run(ctx, module, &mut sink).map_err(|d| format!("-O{level}: {d}"))?;
@@ -59,7 +61,23 @@ fn specialize_on_inputs(m: &mut ir::Module, io: &Path, call: usize) -> Result<()
     Ok(())
 }
 
-fn check(ctx: &ir::Context, program: &Path, io: &Path, call: usize) -> Result<String, String> {
+/// The backends a lowered fixture runs through.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Backend {
+    Interp,
+    Jit,
+}
+
+/// Fusion groups of the fixtures through the JIT.
+#[derive(Default)]
+struct FusionCount {
+    groups: usize,
+    compiled: usize,
+    declined: Vec<String>,
+}
+
+/// Imports and lowers a fixture program to `-O2`; checks the lowered form.
+fn lowered(ctx: &ir::Context, program: &Path, io: &Path, call: usize) -> Result<import::Program, String> {
     let mut p = import::import_file(ctx, program, None).map_err(|e| format!("import: {e}"))?;
     if program.to_string_lossy().ends_with(".graph.txt") {
         specialize_on_inputs(&mut p.module, io, call)?;
@@ -74,10 +92,67 @@ fn check(ctx: &ir::Context, program: &Path, io: &Path, call: usize) -> Result<St
     if !ops.iter().any(|n| n == "backend.partition") {
         return Err("no backend.partition after -O2".into());
     }
-    let compiled = runtime::fixture::compile_program(ctx, &p)?;
+    Ok(p)
+}
+
+/// Runs a lowered fixture through one backend and compares with PyTorch.
+fn check(
+    ctx: &ir::Context,
+    p: &import::Program,
+    io: &Path,
+    call: usize,
+    backend: Backend,
+    jit: &Arc<jit::Jit>,
+    count: &mut FusionCount,
+) -> Result<String, String> {
+    let fusion = match backend {
+        Backend::Interp => None,
+        Backend::Jit => Some(jit.clone() as Arc<dyn runtime::FusionCompiler>),
+    };
+    let compiled = runtime::fixture::compile_program_with(ctx, p, runtime::CompileOptions { fusion, ..Default::default() })?;
+    if backend == Backend::Jit {
+        for g in compiled.fusion_groups() {
+            count.groups += 1;
+            match &g.declined {
+                None => count.compiled += 1,
+                Some(reason) => count.declined.push(format!("{} ({} ops): {reason}", g.loc, g.ops)),
+            }
+        }
+    }
     let report = runtime::fixture::run_fixture(&compiled, io, call)?;
     let lines: Vec<String> = report.outputs.iter().map(|(k, c)| format!("{k} {}", c.text)).collect();
-    if report.ok() { Ok(lines.join("; ")) } else { Err(lines.join("; ")) }
+    if !report.ok() {
+        return Err(lines.join("; "));
+    }
+    steady_state_runs_agree(&compiled, io, call)?;
+    Ok(lines.join("; "))
+}
+
+/// Runs a stateless program four times on one runtime: from the second run on, planned
+/// intermediates (fusion-group results among them) live in the memory plan's slab; every
+/// run's outputs must equal the first run's, bit for bit.
+fn steady_state_runs_agree(compiled: &runtime::CompiledProgram, io: &Path, call: usize) -> Result<(), String> {
+    let meta = runtime::fixture::read_meta(io)?;
+    if meta.calls.unwrap_or(1) > 1 {
+        return Ok(());
+    }
+    let tensors: std::collections::HashMap<String, runtime::Tensor> =
+        runtime::io::load_safetensors(io).map_err(|e| format!("{}: {e}", io.display()))?.into_iter().collect();
+    let inputs = runtime::fixture::fixture_inputs(&tensors, &meta, call, compiled.input_names().len())?;
+    let mut rt = compiled.runtime();
+    let bits = |outs: Vec<runtime::IValue>| -> Vec<Vec<u64>> {
+        runtime::fixture::flatten(outs)
+            .iter()
+            .map(|v| v.as_tensor().map(|t| t.to_vec_f64().iter().map(|x| x.to_bits()).collect()).unwrap_or_default())
+            .collect()
+    };
+    let first = bits(rt.run(&inputs).map_err(|e| e.to_string())?);
+    for run in 2..=4 {
+        if bits(rt.run(&inputs).map_err(|e| e.to_string())?) != first {
+            return Err(format!("run {run} differs from the first run"));
+        }
+    }
+    Ok(())
 }
 
 fn cases(root: &Path) -> Vec<(String, PathBuf, PathBuf, usize)> {
@@ -117,7 +192,7 @@ fn cases(root: &Path) -> Vec<(String, PathBuf, PathBuf, usize)> {
 }
 
 #[test]
-fn every_public_fixture_matches_pytorch_at_o2() {
+fn every_public_fixture_matches_pytorch_at_o2_through_both_backends() {
     let Some(root) = corpus() else {
         assert!(std::env::var("CI").as_deref() != Ok("true"), "CI=true but ../shared/fixtures is missing");
         println!("skipped: ../shared/fixtures is absent");
@@ -125,23 +200,64 @@ fn every_public_fixture_matches_pytorch_at_o2() {
     };
     let ctx = driver::default_context();
     let cases = cases(&root);
+    let jit = Arc::new(jit::Jit::default());
+    let mut count = FusionCount::default();
     let mut failures = Vec::new();
+    let mut runs = 0;
     for (name, program, io, call) in &cases {
-        match check(&ctx, program, io, *call) {
-            Ok(detail) => println!("ok    {name:<40} {detail}"),
+        let p = match lowered(&ctx, program, io, *call) {
+            Ok(p) => p,
             Err(e) => {
                 println!("FAIL  {name:<40} {e}");
                 failures.push(name.clone());
+                continue;
+            }
+        };
+        for backend in [Backend::Interp, Backend::Jit] {
+            runs += 1;
+            match check(&ctx, &p, io, *call, backend, &jit, &mut count) {
+                Ok(detail) => println!("ok    {name:<40} {backend:<6?} {detail}"),
+                Err(e) => {
+                    println!("FAIL  {name:<40} {backend:<6?} {e}");
+                    failures.push(format!("{name} ({backend:?})"));
+                }
             }
         }
     }
-    println!("{} of {} fixture programs match PyTorch at -O2", cases.len() - failures.len(), cases.len());
+    let stats = jit.stats();
+    let mut times = jit.compile_times();
+    times.sort();
+    let median = times.get(times.len() / 2).copied().unwrap_or_default();
+    println!(
+        "{} fixture programs lowered; {runs} runs (interpreter and JIT), {} failed",
+        cases.len(),
+        failures.len()
+    );
+    println!(
+        "fusion groups through the JIT: {} ({} compiled, {} declined); kernels: {} compiled (median {:?}), {} failed specializations; cache: {} hits, {} misses; calls: {} native, {} interpreted",
+        count.groups,
+        count.compiled,
+        count.declined.len(),
+        stats.cache.kernels,
+        median,
+        stats.cache.failures,
+        stats.cache.hits,
+        stats.cache.misses,
+        stats.native_calls,
+        stats.interpreted_calls
+    );
+    for d in &count.declined {
+        println!("declined: {d}");
+    }
     assert!(cases.len() >= 49, "only {} fixture programs found", cases.len());
     assert!(failures.is_empty(), "fixtures not matching PyTorch at -O2: {failures:?}");
+    // The corpus has elementwise chains (pointwise, lstm_cell, ffn, …): the JIT must have run
+    // native code for them.
+    assert!(count.compiled > 0 && stats.native_calls > 0, "the JIT ran no fusion group");
 }
 
 #[test]
-fn buffer_mutation_at_o2_matches_over_two_calls() {
+fn buffer_mutation_at_o2_matches_over_two_calls_through_the_jit() {
     let Some(root) = corpus() else {
         println!("skipped: ../shared/fixtures is absent");
         return;
@@ -150,7 +266,10 @@ fn buffer_mutation_at_o2_matches_over_two_calls() {
     let dir = root.join("export/buffer_mutation");
     let mut p = import::import_file(&ctx, &dir.join("model.pt2"), None).expect("import");
     lower(&ctx, &mut p.module, 2).expect("-O2");
-    let compiled = runtime::fixture::compile_program(&ctx, &p).expect("compile");
+    let jit: Arc<dyn runtime::FusionCompiler> = Arc::new(jit::Jit::default());
+    let compiled =
+        runtime::fixture::compile_program_with(&ctx, &p, runtime::CompileOptions { fusion: Some(jit), ..Default::default() })
+            .expect("compile");
     let report = runtime::fixture::run_fixture(&compiled, &dir.join("io.safetensors"), 0).expect("run");
     assert!(report.outputs.iter().any(|(k, _)| k.starts_with("call2.")), "no second call compared: {:?}", report.outputs);
     assert!(report.ok(), "{:?}", report.outputs);
