@@ -56,6 +56,8 @@ impl Default for EngineConfig {
 /// What one run of the engine did.
 #[derive(Clone, Debug, Default)]
 pub struct RunReport {
+    /// The function the run belongs to (set by the pass, for its log).
+    pub function: String,
     pub ops: usize,
     pub initial_nodes: usize,
     pub nodes: usize,

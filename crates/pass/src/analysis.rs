@@ -66,6 +66,8 @@ pub(crate) struct PassState {
     pub rewrites: usize,
     /// Whether the limit stopped a rewrite in this run.
     pub limit_hit: bool,
+    /// Phases the pass timed itself, reported under its row by `--timing`.
+    pub phases: Vec<(String, std::time::Duration)>,
 }
 
 /// Caches analyses by type per op, and carries the running pass's logging, rewrite limit and
@@ -204,6 +206,13 @@ impl AnalysisManager {
                 );
             }
         }
+    }
+
+    /// Records the time of one phase of the running pass; `--timing` reports it in a row
+    /// `pass / label` under the pass's own (rows with equal labels add up and count runs), so a
+    /// label may carry an outcome, e.g. `saturation (iteration limit)`.
+    pub fn record_time(&mut self, label: &str, d: std::time::Duration) {
+        self.state.phases.push((label.to_string(), d));
     }
 
     /// Rewrites counted in the running pass so far.

@@ -498,10 +498,14 @@ fn run_pass(
         budget: cfg.opt_limits.limit(&name).map(|l| l.saturating_sub(used)),
         rewrites: 0,
         limit_hit: false,
+        phases: Vec::new(),
     };
     let t0 = Instant::now();
     let result = pass.run(ctx, m, anchor, st.am);
     st.timing.record(&name, t0.elapsed());
+    for (label, d) in std::mem::take(&mut st.am.state.phases) {
+        st.timing.record(&format!("{name} / {label}"), d);
+    }
     *st.rewrites.entry(name.clone()).or_insert(0) += st.am.state.rewrites;
     let logged = st.am.take_output();
     emit(st.out, &logged)?;
