@@ -130,13 +130,24 @@ fn fusion_of_the_lstm_cell() {
     let top = m.top();
     let groups = FuseElementwise::default().fuse(&ctx, &mut m, top).expect("fuses");
     ir::verify(&ctx, &m).expect("verifies");
-    let gates = groups.iter().find(|g| g.ops.contains(&"aten.sigmoid".to_string())).expect("gate group");
-    assert_eq!(gates.ops.len(), 9, "{:?}", gates.ops);
-    assert_eq!(gates.inputs, 5, "four chunks and cx");
-    assert_eq!(gates.outputs, 2);
-    for g in &groups {
-        assert!(!g.ops.iter().any(|o| o == "aten.mm" || o == "aten.chunk" || o == "prim.ListUnpack"));
-    }
+    assert_eq!(groups.len(), 1, "{groups:?}");
+    let g = &groups[0];
+    // Three bias additions per gate (the chunk distributed over them) and the cell's nine ops.
+    assert_eq!(g.ops.len(), 12 + 9, "{:?}", g.ops);
+    assert_eq!(g.inputs, 4 * 4 + 1, "four slices per gate and cx");
+    assert_eq!(g.outputs, 2);
+    let text = ir::print_module(&ctx, &m, ir::PrintOptions::default());
+    assert!(!text.contains("aten.chunk") && !text.contains("prim.ListUnpack"), "{text}");
+    assert_eq!(text.matches("aten.slice.Tensor").count(), 16, "{text}");
+    assert_eq!(text.matches("aten.mm").count(), 2, "{text}");
+
+    // Without the distribution the chunk splits the pointwise ops in two groups.
+    let mut m = parse(&ctx, include_str!("../../../examples/lstm_cell.ir"));
+    let top = m.top();
+    let mut fuse = FuseElementwise::default();
+    fuse.distribute_splits = false;
+    let groups = fuse.fuse(&ctx, &mut m, top).expect("fuses");
+    assert_eq!(groups.iter().map(|g| g.ops.len()).collect::<Vec<_>>(), vec![3, 9]);
 }
 
 #[test]
