@@ -10,6 +10,9 @@ use std::collections::{HashMap, HashSet};
 /// Cost of an e-node that cannot be written back (its type is unknown).
 pub const INFINITE: f64 = f64::INFINITY;
 
+/// The largest tree cost kept (see [`best_per_class`]).
+const COST_CAP: f64 = 1e200;
+
 /// Ops that only make a new view of their operand's storage: metadata, no data movement.
 pub const VIEWS: &[&str] = &[
     "aten.t", "aten.permute", "aten.view", "aten.reshape", "aten.expand", "aten.expand_as", "aten.transpose.int",
@@ -122,6 +125,10 @@ fn best_per_class(g: &Graph, free: &HashSet<Id>, costs: &HashMap<(Id, usize), f6
                 if !total.is_finite() {
                     continue;
                 }
+                // Tree costs count a shared subterm once per use, so they grow exponentially
+                // with the depth of a DAG; capped, they stay comparable where they matter and
+                // never overflow into "not extractable".
+                let total = total.min(COST_CAP);
                 let better = best.get(&c).is_none_or(|(bc, _)| total < *bc);
                 if better {
                     best.insert(c, (total, n.clone()));
