@@ -290,13 +290,24 @@ pub fn rewrite_run(
     if conv.roots.is_empty() {
         return Ok(report);
     }
-    let Converted { egraph, leaves, originals, multi, roots, .. } = conv;
+    let Converted { mut egraph, leaves, originals, multi, roots, .. } = conv;
+    egraph.analysis.no_writes = cfg.allow_alias;
     let runner = Runner::<Node, Facts, ()>::new(Facts::new(cfg.fold))
         .with_egraph(egraph)
         .with_iter_limit(cfg.iter_limit)
         .with_node_limit(cfg.node_limit)
         .with_time_limit(cfg.time_limit);
-    let runner = if cfg.backoff { runner.with_scheduler(BackoffScheduler::default()) } else { runner.with_scheduler(SimpleScheduler) };
+    // The backoff scheduler bans a rule for a while once it matches more often than its limit
+    // in one iteration. A fixed limit bans rules such as commutativity on every large graph,
+    // where they match once per op, and each ban costs extra iterations over the whole graph;
+    // a limit proportional to the graph's size bans only rules that match more than a few
+    // times per node — those that blow the graph up.
+    let limit = (2 * report.initial_nodes).max(1_000);
+    let runner = if cfg.backoff {
+        runner.with_scheduler(BackoffScheduler::default().with_initial_match_limit(limit))
+    } else {
+        runner.with_scheduler(SimpleScheduler)
+    };
     let runner = runner.run(rules);
     report.iterations = runner.iterations.len();
     report.stop = match &runner.stop_reason {

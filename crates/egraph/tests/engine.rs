@@ -169,3 +169,31 @@ func.func @f(%x: tensor<?x4xf32>, %n: i64) -> tensor<?x4xf32> {
     FuseElementwise::default().fuse(&ctx, &mut m, top).expect("fuses");
     ir::verify(&ctx, &m).expect("verifies");
 }
+
+/// Every rule of the aten rule file has a lit test of it firing (`rule 'NAME' applied` in a
+/// positive log check) and one of it not firing (`-NOT: rule 'NAME'`), under lit/egraph.
+#[test]
+fn every_rule_has_a_firing_and_a_not_firing_lit_test() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../lit/egraph");
+    let mut text = String::new();
+    for e in std::fs::read_dir(&dir).expect("lit/egraph exists").flatten() {
+        if e.path().extension().is_some_and(|x| x == "ir") {
+            text.push_str(&std::fs::read_to_string(e.path()).expect("reads"));
+        }
+    }
+    let lines: Vec<&str> = text.lines().map(str::trim).collect();
+    let lib = RuleLibrary::standard().expect("reads");
+    let mut missing = Vec::new();
+    for set in ["aten.sound", "aten.fast-math"] {
+        for rule in &lib.sets()[set] {
+            let fires = format!("rule '{}' applied", rule.name);
+            let not = format!("rule '{}'", rule.name);
+            let has_fire = lines.iter().any(|l| (l.starts_with("// LOG:") || l.starts_with("// LOG-DAG:")) && l.ends_with(&fires));
+            let has_not = lines.iter().any(|l| l.starts_with("// ") && l.contains("-NOT: ") && l.ends_with(&not));
+            if !has_fire || !has_not {
+                missing.push(format!("{set} {} (fires: {has_fire}, not: {has_not})", rule.name));
+            }
+        }
+    }
+    assert!(missing.is_empty(), "rules without both lit tests: {missing:#?}");
+}
