@@ -69,6 +69,8 @@ pub struct RunReport {
     pub applied: BTreeMap<String, usize>,
     /// Cost of the extracted DAG.
     pub cost: f64,
+    /// How extraction chose (see [`crate::extract::Choice::method`]).
+    pub extraction: String,
     /// Values replaced by rewritten ones.
     pub replaced: usize,
     /// Ops created.
@@ -341,6 +343,7 @@ pub fn rewrite_run(
         return Ok(report);
     };
     report.cost = choice.cost;
+    report.extraction = choice.method.clone();
     let multi: HashMap<Id, Vec<Type>> = multi.into_iter().map(|(k, v)| (g.find(k), v)).collect();
     let mut w = Writer { g: &g, choice: &choice, leaves: &leaves, multi: &multi, memo: HashMap::new(), created: Vec::new(), by_class: HashMap::new(), locs: HashMap::new(), at };
     for (op, node) in &originals {
