@@ -1,10 +1,15 @@
-//! Benchmarks of `egraph-peephole` (saturation, extraction and write-back) on synthetic
-//! elementwise graphs of 1k to 10k e-nodes, and of `fuse-elementwise`.
+//! Benchmarks of `egraph-peephole` (conversion, saturation, extraction and write-back): the
+//! `bench_transformer` export of `../shared/fixtures` (skipped with a message when absent), a
+//! synthetic elementwise graph of 1,500 e-nodes, and synthetic graphs of 1k to 10k ops for the
+//! growth; and of `fuse-elementwise`.
 
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
 use egraph::{FuseElementwise, Peephole, RuleLibrary};
 use ir::{Context, Module};
 use std::fmt::Write;
+
+/// Ops of the synthetic graph whose initial e-graph has 1,500 e-nodes.
+const SYNTHETIC_1500: usize = 1_497;
 
 fn ctx() -> Context {
     let mut c = Context::new();
@@ -47,7 +52,48 @@ fn bench(c: &mut Criterion) {
     let pass = Peephole::with_options(&lib, &Peephole::options()).expect("pass");
     let mut group = c.benchmark_group("egraph-peephole");
     group.sample_size(10);
-    // About 1,500 e-nodes at 1,000 ops (ops, leaves, constants and projections).
+    let fixture = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/fixtures/bench/bench_transformer/model.pt2");
+    if fixture.is_file() {
+        match import::import_file(&ctx, &fixture, None) {
+            Ok(p) => {
+                let m0 = p.module;
+                group.bench_function("bench_transformer", |b| {
+                    b.iter_batched(
+                        || m0.clone(),
+                        |mut m| {
+                            let top = m.top();
+                            pass.rewrite(&ctx, &mut m, top, None).map(|r| r.len()).unwrap_or(0)
+                        },
+                        criterion::BatchSize::LargeInput,
+                    )
+                });
+            }
+            Err(e) => println!("bench_transformer: import failed: {e}"),
+        }
+    } else {
+        println!("skipped bench_transformer: {} is absent", fixture.display());
+    }
+    // The synthetic graph whose e-graph starts with 1,500 e-nodes (ops, two leaves, two constants).
+    let text = synthetic(SYNTHETIC_1500);
+    if let Ok(m0) = ir::parse_module(&ctx, &text, "bench.ir") {
+        let mut m = m0.clone();
+        let top = m.top();
+        if let Ok(r) = pass.rewrite(&ctx, &mut m, top, None) {
+            let r = &r[0];
+            println!("synthetic-1500: {} -> {} e-nodes, {} iterations, {}", r.initial_nodes, r.nodes, r.iterations, r.stop);
+        }
+        group.bench_function("synthetic-1500-enodes", |b| {
+            b.iter_batched(
+                || m0.clone(),
+                |mut m| {
+                    let top = m.top();
+                    pass.rewrite(&ctx, &mut m, top, None).map(|r| r.len()).unwrap_or(0)
+                },
+                criterion::BatchSize::LargeInput,
+            )
+        });
+    }
+    // Growth with the size of the graph: near-linear under the default limits.
     for n in [1_000usize, 2_500, 5_000, 10_000] {
         let text = synthetic(n);
         let Ok(m0) = ir::parse_module(&ctx, &text, "bench.ir") else { return };

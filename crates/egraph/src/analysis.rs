@@ -30,6 +30,9 @@ pub struct Facts {
     pub attrs: IndexSet<Vec<NamedAttr>>,
     /// Whether to fold operations over constants.
     pub fold: bool,
+    /// Whether nothing in the function writes memory, so a value may be replaced by an alias
+    /// of another (the `no-writes` condition of rule files).
+    pub no_writes: bool,
 }
 
 impl Default for Facts {
@@ -42,7 +45,7 @@ impl Facts {
     pub fn new(fold: bool) -> Facts {
         let mut attrs = IndexSet::new();
         attrs.insert(Vec::new());
-        Facts { types: IndexSet::new(), attrs, fold }
+        Facts { types: IndexSet::new(), attrs, fold, no_writes: true }
     }
 
     /// Interns a type for a `Const` node.

@@ -56,6 +56,8 @@ impl Default for EngineConfig {
 /// What one run of the engine did.
 #[derive(Clone, Debug, Default)]
 pub struct RunReport {
+    /// The function the run belongs to (set by the pass, for its log).
+    pub function: String,
     pub ops: usize,
     pub initial_nodes: usize,
     pub nodes: usize,
@@ -67,6 +69,8 @@ pub struct RunReport {
     pub applied: BTreeMap<String, usize>,
     /// Cost of the extracted DAG.
     pub cost: f64,
+    /// How extraction chose (see [`crate::extract::Choice::method`]).
+    pub extraction: String,
     /// Values replaced by rewritten ones.
     pub replaced: usize,
     /// Ops created.
@@ -288,13 +292,24 @@ pub fn rewrite_run(
     if conv.roots.is_empty() {
         return Ok(report);
     }
-    let Converted { egraph, leaves, originals, multi, roots, .. } = conv;
+    let Converted { mut egraph, leaves, originals, multi, roots, .. } = conv;
+    egraph.analysis.no_writes = cfg.allow_alias;
     let runner = Runner::<Node, Facts, ()>::new(Facts::new(cfg.fold))
         .with_egraph(egraph)
         .with_iter_limit(cfg.iter_limit)
         .with_node_limit(cfg.node_limit)
         .with_time_limit(cfg.time_limit);
-    let runner = if cfg.backoff { runner.with_scheduler(BackoffScheduler::default()) } else { runner.with_scheduler(SimpleScheduler) };
+    // The backoff scheduler bans a rule for a while once it matches more often than its limit
+    // in one iteration. A fixed limit bans rules such as commutativity on every large graph,
+    // where they match once per op, and each ban costs extra iterations over the whole graph;
+    // a limit proportional to the graph's size bans only rules that match more than a few
+    // times per node — those that blow the graph up.
+    let limit = (2 * report.initial_nodes).max(1_000);
+    let runner = if cfg.backoff {
+        runner.with_scheduler(BackoffScheduler::default().with_initial_match_limit(limit))
+    } else {
+        runner.with_scheduler(SimpleScheduler)
+    };
     let runner = runner.run(rules);
     report.iterations = runner.iterations.len();
     report.stop = match &runner.stop_reason {
@@ -328,6 +343,7 @@ pub fn rewrite_run(
         return Ok(report);
     };
     report.cost = choice.cost;
+    report.extraction = choice.method.clone();
     let multi: HashMap<Id, Vec<Type>> = multi.into_iter().map(|(k, v)| (g.find(k), v)).collect();
     let mut w = Writer { g: &g, choice: &choice, leaves: &leaves, multi: &multi, memo: HashMap::new(), created: Vec::new(), by_class: HashMap::new(), locs: HashMap::new(), at };
     for (op, node) in &originals {

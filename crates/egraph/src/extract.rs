@@ -10,6 +10,9 @@ use std::collections::{HashMap, HashSet};
 /// Cost of an e-node that cannot be written back (its type is unknown).
 pub const INFINITE: f64 = f64::INFINITY;
 
+/// The largest tree cost kept (see [`best_per_class`]).
+const COST_CAP: f64 = 1e200;
+
 /// Ops that only make a new view of their operand's storage: metadata, no data movement.
 pub const VIEWS: &[&str] = &[
     "aten.t", "aten.permute", "aten.view", "aten.reshape", "aten.expand", "aten.expand_as", "aten.transpose.int",
@@ -84,6 +87,9 @@ pub struct Choice {
     pub nodes: HashMap<Id, Node>,
     /// Total cost of the DAG, each chosen class counted once.
     pub cost: f64,
+    /// How the choice was made: `tree`, `greedy-dag`, `ilp (optimal)`, `ilp (time limit)`, or
+    /// `greedy-dag (ilp: why it was not used)`.
+    pub method: String,
 }
 
 /// Extraction strategies.
@@ -94,7 +100,14 @@ pub enum Extractor {
     /// Greedy DAG-aware: starts from the tree choice and re-chooses with the classes already
     /// needed counted as free, keeping the cheapest acyclic DAG.
     GreedyDag,
+    /// Exact: an integer linear program over the classes the roots may need (cargo feature
+    /// `ilp`, CBC), solved within `timeout`; the greedy DAG is kept when the solver finds
+    /// nothing cheaper in time, fails, or the crate was built without the feature.
+    Ilp { timeout: std::time::Duration },
 }
+
+/// Whether this build has exact (ILP) extraction.
+pub const HAS_ILP: bool = cfg!(feature = "ilp");
 
 /// Best (cost, node) per class, where `free` classes cost nothing to their users.
 fn best_per_class(g: &Graph, free: &HashSet<Id>, costs: &HashMap<(Id, usize), f64>) -> HashMap<Id, (f64, Node)> {
@@ -122,6 +135,10 @@ fn best_per_class(g: &Graph, free: &HashSet<Id>, costs: &HashMap<(Id, usize), f6
                 if !total.is_finite() {
                     continue;
                 }
+                // Tree costs count a shared subterm once per use, so they grow exponentially
+                // with the depth of a DAG; capped, they stay comparable where they matter and
+                // never overflow into "not extractable".
+                let total = total.min(COST_CAP);
                 let better = best.get(&c).is_none_or(|(bc, _)| total < *bc);
                 if better {
                     best.insert(c, (total, n.clone()));
@@ -187,7 +204,7 @@ pub fn extract(g: &Graph, roots: &[Id], how: Extractor, prefer: &HashSet<Node>) 
     let tree = best_per_class(g, &HashSet::new(), &costs);
     let mut choice: HashMap<Id, Node> = tree.into_iter().map(|(c, (_, n))| (c, n)).collect();
     let (mut cost, mut needed) = dag_cost(g, roots, &choice, &costs)?;
-    if how == Extractor::GreedyDag {
+    if how != Extractor::Tree {
         for _ in 0..3 {
             let best = best_per_class(g, &needed, &costs);
             let mut next = choice.clone();
@@ -205,5 +222,105 @@ pub fn extract(g: &Graph, roots: &[Id], how: Extractor, prefer: &HashSet<Node>) 
         }
     }
     choice.retain(|c, _| needed.contains(c));
-    Some(Choice { nodes: choice, cost })
+    let mut method = if how == Extractor::Tree { "tree" } else { "greedy-dag" }.to_string();
+    if let Extractor::Ilp { timeout } = how {
+        match ilp(g, roots, &costs, timeout) {
+            Ok((exact, optimal)) => match dag_cost(g, roots, &exact, &costs) {
+                Some((c, _)) if c <= cost => {
+                    choice = exact;
+                    cost = c;
+                    method = format!("ilp ({})", if optimal { "optimal" } else { "time limit" });
+                }
+                Some(_) => method = "greedy-dag (ilp: no cheaper solution in time)".into(),
+                None if optimal => method = "greedy-dag (ilp: solution not an acyclic DAG)".into(),
+                None => method = "greedy-dag (ilp: no complete solution in time)".into(),
+            },
+            Err(why) => method = format!("greedy-dag (ilp: {why})"),
+        }
+    }
+    Some(Choice { nodes: choice, cost, method })
+}
+
+/// The classes reachable from `roots` through any e-node.
+#[cfg_attr(not(feature = "ilp"), allow(dead_code))]
+fn reachable(g: &Graph, roots: &[Id]) -> Vec<Id> {
+    let mut seen: HashSet<Id> = HashSet::new();
+    let mut stack: Vec<Id> = roots.iter().map(|&r| g.find(r)).collect();
+    let mut out = Vec::new();
+    while let Some(c) = stack.pop() {
+        if !seen.insert(c) {
+            continue;
+        }
+        out.push(c);
+        for n in &g[c].nodes {
+            stack.extend(n.children().iter().map(|&k| g.find(k)));
+        }
+    }
+    out.sort_unstable();
+    out
+}
+
+/// Exact extraction as a 0-1 program: a variable per reachable class (needed or not) and per
+/// e-node of finite cost (chosen or not); the roots are needed, a needed class chooses exactly
+/// one e-node, a chosen e-node needs its operands' classes; an order variable per class keeps
+/// the choice acyclic (a chosen e-node's class comes after its operands'). The objective is the
+/// DAG cost: each chosen e-node counted once. Returns the choice and whether it is proven
+/// optimal (`false`: the time limit stopped the solver with a feasible solution).
+#[cfg(feature = "ilp")]
+fn ilp(g: &Graph, roots: &[Id], costs: &HashMap<(Id, usize), f64>, timeout: std::time::Duration) -> Result<(HashMap<Id, Node>, bool), String> {
+    use good_lp::solvers::WithTimeLimit;
+    use good_lp::{Expression, ProblemVariables, Solution, SolutionStatus, SolverModel, variable};
+    let classes = reachable(g, roots);
+    let n = classes.len() as f64;
+    let mut vars = ProblemVariables::new();
+    let active: HashMap<Id, good_lp::Variable> = classes.iter().map(|&c| (c, vars.add(variable().binary()))).collect();
+    let order: HashMap<Id, good_lp::Variable> = classes.iter().map(|&c| (c, vars.add(variable().min(0.0).max(n)))).collect();
+    let mut picks: Vec<(Id, usize, good_lp::Variable)> = Vec::new();
+    let mut objective = Expression::from(0.0);
+    for &c in &classes {
+        for (i, node) in g[c].nodes.iter().enumerate() {
+            let cost = costs.get(&(c, i)).copied().unwrap_or(INFINITE);
+            if !cost.is_finite() || node.children().iter().any(|&k| g.find(k) == c) {
+                continue;
+            }
+            let x = vars.add(variable().binary());
+            objective += cost * x;
+            picks.push((c, i, x));
+        }
+    }
+    let mut model = vars.minimise(objective).using(good_lp::coin_cbc).with_time_limit(timeout.as_secs_f64());
+    model.set_parameter("log", "0");
+    for &r in roots {
+        model.add_constraint((1.0 * active[&g.find(r)]).eq(1.0));
+    }
+    let mut per_class: HashMap<Id, Expression> = HashMap::new();
+    for &(c, i, x) in &picks {
+        *per_class.entry(c).or_insert_with(|| Expression::from(0.0)) += x;
+        for &k in g[c].nodes[i].children() {
+            let k = g.find(k);
+            model.add_constraint((1.0 * x).leq(active[&k]));
+            // order[c] >= order[k] + 1 when x is chosen.
+            model.add_constraint((order[&c] - order[&k] + (n + 1.0) * (1.0 - x)).geq(1.0));
+        }
+    }
+    for &c in &classes {
+        let sum = per_class.remove(&c).unwrap_or_else(|| Expression::from(0.0));
+        model.add_constraint(sum.eq(active[&c]));
+    }
+    let solution = model.solve().map_err(|e| e.to_string())?;
+    let optimal = matches!(solution.status(), SolutionStatus::Optimal);
+    let mut choice = HashMap::new();
+    for &(c, i, x) in &picks {
+        if solution.value(x) > 0.5 {
+            let mut node = g[c].nodes[i].clone();
+            node.update_children(|k| g.find(k));
+            choice.insert(c, node);
+        }
+    }
+    Ok((choice, optimal))
+}
+
+#[cfg(not(feature = "ilp"))]
+fn ilp(_: &Graph, _: &[Id], _: &HashMap<(Id, usize), f64>, _: std::time::Duration) -> Result<(HashMap<Id, Node>, bool), String> {
+    Err("built without the `ilp` feature".into())
 }

@@ -14,11 +14,19 @@
 //!
 //! Views, reductions and anything not `ELEMENTWISE` stay outside. Constants feeding a group
 //! (scalars and 0-d tensors) are copied into it rather than passed as arguments.
+//!
+//! Before grouping, splits of elementwise results are distributed (option `distribute-splits`):
+//! `ListUnpack(chunk(f(a, b)))` becomes, per piece `k`, `f(slice_k(a), slice_k(b))`, each
+//! slice a view of an operand outside the elementwise ops (a bias broadcast along the split
+//! dimension is sliced along its own matching dimension, or not at all when it is broadcast
+//! there). Cutting an elementwise computation's iteration space into pieces computes every
+//! element exactly as before, and the pieces then fuse with their users: the LSTM cell's bias
+//! additions join its gates in one group, with the matrix products and the slices outside.
 
 use crate::engine;
 use ir::{
-    BlockId, Context, DType, Diagnostic, InsertPoint, Location, Module, OpId, OperationState, Traits, Type, TypeKind,
-    ValueId, ValueMap, WalkOrder,
+    Attribute, BlockId, Context, DType, Diagnostic, Dim, InsertPoint, Location, Module, OpId, OperationState, TensorType,
+    Traits, Type, TypeKind, ValueId, ValueMap, WalkOrder,
 };
 use pass::{AnalysisManager, LogLevel, Pass, PassInfo, PassOptions, PassRegistry, PassResult};
 use std::collections::{HashMap, HashSet};
@@ -35,14 +43,20 @@ pub struct FuseElementwise {
     pub min_size: usize,
     pub max_size: usize,
     pub max_args: usize,
+    /// Distribute splits (`chunk`, `split`, `split_with_sizes`) over the elementwise ops that
+    /// compute their input, so the pieces fuse with their users.
+    pub distribute_splits: bool,
     options: String,
 }
 
 impl Default for FuseElementwise {
     fn default() -> Self {
-        FuseElementwise { min_size: 2, max_size: 64, max_args: 32, options: String::new() }
+        FuseElementwise { min_size: 2, max_size: 64, max_args: 32, distribute_splits: true, options: String::new() }
     }
 }
+
+/// Ops that cut a tensor into pieces along one dimension, unpacked by one `prim.ListUnpack`.
+pub const SPLITS: &[&str] = &["aten.chunk", "aten.split.Tensor", "aten.split_with_sizes"];
 
 /// One formed group.
 #[derive(Clone, Debug)]
@@ -58,13 +72,20 @@ impl FuseElementwise {
             .int("min-size", 2, "Fewest ops in a group")
             .int("max-size", 64, "Most ops in a group")
             .int("max-args", 32, "Most arguments of a group")
+            .bool("distribute-splits", true, "Distribute chunk/split over the elementwise ops computing their input")
     }
 
     pub fn with_options(opts: &PassOptions) -> Result<FuseElementwise, String> {
         let get = |n: &str, d: i64| -> Result<usize, String> {
             usize::try_from(opts.get_int(n).unwrap_or(d)).ok().filter(|&v| v > 0).ok_or_else(|| format!("{n} must be positive"))
         };
-        Ok(FuseElementwise { min_size: get("min-size", 2)?, max_size: get("max-size", 64)?, max_args: get("max-args", 32)?, options: opts.to_option_text() })
+        Ok(FuseElementwise {
+            min_size: get("min-size", 2)?,
+            max_size: get("max-size", 64)?,
+            max_args: get("max-args", 32)?,
+            distribute_splits: opts.get_bool("distribute-splits").unwrap_or(true),
+            options: opts.to_option_text(),
+        })
     }
 
     /// Forms groups in every block under `root`.
@@ -78,6 +99,11 @@ impl FuseElementwise {
                 blocks.extend(m.region_blocks(r).iter().copied());
             }
         });
+        if self.distribute_splits && !engine::writes_memory(ctx, m, root) {
+            for &b in &blocks {
+                self.distribute(ctx, m, b)?;
+            }
+        }
         let mut out = Vec::new();
         for b in blocks {
             // Blocks inside groups formed just now are skipped: their parent is a fusion group.
@@ -133,6 +159,116 @@ impl FuseElementwise {
             groups.push(current);
         }
         groups.into_iter().filter(|g| g.len() >= self.min_size).collect()
+    }
+
+    /// Distributes every split of an elementwise result in `block` (see the module docs);
+    /// returns how many splits were distributed. The caller has checked that nothing in the
+    /// function writes memory: the pieces become fresh tensors instead of views of one.
+    pub fn distribute(&self, ctx: &Context, m: &mut Module, block: BlockId) -> Result<usize, Diagnostic> {
+        let splits: Vec<OpId> = m.block_ops(block).into_iter().filter(|&o| SPLITS.contains(&m.op_name(o))).collect();
+        let mut n = 0;
+        for s in splits {
+            if let Some(plan) = self.split_plan(ctx, m, block, s) {
+                apply_split_plan(m, s, &plan)?;
+                n += 1;
+            }
+        }
+        Ok(n)
+    }
+
+    /// What distributing split `s` takes, or `None` when it does not apply.
+    fn split_plan(&self, ctx: &Context, m: &Module, block: BlockId, s: OpId) -> Option<SplitPlan> {
+        let (&x, [list]) = (m.operands(s).first()?, m.results(s)) else { return None };
+        let [use_] = m.uses(*list) else { return None };
+        let unpack = use_.op;
+        if m.op_name(unpack) != "prim.ListUnpack" || m.parent_block(unpack) != Some(block) {
+            return None;
+        }
+        let xt = m.value_type(x).as_tensor()?;
+        let xdims = xt.static_dims()?;
+        let rank = xdims.len() as i64;
+        let d = split_dim(ctx, m, s)?;
+        let d = if d < 0 { d + rank } else { d };
+        if !(0..rank).contains(&d) {
+            return None;
+        }
+        let d = d as usize;
+        // The pieces, from the unpacked types: same rank, same sizes but along `d`, covering it.
+        let mut pieces = Vec::new();
+        let mut start = 0i64;
+        for &r in m.results(unpack) {
+            let dims = m.value_type(r).as_tensor()?.static_dims()?;
+            if dims.len() != xdims.len() || dims.iter().zip(&xdims).enumerate().any(|(i, (a, b))| i != d && a != b) {
+                return None;
+            }
+            pieces.push((start, start + dims[d]));
+            start += dims[d];
+        }
+        if start != xdims[d] || pieces.len() < 2 {
+            return None;
+        }
+        // Worth it only when a piece feeds an elementwise op.
+        let feeds = m.results(unpack).iter().any(|&r| m.uses(r).iter().any(|u| self.candidate(ctx, m, u.op)));
+        // The elementwise ops computing `x` and used only by each other and the split.
+        let e = m.defining_op(x)?;
+        let same_space = |o: OpId| {
+            m.parent_block(o) == Some(block)
+                && self.candidate(ctx, m, o)
+                && m.value_type(m.results(o)[0]).as_tensor().and_then(TensorType::static_dims).as_ref() == Some(&xdims)
+        };
+        if !feeds || !same_space(e) || m.uses(x).len() != 1 {
+            return None;
+        }
+        let mut cone: HashSet<OpId> = HashSet::from([e]);
+        loop {
+            let mut grew = false;
+            let members: Vec<OpId> = cone.iter().copied().collect();
+            for o in members {
+                for &v in m.operands(o) {
+                    let Some(p) = m.defining_op(v) else { continue };
+                    if cone.contains(&p) || !same_space(p) {
+                        continue;
+                    }
+                    if m.results(p).iter().all(|&r| m.uses(r).iter().all(|u| cone.contains(&u.op))) {
+                        cone.insert(p);
+                        grew = true;
+                    }
+                }
+            }
+            if !grew {
+                break;
+            }
+        }
+        let order: HashMap<OpId, usize> = m.block_ops(block).into_iter().enumerate().map(|(i, o)| (o, i)).collect();
+        let mut ops: Vec<OpId> = cone.iter().copied().collect();
+        ops.sort_by_key(|o| order.get(o).copied().unwrap_or(usize::MAX));
+        // Operands from outside: tensors sliced along their dimension matching `d` unless
+        // they broadcast there; everything else taken as it is.
+        let mut sliced: Vec<(ValueId, usize)> = Vec::new();
+        for &o in &ops {
+            for &v in m.operands(o) {
+                if m.defining_op(v).is_some_and(|p| cone.contains(&p)) || sliced.iter().any(|(w, _)| *w == v) {
+                    continue;
+                }
+                let TypeKind::Tensor(t) = m.value_type(v).kind() else { continue };
+                let dims = t.static_dims()?;
+                if dims.len() > xdims.len() {
+                    return None;
+                }
+                let off = xdims.len() - dims.len();
+                if dims.iter().enumerate().any(|(i, &n)| n != 1 && n != xdims[i + off]) {
+                    return None;
+                }
+                if d >= off && dims[d - off] != 1 {
+                    sliced.push((v, d - off));
+                }
+            }
+        }
+        let n = pieces.len();
+        if ops.len() * n > self.max_size || sliced.len() * n > self.max_args {
+            return None;
+        }
+        Some(SplitPlan { unpack, ops, sliced, pieces, dim: d })
     }
 
     fn candidate(&self, ctx: &Context, m: &Module, o: OpId) -> bool {
@@ -200,6 +336,81 @@ impl FuseElementwise {
         }
         inputs_of(m, g).len() <= self.max_args
     }
+}
+
+/// A split to distribute: the elementwise ops computing its input (in block order), the
+/// operands to slice with their dimension, the pieces' bounds along the split dimension.
+struct SplitPlan {
+    unpack: OpId,
+    ops: Vec<OpId>,
+    sliced: Vec<(ValueId, usize)>,
+    pieces: Vec<(i64, i64)>,
+    dim: usize,
+}
+
+/// The dimension argument of a split, from its attribute or a constant operand.
+fn split_dim(ctx: &Context, m: &Module, s: OpId) -> Option<i64> {
+    let schema = ctx.op_def(m.op_name(s))?.schema.as_ref()?;
+    let i = schema.args.iter().position(|a| a.name == "dim")?;
+    let bound = dialect_aten::bind_args(schema, m, s).ok()?;
+    match bound.get(i)? {
+        dialect_aten::ArgSource::Const(Attribute::Int(d)) => Some(*d),
+        dialect_aten::ArgSource::Operand(k) => {
+            let c = m.defining_op(*m.operands(s).get(*k)?)?;
+            match (m.op_name(c), m.attr(c, "value")) {
+                ("prim.Constant", Some(Attribute::Int(d))) => Some(*d),
+                _ => None,
+            }
+        }
+        _ => None,
+    }
+}
+
+/// Rewrites `ListUnpack(split(f(...)))` into one copy of the elementwise ops per piece, over
+/// slices of their outside operands, placed before the split; then erases the originals.
+fn apply_split_plan(m: &mut Module, s: OpId, plan: &SplitPlan) -> Result<(), Diagnostic> {
+    let err = |e: ir::IrError| Diagnostic::error(Location::Unknown, format!("fuse-elementwise: {e}"));
+    let Some(&last) = plan.ops.last() else { return Ok(()) };
+    let x = m.results(last)[0];
+    let outs = m.results(plan.unpack).to_vec();
+    for (k, &(start, end)) in plan.pieces.iter().enumerate() {
+        let mut map = ValueMap::new();
+        for &(v, dim) in &plan.sliced {
+            let Some(t) = m.value_type(v).as_tensor() else { continue };
+            let mut shape = t.shape.clone().unwrap_or_default();
+            shape[dim] = Dim::Static(end - start);
+            let ty = Type::tensor_of(TensorType { dtype: t.dtype, shape: Some(shape) });
+            let loc = m.loc(s).clone();
+            let st = OperationState::new("aten.slice.Tensor")
+                .operands([v])
+                .attr("dim", Attribute::Int(dim as i64))
+                .attr("start", Attribute::Int(start))
+                .attr("end", Attribute::Int(end))
+                .results([ty])
+                .loc(loc);
+            let op = m.create_op(st);
+            m.insert_op(op, InsertPoint::Before(s)).map_err(err)?;
+            map.insert(v, m.results(op)[0]);
+        }
+        for &o in &plan.ops {
+            let c = m.clone_op(o, &mut map);
+            m.insert_op(c, InsertPoint::Before(s)).map_err(err)?;
+            let r = m.results(c)[0];
+            if let Some(t) = m.value_type(r).as_tensor() {
+                let mut shape = t.shape.clone().unwrap_or_default();
+                shape[plan.dim] = Dim::Static(end - start);
+                let ty = Type::tensor_of(TensorType { dtype: t.dtype, shape: Some(shape) });
+                m.set_value_type(r, ty);
+            }
+        }
+        m.replace_all_uses(outs[k], map.lookup(x));
+    }
+    m.erase_op(plan.unpack).map_err(err)?;
+    m.erase_op(s).map_err(err)?;
+    for &o in plan.ops.iter().rev() {
+        m.erase_op(o).map_err(err)?;
+    }
+    Ok(())
 }
 
 /// Whether `o` is a constant that groups copy rather than take as an argument.

@@ -32,7 +32,8 @@ impl Peephole {
             .int("node-limit", 100_000, "E-nodes per e-graph before saturation stops")
             .int("time-limit-ms", 1000, "Saturation time per run of ops, in milliseconds")
             .string("scheduler", "backoff", "Rule scheduler: 'backoff' (bans rules that match too often) or 'simple'")
-            .string("extract", "greedy-dag", "Extraction: 'greedy-dag' (shared subterms counted once) or 'tree'")
+            .string("extract", "greedy-dag", "Extraction: 'greedy-dag' (shared subterms counted once), 'tree', or 'ilp' (exact; cargo feature 'ilp')")
+            .int("ilp-timeout-ms", 1000, "Time the ILP solver may take per run of ops before the greedy DAG is kept")
             .bool("fold", true, "Fold constants in the e-class analysis")
     }
 
@@ -72,7 +73,9 @@ impl Peephole {
             extractor: match opts.get_string("extract").unwrap_or("greedy-dag") {
                 "greedy-dag" => Extractor::GreedyDag,
                 "tree" => Extractor::Tree,
-                other => return Err(format!("unknown extraction '{other}' (known: greedy-dag, tree)")),
+                "ilp" if crate::extract::HAS_ILP => Extractor::Ilp { timeout: Duration::from_millis(positive("ilp-timeout-ms")? as u64) },
+                "ilp" => return Err("extract=ilp needs the egraph crate built with its `ilp` feature".into()),
+                other => return Err(format!("unknown extraction '{other}' (known: greedy-dag, tree, ilp)")),
             },
             fold: opts.get_bool("fold").unwrap_or(true),
             ..EngineConfig::default()
@@ -98,8 +101,10 @@ impl Peephole {
         });
         let mut reports = Vec::new();
         for b in blocks {
+            let func = enclosing_function(m, b);
             for (ops, at) in engine::runs(ctx, m, b) {
-                let r = engine::rewrite_run(ctx, m, &ops, at, &self.rules, &config)?;
+                let mut r = engine::rewrite_run(ctx, m, &ops, at, &self.rules, &config)?;
+                r.function = func.clone();
                 if let Some(left) = config.budget.as_mut() {
                     *left = left.saturating_sub(r.replaced);
                 }
@@ -132,16 +137,33 @@ impl Pass for Peephole {
             pass::log!(
                 am,
                 LogLevel::Dump,
-                "run {i}: {} op(s), {} -> {} e-node(s) in {} class(es), {} iteration(s), stop: {}, cost {:.0}, replaced {}, created {}, erased {}; saturation {:.3} ms, extraction {:.3} ms",
-                r.ops, r.initial_nodes, r.nodes, r.classes, r.iterations, r.stop, r.cost, r.replaced, r.created, r.erased,
+                "@{} run {i}: {} op(s), {} -> {} e-node(s) in {} class(es), {} iteration(s), stop: {}, cost {:.0} ({}), replaced {}, created {}, erased {}; saturation {:.3} ms, extraction {:.3} ms",
+                r.function, r.ops, r.initial_nodes, r.nodes, r.classes, r.iterations, r.stop, r.cost, r.extraction, r.replaced, r.created, r.erased,
                 r.saturate.as_secs_f64() * 1e3, r.extract.as_secs_f64() * 1e3
             );
+            // `--timing` rows: saturation per stop reason (its run count says how many runs of
+            // ops stopped that way), and extraction with write-back.
+            let why = r.stop.split(" (").next().unwrap_or(&r.stop);
+            am.record_time(&format!("saturation ({why})"), r.saturate);
+            am.record_time("extraction", r.extract);
             for (rule, n) in &r.applied {
-                pass::log!(am, LogLevel::Update, "run {i}: rule '{rule}' applied {n} time(s)");
+                pass::log!(am, LogLevel::Update, "@{} run {i}: rule '{rule}' applied {n} time(s)", r.function);
             }
         }
         Ok(PassResult::from_changed(changed))
     }
+}
+
+/// The name of the function a block belongs to (empty outside functions), for the log.
+fn enclosing_function(m: &Module, b: ir::BlockId) -> String {
+    let mut op = m.block_parent_op(b);
+    while let Some(o) = op {
+        if m.op_name(o) == "func.func" {
+            return m.attr(o, ir::builtin::SYM_NAME).and_then(|a| a.as_str()).unwrap_or("").to_string();
+        }
+        op = m.parent_op(o);
+    }
+    String::new()
 }
 
 /// Registers `egraph-peephole` over `lib`.

@@ -207,6 +207,13 @@ impl AnalysisManager {
         }
     }
 
+    /// Records the time of one phase of the running pass; `--timing` reports it in a row
+    /// `pass/label` under the pass's own (rows with equal labels add up and count runs), so a
+    /// label may carry an outcome, e.g. `saturation (iteration limit)`.
+    pub fn record_time(&mut self, label: &str, d: std::time::Duration) {
+        self.nested_timing.record(label, d);
+    }
+
     /// Rewrites counted in the running pass so far.
     pub fn rewrites(&self) -> usize {
         self.state.rewrites
