@@ -91,9 +91,10 @@ fn pow2i(k: i32) -> f32 {
 pub fn exp_f32(x: f32) -> f32 {
     const HI: f32 = 88.722_839_355_468_75;
     const LO: f32 = -103.972_084_045_410_16;
-    // NaN passes through both selects (comparisons with NaN are false).
-    let xc = if x < LO { LO } else { x };
-    let xc = if xc > HI { HI } else { xc };
+    // Lanes outside [LO, HI] compute on 0 and are replaced at the end: clamping them to LO
+    // would make a denormal product, which costs a microcode assist per lane (a softmax over
+    // a causal mask is half -inf). NaN passes through (comparisons with NaN are false).
+    let xc = if x < LO || x > HI { 0.0 } else { x };
     // `k = round(x / ln 2)`, read from the bits of the rounded sum instead of an `as` cast
     // (whose saturation does not vectorize); NaN lanes give garbage `k` but a NaN result.
     let t = xc * std::f32::consts::LOG2_E + ROUND_MAGIC;
