@@ -369,7 +369,7 @@ impl<'a> Lin<'a> {
                 if let Some(s) = sym_op(n) {
                     Kind::Sym(s)
                 } else {
-                    return self.kernel(op, j, live, name.clone(), loc.clone(), outs.clone()).map(Some);
+                    return self.kernel(op, j, live, name.clone(), loc.clone(), outs.clone());
                 }
             }
         };
@@ -411,7 +411,7 @@ impl<'a> Lin<'a> {
         name: Arc<str>,
         loc: ir::Location,
         outs: Vec<Reg>,
-    ) -> Result<Instr, ExecError> {
+    ) -> Result<Option<Instr>, ExecError> {
         let m = self.m;
         let def = self.ctx.op_def(&name);
         let schema = def.and_then(|d| d.schema.clone());
@@ -420,7 +420,7 @@ impl<'a> Lin<'a> {
             if schema.is_some() || kname.starts_with("aten.") {
                 self.missing.push(MissingKernel { op: name.to_string(), loc: loc_string(&loc) });
                 // Keep compiling so every missing kernel is reported at once.
-                return Ok(Instr {
+                return Ok(Some(Instr {
                     kind: Kind::Uninitialized,
                     args: Vec::new(),
                     outs,
@@ -428,7 +428,7 @@ impl<'a> Lin<'a> {
                     home: None,
                     name,
                     loc,
-                });
+                }));
             }
             return Err(ExecError::Unsupported { what: format!("op `{name}`"), loc: loc_string(&loc) });
         };
@@ -485,6 +485,9 @@ impl<'a> Lin<'a> {
                 None => live_vals.push((pos, v)),
             }
         }
+        if live_vals.is_empty() && self.fold(op, &kname, f, &args) {
+            return Ok(None);
+        }
         let vals: Vec<ValueId> = live_vals.iter().map(|&(_, v)| v).collect();
         let (reg_args, moved) = self.value_args(live, j, &vals);
         for ((pos, _), a) in live_vals.iter().zip(reg_args) {
@@ -494,8 +497,111 @@ impl<'a> Lin<'a> {
         let slot = self.slots;
         self.slots += 1;
         let out = if self.opts.out_variants { out::lookup(&kname) } else { None };
-        Ok(Instr { kind: Kind::Kernel { f, slot, out }, args, outs, free, home: None, name, loc })
+        Ok(Some(Instr { kind: Kind::Kernel { f, slot, out }, args, outs, free, home: None, name, loc }))
     }
+
+    /// Constant folding: runs a pure kernel whose arguments are all known at compile time
+    /// (views of frozen weights, index and mask computations from constants) and records its
+    /// results as constants, so no instruction runs for it. Only ops on an allow-list fold,
+    /// only when every use of every result is an ordinary kernel (not a return, a control-flow
+    /// op or an in-place/out= op that could write into the constant), and only while results
+    /// stay small unless they are views. A transposed 2-d float view (`permute`/`t` of a
+    /// weight, the `B` operand of `mm`/`addmm`) is stored as a contiguous copy: the matrix
+    /// product then streams rows instead of gathering a column per element when packing.
+    /// Returns whether the op was folded.
+    fn fold(&mut self, op: OpId, kname: &str, f: crate::kernels::KernelFn, args: &[Arg]) -> bool {
+        /// Elements a folded non-view result may have.
+        const MAX_FOLDED: usize = 1 << 20;
+        let m = self.m;
+        let Some(kind) = fold_kind(kname) else { return false };
+        let results = m.results(op);
+        if results.is_empty() {
+            return false;
+        }
+        for &r in results {
+            for u in m.uses(r) {
+                let user = m.op_name(u.op);
+                let plain = (user.starts_with("aten.") || user.starts_with("edge.") || user.starts_with("prim."))
+                    && !user.ends_with('_')
+                    && !user.contains("_.")
+                    && !user.ends_with(".out")
+                    && m.regions(u.op).is_empty()
+                    && !is_terminator(user);
+                if !plain {
+                    return false;
+                }
+            }
+        }
+        let vals: Vec<IValue> = args
+            .iter()
+            .map(|a| match a {
+                Arg::Const(v) => v.clone(),
+                Arg::Reg { .. } => IValue::None,
+            })
+            .collect();
+        let Ok(outs) = f(&vals) else { return false };
+        if outs.len() != results.len() {
+            return false;
+        }
+        let mut folded = Vec::with_capacity(outs.len());
+        for v in outs {
+            let v = match v {
+                IValue::Tensor(t) => {
+                    let transposed = kind == FoldKind::Transpose
+                        && t.dim() == 2
+                        && t.dtype().is_floating()
+                        && !t.is_contiguous()
+                        && t.strides()[0] == 1;
+                    if transposed {
+                        match t.contiguous() {
+                            Ok(c) => IValue::Tensor(c),
+                            Err(_) => return false,
+                        }
+                    } else if kind == FoldKind::Compute && t.numel() > MAX_FOLDED {
+                        return false;
+                    } else {
+                        IValue::Tensor(t)
+                    }
+                }
+                IValue::TensorList(_) | IValue::OptionalTensorList(_) | IValue::List(_) | IValue::Tuple(_) => return false,
+                other => other,
+            };
+            folded.push(v);
+        }
+        for (&r, v) in results.iter().zip(folded) {
+            self.consts.insert(r, v);
+        }
+        true
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum FoldKind {
+    /// A transposing view (`permute`, `t`, `transpose`).
+    Transpose,
+    /// Another view: shares the constant's storage.
+    View,
+    /// A fresh result (creation, elementwise).
+    Compute,
+}
+
+/// Which kernels may run at compile time on constant arguments: deterministic, without side
+/// effects, and cheap to keep.
+fn fold_kind(kname: &str) -> Option<FoldKind> {
+    Some(match kname {
+        "aten.permute" | "aten.t" | "aten.transpose.int" | "aten.numpy_T" => FoldKind::Transpose,
+        "aten.view" | "aten._unsafe_view" | "aten.reshape" | "aten.unsqueeze" | "aten.squeeze" | "aten.squeeze.dim"
+        | "aten.squeeze.dims" | "aten.expand" | "aten.slice.Tensor" | "aten.select.int" | "aten.alias"
+        | "aten.detach" => FoldKind::View,
+        "aten.arange" | "aten.arange.start" | "aten.arange.start_step" | "aten.full" | "aten.scalar_tensor"
+        | "aten.zeros" | "aten.ones" | "aten.add.Tensor" | "aten.sub.Tensor" | "aten.mul.Tensor" | "aten.add.Scalar"
+        | "aten.sub.Scalar" | "aten.mul.Scalar" | "aten.le.Scalar" | "aten.lt.Scalar" | "aten.ge.Scalar"
+        | "aten.gt.Scalar" | "aten.eq.Scalar" | "aten.ne.Scalar" | "aten.le.Tensor" | "aten.lt.Tensor"
+        | "aten.ge.Tensor" | "aten.gt.Tensor" | "aten.eq.Tensor" | "aten.ne.Tensor" | "aten.logical_and"
+        | "aten.logical_or" | "aten.logical_not" | "aten.bitwise_not" | "aten.where.self" | "aten.tril"
+        | "aten.triu" => FoldKind::Compute,
+        _ => return None,
+    })
 }
 
 fn list_kind(ty: Option<&Type>) -> ListKind {

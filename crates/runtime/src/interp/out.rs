@@ -8,7 +8,9 @@
 
 use ir::DType;
 
+use crate::kernels::elementwise::{FloatFn, apply_f32_into, apply_f64_into};
 use crate::kernels::linalg::{MatView, Real, gemm};
+use crate::kernels::unary::{Gelu, Sigmoid, Tanh};
 use crate::tensor::{KernelError, Result, Tensor};
 use crate::value::IValue;
 
@@ -24,6 +26,9 @@ pub(crate) enum OutOp {
     Add,
     Sub,
     Mul,
+    Sigmoid,
+    Tanh,
+    Gelu,
 }
 
 /// The out-variant of an op name, if there is one.
@@ -35,6 +40,9 @@ pub(crate) fn lookup(name: &str) -> Option<OutOp> {
         "aten.add.Tensor" => OutOp::Add,
         "aten.sub.Tensor" => OutOp::Sub,
         "aten.mul.Tensor" => OutOp::Mul,
+        "aten.sigmoid" => OutOp::Sigmoid,
+        "aten.tanh" => OutOp::Tanh,
+        "aten.gelu" => OutOp::Gelu,
         _ => return None,
     })
 }
@@ -114,6 +122,15 @@ pub(crate) fn meta(op: OutOp, args: &[IValue]) -> Option<Meta> {
             }
             Meta::of(a.dtype(), a.sizes())
         }
+        OutOp::Sigmoid | OutOp::Tanh => {
+            let a = float_tensor(args.first()?)?;
+            Meta::of(a.dtype(), a.sizes())
+        }
+        OutOp::Gelu => {
+            let a = float_tensor(args.first()?)?;
+            gelu_mode(args.get(1))?;
+            Meta::of(a.dtype(), a.sizes())
+        }
         OutOp::Add | OutOp::Sub | OutOp::Mul => {
             let (a, b) = (float_tensor(args.first()?)?, float_tensor(args.get(1)?)?);
             if a.dtype() != b.dtype() || !simple_broadcast(a, b) {
@@ -124,6 +141,27 @@ pub(crate) fn meta(op: OutOp, args: &[IValue]) -> Option<Meta> {
             }
             Meta::of(a.dtype(), a.sizes())
         }
+    }
+}
+
+/// GELU's `approximate` argument: `Some(true)` for "tanh", `Some(false)` for "none" or absent.
+fn gelu_mode(v: Option<&IValue>) -> Option<bool> {
+    match v {
+        None | Some(IValue::None) => Some(false),
+        Some(IValue::Str(s)) if &**s == "none" => Some(false),
+        Some(IValue::Str(s)) if &**s == "tanh" => Some(true),
+        _ => None,
+    }
+}
+
+/// Applies a float function to `a` into `out` (same dtype, any layout of `a`).
+fn unary_into<T: Real, F: FloatFn>(name: &'static str, a: &Tensor, f: &F, out: &Tensor) -> Result<()> {
+    // SAFETY: `out` is planned or fresh storage no other handle references (checked by the
+    // caller), distinct from `a`'s (their lifetimes overlap, so the plan never shares them).
+    match out.dtype() {
+        DType::F32 => apply_f32_into(a, f, unsafe { out.as_mut_slice::<f32>()? }),
+        DType::F64 => apply_f64_into(a, f, unsafe { out.as_mut_slice::<f64>()? }),
+        d => Err(KernelError::new(name, format!("out-variant does not support {}", d.torch_name()))),
     }
 }
 
@@ -203,6 +241,12 @@ fn compute_t<T: Real>(op: OutOp, name: &'static str, args: &[IValue], out: &Tens
                 *o = if x > T::ZERO || x.is_nan() { x } else { T::ZERO };
             }
             Ok(())
+        }
+        OutOp::Sigmoid => unary_into::<T, _>(name, tensor_arg(name, args, 0)?, &Sigmoid, out),
+        OutOp::Tanh => unary_into::<T, _>(name, tensor_arg(name, args, 0)?, &Tanh, out),
+        OutOp::Gelu => {
+            let tanh = gelu_mode(args.get(1)).ok_or_else(|| KernelError::new(name, "approximate must be 'none' or 'tanh'"))?;
+            unary_into::<T, _>(name, tensor_arg(name, args, 0)?, &Gelu { tanh }, out)
         }
         OutOp::Add | OutOp::Sub | OutOp::Mul => {
             let (a, b) = (tensor_arg(name, args, 0)?, tensor_arg(name, args, 1)?);

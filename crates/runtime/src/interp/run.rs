@@ -175,7 +175,7 @@ impl Frame {
             Kind::ListConstruct(kind) => {
                 let vals = self.take_all(&ins.args);
                 let list = build_list(*kind, vals);
-                self.set_outs(ins, vec![list])?;
+                self.set_one(ins, list)?;
             }
             Kind::ListUnpack => {
                 let v = self.arg(ins, 0)?;
@@ -191,7 +191,7 @@ impl Frame {
             }
             Kind::TupleConstruct => {
                 let vals = self.take_all(&ins.args);
-                self.set_outs(ins, vec![IValue::Tuple(vals)])?;
+                self.set_one(ins, IValue::Tuple(vals))?;
             }
             Kind::TupleUnpack => {
                 let items = match self.arg(ins, 0)? {
@@ -212,7 +212,7 @@ impl Frame {
                     .get(*i)
                     .cloned()
                     .ok_or_else(|| runtime_error(ins, format!("tuple index {i} out of range for {} elements", items.len())))?;
-                self.set_outs(ins, vec![v])?;
+                self.set_one(ins, v)?;
             }
             Kind::Uninitialized => {
                 let n = ins.outs.len();
@@ -228,7 +228,7 @@ impl Frame {
             }
             Kind::Sym(op) => {
                 let v = sym(*op, self.arg(ins, 0)?, self.arg(ins, 1)?).map_err(|m| runtime_error(ins, m))?;
-                self.set_outs(ins, vec![v])?;
+                self.set_one(ins, v)?;
             }
             Kind::If { then_block, else_block } => {
                 let c = self.arg(ins, 0)?;
@@ -295,6 +295,17 @@ impl Frame {
             self.set(r, IValue::None);
         }
         self.set_outs(ins, carried)
+    }
+
+    /// Writes the single result of `ins` straight into its register.
+    fn set_one(&mut self, ins: &Instr, v: IValue) -> Result<(), ExecError> {
+        match ins.outs.as_slice() {
+            [r] => {
+                self.set(*r, v);
+                Ok(())
+            }
+            outs => Err(runtime_error(ins, format!("produced 1 value for {} results", outs.len()))),
+        }
     }
 
     fn set_outs(&mut self, ins: &Instr, vals: Vec<IValue>) -> Result<(), ExecError> {
@@ -462,6 +473,9 @@ fn static_name(op: out::OutOp) -> &'static str {
         out::OutOp::Add => "aten.add.Tensor",
         out::OutOp::Sub => "aten.sub.Tensor",
         out::OutOp::Mul => "aten.mul.Tensor",
+        out::OutOp::Sigmoid => "aten.sigmoid",
+        out::OutOp::Tanh => "aten.tanh",
+        out::OutOp::Gelu => "aten.gelu",
     }
 }
 

@@ -104,10 +104,17 @@ impl ConvElem for i64 {
 /// Column matrix of one group of one image: rows `c·K + k` (channel, kernel offset), columns
 /// the output positions; out-of-range taps are zero.
 pub(crate) fn im2col<T: ConvElem>(x: &[T], g: &Geometry, channels: usize, col: &mut [T]) {
+    let [od, oh, _] = g.output;
+    im2col_rows(x, g, channels, 0, od * oh, col);
+}
+
+/// The columns of output rows `r0..r1` (a row is one `(z, y)` pair of `ow` positions) of the
+/// column matrix, as a `[channels·K, (r1 - r0)·ow]` row-major matrix.
+fn im2col_rows<T: ConvElem>(x: &[T], g: &Geometry, channels: usize, r0: usize, r1: usize, col: &mut [T]) {
     let [ki, kj, kk] = g.kernel;
     let [id, ih, iw] = g.input;
-    let [od, oh, ow] = g.output;
-    let l = g.out_numel();
+    let [_, oh, ow] = g.output;
+    let l = (r1 - r0) * ow;
     let mut row = 0;
     for c in 0..channels {
         let xc = &x[c * id * ih * iw..(c + 1) * id * ih * iw];
@@ -116,25 +123,28 @@ pub(crate) fn im2col<T: ConvElem>(x: &[T], g: &Geometry, channels: usize, col: &
                 for e in 0..kk {
                     let dst = &mut col[row * l..(row + 1) * l];
                     row += 1;
-                    for z in 0..od {
+                    for r in r0..r1 {
+                        let (z, y) = (r / oh, r % oh);
                         let iz = (z * g.stride[0] + a * g.dilation[0]) as isize - g.pad_lo[0] as isize;
-                        for y in 0..oh {
-                            let iy = (y * g.stride[1] + b * g.dilation[1]) as isize - g.pad_lo[1] as isize;
-                            let dst = &mut dst[(z * oh + y) * ow..(z * oh + y + 1) * ow];
-                            if iz < 0 || iz >= id as isize || iy < 0 || iy >= ih as isize {
-                                dst.fill(T::ZERO);
-                                continue;
-                            }
-                            let src =
-                                &xc[(iz as usize * ih + iy as usize) * iw..(iz as usize * ih + iy as usize + 1) * iw];
-                            row_taps(src, dst, e * g.dilation[2], g.stride[2], g.pad_lo[2]);
+                        let iy = (y * g.stride[1] + b * g.dilation[1]) as isize - g.pad_lo[1] as isize;
+                        let dst = &mut dst[(r - r0) * ow..(r - r0 + 1) * ow];
+                        if iz < 0 || iz >= id as isize || iy < 0 || iy >= ih as isize {
+                            dst.fill(T::ZERO);
+                            continue;
                         }
+                        let src =
+                            &xc[(iz as usize * ih + iy as usize) * iw..(iz as usize * ih + iy as usize + 1) * iw];
+                        row_taps(src, dst, e * g.dilation[2], g.stride[2], g.pad_lo[2]);
                     }
                 }
             }
         }
     }
 }
+
+/// Elements of one tile of the column matrix: the matrix is built and multiplied a band of
+/// output rows at a time, so it stays in the L2 cache between im2col and the GEMM's packing.
+const COL_TILE: usize = 1 << 17;
 
 /// One row of a column matrix: `dst[xo] = src[xo·stride + x0 - pad]`, zero where that index
 /// falls outside `src`. The in-range outputs form one interval, copied without per-element
@@ -224,19 +234,36 @@ pub(crate) fn conv_compute<T: ConvElem>(
     let beta = if bias.is_some() { T::ONE } else { T::ZERO };
     if !g.transposed {
         let direct = k == 1 && g.stride == [1, 1, 1] && g.pad_lo == [0, 0, 0] && lin == lout;
-        let mut col = if direct { Vec::new() } else { vec![T::ZERO; cin_g * k * lout] };
+        let [od, oh, ow] = g.output;
+        let rows = od * oh;
+        // Output rows per tile: as many as fit the tile (at least one).
+        let band = if ow == 0 { rows.max(1) } else { (COL_TILE / (cin_g * k * ow).max(1)).clamp(1, rows.max(1)) };
+        let mut col = if direct { Vec::new() } else { vec![T::ZERO; cin_g * k * band * ow] };
         for n in 0..g.n {
             for grp in 0..g.groups {
                 let xg = &x[(n * g.cin + grp * cin_g) * lin..(n * g.cin + (grp + 1) * cin_g) * lin];
-                let b = if direct {
-                    MatView::new(op, xg, 0, cin_g, lout, lout, 1)?
-                } else {
-                    im2col(xg, g, cin_g, &mut col);
-                    MatView::new(op, &col, 0, cin_g * k, lout, lout, 1)?
-                };
                 let a = MatView::new(op, w, grp * cout_g * cin_g * k, cout_g, cin_g * k, cin_g * k, 1)?;
                 let o = (n * g.cout + grp * cout_g) * lout;
-                T::gemm(op, a, b, beta, &mut out[o..o + cout_g * lout], lout)?;
+                if direct {
+                    let b = MatView::new(op, xg, 0, cin_g, lout, lout, 1)?;
+                    T::gemm(op, a, b, beta, &mut out[o..o + cout_g * lout], lout)?;
+                    continue;
+                }
+                if cout_g == 0 {
+                    continue;
+                }
+                let mut r0 = 0;
+                while r0 < rows {
+                    let r1 = (r0 + band).min(rows);
+                    let cols = (r1 - r0) * ow;
+                    let tile = &mut col[..cin_g * k * cols];
+                    im2col_rows(xg, g, cin_g, r0, r1, tile);
+                    let b = MatView::new(op, tile, 0, cin_g * k, cols, cols, 1)?;
+                    let start = o + r0 * ow;
+                    let end = o + (cout_g - 1) * lout + r1 * ow;
+                    T::gemm(op, a, b, beta, &mut out[start..end], lout)?;
+                    r0 = r1;
+                }
             }
         }
     } else {

@@ -180,17 +180,102 @@ pub fn map3<A: Element, B: Element, C: Element, O: Element>(
 pub trait FloatFn: Sync {
     fn f32(&self, x: f32) -> f32;
     fn f64(&self, x: f64) -> f64;
+    /// `f32` over a contiguous run (`dst[i] = f32(src[i])`); vectorized functions override it
+    /// and must compute the same bits as `f32`.
+    fn f32_slice(&self, src: &[f32], dst: &mut [f32]) {
+        for (o, &x) in dst.iter_mut().zip(src) {
+            *o = self.f32(x);
+        }
+    }
+    /// `f32` in place over a contiguous run.
+    fn f32_in_place(&self, data: &mut [f32]) {
+        for x in data.iter_mut() {
+            *x = self.f32(*x);
+        }
+    }
 }
 
 /// Applies a float function to a floating tensor of any float dtype.
 pub fn map_float<F: FloatFn>(op: &str, t: &Tensor, f: &F) -> Result<Tensor> {
     match t.dtype() {
-        DType::F32 => map1::<f32, f32>(t, |x| f.f32(x)),
+        DType::F32 => map_f32_runs(t, f),
         DType::F64 => map1::<f64, f64>(t, |x| f.f64(x)),
         DType::F16 => map1::<f16, f16>(t, |x| f16::from_f32(f.f32(x.to_f32()))),
         DType::BF16 => map1::<bf16, bf16>(t, |x| bf16::from_f32(f.f32(x.to_f32()))),
         d => Err(KernelError::new(op.to_string(), format!("expected a floating tensor, got {}", d.torch_name()))),
     }
+}
+
+/// `map_float` on `f32`: the input's contiguous runs (the whole tensor, or rows whose
+/// innermost dim has unit stride) go through `f32_slice`; anything else element by element.
+fn map_f32_runs<F: FloatFn>(t: &Tensor, f: &F) -> Result<Tensor> {
+    Tensor::build::<f32>(t.sizes(), |out| apply_f32_into(t, f, out))
+}
+
+/// Writes `f(t)` (an `f32` tensor of any layout) into `out`, row-major, which must hold
+/// `t.numel()` elements.
+pub(crate) fn apply_f32_into<F: FloatFn>(t: &Tensor, f: &F, out: &mut [f32]) -> Result<()> {
+    let src = t.storage_slice::<f32>()?;
+    let n = t.numel();
+    if out.len() != n {
+        return Err(KernelError::new("elementwise", "output size does not match"));
+    }
+    if t.is_contiguous() {
+        f.f32_slice(span(src, t.offset(), n)?, out);
+        return Ok(());
+    }
+    if t.dim() >= 1 && t.strides()[t.dim() - 1] == 1 && n > 0 {
+        let inner = t.sizes()[t.dim() - 1];
+        let outer = &t.sizes()[..t.dim() - 1];
+        let outer_strides = &t.strides()[..t.dim() - 1];
+        let mut row = 0;
+        let mut bad = false;
+        for_each_offsets(outer, [outer_strides], [t.offset()], |[o]| {
+            match src.get(o..o + inner) {
+                Some(s) => f.f32_slice(s, &mut out[row..row + inner]),
+                None => bad = true,
+            }
+            row += inner;
+        });
+        if bad {
+            return Err(KernelError::new("elementwise", "view reaches past its storage"));
+        }
+        return Ok(());
+    }
+    let mut i = 0;
+    let mut bad = false;
+    for_each_offsets(t.sizes(), [t.strides()], [t.offset()], |[o]| {
+        match src.get(o) {
+            Some(&x) => out[i] = f.f32(x),
+            None => bad = true,
+        }
+        i += 1;
+    });
+    if bad {
+        return Err(KernelError::new("elementwise", "view reaches past its storage"));
+    }
+    Ok(())
+}
+
+/// Writes `f(t)` (an `f64` tensor of any layout) into `out`, row-major.
+pub(crate) fn apply_f64_into<F: FloatFn>(t: &Tensor, f: &F, out: &mut [f64]) -> Result<()> {
+    let src = t.storage_slice::<f64>()?;
+    if out.len() != t.numel() {
+        return Err(KernelError::new("elementwise", "output size does not match"));
+    }
+    let mut i = 0;
+    let mut bad = false;
+    for_each_offsets(t.sizes(), [t.strides()], [t.offset()], |[o]| {
+        match src.get(o) {
+            Some(&x) => out[i] = f.f64(x),
+            None => bad = true,
+        }
+        i += 1;
+    });
+    if bad {
+        return Err(KernelError::new("elementwise", "view reaches past its storage"));
+    }
+    Ok(())
 }
 
 /// A binary function with float versions; integer version returns `None` for an error

@@ -20,6 +20,7 @@ pub mod conv;
 pub mod creation;
 pub mod distance;
 pub mod elementwise;
+pub mod fastmath;
 pub mod index;
 pub mod interp;
 pub mod linalg;

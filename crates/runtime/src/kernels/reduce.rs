@@ -533,6 +533,9 @@ pub fn softmax(op: &str, t: &Tensor, dim: i64, log: bool, out_dtype: DType) -> R
         return Err(KernelError::new(op.to_string(), format!("softmax needs a floating dtype, got {}", out_dtype.torch_name())));
     }
     let d = normalize_dim(op, dim, t.dim())?;
+    if !log && t.dtype() == DType::F32 && out_dtype == DType::F32 && d + 1 == t.dim() && t.is_contiguous() {
+        return softmax_f32_rows(t);
+    }
     let x64 = t.to_dtype(DType::F64)?;
     let r = along_dim::<f64, f64>(&x64, d, |row, out| {
         let m = row.iter().copied().fold(f64::NEG_INFINITY, |a, b| if b > a || b.is_nan() { b } else { a });
@@ -555,6 +558,29 @@ pub fn softmax(op: &str, t: &Tensor, dim: i64, log: bool, out_dtype: DType) -> R
         }
     })?;
     r.cast_to(out_dtype)
+}
+
+/// Softmax of a contiguous `f32` tensor along its last dim, in `f32` with the vectorized
+/// `exp` (as PyTorch's CPU kernel computes it in the input's precision).
+fn softmax_f32_rows(t: &Tensor) -> Result<Tensor> {
+    let src = t.as_slice::<f32>()?;
+    let n = t.sizes().last().copied().unwrap_or(1).max(1);
+    Tensor::build::<f32>(t.sizes(), |out| {
+        for (row, o) in src.chunks(n).zip(out.chunks_mut(n)) {
+            let m = row.iter().copied().fold(f32::NEG_INFINITY, |a, b| if b > a || b.is_nan() { b } else { a });
+            let m = if m.is_infinite() { 0.0 } else { m };
+            for (y, &x) in o.iter_mut().zip(row) {
+                *y = x - m;
+            }
+            super::fastmath::map_in_place(o, super::fastmath::exp_f32);
+            let s: f32 = o.iter().sum();
+            let inv = 1.0 / s;
+            for y in o.iter_mut() {
+                *y *= inv;
+            }
+        }
+        Ok(())
+    })
 }
 
 fn softmax_kernel(op: &'static str, args: &[IValue], log: bool) -> Result<Vec<IValue>> {

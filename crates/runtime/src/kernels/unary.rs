@@ -6,6 +6,7 @@
 use half::{bf16, f16};
 use ir::DType;
 
+use super::fastmath;
 use super::elementwise::{FloatFn, Operand, float_result, map_float, map1, map3, result_type};
 use super::{Args, KernelRegistry, ret};
 use crate::dispatch_dtype;
@@ -33,12 +34,34 @@ macro_rules! float_fns {
     )*};
 }
 
-/// Sigmoid, written as PyTorch's CPU kernel computes it.
-#[inline(always)]
-fn sigmoid32(x: f32) -> f32 {
-    1.0 / (1.0 + (-x).exp())
+/// Float functions whose `f32` form is a branch-free approximation from [`fastmath`]: the
+/// scalar and the slice form compute the same bits, and contiguous runs vectorize.
+macro_rules! fast_float_fns {
+    ($($ty:ident $name:literal $fast:path, |$x:ident| $f64:expr;)*) => {$(
+        #[derive(Default)]
+        pub struct $ty;
+        impl FloatFn for $ty {
+            #[inline(always)]
+            fn f32(&self, x: f32) -> f32 { $fast(x) }
+            #[inline(always)]
+            fn f64(&self, $x: f64) -> f64 { $f64 }
+            fn f32_slice(&self, src: &[f32], dst: &mut [f32]) { fastmath::map_slice(src, dst, $fast) }
+            fn f32_in_place(&self, data: &mut [f32]) { fastmath::map_in_place(data, $fast) }
+        }
+        impl NamedFloatFn for $ty {
+            const NAME: &'static str = $name;
+        }
+    )*};
 }
 
+fast_float_fns! {
+    Exp "aten.exp" fastmath::exp_f32, |x| x.exp();
+    Tanh "aten.tanh" fastmath::tanh_f32, |x| x.tanh();
+    Erf "aten.erf" fastmath::erf_f32, |x| libm::erf(x);
+    Sigmoid "aten.sigmoid" fastmath::sigmoid_f32, |x| sigmoid64(x);
+}
+
+/// Sigmoid, written as PyTorch's CPU kernel computes it.
 #[inline(always)]
 fn sigmoid64(x: f64) -> f64 {
     1.0 / (1.0 + (-x).exp())
@@ -95,7 +118,6 @@ pub fn erfinv64(y: f64) -> f64 {
 }
 
 float_fns! {
-    Exp "aten.exp" |x| x.exp(), x.exp();
     Exp2 "aten.exp2" |x| x.exp2(), x.exp2();
     Expm1 "aten.expm1" |x| x.exp_m1(), x.exp_m1();
     Log "aten.log" |x| x.ln(), x.ln();
@@ -113,14 +135,11 @@ float_fns! {
     Atan "aten.atan" |x| x.atan(), x.atan();
     Sinh "aten.sinh" |x| x.sinh(), x.sinh();
     Cosh "aten.cosh" |x| x.cosh(), x.cosh();
-    Tanh "aten.tanh" |x| x.tanh(), x.tanh();
     Asinh "aten.asinh" |x| x.asinh(), x.asinh();
     Acosh "aten.acosh" |x| x.acosh(), x.acosh();
     Atanh "aten.atanh" |x| x.atanh(), x.atanh();
-    Erf "aten.erf" |x| libm::erff(x), libm::erf(x);
     Erfc "aten.erfc" |x| libm::erfcf(x), libm::erfc(x);
     Erfinv "aten.erfinv" |x| erfinv64(x as f64) as f32, erfinv64(x);
-    Sigmoid "aten.sigmoid" |x| sigmoid32(x), sigmoid64(x);
     Lgamma "aten.lgamma" |x| libm::lgammaf(x), libm::lgamma(x);
     Digamma "aten.digamma" |x| digamma(x as f64) as f32, digamma(x);
     Sinc "aten.sinc" |x| sinc(x as f64) as f32, sinc(x);
@@ -310,18 +329,15 @@ fn float_only<'a>(op: &str, t: &'a Tensor) -> Result<&'a Tensor> {
     Ok(t)
 }
 
-struct Gelu {
-    tanh: bool,
+/// GELU, exact (`erf`) or with the `tanh` approximation.
+pub(crate) struct Gelu {
+    pub tanh: bool,
 }
 
 impl FloatFn for Gelu {
+    #[inline(always)]
     fn f32(&self, x: f32) -> f32 {
-        if self.tanh {
-            let k = 0.797_884_6_f32; // sqrt(2/pi)
-            0.5 * x * (1.0 + (k * (x + 0.044715 * x * x * x)).tanh())
-        } else {
-            0.5 * x * (1.0 + libm::erff(x * std::f32::consts::FRAC_1_SQRT_2))
-        }
+        if self.tanh { fastmath::gelu_tanh_f32(x) } else { fastmath::gelu_erf_f32(x) }
     }
     fn f64(&self, x: f64) -> f64 {
         if self.tanh {
@@ -329,6 +345,20 @@ impl FloatFn for Gelu {
             0.5 * x * (1.0 + (k * (x + 0.044715 * x * x * x)).tanh())
         } else {
             0.5 * x * (1.0 + libm::erf(x * std::f64::consts::FRAC_1_SQRT_2))
+        }
+    }
+    fn f32_slice(&self, src: &[f32], dst: &mut [f32]) {
+        if self.tanh {
+            fastmath::map_slice(src, dst, fastmath::gelu_tanh_f32)
+        } else {
+            fastmath::map_slice(src, dst, fastmath::gelu_erf_f32)
+        }
+    }
+    fn f32_in_place(&self, data: &mut [f32]) {
+        if self.tanh {
+            fastmath::map_in_place(data, fastmath::gelu_tanh_f32)
+        } else {
+            fastmath::map_in_place(data, fastmath::gelu_erf_f32)
         }
     }
 }

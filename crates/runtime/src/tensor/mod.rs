@@ -1,6 +1,7 @@
 //! Tensors: a dtype, sizes, strides and an offset over shared storage, with PyTorch's view
 //! semantics (views alias their base; writes through a view are seen by the base).
 
+mod layout;
 mod element;
 mod error;
 pub mod iter;
@@ -21,6 +22,7 @@ pub use shape::{broadcast_all, broadcast_shapes, contiguous_strides, normalize_d
 pub use storage::{STORAGE_ALIGN, Storage};
 
 use crate::dispatch_dtype;
+use layout::Layout;
 
 /// A strided view of typed elements in a shared `Storage`.
 ///
@@ -31,16 +33,15 @@ use crate::dispatch_dtype;
 pub struct Tensor {
     storage: Arc<Storage>,
     dtype: DType,
-    sizes: Vec<usize>,
-    strides: Vec<usize>,
+    layout: Layout,
     offset: usize,
 }
 
 impl std::fmt::Debug for Tensor {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "Tensor<{}>{:?}", self.dtype.torch_name(), self.sizes)?;
+        write!(f, "Tensor<{}>{:?}", self.dtype.torch_name(), self.sizes())?;
         if !self.is_contiguous() || self.offset != 0 {
-            write!(f, " strides={:?} offset={}", self.strides, self.offset)?;
+            write!(f, " strides={:?} offset={}", self.strides(), self.offset)?;
         }
         if self.numel() <= 16 {
             write!(f, " {:?}", self.to_vec_f64())?;
@@ -59,7 +60,7 @@ impl Tensor {
             .checked_mul(dtype.size_bytes())
             .ok_or_else(|| KernelError::new("zeros", format!("shape {sizes:?} is too large")))?;
         let storage = Arc::new(Storage::zeroed(nbytes)?);
-        Ok(Tensor { storage, dtype, strides: contiguous_strides(sizes), sizes: sizes.to_vec(), offset: 0 })
+        Ok(Tensor { storage, dtype, layout: Layout::contiguous(sizes), offset: 0 })
     }
 
     /// A contiguous tensor filled with `value` cast to `dtype`.
@@ -123,8 +124,7 @@ impl Tensor {
         Ok(Tensor {
             storage: Arc::new(storage),
             dtype,
-            strides: contiguous_strides(sizes),
-            sizes: sizes.to_vec(),
+            layout: Layout::contiguous(sizes),
             offset: 0,
         })
     }
@@ -143,7 +143,7 @@ impl Tensor {
         offset: usize,
     ) -> Result<Tensor> {
         check_bounds("from_storage", &storage, dtype, sizes, strides, offset)?;
-        Ok(Tensor { storage, dtype, sizes: sizes.to_vec(), strides: strides.to_vec(), offset })
+        Ok(Tensor { storage, dtype, layout: Layout::new(sizes, strides), offset })
     }
 
     // ----- metadata -----
@@ -153,11 +153,11 @@ impl Tensor {
     }
 
     pub fn sizes(&self) -> &[usize] {
-        &self.sizes
+        self.layout.sizes()
     }
 
     pub fn strides(&self) -> &[usize] {
-        &self.strides
+        self.layout.strides()
     }
 
     /// Offset of the first element in the storage, in elements.
@@ -170,34 +170,34 @@ impl Tensor {
     }
 
     pub fn dim(&self) -> usize {
-        self.sizes.len()
+        self.sizes().len()
     }
 
     pub fn numel(&self) -> usize {
-        self.sizes.iter().product()
+        self.sizes().iter().product()
     }
 
     /// Size of dim `d` (negative counts from the end).
     pub fn size(&self, d: i64) -> Result<usize> {
         let d = shape::normalize_dim("size", d, self.dim())?;
-        Ok(self.sizes.get(d).copied().unwrap_or(1))
+        Ok(self.sizes().get(d).copied().unwrap_or(1))
     }
 
     /// Sizes as `i64`, as ATen reports them.
     pub fn sizes_i64(&self) -> Vec<i64> {
-        self.sizes.iter().map(|&s| s as i64).collect()
+        self.sizes().iter().map(|&s| s as i64).collect()
     }
 
     /// Whether the tensor is laid out row-major without gaps (strides of size-1 dims ignored).
     pub fn is_contiguous(&self) -> bool {
         let mut expected = 1usize;
-        for d in (0..self.sizes.len()).rev() {
-            let s = self.sizes[d];
+        for d in (0..self.sizes().len()).rev() {
+            let s = self.sizes()[d];
             if s == 0 {
                 return true;
             }
             if s != 1 {
-                if self.strides[d] != expected {
+                if self.strides()[d] != expected {
                     return false;
                 }
                 expected *= s;
@@ -225,7 +225,7 @@ impl Tensor {
         }
         let base = self.storage.as_ptr() as usize;
         let es = self.dtype.size_bytes();
-        let last: usize = self.sizes.iter().zip(&self.strides).map(|(&s, &st)| (s - 1) * st).sum();
+        let last: usize = self.sizes().iter().zip(self.strides()).map(|(&s, &st)| (s - 1) * st).sum();
         (base + self.offset * es, base + (self.offset + last + 1) * es)
     }
 
@@ -287,7 +287,7 @@ impl Tensor {
 
     /// Storage offsets of the elements in row-major order.
     pub fn offsets(&self) -> OffsetIter {
-        OffsetIter::new(&self.sizes, &self.strides, self.offset)
+        OffsetIter::new(self.sizes(), self.strides(), self.offset)
     }
 
     /// The elements in row-major order. Errors if `T` is not the tensor's element type.
@@ -342,13 +342,13 @@ impl Tensor {
     }
 
     fn offset_of(&self, index: &[usize]) -> Result<usize> {
-        if index.len() != self.dim() || index.iter().zip(&self.sizes).any(|(&i, &s)| i >= s) {
+        if index.len() != self.dim() || index.iter().zip(self.sizes()).any(|(&i, &s)| i >= s) {
             return Err(KernelError::new(
                 "index",
-                format!("index {index:?} is out of bounds for shape {:?}", self.sizes),
+                format!("index {index:?} is out of bounds for shape {:?}", self.sizes()),
             ));
         }
-        Ok(self.offset + index.iter().zip(&self.strides).map(|(&i, &s)| i * s).sum::<usize>())
+        Ok(self.offset + index.iter().zip(self.strides()).map(|(&i, &s)| i * s).sum::<usize>())
     }
 
     // ----- copies and casts -----
@@ -372,7 +372,7 @@ impl Tensor {
         let src = self.storage_slice::<S>()?;
         let contiguous = self.is_contiguous();
         let (start, n) = (self.offset, self.numel());
-        Tensor::build::<D>(&self.sizes, |out| {
+        Tensor::build::<D>(self.sizes(), |out| {
             if contiguous {
                 // An empty view may sit anywhere, even past the end of its storage.
                 let src = if n == 0 {
@@ -407,7 +407,7 @@ impl Tensor {
     /// cast to its dtype; the write goes through `self`'s view into the shared storage.
     /// Overlapping source and destination are handled by copying the source first.
     pub fn copy_(&self, src: &Tensor) -> Result<()> {
-        let src = src.expand_to("copy_", &self.sizes)?;
+        let src = src.expand_to("copy_", &self.sizes())?;
         let src = if src.may_overlap(self) || src.dtype != self.dtype {
             src.to_dtype(self.dtype)?
         } else {
@@ -426,7 +426,7 @@ impl Tensor {
             unsafe { std::ptr::copy_nonoverlapping(s.as_ptr().add(src.offset), dst.add(self.offset), n) };
             return Ok(());
         }
-        for_each_offsets(&self.sizes, [&self.strides, &src.strides], [self.offset, src.offset], |[d, o]| {
+        for_each_offsets(self.sizes(), [self.strides(), src.strides()], [self.offset, src.offset], |[d, o]| {
             // SAFETY: `d` is inside the storage (bounds checked at view creation).
             unsafe { dst.add(d).write(s[o]) };
         });
@@ -438,7 +438,7 @@ impl Tensor {
         dispatch_dtype!(self.dtype, T => {
             let v: T = value.to_element();
             let dst = self.storage.as_ptr() as *mut T;
-            for_each_offsets(&self.sizes, [&self.strides], [self.offset], |[d]| {
+            for_each_offsets(self.sizes(), [self.strides()], [self.offset], |[d]| {
                 // SAFETY: `d` is inside the storage (bounds checked at view creation).
                 unsafe { dst.add(d).write(v) };
             });

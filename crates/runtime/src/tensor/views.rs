@@ -2,24 +2,24 @@
 //! `expand`, `slice`, `select`, `squeeze`, `unsqueeze`, `as_strided`, `transpose`).
 
 use super::shape::{self, normalize_dim, normalize_insert_dim};
-use super::{KernelError, Result, Tensor, check_bounds};
+use super::{KernelError, Layout, Result, Tensor, check_bounds};
 
 impl Tensor {
     fn with_layout(&self, sizes: Vec<usize>, strides: Vec<usize>, offset: usize) -> Tensor {
-        Tensor { storage: self.storage.clone(), dtype: self.dtype, sizes, strides, offset }
+        Tensor { storage: self.storage.clone(), dtype: self.dtype, layout: Layout::new(&sizes, &strides), offset }
     }
 
     /// `view`: the same elements with a new shape (one size may be `-1`), sharing storage.
     /// Fails if the layout does not allow it without copying (use `reshape`).
     pub fn view(&self, sizes: &[i64]) -> Result<Tensor> {
         let new_sizes = shape::infer_size("view", sizes, self.numel())?;
-        match shape::view_strides(&self.sizes, &self.strides, &new_sizes) {
+        match shape::view_strides(self.sizes(), self.strides(), &new_sizes) {
             Some(strides) => Ok(self.with_layout(new_sizes, strides, self.offset)),
             None => Err(KernelError::new(
                 "view",
                 format!(
                     "view size {sizes:?} is not compatible with input size {:?} and strides {:?} (at least one dimension spans across two contiguous subspaces); use reshape",
-                    self.sizes, self.strides
+                    self.sizes(), self.strides()
                 ),
             )),
         }
@@ -28,7 +28,7 @@ impl Tensor {
     /// `reshape`: a view when the layout allows it, otherwise a contiguous copy.
     pub fn reshape(&self, sizes: &[i64]) -> Result<Tensor> {
         let new_sizes = shape::infer_size("reshape", sizes, self.numel())?;
-        match shape::view_strides(&self.sizes, &self.strides, &new_sizes) {
+        match shape::view_strides(self.sizes(), self.strides(), &new_sizes) {
             Some(strides) => Ok(self.with_layout(new_sizes, strides, self.offset)),
             None => {
                 let c = self.deep_clone()?;
@@ -47,8 +47,8 @@ impl Tensor {
             ));
         }
         let dims = shape::normalize_dims("permute", dims, self.dim())?;
-        let sizes = dims.iter().map(|&d| self.sizes[d]).collect();
-        let strides = dims.iter().map(|&d| self.strides[d]).collect();
+        let sizes: Vec<usize> = dims.iter().map(|&d| self.sizes()[d]).collect();
+        let strides: Vec<usize> = dims.iter().map(|&d| self.strides()[d]).collect();
         Ok(self.with_layout(sizes, strides, self.offset))
     }
 
@@ -61,8 +61,8 @@ impl Tensor {
         }
         let a = normalize_dim("transpose", d0, self.dim())?;
         let b = normalize_dim("transpose", d1, self.dim())?;
-        let mut sizes = self.sizes.clone();
-        let mut strides = self.strides.clone();
+        let mut sizes = self.sizes().to_vec();
+        let mut strides = self.strides().to_vec();
         sizes.swap(a, b);
         strides.swap(a, b);
         Ok(self.with_layout(sizes, strides, self.offset))
@@ -103,8 +103,8 @@ impl Tensor {
                 new_strides.push(0);
                 continue;
             }
-            let old = self.sizes[i - lead];
-            let stride = self.strides[i - lead];
+            let old = self.sizes()[i - lead];
+            let stride = self.strides()[i - lead];
             if s == -1 || s as usize == old && s >= 0 {
                 new_sizes.push(old);
                 new_strides.push(stride);
@@ -116,7 +116,7 @@ impl Tensor {
                     "expand",
                     format!(
                         "the expanded size of the tensor ({s}) must match the existing size ({old}) at non-singleton dimension {i}; target sizes {sizes:?}, tensor sizes {:?}",
-                        self.sizes
+                        self.sizes()
                     ),
                 ));
             }
@@ -126,14 +126,14 @@ impl Tensor {
 
     /// Broadcasts to `sizes` (an `expand` with `usize` sizes), naming `op` on failure.
     pub fn expand_to(&self, op: &str, sizes: &[usize]) -> Result<Tensor> {
-        if self.sizes == sizes {
+        if self.sizes() == sizes {
             return Ok(self.clone());
         }
         let target: Vec<i64> = sizes.iter().map(|&s| s as i64).collect();
         self.expand(&target).map_err(|_| {
             KernelError::new(
                 op.to_string(),
-                format!("cannot broadcast a tensor of shape {:?} to shape {sizes:?}", self.sizes),
+                format!("cannot broadcast a tensor of shape {:?} to shape {sizes:?}", self.sizes()),
             )
         })
     }
@@ -148,7 +148,7 @@ impl Tensor {
         if step <= 0 {
             return Err(KernelError::new("slice", format!("slice step must be positive, got {step}")));
         }
-        let len = self.sizes[d] as i64;
+        let len = self.sizes()[d] as i64;
         let clamp = |v: i64| -> i64 {
             let v = if v < 0 { v + len } else { v };
             v.clamp(0, len)
@@ -156,18 +156,18 @@ impl Tensor {
         let s = start.map_or(0, clamp);
         let e = end.map_or(len, clamp).max(s);
         let n = (e - s + step - 1) / step;
-        let mut sizes = self.sizes.clone();
-        let mut strides = self.strides.clone();
+        let mut sizes = self.sizes().to_vec();
+        let mut strides = self.strides().to_vec();
         sizes[d] = n as usize;
-        let offset = self.offset + s as usize * self.strides[d];
-        strides[d] = self.strides[d] * step as usize;
+        let offset = self.offset + s as usize * self.strides()[d];
+        strides[d] = self.strides()[d] * step as usize;
         Ok(self.with_layout(sizes, strides, if n == 0 { self.offset } else { offset }))
     }
 
     /// `narrow`: `length` elements from `start` along `dim` (bounds must be in range).
     pub fn narrow(&self, dim: i64, start: i64, length: usize) -> Result<Tensor> {
         let d = normalize_dim("narrow", dim, self.dim())?;
-        let len = self.sizes.get(d).copied().unwrap_or(1) as i64;
+        let len = self.sizes().get(d).copied().unwrap_or(1) as i64;
         let s = if start < 0 { start + len } else { start };
         if s < 0 || s + length as i64 > len {
             return Err(KernelError::new(
@@ -184,7 +184,7 @@ impl Tensor {
             return Err(KernelError::new("select", "select() cannot be applied to a 0-dim tensor"));
         }
         let d = normalize_dim("select", dim, self.dim())?;
-        let len = self.sizes[d] as i64;
+        let len = self.sizes()[d] as i64;
         let i = if index < 0 { index + len } else { index };
         if i < 0 || i >= len {
             return Err(KernelError::new(
@@ -192,8 +192,8 @@ impl Tensor {
                 format!("index {index} is out of bounds for dimension {d} with size {len}"),
             ));
         }
-        let mut sizes = self.sizes.clone();
-        let mut strides = self.strides.clone();
+        let mut sizes = self.sizes().to_vec();
+        let mut strides = self.strides().to_vec();
         let offset = self.offset + i as usize * strides[d];
         sizes.remove(d);
         strides.remove(d);
@@ -212,9 +212,9 @@ impl Tensor {
         let mut sizes = Vec::new();
         let mut strides = Vec::new();
         for d in 0..self.dim() {
-            if !(dims.contains(&d) && self.sizes[d] == 1) {
-                sizes.push(self.sizes[d]);
-                strides.push(self.strides[d]);
+            if !(dims.contains(&d) && self.sizes()[d] == 1) {
+                sizes.push(self.sizes()[d]);
+                strides.push(self.strides()[d]);
             }
         }
         Ok(self.with_layout(sizes, strides, self.offset))
@@ -229,9 +229,9 @@ impl Tensor {
     /// `unsqueeze`: inserts a size-1 dim at `dim`.
     pub fn unsqueeze(&self, dim: i64) -> Result<Tensor> {
         let d = normalize_insert_dim("unsqueeze", dim, self.dim())?;
-        let mut sizes = self.sizes.clone();
-        let mut strides = self.strides.clone();
-        let stride = if d < self.dim() { self.sizes[d] * self.strides[d] } else { 1 };
+        let mut sizes = self.sizes().to_vec();
+        let mut strides = self.strides().to_vec();
+        let stride = if d < self.dim() { self.sizes()[d] * self.strides()[d] } else { 1 };
         sizes.insert(d, 1);
         strides.insert(d, stride);
         Ok(self.with_layout(sizes, strides, self.offset))
@@ -257,22 +257,22 @@ impl Tensor {
         if a == b || self.dim() < 2 {
             return Err(KernelError::new("diagonal", format!("diagonal dimensions cannot be identical {dim1}, {dim2}")));
         }
-        let (sa, sb) = (self.sizes[a] as i64, self.sizes[b] as i64);
+        let (sa, sb) = (self.sizes()[a] as i64, self.sizes()[b] as i64);
         let (len, start) = if offset >= 0 {
-            ((sa).min(sb - offset).max(0), offset as usize * self.strides[b])
+            ((sa).min(sb - offset).max(0), offset as usize * self.strides()[b])
         } else {
-            ((sa + offset).min(sb).max(0), (-offset) as usize * self.strides[a])
+            ((sa + offset).min(sb).max(0), (-offset) as usize * self.strides()[a])
         };
         let mut sizes = Vec::new();
         let mut strides = Vec::new();
         for d in 0..self.dim() {
             if d != a && d != b {
-                sizes.push(self.sizes[d]);
-                strides.push(self.strides[d]);
+                sizes.push(self.sizes()[d]);
+                strides.push(self.strides()[d]);
             }
         }
         sizes.push(len as usize);
-        strides.push(self.strides[a] + self.strides[b]);
+        strides.push(self.strides()[a] + self.strides()[b]);
         let off = if len == 0 { self.offset } else { self.offset + start };
         Ok(self.with_layout(sizes, strides, off))
     }

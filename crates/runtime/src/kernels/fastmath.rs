@@ -1,0 +1,267 @@
+//! Branch-free `f32` transcendental functions for the interpreter's kernels, and a slice map
+//! that runs them 8 lanes wide on AVX2 machines.
+//!
+//! These are the approximations of the JIT (`crates/jit/src/math.rs`), written as plain Rust
+//! arithmetic with selects instead of branches so that LLVM vectorizes the loops that call
+//! them: range reduction plus polynomials, special values (NaN, ±inf, ±0, denormals) handled
+//! by the same selects. No fused multiply-add is used, so the baseline (SSE2) loop and the
+//! AVX2 loop round identically, and the scalar form (used for strided elements and single
+//! values) agrees bit for bit with both. Accuracy (ulp against f64 libm) is that of the JIT's
+//! versions, recorded in `docs/performance.md`; the unit tests below re-check it.
+
+/// `tanh(x) = x + x^3 P(s)` for `|x| < 0.55`, with `s = x^2 * 2/0.3025 - 1` on `[-1, 1]`.
+const TANH_SMALL: [f32; 7] = [
+    -0.314_329_98,
+    0.017_907_232,
+    -0.001_032_825_7,
+    5.964_454_4e-5,
+    -3.444_93e-6,
+    2.001_428_7e-7,
+    -1.156_001_1e-8,
+];
+const TANH_CUT: f32 = 0.55;
+
+/// `erf(x) = x P(s)` for `|x| < 0.875`, with `s = x^2 * 2/0.765625 - 1`.
+const ERF_SMALL: [f32; 8] = [
+    0.999_527_5,
+    -0.115_019_89,
+    0.012_622_533,
+    -0.001_121_703,
+    8.216_01e-5,
+    -5.089_763e-6,
+    2.736_337e-7,
+    -1.287_893e-8,
+];
+const ERF_CUT: f32 = 0.875;
+
+/// `erfc(a) = Q(s)` for `0.875 <= a < 4`, with `s = (2a - 4.875) / 3.125`.
+const ERFC_BIG: [f32; 15] = [
+    0.000_566_543_25,
+    -0.004_633_727,
+    0.017_649_009,
+    -0.041_050_65,
+    0.063_790_17,
+    -0.067_013_05,
+    0.043_690_968,
+    -0.009_057_307,
+    -0.014_771_421,
+    0.017_920_608,
+    -0.006_151_729_5,
+    -0.004_337_592_5,
+    0.003_802_330_6,
+    0.000_209_240_81,
+    -0.000_613_395_6,
+];
+
+#[inline(always)]
+fn horner<const N: usize>(s: f32, c: &[f32; N]) -> f32 {
+    let mut p = c[N - 1];
+    let mut i = N - 1;
+    while i > 0 {
+        i -= 1;
+        p = p * s + c[i];
+    }
+    p
+}
+
+/// `|a|` with the sign of `s`.
+#[inline(always)]
+fn copysign(a: f32, s: f32) -> f32 {
+    f32::from_bits((a.to_bits() & 0x7fff_ffff) | (s.to_bits() & 0x8000_0000))
+}
+
+#[inline(always)]
+fn abs(x: f32) -> f32 {
+    f32::from_bits(x.to_bits() & 0x7fff_ffff)
+}
+
+/// `1.5·2^23`: adding it to `|x| < 2^22` rounds to an integer (nearest, ties to even), which
+/// the low mantissa bits of the sum then hold.
+const ROUND_MAGIC: f32 = 12_582_912.0;
+
+/// `2^k` for `k` in `[-126, 127]`.
+#[inline(always)]
+fn pow2i(k: i32) -> f32 {
+    f32::from_bits((k.wrapping_add(127) as u32) << 23)
+}
+
+/// `exp(x)`: `x = k ln2 + r`, `|r| <= ln2/2`, degree-7 Taylor polynomial of `e^r`, scaled by
+/// `2^k` in two steps so that results in the denormal range round once.
+#[inline(always)]
+pub fn exp_f32(x: f32) -> f32 {
+    const HI: f32 = 88.722_839_355_468_75;
+    const LO: f32 = -103.972_084_045_410_16;
+    // Lanes outside [LO, HI] compute on 0 and are replaced at the end: clamping them to LO
+    // would make a denormal product, which costs a microcode assist per lane (a softmax over
+    // a causal mask is half -inf). NaN passes through (comparisons with NaN are false).
+    let xc = if x < LO || x > HI { 0.0 } else { x };
+    // `k = round(x / ln 2)`, read from the bits of the rounded sum instead of an `as` cast
+    // (whose saturation does not vectorize); NaN lanes give garbage `k` but a NaN result.
+    let t = xc * std::f32::consts::LOG2_E + ROUND_MAGIC;
+    let kf = t - ROUND_MAGIC;
+    let k = (t.to_bits() as i32).wrapping_sub(ROUND_MAGIC.to_bits() as i32);
+    let r = xc - kf * 0.693_359_375;
+    let r = r - kf * -2.121_944_4e-4;
+    let p = horner(r, &[1.0 / 2.0, 1.0 / 6.0, 1.0 / 24.0, 1.0 / 120.0, 1.0 / 720.0, 1.0 / 5040.0]);
+    let e = (r * r * p + r) + 1.0;
+    let k1 = k >> 1;
+    let k2 = k.wrapping_sub(k1);
+    let y = e * pow2i(k1) * pow2i(k2);
+    let y = if x > HI { f32::INFINITY } else { y };
+    if x < LO { 0.0 } else { y }
+}
+
+/// `tanh(x)`: an odd polynomial below 0.55, `1 - 2 / (e^{2|x|} + 1)` with the sign of `x` above.
+#[inline(always)]
+pub fn tanh_f32(x: f32) -> f32 {
+    let a = abs(x);
+    let x2 = x * x;
+    let s = x2 * (2.0 / (TANH_CUT * TANH_CUT)) + -1.0;
+    let p = horner(s, &TANH_SMALL);
+    let ys = x + x2 * x * p;
+    let e = exp_f32(a + a);
+    let yb = copysign(1.0 - 2.0 / (e + 1.0), x);
+    if a < TANH_CUT { ys } else { yb }
+}
+
+/// `sigmoid(x) = 1 / (1 + e^{-x})`, computed from `e^{-|x|}` so that no step overflows.
+#[inline(always)]
+pub fn sigmoid_f32(x: f32) -> f32 {
+    let e = exp_f32(-abs(x));
+    let num = if x >= 0.0 { 1.0 } else { e };
+    num / (1.0 + e)
+}
+
+/// `erf(x)`: `x P(x^2)` below 0.875, `1 - Q(|x|)` up to 4 (with the sign of `x`), ±1 beyond.
+#[inline(always)]
+pub fn erf_f32(x: f32) -> f32 {
+    let a = abs(x);
+    let s = x * x * (2.0 / (ERF_CUT * ERF_CUT)) + -1.0;
+    let ys = x * horner(s, &ERF_SMALL);
+    let s2 = a * (2.0 / 3.125) + (-4.875 / 3.125);
+    let yb = 1.0 - horner(s2, &ERFC_BIG);
+    let yb = if a >= 4.0 { 1.0 } else { yb };
+    let yb = copysign(yb, x);
+    if a < ERF_CUT { ys } else { yb }
+}
+
+/// `gelu(x) = 0.5 x (1 + erf(x / sqrt 2))`.
+#[inline(always)]
+pub fn gelu_erf_f32(x: f32) -> f32 {
+    let e = erf_f32(x * std::f32::consts::FRAC_1_SQRT_2);
+    (x * 0.5) * (e + 1.0)
+}
+
+/// `gelu(x, 'tanh') = 0.5 x (1 + tanh(k (x + 0.044715 x^3)))`.
+#[inline(always)]
+pub fn gelu_tanh_f32(x: f32) -> f32 {
+    let inner = (x + x * 0.044715 * x * x) * 0.797_884_6;
+    (x * 0.5) * (tanh_f32(inner) + 1.0)
+}
+
+/// `dst[i] = f(src[i])` over two slices of the same length (the shorter one bounds the loop),
+/// vectorized: 8 lanes with AVX2 when the CPU has it, 4 (SSE2) otherwise. `f` must be a
+/// branch-free composition of the functions above for the loop to vectorize.
+#[inline(always)]
+pub fn map_slice(src: &[f32], dst: &mut [f32], f: impl Fn(f32) -> f32 + Copy) {
+    #[cfg(target_arch = "x86_64")]
+    if std::is_x86_feature_detected!("avx2") {
+        // SAFETY: the CPU supports AVX2 (checked just above).
+        unsafe { map_slice_avx2(src, dst, f) };
+        return;
+    }
+    for (o, &x) in dst.iter_mut().zip(src) {
+        *o = f(x);
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn map_slice_avx2(src: &[f32], dst: &mut [f32], f: impl Fn(f32) -> f32 + Copy) {
+    for (o, &x) in dst.iter_mut().zip(src) {
+        *o = f(x);
+    }
+}
+
+/// In-place form of [`map_slice`].
+#[inline(always)]
+pub fn map_in_place(data: &mut [f32], f: impl Fn(f32) -> f32 + Copy) {
+    #[cfg(target_arch = "x86_64")]
+    if std::is_x86_feature_detected!("avx2") {
+        // SAFETY: the CPU supports AVX2 (checked just above).
+        unsafe { map_in_place_avx2(data, f) };
+        return;
+    }
+    for x in data.iter_mut() {
+        *x = f(*x);
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn map_in_place_avx2(data: &mut [f32], f: impl Fn(f32) -> f32 + Copy) {
+    for x in data.iter_mut() {
+        *x = f(*x);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ulp_diff(a: f32, b: f32) -> u32 {
+        if a.is_nan() && b.is_nan() || a == b {
+            return 0;
+        }
+        let key = |x: f32| {
+            let i = x.to_bits() as i32;
+            if i < 0 { i32::MIN.wrapping_sub(i) } else { i }
+        };
+        key(a).wrapping_sub(key(b)).unsigned_abs()
+    }
+
+    fn sweep(f: fn(f32) -> f32, truth: fn(f64) -> f64, max_ulp: u32) {
+        let mut worst = (0u32, 0.0f32);
+        let mut check = |x: f32| {
+            let want = truth(x as f64) as f32;
+            let got = f(x);
+            let d = ulp_diff(got, want);
+            if d > worst.0 {
+                worst = (d, x);
+            }
+        };
+        for bits in (0..=u32::MAX).step_by(4099) {
+            check(f32::from_bits(bits));
+        }
+        for i in -200_000..=200_000 {
+            check(i as f32 * 1e-4);
+        }
+        for x in [0.0, -0.0, f32::INFINITY, f32::NEG_INFINITY, f32::NAN] {
+            check(x);
+        }
+        assert!(worst.0 <= max_ulp, "worst error {} ulp at {:e}", worst.0, worst.1);
+    }
+
+    #[test]
+    fn accuracy_against_f64() {
+        sweep(exp_f32, f64::exp, 2);
+        sweep(tanh_f32, f64::tanh, 8);
+        sweep(sigmoid_f32, |x| 1.0 / (1.0 + (-x).exp()), 8);
+        sweep(erf_f32, libm::erf, 8);
+    }
+
+    #[test]
+    fn slices_match_scalars() {
+        let xs: Vec<f32> = (0..1000).map(|i| (i as f32 - 500.0) * 0.037).collect();
+        let mut out = vec![0.0; xs.len()];
+        map_slice(&xs, &mut out, tanh_f32);
+        for (x, y) in xs.iter().zip(&out) {
+            assert_eq!(y.to_bits(), tanh_f32(*x).to_bits());
+        }
+        let mut inplace = xs.clone();
+        map_in_place(&mut inplace, gelu_erf_f32);
+        for (x, y) in xs.iter().zip(&inplace) {
+            assert_eq!(y.to_bits(), gelu_erf_f32(*x).to_bits());
+        }
+    }
+}
