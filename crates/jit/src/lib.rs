@@ -70,3 +70,9 @@ pub fn find_fusion_groups(m: &Module) -> Vec<OpId> {
     });
     out
 }
+
+/// The embedding guide (`docs/embedding.md`), whose examples run as doctests here: this is the
+/// lowest crate that sees both the runtime and the JIT.
+#[doc = include_str!("../../../docs/embedding.md")]
+#[allow(dead_code)]
+mod embedding_guide {}

@@ -1036,8 +1036,3 @@ mod tests {
         send::<Runtime>();
     }
 }
-
-/// The embedding guide, whose example runs as a doctest.
-#[doc = include_str!("../../../docs/embedding.md")]
-#[allow(dead_code)]
-mod embedding_guide {}
