@@ -9,21 +9,6 @@ use ir::{Attribute, DType, InsertPoint, Module, OperationState, Type};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-fn context() -> ir::Context {
-    let mut ctx = ir::Context::new();
-    dialect_prim::register(&mut ctx);
-    dialect_aten::register(&mut ctx);
-    dialect_edge::register(&mut ctx);
-    dialect_backend::register(&mut ctx);
-    ctx
-}
-
-fn registry() -> pass::PassRegistry {
-    let mut r = pass::default_registry();
-    transforms::register_passes(&mut r);
-    r
-}
-
 /// A function of `n` ops: a chain of linear layers, adds, multiplies by scalars and relus.
 fn synthetic(n: usize) -> Module {
     let mut m = Module::new();
@@ -59,7 +44,7 @@ fn synthetic(n: usize) -> Module {
 
 fn time(ctx: &ir::Context, m: &Module, runs: usize) -> Duration {
     let text = transforms::lowering::pipeline_text(2);
-    let reg = registry();
+    let reg = transforms::pass_registry();
     let mut times = Vec::new();
     for _ in 0..runs {
         let mut copy = m.clone();
@@ -79,7 +64,7 @@ fn per_pass(ctx: &ir::Context, m: &Module, runs: usize) -> Vec<(String, f64, f64
     let text = transforms::lowering::pipeline_text(2);
     let inner = text.trim_start_matches("builtin.module(").trim_end_matches(')');
     let passes: Vec<&str> = inner.split(',').collect();
-    let reg = registry();
+    let reg = transforms::pass_registry();
     let mut best = vec![(f64::MAX, f64::MAX); passes.len()];
     for _ in 0..runs {
         let mut copy = m.clone();
@@ -96,7 +81,7 @@ fn per_pass(ctx: &ir::Context, m: &Module, runs: usize) -> Vec<(String, f64, f64
 }
 
 fn main() {
-    let ctx = context();
+    let ctx = transforms::context();
     println!("pipeline: {}", transforms::lowering::pipeline_text(2));
     let fx = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/fixtures/bench");
     // `SYNTHETIC=10000` times only that synthetic graph (for profiling one size).

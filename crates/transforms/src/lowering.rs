@@ -71,13 +71,7 @@ pub fn pipeline_text_for(registry: &PassRegistry, opt_level: u32, skipped: &mut 
 /// The pipeline of an optimization level over every pass this crate and the pass crate register
 /// (what `dialect-run -O<n>` and `default-pipeline` run).
 pub fn pipeline_text(opt_level: u32) -> String {
-    pipeline_text_for(&full_registry(), opt_level, &mut Vec::new())
-}
-
-fn full_registry() -> PassRegistry {
-    let mut r = pass::default_registry();
-    crate::register_passes(&mut r);
-    r
+    pipeline_text_for(&crate::pass_registry(), opt_level, &mut Vec::new())
 }
 
 /// The `default-pipeline{opt-level=N}` pass: runs [`pipeline_text`] as a nested pipeline.
@@ -104,7 +98,7 @@ impl Pass for DefaultPipeline {
     }
 
     fn run(&mut self, ctx: &Context, m: &mut Module, op: OpId, am: &mut AnalysisManager) -> Result<PassResult, Diagnostic> {
-        let registry = full_registry();
+        let registry = crate::pass_registry();
         let mut skipped = Vec::new();
         let text = pipeline_text_for(&registry, self.opt_level, &mut skipped);
         for s in &skipped {

@@ -3,13 +3,6 @@
 use ir::{Context, Module, OpId, ValueId};
 use transforms::opt::{AliasDb, alias};
 
-fn context() -> Context {
-    let mut ctx = Context::new();
-    dialect_prim::register(&mut ctx);
-    dialect_aten::register(&mut ctx);
-    ctx
-}
-
 fn parse(ctx: &Context, text: &str) -> Module {
     let m = ir::parse_module(ctx, text, "test.ir").expect("parses");
     ir::verify(ctx, &m).expect("verifies");
@@ -54,7 +47,7 @@ func.func @f(%a: tensor<2x2xf32> {prim.input = "a"}, %b: tensor<2x2xf32> {prim.i
 
 #[test]
 fn views_alias_their_base_and_if_results_alias_both_branches() {
-    let ctx = context();
+    let ctx = transforms::context();
     let m = parse(&ctx, PROGRAM);
     let f = m.function("f").unwrap();
     let db = AliasDb::new(&ctx, &m, f);
@@ -76,7 +69,7 @@ fn views_alias_their_base_and_if_results_alias_both_branches() {
 
 #[test]
 fn moves_never_cross_a_conflicting_write() {
-    let ctx = context();
+    let ctx = transforms::context();
     let mut m = parse(&ctx, PROGRAM);
     let f = m.function("f").unwrap();
     let db = AliasDb::new(&ctx, &m, f);
@@ -99,7 +92,7 @@ fn moves_never_cross_a_conflicting_write() {
 
 #[test]
 fn unmarked_arguments_may_alias_and_unknown_ops_write_everything_escaped() {
-    let mut ctx = context();
+    let mut ctx = transforms::context();
     ctx.set_allow_unregistered(true);
     let m = parse(
         &ctx,
@@ -124,7 +117,7 @@ func.func @g(%p: tensor<2xf32>, %q: tensor<2xf32>) -> tensor<2xf32> {
 
 #[test]
 fn side_effects_follow_purity_and_schema_writes_for_every_aten_op() {
-    let ctx = context();
+    let ctx = transforms::context();
     let mut checked = 0;
     for def in ctx.ops() {
         let Some(schema) = def.schema.clone() else { continue };
@@ -144,7 +137,7 @@ fn side_effects_follow_purity_and_schema_writes_for_every_aten_op() {
 
 #[test]
 fn the_analysis_is_cached_by_the_analysis_manager() {
-    let ctx = context();
+    let ctx = transforms::context();
     let m = parse(&ctx, PROGRAM);
     let f = m.function("f").unwrap();
     let mut am = pass::AnalysisManager::new();

@@ -2,16 +2,8 @@
 
 use transforms::lowering::{Arg, DecompositionTable, decompose_ops, propagate_shapes};
 
-fn context() -> ir::Context {
-    let mut ctx = ir::Context::new();
-    dialect_prim::register(&mut ctx);
-    dialect_aten::register(&mut ctx);
-    dialect_edge::register(&mut ctx);
-    ctx
-}
-
 fn run(src: &str, table: &DecompositionTable) -> String {
-    let ctx = context();
+    let ctx = transforms::context();
     let mut m = ir::parse_module(&ctx, src, "test.ir").expect("parses");
     let top = m.top();
     propagate_shapes(&ctx, &mut m, top, true).expect("propagates");

@@ -7,25 +7,10 @@
 
 use runtime::{CompileOptions, IValue, Tensor, Weights};
 
-fn context() -> ir::Context {
-    let mut ctx = ir::Context::new();
-    dialect_prim::register(&mut ctx);
-    dialect_aten::register(&mut ctx);
-    dialect_edge::register(&mut ctx);
-    dialect_backend::register(&mut ctx);
-    ctx
-}
-
-fn registry() -> pass::PassRegistry {
-    let mut r = pass::default_registry();
-    transforms::register_passes(&mut r);
-    r
-}
-
 /// Runs `pipeline` on `src`; returns the module.
 fn lower(ctx: &ir::Context, src: &str, pipeline: &str) -> Result<ir::Module, String> {
     let mut m = ir::parse_module(ctx, src, "case.ir").map_err(|d| d.to_string())?;
-    let mut pm = pass::PassManager::parse(&registry(), pipeline, pass::PassManagerConfig::default()).map_err(|e| e.to_string())?;
+    let mut pm = pass::PassManager::parse(&transforms::pass_registry(), pipeline, pass::PassManagerConfig::default()).map_err(|e| e.to_string())?;
     pm.run(ctx, &mut m, &mut Vec::new()).map_err(|d| d.to_string())?;
     Ok(m)
 }
@@ -250,7 +235,7 @@ const PIPELINE: &str = "builtin.module(functionalize,shape-propagation,decompose
 
 #[test]
 fn decompositions_compute_what_the_ops_compute() {
-    let ctx = context();
+    let ctx = transforms::context();
     let mut failures = Vec::new();
     for case in CASES {
         let result = (|| -> Result<(), String> {

@@ -3,21 +3,8 @@
 use ir::{Attribute, Context};
 use std::path::PathBuf;
 
-fn context() -> Context {
-    let mut ctx = Context::new();
-    dialect_prim::register(&mut ctx);
-    dialect_aten::register(&mut ctx);
-    ctx
-}
-
-fn registry() -> pass::PassRegistry {
-    let mut r = pass::default_registry();
-    transforms::register_passes(&mut r);
-    r
-}
-
 fn run(ctx: &Context, m: &mut ir::Module, pipeline: &str) -> Result<bool, ir::Diagnostic> {
-    let mut pm = pass::PassManager::parse(&registry(), pipeline, pass::PassManagerConfig::default())
+    let mut pm = pass::PassManager::parse(&transforms::pass_registry(), pipeline, pass::PassManagerConfig::default())
         .map_err(|e| ir::Diagnostic::error(ir::Location::Unknown, e.to_string()))?;
     pm.run(ctx, m, &mut Vec::new())
 }
@@ -42,7 +29,7 @@ fn fixtures() -> Option<PathBuf> {
 #[test]
 fn buffer_mutation_fixture_matches_the_core_graph_signature() {
     let Some(dir) = fixtures() else { return };
-    let ctx = context();
+    let ctx = transforms::context();
     let mut program = import::import_file(&ctx, &dir.join("model.pt2"), None).expect("model.pt2 imports");
     let core = import::import_file(&ctx, &dir.join("core.pt2"), None).expect("core.pt2 imports");
     let changed = run(&ctx, &mut program.module, "func.func(functionalize)").expect("functionalizes");
@@ -67,7 +54,7 @@ fn buffer_mutation_fixture_matches_the_core_graph_signature() {
 
 #[test]
 fn pipeline_of_functionalize_and_cleanups_reverifies() {
-    let ctx = context();
+    let ctx = transforms::context();
     let mut m = ir::parse_module(
         &ctx,
         r#"
@@ -95,7 +82,7 @@ func.func @forward(%s: tensor<2x3xf32> {prim.buffer = "s"}, %x: tensor<3xf32> {p
 
 #[test]
 fn ops_without_a_functional_counterpart_are_refused_by_name() {
-    let ctx = context();
+    let ctx = transforms::context();
     let mut m = ir::parse_module(
         &ctx,
         r#"

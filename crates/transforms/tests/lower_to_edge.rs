@@ -14,23 +14,8 @@ fn fixtures() -> Option<PathBuf> {
     None
 }
 
-fn context() -> ir::Context {
-    let mut ctx = ir::Context::new();
-    dialect_prim::register(&mut ctx);
-    dialect_aten::register(&mut ctx);
-    dialect_edge::register(&mut ctx);
-    dialect_backend::register(&mut ctx);
-    ctx
-}
-
-fn registry() -> pass::PassRegistry {
-    let mut r = pass::default_registry();
-    transforms::register_passes(&mut r);
-    r
-}
-
 fn run(ctx: &ir::Context, m: &mut ir::Module, pipeline: &str) -> Result<(), String> {
-    let mut pm = pass::PassManager::parse(&registry(), pipeline, pass::PassManagerConfig::default()).map_err(|e| e.message)?;
+    let mut pm = pass::PassManager::parse(&transforms::pass_registry(), pipeline, pass::PassManagerConfig::default()).map_err(|e| e.message)?;
     pm.run(ctx, m, &mut Vec::new()).map(|_| ()).map_err(|d| d.to_string())
 }
 
@@ -45,7 +30,7 @@ fn programs(dir: &str) -> Vec<PathBuf> {
 
 #[test]
 fn every_exported_program_lowers_to_edge() {
-    let ctx = context();
+    let ctx = transforms::context();
     let mut failures = Vec::new();
     let mut done = 0;
     for path in programs("export").into_iter().chain(programs("bench")) {
@@ -57,7 +42,7 @@ fn every_exported_program_lowers_to_edge() {
             }
         };
         let mut m = prog.module;
-        let has_functionalize = registry().get("functionalize").is_some();
+        let has_functionalize = transforms::pass_registry().get("functionalize").is_some();
         let pre = if has_functionalize { "functionalize," } else { "" };
         let pipeline = format!("builtin.module({pre}shape-propagation,decompose,shape-propagation,lower-to-edge,verify-edge)");
         if let Err(e) = run(&ctx, &mut m, &pipeline) {
@@ -74,7 +59,7 @@ fn every_exported_program_lowers_to_edge() {
 
 #[test]
 fn every_exported_program_runs_through_o2() {
-    let ctx = context();
+    let ctx = transforms::context();
     let mut failures = Vec::new();
     for path in programs("export").into_iter().chain(programs("bench")) {
         let Ok(prog) = import::import_file(&ctx, &path, None) else { continue };
