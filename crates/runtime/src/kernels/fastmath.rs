@@ -7,51 +7,69 @@
 //! by the same selects. No fused multiply-add is used, so the baseline (SSE2) loop and the
 //! AVX2 loop round identically, and the scalar form (used for strided elements and single
 //! values) agrees bit for bit with both. Accuracy (ulp against f64 libm) is that of the JIT's
-//! versions, recorded in `docs/performance.md`; the unit tests below re-check it.
+//! versions, recorded in `docs/performance.md`; the unit tests below re-check it. The `tanh`
+//! and `erf` coefficient tables are defined once, here, in f64: the JIT emits them as they are
+//! and these kernels use them rounded to f32 at compile time.
 
 /// `tanh(x) = x + x^3 P(s)` for `|x| < 0.55`, with `s = x^2 * 2/0.3025 - 1` on `[-1, 1]`.
-const TANH_SMALL: [f32; 7] = [
-    -0.314_329_98,
-    0.017_907_232,
-    -0.001_032_825_7,
-    5.964_454_4e-5,
-    -3.444_93e-6,
-    2.001_428_7e-7,
-    -1.156_001_1e-8,
+pub const TANH_SMALL: [f64; 7] = [
+    -0.31432997516888167,
+    0.017907231256043217,
+    -0.0010328257202717858,
+    5.964454424676825e-05,
+    -3.444929939723705e-06,
+    2.001428672317372e-07,
+    -1.1560011487737093e-08,
 ];
-const TANH_CUT: f32 = 0.55;
+const TANH_SMALL_F32: [f32; 7] = to_f32(&TANH_SMALL);
+pub const TANH_CUT: f64 = 0.55;
+const TANH_CUT_F32: f32 = TANH_CUT as f32;
 
 /// `erf(x) = x P(s)` for `|x| < 0.875`, with `s = x^2 * 2/0.765625 - 1`.
-const ERF_SMALL: [f32; 8] = [
-    0.999_527_5,
-    -0.115_019_89,
-    0.012_622_533,
-    -0.001_121_703,
-    8.216_01e-5,
-    -5.089_763e-6,
-    2.736_337e-7,
-    -1.287_893e-8,
+pub const ERF_SMALL: [f64; 8] = [
+    0.9995275084270684,
+    -0.11501988579715686,
+    0.012622533418736814,
+    -0.0011217030743489453,
+    8.216009823303061e-05,
+    -5.089762953880417e-06,
+    2.736336925934779e-07,
+    -1.287893036661103e-08,
 ];
-const ERF_CUT: f32 = 0.875;
+const ERF_SMALL_F32: [f32; 8] = to_f32(&ERF_SMALL);
+pub const ERF_CUT: f64 = 0.875;
+const ERF_CUT_F32: f32 = ERF_CUT as f32;
 
 /// `erfc(a) = Q(s)` for `0.875 <= a < 4`, with `s = (2a - 4.875) / 3.125`.
-const ERFC_BIG: [f32; 15] = [
-    0.000_566_543_25,
-    -0.004_633_727,
-    0.017_649_009,
-    -0.041_050_65,
-    0.063_790_17,
-    -0.067_013_05,
-    0.043_690_968,
-    -0.009_057_307,
-    -0.014_771_421,
-    0.017_920_608,
-    -0.006_151_729_5,
-    -0.004_337_592_5,
-    0.003_802_330_6,
-    0.000_209_240_81,
-    -0.000_613_395_6,
+pub const ERFC_BIG: [f64; 15] = [
+    0.0005665432545804631,
+    -0.00463372699438161,
+    0.017649008993042056,
+    -0.04105065012558408,
+    0.06379016952585927,
+    -0.06701304594636115,
+    0.04369096765951234,
+    -0.009057307124359919,
+    -0.014771420940179188,
+    0.01792060760841257,
+    -0.006151729450482672,
+    -0.004337592520055485,
+    0.003802330632661703,
+    0.000209240813459625,
+    -0.0006133955744833959,
 ];
+const ERFC_BIG_F32: [f32; 15] = to_f32(&ERFC_BIG);
+
+/// A coefficient table rounded to `f32`, at compile time.
+const fn to_f32<const N: usize>(c: &[f64; N]) -> [f32; N] {
+    let mut out = [0.0f32; N];
+    let mut i = 0;
+    while i < N {
+        out[i] = c[i] as f32;
+        i += 1;
+    }
+    out
+}
 
 #[inline(always)]
 fn horner<const N: usize>(s: f32, c: &[f32; N]) -> f32 {
@@ -116,12 +134,12 @@ pub fn exp_f32(x: f32) -> f32 {
 pub fn tanh_f32(x: f32) -> f32 {
     let a = abs(x);
     let x2 = x * x;
-    let s = x2 * (2.0 / (TANH_CUT * TANH_CUT)) + -1.0;
-    let p = horner(s, &TANH_SMALL);
+    let s = x2 * (2.0 / (TANH_CUT_F32 * TANH_CUT_F32)) + -1.0;
+    let p = horner(s, &TANH_SMALL_F32);
     let ys = x + x2 * x * p;
     let e = exp_f32(a + a);
     let yb = copysign(1.0 - 2.0 / (e + 1.0), x);
-    if a < TANH_CUT { ys } else { yb }
+    if a < TANH_CUT_F32 { ys } else { yb }
 }
 
 /// `sigmoid(x) = 1 / (1 + e^{-x})`, computed from `e^{-|x|}` so that no step overflows.
@@ -136,13 +154,13 @@ pub fn sigmoid_f32(x: f32) -> f32 {
 #[inline(always)]
 pub fn erf_f32(x: f32) -> f32 {
     let a = abs(x);
-    let s = x * x * (2.0 / (ERF_CUT * ERF_CUT)) + -1.0;
-    let ys = x * horner(s, &ERF_SMALL);
+    let s = x * x * (2.0 / (ERF_CUT_F32 * ERF_CUT_F32)) + -1.0;
+    let ys = x * horner(s, &ERF_SMALL_F32);
     let s2 = a * (2.0 / 3.125) + (-4.875 / 3.125);
-    let yb = 1.0 - horner(s2, &ERFC_BIG);
+    let yb = 1.0 - horner(s2, &ERFC_BIG_F32);
     let yb = if a >= 4.0 { 1.0 } else { yb };
     let yb = copysign(yb, x);
-    if a < ERF_CUT { ys } else { yb }
+    if a < ERF_CUT_F32 { ys } else { yb }
 }
 
 /// `gelu(x) = 0.5 x (1 + erf(x / sqrt 2))`.
