@@ -46,6 +46,18 @@ pub fn synthetic(n: usize) -> String {
     s
 }
 
+/// Times the pass on fresh copies of `m0`.
+fn run_peephole(b: &mut criterion::Bencher, ctx: &Context, pass: &Peephole, m0: &Module) {
+    b.iter_batched(
+        || m0.clone(),
+        |mut m| {
+            let top = m.top();
+            pass.rewrite(ctx, &mut m, top, None).map(|r| r.len()).unwrap_or(0)
+        },
+        criterion::BatchSize::LargeInput,
+    )
+}
+
 fn bench(c: &mut Criterion) {
     let ctx = ctx();
     let lib = RuleLibrary::standard().expect("rules");
@@ -57,16 +69,7 @@ fn bench(c: &mut Criterion) {
         match import::import_file(&ctx, &fixture, None) {
             Ok(p) => {
                 let m0 = p.module;
-                group.bench_function("bench_transformer", |b| {
-                    b.iter_batched(
-                        || m0.clone(),
-                        |mut m| {
-                            let top = m.top();
-                            pass.rewrite(&ctx, &mut m, top, None).map(|r| r.len()).unwrap_or(0)
-                        },
-                        criterion::BatchSize::LargeInput,
-                    )
-                });
+                group.bench_function("bench_transformer", |b| run_peephole(b, &ctx, &pass, &m0));
             }
             Err(e) => println!("bench_transformer: import failed: {e}"),
         }
@@ -82,31 +85,13 @@ fn bench(c: &mut Criterion) {
             let r = &r[0];
             println!("synthetic-1500: {} -> {} e-nodes, {} iterations, {}", r.initial_nodes, r.nodes, r.iterations, r.stop);
         }
-        group.bench_function("synthetic-1500-enodes", |b| {
-            b.iter_batched(
-                || m0.clone(),
-                |mut m| {
-                    let top = m.top();
-                    pass.rewrite(&ctx, &mut m, top, None).map(|r| r.len()).unwrap_or(0)
-                },
-                criterion::BatchSize::LargeInput,
-            )
-        });
+        group.bench_function("synthetic-1500-enodes", |b| run_peephole(b, &ctx, &pass, &m0));
     }
     // Growth with the size of the graph: near-linear under the default limits.
     for n in [1_000usize, 2_500, 5_000, 10_000] {
         let text = synthetic(n);
         let Ok(m0) = ir::parse_module(&ctx, &text, "bench.ir") else { return };
-        group.bench_with_input(BenchmarkId::from_parameter(n), &n, |b, _| {
-            b.iter_batched(
-                || m0.clone(),
-                |mut m| {
-                    let top = m.top();
-                    pass.rewrite(&ctx, &mut m, top, None).map(|r| r.len()).unwrap_or(0)
-                },
-                criterion::BatchSize::LargeInput,
-            )
-        });
+        group.bench_with_input(BenchmarkId::from_parameter(n), &n, |b, _| run_peephole(b, &ctx, &pass, &m0));
     }
     group.finish();
     let text = synthetic(1_000);
