@@ -117,6 +117,9 @@ pub(crate) struct Emitter<'a, 'b> {
     pub g: &'a Graph,
     pub ptr: Type,
     pub err: Variable,
+    /// The target has fused multiply-add: polynomial evaluation in the inline transcendental
+    /// functions uses it (exact elementwise ops never do, so they round like the interpreter).
+    pub fma: bool,
 }
 
 /// How values of one loop body are represented.

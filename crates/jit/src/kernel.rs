@@ -98,6 +98,11 @@ fn isa() -> Result<OwnedTargetIsa, JitError> {
     .map_err(JitError::Codegen)
 }
 
+/// Whether the host ISA has FMA (detected by `cranelift_native`).
+fn has_fma() -> bool {
+    isa().is_ok_and(|isa| isa.isa_flags().iter().any(|f| f.name == "has_fma" && f.as_bool() == Some(true)))
+}
+
 impl Kernel {
     /// The specialization the kernel was compiled for.
     pub fn spec(&self) -> &KernelSpec {
@@ -501,7 +506,7 @@ fn emit_function(
     let col_end = b.ins().iadd(c, span);
     let inner_stride: Vec<usize> = layout.strides.iter().map(|s| *s.last().unwrap_or(&0)).collect();
 
-    let mut em = Emitter { b, g, ptr, err };
+    let mut em = Emitter { b, g, ptr, err, fma: has_fma() };
     // Inputs that do not move along the row are loaded once per row.
     let mut invariant_scalar: HashMap<usize, Value> = HashMap::new();
     for k in 0..n_in {

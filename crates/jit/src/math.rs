@@ -31,8 +31,12 @@ impl Emitter<'_, '_> {
         let mut p = self.fconst(t, coeffs[coeffs.len() - 1]);
         for &c in coeffs[..coeffs.len() - 1].iter().rev() {
             let k = self.fconst(t, c);
-            let m = self.b.ins().fmul(p, s);
-            p = self.b.ins().fadd(m, k);
+            p = if self.fma {
+                self.b.ins().fma(p, s, k)
+            } else {
+                let m = self.b.ins().fmul(p, s);
+                self.b.ins().fadd(m, k)
+            };
         }
         p
     }
