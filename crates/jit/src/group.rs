@@ -342,28 +342,6 @@ struct Builder {
     g: Graph,
 }
 
-fn promote_opt(acc: Option<DType>, d: DType) -> Option<DType> {
-    Some(match acc {
-        None => d,
-        Some(a) => DType::promote(a, d),
-    })
-}
-
-fn combine_categories(higher: Option<DType>, lower: Option<DType>) -> Option<DType> {
-    match (higher, lower) {
-        (None, l) => l,
-        (h, None) => h,
-        (Some(h), Some(l)) => {
-            if h.is_floating() {
-                Some(h)
-            } else if h == DType::Bool || l.is_floating() {
-                Some(DType::promote(h, l))
-            } else {
-                Some(h)
-            }
-        }
-    }
-}
 
 fn float_result(d: DType) -> DType {
     if d.is_floating() { d } else { DType::F32 }
@@ -413,18 +391,12 @@ impl Builder {
 
     /// PyTorch's `result_type` over tensors and scalars (as `runtime::kernels::elementwise`).
     fn result_type(&self, ops: &[Operand]) -> DType {
-        let (mut dim, mut zero, mut wrapped) = (None, None, None);
-        for o in ops {
-            match o {
-                Operand::Node(n) if !self.node(*n).shape.is_empty() => dim = promote_opt(dim, self.dtype(*n)),
-                Operand::Node(n) => zero = promote_opt(zero, self.dtype(*n)),
-                Operand::Scalar(s) => {
-                    let d = if s.is_floating() { DType::F32 } else { s.wrapped_dtype() };
-                    wrapped = promote_opt(wrapped, d);
-                }
-            }
-        }
-        combine_categories(dim, combine_categories(zero, wrapped)).unwrap_or(DType::F32)
+        use dialect_aten::infer::{DEFAULT_FLOAT, PromoteArg};
+        dialect_aten::infer::result_type(ops.iter().map(|o| match o {
+            Operand::Node(n) => PromoteArg::Tensor { dtype: self.dtype(*n), zero_dim: self.node(*n).shape.is_empty() },
+            Operand::Scalar(s) => PromoteArg::Scalar(s.wrapped_dtype().category()),
+        }))
+        .unwrap_or(DEFAULT_FLOAT)
     }
 
     fn constant(&mut self, c: Const, dtype: DType, op: &'static str) -> NodeId {

@@ -763,36 +763,26 @@ fn emit_body(
     let mut cache = HashMap::new();
     let g = em.g;
     let mut values = Vec::new();
-    for &o in &g.outputs {
-        let v = em.node(mode, o, &mut cache, &|em: &mut Emitter<'_, '_>, k: usize| -> Value {
-            let d = dtype_of_input(g, k);
-            match accesses.get(k).copied().flatten() {
-                Some(Access::Invariant(v)) => v,
-                Some(Access::Strided { row_ptr, stride_bytes }) => {
-                    let off = em.b.ins().imul_imm_s(j, stride_bytes);
-                    let addr = em.b.ins().iadd(row_ptr, off);
-                    em.load(mode, d, addr)
-                }
-                // Unused inputs are never reached from a live node.
-                None => em.iconst(mode.ty(DType::I32), 0),
+    // Reads input `k` at column `j` of the row.
+    let input = |em: &mut Emitter<'_, '_>, k: usize| -> Value {
+        let d = dtype_of_input(g, k);
+        match accesses.get(k).copied().flatten() {
+            Some(Access::Invariant(v)) => v,
+            Some(Access::Strided { row_ptr, stride_bytes }) => {
+                let off = em.b.ins().imul_imm_s(j, stride_bytes);
+                let addr = em.b.ins().iadd(row_ptr, off);
+                em.load(mode, d, addr)
             }
-        })?;
-        values.push(v);
+            // Unused inputs are never reached from a live node.
+            None => em.iconst(mode.ty(DType::I32), 0),
+        }
+    };
+    for &o in &g.outputs {
+        values.push(em.node(mode, o, &mut cache, &input)?);
     }
     for i in 0..g.nodes.len() {
         if can_raise(g, i) {
-            em.node(mode, i, &mut cache, &|em: &mut Emitter<'_, '_>, k: usize| -> Value {
-                let d = dtype_of_input(g, k);
-                match accesses.get(k).copied().flatten() {
-                    Some(Access::Invariant(v)) => v,
-                    Some(Access::Strided { row_ptr, stride_bytes }) => {
-                        let off = em.b.ins().imul_imm_s(j, stride_bytes);
-                        let addr = em.b.ins().iadd(row_ptr, off);
-                        em.load(mode, d, addr)
-                    }
-                    None => em.iconst(mode.ty(DType::I32), 0),
-                }
-            })?;
+            em.node(mode, i, &mut cache, &input)?;
         }
     }
     for (i, (&o, v)) in g.outputs.iter().zip(values).enumerate() {

@@ -15,51 +15,17 @@ pub enum Operand<'a> {
     Scalar(Scalar),
 }
 
-/// Combines a higher-priority dtype with a lower-priority one: the lower one only matters if
-/// it is of a higher category (PyTorch's `combine_categories`).
-fn combine_categories(higher: Option<DType>, lower: Option<DType>) -> Option<DType> {
-    match (higher, lower) {
-        (None, l) => l,
-        (h, None) => h,
-        (Some(h), Some(l)) => {
-            if h.is_floating() {
-                Some(h)
-            } else if h == DType::Bool || l.is_floating() {
-                Some(DType::promote(h, l))
-            } else {
-                Some(h)
-            }
-        }
-    }
-}
-
-fn promote_opt(acc: Option<DType>, d: DType) -> Option<DType> {
-    Some(match acc {
-        None => d,
-        Some(a) => DType::promote(a, d),
-    })
-}
-
 /// PyTorch's `torch.result_type` over tensors and scalars: dimensioned tensors take priority
 /// over 0-d tensors, which take priority over Python scalars; a lower-priority operand only
 /// changes the result if it is of a higher category (bool < integral < floating). A float
 /// scalar against integral tensors gives the default dtype `float32`.
 pub fn result_type(operands: &[Operand]) -> DType {
-    let mut dim = None;
-    let mut zero = None;
-    let mut wrapped = None;
-    for op in operands {
-        match op {
-            Operand::Tensor(t) if t.dim() > 0 => dim = promote_opt(dim, t.dtype()),
-            Operand::Tensor(t) => zero = promote_opt(zero, t.dtype()),
-            Operand::Scalar(s) => {
-                // A float scalar participates as the default dtype.
-                let d = if s.is_floating() { DType::F32 } else { s.wrapped_dtype() };
-                wrapped = promote_opt(wrapped, d);
-            }
-        }
-    }
-    combine_categories(dim, combine_categories(zero, wrapped)).unwrap_or(DType::F32)
+    use dialect_aten::infer::{DEFAULT_FLOAT, PromoteArg};
+    dialect_aten::infer::result_type(operands.iter().map(|op| match op {
+        Operand::Tensor(t) => PromoteArg::Tensor { dtype: t.dtype(), zero_dim: t.dim() == 0 },
+        Operand::Scalar(s) => PromoteArg::Scalar(s.wrapped_dtype().category()),
+    }))
+    .unwrap_or(DEFAULT_FLOAT)
 }
 
 /// Float dtype for ops that promote integers to float (`exp`, `div`, …).
