@@ -120,7 +120,31 @@ pub(crate) struct Emitter<'a, 'b> {
     /// The target has fused multiply-add: polynomial evaluation in the inline transcendental
     /// functions uses it (exact elementwise ops never do, so they round like the interpreter).
     pub fma: bool,
+    /// Vector constants of the kernel, read from memory (see [`ConstPool`]); `None` emits them
+    /// as `vconst`s.
+    pub pool: Option<ConstPool>,
 }
+
+/// A kernel's vector constants as a table in memory, one 16-byte entry per use.
+///
+/// A `vconst` is loop-invariant, so Cranelift hoists it out of the loop and keeps it in a
+/// register for the whole loop; a body with more constants than the 16 XMM registers (a few
+/// inline transcendental functions) then spills them and reloads them from the stack at every
+/// use. A read-only load from this table whose address is a parameter of the loop body is not
+/// hoisted; it is placed right before its use, and a load with one use placed there folds into
+/// the using instruction as a memory operand, so the constant costs no register and no
+/// instruction. Every use gets its own entry: loads of one address would be merged into one
+/// value with several uses, which cannot fold.
+pub(crate) struct ConstPool {
+    /// The table's address (a parameter of the loop body's block).
+    pub base: Value,
+    pub data: Vec<PoolEntry>,
+}
+
+/// One 16-byte, 16-aligned entry of a [`ConstPool`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(C, align(16))]
+pub struct PoolEntry(pub [u8; 16]);
 
 /// How values of one loop body are represented.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -175,6 +199,12 @@ impl Emitter<'_, '_> {
 
     pub fn fconst(&mut self, t: Type, v: f64) -> Value {
         let lane = t.lane_type();
+        if t.is_vector() {
+            let bits = if lane == types::F32 { (v as f32).to_bits() as u64 } else { v.to_bits() };
+            if let Some(c) = self.pool_load(t, bits) {
+                return c;
+            }
+        }
         let s = if lane == types::F32 { self.b.ins().f32const(v as f32) } else { self.b.ins().f64const(v) };
         if t.is_vector() { self.b.ins().splat(t, s) } else { s }
     }
@@ -183,8 +213,29 @@ impl Emitter<'_, '_> {
         let lane = t.lane_type();
         // Immediates of narrow types are given zero-extended.
         let v = if lane.bits() < 64 { v & ((1i64 << lane.bits()) - 1) } else { v };
+        if t.is_vector()
+            && let Some(c) = self.pool_load(t, v as u64)
+        {
+            return c;
+        }
         let s = self.b.ins().iconst(lane, v);
         if t.is_vector() { self.b.ins().splat(t, s) } else { s }
+    }
+
+    /// A vector of type `t` with every lane `bits` (the lane's low bits), loaded from a new
+    /// entry of the constant pool; `None` without a pool.
+    fn pool_load(&mut self, t: Type, bits: u64) -> Option<Value> {
+        let lane_bytes = t.lane_type().bytes() as usize;
+        let mut entry = [0u8; 16];
+        for chunk in entry.chunks_mut(lane_bytes) {
+            chunk.copy_from_slice(&bits.to_le_bytes()[..lane_bytes]);
+        }
+        let pool = self.pool.as_mut()?;
+        let off = i32::try_from(pool.data.len() * 16).ok()?;
+        pool.data.push(PoolEntry(entry));
+        let base = pool.base;
+        let flags = MemFlagsData::new().with_notrap().with_aligned().with_readonly().with_can_move();
+        Some(self.b.ins().load(t, flags, base, off))
     }
 
     /// `if m { a } else { b }` for a mask `m` of the matching kind.
@@ -489,9 +540,9 @@ impl Emitter<'_, '_> {
         let t = mode.ty(d);
         let float = d.is_floating();
         Ok(match u {
-            Unary::Neg if float => self.b.ins().fneg(x),
+            Unary::Neg if float => self.neg(x),
             Unary::Neg => self.b.ins().ineg(x),
-            Unary::Abs if float => self.b.ins().fabs(x),
+            Unary::Abs if float => self.abs(x),
             Unary::Abs => self.b.ins().iabs(x),
             Unary::Relu if float => {
                 let z = self.fconst(t, 0.0);
@@ -624,12 +675,14 @@ impl Emitter<'_, '_> {
             Binary::And => self.b.ins().band(x, y),
             Binary::Or => self.b.ins().bor(x, y),
             Binary::Xor => self.b.ins().bxor(x, y),
+            // `x < y ? y : x` and `y < x ? y : x`: the forms Cranelift lowers to one
+            // `maxps`/`minps` (a NaN `x` passes through, as in the reference).
             Binary::ClampLo if float => {
                 let m = self.b.ins().fcmp(FloatCC::LessThan, x, y);
                 self.sel(m, y, x)
             }
             Binary::ClampHi if float => {
-                let m = self.b.ins().fcmp(FloatCC::GreaterThan, x, y);
+                let m = self.b.ins().fcmp(FloatCC::LessThan, y, x);
                 self.sel(m, y, x)
             }
             Binary::ClampLo => self.b.ins().smax(x, y),

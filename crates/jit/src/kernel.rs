@@ -19,12 +19,13 @@ use ir::DType;
 use rayon::prelude::*;
 use runtime::Tensor;
 
-use crate::codegen::{Access, Emitter, Layout, Mode, vector_lanes};
+use crate::codegen::{Access, ConstPool, Emitter, Layout, Mode, PoolEntry, vector_lanes};
 use crate::error::JitError;
 use crate::group::{Graph, Group, NodeKind};
 use crate::spec::KernelSpec;
 
-/// The native entry point: `(ptrs, start, end, err)`.
+/// The native entry point: `(ptrs, start, end, err)`; `ptrs` holds the inputs' and outputs'
+/// base addresses, then the addresses of the kernel's constant pool and of a copy of it.
 type EntryFn = unsafe extern "C" fn(*const *mut u8, i64, i64, *mut u32);
 
 /// How a kernel splits its work across threads.
@@ -61,6 +62,8 @@ impl Drop for Code {
 pub struct Kernel {
     entry: EntryFn,
     _code: Mutex<Code>,
+    /// The vector constants the code reads (see `ConstPool`), twice; never written.
+    pool: [Vec<PoolEntry>; 2],
     spec: KernelSpec,
     outputs: Vec<(DType, Vec<usize>)>,
     numel: usize,
@@ -166,14 +169,16 @@ impl Kernel {
             return Ok(());
         }
         let err = AtomicU32::new(0);
+        let pool = self.pool.each_ref().map(|p| p.as_ptr() as usize);
         let call = |start: usize, end: usize| {
-            let raw: Vec<*mut u8> = ptrs.iter().map(|&p| p as *mut u8).collect();
+            let raw: Vec<*mut u8> = ptrs.iter().chain(&pool).map(|&p| p as *mut u8).collect();
             let mut e: u32 = 0;
             // SAFETY: `guard` checked every input and output against the specialization the
             // code was generated for (dtypes, sizes, strides, storage bounds), so every address
             // the code computes for linear indices in `start..end ⊆ 0..numel` lies inside the
             // tensors' storage; outputs overlap nothing else, so the writes race with no reads,
-            // and chunks write disjoint elements.
+            // and chunks write disjoint elements. The code only reads the constant pools, at the
+            // offsets of the entries it was generated with.
             unsafe { (self.entry)(raw.as_ptr(), start as i64, end as i64, &mut e) };
             if e != 0 {
                 err.fetch_or(e, Ordering::Relaxed);
@@ -363,11 +368,12 @@ fn compile_graph(g: &Graph, spec: &KernelSpec, start: Instant) -> Result<Kernel,
         result = build(g, &layout, &used, 1);
         lanes_used = 1;
     }
-    let (module, entry) = result?;
+    let (module, entry, pool) = result?;
     let outputs = g.outputs.iter().map(|&o| (g.nodes[o].dtype, shape.clone())).collect();
     Ok(Kernel {
         entry,
         _code: Mutex::new(Code { module: Some(module) }),
+        pool: [pool.clone(), pool],
         spec: spec.clone(),
         outputs,
         numel: layout.numel,
@@ -377,14 +383,16 @@ fn compile_graph(g: &Graph, spec: &KernelSpec, start: Instant) -> Result<Kernel,
     })
 }
 
-fn build(g: &Graph, layout: &Layout, used: &[bool], lanes: u8) -> Result<(JITModule, EntryFn), JitError> {
+type Built = (JITModule, EntryFn, Vec<PoolEntry>);
+
+fn build(g: &Graph, layout: &Layout, used: &[bool], lanes: u8) -> Result<Built, JitError> {
     match catch_unwind(AssertUnwindSafe(|| build_inner(g, layout, used, lanes))) {
         Ok(r) => r,
         Err(_) => Err(JitError::Codegen("code generator panicked".into())),
     }
 }
 
-fn build_inner(g: &Graph, layout: &Layout, used: &[bool], lanes: u8) -> Result<(JITModule, EntryFn), JitError> {
+fn build_inner(g: &Graph, layout: &Layout, used: &[bool], lanes: u8) -> Result<Built, JitError> {
     let isa = isa()?;
     let mut module = JITModule::new(JITBuilder::with_isa(isa, default_libcall_names()));
     let ptr = module.target_config().pointer_type();
@@ -399,13 +407,14 @@ fn build_inner(g: &Graph, layout: &Layout, used: &[bool], lanes: u8) -> Result<(
     ctx.func.signature = sig;
     ctx.func.name = UserFuncName::user(0, id.as_u32());
     let mut fctx = FunctionBuilderContext::new();
-    {
+    let pool = {
         let mut b = FunctionBuilder::new(&mut ctx.func, &mut fctx);
         let err = b.declare_var(types::I32);
-        emit_function(&mut b, g, layout, used, lanes, ptr, err)?;
+        let pool = emit_function(&mut b, g, layout, used, lanes, ptr, err)?;
         b.seal_all_blocks();
         b.finalize(module.target_config());
-    }
+        pool
+    };
     let dump = std::env::var_os("JIT_DUMP").is_some();
     if dump {
         ctx.set_disasm(true);
@@ -422,7 +431,7 @@ fn build_inner(g: &Graph, layout: &Layout, used: &[bool], lanes: u8) -> Result<(
     // SAFETY: `code` is the finalized entry of a function declared with four pointer-sized
     // parameters and no results, matching `EntryFn` under the platform's C calling convention.
     let entry = unsafe { std::mem::transmute::<*const u8, EntryFn>(code) };
-    Ok((module, entry))
+    Ok((module, entry, pool))
 }
 
 fn emit_function(
@@ -433,7 +442,7 @@ fn emit_function(
     lanes: u8,
     ptr: types::Type,
     err: cranelift_frontend::Variable,
-) -> Result<(), JitError> {
+) -> Result<Vec<PoolEntry>, JitError> {
     let n_in = used.len();
     let n_ops = layout.strides.len();
     let entry = b.create_block();
@@ -453,6 +462,11 @@ fn emit_function(
             *slot = Some(b.ins().load(ptr, MemFlagsData::trusted(), args, (k * 8) as i32));
         }
     }
+    // Heavy vector bodies read their constants from the pool (its address and its copy's follow
+    // the operands' in `ptrs`).
+    let pool_base = (lanes > 1 && heavy(g)).then(|| {
+        [0, 1].map(|i| b.ins().load(ptr, MemFlagsData::trusted(), args, ((n_ops + i) * 8) as i32))
+    });
     let row = b.create_block();
     let exit = b.create_block();
     let prelude = b.create_block();
@@ -506,7 +520,7 @@ fn emit_function(
     let col_end = b.ins().iadd(c, span);
     let inner_stride: Vec<usize> = layout.strides.iter().map(|s| *s.last().unwrap_or(&0)).collect();
 
-    let mut em = Emitter { b, g, ptr, err, fma: has_fma() };
+    let mut em = Emitter { b, g, ptr, err, fma: has_fma(), pool: None };
     // Inputs that do not move along the row are loaded once per row.
     let mut invariant_scalar: HashMap<usize, Value> = HashMap::new();
     for k in 0..n_in {
@@ -553,6 +567,12 @@ fn emit_function(
         for _ in &moving {
             em.b.append_block_param(vbody, ptr);
         }
+        // The pool's address: a parameter of the body that differs between the row's vectors
+        // and the padded tail (the pool and its copy), so that its loads, pure as they are, are
+        // not hoisted out of the loop and fold into the instructions using them.
+        if pool_base.is_some() {
+            em.b.append_block_param(vbody, ptr);
+        }
         let tail = if scalar_tail {
             sloop
         } else {
@@ -574,6 +594,9 @@ fn emit_function(
         for &k in &moving {
             let off = em.b.ins().imul_imm_s(j, es[k]);
             let p = row_ptr[k].map(|p| em.b.ins().iadd(p, off)).unwrap_or(off);
+            args.push(p.into());
+        }
+        if let Some([p, _]) = pool_base {
             args.push(p.into());
         }
         em.b.ins().jump(vbody, &args);
@@ -610,6 +633,9 @@ fn emit_function(
                 }
                 args.push(sp.into());
             }
+            if let Some([_, p]) = pool_base {
+                args.push(p.into());
+            }
             em.b.ins().jump(vbody, &args);
         }
 
@@ -625,6 +651,9 @@ fn emit_function(
             } else {
                 body_ptr[k] = Some(p);
             }
+        }
+        if pool_base.is_some() {
+            em.pool = Some(ConstPool { base: params[2 + moving.len()], data: Vec::new() });
         }
         let zero = em.b.ins().iconst(ptr, 0);
         emit_body(&mut em, mode, zero, &body_access, &body_ptr, &es, n_in)?;
@@ -705,8 +734,10 @@ fn emit_function(
     let e = em.b.ins().bor(old, e);
     em.b.ins().store(MemFlagsData::trusted(), e, errp, 0);
     em.b.ins().return_(&[]);
-    Ok(())
+    Ok(em.pool.map(|p| p.data).unwrap_or_default())
 }
+
+
 
 /// Whether node `i` is an integer division or remainder (which raises on a zero divisor).
 fn can_raise(g: &Graph, i: usize) -> bool {

@@ -13,13 +13,35 @@ use crate::codegen::Emitter;
 use crate::shims;
 
 // The tanh and erf coefficients are shared with the runtime's f32 kernels.
-use runtime::kernels::fastmath::{ERF_CUT, ERF_SMALL, ERFC_BIG, TANH_CUT, TANH_SMALL};
+use runtime::kernels::fastmath::{ERF_CUT, ERF_SMALL, ERFC_BIG};
 
 /// π/2 split for Cody–Waite reduction in f64: 33 leading bits, then the rest.
 const PIO2_HI: f64 = 1.570_796_326_734_125_6;
 const PIO2_LO: f64 = 6.077_100_506_506_192e-11;
 /// Beyond this magnitude sin/cos call the library (exact reduction of huge arguments).
 const SINCOS_MAX: f64 = 1.0e6;
+/// The clamp of `exp`'s argument: above `log(f32::MAX)` (88.72) the scaled result overflows to
+/// `inf`, below `log(2^-150)` (-103.97) it rounds to 0, and `k` stays within `[-150, 129]`.
+const EXP_HI: f64 = 89.0;
+const EXP_LO: f64 = -104.0;
+/// 1.5 * 2^23: adding it rounds a float of magnitude below 2^22 to an integer.
+const EXP_MAGIC: f64 = 12_582_912.0;
+/// `tanh`'s exponential argument `-2|x|` is clamped at minus this: `tanh(20)` rounds to 1.
+const TANH_EXP_MAX: f64 = 40.0;
+
+/// How `exp` forms `2^k`.
+#[derive(Clone, Copy)]
+enum Scale {
+    /// `2^(k - k/2) 2^(k/2)`: any `k` of the clamped range (`[-150, 129]`).
+    TwoStep,
+    /// `2^(k + c)` by one shift: `k + c` must stay within `[-126, 127]`.
+    Shift(i32),
+}
+
+/// The sign bit of a lane of float type `t`.
+fn sign_bit(t: cranelift_codegen::ir::Type) -> i64 {
+    if t.lane_type() == cranelift_codegen::ir::types::F64 { i64::MIN } else { 0x8000_0000 }
+}
 
 impl Emitter<'_, '_> {
     fn ty_of(&self, x: Value) -> cranelift_codegen::ir::Type {
@@ -31,14 +53,65 @@ impl Emitter<'_, '_> {
         let mut p = self.fconst(t, coeffs[coeffs.len() - 1]);
         for &c in coeffs[..coeffs.len() - 1].iter().rev() {
             let k = self.fconst(t, c);
-            p = if self.fma {
-                self.b.ins().fma(p, s, k)
-            } else {
-                let m = self.b.ins().fmul(p, s);
-                self.b.ins().fadd(m, k)
-            };
+            p = self.mul_add(p, s, k);
         }
         p
+    }
+
+    /// `|x|`: one `and` on vectors (Cranelift's vector `fabs` first builds its mask in two
+    /// instructions).
+    pub fn abs(&mut self, x: Value) -> Value {
+        let t = self.ty_of(x);
+        if !t.is_vector() {
+            return self.b.ins().fabs(x);
+        }
+        let ti = t.as_int();
+        let xi = self.bitcast(ti, x);
+        let mask = self.iconst(ti, !sign_bit(t));
+        let r = self.b.ins().band(xi, mask);
+        self.bitcast(t, r)
+    }
+
+    /// `-x` by flipping the sign bit (one `xor` on vectors).
+    pub fn neg(&mut self, x: Value) -> Value {
+        let t = self.ty_of(x);
+        if !t.is_vector() {
+            return self.b.ins().fneg(x);
+        }
+        let ti = t.as_int();
+        let xi = self.bitcast(ti, x);
+        let mask = self.iconst(ti, sign_bit(t));
+        let r = self.b.ins().bxor(xi, mask);
+        self.bitcast(t, r)
+    }
+
+    /// `-|x|` (one `or` of the sign bit on vectors).
+    fn neg_abs(&mut self, x: Value) -> Value {
+        let t = self.ty_of(x);
+        if !t.is_vector() {
+            let a = self.b.ins().fabs(x);
+            return self.b.ins().fneg(a);
+        }
+        let ti = t.as_int();
+        let xi = self.bitcast(ti, x);
+        let mask = self.iconst(ti, sign_bit(t));
+        let r = self.b.ins().bor(xi, mask);
+        self.bitcast(t, r)
+    }
+
+    /// `a` (non-negative or NaN) with the sign of `s`.
+    fn or_sign(&mut self, a: Value, s: Value) -> Value {
+        let t = self.ty_of(a);
+        if !t.is_vector() {
+            return self.copysign(a, s);
+        }
+        let ti = t.as_int();
+        let ai = self.bitcast(ti, a);
+        let si = self.bitcast(ti, s);
+        let sign = self.iconst(ti, sign_bit(t));
+        let si = self.b.ins().band(si, sign);
+        let r = self.b.ins().bor(ai, si);
+        self.bitcast(t, r)
     }
 
     /// `|a|` with the sign of `s` (integer bit operations: no vector `fcopysign` on x86).
@@ -86,46 +159,114 @@ impl Emitter<'_, '_> {
     /// `exp(x)`: `x = k ln2 + r`, `|r| <= ln2/2`, degree-7 Taylor polynomial of `e^r`, and a
     /// two-step scaling by `2^k` so that results in the denormal range round once.
     pub fn exp_f32(&mut self, x: Value) -> Value {
+        let (s1, s2, u) = self.exp_parts(x, Some(EXP_LO), Some(EXP_HI), Scale::TwoStep);
+        self.exp_join(s1, s2, u)
+    }
+
+    /// `exp(x)` for `x <= 0` (or NaN): no upper clamp, and `2^k` (`k` in `[-150, 0]`) as
+    /// `2^(k+64)` times `2^-64`, which rounds a denormal result once, like the two-step scaling.
+    fn exp_nonpositive(&mut self, x: Value) -> Value {
+        let (s1, s2, u) = self.exp_parts(x, Some(EXP_LO), None, Scale::Shift(64));
+        let y = self.exp_join(s1, s2, u);
+        self.mulc(y, 2f64.powi(-64))
+    }
+
+    /// `e^x = (1 + u) s1 s2`, `u = e^r - 1`, `2^k = s1 s2` (see [`Scale`]).
+    fn exp_join(&mut self, s1: Value, s2: Option<Value>, u: Value) -> Value {
+        let e = self.addc(u, 1.0);
+        let y = self.b.ins().fmul(e, s1);
+        match s2 {
+            Some(s2) => self.b.ins().fmul(y, s2),
+            None => y,
+        }
+    }
+
+    /// The parts of `exp(x)` for arguments clamped to `[lo, hi]` (a side left out must be
+    /// impossible or harmless for the caller): `x = k ln2 + r` (Cody-Waite, `|r| <= ln2/2`),
+    /// `u = e^r - 1` (degree-7 Taylor polynomial) and the scale `2^k` as one factor (`s2` is
+    /// `None`) or two (see [`Scale`]). The default bounds are
+    /// chosen so that the arithmetic itself gives `inf` above `log(f32::MAX)` and `0` below
+    /// `log(2^-150)`, with no selects afterwards.
+    ///
+    /// The clamps are a compare and a select in the form Cranelift lowers to `minps`/`maxps`
+    /// (`c < x ? c : x`, so a NaN `x` passes through); its `fmin`/`fmax` order NaNs and signed
+    /// zeros at ~8 instructions a lane.
+    fn exp_parts(&mut self, x: Value, lo: Option<f64>, hi: Option<f64>, scale: Scale) -> (Value, Option<Value>, Value) {
         let t = self.ty_of(x);
         let ti = t.as_int();
-        const HI: f64 = 88.722_839_355_468_75;
-        const LO: f64 = -103.972_084_045_410_16;
-        // The clamp is a compare and a select (NaN stays NaN through both): Cranelift's
-        // `fmin`/`fmax` order NaNs and signed zeros, which costs several instructions a lane.
-        let hi = self.fconst(t, HI);
-        let lo = self.fconst(t, LO);
-        let over = self.b.ins().fcmp(FloatCC::GreaterThan, x, hi);
-        let under = self.b.ins().fcmp(FloatCC::LessThan, x, lo);
-        let xc = self.sel(over, hi, x);
-        let xc = self.sel(under, lo, xc);
-        // Round `x log2(e)` to the nearest integer (ties to even) by adding and subtracting
-        // 1.5 * 2^23: the sum's low mantissa bits are then the integer itself (|k| <= 150).
+        let mut xc = x;
+        if let Some(hi) = hi {
+            xc = self.clamp_hi(xc, hi);
+        }
+        if let Some(lo) = lo {
+            xc = self.clamp_lo(xc, lo);
+        }
+        // Round `x log2(e)` to the nearest integer by adding and subtracting 1.5 * 2^23 (plus
+        // the biased exponent's offset for the one-shift scaling): the sum's low mantissa
+        // bits are then the integer itself (|k| <= 151).
         let kx = self.mulc(xc, std::f64::consts::LOG2_E);
-        const MAGIC: f64 = 12_582_912.0;
-        let kt = self.addc(kx, MAGIC);
-        let kf = self.addc(kt, -MAGIC);
-        let a = self.mulc(kf, 0.693_359_375);
-        let r = self.b.ins().fsub(xc, a);
-        let b2 = self.mulc(kf, -2.121_944_400_546_905_8e-4);
-        let r = self.b.ins().fsub(r, b2);
+        let magic = match scale {
+            Scale::TwoStep => EXP_MAGIC,
+            Scale::Shift(c) => EXP_MAGIC + 127.0 + c as f64,
+        };
+        let kt = self.addc(kx, magic);
+        let kf = self.addc(kt, -magic);
+        // r = x - k ln2 (Cody-Waite: the first product is exact).
+        let r = self.mul_addc(kf, -0.693_359_375, xc);
+        let r = self.mul_addc(kf, 2.121_944_400_546_905_8e-4, r);
         let p = self.horner(r, &[1.0 / 2.0, 1.0 / 6.0, 1.0 / 24.0, 1.0 / 120.0, 1.0 / 720.0, 1.0 / 5040.0]);
         let r2 = self.b.ins().fmul(r, r);
-        let q = self.b.ins().fmul(r2, p);
-        let q = self.b.ins().fadd(q, r);
-        let e = self.addc(q, 1.0);
+        let u = self.mul_add(r2, p, r);
         let kbits = self.bitcast(ti, kt);
-        let magic_bits = self.iconst(ti, (MAGIC as f32).to_bits() as i64);
-        let k = self.b.ins().isub(kbits, magic_bits);
-        let k1 = self.b.ins().sshr_imm_u(k, 1);
-        let k2 = self.b.ins().isub(k, k1);
-        let s1 = self.pow2i(k1);
-        let s2 = self.pow2i(k2);
-        let y = self.b.ins().fmul(e, s1);
-        let y = self.b.ins().fmul(y, s2);
-        let inf = self.fconst(t, f64::INFINITY);
-        let zero = self.fconst(t, 0.0);
-        let y = self.sel(over, inf, y);
-        self.sel(under, zero, y)
+        let s = match scale {
+            Scale::TwoStep => {
+                let magic_bits = self.iconst(ti, (EXP_MAGIC as f32).to_bits() as i64);
+                let k = self.b.ins().isub(kbits, magic_bits);
+                let k1 = self.b.ins().sshr_imm_u(k, 1);
+                let k2 = self.b.ins().isub(k, k1);
+                (self.pow2i(k1), Some(self.pow2i(k2)))
+            }
+            Scale::Shift(_) => {
+                // The sum's bits are those of 1.5 * 2^23 plus k + 127 + c; shifted left by 23
+                // only k + 127 + c stays, in the exponent field.
+                let bits = self.b.ins().ishl_imm_u(kbits, 23);
+                (self.bitcast(t, bits), None)
+            }
+        };
+        (s.0, s.1, u)
+    }
+
+    /// `min(x, c)` with a NaN `x` kept (`minps`).
+    fn clamp_hi(&mut self, x: Value, c: f64) -> Value {
+        let t = self.ty_of(x);
+        let k = self.fconst(t, c);
+        let m = self.b.ins().fcmp(FloatCC::LessThan, k, x);
+        self.sel(m, k, x)
+    }
+
+    /// `max(x, c)` with a NaN `x` kept (`maxps`).
+    fn clamp_lo(&mut self, x: Value, c: f64) -> Value {
+        let t = self.ty_of(x);
+        let k = self.fconst(t, c);
+        let m = self.b.ins().fcmp(FloatCC::LessThan, x, k);
+        self.sel(m, k, x)
+    }
+
+    /// `a * b + c`, fused where the host has FMA (only inside the approximations).
+    fn mul_add(&mut self, a: Value, b: Value, c: Value) -> Value {
+        if self.fma {
+            self.b.ins().fma(a, b, c)
+        } else {
+            let m = self.b.ins().fmul(a, b);
+            self.b.ins().fadd(m, c)
+        }
+    }
+
+    /// `a * k + c` for a constant `k`.
+    fn mul_addc(&mut self, a: Value, k: f64, c: Value) -> Value {
+        let t = self.ty_of(a);
+        let kv = self.fconst(t, k);
+        self.mul_add(a, kv, c)
     }
 
     /// `log(x)`: `x = 2^e m` with `m` in `[sqrt(2)/2, sqrt(2)]`, `log(m) = 2 atanh(f / (2 + f))`
@@ -186,27 +327,22 @@ impl Emitter<'_, '_> {
         self.sel(bad, nan, y)
     }
 
-    /// `tanh(x)`: an odd polynomial below 0.55, `1 - 2 / (e^{2|x|} + 1)` with the sign of `x` above.
+    /// `tanh(x) = -m / (2 + m)` with the sign of `x`, where `m = e^{-2|x|} - 1` is formed
+    /// without cancellation as `2^k u + (2^k - 1)` from the parts of `exp` (`u = e^r - 1`);
+    /// `-2|x|` is clamped at -40, where `tanh` has long rounded to ±1.
     pub fn tanh_f32(&mut self, x: Value) -> Value {
         let t = self.ty_of(x);
-        let a = self.b.ins().fabs(x);
-        let x2 = self.b.ins().fmul(x, x);
-        let s = self.mulc(x2, 2.0 / (TANH_CUT * TANH_CUT));
-        let s = self.addc(s, -1.0);
-        let p = self.horner(s, &TANH_SMALL);
-        let x3 = self.b.ins().fmul(x2, x);
-        let x3p = self.b.ins().fmul(x3, p);
-        let ys = self.b.ins().fadd(x, x3p);
-        let a2 = self.b.ins().fadd(a, a);
-        let e = self.exp_f32(a2);
-        let e1 = self.addc(e, 1.0);
-        let two = self.fconst(t, 2.0);
-        let q = self.b.ins().fdiv(two, e1);
-        let one = self.fconst(t, 1.0);
-        let yb = self.b.ins().fsub(one, q);
-        let yb = self.copysign(yb, x);
-        let small = self.cmpc(FloatCC::LessThan, a, TANH_CUT);
-        self.sel(small, ys, yb)
+        let na = self.neg_abs(x);
+        let y = self.b.ins().fadd(na, na);
+        // k in [-58, 0]: one shift, one factor.
+        let (s, _, u) = self.exp_parts(y, Some(-TANH_EXP_MAX), None, Scale::Shift(0));
+        let sm1 = self.addc(s, -1.0);
+        let m = self.mul_add(s, u, sm1);
+        // tanh(|x|) = m / (-2 - m) >= 0 (or NaN), so or-ing in the sign of x is copysign.
+        let m2 = self.fconst(t, -2.0);
+        let den = self.b.ins().fsub(m2, m);
+        let th = self.b.ins().fdiv(m, den);
+        self.or_sign(th, x)
     }
 
     /// `sigmoid(x) = 1 / (1 + e^{-x})`, computed from `e^{-|x|}` so that no step overflows.
@@ -217,9 +353,8 @@ impl Emitter<'_, '_> {
 
     fn sigmoid_parts(&mut self, x: Value) -> (Value, Value) {
         let t = self.ty_of(x);
-        let a = self.b.ins().fabs(x);
-        let na = self.b.ins().fneg(a);
-        let e = self.exp_f32(na);
+        let na = self.neg_abs(x);
+        let e = self.exp_nonpositive(na);
         let one = self.fconst(t, 1.0);
         let pos = self.cmpc(FloatCC::GreaterThanOrEqual, x, 0.0);
         let num = self.sel(pos, one, e);
@@ -238,7 +373,7 @@ impl Emitter<'_, '_> {
         let shifted = self.b.ins().fsub(k, a);
         let na = self.b.ins().fneg(a);
         let arg = self.sel(far, shifted, na);
-        let es = self.exp_f32(arg);
+        let es = self.exp_nonpositive(arg);
         let cf = self.fconst(t, (-22.0f64).exp() as f32 as f64);
         let one = self.fconst(t, 1.0);
         let c = self.sel(far, cf, one);
