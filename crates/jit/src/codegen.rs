@@ -123,6 +123,32 @@ pub(crate) struct Emitter<'a, 'b> {
     /// Vector constants of the kernel, read from memory (see [`ConstPool`]); `None` emits them
     /// as `vconst`s.
     pub pool: Option<ConstPool>,
+    /// Per graph node: whether more than one node (or output) uses it.
+    pub multi_use: Vec<bool>,
+}
+
+/// Per node of `g`: whether it has more than one user (an output counts as a user).
+pub(crate) fn multi_use(g: &Graph) -> Vec<bool> {
+    let mut uses = vec![0u32; g.nodes.len()];
+    for n in &g.nodes {
+        match n.kind {
+            NodeKind::Input(_) | NodeKind::Const(_) => {}
+            NodeKind::Cast(a) | NodeKind::Unary(_, a) => uses[a] += 1,
+            NodeKind::Binary(_, a, b) | NodeKind::Cmp(_, a, b) => {
+                uses[a] += 1;
+                uses[b] += 1;
+            }
+            NodeKind::Select(c, a, b) => {
+                uses[c] += 1;
+                uses[a] += 1;
+                uses[b] += 1;
+            }
+        }
+    }
+    for &o in &g.outputs {
+        uses[o] += 1;
+    }
+    uses.into_iter().map(|u| u > 1).collect()
 }
 
 /// A kernel's vector constants as a table in memory, one 16-byte entry per use.
@@ -396,6 +422,10 @@ impl Emitter<'_, '_> {
         let node = &self.g.nodes[n];
         let d = node.dtype;
         let op = node.op;
+        if let Some(v) = self.capped_exp(mode, n, cache, access)? {
+            cache.insert(n, v);
+            return Ok(v);
+        }
         let v = match node.kind.clone() {
             NodeKind::Input(i) => access(self, i),
             NodeKind::Const(c) => self.const_value(mode, d, c),
@@ -428,6 +458,35 @@ impl Emitter<'_, '_> {
         };
         cache.insert(n, v);
         Ok(v)
+    }
+
+    /// `clamp(exp(x), max=c)` (f32, `exp` used only there, `0 < c <= e^42`): results of
+    /// `exp` above `e c` are clamped to `c` anyway, so `exp` needs no overflow handling and
+    /// forms `2^k` with one shift (`exp_capped`). `None` when node `n` is not of that form.
+    fn capped_exp(
+        &mut self,
+        mode: Mode,
+        n: NodeId,
+        cache: &mut HashMap<NodeId, Value>,
+        access: &dyn Fn(&mut Emitter<'_, '_>, usize) -> Value,
+    ) -> Result<Option<Value>, JitError> {
+        let g = self.g;
+        let NodeKind::Binary(Binary::ClampHi, e, b) = g.nodes[n].kind else { return Ok(None) };
+        let NodeKind::Unary(Unary::Exp, x) = g.nodes[e].kind else { return Ok(None) };
+        let NodeKind::Const(Const::Float(c)) = g.nodes[b].kind else { return Ok(None) };
+        let hi = c.ln() + 1.0;
+        if g.nodes[n].dtype != DType::F32
+            || g.nodes[e].dtype != DType::F32
+            || self.multi_use.get(e).copied().unwrap_or(true)
+            || cache.contains_key(&e)
+            || !(c > 0.0 && hi <= 42.0)
+        {
+            return Ok(None);
+        }
+        let xv = self.node(mode, x, cache, access)?;
+        let ev = self.exp_capped(xv, hi);
+        let cv = self.node(mode, b, cache, access)?;
+        self.binary(mode, Binary::ClampHi, ev, cv, DType::F32, g.nodes[n].op).map(Some)
     }
 
     fn compare(&mut self, c: Cmp, x: Value, y: Value, d: DType) -> Value {

@@ -19,7 +19,7 @@ use ir::DType;
 use rayon::prelude::*;
 use runtime::Tensor;
 
-use crate::codegen::{Access, ConstPool, Emitter, Layout, Mode, PoolEntry, vector_lanes};
+use crate::codegen::{Access, ConstPool, Emitter, Layout, Mode, PoolEntry, multi_use, vector_lanes};
 use crate::error::JitError;
 use crate::group::{Graph, Group, NodeKind};
 use crate::spec::KernelSpec;
@@ -520,7 +520,7 @@ fn emit_function(
     let col_end = b.ins().iadd(c, span);
     let inner_stride: Vec<usize> = layout.strides.iter().map(|s| *s.last().unwrap_or(&0)).collect();
 
-    let mut em = Emitter { b, g, ptr, err, fma: has_fma(), pool: None };
+    let mut em = Emitter { b, g, ptr, err, fma: has_fma(), pool: None, multi_use: multi_use(g) };
     // Inputs that do not move along the row are loaded once per row.
     let mut invariant_scalar: HashMap<usize, Value> = HashMap::new();
     for k in 0..n_in {

@@ -26,6 +26,10 @@ const EXP_HI: f64 = 89.0;
 const EXP_LO: f64 = -104.0;
 /// 1.5 * 2^23: adding it rounds a float of magnitude below 2^22 to an integer.
 const EXP_MAGIC: f64 = 12_582_912.0;
+/// The offset of `exp`'s one-shift scaling where `k` is at most 62: odd, so that the rounding
+/// constant `1.5 * 2^23 + 127 + 65` is even and rounds ties of `x log2(e)` like the two-step
+/// form's (the results agree bit for bit).
+const EXP_SHIFT: i32 = 65;
 /// `tanh`'s exponential argument `-2|x|` is clamped at minus this: `tanh(20)` rounds to 1.
 const TANH_EXP_MAX: f64 = 40.0;
 
@@ -164,11 +168,20 @@ impl Emitter<'_, '_> {
     }
 
     /// `exp(x)` for `x <= 0` (or NaN): no upper clamp, and `2^k` (`k` in `[-150, 0]`) as
-    /// `2^(k+64)` times `2^-64`, which rounds a denormal result once, like the two-step scaling.
+    /// `2^(k+65)` times `2^-65`, which rounds a denormal result once, like the two-step scaling.
     fn exp_nonpositive(&mut self, x: Value) -> Value {
-        let (s1, s2, u) = self.exp_parts(x, Some(EXP_LO), None, Scale::Shift(64));
+        let (s1, s2, u) = self.exp_parts(x, Some(EXP_LO), None, Scale::Shift(EXP_SHIFT));
         let y = self.exp_join(s1, s2, u);
-        self.mulc(y, 2f64.powi(-64))
+        self.mulc(y, 2f64.powi(-EXP_SHIFT))
+    }
+
+    /// `exp(x)` where only values up to `e^hi` matter (`hi <= 42`): the argument is clamped to
+    /// `[-104, hi]`, so `k` stays within `[-150, 61]` and `2^k` is `2^(k+65)` (one shift)
+    /// times `2^-65`.
+    pub fn exp_capped(&mut self, x: Value, hi: f64) -> Value {
+        let (s1, s2, u) = self.exp_parts(x, Some(EXP_LO), Some(hi), Scale::Shift(EXP_SHIFT));
+        let y = self.exp_join(s1, s2, u);
+        self.mulc(y, 2f64.powi(-EXP_SHIFT))
     }
 
     /// `e^x = (1 + u) s1 s2`, `u = e^r - 1`, `2^k = s1 s2` (see [`Scale`]).

@@ -97,3 +97,33 @@ fn transcendentals_are_within_their_ulp_bounds() {
     eprintln!("{}", report.join("\n"));
     assert!(bad.is_empty(), "{}", bad.join("\n"));
 }
+
+/// `clamp(exp(x), max=c)` compiles `exp` without overflow handling (its large results are
+/// clamped anyway); the result must equal `exp` followed by the clamp bit for bit, over the
+/// whole sweep (NaN, ±inf, denormal results), for bounds small, large, and beyond the
+/// specialization's range (e^50, compiled the ordinary way).
+#[test]
+fn clamped_exp_equals_exp_then_clamp() {
+    let xs = sweep_inputs();
+    let (me, ge) = parse(&group("aten.exp", ""));
+    let t = Tensor::from_vec(xs.clone(), &[xs.len()]).unwrap();
+    let k = jit::compile(&me, ge, &KernelSpec::of(std::slice::from_ref(&t))).unwrap();
+    let exp = k.run(std::slice::from_ref(&t)).unwrap()[0].to_vec::<f32>().unwrap();
+    for text in ["10.0", "0.001", "1.0", "1.0e17", "5.2e21"] {
+        let c: f64 = text.parse().unwrap();
+        let body = format!(
+            "%s = \"test.source\"() : () -> tensor<*x!prim.any>\n%r = \"prim.FusionGroup\"(%s) ({{\n^bb0(%a: tensor<*x!prim.any>):\n  %e = \"aten.exp\"(%a) : (tensor<*x!prim.any>) -> tensor<*x!prim.any>\n  %y = \"aten.clamp\"(%e) {{max = {text} : f64}} : (tensor<*x!prim.any>) -> tensor<*x!prim.any>\n  \"prim.Return\"(%y) : (tensor<*x!prim.any>) -> ()\n}}) : (tensor<*x!prim.any>) -> tensor<*x!prim.any>\n"
+        );
+        let (m, g) = parse(&body);
+        let k = jit::compile(&m, g, &KernelSpec::of(std::slice::from_ref(&t))).unwrap();
+        let got = k.run(std::slice::from_ref(&t)).unwrap()[0].to_vec::<f32>().unwrap();
+        let cf = c as f32;
+        for ((&x, &e), &y) in xs.iter().zip(&exp).zip(&got) {
+            let want = if e > cf { cf } else { e };
+            assert!(
+                want.to_bits() == y.to_bits() || (want.is_nan() && y.is_nan()),
+                "clamp(exp({x:e}), max={c:e}): {y:e}, want {want:e}"
+            );
+        }
+    }
+}
