@@ -82,7 +82,10 @@ impl Default for Jit {
 }
 
 impl Jit {
+    /// A JIT with an empty cache. Detects the host ISA (once per process), so that the first
+    /// kernel's compile time is its own.
     pub fn new(options: JitOptions) -> Jit {
+        crate::kernel::detect_isa();
         Jit { cache: Arc::new(KernelCache::new()), options, counters: Arc::default() }
     }
 

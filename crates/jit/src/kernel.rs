@@ -101,6 +101,12 @@ fn isa() -> Result<OwnedTargetIsa, JitError> {
     .map_err(JitError::Codegen)
 }
 
+/// Builds the host ISA now (once per process) rather than in the first compilation; an error
+/// is reported by that compilation.
+pub(crate) fn detect_isa() {
+    let _ = isa();
+}
+
 /// Whether the host ISA has FMA (detected by `cranelift_native`).
 fn has_fma() -> bool {
     isa().is_ok_and(|isa| isa.isa_flags().iter().any(|f| f.name == "has_fma" && f.as_bool() == Some(true)))
