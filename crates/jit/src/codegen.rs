@@ -156,11 +156,14 @@ pub(crate) fn multi_use(g: &Graph) -> Vec<bool> {
 /// A `vconst` is loop-invariant, so Cranelift hoists it out of the loop and keeps it in a
 /// register for the whole loop; a body with more constants than the 16 XMM registers (a few
 /// inline transcendental functions) then spills them and reloads them from the stack at every
-/// use. A read-only load from this table whose address is a parameter of the loop body is not
-/// hoisted; it is placed right before its use, and a load with one use placed there folds into
-/// the using instruction as a memory operand, so the constant costs no register and no
-/// instruction. Every use gets its own entry: loads of one address would be merged into one
-/// value with several uses, which cannot fold.
+/// use (and stored them again on the loop's back edge). A read-only load from this table whose
+/// address is a parameter of the loop body is not hoisted: it is placed right before its use
+/// and its value lives only that long, so the body keeps no register per constant and has no
+/// stack traffic. Such a load also folds into its user as a memory operand when Cranelift's
+/// use analysis counts it as used once, which it does only if no value downstream of it is
+/// used several times (near a body's outputs, in practice); elsewhere it costs one load, as
+/// the reload did. Every use gets its own entry: loads of one address would be merged into one
+/// value with several uses, which never folds.
 pub(crate) struct ConstPool {
     /// The table's address (a parameter of the loop body's block).
     pub base: Value,
@@ -170,7 +173,7 @@ pub(crate) struct ConstPool {
 /// One 16-byte, 16-aligned entry of a [`ConstPool`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(C, align(16))]
-pub struct PoolEntry(pub [u8; 16]);
+pub(crate) struct PoolEntry(pub [u8; 16]);
 
 /// How values of one loop body are represented.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -460,7 +463,7 @@ impl Emitter<'_, '_> {
         Ok(v)
     }
 
-    /// `clamp(exp(x), max=c)` (f32, `exp` used only there, `0 < c <= e^42`): results of
+    /// `clamp(exp(x), max=c)` (f32, `exp` used only there, `0 < c <= e^41`): results of
     /// `exp` above `e c` are clamped to `c` anyway, so `exp` needs no overflow handling and
     /// forms `2^k` with one shift (`exp_capped`). `None` when node `n` is not of that form.
     fn capped_exp(

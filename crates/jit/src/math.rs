@@ -2,9 +2,9 @@
 //! polynomial or rational approximations, with special values (NaN, ±inf, ±0, denormals)
 //! handled explicitly. Measured accuracy is recorded in `docs/performance.md`.
 //!
-//! The polynomial coefficients of `tanh` and `erf` were fitted for this crate by Chebyshev
-//! interpolation of the functions on the stated intervals; `exp`, `log`, `sin` and `cos` use
-//! their Taylor (or `atanh`) series, which converge fast enough on the reduced ranges.
+//! The polynomial coefficients of `erf` were fitted by Chebyshev interpolation of the function
+//! on the stated intervals; `exp` (and through it `tanh`, `sigmoid`, `silu`), `log`, `sin` and
+//! `cos` use their Taylor (or `atanh`) series, which converge fast enough on the reduced ranges.
 
 use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
 use cranelift_codegen::ir::{InstBuilder, Value};
@@ -12,7 +12,7 @@ use cranelift_codegen::ir::{InstBuilder, Value};
 use crate::codegen::Emitter;
 use crate::shims;
 
-// The tanh and erf coefficients are shared with the runtime's f32 kernels.
+// The erf coefficients are shared with the runtime's f32 kernels.
 use runtime::kernels::fastmath::{ERF_CUT, ERF_SMALL, ERFC_BIG};
 
 /// π/2 split for Cody–Waite reduction in f64: 33 leading bits, then the rest.
@@ -168,8 +168,9 @@ impl Emitter<'_, '_> {
         self.bitcast(tf, bits)
     }
 
-    /// `exp(x)`: `x = k ln2 + r`, `|r| <= ln2/2`, degree-7 Taylor polynomial of `e^r`, and a
-    /// two-step scaling by `2^k` so that results in the denormal range round once.
+    /// `exp(x)`: the argument clamped to `[-104, 89]`, `x = k ln2 + r`, `|r| <= ln2/2`, degree-7
+    /// Taylor polynomial of `e^r`, and a two-step scaling by `2^k` so that results in the
+    /// denormal range round once.
     pub fn exp_f32(&mut self, x: Value) -> Value {
         let (s1, s2, u) = self.exp_parts(x, Some(EXP_LO), Some(EXP_HI), Scale::TwoStep);
         self.exp_join(s1, s2, u)
@@ -205,9 +206,9 @@ impl Emitter<'_, '_> {
     /// The parts of `exp(x)` for arguments clamped to `[lo, hi]` (a side left out must be
     /// impossible or harmless for the caller): `x = k ln2 + r` (Cody-Waite, `|r| <= ln2/2`),
     /// `u = e^r - 1` (degree-7 Taylor polynomial) and the scale `2^k` as one factor (`s2` is
-    /// `None`) or two (see [`Scale`]). The default bounds are
-    /// chosen so that the arithmetic itself gives `inf` above `log(f32::MAX)` and `0` below
-    /// `log(2^-150)`, with no selects afterwards.
+    /// `None`) or two (see [`Scale`]). The default bounds are chosen so that the arithmetic
+    /// itself gives `inf` above `log(f32::MAX)` and `0` below `log(2^-150)`, with no selects
+    /// afterwards.
     ///
     /// The clamps are a compare and a select in the form Cranelift lowers to `minps`/`maxps`
     /// (`c < x ? c : x`, so a NaN `x` passes through); its `fmin`/`fmax` order NaNs and signed
