@@ -13,7 +13,7 @@ use dialect_aten::{ArgSource, bind_args};
 use ir::{Context, Module, OpId, Type, TypeKind, ValueId};
 
 use super::convert::{attr_for_schema, attr_value};
-use super::{Arg, Block, Candidate, Function, Instr, Kind, ListKind, Mode, Reg, SymOp, out};
+use super::{Arg, Block, Candidate, Function, Instr, Kind, ListKind, Mode, Reg, SymOp, out, prepack};
 use crate::exec::{ExecError, MissingKernel, loc_string};
 use crate::fusion::{FusionCompiler, FusionDecision, FusionKernel};
 use crate::kernels::KernelRegistry;
@@ -497,7 +497,8 @@ impl<'a> Lin<'a> {
         let slot = self.slots;
         self.slots += 1;
         let out = if self.opts.out_variants { out::lookup(&kname) } else { None };
-        Ok(Some(Instr { kind: Kind::Kernel { f, slot, out }, args, outs, free, home: None, name, loc }))
+        let packed = out.and_then(|o| prepack::prepack(o, &args));
+        Ok(Some(Instr { kind: Kind::Kernel { f, slot, out, packed }, args, outs, free, home: None, name, loc }))
     }
 
     /// Constant folding: runs a pure kernel whose arguments are all known at compile time
