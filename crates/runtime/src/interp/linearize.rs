@@ -496,8 +496,11 @@ impl<'a> Lin<'a> {
         let free = self.frees(live, j, op, &moved);
         let slot = self.slots;
         self.slots += 1;
-        let out = if self.opts.out_variants { out::lookup(&kname) } else { None };
-        let packed = out.and_then(|o| prepack::prepack(o, &args));
+        // A product with a prepacked operand runs through its out-variant whether or not
+        // there is a memory plan, so planned and unplanned runs compute the same numbers.
+        let variant = out::lookup(&kname);
+        let packed = variant.and_then(|o| prepack::prepack(o, &args));
+        let out = if self.opts.out_variants || packed.is_some() { variant } else { None };
         Ok(Some(Instr { kind: Kind::Kernel { f, slot, out, packed }, args, outs, free, home: None, name, loc }))
     }
 

@@ -391,6 +391,52 @@ struct Tile {
 /// `m` rows of `ldc ≥ n` writable elements, the bias of `ep` at least `n` (per column) or
 /// `m` (per row) elements, and the CPU must support `isa`.
 unsafe fn drive(isa: Isa, raw: &Raw, ep: &Epilogue<'_>, c: *mut f32, ldc: usize) {
+    let panels = raw.n.div_ceil(isa.nr());
+    let threads = rayon::current_num_threads();
+    let fmas = raw.m.saturating_mul(raw.n).saturating_mul(raw.k);
+    if threads <= 1 || panels < 2 || fmas < PARALLEL_MIN_FMAS {
+        // SAFETY: forwarded.
+        unsafe { drive_panels(isa, raw, ep, c, ldc, 0..panels) };
+        return;
+    }
+    use rayon::prelude::*;
+    let tasks = threads.min(panels);
+    let out = OutPtr(c);
+    (0..tasks).into_par_iter().for_each(|t| {
+        let range = panels * t / tasks..panels * (t + 1) / tasks;
+        // SAFETY: forwarded; tasks write disjoint column panels of `C`.
+        unsafe { drive_panels(isa, raw, ep, out.get(), ldc, range) };
+    });
+}
+
+/// Products with at least this many multiply-adds are split across rayon's threads, by column
+/// panels: each tile is computed whole by one thread, so the result does not depend on the
+/// split.
+const PARALLEL_MIN_FMAS: usize = 1 << 21;
+
+/// The output pointer shared by the tasks of a split product.
+#[derive(Clone, Copy)]
+struct OutPtr(*mut f32);
+
+impl OutPtr {
+    fn get(self) -> *mut f32 {
+        self.0
+    }
+}
+
+// SAFETY: the tasks of one product write disjoint column panels through it.
+unsafe impl Send for OutPtr {}
+// SAFETY: as above.
+unsafe impl Sync for OutPtr {}
+// SAFETY: `Raw` only reads through its pointers, and the operands are not written while a
+// product runs.
+unsafe impl Sync for Raw {}
+
+/// Runs the tiles of column panels `panels` of a product.
+///
+/// # Safety
+/// As [`drive`], with `panels` within `0..ceil(n / nr)`.
+unsafe fn drive_panels(isa: Isa, raw: &Raw, ep: &Epilogue<'_>, c: *mut f32, ldc: usize, panels: std::ops::Range<usize>) {
     let (mr, nr) = (isa.mr(), isa.nr());
     let (bias_col, bias_row) = match ep.bias {
         Bias::None => (std::ptr::null(), std::ptr::null()),
@@ -399,7 +445,7 @@ unsafe fn drive(isa: Isa, raw: &Raw, ep: &Epilogue<'_>, c: *mut f32, ldc: usize)
     };
     // Panel by panel, so a packed `B` is read front to back in one stream; within a panel,
     // block by block of `k`, each block reused by every row block of `A`.
-    for jp in 0..raw.n.div_ceil(nr) {
+    for jp in panels {
         let j0 = jp * nr;
         let cols = nr.min(raw.n - j0);
         let masked = raw.b_tail_masked && cols < nr;
@@ -821,6 +867,35 @@ mod tests {
             let other = std::thread::scope(|s| s.spawn(run).join().unwrap());
             assert_eq!(first, run());
             assert_eq!(first, other);
+        }
+    }
+
+    #[test]
+    fn products_split_across_threads_are_the_same_bits() {
+        let mut g = Gen(13);
+        let one = rayon::ThreadPoolBuilder::new().num_threads(1).build().unwrap();
+        let pool = rayon::ThreadPoolBuilder::new().num_threads(3).build().unwrap();
+        for isa in paths() {
+            // Above the split threshold, with a partial last panel and a row tail.
+            let (m, n, k) = (45, 300, 200);
+            assert!(m * n * k >= PARALLEL_MIN_FMAS);
+            let (ad, bd, bias) = (g.vec(m * k), g.vec(k * n), g.vec(m));
+            let a = MatView::new("t", &ad, 0, m, k, k, 1).unwrap();
+            let b = MatView::new("t", &bd, 0, k, n, n, 1).unwrap();
+            let (pa, pb) = (PackedA::pack("t", isa, a).unwrap(), PackedB::pack("t", isa, b).unwrap());
+            let ep = Epilogue { bias: Bias::PerRow(&bias), ..Epilogue::PLAIN };
+            let run = || {
+                let (mut c1, mut c2) = (vec![0.0; m * n], vec![0.0; m * n]);
+                gemm_packed_b("t", a, &pb, &ep, &mut c1, n).unwrap();
+                gemm_packed_a("t", &pa, b, &ep, &mut c2, n).unwrap();
+                (c1, c2)
+            };
+            let single = one.install(run);
+            let split = pool.install(run);
+            assert_eq!(single, split, "{isa:?}");
+            let want = reference(&a, &b, &ep, &vec![0.0; m * n], n);
+            assert_close(&split.0, &want, k, "threads B");
+            assert_close(&split.1, &want, k, "threads A");
         }
     }
 
