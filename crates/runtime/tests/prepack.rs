@@ -10,17 +10,18 @@ use runtime::{CompileOptions, IValue, Tensor, Weights};
 
 const PROGRAM: &str = r#"
 module {
-  func.func @forward(%w: tensor<8x3x3x3xf32> {prim.param = "conv.weight"}, %b: tensor<8xf32> {prim.param = "conv.bias"}, %w2: tensor<6x4x1x1xf32> {prim.param = "conv2.weight"}, %fw: tensor<54x10xf32> {prim.param = "fc.weight"}, %fb: tensor<10xf32> {prim.param = "fc.bias"}, %mw: tensor<10x7xf32> {prim.param = "mm.weight"}, %x: tensor<2x3x5x5xf32> {prim.input = "x"}, %s: tensor<2x7xf32> {prim.input = "s"}, %p: tensor<3x4x5xf32> {prim.input = "p"}, %q: tensor<3x5x6xf32> {prim.input = "q"}) -> (tensor<2x7xf32>, tensor<3x4x6xf32>, tensor<2x8x5x5xf32>) {
+  func.func @forward(%w: tensor<8x3x3x3xf32> {prim.param = "conv.weight"}, %b: tensor<8xf32> {prim.param = "conv.bias"}, %w2: tensor<6x4x1x1xf32> {prim.param = "conv2.weight"}, %fw: tensor<54x10xf32> {prim.param = "fc.weight"}, %fb: tensor<10xf32> {prim.param = "fc.bias"}, %mw: tensor<10x7xf32> {prim.param = "mm.weight"}, %x: tensor<2x3x5x5xf32> {prim.input = "x"}, %s: tensor<2x7xf32> {prim.input = "s"}, %p: tensor<3x4x5xf32> {prim.input = "p"}, %q: tensor<3x5x6xf32> {prim.input = "q"}, %w3: tensor<4x8x1x1xf32> {prim.param = "conv3.weight"}, %b3: tensor<4xf32> {prim.param = "conv3.bias"}) -> (tensor<2x7xf32>, tensor<3x4x6xf32>, tensor<2x8x5x5xf32>, tensor<2x4x5x5xf32>) {
     %c = aten.convolution %x, %w, %b {dilation = [1 : i64, 1 : i64], groups = 1 : i64, output_padding = [0 : i64, 0 : i64], padding = [1 : i64, 1 : i64], stride = [1 : i64, 1 : i64], transposed = false} : (tensor<2x3x5x5xf32>, tensor<8x3x3x3xf32>, tensor<8xf32>) -> tensor<2x8x5x5xf32>
     %r = aten.relu %c : (tensor<2x8x5x5xf32>) -> tensor<2x8x5x5xf32>
     %none = prim.Constant #prim.none : none
+    %c3 = aten.convolution %r, %w3, %b3 {dilation = [1 : i64, 1 : i64], groups = 1 : i64, output_padding = [0 : i64, 0 : i64], padding = [0 : i64, 0 : i64], stride = [1 : i64, 1 : i64], transposed = false} : (tensor<2x8x5x5xf32>, tensor<4x8x1x1xf32>, tensor<4xf32>) -> tensor<2x4x5x5xf32>
     %c2 = aten.convolution %r, %w2, %none {dilation = [1 : i64, 1 : i64], groups = 2 : i64, output_padding = [0 : i64, 0 : i64], padding = [0 : i64, 0 : i64], stride = [2 : i64, 2 : i64], transposed = false} : (tensor<2x8x5x5xf32>, tensor<6x4x1x1xf32>, none) -> tensor<2x6x3x3xf32>
     %v = aten.view %c2 {size = [2 : i64, 54 : i64]} : (tensor<2x6x3x3xf32>) -> tensor<2x54xf32>
     %h = aten.addmm %fb, %v, %fw : (tensor<10xf32>, tensor<2x54xf32>, tensor<54x10xf32>) -> tensor<2x10xf32>
     %o = aten.addmm %s, %h, %mw : (tensor<2x7xf32>, tensor<2x10xf32>, tensor<10x7xf32>) -> tensor<2x7xf32>
     %m = aten.bmm %p, %q : (tensor<3x4x5xf32>, tensor<3x5x6xf32>) -> tensor<3x4x6xf32>
     %g = aten.relu %m : (tensor<3x4x6xf32>) -> tensor<3x4x6xf32>
-    func.return %o, %g, %r : tensor<2x7xf32>, tensor<3x4x6xf32>, tensor<2x8x5x5xf32>
+    func.return %o, %g, %r, %c3 : tensor<2x7xf32>, tensor<3x4x6xf32>, tensor<2x8x5x5xf32>, tensor<2x4x5x5xf32>
   }
 }
 "#;
@@ -37,6 +38,8 @@ fn weights() -> Weights {
     w.insert("fc.weight", tensor(540, 24, &[54, 10]));
     w.insert("fc.bias", tensor(10, 25, &[10]));
     w.insert("mm.weight", tensor(70, 26, &[10, 7]));
+    w.insert("conv3.weight", tensor(32, 27, &[4, 8, 1, 1]));
+    w.insert("conv3.bias", tensor(4, 28, &[4]));
     w
 }
 
@@ -77,7 +80,8 @@ fn reference(w: &Weights, x: &[IValue]) -> Vec<Vec<f64>> {
     let o = call("aten.addmm", vec![x[1].clone(), h, IValue::Tensor(get("mm.weight"))]);
     let m = call("aten.bmm", vec![x[2].clone(), x[3].clone()]);
     let g = call("aten.relu", vec![m]);
-    vec![vals(&o), vals(&g), vals(&r)]
+    let c3 = conv(r.clone(), get("conv3.weight"), Some(get("conv3.bias")), 1, 0, 1);
+    vec![vals(&o), vals(&g), vals(&r), vals(&c3)]
 }
 
 fn prepacking_cpu() -> bool {
@@ -97,8 +101,9 @@ fn prepacked_products_match_their_kernels_planned_or_not() {
     let w = weights();
     let planned = try_compile(PROGRAM, &w, CompileOptions::default()).unwrap();
     let plain = try_compile(PROGRAM, &w, CompileOptions { memory_plan: false, ..CompileOptions::default() }).unwrap();
-    // Both convolutions and both `addmm`s (their `mat2` is a weight); `bmm` has no constant.
-    let expect = if prepacking_cpu() { 4 } else { 0 };
+    // The three convolutions (3×3; grouped and strided 1×1; 1×1 read without im2col) and both
+    // `addmm`s (their `mat2` is a weight); `bmm` has no constant operand.
+    let expect = if prepacking_cpu() { 5 } else { 0 };
     if expect == 0 {
         println!("this CPU has no prepacked kernel: checking the plain out-variants only");
     }
