@@ -720,6 +720,14 @@ impl CompiledProgram {
     pub fn num_instructions(&self) -> usize {
         self.inner.func.body.instrs.len()
     }
+
+    /// Number of top-level instructions whose constant matrix operand (a weight of `mm`/`addmm`,
+    /// a convolution's filter) was packed for the prepacked GEMM when the program was compiled;
+    /// 0 on CPUs without a prepacked kernel.
+    pub fn num_prepacked(&self) -> usize {
+        let packed = |i: &crate::interp::Instr| matches!(i.kind, crate::interp::Kind::Kernel { packed: Some(_), .. });
+        self.inner.func.body.instrs.iter().filter(|i| packed(i)).count()
+    }
 }
 
 // ------------------------------------------------------------------------------------------

@@ -13,7 +13,7 @@ use dialect_aten::{ArgSource, bind_args};
 use ir::{Context, Module, OpId, Type, TypeKind, ValueId};
 
 use super::convert::{attr_for_schema, attr_value};
-use super::{Arg, Block, Candidate, Function, Instr, Kind, ListKind, Mode, Reg, SymOp, out};
+use super::{Arg, Block, Candidate, Function, Instr, Kind, ListKind, Mode, Reg, SymOp, out, prepack};
 use crate::exec::{ExecError, MissingKernel, loc_string};
 use crate::fusion::{FusionCompiler, FusionDecision, FusionKernel};
 use crate::kernels::KernelRegistry;
@@ -496,8 +496,12 @@ impl<'a> Lin<'a> {
         let free = self.frees(live, j, op, &moved);
         let slot = self.slots;
         self.slots += 1;
-        let out = if self.opts.out_variants { out::lookup(&kname) } else { None };
-        Ok(Some(Instr { kind: Kind::Kernel { f, slot, out }, args, outs, free, home: None, name, loc }))
+        // A product with a prepacked operand runs through its out-variant whether or not
+        // there is a memory plan, so planned and unplanned runs compute the same numbers.
+        let variant = out::lookup(&kname);
+        let packed = variant.and_then(|o| prepack::prepack(o, &args));
+        let out = if self.opts.out_variants || packed.is_some() { variant } else { None };
+        Ok(Some(Instr { kind: Kind::Kernel { f, slot, out, packed }, args, outs, free, home: None, name, loc }))
     }
 
     /// Constant folding: runs a pure kernel whose arguments are all known at compile time

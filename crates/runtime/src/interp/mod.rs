@@ -15,6 +15,7 @@ pub(crate) mod convert;
 pub(crate) mod linearize;
 pub(crate) mod out;
 pub(crate) mod partition;
+pub(crate) mod prepack;
 pub(crate) mod run;
 
 use std::sync::Arc;
@@ -79,8 +80,9 @@ pub(crate) enum ListKind {
 #[derive(Clone, Debug)]
 pub(crate) enum Kind {
     /// An ATen kernel with its arguments in schema order; `slot` indexes the runtime's
-    /// per-instruction argument buffers; `out` is the out-variant used when the value is planned.
-    Kernel { f: KernelFn, slot: usize, out: Option<out::OutOp> },
+    /// per-instruction argument buffers; `out` is the out-variant used when the value is planned;
+    /// `packed`, the constant operand of a matrix product packed at compile time for it.
+    Kernel { f: KernelFn, slot: usize, out: Option<out::OutOp>, packed: Option<Arc<prepack::Prepacked>> },
     ListConstruct(ListKind),
     ListUnpack,
     TupleConstruct,

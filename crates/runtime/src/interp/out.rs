@@ -29,6 +29,8 @@ pub(crate) enum OutOp {
     Sigmoid,
     Tanh,
     Gelu,
+    Bmm,
+    Convolution,
 }
 
 /// The out-variant of an op name, if there is one.
@@ -43,6 +45,8 @@ pub(crate) fn lookup(name: &str) -> Option<OutOp> {
         "aten.sigmoid" => OutOp::Sigmoid,
         "aten.tanh" => OutOp::Tanh,
         "aten.gelu" => OutOp::Gelu,
+        "aten.bmm" => OutOp::Bmm,
+        "aten.convolution" => OutOp::Convolution,
         _ => return None,
     })
 }
@@ -130,6 +134,21 @@ pub(crate) fn meta(op: OutOp, args: &[IValue]) -> Option<Meta> {
             let a = float_tensor(args.first()?)?;
             gelu_mode(args.get(1))?;
             Meta::of(a.dtype(), a.sizes())
+        }
+        OutOp::Bmm => {
+            let (a, b) = (float_tensor(args.first()?)?, float_tensor(args.get(1)?)?);
+            if a.dim() != 3 || b.dim() != 3 || a.dtype() != b.dtype() {
+                return None;
+            }
+            let (sa, sb) = (a.sizes(), b.sizes());
+            if sa[0] != sb[0] || sa[2] != sb[1] {
+                return None;
+            }
+            Meta::of(a.dtype(), &[sa[0], sa[1], sb[2]])
+        }
+        OutOp::Convolution => {
+            let (_, sizes) = crate::kernels::conv::out_geometry(args)?;
+            Meta::of(args.first()?.as_tensor().ok()?.dtype(), &sizes)
         }
         OutOp::Add | OutOp::Sub | OutOp::Mul => {
             let (a, b) = (float_tensor(args.first()?)?, float_tensor(args.get(1)?)?);
@@ -231,6 +250,32 @@ fn compute_t<T: Real>(op: OutOp, name: &'static str, args: &[IValue], out: &Tens
                 }
             }
             gemm(name, T::of(alpha), av, bv, T::of(beta), c, n)
+        }
+        OutOp::Bmm => {
+            let (a, b) = (tensor_arg(name, args, 0)?, tensor_arg(name, args, 1)?);
+            let (ad, bd) = (a.storage_slice::<T>()?, b.storage_slice::<T>()?);
+            let ([batch, m, k], n) = ([a.sizes()[0], a.sizes()[1], a.sizes()[2]], b.sizes()[2]);
+            let (sa, sb) = (a.strides(), b.strides());
+            // SAFETY: as above.
+            let c = unsafe { out.as_mut_slice::<T>()? };
+            for bi in 0..batch {
+                let av = MatView::new(name, ad, a.offset() + bi * sa[0], m, k, sa[1], sa[2])?;
+                let bv = MatView::new(name, bd, b.offset() + bi * sb[0], k, n, sb[1], sb[2])?;
+                gemm(name, T::ONE, av, bv, T::ZERO, &mut c[bi * m * n..(bi + 1) * m * n], n)?;
+            }
+            Ok(())
+        }
+        OutOp::Convolution => {
+            let (g, _) = crate::kernels::conv::out_geometry(args)
+                .ok_or_else(|| KernelError::new(name, "internal error: the out-variant does not apply"))?;
+            let (x, w) = (tensor_arg(name, args, 0)?, tensor_arg(name, args, 1)?);
+            let bias = match args.get(2) {
+                Some(IValue::Tensor(b)) => Some(b.as_slice::<T>()?),
+                _ => None,
+            };
+            // SAFETY: as above.
+            let c = unsafe { out.as_mut_slice::<T>()? };
+            crate::kernels::conv::conv_compute(name, &g, x.as_slice::<T>()?, w.as_slice::<T>()?, bias, c)
         }
         OutOp::Relu => {
             let a = tensor_arg(name, args, 0)?;

@@ -4,6 +4,7 @@
 //! buffer per kernel instruction (constants placed once, registers moved or swapped in for
 //! each call, so passing arguments allocates nothing), and the memory plan's planned tensors.
 
+use super::prepack::{self, Prepacked};
 use super::{Arg, Block, Function, Instr, Kind, ListKind, Mode, Reg, SymOp, out};
 use crate::exec::{ExecError, loc_string};
 use crate::fusion::{FusionKernel, FusionOutcome, OutputAlloc};
@@ -171,7 +172,7 @@ impl Frame {
 
     fn step(&mut self, ins: &Instr, plan: &mut PlanState) -> Result<(), ExecError> {
         match &ins.kind {
-            Kind::Kernel { f, slot, out } => return self.kernel(ins, *f, *slot, *out, plan),
+            Kind::Kernel { f, slot, out, packed } => return self.kernel(ins, *f, *slot, *out, packed.as_deref(), plan),
             Kind::ListConstruct(kind) => {
                 let vals = self.take_all(&ins.args);
                 let list = build_list(*kind, vals);
@@ -324,6 +325,7 @@ impl Frame {
         f: crate::kernels::KernelFn,
         slot: usize,
         out_op: Option<out::OutOp>,
+        packed: Option<&Prepacked>,
         plan: &mut PlanState,
     ) -> Result<(), ExecError> {
         let Some(mut buf) = self.argbufs.get_mut(slot).map(std::mem::take) else {
@@ -342,7 +344,7 @@ impl Frame {
                 }
             }
         }
-        let result = self.call(ins, f, out_op, &buf, plan);
+        let result = self.call(ins, f, out_op, packed, &buf, plan);
         for (pos, a) in ins.args.iter().enumerate() {
             match a {
                 Arg::Reg { reg, mode: Mode::Borrow } => {
@@ -390,6 +392,7 @@ impl Frame {
         ins: &Instr,
         f: crate::kernels::KernelFn,
         out_op: Option<out::OutOp>,
+        packed: Option<&Prepacked>,
         buf: &[IValue],
         plan: &mut PlanState,
     ) -> Result<Produced, ExecError> {
@@ -411,7 +414,11 @@ impl Frame {
                     Some(t) => t,
                     None => Tensor::zeros(meta.dtype, meta.sizes()).map_err(|e| kernel_error(ins, e))?,
                 };
-                out::compute(op, name, buf, &t).map_err(|e| kernel_error(ins, e))?;
+                match packed {
+                    Some(p) => prepack::compute(p, op, name, buf, &t),
+                    None => out::compute(op, name, buf, &t),
+                }
+                .map_err(|e| kernel_error(ins, e))?;
                 return Ok(Produced::One(IValue::Tensor(t)));
             }
         }
@@ -476,6 +483,8 @@ fn static_name(op: out::OutOp) -> &'static str {
         out::OutOp::Sigmoid => "aten.sigmoid",
         out::OutOp::Tanh => "aten.tanh",
         out::OutOp::Gelu => "aten.gelu",
+        out::OutOp::Bmm => "aten.bmm",
+        out::OutOp::Convolution => "aten.convolution",
     }
 }
 

@@ -10,6 +10,7 @@
 //! and scatter back `im2col` and `col2im` (`F.unfold`/`F.fold`).
 
 use super::linalg::{MatView, Real, gemm, outs, widen_halves};
+use super::packed::{Bias, Epilogue, Isa, PackedA, gemm_packed_a};
 use super::{Args, KernelRegistry};
 use crate::tensor::{KernelError, Result, Tensor};
 use crate::value::IValue;
@@ -281,6 +282,151 @@ pub(crate) fn conv_compute<T: ConvElem>(
         }
     }
     Ok(())
+}
+
+/// The weight of a forward convolution prepacked for the `f32` GEMM: one packed
+/// `[cout/groups, cin/groups · K]` matrix per group.
+#[derive(Debug)]
+pub(crate) struct PackedFilter {
+    pub groups: usize,
+    pub per_group: Vec<PackedA>,
+}
+
+impl PackedFilter {
+    /// Packs a contiguous `f32` weight `[cout, cin/groups, k...]` for `groups` groups.
+    pub(crate) fn pack(op: &'static str, isa: Isa, w: &Tensor, groups: usize) -> Result<PackedFilter> {
+        if w.dim() < 3 || groups == 0 || !w.sizes()[0].is_multiple_of(groups) {
+            return Err(KernelError::new(op, format!("cannot prepack a weight of shape {:?} in {groups} groups", w.sizes())));
+        }
+        let wc = w.contiguous()?;
+        let data = wc.as_slice::<f32>()?;
+        let cout_g = w.sizes()[0] / groups;
+        let cols: usize = w.sizes()[1..].iter().product();
+        let per_group = (0..groups)
+            .map(|g| PackedA::pack(op, isa, MatView::new(op, data, g * cout_g * cols, cout_g, cols, cols, 1)?))
+            .collect::<Result<_>>()?;
+        Ok(PackedFilter { groups, per_group })
+    }
+}
+
+/// [`conv_compute`] for `f32` with the weight prepacked: the bias is added in the GEMM's
+/// epilogue instead of a pass of its own.
+pub(crate) fn conv_compute_packed(
+    op: &'static str,
+    g: &Geometry,
+    x: &[f32],
+    w: &PackedFilter,
+    bias: Option<&[f32]>,
+    out: &mut [f32],
+) -> Result<()> {
+    let (cin_g, cout_g) = (g.cin / g.groups, g.cout / g.groups);
+    let k = g.kernel_numel();
+    let (lin, lout) = (g.in_numel(), g.out_numel());
+    if g.transposed || w.groups != g.groups || w.per_group.iter().any(|a| a.rows() != cout_g || a.cols() != cin_g * k) {
+        return Err(KernelError::new(op, "internal error: the prepacked weight does not match the convolution"));
+    }
+    if x.len() < g.n * g.cin * lin || out.len() < g.n * g.cout * lout || bias.is_some_and(|b| b.len() < g.cout) {
+        return Err(KernelError::new(op, "internal error: convolution buffers are too small"));
+    }
+    if cout_g == 0 || lout == 0 {
+        return Ok(());
+    }
+    let direct = k == 1 && g.stride == [1, 1, 1] && g.pad_lo == [0, 0, 0] && lin == lout;
+    let [od, oh, ow] = g.output;
+    let rows = od * oh;
+    let band = (COL_TILE / (cin_g * k * ow).max(1)).clamp(1, rows.max(1));
+    let need = if direct { 0 } else { cin_g * k * band * ow };
+    COL_SCRATCH.with_borrow_mut(|col| {
+        if col.len() < need {
+            col.resize(need, 0.0);
+        }
+        packed_groups(op, g, x, w, bias, out, direct, band, col)
+    })
+}
+
+thread_local! {
+    /// The column tile of the prepacked convolution, kept per thread across calls: `im2col`
+    /// writes every element it multiplies, so the buffer is never cleared, and steady-state
+    /// calls neither allocate nor fault in fresh pages.
+    static COL_SCRATCH: std::cell::RefCell<Vec<f32>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// The per-image, per-group loop of [`conv_compute_packed`] over a column tile of
+/// `cin/groups · K · band · ow` elements.
+#[allow(clippy::too_many_arguments)]
+fn packed_groups(
+    op: &'static str,
+    g: &Geometry,
+    x: &[f32],
+    w: &PackedFilter,
+    bias: Option<&[f32]>,
+    out: &mut [f32],
+    direct: bool,
+    band: usize,
+    col: &mut [f32],
+) -> Result<()> {
+    let (cin_g, cout_g) = (g.cin / g.groups, g.cout / g.groups);
+    let k = g.kernel_numel();
+    let (lin, lout) = (g.in_numel(), g.out_numel());
+    let [od, oh, ow] = g.output;
+    let rows = od * oh;
+    for n in 0..g.n {
+        for (grp, a) in w.per_group.iter().enumerate() {
+            let xg = &x[(n * g.cin + grp * cin_g) * lin..(n * g.cin + (grp + 1) * cin_g) * lin];
+            let ep = Epilogue {
+                bias: match bias {
+                    Some(b) => Bias::PerRow(&b[grp * cout_g..(grp + 1) * cout_g]),
+                    None => Bias::None,
+                },
+                ..Epilogue::PLAIN
+            };
+            let o = (n * g.cout + grp * cout_g) * lout;
+            if direct {
+                let b = MatView::new(op, xg, 0, cin_g, lout, lout, 1)?;
+                gemm_packed_a(op, a, b, &ep, &mut out[o..o + cout_g * lout], lout)?;
+                continue;
+            }
+            let mut r0 = 0;
+            while r0 < rows {
+                let r1 = (r0 + band).min(rows);
+                let cols = (r1 - r0) * ow;
+                let tile = &mut col[..cin_g * k * cols];
+                im2col_rows(xg, g, cin_g, r0, r1, tile);
+                let b = MatView::new(op, tile, 0, cin_g * k, cols, cols, 1)?;
+                let start = o + r0 * ow;
+                let end = o + (cout_g - 1) * lout + r1 * ow;
+                gemm_packed_a(op, a, b, &ep, &mut out[start..end], lout)?;
+                r0 = r1;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The geometry and result sizes of `aten.convolution(input, weight, bias, stride, padding,
+/// dilation, transposed, output_padding, groups)` when its out-variant applies: a batched
+/// forward convolution of contiguous floating-point tensors of one dtype.
+pub(crate) fn out_geometry(args: &[IValue]) -> Option<(Geometry, Vec<usize>)> {
+    const OP: &str = "aten.convolution";
+    let a = Args::new(OP, args, 9).ok()?;
+    let (x, w) = (a.tensor(0).ok()?, a.tensor(1).ok()?);
+    let bias = a.opt_tensor(2).ok()?;
+    let float = |t: &Tensor| matches!(t.dtype(), DType::F32 | DType::F64) && t.dtype() == x.dtype() && t.is_contiguous();
+    if !float(x) || !float(w) || !bias.is_none_or(float) || x.dim() != w.dim() || a.bool(6).ok()? {
+        return None;
+    }
+    let ca = ConvArgs {
+        stride: a.int_list(3).ok()?,
+        padding: Padding::Explicit(a.int_list(4).ok()?),
+        dilation: a.int_list(5).ok()?,
+        transposed: false,
+        output_padding: a.int_list(7).ok()?,
+        groups: a.int(8).ok()?,
+    };
+    let g = geometry(OP, x.sizes(), w.sizes(), bias.map(|b| b.sizes()), &ca).ok()?;
+    let mut sizes = vec![g.n, g.cout];
+    sizes.extend_from_slice(&g.output[3 - (w.dim() - 2)..]);
+    Some((g, sizes))
 }
 
 /// Padding of a convolution: explicit per-dim amounts, or PyTorch's `"same"`/`"valid"`.

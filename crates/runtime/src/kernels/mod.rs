@@ -25,6 +25,7 @@ pub mod index;
 pub mod interp;
 pub mod linalg;
 pub mod norm;
+pub(crate) mod packed;
 pub mod pad;
 pub mod pool;
 pub mod reduce;

@@ -1,0 +1,924 @@
+//! Prepacked `f32` GEMM: matrix products with one operand fixed at compile time (the weight
+//! of `mm`/`addmm`, the filter of a convolution), packed once into the panel layout the
+//! microkernel streams, so a call packs nothing (Static Runtime's and fbgemm's prepacked
+//! linear and convolution weights).
+//!
+//! The microkernel computes an `MR × NR` tile of `C` as a sum over `p` of a broadcast element
+//! of `A` times a row vector of `B`: `A` is read element by element at any strides, `B` a row
+//! of `NR` contiguous elements at a time. The two drivers differ only in which operand is
+//! packed:
+//!
+//! - [`PackedB`] (a constant right operand, the weight of a linear layer): `B` split into
+//!   column panels of `NR`, each panel stored row after row (`k × NR`, zero-padded), so a
+//!   tile streams one contiguous panel; `A` (the activations) is read in place.
+//! - [`PackedA`] (a constant left operand, a convolution's weight matrix): `A` split into
+//!   row panels of `MR`, each stored column after column (`k × MR`, zero-padded), so the
+//!   broadcasts read consecutive elements; `B` (the im2col matrix or the input itself) is
+//!   read in place, its last partial panel with masked loads.
+//!
+//! Tiles are computed panel by panel of `B` and, within a panel, over `k` in blocks of [`KC`]
+//! (the `KC × NR` slice of `B` stays in L1 while every row block of `A` passes over it, and a
+//! packed `B` is read front to back in one stream); the first block applies the epilogue
+//! (`alpha`, the bias of `addmm`/`linear`/convolution, `beta·C`), later blocks add to `C`.
+//! The order of every sum is fixed by the shapes alone, so results are the same bits on every
+//! run and on every thread. Kernels exist for AVX-512F (`NR` = 32) and AVX2+FMA (`NR` = 16),
+//! chosen at run time; on other CPUs nothing is packed and products go through the
+//! general GEMM (`matrixmultiply`).
+
+use std::fmt;
+
+use super::linalg::MatView;
+use crate::tensor::{KernelError, Result};
+
+/// Most rows of a tile on any path.
+const MAX_MR: usize = 8;
+/// Depth of a block of `k`: one `KC × NR` slice of a `B` panel is 16 KiB with AVX-512, a
+/// third of L1, so it stays there while the row blocks of `A` stream past it.
+pub(crate) const KC: usize = 128;
+
+/// An instruction-set path of the microkernel.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Isa {
+    Avx512,
+    Avx2,
+}
+
+impl Isa {
+    /// The best path this CPU runs, if any.
+    pub(crate) fn detect() -> Option<Isa> {
+        [Isa::Avx512, Isa::Avx2].into_iter().find(|i| i.available())
+    }
+
+    /// Whether this CPU runs the path.
+    pub(crate) fn available(self) -> bool {
+        #[cfg(target_arch = "x86_64")]
+        {
+            match self {
+                Isa::Avx512 => std::is_x86_feature_detected!("avx512f"),
+                Isa::Avx2 => std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("fma"),
+            }
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        {
+            false
+        }
+    }
+
+    /// Rows of a tile (and of a [`PackedA`] panel): the accumulators (`MR × 2` vectors) and
+    /// the two vectors of `B` fill most of the vector registers.
+    pub(crate) const fn mr(self) -> usize {
+        match self {
+            Isa::Avx512 => 8,
+            Isa::Avx2 => 6,
+        }
+    }
+
+    /// Columns of a tile (and of a [`PackedB`] panel).
+    pub(crate) const fn nr(self) -> usize {
+        match self {
+            Isa::Avx512 => 32,
+            Isa::Avx2 => 16,
+        }
+    }
+}
+
+/// `f32` elements starting at a 64-byte boundary (a panel row is then one or two whole
+/// cache lines).
+struct Aligned {
+    data: Vec<f32>,
+    start: usize,
+    len: usize,
+}
+
+impl Aligned {
+    fn zeros(op: &'static str, len: usize) -> Result<Aligned> {
+        let total = len.checked_add(16).ok_or_else(|| KernelError::new(op, "packed matrix is too large"))?;
+        let data = vec![0.0f32; total];
+        let start = data.as_ptr().align_offset(64).min(15);
+        Ok(Aligned { data, start, len })
+    }
+    fn slice(&self) -> &[f32] {
+        &self.data[self.start..self.start + self.len]
+    }
+    fn slice_mut(&mut self) -> &mut [f32] {
+        &mut self.data[self.start..self.start + self.len]
+    }
+}
+
+fn checked_len(op: &'static str, dims: &[usize]) -> Result<usize> {
+    dims.iter()
+        .try_fold(1usize, |acc, &d| acc.checked_mul(d))
+        .ok_or_else(|| KernelError::new(op, "packed matrix is too large"))
+}
+
+/// A constant `k × n` right operand in column panels of `isa.nr()`.
+pub(crate) struct PackedB {
+    isa: Isa,
+    k: usize,
+    n: usize,
+    buf: Aligned,
+}
+
+impl fmt::Debug for PackedB {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "PackedB({}x{}, {:?})", self.k, self.n, self.isa)
+    }
+}
+
+impl PackedB {
+    /// Packs `b` for the `isa` path.
+    pub(crate) fn pack(op: &'static str, isa: Isa, b: MatView<'_, f32>) -> Result<PackedB> {
+        let (k, n, nr) = (b.rows, b.cols, isa.nr());
+        let panels = n.div_ceil(nr);
+        let mut buf = Aligned::zeros(op, checked_len(op, &[panels, k, nr])?)?;
+        let dst = buf.slice_mut();
+        for jp in 0..panels {
+            let j0 = jp * nr;
+            let w = nr.min(n - j0);
+            let panel = &mut dst[jp * k * nr..(jp + 1) * k * nr];
+            for (p, row) in panel.chunks_exact_mut(nr).enumerate() {
+                for (j, d) in row[..w].iter_mut().enumerate() {
+                    *d = b.at(p, j0 + j);
+                }
+            }
+        }
+        Ok(PackedB { isa, k, n, buf })
+    }
+
+    pub(crate) fn cols(&self) -> usize {
+        self.n
+    }
+}
+
+/// A constant `m × k` left operand in row panels of `isa.mr()`.
+pub(crate) struct PackedA {
+    isa: Isa,
+    m: usize,
+    k: usize,
+    buf: Aligned,
+}
+
+impl fmt::Debug for PackedA {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "PackedA({}x{}, {:?})", self.m, self.k, self.isa)
+    }
+}
+
+impl PackedA {
+    /// Packs `a` for the `isa` path.
+    pub(crate) fn pack(op: &'static str, isa: Isa, a: MatView<'_, f32>) -> Result<PackedA> {
+        let (m, k, mr) = (a.rows, a.cols, isa.mr());
+        let panels = m.div_ceil(mr);
+        let mut buf = Aligned::zeros(op, checked_len(op, &[panels, k, mr])?)?;
+        let dst = buf.slice_mut();
+        for ip in 0..panels {
+            let i0 = ip * mr;
+            let h = mr.min(m - i0);
+            let panel = &mut dst[ip * k * mr..(ip + 1) * k * mr];
+            for (p, col) in panel.chunks_exact_mut(mr).enumerate() {
+                for (i, d) in col[..h].iter_mut().enumerate() {
+                    *d = a.at(i0 + i, p);
+                }
+            }
+        }
+        Ok(PackedA { isa, m, k, buf })
+    }
+
+    pub(crate) fn rows(&self) -> usize {
+        self.m
+    }
+
+    pub(crate) fn cols(&self) -> usize {
+        self.k
+    }
+}
+
+/// A bias added to every product.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Bias<'a> {
+    None,
+    /// `bias[j]` added to column `j` (a linear layer's bias; `n` elements).
+    PerColumn(&'a [f32]),
+    /// `bias[i]` added to row `i` (a convolution's per-channel bias; `m` elements).
+    PerRow(&'a [f32]),
+}
+
+/// What a product does with its sums: `C = alpha·A·B + bias_scale·bias + beta·C`. With
+/// `beta == 0`, `C` is not read (NaNs in it do not propagate).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Epilogue<'a> {
+    pub alpha: f32,
+    pub beta: f32,
+    pub bias: Bias<'a>,
+    pub bias_scale: f32,
+}
+
+impl Epilogue<'_> {
+    /// `C = A·B`.
+    pub(crate) const PLAIN: Epilogue<'static> = Epilogue { alpha: 1.0, beta: 0.0, bias: Bias::None, bias_scale: 1.0 };
+}
+
+/// The operands of one product in the microkernel's terms. Row block `ib` of `A` starts at
+/// `a + ib·a_blk`, its rows `rsa` apart and its columns `csa` apart; column panel `jp` of `B`
+/// starts at `b + jp·b_pnl`, its rows `rsb` apart and its columns contiguous.
+#[derive(Clone, Copy)]
+struct Raw {
+    m: usize,
+    n: usize,
+    k: usize,
+    a: *const f32,
+    a_blk: usize,
+    rsa: usize,
+    csa: usize,
+    b: *const f32,
+    b_pnl: usize,
+    rsb: usize,
+    /// Whether `B`'s last, partial panel must be loaded with masks (it is not padded).
+    b_tail_masked: bool,
+}
+
+/// `C[m×n]` (rows `ldc` apart) `= alpha·A·B + bias + beta·C`, with `B` prepacked.
+pub(crate) fn gemm_packed_b(
+    op: &'static str,
+    a: MatView<'_, f32>,
+    b: &PackedB,
+    ep: &Epilogue<'_>,
+    c: &mut [f32],
+    ldc: usize,
+) -> Result<()> {
+    if a.cols != b.k {
+        return Err(KernelError::new(op, format!("cannot multiply {}x{} and {}x{} matrices", a.rows, a.cols, b.k, b.n)));
+    }
+    let (m, n, k) = (a.rows, b.n, b.k);
+    check_out(op, m, n, ldc, c, ep)?;
+    if m == 0 || n == 0 {
+        return Ok(());
+    }
+    if k == 0 {
+        epilogue_only(m, n, ep, c, ldc);
+        return Ok(());
+    }
+    // SAFETY: `MatView::new` checked that every element of `a` lies inside its storage.
+    let a_ptr = unsafe { a.data.as_ptr().add(a.off) };
+    let nr = b.isa.nr();
+    let raw = Raw {
+        m,
+        n,
+        k,
+        a: a_ptr,
+        a_blk: b.isa.mr() * a.rs,
+        rsa: a.rs,
+        csa: a.cs,
+        b: b.buf.slice().as_ptr(),
+        b_pnl: k * nr,
+        rsb: nr,
+        b_tail_masked: false,
+    };
+    // SAFETY: the packed panels hold `ceil(n/nr)·k·nr` elements; `A`'s block `ib` row `i`
+    // column `p` is `a + (ib·MR + i)·rs + p·cs` with `ib·MR + i < m` and `p < k`, inside its
+    // storage; `c` was checked to hold `m` rows of `ldc ≥ n` elements; `b.isa` was available
+    // when the matrix was packed (packing checks it).
+    unsafe { drive(b.isa, &raw, ep, c.as_mut_ptr(), ldc) };
+    Ok(())
+}
+
+/// `C[m×n]` (rows `ldc` apart) `= alpha·A·B + bias + beta·C`, with `A` prepacked; `B` must
+/// have unit column stride.
+pub(crate) fn gemm_packed_a(
+    op: &'static str,
+    a: &PackedA,
+    b: MatView<'_, f32>,
+    ep: &Epilogue<'_>,
+    c: &mut [f32],
+    ldc: usize,
+) -> Result<()> {
+    if b.rows != a.k {
+        return Err(KernelError::new(op, format!("cannot multiply {}x{} and {}x{} matrices", a.m, a.k, b.rows, b.cols)));
+    }
+    if b.cs != 1 && b.cols > 1 {
+        return Err(KernelError::new(op, "internal error: the right operand of a prepacked product needs unit column stride"));
+    }
+    let (m, n, k) = (a.m, b.cols, a.k);
+    check_out(op, m, n, ldc, c, ep)?;
+    if m == 0 || n == 0 {
+        return Ok(());
+    }
+    if k == 0 {
+        epilogue_only(m, n, ep, c, ldc);
+        return Ok(());
+    }
+    let nr = a.isa.nr();
+    // SAFETY: `MatView::new` checked that every element of `b` lies inside its storage.
+    let b_ptr = unsafe { b.data.as_ptr().add(b.off) };
+    let raw = Raw {
+        m,
+        n,
+        k,
+        a: a.buf.slice().as_ptr(),
+        a_blk: a.isa.mr() * k,
+        rsa: 1,
+        csa: a.isa.mr(),
+        b: b_ptr,
+        b_pnl: nr,
+        rsb: b.rs,
+        b_tail_masked: true,
+    };
+    // SAFETY: the packed panels hold `ceil(m/MR)·k·MR` elements; `B`'s row `p < k` columns
+    // `j0..j0+nr` are read whole only when `j0 + nr ≤ n` (the last partial panel is masked),
+    // inside its storage; `c` holds `m` rows of `ldc ≥ n`; `a.isa` was available at packing.
+    unsafe { drive(a.isa, &raw, ep, c.as_mut_ptr(), ldc) };
+    Ok(())
+}
+
+fn check_out(op: &'static str, m: usize, n: usize, ldc: usize, c: &[f32], ep: &Epilogue<'_>) -> Result<()> {
+    if m > 0 && n > 0 && (ldc < n || (m - 1).checked_mul(ldc).and_then(|x| x.checked_add(n)).is_none_or(|l| l > c.len())) {
+        return Err(KernelError::new(op, "output buffer is too small"));
+    }
+    match ep.bias {
+        Bias::PerColumn(b) if b.len() < n => Err(KernelError::new(op, "bias is shorter than the output rows")),
+        Bias::PerRow(b) if b.len() < m => Err(KernelError::new(op, "bias is shorter than the output columns")),
+        _ => Ok(()),
+    }
+}
+
+/// The epilogue of an empty sum (`k == 0`).
+fn epilogue_only(m: usize, n: usize, ep: &Epilogue<'_>, c: &mut [f32], ldc: usize) {
+    for i in 0..m {
+        for j in 0..n {
+            let dst = &mut c[i * ldc + j];
+            let mut v = ep.alpha * 0.0;
+            match ep.bias {
+                Bias::PerColumn(b) => v += ep.bias_scale * b[j],
+                Bias::PerRow(b) => v += ep.bias_scale * b[i],
+                Bias::None => {}
+            }
+            if ep.beta != 0.0 {
+                v += ep.beta * *dst;
+            }
+            *dst = v;
+        }
+    }
+}
+
+/// One tile's worth of pointers and sizes.
+struct Tile {
+    k: usize,
+    a: *const f32,
+    rsa: usize,
+    csa: usize,
+    b: *const f32,
+    rsb: usize,
+    /// Valid columns of the tile (`≤ nr`).
+    cols: usize,
+    c: *mut f32,
+    ldc: usize,
+    /// Whether this is the first block of `k` (the epilogue applies) or a later one (adds).
+    first: bool,
+    alpha: f32,
+    beta: f32,
+    /// `bias[j0]` for a per-column bias, null otherwise.
+    bias_col: *const f32,
+    /// `bias[i0]` for a per-row bias, null otherwise.
+    bias_row: *const f32,
+    bias_scale: f32,
+}
+
+/// Runs every tile of a product.
+///
+/// # Safety
+/// `raw` must describe operands that are readable as documented on [`Raw`] (whole panels of
+/// `B` except a masked last one, every row block of `A` up to its `m` rows), `c` must hold
+/// `m` rows of `ldc ≥ n` writable elements, the bias of `ep` at least `n` (per column) or
+/// `m` (per row) elements, and the CPU must support `isa`.
+unsafe fn drive(isa: Isa, raw: &Raw, ep: &Epilogue<'_>, c: *mut f32, ldc: usize) {
+    let panels = raw.n.div_ceil(isa.nr());
+    let threads = rayon::current_num_threads();
+    let fmas = raw.m.saturating_mul(raw.n).saturating_mul(raw.k);
+    if threads <= 1 || panels < 2 || fmas < PARALLEL_MIN_FMAS {
+        // SAFETY: forwarded.
+        unsafe { drive_panels(isa, raw, ep, c, ldc, 0..panels) };
+        return;
+    }
+    use rayon::prelude::*;
+    let tasks = threads.min(panels);
+    let out = OutPtr(c);
+    (0..tasks).into_par_iter().for_each(|t| {
+        let range = panels * t / tasks..panels * (t + 1) / tasks;
+        // SAFETY: forwarded; tasks write disjoint column panels of `C`.
+        unsafe { drive_panels(isa, raw, ep, out.get(), ldc, range) };
+    });
+}
+
+/// Products with at least this many multiply-adds are split across rayon's threads, by column
+/// panels: each tile is computed whole by one thread, so the result does not depend on the
+/// split.
+const PARALLEL_MIN_FMAS: usize = 1 << 21;
+
+/// The output pointer shared by the tasks of a split product.
+#[derive(Clone, Copy)]
+struct OutPtr(*mut f32);
+
+impl OutPtr {
+    fn get(self) -> *mut f32 {
+        self.0
+    }
+}
+
+// SAFETY: the tasks of one product write disjoint column panels through it.
+unsafe impl Send for OutPtr {}
+// SAFETY: as above.
+unsafe impl Sync for OutPtr {}
+// SAFETY: `Raw` only reads through its pointers, and the operands are not written while a
+// product runs.
+unsafe impl Sync for Raw {}
+
+/// Runs the tiles of column panels `panels` of a product.
+///
+/// # Safety
+/// As [`drive`], with `panels` within `0..ceil(n / nr)`.
+unsafe fn drive_panels(isa: Isa, raw: &Raw, ep: &Epilogue<'_>, c: *mut f32, ldc: usize, panels: std::ops::Range<usize>) {
+    let (mr, nr) = (isa.mr(), isa.nr());
+    let (bias_col, bias_row) = match ep.bias {
+        Bias::None => (std::ptr::null(), std::ptr::null()),
+        Bias::PerColumn(b) => (b.as_ptr(), std::ptr::null()),
+        Bias::PerRow(b) => (std::ptr::null(), b.as_ptr()),
+    };
+    // Panel by panel, so a packed `B` is read front to back in one stream; within a panel,
+    // block by block of `k`, each block reused by every row block of `A`.
+    for jp in panels {
+        let j0 = jp * nr;
+        let cols = nr.min(raw.n - j0);
+        let masked = raw.b_tail_masked && cols < nr;
+        let mut pc = 0;
+        while pc < raw.k {
+            let kb = KC.min(raw.k - pc);
+            for ib in 0..raw.m.div_ceil(mr) {
+                let i0 = ib * mr;
+                let rows = mr.min(raw.m - i0);
+                // SAFETY (all offsets below): in bounds by the caller's contract.
+                let t = unsafe {
+                    Tile {
+                        k: kb,
+                        a: raw.a.add(ib * raw.a_blk + pc * raw.csa),
+                        rsa: raw.rsa,
+                        csa: raw.csa,
+                        b: raw.b.add(jp * raw.b_pnl + pc * raw.rsb),
+                        rsb: raw.rsb,
+                        cols,
+                        c: c.add(i0 * ldc + j0),
+                        ldc,
+                        first: pc == 0,
+                        alpha: ep.alpha,
+                        beta: ep.beta,
+                        bias_col: if bias_col.is_null() { bias_col } else { bias_col.add(j0) },
+                        bias_row: if bias_row.is_null() { bias_row } else { bias_row.add(i0) },
+                        bias_scale: ep.bias_scale,
+                    }
+                };
+                // SAFETY: forwarded.
+                unsafe { tile(isa, rows, masked, &t) };
+            }
+            pc += kb;
+        }
+    }
+}
+
+/// Dispatches one tile to the kernel instance for its row count and masking.
+///
+/// # Safety
+/// As [`drive`]; `rows` is in `1..=isa.mr()`.
+#[allow(unused_variables)]
+unsafe fn tile(isa: Isa, rows: usize, masked: bool, t: &Tile) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        macro_rules! by_rows {
+            ($f:ident) => {
+                // SAFETY: forwarded from the caller.
+                unsafe {
+                    match (rows, masked) {
+                        (1, false) => x86::$f::<1, false>(t),
+                        (2, false) => x86::$f::<2, false>(t),
+                        (3, false) => x86::$f::<3, false>(t),
+                        (4, false) => x86::$f::<4, false>(t),
+                        (5, false) => x86::$f::<5, false>(t),
+                        (6, false) => x86::$f::<6, false>(t),
+                        (7, false) => x86::$f::<7, false>(t),
+                        (8, false) => x86::$f::<8, false>(t),
+                        (1, true) => x86::$f::<1, true>(t),
+                        (2, true) => x86::$f::<2, true>(t),
+                        (3, true) => x86::$f::<3, true>(t),
+                        (4, true) => x86::$f::<4, true>(t),
+                        (5, true) => x86::$f::<5, true>(t),
+                        (6, true) => x86::$f::<6, true>(t),
+                        (7, true) => x86::$f::<7, true>(t),
+                        _ => x86::$f::<MAX_MR, true>(t),
+                    }
+                }
+            };
+        }
+        debug_assert!(rows <= isa.mr() && isa.mr() <= MAX_MR);
+        match isa {
+            Isa::Avx512 => by_rows!(tile_avx512),
+            Isa::Avx2 => by_rows!(tile_avx2),
+        }
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+mod x86 {
+    use std::arch::x86_64::*;
+
+    use super::Tile;
+
+    /// Lane mask of the first `n` of 16 lanes.
+    #[inline(always)]
+    fn mask16(n: usize) -> __mmask16 {
+        if n >= 16 { 0xffff } else { ((1u32 << n) - 1) as __mmask16 }
+    }
+
+    /// An `R × 32` tile with AVX-512F: two vectors per row of `C`.
+    ///
+    /// # Safety
+    /// As `drive`: every address read or written is in bounds; the CPU supports AVX-512F.
+    #[target_feature(enable = "avx512f")]
+    pub(super) unsafe fn tile_avx512<const R: usize, const MASKED: bool>(t: &Tile) {
+        let m0 = mask16(t.cols);
+        let m1 = mask16(t.cols.saturating_sub(16));
+        let mut acc = [[_mm512_setzero_ps(); 2]; R];
+        // One pointer per row of `A` and one running column offset, so no chain of address
+        // additions runs through the loop.
+        // SAFETY: rows `0..R` of the block are in bounds (caller's contract).
+        let rows: [*const f32; R] = std::array::from_fn(|i| unsafe { t.a.add(i * t.rsa) });
+        let (mut off, mut b) = (0usize, t.b);
+        // SAFETY: the addresses are in bounds (caller's contract); masked loads do not touch
+        // masked-off lanes.
+        unsafe {
+            for _ in 0..t.k {
+                let (b0, b1) = if MASKED {
+                    (_mm512_maskz_loadu_ps(m0, b), _mm512_maskz_loadu_ps(m1, b.add(16)))
+                } else {
+                    (_mm512_loadu_ps(b), _mm512_loadu_ps(b.add(16)))
+                };
+                for (row, &ai) in acc.iter_mut().zip(&rows) {
+                    let x = _mm512_set1_ps(*ai.add(off));
+                    row[0] = _mm512_fmadd_ps(x, b0, row[0]);
+                    row[1] = _mm512_fmadd_ps(x, b1, row[1]);
+                }
+                off += t.csa;
+                b = b.add(t.rsb);
+            }
+            let alpha = _mm512_set1_ps(t.alpha);
+            let beta = _mm512_set1_ps(t.beta);
+            let bscale = _mm512_set1_ps(t.bias_scale);
+            for (i, row) in acc.iter().enumerate() {
+                let crow = t.c.add(i * t.ldc);
+                for (h, &mask) in [m0, m1].iter().enumerate() {
+                    if mask == 0 {
+                        continue;
+                    }
+                    let dst = crow.add(16 * h);
+                    let mut v = _mm512_mul_ps(row[h], alpha);
+                    if t.first {
+                        if !t.bias_col.is_null() {
+                            let bias = _mm512_maskz_loadu_ps(mask, t.bias_col.add(16 * h));
+                            v = _mm512_add_ps(v, _mm512_mul_ps(bscale, bias));
+                        }
+                        if !t.bias_row.is_null() {
+                            let bias = _mm512_set1_ps(*t.bias_row.add(i));
+                            v = _mm512_add_ps(v, _mm512_mul_ps(bscale, bias));
+                        }
+                        if t.beta != 0.0 {
+                            v = _mm512_add_ps(v, _mm512_mul_ps(beta, _mm512_maskz_loadu_ps(mask, dst)));
+                        }
+                    } else {
+                        v = _mm512_add_ps(_mm512_maskz_loadu_ps(mask, dst), v);
+                    }
+                    _mm512_mask_storeu_ps(dst, mask, v);
+                }
+            }
+        }
+    }
+
+    /// `-1` lanes then `0` lanes: eight consecutive entries starting at `8 - n` mask the
+    /// first `n` lanes.
+    static MASK_TABLE: [i32; 16] = [-1, -1, -1, -1, -1, -1, -1, -1, 0, 0, 0, 0, 0, 0, 0, 0];
+
+    /// Lane mask of the first `n` of 8 lanes.
+    #[inline(always)]
+    unsafe fn mask8(n: usize) -> __m256i {
+        // SAFETY: `8 - min(n, 8)` is in 0..=8, so eight entries from there are in the table.
+        unsafe { _mm256_loadu_si256(MASK_TABLE.as_ptr().add(8 - n.min(8)) as *const __m256i) }
+    }
+
+    /// An `R × 16` tile with AVX2 and FMA: two vectors per row of `C`.
+    ///
+    /// # Safety
+    /// As `drive`: every address read or written is in bounds; the CPU supports AVX2 and FMA.
+    #[target_feature(enable = "avx2,fma")]
+    pub(super) unsafe fn tile_avx2<const R: usize, const MASKED: bool>(t: &Tile) {
+        let (n0, n1) = (t.cols.min(8), t.cols.saturating_sub(8));
+        // SAFETY: reads of the mask table only.
+        let (m0, m1) = unsafe { (mask8(n0), mask8(n1)) };
+        let mut acc = [[_mm256_setzero_ps(); 2]; R];
+        // SAFETY: rows `0..R` of the block are in bounds (caller's contract).
+        let rows: [*const f32; R] = std::array::from_fn(|i| unsafe { t.a.add(i * t.rsa) });
+        let (mut off, mut b) = (0usize, t.b);
+        // SAFETY: the addresses are in bounds (caller's contract); masked loads and stores do
+        // not touch masked-off lanes.
+        unsafe {
+            for _ in 0..t.k {
+                let (b0, b1) = if MASKED {
+                    (_mm256_maskload_ps(b, m0), _mm256_maskload_ps(b.add(8), m1))
+                } else {
+                    (_mm256_loadu_ps(b), _mm256_loadu_ps(b.add(8)))
+                };
+                for (row, &ai) in acc.iter_mut().zip(&rows) {
+                    let x = _mm256_broadcast_ss(&*ai.add(off));
+                    row[0] = _mm256_fmadd_ps(x, b0, row[0]);
+                    row[1] = _mm256_fmadd_ps(x, b1, row[1]);
+                }
+                off += t.csa;
+                b = b.add(t.rsb);
+            }
+            let alpha = _mm256_set1_ps(t.alpha);
+            let beta = _mm256_set1_ps(t.beta);
+            let bscale = _mm256_set1_ps(t.bias_scale);
+            for (i, row) in acc.iter().enumerate() {
+                let crow = t.c.add(i * t.ldc);
+                for (h, (&mask, lanes)) in [m0, m1].iter().zip([n0, n1]).enumerate() {
+                    if lanes == 0 {
+                        continue;
+                    }
+                    let dst = crow.add(8 * h);
+                    let mut v = _mm256_mul_ps(row[h], alpha);
+                    if t.first {
+                        if !t.bias_col.is_null() {
+                            let bias = _mm256_maskload_ps(t.bias_col.add(8 * h), mask);
+                            v = _mm256_add_ps(v, _mm256_mul_ps(bscale, bias));
+                        }
+                        if !t.bias_row.is_null() {
+                            let bias = _mm256_set1_ps(*t.bias_row.add(i));
+                            v = _mm256_add_ps(v, _mm256_mul_ps(bscale, bias));
+                        }
+                        if t.beta != 0.0 {
+                            v = _mm256_add_ps(v, _mm256_mul_ps(beta, _mm256_maskload_ps(dst, mask)));
+                        }
+                    } else {
+                        v = _mm256_add_ps(_mm256_maskload_ps(dst, mask), v);
+                    }
+                    _mm256_maskstore_ps(dst, mask, v);
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A small deterministic generator (xorshift) of values in [-1, 1).
+    struct Gen(u64);
+    impl Gen {
+        fn next(&mut self) -> f32 {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            ((self.0 >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
+        }
+        fn vec(&mut self, n: usize) -> Vec<f32> {
+            (0..n).map(|_| self.next()).collect()
+        }
+    }
+
+    /// `alpha·A·B + bias_scale·bias + beta·C` in f64, element by element.
+    #[allow(clippy::too_many_arguments)]
+    fn reference(
+        a: &MatView<'_, f32>,
+        b: &MatView<'_, f32>,
+        ep: &Epilogue<'_>,
+        c0: &[f32],
+        ldc: usize,
+    ) -> Vec<f32> {
+        let mut c = c0.to_vec();
+        for i in 0..a.rows {
+            for j in 0..b.cols {
+                let mut s = 0.0f64;
+                for p in 0..a.cols {
+                    s += a.at(i, p) as f64 * b.at(p, j) as f64;
+                }
+                let mut v = ep.alpha as f64 * s;
+                match ep.bias {
+                    Bias::PerColumn(x) => v += ep.bias_scale as f64 * x[j] as f64,
+                    Bias::PerRow(x) => v += ep.bias_scale as f64 * x[i] as f64,
+                    Bias::None => {}
+                }
+                if ep.beta != 0.0 {
+                    v += ep.beta as f64 * c[i * ldc + j] as f64;
+                }
+                c[i * ldc + j] = v as f32;
+            }
+        }
+        c
+    }
+
+    fn assert_close(got: &[f32], want: &[f32], k: usize, what: &str) {
+        assert_eq!(got.len(), want.len());
+        let tol = 1e-5 * (k as f32 + 4.0);
+        for (idx, (g, w)) in got.iter().zip(want).enumerate() {
+            assert!(
+                (g - w).abs() <= tol * (1.0 + w.abs()) || (g.is_nan() && w.is_nan()),
+                "{what}: element {idx}: got {g}, want {w}"
+            );
+        }
+    }
+
+    /// Which ISA paths this CPU runs; prints a reason for each it skips.
+    fn paths() -> Vec<Isa> {
+        let mut out = Vec::new();
+        for isa in [Isa::Avx512, Isa::Avx2] {
+            if isa.available() {
+                out.push(isa);
+            } else {
+                println!("skipping the {isa:?} path: this CPU does not support it");
+            }
+        }
+        out
+    }
+
+    /// Shapes covering every row tail of both paths, every column tail of both paths, `k` around
+    /// the block depth, and the empty cases.
+    fn shapes() -> Vec<(usize, usize, usize)> {
+        let mut s = Vec::new();
+        for m in [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 13, 17] {
+            for n in [0, 1, 7, 8, 9, 15, 16, 17, 31, 32, 33, 50] {
+                for k in [0, 1, 3, 17] {
+                    s.push((m, n, k));
+                }
+            }
+        }
+        for k in [KC - 1, KC, KC + 1, 2 * KC + 5] {
+            s.push((7, 37, k));
+        }
+        s
+    }
+
+    /// A strided matrix: rows `rs` apart, columns `cs` apart, after `off` unused elements.
+    fn strided(g: &mut Gen, rows: usize, cols: usize, transposed: bool) -> (Vec<f32>, usize, usize, usize) {
+        let off = 3;
+        let (rs, cs) = if transposed { (1, rows + 2) } else { (cols + 3, 1) };
+        let len = off + rows.max(1) * rs.max(1) + cols.max(1) * cs.max(1);
+        (g.vec(len), off, rs, cs)
+    }
+
+    fn epilogues<'a>(bias_n: &'a [f32], bias_m: &'a [f32]) -> Vec<Epilogue<'a>> {
+        vec![
+            Epilogue::PLAIN,
+            Epilogue { alpha: 0.5, beta: 0.0, bias: Bias::PerColumn(bias_n), bias_scale: 1.0 },
+            Epilogue { alpha: 1.0, beta: 1.0, bias: Bias::None, bias_scale: 1.0 },
+            Epilogue { alpha: -2.0, beta: 0.25, bias: Bias::PerRow(bias_m), bias_scale: 3.0 },
+            Epilogue { alpha: 1.0, beta: -1.5, bias: Bias::PerColumn(bias_n), bias_scale: 0.5 },
+        ]
+    }
+
+    #[test]
+    fn packed_b_matches_the_reference_on_every_path_and_tail() {
+        let mut g = Gen(0x9e37_79b9_7f4a_7c15);
+        for isa in paths() {
+            for (m, n, k) in shapes() {
+                for a_t in [false, true] {
+                    let (ad, aoff, ars, acs) = strided(&mut g, m, k, a_t);
+                    let (bd, boff, brs, bcs) = strided(&mut g, k, n, !a_t);
+                    let a = MatView::new("t", &ad, aoff, m, k, ars, acs).unwrap();
+                    let b = MatView::new("t", &bd, boff, k, n, brs, bcs).unwrap();
+                    let packed = PackedB::pack("t", isa, b).unwrap();
+                    let (bias_n, bias_m) = (g.vec(n), g.vec(m));
+                    for ep in epilogues(&bias_n, &bias_m) {
+                        let ldc = n + 5;
+                        let c0 = g.vec(m * ldc + 2);
+                        let want = reference(&a, &b, &ep, &c0, ldc);
+                        let mut c = c0.clone();
+                        gemm_packed_b("t", a, &packed, &ep, &mut c, ldc).unwrap();
+                        assert_close(&c, &want, k, &format!("{isa:?} B {m}x{n}x{k} a_t={a_t} {ep:?}"));
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn packed_a_matches_the_reference_on_every_path_and_tail() {
+        let mut g = Gen(0x2545_f491_4f6c_dd1d);
+        for isa in paths() {
+            for (m, n, k) in shapes() {
+                let (ad, aoff, ars, acs) = strided(&mut g, m, k, true);
+                let (bd, boff, brs, _) = strided(&mut g, k, n, false);
+                let a = MatView::new("t", &ad, aoff, m, k, ars, acs).unwrap();
+                // Exactly as long as the last element of `B` requires, so a read past a
+                // partial panel would leave the buffer (and trip the sanitizer or Miri).
+                let b_len = if k == 0 || n == 0 { bd.len() } else { boff + (k - 1) * brs + n };
+                let b = MatView::new("t", &bd[..b_len], boff, k, n, brs, 1).unwrap();
+                let packed = PackedA::pack("t", isa, a).unwrap();
+                let (bias_n, bias_m) = (g.vec(n), g.vec(m));
+                for ep in epilogues(&bias_n, &bias_m) {
+                    let ldc = n + 1;
+                    let c0 = g.vec(m * ldc);
+                    let want = reference(&a, &b, &ep, &c0, ldc);
+                    let mut c = c0.clone();
+                    gemm_packed_a("t", &packed, b, &ep, &mut c, ldc).unwrap();
+                    assert_close(&c, &want, k, &format!("{isa:?} A {m}x{n}x{k} {ep:?}"));
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn beta_zero_does_not_read_the_output_and_rows_past_n_are_kept() {
+        let mut g = Gen(7);
+        for isa in paths() {
+            let (m, n, k, ldc) = (5, 19, 9, 23);
+            let (ad, bd) = (g.vec(m * k), g.vec(k * n));
+            let a = MatView::new("t", &ad, 0, m, k, k, 1).unwrap();
+            let b = MatView::new("t", &bd, 0, k, n, n, 1).unwrap();
+            let mut c = vec![f32::NAN; m * ldc];
+            gemm_packed_b("t", a, &PackedB::pack("t", isa, b).unwrap(), &Epilogue::PLAIN, &mut c, ldc).unwrap();
+            for i in 0..m {
+                assert!(c[i * ldc..i * ldc + n].iter().all(|v| v.is_finite()), "{isa:?} row {i}");
+                assert!(c[i * ldc + n..(i + 1) * ldc].iter().all(|v| v.is_nan()), "{isa:?} padding of row {i} was written");
+            }
+        }
+    }
+
+    #[test]
+    fn results_are_the_same_bits_every_time() {
+        let mut g = Gen(11);
+        for isa in paths() {
+            let (m, n, k) = (37, 70, 600);
+            let (ad, bd) = (g.vec(m * k), g.vec(k * n));
+            let a = MatView::new("t", &ad, 0, m, k, k, 1).unwrap();
+            let b = MatView::new("t", &bd, 0, k, n, n, 1).unwrap();
+            let packed = PackedB::pack("t", isa, b).unwrap();
+            let run = || {
+                let mut c = vec![0.0; m * n];
+                gemm_packed_b("t", a, &packed, &Epilogue::PLAIN, &mut c, n).unwrap();
+                c.iter().map(|v| v.to_bits()).collect::<Vec<_>>()
+            };
+            let first = run();
+            let other = std::thread::scope(|s| s.spawn(run).join().unwrap());
+            assert_eq!(first, run());
+            assert_eq!(first, other);
+        }
+    }
+
+    #[test]
+    fn products_split_across_threads_are_the_same_bits() {
+        let mut g = Gen(13);
+        let one = rayon::ThreadPoolBuilder::new().num_threads(1).build().unwrap();
+        let pool = rayon::ThreadPoolBuilder::new().num_threads(3).build().unwrap();
+        for isa in paths() {
+            // Above the split threshold, with a partial last panel and a row tail.
+            let (m, n, k) = (45, 300, 200);
+            assert!(m * n * k >= PARALLEL_MIN_FMAS);
+            let (ad, bd, bias) = (g.vec(m * k), g.vec(k * n), g.vec(m));
+            let a = MatView::new("t", &ad, 0, m, k, k, 1).unwrap();
+            let b = MatView::new("t", &bd, 0, k, n, n, 1).unwrap();
+            let (pa, pb) = (PackedA::pack("t", isa, a).unwrap(), PackedB::pack("t", isa, b).unwrap());
+            let ep = Epilogue { bias: Bias::PerRow(&bias), ..Epilogue::PLAIN };
+            let run = || {
+                let (mut c1, mut c2) = (vec![0.0; m * n], vec![0.0; m * n]);
+                gemm_packed_b("t", a, &pb, &ep, &mut c1, n).unwrap();
+                gemm_packed_a("t", &pa, b, &ep, &mut c2, n).unwrap();
+                (c1, c2)
+            };
+            let single = one.install(run);
+            let split = pool.install(run);
+            assert_eq!(single, split, "{isa:?}");
+            let want = reference(&a, &b, &ep, &vec![0.0; m * n], n);
+            assert_close(&split.0, &want, k, "threads B");
+            assert_close(&split.1, &want, k, "threads A");
+        }
+    }
+
+    #[test]
+    fn shape_errors_are_reported() {
+        let Some(isa) = Isa::detect() else {
+            println!("skipping: this CPU runs no prepacked path");
+            return;
+        };
+        let d = vec![1.0f32; 64];
+        let b = PackedB::pack("t", isa, MatView::new("t", &d, 0, 4, 4, 4, 1).unwrap()).unwrap();
+        let a = MatView::new("t", &d, 0, 2, 3, 3, 1).unwrap();
+        let mut c = vec![0.0; 8];
+        assert!(gemm_packed_b("t", a, &b, &Epilogue::PLAIN, &mut c, 4).is_err());
+        let a = MatView::new("t", &d, 0, 3, 4, 4, 1).unwrap();
+        let mut small = vec![0.0; 11];
+        assert!(gemm_packed_b("t", a, &b, &Epilogue::PLAIN, &mut small, 4).is_err());
+        let mut c = vec![0.0; 12];
+        assert!(gemm_packed_b("t", a, &b, &Epilogue::PLAIN, &mut c, 4).is_ok());
+        let short = [1.0f32; 3];
+        let ep = Epilogue { bias: Bias::PerColumn(&short), ..Epilogue::PLAIN };
+        assert!(gemm_packed_b("t", a, &b, &ep, &mut c, 4).is_err());
+        let ep = Epilogue { bias: Bias::PerRow(&short[..2]), ..Epilogue::PLAIN };
+        assert!(gemm_packed_b("t", a, &b, &ep, &mut c, 4).is_err());
+    }
+}
