@@ -86,7 +86,7 @@ fn perm_of(g: &Graph, n: &Node) -> Option<Vec<usize>> {
 
 fn op_with_attrs(g: &mut Graph, name: &str, attrs: Vec<NamedAttr>, args: Vec<Id>) -> Id {
     let attrs = g.analysis.attr_index(attrs);
-    g.add(Node::Op { name: Symbol::from(name), attrs, args })
+    g.add(Node::Op { name: Symbol::from(name), attrs, args: args.into() })
 }
 
 /// permute(permute(x, p1), p2) = permute(x, q) with q[j] = p1[p2[j]]; x itself when q is the identity.
@@ -126,7 +126,7 @@ fn compose_view(g: &mut Graph, root: Id, a: &[Id]) -> Vec<Id> {
     for outer in outers {
         let Node::Op { attrs, args, .. } = &outer else { continue };
         if !ops_over(g, args[0], &["aten.view"], x).is_empty() {
-            out.push(g.add(Node::Op { name: Symbol::from("aten.view"), attrs: *attrs, args: vec![x] }));
+            out.push(g.add(Node::Op { name: Symbol::from("aten.view"), attrs: *attrs, args: smallvec::smallvec![x] }));
         }
     }
     out
@@ -241,5 +241,5 @@ fn div_to_mul(g: &mut Graph, root: Id, a: &[Id], exact: bool) -> Vec<Id> {
     let r = if cd == DType::F32 { r as f32 as f64 } else { r };
     let ty = g.analysis.type_index(&cty);
     let k = g.add(Node::Const { ty, value: Scalar::float(r) });
-    vec![g.add(Node::Op { name: Symbol::from("aten.mul.Tensor"), attrs: 0, args: vec![x, k] })]
+    vec![g.add(Node::Op { name: Symbol::from("aten.mul.Tensor"), attrs: 0, args: smallvec::smallvec![x, k] })]
 }

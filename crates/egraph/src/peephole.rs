@@ -137,9 +137,9 @@ impl Pass for Peephole {
             pass::log!(
                 am,
                 LogLevel::Dump,
-                "@{} run {i}: {} op(s), {} -> {} e-node(s) in {} class(es), {} iteration(s), stop: {}, cost {:.0} ({}), replaced {}, created {}, erased {}; saturation {:.3} ms, extraction {:.3} ms",
+                "@{} run {i}: {} op(s), {} -> {} e-node(s) in {} class(es), {} iteration(s), stop: {}, cost {:.0} ({}), replaced {}, created {}, erased {}; conversion {:.3} ms, saturation {:.3} ms, extraction {:.3} ms",
                 r.function, r.ops, r.initial_nodes, r.nodes, r.classes, r.iterations, r.stop, r.cost, r.extraction, r.replaced, r.created, r.erased,
-                r.saturate.as_secs_f64() * 1e3, r.extract.as_secs_f64() * 1e3
+                r.convert.as_secs_f64() * 1e3, r.saturate.as_secs_f64() * 1e3, r.extract.as_secs_f64() * 1e3
             );
             // `--timing` rows: saturation per stop reason (its run count says how many runs of
             // ops stopped that way), and extraction with write-back.
