@@ -200,7 +200,7 @@ pub fn infer_type(name: &str, args: &[Option<&Type>]) -> Option<Type> {
     }
     let binary = BINARY.contains(&name) || name == "aten.div.Tensor";
     let compare = COMPARE.contains(&name);
-    if binary || compare || name == "aten.where.self" {
+    if binary || compare || name == "aten.where.self" || name == "aten.addcmul" {
         let ts: Option<Vec<&TensorType>> = args.iter().map(|a| tensor(*a)).collect();
         let ts = ts?;
         let shapes: Option<Vec<&[Dim]>> = ts.iter().map(|t| t.shape.as_deref()).collect();

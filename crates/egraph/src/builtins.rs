@@ -13,6 +13,10 @@ pub fn register(lib: &mut RuleLibrary) {
     lib.add_condition("float", |g, _, a| a.iter().all(|&x| tensor_dtype_is(g[x].data.ty.as_ref(), DType::is_floating)));
     lib.add_condition("int", |g, _, a| a.iter().all(|&x| tensor_dtype_is(g[x].data.ty.as_ref(), DType::is_integral)));
     lib.add_condition("bool", |g, _, a| a.iter().all(|&x| tensor_dtype_is(g[x].data.ty.as_ref(), |d| d == DType::Bool)));
+    lib.add_condition("same-dtype", |g, root, a| {
+        let want = g[root].data.ty.as_ref().and_then(|t| t.as_tensor()).and_then(|t| t.dtype);
+        want.is_some() && a.iter().all(|&x| tensor_dtype_is(g[x].data.ty.as_ref(), |d| Some(d) == want))
+    });
     lib.add_condition("no-writes", |g, _, _| g.analysis.no_writes);
     lib.add_condition("const", |g, _, a| a.iter().all(|&x| g[x].data.konst.is_some()));
     lib.add_condition("plain-copy", |g, root, a| {

@@ -27,7 +27,7 @@ impl Peephole {
     pub fn options() -> PassOptions {
         PassOptions::new()
             .list("rules", &["aten"], "Rule sets: a dialect (its sound sets) or 'dialect.set'")
-            .bool("fast-math", false, "Also apply the fast-math sets (reassociation, x*0, x-x, exp(log x), ...)")
+            .bool("fast-math", false, "Also apply the fast-math sets (reassociation, x*0, x-x, exp(log x), a*b+c as addcmul, ...)")
             .int("iter-limit", 16, "Saturation iterations per run of ops")
             .int("node-limit", 100_000, "E-nodes per e-graph before saturation stops")
             .int("time-limit-ms", 1000, "Saturation time per run of ops, in milliseconds")
