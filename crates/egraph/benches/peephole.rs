@@ -1,7 +1,8 @@
 //! Benchmarks of `egraph-peephole` (conversion, saturation, extraction and write-back): the
 //! `bench_transformer` export of `../shared/fixtures` (skipped with a message when absent), a
 //! synthetic elementwise graph of 1,500 e-nodes, and synthetic graphs of 1k to 10k ops for the
-//! growth; and of `fuse-elementwise`.
+//! growth (with a per-phase table: the fastest of a few runs of each size, and its growth over
+//! the 1k graph); and of `fuse-elementwise` over the same graphs.
 
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
 use egraph::{FuseElementwise, Peephole, RuleLibrary};
@@ -88,24 +89,67 @@ fn bench(c: &mut Criterion) {
         group.bench_function("synthetic-1500-enodes", |b| run_peephole(b, &ctx, &pass, &m0));
     }
     // Growth with the size of the graph: near-linear under the default limits.
-    for n in [1_000usize, 2_500, 5_000, 10_000] {
+    let mut graphs = Vec::new();
+    for n in SIZES {
         let text = synthetic(n);
         let Ok(m0) = ir::parse_module(&ctx, &text, "bench.ir") else { return };
-        group.bench_with_input(BenchmarkId::from_parameter(n), &n, |b, _| run_peephole(b, &ctx, &pass, &m0));
+        graphs.push((n, m0));
+    }
+    phase_table(&ctx, &pass, &graphs);
+    for (n, m0) in &graphs {
+        group.bench_with_input(BenchmarkId::from_parameter(n), n, |b, _| run_peephole(b, &ctx, &pass, m0));
     }
     group.finish();
-    let text = synthetic(1_000);
-    let Ok(m0) = ir::parse_module(&ctx, &text, "bench.ir") else { return };
-    c.bench_function("fuse-elementwise/1000", |b| {
-        b.iter_batched(
-            || m0.clone(),
-            |mut m: Module| {
-                let top = m.top();
-                FuseElementwise::default().fuse(&ctx, &mut m, top).map(|g| g.len()).unwrap_or(0)
-            },
-            criterion::BatchSize::LargeInput,
-        )
-    });
+    let mut group = c.benchmark_group("fuse-elementwise");
+    group.sample_size(10);
+    for (n, m0) in &graphs {
+        group.bench_with_input(BenchmarkId::from_parameter(n), n, |b, _| {
+            b.iter_batched(
+                || m0.clone(),
+                |mut m: Module| {
+                    let top = m.top();
+                    FuseElementwise::default().fuse(&ctx, &mut m, top).map(|g| g.len()).unwrap_or(0)
+                },
+                criterion::BatchSize::LargeInput,
+            )
+        });
+    }
+    group.finish();
+}
+
+/// Sizes of the synthetic graphs for the growth.
+const SIZES: [usize; 4] = [1_000, 2_000, 5_000, 10_000];
+
+/// Prints, per graph size, the fastest of five runs of each phase of `egraph-peephole`
+/// (conversion, saturation, extraction with write-back, the whole pass) and of
+/// `fuse-elementwise`, with each phase's growth over the smallest graph.
+fn phase_table(ctx: &Context, pass: &Peephole, graphs: &[(usize, Module)]) {
+    let ms = |d: std::time::Duration| d.as_secs_f64() * 1e3;
+    let mut base: Option<[f64; 5]> = None;
+    println!("growth: ops | conversion | saturation | extraction | egraph-peephole | fuse-elementwise (ms, fastest of 5; xN: over {} ops)", graphs[0].0);
+    for (n, m0) in graphs {
+        let mut best = [f64::INFINITY; 5];
+        for _ in 0..5 {
+            let mut m = m0.clone();
+            let top = m.top();
+            let t = std::time::Instant::now();
+            let Ok(reports) = pass.rewrite(ctx, &mut m, top, None) else { return };
+            let total = ms(t.elapsed());
+            let mut m = m0.clone();
+            let top = m.top();
+            let t = std::time::Instant::now();
+            let _ = FuseElementwise::default().fuse(ctx, &mut m, top);
+            let fuse = ms(t.elapsed());
+            let sum = |f: fn(&egraph::RunReport) -> std::time::Duration| reports.iter().map(|r| ms(f(r))).sum::<f64>();
+            let row = [sum(|r| r.convert), sum(|r| r.saturate), sum(|r| r.extract), total, fuse];
+            for (b, v) in best.iter_mut().zip(row) {
+                *b = b.min(v);
+            }
+        }
+        let base = *base.get_or_insert(best);
+        let cells: Vec<String> = best.iter().zip(base).map(|(v, b)| format!("{v:8.2} (x{:4.1})", v / b)).collect();
+        println!("growth: {n:6} | {}", cells.join(" | "));
+    }
 }
 
 criterion_group!(benches, bench);

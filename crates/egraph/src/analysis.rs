@@ -75,10 +75,10 @@ impl Analysis<Node> for Facts {
             Node::Const { ty, value } => Data { ty: egraph.analysis.type_at(*ty).cloned(), konst: Some(*value) },
             Node::Leaf(_) | Node::Proj { .. } => Data::default(),
             Node::Op { name, args, .. } => {
-                let tys: Vec<Option<&Type>> = args.iter().map(|a| egraph[*a].data.ty.as_ref()).collect();
+                let tys: smallvec::SmallVec<[Option<&Type>; 3]> = args.iter().map(|a| egraph[*a].data.ty.as_ref()).collect();
                 let ty = infer_type(name.as_str(), &tys);
-                let konst = if egraph.analysis.fold {
-                    let ks: Option<Vec<Scalar>> = args.iter().map(|a| egraph[*a].data.konst).collect();
+                let konst = if egraph.analysis.fold && args.iter().all(|a| egraph[*a].data.konst.is_some()) {
+                    let ks: Option<smallvec::SmallVec<[Scalar; 3]>> = args.iter().map(|a| egraph[*a].data.konst).collect();
                     match (&ty, ks) {
                         (Some(t), Some(ks)) => fold(name.as_str(), &ks, t),
                         _ => None,
@@ -196,14 +196,15 @@ pub fn infer_type(name: &str, args: &[Option<&Type>]) -> Option<Type> {
         if UNARY_FLOAT.contains(&name) && !t.dtype?.is_floating() {
             return None;
         }
-        return Some(Type::tensor_of(t.clone()));
+        // The operand's own type (shared, not copied).
+        return args.first().copied().flatten().cloned();
     }
     let binary = BINARY.contains(&name) || name == "aten.div.Tensor";
     let compare = COMPARE.contains(&name);
-    if binary || compare || name == "aten.where.self" {
-        let ts: Option<Vec<&TensorType>> = args.iter().map(|a| tensor(*a)).collect();
+    if binary || compare || name == "aten.where.self" || name == "aten.addcmul" {
+        let ts: Option<smallvec::SmallVec<[&TensorType; 3]>> = args.iter().map(|a| tensor(*a)).collect();
         let ts = ts?;
-        let shapes: Option<Vec<&[Dim]>> = ts.iter().map(|t| t.shape.as_deref()).collect();
+        let shapes: Option<smallvec::SmallVec<[&[Dim]; 3]>> = ts.iter().map(|t| t.shape.as_deref()).collect();
         let shape = broadcast_shapes(&shapes?)?;
         let dtype = if compare {
             DType::Bool
@@ -213,6 +214,10 @@ pub fn infer_type(name: &str, args: &[Option<&Type>]) -> Option<Type> {
             let d = promote_tensors(&ts)?;
             if name == "aten.div.Tensor" && !d.is_floating() { DType::F32 } else { d }
         };
+        // An operand's type when it is the result's (shared, not copied: the common case).
+        if let Some(i) = ts.iter().position(|t| t.dtype == Some(dtype) && t.shape.as_deref() == Some(shape.as_slice())) {
+            return args[i].cloned();
+        }
         return Some(Type::tensor_of(TensorType::new(dtype, shape)));
     }
     None

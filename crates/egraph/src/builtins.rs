@@ -13,6 +13,10 @@ pub fn register(lib: &mut RuleLibrary) {
     lib.add_condition("float", |g, _, a| a.iter().all(|&x| tensor_dtype_is(g[x].data.ty.as_ref(), DType::is_floating)));
     lib.add_condition("int", |g, _, a| a.iter().all(|&x| tensor_dtype_is(g[x].data.ty.as_ref(), DType::is_integral)));
     lib.add_condition("bool", |g, _, a| a.iter().all(|&x| tensor_dtype_is(g[x].data.ty.as_ref(), |d| d == DType::Bool)));
+    lib.add_condition("same-dtype", |g, root, a| {
+        let want = g[root].data.ty.as_ref().and_then(|t| t.as_tensor()).and_then(|t| t.dtype);
+        want.is_some() && a.iter().all(|&x| tensor_dtype_is(g[x].data.ty.as_ref(), |d| Some(d) == want))
+    });
     lib.add_condition("no-writes", |g, _, _| g.analysis.no_writes);
     lib.add_condition("const", |g, _, a| a.iter().all(|&x| g[x].data.konst.is_some()));
     lib.add_condition("plain-copy", |g, root, a| {
@@ -86,7 +90,7 @@ fn perm_of(g: &Graph, n: &Node) -> Option<Vec<usize>> {
 
 fn op_with_attrs(g: &mut Graph, name: &str, attrs: Vec<NamedAttr>, args: Vec<Id>) -> Id {
     let attrs = g.analysis.attr_index(attrs);
-    g.add(Node::Op { name: Symbol::from(name), attrs, args })
+    g.add(Node::Op { name: Symbol::from(name), attrs, args: args.into() })
 }
 
 /// permute(permute(x, p1), p2) = permute(x, q) with q[j] = p1[p2[j]]; x itself when q is the identity.
@@ -126,7 +130,7 @@ fn compose_view(g: &mut Graph, root: Id, a: &[Id]) -> Vec<Id> {
     for outer in outers {
         let Node::Op { attrs, args, .. } = &outer else { continue };
         if !ops_over(g, args[0], &["aten.view"], x).is_empty() {
-            out.push(g.add(Node::Op { name: Symbol::from("aten.view"), attrs: *attrs, args: vec![x] }));
+            out.push(g.add(Node::Op { name: Symbol::from("aten.view"), attrs: *attrs, args: smallvec::smallvec![x] }));
         }
     }
     out
@@ -241,5 +245,5 @@ fn div_to_mul(g: &mut Graph, root: Id, a: &[Id], exact: bool) -> Vec<Id> {
     let r = if cd == DType::F32 { r as f32 as f64 } else { r };
     let ty = g.analysis.type_index(&cty);
     let k = g.add(Node::Const { ty, value: Scalar::float(r) });
-    vec![g.add(Node::Op { name: Symbol::from("aten.mul.Tensor"), attrs: 0, args: vec![x, k] })]
+    vec![g.add(Node::Op { name: Symbol::from("aten.mul.Tensor"), attrs: 0, args: smallvec::smallvec![x, k] })]
 }

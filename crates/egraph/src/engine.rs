@@ -77,6 +77,8 @@ pub struct RunReport {
     pub created: usize,
     /// Ops erased.
     pub erased: usize,
+    /// Conversion of the ops into an e-graph.
+    pub convert: Duration,
     /// Saturation time.
     pub saturate: Duration,
     /// Extraction and write-back time.
@@ -129,11 +131,11 @@ pub fn runs(ctx: &Context, m: &Module, block: BlockId) -> Vec<(Vec<OpId>, Insert
 
 /// An op's attributes without those equal to their schema default, sorted by name.
 pub fn normalized_attrs(ctx: &Context, m: &Module, op: OpId) -> Vec<NamedAttr> {
-    let schema = ctx.op_def(m.op_name(op)).and_then(|d| d.schema.clone());
+    let schema = ctx.op_def(m.op_name(op)).and_then(|d| d.schema.as_ref());
     m.attributes(op)
         .iter()
         .filter(|(k, v)| {
-            let Some(s) = &schema else { return true };
+            let Some(s) = schema else { return true };
             let Some((_, arg)) = s.arg(k) else { return true };
             let default = match &arg.default {
                 Some(d) => dialect_aten::default_attribute(d, &arg.ty),
@@ -226,7 +228,7 @@ pub fn convert(ctx: &Context, m: &Module, ops: &[OpId], fold: bool) -> Converted
     };
     let in_run: HashSet<OpId> = ops.iter().copied().collect();
     for &op in ops {
-        let mut args = Vec::with_capacity(m.operands(op).len());
+        let mut args = crate::lang::Args::with_capacity(m.operands(op).len());
         for &v in m.operands(op) {
             let id = match c.class_of.get(&v) {
                 Some(&id) => id,
@@ -288,7 +290,7 @@ pub fn rewrite_run(
 ) -> Result<RunReport, Diagnostic> {
     let start = std::time::Instant::now();
     let conv = convert(ctx, m, ops, cfg.fold);
-    let mut report = RunReport { ops: ops.len(), initial_nodes: conv.egraph.total_size(), ..RunReport::default() };
+    let mut report = RunReport { ops: ops.len(), initial_nodes: conv.egraph.total_size(), convert: start.elapsed(), ..RunReport::default() };
     if conv.roots.is_empty() {
         return Ok(report);
     }
@@ -328,7 +330,7 @@ pub fn rewrite_run(
     let g = runner.egraph;
     report.nodes = g.total_size();
     report.classes = g.number_of_classes();
-    report.saturate = start.elapsed();
+    report.saturate = start.elapsed() - report.convert;
     let t1 = std::time::Instant::now();
     let root_ids: Vec<Id> = roots.iter().map(|(_, id)| g.find(*id)).collect();
     let prefer: HashSet<Node> = originals
@@ -360,6 +362,10 @@ pub fn rewrite_run(
     }
     let mut budget = cfg.budget;
     let mut failed = None;
+    let in_run: HashSet<OpId> = ops.iter().copied().collect();
+    // Results of the non-view ops created so far (fresh memory), grown as roots materialize.
+    let mut fresh: HashSet<ValueId> = HashSet::new();
+    let mut seen_created = 0;
     for (r, id) in &roots {
         let v = match w.materialize(m, g.find(*id)) {
             Ok(Mat::Value(v)) => v,
@@ -372,8 +378,13 @@ pub fn rewrite_run(
         if v == *r {
             continue;
         }
-        let fresh_new = w.created.iter().any(|&o| m.results(o).contains(&v) && !VIEWS.contains(&m.op_name(o)));
-        if !cfg.allow_alias && !fresh_new {
+        for &o in &w.created[seen_created..] {
+            if !VIEWS.contains(&m.op_name(o)) {
+                fresh.extend(m.results(o).iter().copied());
+            }
+        }
+        seen_created = w.created.len();
+        if !cfg.allow_alias && !fresh.contains(&v) {
             continue;
         }
         if let Some(b) = budget.as_mut() {
@@ -382,7 +393,6 @@ pub fn rewrite_run(
             }
             *b -= 1;
         }
-        let in_run: HashSet<OpId> = ops.iter().copied().collect();
         m.replace_uses_where(*r, v, |_, u| !in_run.contains(&u.op));
         report.replaced += 1;
     }

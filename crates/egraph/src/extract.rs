@@ -109,28 +109,98 @@ pub enum Extractor {
 /// Whether this build has exact (ILP) extraction.
 pub const HAS_ILP: bool = cfg!(feature = "ilp");
 
-/// Best (cost, node) per class, where `free` classes cost nothing to their users.
-fn best_per_class(g: &Graph, free: &HashSet<Id>, costs: &HashMap<(Id, usize), f64>) -> HashMap<Id, (f64, Node)> {
-    let mut best: HashMap<Id, (f64, Node)> = HashMap::with_capacity(g.number_of_classes());
-    let mut classes: Vec<Id> = g.classes().map(|c| c.id).collect();
-    classes.sort_unstable();
+/// The e-graph flattened for extraction: classes numbered densely (in order of their ids), the
+/// e-nodes of class `c` at `node_start[c]..node_start[c + 1]`, each with its cost and its
+/// operands' classes (`kids[kid_start[n]..kid_start[n + 1]]`). Every pass of the extraction
+/// walks these arrays instead of looking classes up in hash maps and copying e-nodes.
+struct Flat {
+    ids: Vec<Id>,
+    /// Dense index of each class by `usize::from(id)` (`NONE` for ids that are not canonical).
+    index: Vec<u32>,
+    node_start: Vec<u32>,
+    cost: Vec<f64>,
+    kid_start: Vec<u32>,
+    kids: Vec<u32>,
+}
+
+/// No node / no class.
+const NONE: u32 = u32::MAX;
+
+impl Flat {
+    fn new(g: &Graph, prefer: &HashSet<Node>) -> Flat {
+        let mut ids: Vec<Id> = g.classes().map(|c| c.id).collect();
+        ids.sort_unstable();
+        let max = ids.iter().map(|&i| usize::from(i)).max().map_or(0, |m| m + 1);
+        let mut index = vec![NONE; max];
+        for (i, &id) in ids.iter().enumerate() {
+            index[usize::from(id)] = i as u32;
+        }
+        let mut f = Flat {
+            ids,
+            index,
+            node_start: Vec::with_capacity(g.number_of_classes() + 1),
+            cost: Vec::with_capacity(g.total_size()),
+            kid_start: Vec::with_capacity(g.total_size() + 1),
+            kids: Vec::with_capacity(2 * g.total_size()),
+        };
+        for i in 0..f.ids.len() {
+            let id = f.ids[i];
+            f.node_start.push(f.cost.len() as u32);
+            for n in &g[id].nodes {
+                let own = matches!(n, Node::Leaf(_) | Node::Proj { .. }) || prefer.contains(n);
+                f.cost.push(node_cost(g, id, n) + if own { 0.0 } else { 0.01 });
+                f.kid_start.push(f.kids.len() as u32);
+                for &k in n.children() {
+                    let k = f.index.get(usize::from(g.find(k))).copied().unwrap_or(NONE);
+                    f.kids.push(k);
+                }
+            }
+        }
+        f.node_start.push(f.cost.len() as u32);
+        f.kid_start.push(f.kids.len() as u32);
+        f
+    }
+
+    fn class(&self, id: Id) -> u32 {
+        self.index.get(usize::from(id)).copied().unwrap_or(NONE)
+    }
+
+    fn nodes(&self, c: usize) -> std::ops::Range<usize> {
+        self.node_start[c] as usize..self.node_start[c + 1] as usize
+    }
+
+    fn kids(&self, n: usize) -> &[u32] {
+        &self.kids[self.kid_start[n] as usize..self.kid_start[n + 1] as usize]
+    }
+
+    /// The e-node `n` (a flat index) of class `c`, as stored in the e-graph.
+    fn node<'g>(&self, g: &'g Graph, c: usize, n: usize) -> &'g Node {
+        &g[self.ids[c]].nodes[n - self.node_start[c] as usize]
+    }
+}
+
+/// Best (cost, flat node) per class, where `free` classes cost nothing to their users
+/// (`(INFINITE, NONE)` for classes without a finite choice).
+fn best_per_class(f: &Flat, free: &[bool]) -> Vec<(f64, u32)> {
+    let mut best: Vec<(f64, u32)> = vec![(INFINITE, NONE); f.ids.len()];
     loop {
         let mut changed = false;
-        for &c in &classes {
-            for (i, n) in g[c].nodes.iter().enumerate() {
-                let mut total = costs.get(&(c, i)).copied().unwrap_or(INFINITE);
-                for &k in n.children() {
-                    let k = g.find(k);
-                    if free.contains(&k) {
+        for c in 0..f.ids.len() {
+            for n in f.nodes(c) {
+                let mut total = f.cost[n];
+                for &k in f.kids(n) {
+                    let Some(&(kc, kn)) = best.get(k as usize) else {
+                        total = INFINITE;
+                        break;
+                    };
+                    if free[k as usize] {
                         continue;
                     }
-                    match best.get(&k) {
-                        Some((kc, _)) => total += kc,
-                        None => {
-                            total = INFINITE;
-                            break;
-                        }
+                    if kn == NONE {
+                        total = INFINITE;
+                        break;
                     }
+                    total += kc;
                 }
                 if !total.is_finite() {
                     continue;
@@ -139,9 +209,8 @@ fn best_per_class(g: &Graph, free: &HashSet<Id>, costs: &HashMap<(Id, usize), f6
                 // with the depth of a DAG; capped, they stay comparable where they matter and
                 // never overflow into "not extractable".
                 let total = total.min(COST_CAP);
-                let better = best.get(&c).is_none_or(|(bc, _)| total < *bc);
-                if better {
-                    best.insert(c, (total, n.clone()));
+                if best[c].1 == NONE || total < best[c].0 {
+                    best[c] = (total, n as u32);
                     changed = true;
                 }
             }
@@ -152,41 +221,44 @@ fn best_per_class(g: &Graph, free: &HashSet<Id>, costs: &HashMap<(Id, usize), f6
     }
 }
 
-/// The DAG of a choice from the roots: its cost, or `None` when it is cyclic or incomplete.
-fn dag_cost(g: &Graph, roots: &[Id], choice: &HashMap<Id, Node>, costs: &HashMap<(Id, usize), f64>) -> Option<(f64, HashSet<Id>)> {
+/// The DAG of a choice (a flat node per class) from the roots: its cost and the classes it
+/// needs, or `None` when it is cyclic or incomplete.
+fn dag_cost(f: &Flat, roots: &[u32], choice: &[u32]) -> Option<(f64, Vec<bool>)> {
     // Iterative DFS with colours: 1 = on the stack, 2 = done.
-    let mut colour: HashMap<Id, u8> = HashMap::new();
+    let mut colour = vec![0u8; f.ids.len()];
     let mut total = 0.0;
     for &r in roots {
-        let r = g.find(r);
-        let mut stack: Vec<(Id, usize)> = vec![(r, 0)];
-        if colour.get(&r) == Some(&2) {
+        let r = r as usize;
+        if *colour.get(r)? == 2 {
             continue;
         }
-        colour.insert(r, 1);
+        colour[r] = 1;
+        let mut stack: Vec<(usize, usize)> = vec![(r, 0)];
         while let Some(&mut (c, ref mut next)) = stack.last_mut() {
-            let node = choice.get(&c)?;
-            let kids = node.children();
+            let node = *choice.get(c)?;
+            if node == NONE {
+                return None;
+            }
+            let kids = f.kids(node as usize);
             if *next < kids.len() {
-                let k = g.find(kids[*next]);
+                let k = kids[*next] as usize;
                 *next += 1;
-                match colour.get(&k) {
-                    Some(1) => return None,
-                    Some(_) => {}
-                    None => {
-                        colour.insert(k, 1);
+                match *colour.get(k)? {
+                    1 => return None,
+                    2 => {}
+                    _ => {
+                        colour[k] = 1;
                         stack.push((k, 0));
                     }
                 }
             } else {
-                let i = g[c].nodes.iter().position(|n| n == node).unwrap_or(usize::MAX);
-                total += costs.get(&(c, i)).copied().unwrap_or(INFINITE);
-                colour.insert(c, 2);
+                total += f.cost[node as usize];
+                colour[c] = 2;
                 stack.pop();
             }
         }
     }
-    Some((total, colour.into_keys().collect()))
+    Some((total, colour.into_iter().map(|c| c == 2).collect()))
 }
 
 /// Chooses the e-nodes for `roots`.
@@ -194,24 +266,24 @@ fn dag_cost(g: &Graph, roots: &[Id], choice: &HashMap<Id, Node>, costs: &HashMap
 /// Nodes of `prefer` (the input program's own, with canonical operands) win ties, so rules
 /// that do not lower the cost leave the program as it was.
 pub fn extract(g: &Graph, roots: &[Id], how: Extractor, prefer: &HashSet<Node>) -> Option<Choice> {
-    let mut costs = HashMap::with_capacity(g.total_size());
-    for c in g.classes() {
-        for (i, n) in c.nodes.iter().enumerate() {
-            let own = matches!(n, Node::Leaf(_) | Node::Proj { .. }) || prefer.contains(n);
-            costs.insert((c.id, i), node_cost(g, c.id, n) + if own { 0.0 } else { 0.01 });
-        }
+    let f = Flat::new(g, prefer);
+    let root_classes: Vec<u32> = roots.iter().map(|&r| f.class(g.find(r))).collect();
+    if root_classes.contains(&NONE) {
+        return None;
     }
-    let tree = best_per_class(g, &HashSet::new(), &costs);
-    let mut choice: HashMap<Id, Node> = tree.into_iter().map(|(c, (_, n))| (c, n)).collect();
-    let (mut cost, mut needed) = dag_cost(g, roots, &choice, &costs)?;
+    let tree = best_per_class(&f, &vec![false; f.ids.len()]);
+    let mut choice: Vec<u32> = tree.iter().map(|&(_, n)| n).collect();
+    let (mut cost, mut needed) = dag_cost(&f, &root_classes, &choice)?;
     if how != Extractor::Tree {
         for _ in 0..3 {
-            let best = best_per_class(g, &needed, &costs);
+            let best = best_per_class(&f, &needed);
             let mut next = choice.clone();
-            for (c, (_, n)) in best {
-                next.insert(c, n);
+            for (c, &(_, n)) in best.iter().enumerate() {
+                if n != NONE {
+                    next[c] = n;
+                }
             }
-            match dag_cost(g, roots, &next, &costs) {
+            match dag_cost(&f, &root_classes, &next) {
                 Some((c2, needed2)) if c2 < cost => {
                     choice = next;
                     cost = c2;
@@ -221,24 +293,48 @@ pub fn extract(g: &Graph, roots: &[Id], how: Extractor, prefer: &HashSet<Node>) 
             }
         }
     }
-    choice.retain(|c, _| needed.contains(c));
+    let mut nodes: HashMap<Id, Node> = HashMap::new();
+    for (c, &n) in choice.iter().enumerate() {
+        if needed[c] && n != NONE {
+            nodes.insert(f.ids[c], f.node(g, c, n as usize).clone());
+        }
+    }
     let mut method = if how == Extractor::Tree { "tree" } else { "greedy-dag" }.to_string();
     if let Extractor::Ilp { timeout } = how {
+        let mut costs: HashMap<(Id, usize), f64> = HashMap::with_capacity(f.cost.len());
+        for (c, &id) in f.ids.iter().enumerate() {
+            for n in f.nodes(c) {
+                costs.insert((id, n - f.node_start[c] as usize), f.cost[n]);
+            }
+        }
         match ilp(g, roots, &costs, timeout) {
-            Ok((exact, optimal)) => match dag_cost(g, roots, &exact, &costs) {
-                Some((c, _)) if c <= cost => {
-                    choice = exact;
-                    cost = c;
-                    method = format!("ilp ({})", if optimal { "optimal" } else { "time limit" });
+            Ok((exact, optimal)) => {
+                // The solver's nodes as flat indices (NONE where it chose nothing).
+                let exact_flat: Vec<u32> = (0..f.ids.len())
+                    .map(|c| {
+                        let Some(node) = exact.get(&f.ids[c]) else { return NONE };
+                        f.nodes(c).find(|&n| {
+                            let mut m = f.node(g, c, n).clone();
+                            m.update_children(|k| g.find(k));
+                            m == *node
+                        }).map_or(NONE, |n| n as u32)
+                    })
+                    .collect();
+                match dag_cost(&f, &root_classes, &exact_flat) {
+                    Some((c, _)) if c <= cost => {
+                        nodes = exact;
+                        cost = c;
+                        method = format!("ilp ({})", if optimal { "optimal" } else { "time limit" });
+                    }
+                    Some(_) => method = "greedy-dag (ilp: no cheaper solution in time)".into(),
+                    None if optimal => method = "greedy-dag (ilp: solution not an acyclic DAG)".into(),
+                    None => method = "greedy-dag (ilp: no complete solution in time)".into(),
                 }
-                Some(_) => method = "greedy-dag (ilp: no cheaper solution in time)".into(),
-                None if optimal => method = "greedy-dag (ilp: solution not an acyclic DAG)".into(),
-                None => method = "greedy-dag (ilp: no complete solution in time)".into(),
-            },
+            }
             Err(why) => method = format!("greedy-dag (ilp: {why})"),
         }
     }
-    Some(Choice { nodes: choice, cost, method })
+    Some(Choice { nodes, cost, method })
 }
 
 /// The classes reachable from `roots` through any e-node.

@@ -29,7 +29,8 @@ use ir::{
     Traits, Type, TypeKind, ValueId, ValueMap, WalkOrder,
 };
 use pass::{AnalysisManager, LogLevel, Pass, PassInfo, PassOptions, PassRegistry, PassResult};
-use std::collections::{HashMap, HashSet};
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap, HashSet};
 
 pub const NAME: &str = "fuse-elementwise";
 pub const DESCRIPTION: &str = "Group connected elementwise operations into prim.FusionGroup ops";
@@ -118,6 +119,11 @@ impl FuseElementwise {
     }
 
     /// The groups of one block, each a list of ops in block order.
+    ///
+    /// Each group keeps what its legality depends on — its iteration space, its first and last
+    /// member, its arguments, and a min-heap of the ops outside it that use its members — so
+    /// a merge costs in proportion to the arguments and to the uses it settles, not to the
+    /// group's size: long chains group in near-linear time.
     pub fn plan(&self, ctx: &Context, m: &Module, block: BlockId) -> Vec<Vec<OpId>> {
         let ops = m.block_ops(block);
         let index: HashMap<OpId, usize> = ops.iter().enumerate().map(|(i, &o)| (o, i)).collect();
@@ -128,37 +134,33 @@ impl FuseElementwise {
                 || ctx.op_def(m.op_name(o)).is_none_or(|d| d.schema.as_ref().is_some_and(|s| s.is_mutable()));
             writes[i + 1] = writes[i] + usize::from(w);
         }
-        let mut group_of: HashMap<OpId, usize> = HashMap::new();
-        let mut groups: Vec<Vec<OpId>> = Vec::new();
-        for &o in &ops {
+        let mut p = Planner { groups: Vec::new(), parent: Vec::new(), group_of: HashMap::new() };
+        for (i, &o) in ops.iter().enumerate() {
             if !self.candidate(ctx, m, o) {
                 continue;
             }
-            let mut current = vec![o];
-            let mut producers: Vec<usize> = m
-                .operands(o)
-                .iter()
-                .filter_map(|&v| m.defining_op(v))
-                .filter_map(|p| group_of.get(&p).copied())
-                .collect();
+            let id = p.start(m, block, &index, o, i);
+            let direct: Vec<usize> =
+                m.operands(o).iter().filter_map(|&v| m.defining_op(v)).filter_map(|d| p.group_of.get(&d).copied()).collect();
+            let mut producers: Vec<usize> = direct.into_iter().map(|g| p.find(g)).filter(|&g| g != id).collect();
             producers.sort_unstable();
             producers.dedup();
             // Latest producer groups first: they are the closest.
             for g in producers.into_iter().rev() {
-                let mut merged: Vec<OpId> = groups[g].iter().chain(current.iter()).copied().collect();
-                merged.sort_by_key(|x| index.get(x).copied().unwrap_or(usize::MAX));
-                if self.legal(m, block, &merged, &index, &writes) {
-                    groups[g].clear();
-                    current = merged;
-                }
+                p.try_merge(self, m, g, id, i, &writes);
             }
-            let id = groups.len();
-            for &x in &current {
-                group_of.insert(x, id);
-            }
-            groups.push(current);
         }
-        groups.into_iter().filter(|g| g.len() >= self.min_size).collect()
+        let Planner { groups, parent, .. } = p;
+        groups
+            .into_iter()
+            .enumerate()
+            .filter(|&(g, ref grp)| parent[g] == g && grp.members.len() >= self.min_size)
+            .map(|(_, grp)| {
+                let mut members = grp.members;
+                members.sort_by_key(|x| index.get(x).copied().unwrap_or(usize::MAX));
+                members
+            })
+            .collect()
     }
 
     /// Distributes every split of an elementwise result in `block` (see the module docs);
@@ -287,54 +289,154 @@ impl FuseElementwise {
             _ => false,
         })
     }
+}
 
-    fn legal(&self, m: &Module, block: BlockId, g: &[OpId], index: &HashMap<OpId, usize>, writes: &[usize]) -> bool {
-        if g.len() > self.max_size {
-            return false;
+/// What the legality of a planned group depends on (see the module docs).
+struct PlanGroup {
+    members: Vec<OpId>,
+    /// Block positions of the first and the last member.
+    lo: usize,
+    hi: usize,
+    /// The iteration space: every member's result shape.
+    space: Option<Vec<Dim>>,
+    /// Never merged: a member is used outside the block, or an operand does not broadcast
+    /// into the member's shape.
+    sealed: bool,
+    /// The values the group takes as arguments (see [`inputs_of`]).
+    inputs: HashSet<ValueId>,
+    /// Ops using a member's result (their block position and the op; ops in nested regions
+    /// stand for their ancestor in the block), not members when they were recorded.
+    users: BinaryHeap<Reverse<(usize, OpId)>>,
+}
+
+/// Groups being planned: merged groups are joined in a union-find forest over group ids.
+struct Planner {
+    groups: Vec<PlanGroup>,
+    parent: Vec<usize>,
+    group_of: HashMap<OpId, usize>,
+}
+
+impl Planner {
+    fn find(&mut self, mut g: usize) -> usize {
+        while self.parent[g] != g {
+            self.parent[g] = self.parent[self.parent[g]];
+            g = self.parent[g];
         }
-        let set: HashSet<OpId> = g.iter().copied().collect();
-        let (Some(&first), Some(&last)) = (g.first(), g.last()) else { return false };
-        let (lo, hi) = (index[&first], index[&last]);
-        // One iteration space.
-        let shape = |o: OpId| m.value_type(m.results(o)[0]).as_tensor().and_then(|t| t.shape.clone());
-        let s0 = shape(first);
-        if g.iter().any(|&o| shape(o) != s0) {
-            return false;
+        g
+    }
+
+    fn in_group(&mut self, o: OpId, g: usize) -> bool {
+        match self.group_of.get(&o) {
+            Some(&x) => self.find(x) == g,
+            None => false,
         }
-        // Operands broadcast into it.
-        let space = s0.unwrap_or_default();
-        for &o in g {
-            for &v in m.operands(o) {
-                if let Some(Some(s)) = m.value_type(v).as_tensor().map(|t| t.shape.clone()) {
-                    if crate::analysis::broadcast_shapes(&[&s, &space]).as_ref() != Some(&space) {
-                        return false;
-                    }
-                }
+    }
+
+    /// A new group of the single op `o` at block position `i`; returns its id.
+    fn start(&mut self, m: &Module, block: BlockId, index: &HashMap<OpId, usize>, o: OpId, i: usize) -> usize {
+        let space = m.value_type(m.results(o)[0]).as_tensor().and_then(|t| t.shape.clone());
+        let mut sealed = false;
+        let here = space.clone().unwrap_or_default();
+        for &v in m.operands(o) {
+            if let Some(Some(s)) = m.value_type(v).as_tensor().map(|t| t.shape.clone())
+                && crate::analysis::broadcast_shapes(&[&s, &here]).as_ref() != Some(&here)
+            {
+                sealed = true;
             }
         }
-        // No outside use of a member before the last member.
-        for &o in g {
-            for &r in m.results(o) {
-                for u in m.uses(r) {
-                    let mut user = u.op;
-                    while m.parent_block(user) != Some(block) {
-                        match m.parent_op(user) {
-                            Some(p) => user = p,
-                            None => return false,
+        let mut users = BinaryHeap::new();
+        for &r in m.results(o) {
+            for u in m.uses(r) {
+                let mut user = u.op;
+                while m.parent_block(user) != Some(block) {
+                    match m.parent_op(user) {
+                        Some(p) => user = p,
+                        None => {
+                            sealed = true;
+                            break;
                         }
                     }
-                    if !set.contains(&user) && index.get(&user).is_none_or(|&i| i <= hi) {
-                        return false;
-                    }
+                }
+                match index.get(&user) {
+                    Some(&k) if m.parent_block(user) == Some(block) => users.push(Reverse((k, user))),
+                    _ => sealed = true,
                 }
             }
         }
-        // No write between the first and the last member.
-        let outside_writes = writes[hi + 1] - writes[lo];
-        if outside_writes > 0 {
+        let inputs: HashSet<ValueId> =
+            m.operands(o).iter().copied().filter(|&v| !m.defining_op(v).is_some_and(|d| is_small_constant(m, d))).collect();
+        let id = self.groups.len();
+        self.groups.push(PlanGroup { members: vec![o], lo: i, hi: i, space, sealed, inputs, users });
+        self.parent.push(id);
+        self.group_of.insert(o, id);
+        id
+    }
+
+    /// Merges group `g` into the group `cur` of the op at block position `at` (its last
+    /// member) when the merged group is legal.
+    fn try_merge(&mut self, f: &FuseElementwise, m: &Module, g: usize, cur: usize, at: usize, writes: &[usize]) -> bool {
+        let (a, b) = (&self.groups[g], &self.groups[cur]);
+        if a.sealed || b.sealed || a.space != b.space || a.members.len() + b.members.len() > f.max_size {
             return false;
         }
-        inputs_of(m, g).len() <= self.max_args
+        // No write between the first and the last member.
+        let lo = a.lo.min(b.lo);
+        if writes[at + 1] - writes[lo] > 0 {
+            return false;
+        }
+        // Arguments: those of either group not computed by the other.
+        let mut inputs: HashSet<ValueId> = HashSet::with_capacity(a.inputs.len() + b.inputs.len());
+        let candidates: Vec<ValueId> = a.inputs.iter().chain(b.inputs.iter()).copied().collect();
+        for v in candidates {
+            let inside = m.defining_op(v).is_some_and(|d| self.in_group(d, g) || self.in_group(d, cur));
+            if !inside {
+                inputs.insert(v);
+            }
+        }
+        if inputs.len() > f.max_args {
+            return false;
+        }
+        // No use of a member of `g` by an op outside the merged group up to `at` (the other
+        // group's uses up to `at` are its own members: it ends at `at`). Settled uses, by
+        // members of either group, are dropped; those by `cur`'s members are kept until the
+        // merge is certain.
+        let mut settled_cur = Vec::new();
+        while let Some(&Reverse((k, user))) = self.groups[g].users.peek() {
+            if k > at {
+                break;
+            }
+            self.groups[g].users.pop();
+            if self.in_group(user, g) {
+                continue;
+            }
+            if self.in_group(user, cur) {
+                settled_cur.push(Reverse((k, user)));
+                continue;
+            }
+            // An outside use before the end: restore and refuse.
+            self.groups[g].users.push(Reverse((k, user)));
+            self.groups[g].users.extend(settled_cur);
+            return false;
+        }
+        // Merge, the smaller collections into the larger.
+        let mut src = std::mem::replace(
+            &mut self.groups[g],
+            PlanGroup { members: Vec::new(), lo: 0, hi: 0, space: None, sealed: true, inputs: HashSet::new(), users: BinaryHeap::new() },
+        );
+        let dst = &mut self.groups[cur];
+        if src.members.len() > dst.members.len() {
+            std::mem::swap(&mut src.members, &mut dst.members);
+        }
+        dst.members.append(&mut src.members);
+        if src.users.len() > dst.users.len() {
+            std::mem::swap(&mut src.users, &mut dst.users);
+        }
+        dst.users.append(&mut src.users);
+        dst.lo = lo;
+        dst.hi = at;
+        dst.inputs = inputs;
+        self.parent[g] = cur;
+        true
     }
 }
 

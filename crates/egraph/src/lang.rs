@@ -2,7 +2,11 @@
 //! exact float identity, projections of multi-result operations, and opaque leaves.
 
 use egg::{Id, Language, Symbol};
+use smallvec::SmallVec;
 use std::fmt;
+
+/// The operands of an operation e-node, inline up to three.
+pub type Args = SmallVec<[Id; 3]>;
 
 /// The value of a splat constant. Floats are kept by bit pattern, so `0.0` and `-0.0` (and
 /// every NaN payload) are different constants.
@@ -47,7 +51,7 @@ pub const ANY_ATTRS: u32 = u32::MAX;
 pub enum Node {
     /// An operation: its name, its interned attribute set (`0`: none; see
     /// [`crate::analysis::Facts::attrs`]) and its operands.
-    Op { name: Symbol, attrs: u32, args: Vec<Id> },
+    Op { name: Symbol, attrs: u32, args: Args },
     /// Result `index` of a multi-result operation.
     Proj { index: u32, args: [Id; 1] },
     /// A constant whose elements all equal `value`; `ty` is its interned type.
@@ -62,7 +66,7 @@ impl Node {
     /// with any attributes matches sit together in a sorted class.
     fn key(&self) -> (u8, Option<Symbol>, usize, u32, u64, &[Id]) {
         match self {
-            Node::Op { name, attrs, args } => (0, Some(*name), args.len(), *attrs, 0, args),
+            Node::Op { name, attrs, args } => (0, Some(*name), args.len(), *attrs, 0, args.as_slice()),
             Node::Proj { index, args } => (1, None, 1, *index, 0, args),
             Node::Const { ty, value } => {
                 let v = match value {
@@ -107,7 +111,7 @@ pub enum Head {
 
 impl Node {
     pub fn op(name: &str, args: Vec<Id>) -> Node {
-        Node::Op { name: Symbol::from(name), attrs: 0, args }
+        Node::Op { name: Symbol::from(name), attrs: 0, args: args.into() }
     }
 
     /// The operation name of an `Op` node.
@@ -180,6 +184,6 @@ impl egg::FromOp for Node {
             let [c] = children[..] else { return Err(format!("projection '{op}' takes one operand")) };
             return Ok(Node::Proj { index, args: [c] });
         }
-        Ok(Node::Op { name: Symbol::from(op), attrs: 0, args: children })
+        Ok(Node::Op { name: Symbol::from(op), attrs: 0, args: children.into() })
     }
 }

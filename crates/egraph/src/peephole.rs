@@ -27,7 +27,7 @@ impl Peephole {
     pub fn options() -> PassOptions {
         PassOptions::new()
             .list("rules", &["aten"], "Rule sets: a dialect (its sound sets) or 'dialect.set'")
-            .bool("fast-math", false, "Also apply the fast-math sets (reassociation, x*0, x-x, exp(log x), ...)")
+            .bool("fast-math", false, "Also apply the fast-math sets (reassociation, x*0, x-x, exp(log x), a*b+c as addcmul, ...)")
             .int("iter-limit", 16, "Saturation iterations per run of ops")
             .int("node-limit", 100_000, "E-nodes per e-graph before saturation stops")
             .int("time-limit-ms", 1000, "Saturation time per run of ops, in milliseconds")
@@ -137,9 +137,9 @@ impl Pass for Peephole {
             pass::log!(
                 am,
                 LogLevel::Dump,
-                "@{} run {i}: {} op(s), {} -> {} e-node(s) in {} class(es), {} iteration(s), stop: {}, cost {:.0} ({}), replaced {}, created {}, erased {}; saturation {:.3} ms, extraction {:.3} ms",
+                "@{} run {i}: {} op(s), {} -> {} e-node(s) in {} class(es), {} iteration(s), stop: {}, cost {:.0} ({}), replaced {}, created {}, erased {}; conversion {:.3} ms, saturation {:.3} ms, extraction {:.3} ms",
                 r.function, r.ops, r.initial_nodes, r.nodes, r.classes, r.iterations, r.stop, r.cost, r.extraction, r.replaced, r.created, r.erased,
-                r.saturate.as_secs_f64() * 1e3, r.extract.as_secs_f64() * 1e3
+                r.convert.as_secs_f64() * 1e3, r.saturate.as_secs_f64() * 1e3, r.extract.as_secs_f64() * 1e3
             );
             // `--timing` rows: saturation per stop reason (its run count says how many runs of
             // ops stopped that way), and extraction with write-back.

@@ -191,7 +191,7 @@ fn build(egraph: &mut Graph, rhs: &Rhs, subst: &Subst, root: Id, top: bool) -> O
             for a in args {
                 ids.push(build(egraph, a, subst, root, false)?);
             }
-            Some(egraph.add(Node::Op { name: *name, attrs: 0, args: ids }))
+            Some(egraph.add(Node::Op { name: *name, attrs: 0, args: ids.into() }))
         }
     }
 }
@@ -494,7 +494,7 @@ fn lhs_to_ast(s: &Sexp, ast: &mut RecExpr<ENodeOrVar<Node>>, consts: &mut Vec<(V
                 Some(n) => (n, crate::lang::ANY_ATTRS),
                 None => (op.as_str(), 0),
             };
-            Ok(ast.add(ENodeOrVar::ENode(Node::Op { name: Symbol::from(name), attrs, args: ids })))
+            Ok(ast.add(ENodeOrVar::ENode(Node::Op { name: Symbol::from(name), attrs, args: ids.into() })))
         }
     }
 }

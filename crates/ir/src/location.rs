@@ -27,21 +27,30 @@ impl Location {
     /// Fuses locations, flattening nested fused sets and dropping unknown and duplicate ones.
     pub fn fuse(locs: impl IntoIterator<Item = Location>) -> Location {
         let mut out: Vec<Location> = Vec::new();
+        // Past a few locations duplicates are found by hashing, so fusing the locations of
+        // thousands of ops (a large fusion group) stays linear.
+        let mut seen: Option<std::collections::HashSet<Location>> = None;
+        let mut add = |l: Location, out: &mut Vec<Location>| {
+            let fresh = match &mut seen {
+                Some(set) => set.insert(l.clone()),
+                None => !out.contains(&l),
+            };
+            if fresh {
+                out.push(l);
+                if seen.is_none() && out.len() >= 16 {
+                    seen = Some(out.iter().cloned().collect());
+                }
+            }
+        };
         for l in locs {
             match l {
                 Location::Unknown => {}
                 Location::Fused(inner) => {
                     for i in inner.iter() {
-                        if !out.contains(i) {
-                            out.push(i.clone());
-                        }
+                        add(i.clone(), &mut out);
                     }
                 }
-                other => {
-                    if !out.contains(&other) {
-                        out.push(other)
-                    }
-                }
+                other => add(other, &mut out),
             }
         }
         match out.len() {

@@ -225,3 +225,23 @@ fn contexts_are_shareable_across_threads() {
     assert_send_sync::<Context>();
     assert_send_sync::<Module>();
 }
+
+/// Fusing locations flattens fused sets and keeps the first of each, in order, whether the set
+/// is small (scanned) or large (hashed past 16 locations).
+#[test]
+fn fuse_locations_drops_duplicates_in_order() {
+    use ir::Location;
+    for n in [3u32, 16, 17, 200] {
+        let locs: Vec<Location> = (0..n).map(|i| Location::file("f.py", i, 0)).collect();
+        let mut input = vec![Location::Unknown];
+        input.extend(locs.iter().cloned());
+        input.push(Location::fuse(locs.iter().rev().cloned()));
+        input.extend(locs.iter().cloned());
+        match Location::fuse(input) {
+            Location::Fused(out) => assert_eq!(out.to_vec(), locs, "n = {n}"),
+            other => panic!("n = {n}: expected a fused location, got {other:?}"),
+        }
+    }
+    assert_eq!(Location::fuse([Location::name("a"), Location::name("a")]), Location::name("a"));
+    assert_eq!(Location::fuse([Location::Unknown]), Location::Unknown);
+}

@@ -118,7 +118,8 @@ pub(crate) struct Emitter<'a, 'b> {
     pub ptr: Type,
     pub err: Variable,
     /// The target has fused multiply-add: polynomial evaluation in the inline transcendental
-    /// functions uses it (exact elementwise ops never do, so they round like the interpreter).
+    /// functions and `NodeKind::MulAdd` (value-1 `addcmul`) use it; the other elementwise ops
+    /// never do, so they round like the interpreter.
     pub fma: bool,
     /// Vector constants of the kernel, read from memory (see [`ConstPool`]); `None` emits them
     /// as `vconst`s.
@@ -457,6 +458,17 @@ impl Emitter<'_, '_> {
                 let x = self.node(mode, a, cache, access)?;
                 let y = self.node(mode, b2, cache, access)?;
                 self.sel(m, x, y)
+            }
+            NodeKind::MulAdd(a, b2, c) => {
+                let x = self.node(mode, a, cache, access)?;
+                let y = self.node(mode, b2, cache, access)?;
+                let z = self.node(mode, c, cache, access)?;
+                if self.fma {
+                    self.b.ins().fma(x, y, z)
+                } else {
+                    let p = self.b.ins().fmul(x, y);
+                    self.b.ins().fadd(p, z)
+                }
             }
         };
         cache.insert(n, v);

@@ -129,6 +129,9 @@ pub enum NodeKind {
     Cmp(Cmp, NodeId, NodeId),
     /// `if c { a } else { b }` with a bool condition.
     Select(NodeId, NodeId, NodeId),
+    /// `a * b + c` over floats of one dtype, rounded once (a hardware fused multiply-add) where
+    /// the target has one, else as a multiply and an add.
+    MulAdd(NodeId, NodeId, NodeId),
 }
 
 /// A node with its dtype and (broadcast) shape.
@@ -462,6 +465,12 @@ impl Builder {
         Ok(self.push(NodeKind::Select(c, a, b), d, s, op))
     }
 
+    fn mul_add(&mut self, a: NodeId, b: NodeId, c: NodeId, op: &'static str) -> Result<NodeId, JitError> {
+        let s = broadcast(op, &broadcast(op, &self.shape(a), &self.shape(b))?, &self.shape(c))?;
+        let d = self.dtype(c);
+        Ok(self.push(NodeKind::MulAdd(a, b, c), d, s, op))
+    }
+
     /// Lowers one aten op with arguments in schema order.
     fn lower(&mut self, name: &str, args: &[Arg]) -> Result<NodeId, JitError> {
         let op: &'static str = intern(name);
@@ -604,6 +613,21 @@ impl Builder {
                 let rt = self.result_type(&[a, b]);
                 let (x, y) = (self.operand(a, rt, op)?, self.operand(b, rt, op)?);
                 self.select(c, x, y, op)
+            }
+            "aten.addcmul" => {
+                // self + value * (tensor1 * tensor2). Value 1 over floats of one dtype is a
+                // fused multiply-add (one rounding where the target has FMA); otherwise as the
+                // interpreter: the product in the dtype of the two factors, then the sum in the
+                // dtype of all three.
+                let (s, t1, t2) = (tensor(0)?, tensor(1)?, tensor(2)?);
+                let value = scalar_or(3, Scalar::Int(1))?;
+                let rt = self.result_type(&[Operand::Node(s), Operand::Node(t1), Operand::Node(t2)]);
+                if rt.is_floating() && value.to_f64() == 1.0 && [s, t1, t2].iter().all(|&n| self.dtype(n) == rt) {
+                    return self.mul_add(t1, t2, s, op);
+                }
+                let p = self.arith(op, Operand::Node(t1), Operand::Node(t2), Binary::Mul, false)?;
+                let (s, p) = (self.cast(s, rt, op)?, self.cast(p, rt, op)?);
+                self.add(op, Operand::Node(s), Operand::Node(p), value)
             }
             "aten.masked_fill" => {
                 let t = tensor(0)?;

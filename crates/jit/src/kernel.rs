@@ -322,7 +322,7 @@ fn compile_graph(g: &Graph, spec: &KernelSpec, start: Instant) -> Result<Kernel,
             NodeKind::Input(_) | NodeKind::Const(_) => {}
             NodeKind::Cast(a) | NodeKind::Unary(_, a) => stack.push(*a),
             NodeKind::Binary(_, a, b) | NodeKind::Cmp(_, a, b) => stack.extend([*a, *b]),
-            NodeKind::Select(c, a, b) => stack.extend([*c, *a, *b]),
+            NodeKind::Select(c, a, b) | NodeKind::MulAdd(a, b, c) => stack.extend([*c, *a, *b]),
         }
     }
     let shape = g.nodes[g.outputs[0]].shape.clone();

@@ -1,7 +1,10 @@
 //! Differential testing: randomly generated fusion groups (random DAGs of the supported ops
 //! over random broadcast shapes, dtypes and layouts) run through the JIT and through the
 //! runtime's kernels op by op; results must agree bitwise for exact ops and within a
-//! tolerance for the f32 transcendental functions. `JIT_DIFF_CASES` scales the number of
+//! tolerance for the f32 transcendental functions and for value-1 `addcmul` over one float
+//! dtype, which the JIT rounds once (a fused multiply-add, where the host has FMA) and the
+//! runtime twice (the product, then the sum): they may differ by the product's rounding error,
+//! so the bound is ulp(a·b) + 2 ulp(result) (see [`fma_eq`]). `JIT_DIFF_CASES` scales the number of
 //! groups (default 10000), `JIT_DIFF_SEED` picks the seed; a failure prints both.
 
 mod common;
@@ -63,6 +66,9 @@ struct Case {
     inputs: Vec<Tensor>,
     /// Outputs produced by an f32 transcendental (compared with a tolerance), by index.
     approx: Vec<bool>,
+    /// Whether the outputs are `addcmul(s, b, c)` followed by `b` and `c` broadcast to its shape
+    /// (the first compared with [`fma_eq`], the other two exactly).
+    fma: bool,
 }
 
 fn gen_case(r: &mut Rng) -> Case {
@@ -141,6 +147,20 @@ fn gen_case(r: &mut Rng) -> Case {
             *ap = true;
         }
     }
+    // Or an addcmul of the last value, with its factors broadcast to its shape (`where` over an
+    // all-true-or-false mask of that shape picks the factor either way) as extra outputs.
+    let fma = !approx[0] && r.chance(0.3);
+    if fma {
+        let (b, c) = (r.pick(&g.vals).clone(), r.pick(&g.vals).clone());
+        let attrs = if r.chance(0.2) { format!("value = {}", if r.chance(0.5) { "2 : i64".to_string() } else { float_lit(r) }) } else { String::new() };
+        let s = outs[0].clone();
+        let v = g.op("aten.addcmul", &[&s, &b, &c], &attrs);
+        let full = g.op("aten.eq.Tensor", &[&v, &v], "");
+        let bb = g.op("aten.where.self", &[&full, &b, &b], "");
+        let cc = g.op("aten.where.self", &[&full, &c, &c], "");
+        outs = vec![v, bb, cc];
+        approx = vec![false; 3];
+    }
     let args: Vec<String> = (0..n_in).map(|i| format!("%in{i}: {ANY}")).collect();
     let srcs: Vec<String> = (0..n_in).map(|i| format!("  %s{i} = \"test.source\"() : () -> {ANY}")).collect();
     let operands: Vec<String> = (0..n_in).map(|i| format!("%s{i}")).collect();
@@ -155,7 +175,50 @@ fn gen_case(r: &mut Rng) -> Case {
         outs.join(", "),
         in_types.join(", ")
     );
-    Case { text, inputs, approx }
+    Case { text, inputs, approx, fma }
+}
+
+/// The spacing of floating values above `|x|` in `x`'s precision (`f32` when `single`).
+fn ulp_at(x: f64, single: bool) -> f64 {
+    let x = x.abs();
+    if single {
+        let x = x as f32;
+        (f32::from_bits(x.to_bits() + 1) - x) as f64
+    } else {
+        f64::from_bits(x.to_bits() + 1) - x
+    }
+}
+
+/// The result `a` of `addcmul(s, b, c)` against the reference `e`, given the factors `b` and
+/// `c` broadcast to its shape. Rounded once (`fl(b·c + s)`) instead of twice
+/// (`fl(fl(b·c) + s)`), the results differ by at most the product's rounding error, half an ulp
+/// of b·c, plus the two final roundings, half an ulp of each result: within ulp(b·c) + 2 ulp(e).
+/// Other dtypes, and products that overflow, must agree exactly.
+fn fma_eq(a: &Tensor, e: &Tensor, b: &Tensor, c: &Tensor) -> Result<(), String> {
+    if a.dtype() != e.dtype() || a.sizes() != e.sizes() {
+        return Err(format!("got {} {:?}, expected {} {:?}", a.dtype(), a.sizes(), e.dtype(), e.sizes()));
+    }
+    if !a.dtype().is_floating() || b.dtype() != a.dtype() || c.dtype() != a.dtype() {
+        return exact_eq(a, e);
+    }
+    let single = a.dtype() == DType::F32;
+    let (x, y, bs, cs) = (a.to_vec_f64(), e.to_vec_f64(), b.to_vec_f64(), c.to_vec_f64());
+    if [y.len(), bs.len(), cs.len()] != [x.len(); 3] {
+        return Err("outputs of different sizes".into());
+    }
+    for i in 0..x.len() {
+        let p = bs[i] * cs[i];
+        let p_overflows = if single { (p as f32).is_infinite() } else { p.is_infinite() };
+        if x[i].to_bits() == y[i].to_bits() || (x[i].is_nan() && y[i].is_nan()) || p_overflows {
+            continue;
+        }
+        let bound = ulp_at(p, single) + 2.0 * ulp_at(y[i], single);
+        let d = (x[i] - y[i]).abs();
+        if d.is_nan() || d > bound {
+            return Err(format!("element {i}: got {} expected {} (factors {} and {}, bound {bound})", x[i], y[i], bs[i], cs[i]));
+        }
+    }
+    Ok(())
 }
 
 /// Tolerance for transcendental outputs against the reference's own (libm) values.
@@ -182,12 +245,16 @@ fn random_fusion_groups_match_the_reference() {
     let cases: usize = std::env::var("JIT_DIFF_CASES").ok().and_then(|s| s.parse().ok()).unwrap_or(10_000);
     let seed: u64 = std::env::var("JIT_DIFF_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or(0x5EED_2024);
     let (mut ok, mut both_err, mut unsupported, mut vectorized) = (0usize, 0usize, 0usize, 0usize);
+    // addcmul results that differ from the reference's (rounded once by a fused multiply-add).
+    let mut rounded_once = 0usize;
+    let mut fma_cases = 0usize;
     let mut failures = Vec::new();
     let mut ref_panics: Vec<u64> = Vec::new();
     for i in 0..cases {
         let case_seed = seed.wrapping_add(i as u64);
         let mut r = Rng(case_seed);
         let case = gen_case(&mut r);
+        fma_cases += usize::from(case.fma);
         let (m, op) = parse(&case.text);
         // A panic in the reference kernels is their bug, not the JIT's: counted and reported.
         let want = match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| reference(&m, op, &case.inputs))) {
@@ -210,7 +277,16 @@ fn random_fusion_groups_match_the_reference() {
                     res = Err("different number of outputs".into());
                 }
                 for (k, (gv, wv)) in g.iter().zip(w).enumerate() {
-                    let c = if case.approx[k] { approx_eq(gv, wv) } else { exact_eq(gv, wv) };
+                    let c = if case.fma && k == 0 && w.len() == 3 {
+                        if gv.to_vec_f64().iter().zip(wv.to_vec_f64()).any(|(a, b)| a.to_bits() != b.to_bits() && !(a.is_nan() && b.is_nan())) {
+                            rounded_once += 1;
+                        }
+                        fma_eq(gv, wv, &w[1], &w[2])
+                    } else if case.approx[k] {
+                        approx_eq(gv, wv)
+                    } else {
+                        exact_eq(gv, wv)
+                    };
                     if let Err(e) = c {
                         res = Err(format!("output {k}: {e}"));
                         break;
@@ -240,6 +316,7 @@ fn random_fusion_groups_match_the_reference() {
         }
     }
     eprintln!("{cases} groups: {ok} agree, {both_err} rejected by both, {unsupported} unsupported by the JIT, {vectorized} vectorized");
+    eprintln!("{fma_cases} with addcmul, {rounded_once} of them rounded once (a fused multiply-add)");
     // The reference kernels must never panic either: a panic there is a runtime bug.
     assert!(
         ref_panics.is_empty(),
@@ -248,5 +325,11 @@ fn random_fusion_groups_match_the_reference() {
         &ref_panics[..ref_panics.len().min(5)]
     );
     assert!(failures.is_empty(), "{} failure(s); first:\n{}", failures.len(), failures.join("\n\n"));
+    // Where the host has FMA, the JIT fuses value-1 addcmul: some results must differ from
+    // the reference's twice-rounded ones.
+    #[cfg(target_arch = "x86_64")]
+    if cases >= 1_000 && std::arch::is_x86_feature_detected!("fma") {
+        assert!(rounded_once > 0, "no addcmul result was rounded once in {fma_cases} cases");
+    }
     assert!(unsupported * 10 <= cases, "too many unsupported groups: {unsupported}");
 }

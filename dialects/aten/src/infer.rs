@@ -817,6 +817,10 @@ fn infer_key(key: &str, name: &str, a: &Args, r: &Ranges) -> Result<Option<Vec<T
             let (d, shape) = elementwise(a, &["self", "other"], r)?;
             return one(tensor(d.map(float_result), shape));
         }
+        "addcmul" => {
+            let (d, shape) = elementwise(a, &["self", "tensor1", "tensor2"], r)?;
+            return one(tensor(d, shape));
+        }
         "div.Tensor_mode" | "div.Scalar_mode" => {
             let (d, shape) = elementwise(a, &["self", "other"], r)?;
             let d = if a.is_none("rounding_mode") { d.map(float_result) } else { d };

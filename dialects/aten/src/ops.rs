@@ -14,6 +14,7 @@ const ELEMENTWISE: &str = include_str!("../tools/elementwise_core_ops.txt");
 const EXTRA_ELEMENTWISE: &[&str] = &[
     "gelu", "silu", "hardswish", "hardsigmoid", "relu6", "mish", "leaky_relu", "elu", "hardtanh", "softplus",
     "rsub", "masked_fill", "where", "lerp", "clamp_min", "clamp_max", "_to_copy", "erfinv", "nan_to_num",
+    "addcmul",
 ];
 
 /// Commutative binary ops.
