@@ -139,7 +139,7 @@ pub(crate) fn multi_use(g: &Graph) -> Vec<bool> {
                 uses[a] += 1;
                 uses[b] += 1;
             }
-            NodeKind::Select(c, a, b) => {
+            NodeKind::Select(c, a, b) | NodeKind::MulAdd(a, b, c) => {
                 uses[c] += 1;
                 uses[a] += 1;
                 uses[b] += 1;
