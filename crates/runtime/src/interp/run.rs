@@ -362,10 +362,18 @@ impl Frame {
             *b = buf;
         }
         match result? {
-            Produced::One(v) => match ins.outs.as_slice() {
-                [r] => self.set(*r, v),
-                _ => return Err(runtime_error(ins, "internal error: out-variant with several results")),
-            },
+            Produced::Out(t, extra) => {
+                let Some((&r, rest)) = ins.outs.split_first() else {
+                    return Err(runtime_error(ins, "internal error: out-variant without a result"));
+                };
+                if rest.len() > extra.len() {
+                    return Err(runtime_error(ins, "internal error: out-variant with too many results"));
+                }
+                self.set(r, IValue::Tensor(t));
+                for (&r, e) in rest.iter().zip(extra) {
+                    self.set(r, e.map_or(IValue::None, IValue::Tensor));
+                }
+            }
             Produced::Many(vals) => {
                 if vals.len() != ins.outs.len() {
                     return Err(runtime_error(
@@ -411,8 +419,10 @@ impl Frame {
                     Some(t) => t,
                     None => Tensor::zeros(meta.dtype, meta.sizes()).map_err(|e| kernel_error(ins, e))?,
                 };
-                out::compute(op, name, buf, &t).map_err(|e| kernel_error(ins, e))?;
-                return Ok(Produced::One(IValue::Tensor(t)));
+                // Further results nobody reads (freed right after the instruction) are not made.
+                let read = |k: usize| ins.outs.get(k).is_some_and(|r| !ins.free.contains(r));
+                let extra = out::compute(op, name, buf, &t, [read(1), read(2)]).map_err(|e| kernel_error(ins, e))?;
+                return Ok(Produced::Out(t, extra));
             }
         }
         f(buf).map(Produced::Many).map_err(|e| kernel_error(ins, e))
@@ -461,7 +471,8 @@ fn run_fusion_kernel(
 }
 
 enum Produced {
-    One(IValue),
+    /// An out-variant's result and its further results (the norms' statistics).
+    Out(Tensor, out::Extra),
     Many(Vec<IValue>),
 }
 
@@ -476,6 +487,10 @@ fn static_name(op: out::OutOp) -> &'static str {
         out::OutOp::Sigmoid => "aten.sigmoid",
         out::OutOp::Tanh => "aten.tanh",
         out::OutOp::Gelu => "aten.gelu",
+        out::OutOp::Clone => "aten.clone",
+        out::OutOp::Softmax => "aten._softmax",
+        out::OutOp::LayerNorm => "aten.native_layer_norm",
+        out::OutOp::BatchNormEval => "aten._native_batch_norm_legit_no_training",
     }
 }
 
