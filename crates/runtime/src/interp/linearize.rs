@@ -286,7 +286,7 @@ impl<'a> Lin<'a> {
             // A compiled fusion group writes its result into storage it is given, as an
             // out-variant does (when the kernel declines a call, the interpreted result is fresh).
             let writes_out = match &block.instrs[i].kind {
-                Kind::Kernel { out: Some(_), .. } => true,
+                Kind::Kernel { out: Some(o), .. } => !o.is_view(),
                 Kind::Fusion { kernel: Some(_), .. } => m.results(op).len() == 1,
                 _ => false,
             };
@@ -603,7 +603,7 @@ impl<'a> Lin<'a> {
 /// Kernels whose results never share storage with their operands (their results end the
 /// alias chains the planner follows).
 fn fresh_result(kname: &str) -> bool {
-    out::lookup(kname).is_some()
+    out::lookup(kname).is_some_and(|o| !o.is_view())
         || matches!(
             kname,
             "aten.bmm" | "aten.convolution" | "aten._log_softmax" | "aten.div.Tensor" | "aten._adaptive_avg_pool2d"

@@ -38,6 +38,19 @@ pub(crate) enum OutOp {
     /// Batch norm with running statistics (`_native_batch_norm_legit_no_training`, and
     /// `native_batch_norm` with `training=False`); the empty statistics are made only when read.
     BatchNormEval,
+    /// `view`/`_unsafe_view` of a contiguous tensor: no result storage, the layout is reused
+    /// from the instruction's previous call.
+    View,
+    /// `permute`, likewise.
+    Permute,
+}
+
+impl OutOp {
+    /// Whether the op makes a view of its input (its result aliases the input; nothing is
+    /// written and nothing is planned).
+    pub(crate) fn is_view(self) -> bool {
+        matches!(self, OutOp::View | OutOp::Permute)
+    }
 }
 
 /// The out-variant of an op name, if there is one.
@@ -56,6 +69,8 @@ pub(crate) fn lookup(name: &str) -> Option<OutOp> {
         "aten._softmax" => OutOp::Softmax,
         "aten.native_layer_norm" => OutOp::LayerNorm,
         "aten._native_batch_norm_legit_no_training" | "aten.native_batch_norm" => OutOp::BatchNormEval,
+        "aten.view" | "aten._unsafe_view" => OutOp::View,
+        "aten.permute" => OutOp::Permute,
         _ => return None,
     })
 }
@@ -105,6 +120,7 @@ fn simple_broadcast(a: &Tensor, b: &Tensor) -> bool {
 /// The result's dtype and shape when the out-variant applies to `args`, `None` otherwise.
 pub(crate) fn meta(op: OutOp, args: &[IValue]) -> Option<Meta> {
     match op {
+        OutOp::View | OutOp::Permute => None,
         OutOp::Mm => {
             let (a, b) = (float_tensor(args.first()?)?, float_tensor(args.get(1)?)?);
             if a.dim() != 2 || b.dim() != 2 || a.dtype() != b.dtype() || a.sizes()[1] != b.sizes()[0] {
@@ -295,7 +311,9 @@ fn mat<'a, T: Real>(name: &'static str, t: &'a Tensor) -> Result<MatView<'a, T>>
 
 fn compute_t<T: Real>(op: OutOp, name: &'static str, args: &[IValue], out: &Tensor, want: [bool; 2]) -> Result<Extra> {
     match op {
-        OutOp::Clone => Err(KernelError::new(name, "internal error: clone is copied by dtype")),
+        OutOp::Clone | OutOp::View | OutOp::Permute => {
+            Err(KernelError::new(name, "internal error: not an out-variant that computes"))
+        }
         OutOp::Softmax => {
             let src = tensor_arg(name, args, 0)?.as_slice::<f32>()?;
             // SAFETY: as for the other out-variants below.
@@ -432,5 +450,71 @@ fn compute_t<T: Real>(op: OutOp, name: &'static str, args: &[IValue], out: &Tens
             }
             Ok([None, None])
         }
+    }
+}
+
+/// The sizes and strides of a view op's result when the fast path applies: `view` of a
+/// contiguous tensor (one size may be -1) and `permute`. `None` leaves the op to its kernel
+/// (which also reports bad arguments).
+pub(crate) fn view_layout(op: OutOp, args: &[IValue]) -> Option<(Meta, [usize; MAX_RANK])> {
+    let IValue::Tensor(a) = args.first()? else { return None };
+    let IValue::IntList(list) = args.get(1)? else { return None };
+    if list.len() > MAX_RANK {
+        return None;
+    }
+    let mut strides = [0usize; MAX_RANK];
+    match op {
+        OutOp::View => {
+            if !a.is_contiguous() {
+                return None;
+            }
+            let mut sizes = [0usize; MAX_RANK];
+            let mut infer = None;
+            let mut known = 1usize;
+            for (i, &s) in list.iter().enumerate() {
+                match s {
+                    -1 if infer.is_none() => infer = Some(i),
+                    s if s >= 0 => {
+                        sizes[i] = s as usize;
+                        known = known.checked_mul(s as usize)?;
+                    }
+                    _ => return None,
+                }
+            }
+            let numel = a.numel();
+            if let Some(i) = infer {
+                if known == 0 || numel % known != 0 {
+                    return None;
+                }
+                sizes[i] = numel / known;
+            } else if known != numel {
+                return None;
+            }
+            let rank = list.len();
+            let mut acc = 1usize;
+            for d in (0..rank).rev() {
+                strides[d] = acc;
+                acc = acc.saturating_mul(sizes[d].max(1));
+            }
+            Some((Meta::of(a.dtype(), &sizes[..rank])?, strides))
+        }
+        OutOp::Permute => {
+            let rank = a.dim();
+            if list.len() != rank {
+                return None;
+            }
+            let mut sizes = [0usize; MAX_RANK];
+            let mut used = [false; MAX_RANK];
+            for (i, &d) in list.iter().enumerate() {
+                let d = if d < 0 { d + rank as i64 } else { d };
+                if d < 0 || d >= rank as i64 || std::mem::replace(&mut used[d as usize], true) {
+                    return None;
+                }
+                sizes[i] = a.sizes()[d as usize];
+                strides[i] = a.strides()[d as usize];
+            }
+            Some((Meta::of(a.dtype(), &sizes[..rank])?, strides))
+        }
+        _ => None,
     }
 }

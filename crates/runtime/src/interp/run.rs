@@ -8,7 +8,7 @@ use super::{Arg, Block, Function, Instr, Kind, ListKind, Mode, Reg, SymOp, out};
 use crate::exec::{ExecError, loc_string};
 use crate::fusion::{FusionKernel, FusionOutcome, OutputAlloc};
 use crate::plan::PlanState;
-use crate::tensor::{KernelError, Tensor};
+use crate::tensor::{KernelError, SharedLayout, Tensor};
 use crate::value::IValue;
 
 /// The registers and argument buffers of one runtime.
@@ -17,6 +17,9 @@ pub(crate) struct Frame {
     argbufs: Vec<Vec<IValue>>,
     /// For each register, the planning candidate it holds, if any.
     reg_home: Vec<Option<usize>>,
+    /// Per kernel slot of a view op, the layout of its last result (reused when the next
+    /// result has the same sizes and strides, so the view allocates nothing).
+    view_layouts: Vec<Option<SharedLayout>>,
 }
 
 fn fill_argbufs(block: &Block, bufs: &mut [Vec<IValue>]) {
@@ -77,7 +80,7 @@ impl Frame {
                 *slot = Some(h);
             }
         }
-        Frame { regs, argbufs, reg_home }
+        Frame { regs, argbufs, reg_home, view_layouts: vec![None; f.kernel_slots] }
     }
 
     fn set(&mut self, r: Reg, v: IValue) {
@@ -342,7 +345,7 @@ impl Frame {
                 }
             }
         }
-        let result = self.call(ins, f, out_op, &buf, plan);
+        let result = self.call(ins, f, slot, out_op, &buf, plan);
         for (pos, a) in ins.args.iter().enumerate() {
             match a {
                 Arg::Reg { reg, mode: Mode::Borrow } => {
@@ -393,15 +396,36 @@ impl Frame {
         Ok(())
     }
 
+    #[allow(clippy::too_many_arguments)]
     fn call(
-        &self,
+        &mut self,
         ins: &Instr,
         f: crate::kernels::KernelFn,
+        slot: usize,
         out_op: Option<out::OutOp>,
         buf: &[IValue],
         plan: &mut PlanState,
     ) -> Result<Produced, ExecError> {
-        if let Some(op) = out_op {
+        if let Some(op) = out_op.filter(|op| op.is_view()) {
+            if let (Some((meta, strides)), Some(IValue::Tensor(a))) = (out::view_layout(op, buf), buf.first()) {
+                let strides = &strides[..meta.rank];
+                let cached = self.view_layouts.get(slot).and_then(|l| l.as_ref());
+                let layout = match cached {
+                    Some(l) if l.sizes() == meta.sizes() && l.strides() == strides => l.clone(),
+                    _ => {
+                        let t = Tensor::from_storage(a.storage().clone(), a.dtype(), meta.sizes(), strides, a.offset())
+                            .map_err(|e| kernel_error(ins, e))?;
+                        let l = t.shared_layout();
+                        if let Some(c) = self.view_layouts.get_mut(slot) {
+                            *c = Some(l.clone());
+                        }
+                        l
+                    }
+                };
+                let t = a.view_with_layout(&layout, a.offset()).map_err(|e| kernel_error(ins, e))?;
+                return Ok(Produced::Out(t, [None, None]));
+            }
+        } else if let Some(op) = out_op {
             if let Some(meta) = out::meta(op, buf) {
                 let name: &'static str = static_name(op);
                 let planned = match ins.home {
@@ -491,6 +515,8 @@ fn static_name(op: out::OutOp) -> &'static str {
         out::OutOp::Softmax => "aten._softmax",
         out::OutOp::LayerNorm => "aten.native_layer_norm",
         out::OutOp::BatchNormEval => "aten._native_batch_norm_legit_no_training",
+        out::OutOp::View => "aten.view",
+        out::OutOp::Permute => "aten.permute",
     }
 }
 

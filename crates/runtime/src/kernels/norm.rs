@@ -56,6 +56,31 @@ fn moments_of<T: Real>(parts: &[&[T]]) -> (f64, f64) {
     (mean, var)
 }
 
+/// Mean and biased variance of one row, two-pass in `f64` over 4 lanes (so the sums vectorize).
+fn row_moments<T: Real>(row: &[T]) -> (f64, f64) {
+    if row.is_empty() {
+        return (f64::NAN, f64::NAN);
+    }
+    let n = row.len() as f64;
+    let mean = lane_sum(row, |v| v) / n;
+    let var = lane_sum(row, |v| (v - mean) * (v - mean)) / n;
+    (mean, var)
+}
+
+/// `Σ f(x)` in `f64` over 4 interleaved partial sums.
+#[inline(always)]
+fn lane_sum<T: Real>(row: &[T], f: impl Fn(f64) -> f64) -> f64 {
+    const LANES: usize = 4;
+    let mut acc = [0f64; LANES];
+    let mut body = row.chunks_exact(LANES);
+    for c in &mut body {
+        for (a, &v) in acc.iter_mut().zip(c) {
+            *a += f(v.to_f64());
+        }
+    }
+    (acc[0] + acc[1]) + (acc[2] + acc[3]) + body.remainder().iter().map(|&v| f(v.to_f64())).sum::<f64>()
+}
+
 /// `y = x · scale + shift` elementwise, in `f64` and rounded once.
 fn affine<T: Real>(x: &[T], y: &mut [T], scale: f64, shift: f64) {
     for (o, &v) in y.iter_mut().zip(x) {
@@ -78,7 +103,7 @@ pub(crate) fn layer_norm_rows<T: Real, P: Real>(
     let inner = if outer == 0 { 0 } else { x.len() / outer };
     for r in 0..outer {
         let row = &x[r * inner..(r + 1) * inner];
-        let (mean, var) = moments_of(&[row]);
+        let (mean, var) = row_moments(row);
         let rstd = 1.0 / (var + eps).sqrt();
         let out = &mut y[r * inner..(r + 1) * inner];
         match (w, b) {

@@ -24,6 +24,20 @@ pub use storage::{STORAGE_ALIGN, Storage};
 use crate::dispatch_dtype;
 use layout::Layout;
 
+/// Sizes and strides shared between tensors: a view made with them allocates nothing.
+#[derive(Clone)]
+pub(crate) struct SharedLayout(Layout);
+
+impl SharedLayout {
+    pub fn sizes(&self) -> &[usize] {
+        self.0.sizes()
+    }
+
+    pub fn strides(&self) -> &[usize] {
+        self.0.strides()
+    }
+}
+
 /// A strided view of typed elements in a shared `Storage`.
 ///
 /// Cloning a tensor is cheap and yields another handle to the same storage (like assigning a
@@ -144,6 +158,18 @@ impl Tensor {
     ) -> Result<Tensor> {
         check_bounds("from_storage", &storage, dtype, sizes, strides, offset)?;
         Ok(Tensor { storage, dtype, layout: Layout::new(sizes, strides), offset })
+    }
+
+    /// A view of this tensor's storage with the sizes and strides of `layout` (shared, so no
+    /// allocation), at `offset`. Fails unless every element lies inside the storage.
+    pub(crate) fn view_with_layout(&self, layout: &SharedLayout, offset: usize) -> Result<Tensor> {
+        check_bounds("view", &self.storage, self.dtype, layout.0.sizes(), layout.0.strides(), offset)?;
+        Ok(Tensor { storage: self.storage.clone(), dtype: self.dtype, layout: layout.0.clone(), offset })
+    }
+
+    /// This tensor's sizes and strides, to make further views with them.
+    pub(crate) fn shared_layout(&self) -> SharedLayout {
+        SharedLayout(self.layout.clone())
     }
 
     // ----- metadata -----
