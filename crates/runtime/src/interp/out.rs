@@ -235,7 +235,7 @@ fn param_ok(v: Option<&IValue>, dtype: DType, n: usize) -> bool {
 }
 
 /// The elements of an optional parameter accepted by `param_ok`.
-fn opt_param<'a, T: Real>(args: &'a [IValue], i: usize) -> Result<Option<&'a [T]>> {
+fn opt_param<T: Real>(args: &[IValue], i: usize) -> Result<Option<&[T]>> {
     match args.get(i) {
         Some(IValue::Tensor(t)) => Ok(Some(t.as_slice::<T>()?)),
         _ => Ok(None),

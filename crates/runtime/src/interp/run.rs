@@ -425,29 +425,27 @@ impl Frame {
                 let t = a.view_with_layout(&layout, a.offset()).map_err(|e| kernel_error(ins, e))?;
                 return Ok(Produced::Out(t, [None, None]));
             }
-        } else if let Some(op) = out_op {
-            if let Some(meta) = out::meta(op, buf) {
-                let name: &'static str = static_name(op);
-                let planned = match ins.home {
-                    Some(h) => {
-                        let t = plan.take_home(h, &meta);
-                        if t.is_none() {
-                            plan.observe(h, meta);
-                        }
-                        t
+        } else if let Some((op, meta)) = out_op.and_then(|op| Some((op, out::meta(op, buf)?))) {
+            let name: &'static str = static_name(op);
+            let planned = match ins.home {
+                Some(h) => {
+                    let t = plan.take_home(h, &meta);
+                    if t.is_none() {
+                        plan.observe(h, meta);
                     }
-                    None => None,
-                };
-                // Unplanned results (outputs, values that escape) get fresh storage.
-                let t = match planned {
-                    Some(t) => t,
-                    None => Tensor::zeros(meta.dtype, meta.sizes()).map_err(|e| kernel_error(ins, e))?,
-                };
-                // Further results nobody reads (freed right after the instruction) are not made.
-                let read = |k: usize| ins.outs.get(k).is_some_and(|r| !ins.free.contains(r));
-                let extra = out::compute(op, name, buf, &t, [read(1), read(2)]).map_err(|e| kernel_error(ins, e))?;
-                return Ok(Produced::Out(t, extra));
-            }
+                    t
+                }
+                None => None,
+            };
+            // Unplanned results (outputs, values that escape) get fresh storage.
+            let t = match planned {
+                Some(t) => t,
+                None => Tensor::zeros(meta.dtype, meta.sizes()).map_err(|e| kernel_error(ins, e))?,
+            };
+            // Further results nobody reads (freed right after the instruction) are not made.
+            let read = |k: usize| ins.outs.get(k).is_some_and(|r| !ins.free.contains(r));
+            let extra = out::compute(op, name, buf, &t, [read(1), read(2)]).map_err(|e| kernel_error(ins, e))?;
+            return Ok(Produced::Out(t, extra));
         }
         f(buf).map(Produced::Many).map_err(|e| kernel_error(ins, e))
     }

@@ -100,7 +100,7 @@ pub(crate) fn layer_norm_rows<T: Real, P: Real>(
     eps: f64,
     mut stat: impl FnMut(usize, f64, f64),
 ) {
-    let inner = if outer == 0 { 0 } else { x.len() / outer };
+    let inner = x.len().checked_div(outer).unwrap_or(0);
     for r in 0..outer {
         let row = &x[r * inner..(r + 1) * inner];
         let (mean, var) = row_moments(row);
@@ -137,7 +137,7 @@ pub(crate) fn batch_norm_rows<T: Real, P: Real>(
     mean: impl Fn(usize) -> f64,
     invstd: impl Fn(usize) -> f64,
 ) {
-    let inner = if n * c == 0 { 0 } else { x.len() / (n * c) };
+    let inner = x.len().checked_div(n * c).unwrap_or(0);
     for i in 0..n {
         for ch in 0..c {
             let scale = invstd(ch) * w.map_or(1.0, |w| w[ch].to_f64());
