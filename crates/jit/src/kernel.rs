@@ -228,7 +228,7 @@ impl Kernel {
                     s.strides
                 )));
             }
-            ptrs.push(base_address(t, &format!("input {i}"))?);
+            ptrs.push(base_address(t, "input", i)?);
         }
         for (i, (t, (d, s))) in outputs.iter().zip(&self.outputs).enumerate() {
             if t.dtype() != *d || t.sizes() != s.as_slice() || !t.is_contiguous() {
@@ -249,7 +249,7 @@ impl Kernel {
                     return Err(JitError::Guard(format!("output {i} overlaps output {j}")));
                 }
             }
-            ptrs.push(base_address(t, &format!("output {i}"))?);
+            ptrs.push(base_address(t, "output", i)?);
         }
         Ok(ptrs)
     }
@@ -257,7 +257,8 @@ impl Kernel {
 
 /// The address of a tensor's first element, after checking that every element it spans lies
 /// inside its storage.
-fn base_address(t: &Tensor, what: &str) -> Result<usize, JitError> {
+/// `kind` and `index` name the tensor in errors (formatted only then: this runs on every call).
+fn base_address(t: &Tensor, kind: &str, index: usize) -> Result<usize, JitError> {
     let es = t.dtype().size_bytes();
     let nbytes = t.storage().nbytes();
     if t.numel() > 0 {
@@ -267,11 +268,11 @@ fn base_address(t: &Tensor, what: &str) -> Result<usize, JitError> {
                 .checked_sub(1)
                 .and_then(|k| k.checked_mul(st))
                 .and_then(|k| k.checked_add(last))
-                .ok_or_else(|| JitError::Guard(format!("{what}: strides overflow")))?;
+                .ok_or_else(|| JitError::Guard(format!("{kind} {index}: strides overflow")))?;
         }
         let end = last.checked_add(1).and_then(|k| k.checked_mul(es));
         if end.is_none_or(|e| e > nbytes) {
-            return Err(JitError::Guard(format!("{what}: view exceeds its storage")));
+            return Err(JitError::Guard(format!("{kind} {index}: view exceeds its storage")));
         }
     }
     Ok(t.storage().as_ptr() as usize + t.offset() * es)

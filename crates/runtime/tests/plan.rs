@@ -115,3 +115,170 @@ fn dynamic_shapes_that_outgrow_the_plan_replan() {
     // Planned for 2 rows, grown for 6 rows, never shrunk.
     assert_eq!(slabs, vec![256, 256, 768, 768, 768, 768]);
 }
+
+/// Runs `src` planned and unplanned on the same inputs, several times (the plan is installed
+/// after the first run); every output must agree exactly. Returns the planned program.
+fn agree_with_unplanned(src: &str, weights: &runtime::Weights, inputs: &[Vec<IValue>]) -> runtime::CompiledProgram {
+    let planned = try_compile(src, weights, CompileOptions::default()).unwrap();
+    let plain = try_compile(src, weights, CompileOptions { memory_plan: false, ..CompileOptions::default() }).unwrap();
+    let (mut a, mut b) = (planned.runtime(), plain.runtime());
+    for x in inputs {
+        for _ in 0..3 {
+            let ya = a.run(x).unwrap();
+            let yb = b.run(x).unwrap();
+            assert_eq!(ya.len(), yb.len());
+            for (k, (u, v)) in ya.iter().zip(&yb).enumerate() {
+                assert_eq!(vals(u), vals(v), "output {k}");
+            }
+        }
+    }
+    assert!(a.memory_plan().is_some());
+    planned
+}
+
+/// A planned value read through views after later values of its size were made: its slab
+/// region must stay reserved until the last read of a view, not its own last read.
+const VIEW_OUTLIVES_BASE: &str = r#"
+module {
+  func.func @forward(%x: tensor<4x8xf32> {prim.input = "x"}) -> tensor<4x8xf32> {
+    %a = aten.relu %x : (tensor<4x8xf32>) -> tensor<4x8xf32>
+    %v = aten.permute %a {dims = [1 : i64, 0 : i64]} : (tensor<4x8xf32>) -> tensor<8x4xf32>
+    %b = aten.add.Tensor %x, %x : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+    %c = aten.mul.Tensor %b, %b : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+    %d = aten.sub.Tensor %c, %x : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+    %w = aten.permute %v {dims = [1 : i64, 0 : i64]} : (tensor<8x4xf32>) -> tensor<4x8xf32>
+    %e = aten.add.Tensor %d, %w : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+    func.return %e : tensor<4x8xf32>
+  }
+}
+"#;
+
+#[test]
+fn views_keep_their_planned_base_alive() {
+    let inputs: Vec<Vec<IValue>> = (0..3).map(|s| vec![t(&noise(32, 40 + s), &[4, 8])]).collect();
+    let p = agree_with_unplanned(VIEW_OUTLIVES_BASE, &runtime::Weights::new(), &inputs);
+    // relu (read through both permutes until the last add), add, mul, sub.
+    assert_eq!(p.num_planned_values(), 4);
+    assert!(p.planned_lifetimes().contains(&iv(0, 6)), "{:?}", p.planned_lifetimes());
+    let mut rt = p.runtime();
+    for x in &inputs {
+        let xs = vals(&x[0]);
+        let want: Vec<f64> = xs.iter().map(|&v| (2.0 * v) * (2.0 * v) - v + v.max(0.0)).collect();
+        for _ in 0..2 {
+            assert_close(&vals(&rt.run(x).unwrap()[0]), &want);
+        }
+    }
+}
+
+/// The q/k/v pattern: a planned value split into views that are cloned at different times,
+/// with values of the same size made in between.
+const SPLIT_VIEWS: &str = r#"
+module {
+  func.func @forward(%x: tensor<4x12xf32> {prim.input = "x"}) -> (tensor<4x4xf32>, tensor<4x12xf32>) {
+    %a = aten.relu %x : (tensor<4x12xf32>) -> tensor<4x12xf32>
+    %s = aten.split_with_sizes %a {dim = 1 : i64, split_sizes = [4 : i64, 4 : i64, 4 : i64]} : (tensor<4x12xf32>) -> !prim.list<tensor<4x4xf32>>
+    %p:3 = prim.ListUnpack %s : (!prim.list<tensor<4x4xf32>>) -> (tensor<4x4xf32>, tensor<4x4xf32>, tensor<4x4xf32>)
+    %q = aten.clone %p#0 : (tensor<4x4xf32>) -> tensor<4x4xf32>
+    %f = aten.add.Tensor %x, %x : (tensor<4x12xf32>, tensor<4x12xf32>) -> tensor<4x12xf32>
+    %g = aten.mul.Tensor %f, %f : (tensor<4x12xf32>, tensor<4x12xf32>) -> tensor<4x12xf32>
+    %r = aten.clone %p#2 : (tensor<4x4xf32>) -> tensor<4x4xf32>
+    %k = aten.permute %p#1 {dims = [1 : i64, 0 : i64]} : (tensor<4x4xf32>) -> tensor<4x4xf32>
+    %kc = aten.clone %k : (tensor<4x4xf32>) -> tensor<4x4xf32>
+    %h = aten.mul.Tensor %q, %r : (tensor<4x4xf32>, tensor<4x4xf32>) -> tensor<4x4xf32>
+    %o = aten.add.Tensor %h, %kc : (tensor<4x4xf32>, tensor<4x4xf32>) -> tensor<4x4xf32>
+    %o2 = aten.relu %g : (tensor<4x12xf32>) -> tensor<4x12xf32>
+    func.return %o, %o2 : tensor<4x4xf32>, tensor<4x12xf32>
+  }
+}
+"#;
+
+#[test]
+fn values_split_into_views_stay_reserved_until_the_last_view_is_read() {
+    let inputs: Vec<Vec<IValue>> = (0..3).map(|s| vec![t(&noise(48, 50 + s), &[4, 12])]).collect();
+    let p = agree_with_unplanned(SPLIT_VIEWS, &runtime::Weights::new(), &inputs);
+    // relu (through the split, until the clone of the transposed middle part), the three clones, add, mul, and mul.
+    assert_eq!(p.num_planned_values(), 7, "{:?}", p.planned_lifetimes());
+    assert!(p.planned_lifetimes().contains(&iv(0, 8)), "{:?}", p.planned_lifetimes());
+    let mut rt = p.runtime();
+    for x in &inputs {
+        let xs = vals(&x[0]);
+        let a = |i: usize, j: usize| xs[i * 12 + j].max(0.0);
+        let mut want = Vec::new();
+        for i in 0..4 {
+            for j in 0..4 {
+                want.push(a(i, j) * a(i, 8 + j) + a(j, 4 + i));
+            }
+        }
+        let want2: Vec<f64> = xs.iter().map(|&v| (2.0 * v) * (2.0 * v)).collect();
+        for _ in 0..2 {
+            let out = rt.run(x).unwrap();
+            assert_close(&vals(&out[0]), &want);
+            assert_close(&vals(&out[1]), &want2);
+        }
+    }
+}
+
+/// A view of a planned value that is returned: the value must not be planned (the output
+/// would otherwise point into the slab and change on the next run).
+const VIEW_RETURNED: &str = r#"
+module {
+  func.func @forward(%x: tensor<4x8xf32> {prim.input = "x"}) -> (tensor<32xf32>, tensor<4x8xf32>) {
+    %a = aten.relu %x : (tensor<4x8xf32>) -> tensor<4x8xf32>
+    %v = aten.view %a {size = [32 : i64]} : (tensor<4x8xf32>) -> tensor<32xf32>
+    %b = aten.add.Tensor %a, %x : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+    %c = aten.mul.Tensor %b, %x : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+    func.return %v, %c : tensor<32xf32>, tensor<4x8xf32>
+  }
+}
+"#;
+
+#[test]
+fn values_whose_views_are_returned_are_not_planned() {
+    let p = compile_ok(VIEW_RETURNED, &runtime::Weights::new());
+    // Only `b` (read by `mul` alone) is planned.
+    assert_eq!(p.num_planned_values(), 1);
+    let mut rt = p.runtime();
+    let x1 = t(&noise(32, 61), &[4, 8]);
+    let first = rt.run(std::slice::from_ref(&x1)).unwrap();
+    let keep = vals(&first[0]);
+    assert_eq!(keep, vals(&x1).iter().map(|v| v.max(0.0)).collect::<Vec<_>>());
+    for s in 0..3 {
+        rt.run(&[t(&noise(32, 62 + s), &[4, 8])]).unwrap();
+    }
+    assert_eq!(vals(&first[0]), keep, "an earlier output was overwritten");
+}
+
+/// Out-variants of the norms and softmax, with statistics read and unread.
+const NORMS: &str = r#"
+module {
+  func.func @forward(%w: tensor<8xf32> {prim.param = "w"}, %b: tensor<8xf32> {prim.param = "b"}, %rm: tensor<8xf32> {prim.param = "rm"}, %rv: tensor<8xf32> {prim.param = "rv"}, %w3: tensor<8x3xf32> {prim.param = "w3"}, %x: tensor<2x8x3xf32> {prim.input = "x"}) -> (tensor<2x8x3xf32>, tensor<2x1x1xf32>, tensor<2x3x8xf32>) {
+    %p = aten.permute %x {dims = [0 : i64, 2 : i64, 1 : i64]} : (tensor<2x8x3xf32>) -> tensor<2x3x8xf32>
+    %c = aten.clone %p : (tensor<2x3x8xf32>) -> tensor<2x3x8xf32>
+    %y:3 = aten.native_layer_norm %c, %w, %b {eps = 1.0e-5 : f64, normalized_shape = [8 : i64]} : (tensor<2x3x8xf32>, tensor<8xf32>, tensor<8xf32>) -> (tensor<2x3x8xf32>, tensor<2x3x1xf32>, tensor<2x3x1xf32>)
+    %s = aten._softmax %y#0 {dim = -1 : i64, half_to_float = false} : (tensor<2x3x8xf32>) -> tensor<2x3x8xf32>
+    %n:3 = aten.native_layer_norm %x, %w3, %w3 {eps = 1.0e-3 : f64, normalized_shape = [8 : i64, 3 : i64]} : (tensor<2x8x3xf32>, tensor<8x3xf32>, tensor<8x3xf32>) -> (tensor<2x8x3xf32>, tensor<2x1x1xf32>, tensor<2x1x1xf32>)
+    %z:3 = aten._native_batch_norm_legit_no_training %x, %w, %b, %rm, %rv {momentum = 0.1 : f64, eps = 1.0e-5 : f64} : (tensor<2x8x3xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>) -> (tensor<2x8x3xf32>, tensor<0xf32>, tensor<0xf32>)
+    %r = aten.relu %z#0 : (tensor<2x8x3xf32>) -> tensor<2x8x3xf32>
+    %o = aten.add.Tensor %r, %n#0 : (tensor<2x8x3xf32>, tensor<2x8x3xf32>) -> tensor<2x8x3xf32>
+    %m = aten.view %y#1 {size = [2 : i64, 3 : i64, 1 : i64]} : (tensor<2x3x1xf32>) -> tensor<2x3x1xf32>
+    %mm = aten.add.Tensor %m, %m : (tensor<2x3x1xf32>, tensor<2x3x1xf32>) -> tensor<2x3x1xf32>
+    %sm = aten.add.Tensor %s, %mm : (tensor<2x3x8xf32>, tensor<2x3x1xf32>) -> tensor<2x3x8xf32>
+    func.return %o, %n#2, %sm : tensor<2x8x3xf32>, tensor<2x1x1xf32>, tensor<2x3x8xf32>
+  }
+}
+"#;
+
+#[test]
+fn norm_and_softmax_out_variants_match_their_kernels() {
+    let mut w = runtime::Weights::new();
+    w.insert("w", Tensor::from_slice(&noise(8, 71), &[8]).unwrap());
+    w.insert("b", Tensor::from_slice(&noise(8, 72), &[8]).unwrap());
+    w.insert("rm", Tensor::from_slice(&noise(8, 73), &[8]).unwrap());
+    let rv: Vec<f32> = noise(8, 74).iter().map(|v| v.abs() + 0.5).collect();
+    w.insert("rv", Tensor::from_slice(&rv, &[8]).unwrap());
+    w.insert("w3", Tensor::from_slice(&noise(24, 75), &[8, 3]).unwrap());
+    let inputs: Vec<Vec<IValue>> = (0..3).map(|s| vec![t(&noise(48, 80 + s), &[2, 8, 3])]).collect();
+    let p = agree_with_unplanned(NORMS, &w, &inputs);
+    // clone, both layer norms' results, softmax, batch norm, relu and the statistics' sum.
+    assert_eq!(p.num_planned_values(), 7, "{:?}", p.planned_lifetimes());
+}

@@ -122,3 +122,34 @@ fn safetensors_round_trip() {
     assert_eq!(get("c").sizes(), &[] as &[usize]);
     assert!(load_safetensors_bytes(b"garbage").is_err());
 }
+
+/// The copy behind `clone`/`contiguous` of strided views (merged dims, unit-stride runs,
+/// transposed tiles, expanded and stepped dims) against the element-by-element iterator.
+#[test]
+fn contiguous_copies_of_strided_views_match_the_element_order() {
+    let base = Tensor::from_vec((0..2 * 37 * 5 * 19).map(|x| x as f32).collect::<Vec<_>>(), &[2, 37, 5, 19]).unwrap();
+    let reference = |t: &Tensor| -> Vec<f32> { t.offsets().map(|o| t.storage_slice::<f32>().unwrap()[o]).collect() };
+    let views = [
+        base.permute(&[0, 2, 1, 3]).unwrap(),
+        base.permute(&[0, 1, 3, 2]).unwrap(),
+        base.permute(&[3, 2, 1, 0]).unwrap(),
+        base.permute(&[1, 0, 3, 2]).unwrap(),
+        base.slice(1, Some(3), Some(30), 2).unwrap().permute(&[0, 1, 3, 2]).unwrap(),
+        base.slice(3, Some(1), Some(18), 3).unwrap(),
+        base.select(0, 1).unwrap().select(1, 4).unwrap().t().unwrap(),
+        base.narrow(0, 1, 1).unwrap().permute(&[0, 3, 1, 2]).unwrap(),
+        base.select(0, 1).unwrap().select(1, 2).unwrap().unsqueeze(0).unwrap().expand(&[3, 37, 19]).unwrap(),
+        base.view(&[2 * 37 * 5 * 19]).unwrap().as_strided(&[4, 1, 3, 2, 2, 3, 2, 2, 2], &[700, 5, 100, 60, 30, 10, 3, 2, 1], Some(7)).unwrap(),
+        base.view(&[2 * 37 * 5 * 19]).unwrap().as_strided(&[2; 9], &[700, 310, 150, 70, 33, 15, 7, 3, 1], Some(5)).unwrap(),
+    ];
+    for (i, v) in views.iter().enumerate() {
+        let want = reference(v);
+        let mut got = vec![-1.0f32; v.numel()];
+        v.copy_to_slice(&mut got).unwrap();
+        assert_eq!(got, want, "view {i}: sizes {:?} strides {:?}", v.sizes(), v.strides());
+        assert_eq!(v.contiguous().unwrap().to_vec::<f32>().unwrap(), want, "view {i}");
+    }
+    let mut short = vec![0.0f32; 3];
+    assert!(views[0].copy_to_slice(&mut short).is_err());
+    assert!(views[0].copy_to_slice(&mut vec![0.0f64; views[0].numel()]).is_err());
+}

@@ -273,35 +273,60 @@ impl<'a> Lin<'a> {
         Ok(block)
     }
 
-    /// Marks the planning candidates of the top-level block.
+    /// Marks the planning candidates of the top-level block: the first result of each
+    /// instruction that writes into storage it is given, when every value that may share that
+    /// storage (the result, views of it, views of those, ...) is read only by top-level
+    /// instructions, never returned or captured by a nested block. The candidate's lifetime
+    /// ends at the last reader of any of those values, so the slab region stays reserved
+    /// while a view of it can still be read.
     fn candidates(&mut self, ops: &[OpId], op_index: &HashMap<OpId, usize>, live: &Liveness, block: &mut Block) {
         let m = self.m;
-        let has_out = |block: &Block, i: usize| matches!(block.instrs[i].kind, Kind::Kernel { out: Some(_), .. });
-        // A compiled fusion group writes its result into storage it is given, as an
-        // out-variant does (when the kernel declines a call, the interpreted result is fresh).
-        let writes_out = |block: &Block, i: usize| {
-            has_out(block, i) || matches!(block.instrs[i].kind, Kind::Fusion { kernel: Some(_), .. })
-        };
         for &op in ops {
             let Some(&i) = op_index.get(&op) else { continue };
-            if !writes_out(block, i) || m.results(op).len() != 1 {
+            // A compiled fusion group writes its result into storage it is given, as an
+            // out-variant does (when the kernel declines a call, the interpreted result is fresh).
+            let writes_out = match &block.instrs[i].kind {
+                Kind::Kernel { out: Some(o), .. } => !o.is_view(),
+                Kind::Fusion { kernel: Some(_), .. } => m.results(op).len() == 1,
+                _ => false,
+            };
+            let Some(&v) = m.results(op).first() else { continue };
+            if !writes_out || !m.has_uses(v) {
                 continue;
             }
-            let v = m.results(op)[0];
-            let uses = m.uses(v);
-            if uses.is_empty() {
-                continue;
-            }
-            let all_out = uses.iter().all(|u| op_index.get(&u.op).is_some_and(|&k| has_out(block, k)));
-            if !all_out {
-                continue;
-            }
-            let Some(&last_op) = live.last.get(&v) else { continue };
-            let Some(&last) = ops.get(last_op).and_then(|o| op_index.get(o)) else { continue };
+            let Some(last) = self.alias_end(v, ops, op_index, live) else { continue };
             let idx = self.top_candidates.len();
             self.top_candidates.push(Candidate { reg: self.regs[&v], def: i, last });
             block.instrs[i].home = Some(idx);
         }
+    }
+
+    /// The index of the last top-level instruction that reads `v` or a value that may alias
+    /// it; `None` when one of them escapes (returned, read inside a nested block, or read by
+    /// an op that produced no instruction). Every result of a reader is assumed to alias its
+    /// operands unless the op is known to return fresh storage (`fresh_result`).
+    fn alias_end(&self, v: ValueId, ops: &[OpId], op_index: &HashMap<OpId, usize>, live: &Liveness) -> Option<usize> {
+        let m = self.m;
+        let mut stack = vec![v];
+        let mut seen: HashSet<ValueId> = HashSet::from([v]);
+        let mut end = 0;
+        while let Some(w) = stack.pop() {
+            for u in m.uses(w) {
+                op_index.get(&u.op)?;
+                if fresh_result(&kernel_name(m.op_name(u.op))) {
+                    continue;
+                }
+                for &r in m.results(u.op) {
+                    if seen.insert(r) {
+                        stack.push(r);
+                    }
+                }
+            }
+            if let Some(&p) = live.last.get(&w) {
+                end = end.max(p);
+            }
+        }
+        ops.get(end).and_then(|o| op_index.get(o)).copied()
     }
 
     fn instr(&mut self, op: OpId, j: usize, live: &Liveness) -> Result<Option<Instr>, ExecError> {
@@ -577,6 +602,16 @@ impl<'a> Lin<'a> {
         }
         true
     }
+}
+
+/// Kernels whose results never share storage with their operands (their results end the
+/// alias chains the planner follows).
+fn fresh_result(kname: &str) -> bool {
+    out::lookup(kname).is_some_and(|o| !o.is_view())
+        || matches!(
+            kname,
+            "aten.bmm" | "aten.convolution" | "aten._log_softmax" | "aten.div.Tensor" | "aten._adaptive_avg_pool2d"
+        )
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -31,6 +31,28 @@ pub(crate) enum OutOp {
     Gelu,
     Bmm,
     Convolution,
+    /// `clone`: a contiguous copy of any layout and dtype.
+    Clone,
+    /// `_softmax` along the last dim of a contiguous `f32` tensor.
+    Softmax,
+    /// `native_layer_norm`; the mean and inverse std are made only when read.
+    LayerNorm,
+    /// Batch norm with running statistics (`_native_batch_norm_legit_no_training`, and
+    /// `native_batch_norm` with `training=False`); the empty statistics are made only when read.
+    BatchNormEval,
+    /// `view`/`_unsafe_view` of a contiguous tensor: no result storage, the layout is reused
+    /// from the instruction's previous call.
+    View,
+    /// `permute`, likewise.
+    Permute,
+}
+
+impl OutOp {
+    /// Whether the op makes a view of its input (its result aliases the input; nothing is
+    /// written and nothing is planned).
+    pub(crate) fn is_view(self) -> bool {
+        matches!(self, OutOp::View | OutOp::Permute)
+    }
 }
 
 /// The out-variant of an op name, if there is one.
@@ -47,6 +69,12 @@ pub(crate) fn lookup(name: &str) -> Option<OutOp> {
         "aten.gelu" => OutOp::Gelu,
         "aten.bmm" => OutOp::Bmm,
         "aten.convolution" => OutOp::Convolution,
+        "aten.clone" => OutOp::Clone,
+        "aten._softmax" => OutOp::Softmax,
+        "aten.native_layer_norm" => OutOp::LayerNorm,
+        "aten._native_batch_norm_legit_no_training" | "aten.native_batch_norm" => OutOp::BatchNormEval,
+        "aten.view" | "aten._unsafe_view" => OutOp::View,
+        "aten.permute" => OutOp::Permute,
         _ => return None,
     })
 }
@@ -96,6 +124,7 @@ fn simple_broadcast(a: &Tensor, b: &Tensor) -> bool {
 /// The result's dtype and shape when the out-variant applies to `args`, `None` otherwise.
 pub(crate) fn meta(op: OutOp, args: &[IValue]) -> Option<Meta> {
     match op {
+        OutOp::View | OutOp::Permute => None,
         OutOp::Mm => {
             let (a, b) = (float_tensor(args.first()?)?, float_tensor(args.get(1)?)?);
             if a.dim() != 2 || b.dim() != 2 || a.dtype() != b.dtype() || a.sizes()[1] != b.sizes()[0] {
@@ -160,6 +189,75 @@ pub(crate) fn meta(op: OutOp, args: &[IValue]) -> Option<Meta> {
             }
             Meta::of(a.dtype(), a.sizes())
         }
+        OutOp::Clone => {
+            let IValue::Tensor(a) = args.first()? else { return None };
+            Meta::of(a.dtype(), a.sizes())
+        }
+        OutOp::Softmax => {
+            let a = float_tensor(args.first()?)?;
+            let last = matches!(args.get(1)?, IValue::Int(d) if *d == -1 || *d == a.dim() as i64 - 1);
+            if a.dtype() != DType::F32 || a.dim() == 0 || !last || !a.is_contiguous() {
+                return None;
+            }
+            Meta::of(a.dtype(), a.sizes())
+        }
+        OutOp::LayerNorm => {
+            let x = float_tensor(args.first()?)?;
+            let IValue::IntList(shape) = args.get(1)? else { return None };
+            let nd = shape.len();
+            if !x.is_contiguous() || nd == 0 || nd > x.dim() {
+                return None;
+            }
+            let trailing = &x.sizes()[x.dim() - nd..];
+            if trailing.iter().zip(shape.iter()).any(|(&s, &n)| s as i64 != n) || !matches!(args.get(4)?, IValue::Float(_)) {
+                return None;
+            }
+            let inner: usize = trailing.iter().product();
+            if !param_ok(args.get(2), x.dtype(), inner) || !param_ok(args.get(3), x.dtype(), inner) {
+                return None;
+            }
+            Meta::of(x.dtype(), x.sizes())
+        }
+        OutOp::BatchNormEval => {
+            let x = float_tensor(args.first()?)?;
+            // `native_batch_norm(x, w, b, rm, rv, training, momentum, eps)` or
+            // `_native_batch_norm_legit_no_training(x, w, b, rm, rv, momentum, eps)`.
+            let eps_at = match args.len() {
+                8 if matches!(args.get(5), Some(IValue::Bool(false))) => 7,
+                7 => 6,
+                _ => return None,
+            };
+            if !x.is_contiguous() || x.dim() < 2 || !matches!(args.get(eps_at)?, IValue::Float(_)) {
+                return None;
+            }
+            let c = x.sizes()[1];
+            let stats = [args.get(3), args.get(4)];
+            if stats.iter().any(|s| !matches!(s, Some(IValue::Tensor(_))) || !param_ok(*s, x.dtype(), c)) {
+                return None;
+            }
+            if !param_ok(args.get(1), x.dtype(), c) || !param_ok(args.get(2), x.dtype(), c) {
+                return None;
+            }
+            Meta::of(x.dtype(), x.sizes())
+        }
+    }
+}
+
+/// An optional per-feature parameter the norm out-variants read directly: absent, or a
+/// contiguous tensor of the input's dtype with `n` elements.
+fn param_ok(v: Option<&IValue>, dtype: DType, n: usize) -> bool {
+    match v {
+        None | Some(IValue::None) => true,
+        Some(IValue::Tensor(t)) => t.dtype() == dtype && t.is_contiguous() && t.numel() == n,
+        _ => false,
+    }
+}
+
+/// The elements of an optional parameter accepted by `param_ok`.
+fn opt_param<T: Real>(args: &[IValue], i: usize) -> Result<Option<&[T]>> {
+    match args.get(i) {
+        Some(IValue::Tensor(t)) => Ok(Some(t.as_slice::<T>()?)),
+        _ => Ok(None),
     }
 }
 
@@ -197,12 +295,23 @@ fn scalar_or(v: Option<&IValue>, default: f64) -> f64 {
     }
 }
 
+/// The further results of an out-variant (the statistics of the norms), made only when read.
+pub(crate) type Extra = [Option<Tensor>; 2];
+
 /// Computes `op` into `out`, whose dtype and shape are `meta(op, args)`. `out` must be a
-/// contiguous tensor that nothing else references.
-pub(crate) fn compute(op: OutOp, name: &'static str, args: &[IValue], out: &Tensor) -> Result<()> {
+/// contiguous tensor that nothing else references. `want[k]` says whether result `k + 1` of a
+/// multi-result op is read; those are returned fresh (an unread one is not made).
+pub(crate) fn compute(op: OutOp, name: &'static str, args: &[IValue], out: &Tensor, want: [bool; 2]) -> Result<Extra> {
+    if op == OutOp::Clone {
+        let a = tensor_arg(name, args, 0)?;
+        // SAFETY: `out` is planned or fresh storage no other handle references (checked by the
+        // caller); `a` lives over the whole instruction, so the plan never places them together.
+        crate::dispatch_dtype!(out.dtype(), T => a.copy_to_slice::<T>(unsafe { out.as_mut_slice::<T>()? })?);
+        return Ok([None, None]);
+    }
     match out.dtype() {
-        DType::F32 => compute_t::<f32>(op, name, args, out),
-        DType::F64 => compute_t::<f64>(op, name, args, out),
+        DType::F32 => compute_t::<f32>(op, name, args, out, want),
+        DType::F64 => compute_t::<f64>(op, name, args, out, want),
         d => Err(KernelError::new(name, format!("out-variant does not support {}", d.torch_name()))),
     }
 }
@@ -219,15 +328,72 @@ fn mat<'a, T: Real>(name: &'static str, t: &'a Tensor) -> Result<MatView<'a, T>>
     MatView::new(name, data, t.offset(), t.sizes()[0], t.sizes()[1], t.strides()[0], t.strides()[1])
 }
 
-fn compute_t<T: Real>(op: OutOp, name: &'static str, args: &[IValue], out: &Tensor) -> Result<()> {
+fn compute_t<T: Real>(op: OutOp, name: &'static str, args: &[IValue], out: &Tensor, want: [bool; 2]) -> Result<Extra> {
     match op {
+        OutOp::Clone | OutOp::View | OutOp::Permute => {
+            Err(KernelError::new(name, "internal error: not an out-variant that computes"))
+        }
+        OutOp::Softmax => {
+            let src = tensor_arg(name, args, 0)?.as_slice::<f32>()?;
+            // SAFETY: as for the other out-variants below.
+            let o = unsafe { out.as_mut_slice::<f32>()? };
+            crate::kernels::reduce::softmax_f32_rows_into(src, *out.sizes().last().unwrap_or(&1), o);
+            Ok([None, None])
+        }
+        OutOp::LayerNorm => {
+            let x = tensor_arg(name, args, 0)?;
+            let nd = match args.get(1) {
+                Some(IValue::IntList(s)) => s.len(),
+                _ => return Err(KernelError::new(name, "normalized_shape must be a list of ints")),
+            };
+            let eps = scalar_or(args.get(4), 1e-5);
+            let (w, b) = (opt_param::<T>(args, 2)?, opt_param::<T>(args, 3)?);
+            let axis = x.dim() - nd;
+            // SAFETY: as below; `x` is a different storage.
+            let y = unsafe { out.as_mut_slice::<T>()? };
+            let mut stat_sizes = [1usize; MAX_RANK];
+            stat_sizes[..axis].copy_from_slice(&x.sizes()[..axis]);
+            let stat_sizes = &stat_sizes[..x.dim()];
+            let outer: usize = x.sizes()[..axis].iter().product();
+            let mean_t = if want[0] { Some(Tensor::zeros(T::DTYPE, stat_sizes)?) } else { None };
+            let rstd_t = if want[1] { Some(Tensor::zeros(T::DTYPE, stat_sizes)?) } else { None };
+            // SAFETY: the statistics are fresh tensors made just above.
+            let mut means = mean_t.as_ref().map(|t| unsafe { t.as_mut_slice::<T>() }).transpose()?;
+            let mut rstds = rstd_t.as_ref().map(|t| unsafe { t.as_mut_slice::<T>() }).transpose()?;
+            crate::kernels::norm::layer_norm_rows(x.as_slice::<T>()?, y, outer, w, b, eps, |r, mean, rstd| {
+                if let Some(m) = means.as_deref_mut() {
+                    m[r] = T::of(mean);
+                }
+                if let Some(s) = rstds.as_deref_mut() {
+                    s[r] = T::of(rstd);
+                }
+            });
+            Ok([mean_t, rstd_t])
+        }
+        OutOp::BatchNormEval => {
+            let x = tensor_arg(name, args, 0)?;
+            let eps = scalar_or(args.get(if args.len() == 8 { 7 } else { 6 }), 1e-5);
+            let (w, b) = (opt_param::<T>(args, 1)?, opt_param::<T>(args, 2)?);
+            let (rm, rv) = (opt_param::<T>(args, 3)?, opt_param::<T>(args, 4)?);
+            let (Some(rm), Some(rv)) = (rm, rv) else {
+                return Err(KernelError::new(name, "running_mean and running_var must be given when not training"));
+            };
+            // SAFETY: as below; `x` is a different storage.
+            let y = unsafe { out.as_mut_slice::<T>()? };
+            let (n, c) = (x.sizes()[0], x.sizes()[1]);
+            let invstd = |ch: usize| 1.0 / (rv[ch].to_f64() + eps).sqrt();
+            crate::kernels::norm::batch_norm_rows(x.as_slice::<T>()?, y, n, c, w, b, |ch| rm[ch].to_f64(), invstd);
+            let empty = |k: usize| want[k].then(|| Tensor::zeros(T::DTYPE, &[0])).transpose();
+            Ok([empty(0)?, empty(1)?])
+        }
         OutOp::Mm => {
             let (a, b) = (tensor_arg(name, args, 0)?, tensor_arg(name, args, 1)?);
             let (av, bv) = (mat::<T>(name, a)?, mat::<T>(name, b)?);
             let n = b.sizes()[1];
             // SAFETY: `out` is a planned tensor no other handle references (checked by the caller).
             let c = unsafe { out.as_mut_slice::<T>()? };
-            gemm(name, T::ONE, av, bv, T::ZERO, c, n)
+            gemm(name, T::ONE, av, bv, T::ZERO, c, n)?;
+            Ok([None, None])
         }
         OutOp::Addmm => {
             let (s, a, b) = (tensor_arg(name, args, 0)?, tensor_arg(name, args, 1)?, tensor_arg(name, args, 2)?);
@@ -249,7 +415,8 @@ fn compute_t<T: Real>(op: OutOp, name: &'static str, args: &[IValue], out: &Tens
                     }
                 }
             }
-            gemm(name, T::of(alpha), av, bv, T::of(beta), c, n)
+            gemm(name, T::of(alpha), av, bv, T::of(beta), c, n)?;
+            Ok([None, None])
         }
         OutOp::Bmm => {
             let (a, b) = (tensor_arg(name, args, 0)?, tensor_arg(name, args, 1)?);
@@ -263,7 +430,7 @@ fn compute_t<T: Real>(op: OutOp, name: &'static str, args: &[IValue], out: &Tens
                 let bv = MatView::new(name, bd, b.offset() + bi * sb[0], k, n, sb[1], sb[2])?;
                 gemm(name, T::ONE, av, bv, T::ZERO, &mut c[bi * m * n..(bi + 1) * m * n], n)?;
             }
-            Ok(())
+            Ok([None, None])
         }
         OutOp::Convolution => {
             let (g, _) = crate::kernels::conv::out_geometry(args)
@@ -275,7 +442,8 @@ fn compute_t<T: Real>(op: OutOp, name: &'static str, args: &[IValue], out: &Tens
             };
             // SAFETY: as above.
             let c = unsafe { out.as_mut_slice::<T>()? };
-            crate::kernels::conv::conv_compute(name, &g, x.as_slice::<T>()?, w.as_slice::<T>()?, bias, c)
+            crate::kernels::conv::conv_compute(name, &g, x.as_slice::<T>()?, w.as_slice::<T>()?, bias, c)?;
+            Ok([None, None])
         }
         OutOp::Relu => {
             let a = tensor_arg(name, args, 0)?;
@@ -285,13 +453,13 @@ fn compute_t<T: Real>(op: OutOp, name: &'static str, args: &[IValue], out: &Tens
             for (o, &x) in c.iter_mut().zip(src) {
                 *o = if x > T::ZERO || x.is_nan() { x } else { T::ZERO };
             }
-            Ok(())
+            Ok([None, None])
         }
-        OutOp::Sigmoid => unary_into::<T, _>(name, tensor_arg(name, args, 0)?, &Sigmoid, out),
-        OutOp::Tanh => unary_into::<T, _>(name, tensor_arg(name, args, 0)?, &Tanh, out),
+        OutOp::Sigmoid => unary_into::<T, _>(name, tensor_arg(name, args, 0)?, &Sigmoid, out).map(|()| [None, None]),
+        OutOp::Tanh => unary_into::<T, _>(name, tensor_arg(name, args, 0)?, &Tanh, out).map(|()| [None, None]),
         OutOp::Gelu => {
             let tanh = gelu_mode(args.get(1)).ok_or_else(|| KernelError::new(name, "approximate must be 'none' or 'tanh'"))?;
-            unary_into::<T, _>(name, tensor_arg(name, args, 0)?, &Gelu { tanh }, out)
+            unary_into::<T, _>(name, tensor_arg(name, args, 0)?, &Gelu { tanh }, out).map(|()| [None, None])
         }
         OutOp::Add | OutOp::Sub | OutOp::Mul => {
             let (a, b) = (tensor_arg(name, args, 0)?, tensor_arg(name, args, 1)?);
@@ -326,7 +494,73 @@ fn compute_t<T: Real>(op: OutOp, name: &'static str, args: &[IValue], out: &Tens
                     }
                 }
             }
-            Ok(())
+            Ok([None, None])
         }
+    }
+}
+
+/// The sizes and strides of a view op's result when the fast path applies: `view` of a
+/// contiguous tensor (one size may be -1) and `permute`. `None` leaves the op to its kernel
+/// (which also reports bad arguments).
+pub(crate) fn view_layout(op: OutOp, args: &[IValue]) -> Option<(Meta, [usize; MAX_RANK])> {
+    let IValue::Tensor(a) = args.first()? else { return None };
+    let IValue::IntList(list) = args.get(1)? else { return None };
+    if list.len() > MAX_RANK {
+        return None;
+    }
+    let mut strides = [0usize; MAX_RANK];
+    match op {
+        OutOp::View => {
+            if !a.is_contiguous() {
+                return None;
+            }
+            let mut sizes = [0usize; MAX_RANK];
+            let mut infer = None;
+            let mut known = 1usize;
+            for (i, &s) in list.iter().enumerate() {
+                match s {
+                    -1 if infer.is_none() => infer = Some(i),
+                    s if s >= 0 => {
+                        sizes[i] = s as usize;
+                        known = known.checked_mul(s as usize)?;
+                    }
+                    _ => return None,
+                }
+            }
+            let numel = a.numel();
+            if let Some(i) = infer {
+                if known == 0 || numel % known != 0 {
+                    return None;
+                }
+                sizes[i] = numel / known;
+            } else if known != numel {
+                return None;
+            }
+            let rank = list.len();
+            let mut acc = 1usize;
+            for d in (0..rank).rev() {
+                strides[d] = acc;
+                acc = acc.saturating_mul(sizes[d].max(1));
+            }
+            Some((Meta::of(a.dtype(), &sizes[..rank])?, strides))
+        }
+        OutOp::Permute => {
+            let rank = a.dim();
+            if list.len() != rank {
+                return None;
+            }
+            let mut sizes = [0usize; MAX_RANK];
+            let mut used = [false; MAX_RANK];
+            for (i, &d) in list.iter().enumerate() {
+                let d = if d < 0 { d + rank as i64 } else { d };
+                if d < 0 || d >= rank as i64 || std::mem::replace(&mut used[d as usize], true) {
+                    return None;
+                }
+                sizes[i] = a.sizes()[d as usize];
+                strides[i] = a.strides()[d as usize];
+            }
+            Some((Meta::of(a.dtype(), &sizes[..rank])?, strides))
+        }
+        _ => None,
     }
 }

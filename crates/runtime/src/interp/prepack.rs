@@ -98,13 +98,13 @@ fn scalar_or(v: Option<&IValue>, default: f64) -> f64 {
 /// out-variant.
 pub(crate) fn compute(p: &Prepacked, op: OutOp, name: &'static str, args: &[IValue], out: &Tensor) -> Result<()> {
     if out.dtype() != DType::F32 {
-        return super::out::compute(op, name, args, out);
+        return super::out::compute(op, name, args, out, [false, false]).map(drop);
     }
     match (p, op) {
         (Prepacked::Rhs(b), OutOp::Mm | OutOp::Addmm) => {
             let a = tensor_arg(name, args, if op == OutOp::Mm { 0 } else { 1 })?;
             if a.dtype() != DType::F32 || a.dim() != 2 || a.sizes()[0] < MIN_ROWS {
-                return super::out::compute(op, name, args, out);
+                return super::out::compute(op, name, args, out, [false, false]).map(drop);
             }
             let data = a.storage_slice::<f32>()?;
             let av = MatView::new(name, data, a.offset(), a.sizes()[0], a.sizes()[1], a.strides()[0], a.strides()[1])?;
@@ -133,7 +133,7 @@ pub(crate) fn compute(p: &Prepacked, op: OutOp, name: &'static str, args: &[IVal
             } else if src.len() == 1 {
                 c.fill(src[0]);
             } else {
-                return super::out::compute(op, name, args, out);
+                return super::out::compute(op, name, args, out, [false, false]).map(drop);
             }
             gemm_packed_b(name, av, b, &Epilogue { alpha, beta, bias: Bias::None, bias_scale: 1.0 }, c, n)
         }

@@ -9,7 +9,7 @@ use super::{Arg, Block, Function, Instr, Kind, ListKind, Mode, Reg, SymOp, out};
 use crate::exec::{ExecError, loc_string};
 use crate::fusion::{FusionKernel, FusionOutcome, OutputAlloc};
 use crate::plan::PlanState;
-use crate::tensor::{KernelError, Tensor};
+use crate::tensor::{KernelError, SharedLayout, Tensor};
 use crate::value::IValue;
 
 /// The registers and argument buffers of one runtime.
@@ -18,6 +18,9 @@ pub(crate) struct Frame {
     argbufs: Vec<Vec<IValue>>,
     /// For each register, the planning candidate it holds, if any.
     reg_home: Vec<Option<usize>>,
+    /// Per kernel slot of a view op, the layout of its last result (reused when the next
+    /// result has the same sizes and strides, so the view allocates nothing).
+    view_layouts: Vec<Option<SharedLayout>>,
 }
 
 fn fill_argbufs(block: &Block, bufs: &mut [Vec<IValue>]) {
@@ -78,7 +81,7 @@ impl Frame {
                 *slot = Some(h);
             }
         }
-        Frame { regs, argbufs, reg_home }
+        Frame { regs, argbufs, reg_home, view_layouts: vec![None; f.kernel_slots] }
     }
 
     fn set(&mut self, r: Reg, v: IValue) {
@@ -344,7 +347,7 @@ impl Frame {
                 }
             }
         }
-        let result = self.call(ins, f, out_op, packed, &buf, plan);
+        let result = self.call(ins, f, slot, out_op, packed, &buf, plan);
         for (pos, a) in ins.args.iter().enumerate() {
             match a {
                 Arg::Reg { reg, mode: Mode::Borrow } => {
@@ -364,10 +367,18 @@ impl Frame {
             *b = buf;
         }
         match result? {
-            Produced::One(v) => match ins.outs.as_slice() {
-                [r] => self.set(*r, v),
-                _ => return Err(runtime_error(ins, "internal error: out-variant with several results")),
-            },
+            Produced::Out(t, extra) => {
+                let Some((&r, rest)) = ins.outs.split_first() else {
+                    return Err(runtime_error(ins, "internal error: out-variant without a result"));
+                };
+                if rest.len() > extra.len() {
+                    return Err(runtime_error(ins, "internal error: out-variant with too many results"));
+                }
+                self.set(r, IValue::Tensor(t));
+                for (&r, e) in rest.iter().zip(extra) {
+                    self.set(r, e.map_or(IValue::None, IValue::Tensor));
+                }
+            }
             Produced::Many(vals) => {
                 if vals.len() != ins.outs.len() {
                     return Err(runtime_error(
@@ -387,40 +398,61 @@ impl Frame {
         Ok(())
     }
 
+    #[allow(clippy::too_many_arguments)]
     fn call(
-        &self,
+        &mut self,
         ins: &Instr,
         f: crate::kernels::KernelFn,
+        slot: usize,
         out_op: Option<out::OutOp>,
         packed: Option<&Prepacked>,
         buf: &[IValue],
         plan: &mut PlanState,
     ) -> Result<Produced, ExecError> {
-        if let Some(op) = out_op {
-            if let Some(meta) = out::meta(op, buf) {
-                let name: &'static str = static_name(op);
-                let planned = match ins.home {
-                    Some(h) => {
-                        let t = plan.take_home(h, &meta);
-                        if t.is_none() {
-                            plan.observe(h, meta);
+        if let Some(op) = out_op.filter(|op| op.is_view()) {
+            if let (Some((meta, strides)), Some(IValue::Tensor(a))) = (out::view_layout(op, buf), buf.first()) {
+                let strides = &strides[..meta.rank];
+                let cached = self.view_layouts.get(slot).and_then(|l| l.as_ref());
+                let layout = match cached {
+                    Some(l) if l.sizes() == meta.sizes() && l.strides() == strides => l.clone(),
+                    _ => {
+                        let t = Tensor::from_storage(a.storage().clone(), a.dtype(), meta.sizes(), strides, a.offset())
+                            .map_err(|e| kernel_error(ins, e))?;
+                        let l = t.shared_layout();
+                        if let Some(c) = self.view_layouts.get_mut(slot) {
+                            *c = Some(l.clone());
                         }
-                        t
+                        l
                     }
-                    None => None,
                 };
-                // Unplanned results (outputs, values that escape) get fresh storage.
-                let t = match planned {
-                    Some(t) => t,
-                    None => Tensor::zeros(meta.dtype, meta.sizes()).map_err(|e| kernel_error(ins, e))?,
-                };
-                match packed {
-                    Some(p) => prepack::compute(p, op, name, buf, &t),
-                    None => out::compute(op, name, buf, &t),
-                }
-                .map_err(|e| kernel_error(ins, e))?;
-                return Ok(Produced::One(IValue::Tensor(t)));
+                let t = a.view_with_layout(&layout, a.offset()).map_err(|e| kernel_error(ins, e))?;
+                return Ok(Produced::Out(t, [None, None]));
             }
+        } else if let Some((op, meta)) = out_op.and_then(|op| Some((op, out::meta(op, buf)?))) {
+            let name: &'static str = static_name(op);
+            let planned = match ins.home {
+                Some(h) => {
+                    let t = plan.take_home(h, &meta);
+                    if t.is_none() {
+                        plan.observe(h, meta);
+                    }
+                    t
+                }
+                None => None,
+            };
+            // Unplanned results (outputs, values that escape) get fresh storage.
+            let t = match planned {
+                Some(t) => t,
+                None => Tensor::zeros(meta.dtype, meta.sizes()).map_err(|e| kernel_error(ins, e))?,
+            };
+            // Further results nobody reads (freed right after the instruction) are not made.
+            let read = |k: usize| ins.outs.get(k).is_some_and(|r| !ins.free.contains(r));
+            let extra = match packed {
+                Some(p) => prepack::compute(p, op, name, buf, &t).map(|()| [None, None]),
+                None => out::compute(op, name, buf, &t, [read(1), read(2)]),
+            }
+            .map_err(|e| kernel_error(ins, e))?;
+            return Ok(Produced::Out(t, extra));
         }
         f(buf).map(Produced::Many).map_err(|e| kernel_error(ins, e))
     }
@@ -468,7 +500,8 @@ fn run_fusion_kernel(
 }
 
 enum Produced {
-    One(IValue),
+    /// An out-variant's result and its further results (the norms' statistics).
+    Out(Tensor, out::Extra),
     Many(Vec<IValue>),
 }
 
@@ -485,6 +518,12 @@ fn static_name(op: out::OutOp) -> &'static str {
         out::OutOp::Gelu => "aten.gelu",
         out::OutOp::Bmm => "aten.bmm",
         out::OutOp::Convolution => "aten.convolution",
+        out::OutOp::Clone => "aten.clone",
+        out::OutOp::Softmax => "aten._softmax",
+        out::OutOp::LayerNorm => "aten.native_layer_norm",
+        out::OutOp::BatchNormEval => "aten._native_batch_norm_legit_no_training",
+        out::OutOp::View => "aten.view",
+        out::OutOp::Permute => "aten.permute",
     }
 }
 

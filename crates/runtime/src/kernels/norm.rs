@@ -11,7 +11,7 @@ use ir::DType;
 
 use super::linalg::{Real, compute_dtype, outs, with_real};
 use super::{Args, KernelRegistry};
-use crate::tensor::{Element, KernelError, Result, Tensor};
+use crate::tensor::{KernelError, Result, Tensor};
 use crate::value::IValue;
 
 /// The values of a float tensor as `f64`, row-major; an error naming the op otherwise.
@@ -56,10 +56,95 @@ fn moments_of<T: Real>(parts: &[&[T]]) -> (f64, f64) {
     (mean, var)
 }
 
+/// Mean and biased variance of one row, two-pass in `f64` over 4 lanes (so the sums vectorize).
+fn row_moments<T: Real>(row: &[T]) -> (f64, f64) {
+    if row.is_empty() {
+        return (f64::NAN, f64::NAN);
+    }
+    let n = row.len() as f64;
+    let mean = lane_sum(row, |v| v) / n;
+    let var = lane_sum(row, |v| (v - mean) * (v - mean)) / n;
+    (mean, var)
+}
+
+/// `Σ f(x)` in `f64` over 4 interleaved partial sums.
+#[inline(always)]
+fn lane_sum<T: Real>(row: &[T], f: impl Fn(f64) -> f64) -> f64 {
+    const LANES: usize = 4;
+    let mut acc = [0f64; LANES];
+    let mut body = row.chunks_exact(LANES);
+    for c in &mut body {
+        for (a, &v) in acc.iter_mut().zip(c) {
+            *a += f(v.to_f64());
+        }
+    }
+    (acc[0] + acc[1]) + (acc[2] + acc[3]) + body.remainder().iter().map(|&v| f(v.to_f64())).sum::<f64>()
+}
+
 /// `y = x · scale + shift` elementwise, in `f64` and rounded once.
 fn affine<T: Real>(x: &[T], y: &mut [T], scale: f64, shift: f64) {
     for (o, &v) in y.iter_mut().zip(x) {
         *o = T::of(v.to_f64() * scale + shift);
+    }
+}
+
+/// Layer norm of `outer` rows of `x` into `y`: statistics in `f64`, `y` rounded once;
+/// `stat(row, mean, rstd)` receives each row's statistics. The parameters may have any float
+/// type (they are read as `f64`).
+pub(crate) fn layer_norm_rows<T: Real, P: Real>(
+    x: &[T],
+    y: &mut [T],
+    outer: usize,
+    w: Option<&[P]>,
+    b: Option<&[P]>,
+    eps: f64,
+    mut stat: impl FnMut(usize, f64, f64),
+) {
+    let inner = x.len().checked_div(outer).unwrap_or(0);
+    for r in 0..outer {
+        let row = &x[r * inner..(r + 1) * inner];
+        let (mean, var) = row_moments(row);
+        let rstd = 1.0 / (var + eps).sqrt();
+        let out = &mut y[r * inner..(r + 1) * inner];
+        match (w, b) {
+            (None, None) => affine(row, out, rstd, -mean * rstd),
+            (Some(w), Some(b)) => {
+                for (((&v, o), &wj), &bj) in row.iter().zip(out.iter_mut()).zip(w).zip(b) {
+                    *o = T::of((v.to_f64() - mean) * rstd * wj.to_f64() + bj.to_f64());
+                }
+            }
+            _ => {
+                for (j, (&v, o)) in row.iter().zip(out.iter_mut()).enumerate() {
+                    let z = (v.to_f64() - mean) * rstd * w.map_or(1.0, |w| w[j].to_f64());
+                    *o = T::of(z + b.map_or(0.0, |b| b[j].to_f64()));
+                }
+            }
+        }
+        stat(r, mean, rstd);
+    }
+}
+
+/// Batch norm's affine step over `[n, c, inner]` contiguous `x` into `y`, with each channel's
+/// mean and inverse std given: `y = x · scale + shift` in `f64`, rounded once.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn batch_norm_rows<T: Real, P: Real>(
+    x: &[T],
+    y: &mut [T],
+    n: usize,
+    c: usize,
+    w: Option<&[P]>,
+    b: Option<&[P]>,
+    mean: impl Fn(usize) -> f64,
+    invstd: impl Fn(usize) -> f64,
+) {
+    let inner = x.len().checked_div(n * c).unwrap_or(0);
+    for i in 0..n {
+        for ch in 0..c {
+            let scale = invstd(ch) * w.map_or(1.0, |w| w[ch].to_f64());
+            let shift = b.map_or(0.0, |b| b[ch].to_f64()) - mean(ch) * scale;
+            let s = (i * c + ch) * inner;
+            affine(&x[s..s + inner], &mut y[s..s + inner], scale, shift);
+        }
     }
 }
 
@@ -86,23 +171,10 @@ fn layer_norm_impl(op: &'static str, a: &Args<'_>, eps_at: usize) -> Result<(Ten
     let y = with_real!(op, x.dtype(), T => {
         let xv = xc.as_slice::<T>()?;
         Tensor::build::<T>(x.sizes(), |y| {
-            for r in 0..outer {
-                let row = &xv[r * inner..(r + 1) * inner];
-                let (mean, var) = moments_of(&[row]);
-                let rstd = 1.0 / (var + eps).sqrt();
-                let out = &mut y[r * inner..(r + 1) * inner];
-                match (&w, &b) {
-                    (None, None) => affine(row, out, rstd, -mean * rstd),
-                    _ => {
-                        for (j, (&v, o)) in row.iter().zip(out.iter_mut()).enumerate() {
-                            let z = (v.to_f64() - mean) * rstd * w.as_ref().map_or(1.0, |w| w[j]);
-                            *o = T::of(z + b.as_ref().map_or(0.0, |b| b[j]));
-                        }
-                    }
-                }
+            layer_norm_rows(xv, y, outer, w.as_deref(), b.as_deref(), eps, |_, mean, rstd| {
                 means.push(mean);
                 rstds.push(rstd);
-            }
+            });
             Ok(())
         })?
     });
@@ -220,14 +292,7 @@ fn batch_norm_impl(op: &'static str, bn: &BatchNorm<'_>) -> Result<[Tensor; 5]> 
     let out = with_real!(op, x.dtype(), T => {
         let xv = xc.as_slice::<T>()?;
         Tensor::build::<T>(x.sizes(), |y| {
-            for i in 0..n {
-                for ch in 0..c {
-                    let scale = invstd[ch] * w.as_ref().map_or(1.0, |w| w[ch]);
-                    let shift = b.as_ref().map_or(0.0, |b| b[ch]) - means[ch] * scale;
-                    let s = (i * c + ch) * inner;
-                    affine(&xv[s..s + inner], &mut y[s..s + inner], scale, shift);
-                }
-            }
+            batch_norm_rows(xv, y, n, c, w.as_deref(), b.as_deref(), |ch| means[ch], |ch| invstd[ch]);
             Ok(())
         })?
     });

@@ -564,23 +564,47 @@ pub fn softmax(op: &str, t: &Tensor, dim: i64, log: bool, out_dtype: DType) -> R
 /// `exp` (as PyTorch's CPU kernel computes it in the input's precision).
 fn softmax_f32_rows(t: &Tensor) -> Result<Tensor> {
     let src = t.as_slice::<f32>()?;
-    let n = t.sizes().last().copied().unwrap_or(1).max(1);
+    let n = t.sizes().last().copied().unwrap_or(1);
     Tensor::build::<f32>(t.sizes(), |out| {
-        for (row, o) in src.chunks(n).zip(out.chunks_mut(n)) {
-            let m = row.iter().copied().fold(f32::NEG_INFINITY, |a, b| if b > a || b.is_nan() { b } else { a });
-            let m = if m.is_infinite() { 0.0 } else { m };
-            for (y, &x) in o.iter_mut().zip(row) {
-                *y = x - m;
-            }
-            super::fastmath::map_in_place(o, super::fastmath::exp_f32);
-            let s: f32 = o.iter().sum();
-            let inv = 1.0 / s;
-            for y in o.iter_mut() {
-                *y *= inv;
-            }
-        }
+        softmax_f32_rows_into(src, n, out);
         Ok(())
     })
+}
+
+/// The rows of `n` elements of `src` softmaxed into `out` (same length). The row maximum
+/// (NaN if any element is NaN) and the sum of the exponentials are taken over 8 lanes, so
+/// the loops vectorize.
+pub(crate) fn softmax_f32_rows_into(src: &[f32], n: usize, out: &mut [f32]) {
+    const LANES: usize = 8;
+    let pick = |a: f32, b: f32| if b > a || b.is_nan() { b } else { a };
+    let n = n.max(1);
+    for (row, o) in src.chunks(n).zip(out.chunks_mut(n)) {
+        let mut lanes = [f32::NEG_INFINITY; LANES];
+        let mut body = row.chunks_exact(LANES);
+        for c in &mut body {
+            for (l, &x) in lanes.iter_mut().zip(c) {
+                *l = pick(*l, x);
+            }
+        }
+        let m = body.remainder().iter().chain(&lanes).copied().fold(f32::NEG_INFINITY, pick);
+        let m = if m.is_infinite() { 0.0 } else { m };
+        for (y, &x) in o.iter_mut().zip(row) {
+            *y = x - m;
+        }
+        super::fastmath::map_in_place(o, super::fastmath::exp_f32);
+        let mut sums = [0f32; LANES];
+        let mut body = o.chunks_exact(LANES);
+        for c in &mut body {
+            for (l, &x) in sums.iter_mut().zip(c) {
+                *l += x;
+            }
+        }
+        let s: f32 = sums.iter().sum::<f32>() + body.remainder().iter().sum::<f32>();
+        let inv = 1.0 / s;
+        for y in o.iter_mut() {
+            *y *= inv;
+        }
+    }
 }
 
 fn softmax_kernel(op: &'static str, args: &[IValue], log: bool) -> Result<Vec<IValue>> {

@@ -24,6 +24,20 @@ pub use storage::{STORAGE_ALIGN, Storage};
 use crate::dispatch_dtype;
 use layout::Layout;
 
+/// Sizes and strides shared between tensors: a view made with them allocates nothing.
+#[derive(Clone)]
+pub(crate) struct SharedLayout(Layout);
+
+impl SharedLayout {
+    pub fn sizes(&self) -> &[usize] {
+        self.0.sizes()
+    }
+
+    pub fn strides(&self) -> &[usize] {
+        self.0.strides()
+    }
+}
+
 /// A strided view of typed elements in a shared `Storage`.
 ///
 /// Cloning a tensor is cheap and yields another handle to the same storage (like assigning a
@@ -144,6 +158,18 @@ impl Tensor {
     ) -> Result<Tensor> {
         check_bounds("from_storage", &storage, dtype, sizes, strides, offset)?;
         Ok(Tensor { storage, dtype, layout: Layout::new(sizes, strides), offset })
+    }
+
+    /// A view of this tensor's storage with the sizes and strides of `layout` (shared, so no
+    /// allocation), at `offset`. Fails unless every element lies inside the storage.
+    pub(crate) fn view_with_layout(&self, layout: &SharedLayout, offset: usize) -> Result<Tensor> {
+        check_bounds("view", &self.storage, self.dtype, layout.0.sizes(), layout.0.strides(), offset)?;
+        Ok(Tensor { storage: self.storage.clone(), dtype: self.dtype, layout: layout.0.clone(), offset })
+    }
+
+    /// This tensor's sizes and strides, to make further views with them.
+    pub(crate) fn shared_layout(&self) -> SharedLayout {
+        SharedLayout(self.layout.clone())
     }
 
     // ----- metadata -----
@@ -389,6 +415,10 @@ impl Tensor {
                         *o = cast::<S, D>(s);
                     }
                 }
+            } else if S::DTYPE == D::DTYPE {
+                // SAFETY: S and D are the same type (same DType means same Rust type).
+                let src: &[D] = unsafe { std::slice::from_raw_parts(src.as_ptr() as *const D, src.len()) };
+                gather(src, start, self.sizes(), self.strides(), out)?;
             } else {
                 for (o, off) in out.iter_mut().zip(self.offsets()) {
                     *o = cast::<S, D>(src[off]);
@@ -396,6 +426,19 @@ impl Tensor {
             }
             Ok(())
         })
+    }
+
+    /// Copies the elements in row-major order into `out` (`numel` elements of the tensor's
+    /// own type): the contiguous copy behind `clone` and `contiguous`, for any strides.
+    pub fn copy_to_slice<T: Element>(&self, out: &mut [T]) -> Result<()> {
+        let src = self.storage_slice::<T>()?;
+        if out.len() != self.numel() {
+            return Err(KernelError::new(
+                "copy",
+                format!("{} elements do not hold shape {:?}", out.len(), self.sizes()),
+            ));
+        }
+        gather(src, self.offset, self.sizes(), self.strides(), out)
     }
 
     /// A fresh contiguous copy (`clone()` in PyTorch).
@@ -495,4 +538,102 @@ fn check_bounds(
         ));
     }
     Ok(())
+}
+
+/// Most dimensions `gather` handles after merging (more falls back to the element iterator).
+const GATHER_RANK: usize = 8;
+
+/// Copies the strided view (`offset`, `sizes`, `strides`) of `src` into `out` in row-major
+/// order. Dims of size 1 are dropped and dims that are contiguous with each other merged;
+/// then a unit-stride last dim copies whole runs, a unit-stride second-to-last dim (a
+/// transpose) copies in square tiles so reads and writes both stay within a few cache lines,
+/// and anything else walks the last dim with its stride.
+fn gather<T: Copy>(src: &[T], offset: usize, sizes: &[usize], strides: &[usize], out: &mut [T]) -> Result<()> {
+    let numel: usize = sizes.iter().product();
+    if numel == 0 {
+        return Ok(());
+    }
+    let past = || KernelError::new("copy", "view reaches past its storage");
+    let last: usize = sizes.iter().zip(strides).map(|(&s, &st)| (s - 1) * st).sum();
+    if offset + last >= src.len() || out.len() < numel {
+        return Err(past());
+    }
+    // Merged dims, outermost first.
+    let mut sz = [0usize; GATHER_RANK];
+    let mut st = [0usize; GATHER_RANK];
+    let mut rank = 0;
+    for (&s, &t) in sizes.iter().zip(strides) {
+        if s == 1 {
+            continue;
+        }
+        if rank > 0 && st[rank - 1] == t * s {
+            sz[rank - 1] *= s;
+            st[rank - 1] = t;
+            continue;
+        }
+        if rank == GATHER_RANK {
+            let it = OffsetIter::new(sizes, strides, offset);
+            for (o, off) in out.iter_mut().zip(it) {
+                *o = src[off];
+            }
+            return Ok(());
+        }
+        sz[rank] = s;
+        st[rank] = t;
+        rank += 1;
+    }
+    if rank == 0 {
+        out[0] = src[offset];
+        return Ok(());
+    }
+    // Rows: the last dim (or, for a transpose, the last two) is copied by `row`; the outer dims
+    // are counted by an odometer.
+    let inner = if rank >= 2 && st[rank - 2] == 1 && st[rank - 1] != 1 { 2 } else { 1 };
+    let outer_rank = rank - inner;
+    let block: usize = sz[outer_rank..rank].iter().product();
+    let mut idx = [0usize; GATHER_RANK];
+    let mut base = offset;
+    for chunk in out[..numel].chunks_exact_mut(block) {
+        if inner == 2 {
+            transpose_tile(src, base, sz[rank - 2], sz[rank - 1], st[rank - 1], chunk);
+        } else if st[rank - 1] == 1 {
+            chunk.copy_from_slice(&src[base..base + block]);
+        } else {
+            let step = st[rank - 1];
+            for (k, o) in chunk.iter_mut().enumerate() {
+                *o = src[base + k * step];
+            }
+        }
+        // Advance the odometer over the outer dims.
+        let mut d = outer_rank;
+        while d > 0 {
+            d -= 1;
+            idx[d] += 1;
+            base += st[d];
+            if idx[d] < sz[d] {
+                break;
+            }
+            base -= st[d] * sz[d];
+            idx[d] = 0;
+        }
+    }
+    Ok(())
+}
+
+/// `out[i][j] = src[base + i + j·col_stride]` for an `rows × cols` block (`out` row-major),
+/// in 16 × 16 tiles.
+fn transpose_tile<T: Copy>(src: &[T], base: usize, rows: usize, cols: usize, col_stride: usize, out: &mut [T]) {
+    const TILE: usize = 16;
+    for i0 in (0..rows).step_by(TILE) {
+        let i1 = (i0 + TILE).min(rows);
+        for j0 in (0..cols).step_by(TILE) {
+            let j1 = (j0 + TILE).min(cols);
+            for j in j0..j1 {
+                let s = &src[base + j * col_stride + i0..base + j * col_stride + i1];
+                for (k, &v) in s.iter().enumerate() {
+                    out[(i0 + k) * cols + j] = v;
+                }
+            }
+        }
+    }
 }
