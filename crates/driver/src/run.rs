@@ -424,21 +424,35 @@ fn describe(v: &IValue, full: bool) -> String {
 }
 
 fn bench(opts: &RunArgs, rt: &mut runtime::Runtime, inputs: &[IValue], stdout: &mut dyn Write, stderr: &mut dyn Write) -> Result<(), String> {
+    // The calls run on a worker of rayon's pool (`rayon::scope` from outside the pool moves its
+    // body there), so a kernel that splits its work across the pool runs one part on the
+    // calling thread and wakes only the other workers, as PyTorch's intra-op pool does, instead
+    // of parking this thread and waking a worker for every split kernel. The body runs in
+    // chunks of about two seconds so the progress line can be written between them.
     let mut outs = Vec::new();
-    for _ in 0..opts.warmup {
-        rt.run_into(inputs, &mut outs).map_err(|e| e.to_string())?;
-    }
+    let warmup = opts.warmup;
+    rayon::scope(|_| -> Result<(), String> {
+        for _ in 0..warmup {
+            rt.run_into(inputs, &mut outs).map_err(|e| e.to_string())?;
+        }
+        Ok(())
+    })?;
     let mut times = Vec::with_capacity(opts.iters);
     let a0 = crate::alloc::allocations();
     let start = Instant::now();
-    let mut last_progress = Instant::now();
-    for i in 0..opts.iters {
-        let t = Instant::now();
-        rt.run_into(inputs, &mut outs).map_err(|e| e.to_string())?;
-        times.push(t.elapsed());
-        if last_progress.elapsed() > Duration::from_secs(2) {
-            let _ = write!(stderr, "\r{}/{} calls, {:.1} s", i + 1, opts.iters, start.elapsed().as_secs_f64());
-            last_progress = Instant::now();
+    while times.len() < opts.iters {
+        let iters = opts.iters;
+        rayon::scope(|_| -> Result<(), String> {
+            let chunk = Instant::now();
+            while times.len() < iters && chunk.elapsed() < Duration::from_secs(2) {
+                let t = Instant::now();
+                rt.run_into(inputs, &mut outs).map_err(|e| e.to_string())?;
+                times.push(t.elapsed());
+            }
+            Ok(())
+        })?;
+        if times.len() < opts.iters {
+            let _ = write!(stderr, "\r{}/{} calls, {:.1} s", times.len(), opts.iters, start.elapsed().as_secs_f64());
         }
     }
     if start.elapsed() > Duration::from_secs(2) {

@@ -409,10 +409,13 @@ unsafe fn drive(isa: Isa, raw: &Raw, ep: &Epilogue<'_>, c: *mut f32, ldc: usize)
     });
 }
 
-/// Products with at least this many multiply-adds are split across rayon's threads, by column
-/// panels: each tile is computed whole by one thread, so the result does not depend on the
-/// split.
-const PARALLEL_MIN_FMAS: usize = 1 << 21;
+/// Products with at least this many multiply-adds (~0.1 ms on one core) are split across
+/// rayon's threads, by column panels: each tile is computed whole by one thread, so the result
+/// does not depend on the split. Waking a parked worker costs tens of microseconds on a virtual
+/// machine (a futex wake and an inter-processor interrupt), so smaller products stay on the
+/// calling thread: with a threshold of 2²¹ the convolutions of `bench_resnet_tiny` took ~48
+/// context switches a call and the program ran 1.8× slower at 2 threads than at 1.
+const PARALLEL_MIN_FMAS: usize = 1 << 24;
 
 /// The output pointer shared by the tasks of a split product.
 #[derive(Clone, Copy)]
@@ -877,7 +880,7 @@ mod tests {
         let pool = rayon::ThreadPoolBuilder::new().num_threads(3).build().unwrap();
         for isa in paths() {
             // Above the split threshold, with a partial last panel and a row tail.
-            let (m, n, k) = (45, 300, 200);
+            let (m, n, k) = (45, 300, 1300);
             assert!(m * n * k >= PARALLEL_MIN_FMAS);
             let (ad, bd, bias) = (g.vec(m * k), g.vec(k * n), g.vec(m));
             let a = MatView::new("t", &ad, 0, m, k, k, 1).unwrap();
