@@ -286,7 +286,7 @@ fn scalar_arg(v: Option<&IValue>) -> bool {
     matches!(v, None | Some(IValue::None | IValue::Int(_) | IValue::Float(_) | IValue::Bool(_)))
 }
 
-fn scalar_or(v: Option<&IValue>, default: f64) -> f64 {
+pub(super) fn scalar_or(v: Option<&IValue>, default: f64) -> f64 {
     match v {
         Some(IValue::Int(i)) => *i as f64,
         Some(IValue::Float(f)) => *f,
@@ -316,7 +316,7 @@ pub(crate) fn compute(op: OutOp, name: &'static str, args: &[IValue], out: &Tens
     }
 }
 
-fn tensor_arg<'a>(name: &'static str, args: &'a [IValue], i: usize) -> Result<&'a Tensor> {
+pub(super) fn tensor_arg<'a>(name: &'static str, args: &'a [IValue], i: usize) -> Result<&'a Tensor> {
     args.get(i)
         .ok_or_else(|| KernelError::new(name, format!("missing argument {i}")))?
         .as_tensor()

@@ -13,7 +13,7 @@ use std::sync::Arc;
 use ir::DType;
 
 use super::Arg;
-use super::out::OutOp;
+use super::out::{OutOp, scalar_or, tensor_arg};
 use crate::kernels::conv::{PackedFilter, conv_compute_packed, out_geometry};
 use crate::kernels::linalg::MatView;
 use crate::kernels::packed::{Bias, Epilogue, Isa, PackedB, gemm_packed_b};
@@ -75,22 +75,6 @@ pub(crate) fn prepack_for(isa: Isa, op: OutOp, args: &[Arg]) -> Option<Arc<Prepa
         _ => return None,
     };
     Some(Arc::new(packed))
-}
-
-fn tensor_arg<'a>(name: &'static str, args: &'a [IValue], i: usize) -> Result<&'a Tensor> {
-    args.get(i)
-        .ok_or_else(|| KernelError::new(name, format!("missing argument {i}")))?
-        .as_tensor()
-        .map_err(|e| e.in_op(name))
-}
-
-fn scalar_or(v: Option<&IValue>, default: f64) -> f64 {
-    match v {
-        Some(IValue::Int(i)) => *i as f64,
-        Some(IValue::Float(f)) => *f,
-        Some(IValue::Bool(b)) => *b as u8 as f64,
-        _ => default,
-    }
 }
 
 /// Computes the out-variant `op` into `out` (whose dtype and shape `out::meta` gave) with the

@@ -214,6 +214,44 @@ pub(crate) fn col2im<T: ConvElem>(col: &[T], g: &Geometry, channels: usize, out:
     }
 }
 
+/// One image's product for one group: the group's input channels `xg` times its filter into
+/// its `cout/groups` output channels `out` (leading dimension `g.out_numel()`). A 1×1 stride-1
+/// convolution multiplies the input itself; the others go band after band of `band` output
+/// rows through the column tile `col`. `f(b, c)` multiplies the filter by `b` into `c`.
+#[allow(clippy::too_many_arguments)]
+fn group_product<T: ConvElem>(
+    op: &'static str,
+    g: &Geometry,
+    xg: &[T],
+    direct: bool,
+    band: usize,
+    col: &mut [T],
+    out: &mut [T],
+    mut f: impl FnMut(MatView<'_, T>, &mut [T]) -> Result<()>,
+) -> Result<()> {
+    let (cin_g, cout_g) = (g.cin / g.groups, g.cout / g.groups);
+    let (k, lout) = (g.kernel_numel(), g.out_numel());
+    if direct {
+        return f(MatView::new(op, xg, 0, cin_g, lout, lout, 1)?, out);
+    }
+    if cout_g == 0 {
+        return Ok(());
+    }
+    let [od, oh, ow] = g.output;
+    let rows = od * oh;
+    let mut r0 = 0;
+    while r0 < rows {
+        let r1 = (r0 + band).min(rows);
+        let cols = (r1 - r0) * ow;
+        let tile = &mut col[..cin_g * k * cols];
+        im2col_rows(xg, g, cin_g, r0, r1, tile);
+        let b = MatView::new(op, tile, 0, cin_g * k, cols, cols, 1)?;
+        f(b, &mut out[r0 * ow..(cout_g - 1) * lout + r1 * ow])?;
+        r0 = r1;
+    }
+    Ok(())
+}
+
 /// Runs the convolution described by `g` over contiguous input, weight and optional bias,
 /// writing the contiguous `[N, Cout, out...]` result into `out`.
 pub(crate) fn conv_compute<T: ConvElem>(
@@ -245,26 +283,9 @@ pub(crate) fn conv_compute<T: ConvElem>(
                 let xg = &x[(n * g.cin + grp * cin_g) * lin..(n * g.cin + (grp + 1) * cin_g) * lin];
                 let a = MatView::new(op, w, grp * cout_g * cin_g * k, cout_g, cin_g * k, cin_g * k, 1)?;
                 let o = (n * g.cout + grp * cout_g) * lout;
-                if direct {
-                    let b = MatView::new(op, xg, 0, cin_g, lout, lout, 1)?;
-                    T::gemm(op, a, b, beta, &mut out[o..o + cout_g * lout], lout)?;
-                    continue;
-                }
-                if cout_g == 0 {
-                    continue;
-                }
-                let mut r0 = 0;
-                while r0 < rows {
-                    let r1 = (r0 + band).min(rows);
-                    let cols = (r1 - r0) * ow;
-                    let tile = &mut col[..cin_g * k * cols];
-                    im2col_rows(xg, g, cin_g, r0, r1, tile);
-                    let b = MatView::new(op, tile, 0, cin_g * k, cols, cols, 1)?;
-                    let start = o + r0 * ow;
-                    let end = o + (cout_g - 1) * lout + r1 * ow;
-                    T::gemm(op, a, b, beta, &mut out[start..end], lout)?;
-                    r0 = r1;
-                }
+                group_product(op, g, xg, direct, band, &mut col, &mut out[o..o + cout_g * lout], |b, c| {
+                    T::gemm(op, a, b, beta, c, lout)
+                })?;
             }
         }
     } else {
@@ -366,10 +387,7 @@ fn packed_groups(
     col: &mut [f32],
 ) -> Result<()> {
     let (cin_g, cout_g) = (g.cin / g.groups, g.cout / g.groups);
-    let k = g.kernel_numel();
     let (lin, lout) = (g.in_numel(), g.out_numel());
-    let [od, oh, ow] = g.output;
-    let rows = od * oh;
     for n in 0..g.n {
         for (grp, a) in w.per_group.iter().enumerate() {
             let xg = &x[(n * g.cin + grp * cin_g) * lin..(n * g.cin + (grp + 1) * cin_g) * lin];
@@ -381,23 +399,9 @@ fn packed_groups(
                 ..Epilogue::PLAIN
             };
             let o = (n * g.cout + grp * cout_g) * lout;
-            if direct {
-                let b = MatView::new(op, xg, 0, cin_g, lout, lout, 1)?;
-                gemm_packed_a(op, a, b, &ep, &mut out[o..o + cout_g * lout], lout)?;
-                continue;
-            }
-            let mut r0 = 0;
-            while r0 < rows {
-                let r1 = (r0 + band).min(rows);
-                let cols = (r1 - r0) * ow;
-                let tile = &mut col[..cin_g * k * cols];
-                im2col_rows(xg, g, cin_g, r0, r1, tile);
-                let b = MatView::new(op, tile, 0, cin_g * k, cols, cols, 1)?;
-                let start = o + r0 * ow;
-                let end = o + (cout_g - 1) * lout + r1 * ow;
-                gemm_packed_a(op, a, b, &ep, &mut out[start..end], lout)?;
-                r0 = r1;
-            }
+            group_product(op, g, xg, direct, band, col, &mut out[o..o + cout_g * lout], |b, c| {
+                gemm_packed_a(op, a, b, &ep, c, lout)
+            })?;
         }
     }
     Ok(())

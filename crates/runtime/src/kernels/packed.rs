@@ -111,6 +111,26 @@ fn checked_len(op: &'static str, dims: &[usize]) -> Result<usize> {
         .ok_or_else(|| KernelError::new(op, "packed matrix is too large"))
 }
 
+/// `v` (`k × n`) in column panels of width `w`: panel after panel, each `k` rows of `w`
+/// values, the last panel's missing columns zero.
+fn pack_panels(op: &'static str, v: MatView<'_, f32>, w: usize) -> Result<Aligned> {
+    let (k, n) = (v.rows, v.cols);
+    let panels = n.div_ceil(w);
+    let mut buf = Aligned::zeros(op, checked_len(op, &[panels, k, w])?)?;
+    let dst = buf.slice_mut();
+    for jp in 0..panels {
+        let j0 = jp * w;
+        let width = w.min(n - j0);
+        let panel = &mut dst[jp * k * w..(jp + 1) * k * w];
+        for (p, row) in panel.chunks_exact_mut(w).enumerate() {
+            for (j, d) in row[..width].iter_mut().enumerate() {
+                *d = v.at(p, j0 + j);
+            }
+        }
+    }
+    Ok(buf)
+}
+
 /// A constant `k × n` right operand in column panels of `isa.nr()`.
 pub(crate) struct PackedB {
     isa: Isa,
@@ -128,20 +148,8 @@ impl fmt::Debug for PackedB {
 impl PackedB {
     /// Packs `b` for the `isa` path.
     pub(crate) fn pack(op: &'static str, isa: Isa, b: MatView<'_, f32>) -> Result<PackedB> {
-        let (k, n, nr) = (b.rows, b.cols, isa.nr());
-        let panels = n.div_ceil(nr);
-        let mut buf = Aligned::zeros(op, checked_len(op, &[panels, k, nr])?)?;
-        let dst = buf.slice_mut();
-        for jp in 0..panels {
-            let j0 = jp * nr;
-            let w = nr.min(n - j0);
-            let panel = &mut dst[jp * k * nr..(jp + 1) * k * nr];
-            for (p, row) in panel.chunks_exact_mut(nr).enumerate() {
-                for (j, d) in row[..w].iter_mut().enumerate() {
-                    *d = b.at(p, j0 + j);
-                }
-            }
-        }
+        let (k, n) = (b.rows, b.cols);
+        let buf = pack_panels(op, b, isa.nr())?;
         Ok(PackedB { isa, k, n, buf })
     }
 
@@ -167,20 +175,9 @@ impl fmt::Debug for PackedA {
 impl PackedA {
     /// Packs `a` for the `isa` path.
     pub(crate) fn pack(op: &'static str, isa: Isa, a: MatView<'_, f32>) -> Result<PackedA> {
-        let (m, k, mr) = (a.rows, a.cols, isa.mr());
-        let panels = m.div_ceil(mr);
-        let mut buf = Aligned::zeros(op, checked_len(op, &[panels, k, mr])?)?;
-        let dst = buf.slice_mut();
-        for ip in 0..panels {
-            let i0 = ip * mr;
-            let h = mr.min(m - i0);
-            let panel = &mut dst[ip * k * mr..(ip + 1) * k * mr];
-            for (p, col) in panel.chunks_exact_mut(mr).enumerate() {
-                for (i, d) in col[..h].iter_mut().enumerate() {
-                    *d = a.at(i0 + i, p);
-                }
-            }
-        }
+        let (m, k) = (a.rows, a.cols);
+        // Row panels of `a` are the column panels of its transpose.
+        let buf = pack_panels(op, a.t(), isa.mr())?;
         Ok(PackedA { isa, m, k, buf })
     }
 
