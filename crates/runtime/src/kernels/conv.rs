@@ -42,6 +42,22 @@ impl Geometry {
     fn out_numel(&self) -> usize {
         self.output.iter().product()
     }
+    /// Whether a forward convolution is a plain product of the filter and the input (1×1
+    /// kernel, stride 1, no padding): no column tile is needed.
+    fn direct(&self) -> bool {
+        self.kernel_numel() == 1 && self.stride == [1, 1, 1] && self.pad_lo == [0, 0, 0] && self.in_numel() == self.out_numel()
+    }
+    /// Output rows per column tile of a forward convolution: as many as fit [`COL_TILE`]
+    /// elements (at least one).
+    fn band(&self) -> usize {
+        let [od, oh, ow] = self.output;
+        let rows = od * oh;
+        if ow == 0 {
+            return rows.max(1);
+        }
+        let per_row = (self.cin / self.groups) * self.kernel_numel() * ow;
+        (COL_TILE / per_row.max(1)).clamp(1, rows.max(1))
+    }
 }
 
 /// Element types convolution runs in: `f32`/`f64` through GEMM, `i64` (every integer dtype,
@@ -272,12 +288,8 @@ pub(crate) fn conv_compute<T: ConvElem>(
     }
     let beta = if bias.is_some() { T::ONE } else { T::ZERO };
     if !g.transposed {
-        let direct = k == 1 && g.stride == [1, 1, 1] && g.pad_lo == [0, 0, 0] && lin == lout;
-        let [od, oh, ow] = g.output;
-        let rows = od * oh;
-        // Output rows per tile: as many as fit the tile (at least one).
-        let band = if ow == 0 { rows.max(1) } else { (COL_TILE / (cin_g * k * ow).max(1)).clamp(1, rows.max(1)) };
-        let mut col = if direct { Vec::new() } else { vec![T::ZERO; cin_g * k * band * ow] };
+        let (direct, band) = (g.direct(), g.band());
+        let mut col = if direct { Vec::new() } else { vec![T::ZERO; cin_g * k * band * g.output[2]] };
         for n in 0..g.n {
             for grp in 0..g.groups {
                 let xg = &x[(n * g.cin + grp * cin_g) * lin..(n * g.cin + (grp + 1) * cin_g) * lin];
@@ -352,11 +364,8 @@ pub(crate) fn conv_compute_packed(
     if cout_g == 0 || lout == 0 {
         return Ok(());
     }
-    let direct = k == 1 && g.stride == [1, 1, 1] && g.pad_lo == [0, 0, 0] && lin == lout;
-    let [od, oh, ow] = g.output;
-    let rows = od * oh;
-    let band = (COL_TILE / (cin_g * k * ow).max(1)).clamp(1, rows.max(1));
-    let need = if direct { 0 } else { cin_g * k * band * ow };
+    let (direct, band) = (g.direct(), g.band());
+    let need = if direct { 0 } else { cin_g * k * band * g.output[2] };
     COL_SCRATCH.with_borrow_mut(|col| {
         if col.len() < need {
             col.resize(need, 0.0);
