@@ -132,19 +132,7 @@ pub(crate) struct Emitter<'a, 'b> {
 pub(crate) fn multi_use(g: &Graph) -> Vec<bool> {
     let mut uses = vec![0u32; g.nodes.len()];
     for n in &g.nodes {
-        match n.kind {
-            NodeKind::Input(_) | NodeKind::Const(_) => {}
-            NodeKind::Cast(a) | NodeKind::Unary(_, a) => uses[a] += 1,
-            NodeKind::Binary(_, a, b) | NodeKind::Cmp(_, a, b) => {
-                uses[a] += 1;
-                uses[b] += 1;
-            }
-            NodeKind::Select(c, a, b) | NodeKind::MulAdd(a, b, c) => {
-                uses[c] += 1;
-                uses[a] += 1;
-                uses[b] += 1;
-            }
-        }
+        n.kind.for_each_operand(|a| uses[a] += 1);
     }
     for &o in &g.outputs {
         uses[o] += 1;

@@ -134,6 +134,25 @@ pub enum NodeKind {
     MulAdd(NodeId, NodeId, NodeId),
 }
 
+impl NodeKind {
+    /// Calls `f` with each node this one reads (a node read twice, twice).
+    pub(crate) fn for_each_operand(&self, mut f: impl FnMut(NodeId)) {
+        match *self {
+            NodeKind::Input(_) | NodeKind::Const(_) => {}
+            NodeKind::Cast(a) | NodeKind::Unary(_, a) => f(a),
+            NodeKind::Binary(_, a, b) | NodeKind::Cmp(_, a, b) => {
+                f(a);
+                f(b);
+            }
+            NodeKind::Select(a, b, c) | NodeKind::MulAdd(a, b, c) => {
+                f(a);
+                f(b);
+                f(c);
+            }
+        }
+    }
+}
+
 /// A node with its dtype and (broadcast) shape.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Node {

@@ -319,12 +319,7 @@ fn compile_graph(g: &Graph, spec: &KernelSpec, start: Instant) -> Result<Kernel,
             continue;
         }
         live[n] = true;
-        match &g.nodes[n].kind {
-            NodeKind::Input(_) | NodeKind::Const(_) => {}
-            NodeKind::Cast(a) | NodeKind::Unary(_, a) => stack.push(*a),
-            NodeKind::Binary(_, a, b) | NodeKind::Cmp(_, a, b) => stack.extend([*a, *b]),
-            NodeKind::Select(c, a, b) | NodeKind::MulAdd(a, b, c) => stack.extend([*c, *a, *b]),
-        }
+        g.nodes[n].kind.for_each_operand(|a| stack.push(a));
     }
     let shape = g.nodes[g.outputs[0]].shape.clone();
     for &o in &g.outputs {
