@@ -17,7 +17,7 @@ pub mod peephole;
 pub mod rules;
 
 pub use analysis::{Data, Facts, Graph};
-pub use engine::{EngineConfig, RunReport, rewrite_run};
+pub use engine::{EngineConfig, NodeLimit, RunReport, rewrite_run};
 pub use extract::Extractor;
 pub use fusion::FuseElementwise;
 pub use lang::{Node, Scalar};

@@ -1,7 +1,7 @@
 //! The `egraph-peephole` pass: equality saturation over every run of pure ops, with the rule
 //! sets chosen by its options, then extraction of the cheapest equivalent program.
 
-use crate::engine::{self, EngineConfig, RunReport};
+use crate::engine::{self, EngineConfig, NodeLimit, RunReport};
 use crate::extract::Extractor;
 use crate::lang::Node;
 use crate::analysis::Facts;
@@ -29,7 +29,14 @@ impl Peephole {
             .list("rules", &["aten"], "Rule sets: a dialect (its sound sets) or 'dialect.set'")
             .bool("fast-math", false, "Also apply the fast-math sets (reassociation, x*0, x-x, exp(log x), a*b+c as addcmul, ...)")
             .int("iter-limit", 16, "Saturation iterations per run of ops")
-            .int("node-limit", 100_000, "E-nodes per e-graph before saturation stops")
+            .int(
+                "node-limit",
+                engine::NODE_LIMIT_FLOOR as i64,
+                &format!(
+                    "E-nodes per e-graph before saturation stops: by default the larger of this and {} times the e-graph's initial e-nodes; a value given is used as is",
+                    engine::NODE_LIMIT_PER_INITIAL
+                ),
+            )
             .int("time-limit-ms", 1000, "Saturation time per run of ops, in milliseconds")
             .string("scheduler", "backoff", "Rule scheduler: 'backoff' (bans rules that match too often) or 'simple'")
             .string("extract", "greedy-dag", "Extraction: 'greedy-dag' (shared subterms counted once), 'tree', or 'ilp' (exact; cargo feature 'ilp')")
@@ -63,7 +70,11 @@ impl Peephole {
         }
         let config = EngineConfig {
             iter_limit: positive("iter-limit")?,
-            node_limit: positive("node-limit")?,
+            node_limit: if opts.is_set("node-limit") {
+                NodeLimit::Fixed(positive("node-limit")?)
+            } else {
+                NodeLimit::Scaled { floor: positive("node-limit")?, per_initial: engine::NODE_LIMIT_PER_INITIAL }
+            },
             time_limit: Duration::from_millis(positive("time-limit-ms")? as u64),
             backoff: match opts.get_string("scheduler").unwrap_or("backoff") {
                 "backoff" => true,

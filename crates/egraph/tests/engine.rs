@@ -150,6 +150,49 @@ fn fusion_of_the_lstm_cell() {
     assert_eq!(groups.iter().map(|g| g.ops.len()).collect::<Vec<_>>(), vec![3, 9]);
 }
 
+/// A chain of `n` alternating additions and multiplications of two distinct values: each op
+/// gains its commuted twin, so the e-graph about doubles.
+fn commuting_chain(n: usize) -> String {
+    let t = "tensor<8xf32>";
+    let mut s = format!("func.func @f(%x: {t}, %y: {t}) -> {t} {{\n");
+    let mut prev = ("%x".to_string(), "%y".to_string());
+    for i in 0..n {
+        let op = if i % 2 == 0 { "aten.add.Tensor" } else { "aten.mul.Tensor" };
+        s.push_str(&format!("  %v{i} = {op} {}, {} : {t}\n", prev.0, prev.1));
+        prev = (prev.1, format!("%v{i}"));
+    }
+    s.push_str(&format!("  func.return {} : {t}\n}}\n", prev.1));
+    s
+}
+
+#[test]
+fn node_limit_scales_with_the_input_and_an_explicit_one_overrides() {
+    // 60,000 ops grow to about 120,000 e-nodes, past the 100,000 floor of the default limit:
+    // the scaled default lets saturation finish; the same number given explicitly stops it.
+    // (A generous time limit, so that only the node limit can stop a run early.)
+    let ctx = ctx();
+    let m0 = parse(&ctx, &commuting_chain(60_000));
+    let mut m = m0.clone();
+    let top = m.top();
+    let r = peephole("time-limit-ms=600000").rewrite(&ctx, &mut m, top, None).expect("runs");
+    assert_eq!(r.len(), 1);
+    assert!(r[0].initial_nodes > 60_000, "{}", r[0].initial_nodes);
+    assert_eq!(r[0].node_limit, 10 * r[0].initial_nodes);
+    assert_eq!(r[0].stop, "saturated");
+    assert!(r[0].nodes > 100_000, "{} e-nodes", r[0].nodes);
+    assert!(r[0].applied.get("add-comm").is_some_and(|&n| n >= 30_000), "{:?}", r[0].applied);
+    let mut m = m0.clone();
+    let r = peephole("time-limit-ms=600000 node-limit=100000").rewrite(&ctx, &mut m, top, None).expect("runs");
+    assert_eq!(r[0].node_limit, 100_000);
+    // (egg names the size the e-graph had reached when it checked.)
+    assert!(r[0].stop.starts_with("node limit"), "{}", r[0].stop);
+    // Below the floor the default is the floor.
+    let mut m = parse(&ctx, CHAIN);
+    let top = m.top();
+    let r = peephole("").rewrite(&ctx, &mut m, top, None).expect("runs");
+    assert_eq!(r[0].node_limit, 100_000);
+}
+
 #[test]
 fn garbage_never_panics() {
     // Any verified input goes through both passes; here, ops the engine does not know.
