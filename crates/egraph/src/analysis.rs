@@ -75,16 +75,21 @@ impl Analysis<Node> for Facts {
             Node::Const { ty, value } => Data { ty: egraph.analysis.type_at(*ty).cloned(), konst: Some(*value) },
             Node::Leaf(_) | Node::Proj { .. } => Data::default(),
             Node::Op { name, args, .. } => {
-                let tys: smallvec::SmallVec<[Option<&Type>; 3]> = args.iter().map(|a| egraph[*a].data.ty.as_ref()).collect();
+                // One class lookup per operand: its type and its constant together.
+                let mut tys: smallvec::SmallVec<[Option<&Type>; 3]> = smallvec::SmallVec::new();
+                let mut ks: smallvec::SmallVec<[Option<Scalar>; 3]> = smallvec::SmallVec::new();
+                for a in args {
+                    let d = &egraph[*a].data;
+                    tys.push(d.ty.as_ref());
+                    ks.push(d.konst);
+                }
                 let ty = infer_type(name.as_str(), &tys);
-                let konst = if egraph.analysis.fold && args.iter().all(|a| egraph[*a].data.konst.is_some()) {
-                    let ks: Option<smallvec::SmallVec<[Scalar; 3]>> = args.iter().map(|a| egraph[*a].data.konst).collect();
-                    match (&ty, ks) {
-                        (Some(t), Some(ks)) => fold(name.as_str(), &ks, t),
-                        _ => None,
+                let konst = match &ty {
+                    Some(t) if egraph.analysis.fold && ks.iter().all(Option::is_some) => {
+                        let ks: smallvec::SmallVec<[Scalar; 3]> = ks.into_iter().flatten().collect();
+                        fold(name.as_str(), &ks, t)
                     }
-                } else {
-                    None
+                    _ => None,
                 };
                 Data { ty, konst }
             }
@@ -150,8 +155,15 @@ fn tensor(t: Option<&Type>) -> Option<&TensorType> {
 
 /// Broadcasts shapes (NumPy rules). Dims that are not static must be equal to be combined.
 pub fn broadcast_shapes(shapes: &[&[Dim]]) -> Option<Vec<Dim>> {
+    broadcast_dims(shapes).map(smallvec::SmallVec::into_vec)
+}
+
+/// [`broadcast_shapes`] inline up to rank 6: the analysis broadcasts the operands of every
+/// binary e-node it makes, and the result is usually an operand's own shape, so nothing needs
+/// to be kept.
+fn broadcast_dims(shapes: &[&[Dim]]) -> Option<smallvec::SmallVec<[Dim; 6]>> {
     let rank = shapes.iter().map(|s| s.len()).max()?;
-    let mut out = Vec::with_capacity(rank);
+    let mut out = smallvec::SmallVec::with_capacity(rank);
     for i in 0..rank {
         let mut d = Dim::Static(1);
         for s in shapes {
@@ -205,7 +217,7 @@ pub fn infer_type(name: &str, args: &[Option<&Type>]) -> Option<Type> {
         let ts: Option<smallvec::SmallVec<[&TensorType; 3]>> = args.iter().map(|a| tensor(*a)).collect();
         let ts = ts?;
         let shapes: Option<smallvec::SmallVec<[&[Dim]; 3]>> = ts.iter().map(|t| t.shape.as_deref()).collect();
-        let shape = broadcast_shapes(&shapes?)?;
+        let shape = broadcast_dims(&shapes?)?;
         let dtype = if compare {
             DType::Bool
         } else if name == "aten.where.self" {
@@ -218,7 +230,7 @@ pub fn infer_type(name: &str, args: &[Option<&Type>]) -> Option<Type> {
         if let Some(i) = ts.iter().position(|t| t.dtype == Some(dtype) && t.shape.as_deref() == Some(shape.as_slice())) {
             return args[i].cloned();
         }
-        return Some(Type::tensor_of(TensorType::new(dtype, shape)));
+        return Some(Type::tensor_of(TensorType::new(dtype, shape.into_vec())));
     }
     None
 }

@@ -259,8 +259,8 @@ pub fn convert(ctx: &Context, m: &Module, ops: &[OpId], fold: bool) -> Converted
     let mut c = Converted {
         egraph: Graph::new(Facts::new(fold)),
         leaves: Vec::new(),
-        class_of: HashMap::new(),
-        originals: Vec::new(),
+        class_of: HashMap::with_capacity(2 * ops.len()),
+        originals: Vec::with_capacity(ops.len()),
         multi: HashMap::new(),
         roots: Vec::new(),
     };
@@ -386,7 +386,7 @@ pub fn rewrite_run(
     report.cost = choice.cost;
     report.extraction = choice.method.clone();
     let multi: HashMap<Id, Vec<Type>> = multi.into_iter().map(|(k, v)| (g.find(k), v)).collect();
-    let mut w = Writer { g: &g, choice: &choice, leaves: &leaves, multi: &multi, memo: HashMap::new(), created: Vec::new(), by_class: HashMap::new(), locs: HashMap::new(), at };
+    let mut w = Writer { g: &g, choice: &choice, leaves: &leaves, multi: &multi, memo: HashMap::with_capacity(choice.nodes.len()), created: Vec::new(), by_class: HashMap::with_capacity(originals.len()), locs: HashMap::with_capacity(originals.len()), at };
     for (op, node) in &originals {
         let class = match node {
             Node::Const { .. } | Node::Op { .. } => g.lookup(node.clone()),

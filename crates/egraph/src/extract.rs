@@ -61,19 +61,26 @@ const OP_OVERHEAD: f64 = 16.0;
 /// only its own elements) plus weighted element operations. Views cost only the overhead;
 /// leaves and projections are free; constants cost one op.
 pub fn node_cost(g: &Graph, class: Id, n: &Node) -> f64 {
+    let out = g[class].data.ty.as_ref().map(size_of);
+    let name = if let Node::Op { name, .. } = n { name.as_str() } else { "" };
+    let args = n.children().iter().map(|&a| g[a].data.ty.as_ref().map(size_of));
+    cost_with(n, out, (VIEWS.contains(&name), compute_weight(name)), args)
+}
+
+/// [`node_cost`] from the sizes of the class's value (`out`, `None`: type unknown) and of the
+/// operands' values (`args`, in order), with the op's (view, compute weight) already looked up.
+fn cost_with(n: &Node, out: Option<(f64, f64)>, (view, weight): (bool, f64), args: impl Iterator<Item = Option<(f64, f64)>>) -> f64 {
     match n {
         Node::Leaf(_) | Node::Proj { .. } => 0.0,
         Node::Const { .. } => 1.0,
-        Node::Op { name, args, .. } => {
-            let Some(ty) = &g[class].data.ty else { return INFINITE };
-            let name = name.as_str();
-            if VIEWS.contains(&name) {
+        Node::Op { .. } => {
+            let Some((elems, size)) = out else { return INFINITE };
+            if view {
                 return OP_OVERHEAD;
             }
-            let (elems, size) = size_of(ty);
-            let mut cost = OP_OVERHEAD + elems * size + elems * compute_weight(name);
+            let mut cost = OP_OVERHEAD + elems * size + elems * weight;
             for a in args {
-                let (e, s) = g[*a].data.ty.as_ref().map_or((elems, size), size_of);
+                let (e, s) = a.unwrap_or((elems, size));
                 cost += e * s;
             }
             cost
@@ -128,13 +135,19 @@ const NONE: u32 = u32::MAX;
 
 impl Flat {
     fn new(g: &Graph, prefer: &HashSet<Node>) -> Flat {
-        let mut ids: Vec<Id> = g.classes().map(|c| c.id).collect();
-        ids.sort_unstable();
+        // The classes are read once each, in id order, through references taken in the order
+        // they sit in memory, instead of by a hash lookup per class and per operand.
+        let mut classes: Vec<&egg::EClass<Node, crate::analysis::Data>> = g.classes().collect();
+        classes.sort_unstable_by_key(|c| c.id);
+        let ids: Vec<Id> = classes.iter().map(|c| c.id).collect();
         let max = ids.iter().map(|&i| usize::from(i)).max().map_or(0, |m| m + 1);
         let mut index = vec![NONE; max];
         for (i, &id) in ids.iter().enumerate() {
             index[usize::from(id)] = i as u32;
         }
+        // Each class's value size, and each op name's (view, compute weight).
+        let sizes: Vec<Option<(f64, f64)>> = classes.iter().map(|c| c.data.ty.as_ref().map(size_of)).collect();
+        let mut ops: HashMap<egg::Symbol, (bool, f64)> = HashMap::new();
         let mut f = Flat {
             ids,
             index,
@@ -143,17 +156,22 @@ impl Flat {
             kid_start: Vec::with_capacity(g.total_size() + 1),
             kids: Vec::with_capacity(2 * g.total_size()),
         };
-        for i in 0..f.ids.len() {
-            let id = f.ids[i];
+        for (i, class) in classes.iter().enumerate() {
             f.node_start.push(f.cost.len() as u32);
-            for n in &g[id].nodes {
+            for n in &class.nodes {
                 let own = matches!(n, Node::Leaf(_) | Node::Proj { .. }) || prefer.contains(n);
-                f.cost.push(node_cost(g, id, n) + if own { 0.0 } else { 0.01 });
+                let op = match n {
+                    Node::Op { name, .. } => *ops.entry(*name).or_insert_with(|| (VIEWS.contains(&name.as_str()), compute_weight(name.as_str()))),
+                    _ => (false, 1.0),
+                };
                 f.kid_start.push(f.kids.len() as u32);
                 for &k in n.children() {
                     let k = f.index.get(usize::from(g.find(k))).copied().unwrap_or(NONE);
                     f.kids.push(k);
                 }
+                let kids = &f.kids[*f.kid_start.last().unwrap_or(&0) as usize..];
+                let cost = cost_with(n, sizes[i], op, kids.iter().map(|&k| sizes.get(k as usize).copied().flatten()));
+                f.cost.push(cost + if own { 0.0 } else { 0.01 });
             }
         }
         f.node_start.push(f.cost.len() as u32);
