@@ -1,8 +1,8 @@
 //! Benchmarks of `egraph-peephole` (conversion, saturation, extraction and write-back): the
 //! `bench_transformer` export of `../shared/fixtures` (skipped with a message when absent), a
 //! synthetic elementwise graph of 1,500 e-nodes, and synthetic graphs of 1k to 10k ops for the
-//! growth (with a per-phase table: the fastest of a few runs of each size, and its growth over
-//! the 1k graph); and of `fuse-elementwise` over the same graphs.
+//! growth (with a per-phase table: the median and the fastest of interleaved rounds over the
+//! sizes, and the growth over the 1k graph); and of `fuse-elementwise` over the same graphs.
 
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
 use egraph::{FuseElementwise, Peephole, RuleLibrary};
@@ -120,16 +120,21 @@ fn bench(c: &mut Criterion) {
 /// Sizes of the synthetic graphs for the growth.
 const SIZES: [usize; 4] = [1_000, 2_000, 5_000, 10_000];
 
-/// Prints, per graph size, the fastest of five runs of each phase of `egraph-peephole`
-/// (conversion, saturation, extraction with write-back, the whole pass) and of
-/// `fuse-elementwise`, with each phase's growth over the smallest graph.
+/// Rounds of the growth table: each round runs every size once, so a burst of load on the
+/// machine hits all sizes alike rather than one.
+const ROUNDS: usize = 9;
+
+/// Prints, per graph size, the median over [`ROUNDS`] interleaved rounds of each phase of
+/// `egraph-peephole` (conversion, saturation, extraction with write-back, the whole pass) and of
+/// `fuse-elementwise`, with each phase's growth over the smallest graph; then the fastest run
+/// of each; and what saturation did at each size (e-nodes, iterations, why it stopped, the node
+/// limit it ran under), so that the sizes are compared like for like.
 fn phase_table(ctx: &Context, pass: &Peephole, graphs: &[(usize, Module)]) {
     let ms = |d: std::time::Duration| d.as_secs_f64() * 1e3;
-    let mut base: Option<[f64; 5]> = None;
-    println!("growth: ops | conversion | saturation | extraction | egraph-peephole | fuse-elementwise (ms, fastest of 5; xN: over {} ops)", graphs[0].0);
-    for (n, m0) in graphs {
-        let mut best = [f64::INFINITY; 5];
-        for _ in 0..5 {
+    let mut runs: Vec<Vec<[f64; 5]>> = vec![Vec::new(); graphs.len()];
+    let mut shape: Vec<String> = vec![String::new(); graphs.len()];
+    for _ in 0..ROUNDS {
+        for (i, (_, m0)) in graphs.iter().enumerate() {
             let mut m = m0.clone();
             let top = m.top();
             let t = std::time::Instant::now();
@@ -141,14 +146,37 @@ fn phase_table(ctx: &Context, pass: &Peephole, graphs: &[(usize, Module)]) {
             let _ = FuseElementwise::default().fuse(ctx, &mut m, top);
             let fuse = ms(t.elapsed());
             let sum = |f: fn(&egraph::RunReport) -> std::time::Duration| reports.iter().map(|r| ms(f(r))).sum::<f64>();
-            let row = [sum(|r| r.convert), sum(|r| r.saturate), sum(|r| r.extract), total, fuse];
-            for (b, v) in best.iter_mut().zip(row) {
-                *b = b.min(v);
-            }
+            runs[i].push([sum(|r| r.convert), sum(|r| r.saturate), sum(|r| r.extract), total, fuse]);
+            shape[i] = reports
+                .iter()
+                .map(|r| format!("{} -> {} e-nodes, {} iterations, {} (node limit {})", r.initial_nodes, r.nodes, r.iterations, r.stop, r.node_limit))
+                .collect::<Vec<_>>()
+                .join("; ");
         }
-        let base = *base.get_or_insert(best);
-        let cells: Vec<String> = best.iter().zip(base).map(|(v, b)| format!("{v:8.2} (x{:4.1})", v / b)).collect();
-        println!("growth: {n:6} | {}", cells.join(" | "));
+    }
+    let pick = |i: usize, median: bool| -> [f64; 5] {
+        let mut out = [0.0; 5];
+        for (p, o) in out.iter_mut().enumerate() {
+            let mut v: Vec<f64> = runs[i].iter().map(|r| r[p]).collect();
+            v.sort_by(f64::total_cmp);
+            *o = if median { v[v.len() / 2] } else { v[0] };
+        }
+        out
+    };
+    for (median, what) in [(true, "median"), (false, "fastest")] {
+        println!(
+            "growth: ops | conversion | saturation | extraction | egraph-peephole | fuse-elementwise (ms, {what} of {ROUNDS} interleaved rounds; xN: over {} ops)",
+            graphs[0].0
+        );
+        let base = pick(0, median);
+        for (i, (n, _)) in graphs.iter().enumerate() {
+            let row = pick(i, median);
+            let cells: Vec<String> = row.iter().zip(base).map(|(v, b)| format!("{v:8.2} (x{:4.1})", v / b)).collect();
+            println!("growth: {n:6} | {}", cells.join(" | "));
+        }
+    }
+    for ((n, _), s) in graphs.iter().zip(&shape) {
+        println!("growth: {n:6} ops: {s}");
     }
 }
 
