@@ -2,7 +2,7 @@
 //! value. Constant folding happens here: a class whose operands are all constants gets the
 //! folded constant as an extra e-node.
 
-use crate::lang::{Node, Scalar};
+use crate::lang::{ANY_ATTRS, AttrIndex, Node, Scalar};
 use egg::{Analysis, DidMerge, EGraph, Id};
 use indexmap::IndexSet;
 use ir::module::NamedAttr;
@@ -53,16 +53,22 @@ impl Facts {
         self.types.insert_full(ty.clone()).0 as u32
     }
 
-    /// Interns an attribute set (sorted by name) for an `Op` node.
-    pub fn attr_index(&mut self, attrs: Vec<NamedAttr>) -> u32 {
-        self.attrs.insert_full(attrs).0 as u32
+    /// Interns an attribute set (sorted by name) for an `Op` node; `None` when the table is
+    /// full (an [`AttrIndex`] per set, [`ANY_ATTRS`] excluded).
+    pub fn attr_index(&mut self, attrs: Vec<NamedAttr>) -> Option<AttrIndex> {
+        if let Some(i) = self.attrs.get_index_of(&attrs) {
+            return AttrIndex::try_from(i).ok();
+        }
+        let i = AttrIndex::try_from(self.attrs.len()).ok().filter(|&i| i != ANY_ATTRS)?;
+        self.attrs.insert(attrs);
+        Some(i)
     }
 
     pub fn type_at(&self, i: u32) -> Option<&Type> {
         self.types.get_index(i as usize)
     }
 
-    pub fn attrs_at(&self, i: u32) -> &[NamedAttr] {
+    pub fn attrs_at(&self, i: AttrIndex) -> &[NamedAttr] {
         self.attrs.get_index(i as usize).map(Vec::as_slice).unwrap_or(&[])
     }
 }

@@ -88,9 +88,10 @@ fn perm_of(g: &Graph, n: &Node) -> Option<Vec<usize>> {
     (out.len() as i64 == r).then_some(out)
 }
 
-fn op_with_attrs(g: &mut Graph, name: &str, attrs: Vec<NamedAttr>, args: Vec<Id>) -> Id {
-    let attrs = g.analysis.attr_index(attrs);
-    g.add(Node::Op { name: Symbol::from(name), attrs, args: args.into() })
+/// `None` when the e-graph's attribute table is full.
+fn op_with_attrs(g: &mut Graph, name: &str, attrs: Vec<NamedAttr>, args: Vec<Id>) -> Option<Id> {
+    let attrs = g.analysis.attr_index(attrs)?;
+    Some(g.add(Node::Op { name: Symbol::from(name), attrs, args: args.into() }))
 }
 
 /// permute(permute(x, p1), p2) = permute(x, q) with q[j] = p1[p2[j]]; x itself when q is the identity.
@@ -114,7 +115,7 @@ fn compose_permute(g: &mut Graph, root: Id, a: &[Id]) -> Vec<Id> {
                 }
             } else {
                 let dims = Attribute::ints(&q.iter().map(|&d| d as i64).collect::<Vec<_>>());
-                out.push(op_with_attrs(g, "aten.permute", vec![("dims".into(), dims)], vec![x]));
+                out.extend(op_with_attrs(g, "aten.permute", vec![("dims".into(), dims)], vec![x]));
             }
         }
     }
@@ -209,7 +210,7 @@ fn merge_clamp(g: &mut Graph, root: Id, a: &[Id]) -> Vec<Id> {
             if let Some(l) = lo_attr {
                 attrs.push(("min".into(), l));
             }
-            out.push(op_with_attrs(g, "aten.clamp", attrs, vec![x]));
+            out.extend(op_with_attrs(g, "aten.clamp", attrs, vec![x]));
         }
     }
     out

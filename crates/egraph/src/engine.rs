@@ -282,10 +282,20 @@ pub fn convert(ctx: &Context, m: &Module, ops: &[OpId], fold: bool) -> Converted
         }
         let node = match constant_of(m, op) {
             Some((ty, value)) => Node::Const { ty: g.analysis.type_index(&ty), value },
-            None => {
-                let attrs = normalized_attrs(ctx, m, op);
-                Node::Op { name: Symbol::from(m.op_name(op)), attrs: g.analysis.attr_index(attrs), args }
-            }
+            None => match g.analysis.attr_index(normalized_attrs(ctx, m, op)) {
+                Some(attrs) => Node::Op { name: Symbol::from(m.op_name(op)), attrs, args },
+                // The run's attribute table is full: the op stays as it is and its results
+                // enter as opaque leaves.
+                None => {
+                    for &r in m.results(op) {
+                        let id = g.add(Node::Leaf(c.leaves.len() as u32));
+                        c.leaves.push(r);
+                        g[id].data = Data { ty: Some(m.value_type(r).clone()), konst: None };
+                        c.class_of.insert(r, id);
+                    }
+                    continue;
+                }
+            },
         };
         let id = g.add(node.clone());
         let results = m.results(op);

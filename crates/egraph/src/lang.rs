@@ -43,15 +43,22 @@ impl fmt::Display for Scalar {
     }
 }
 
+/// The index of an operation's attribute set in its e-graph's table
+/// ([`crate::analysis::Facts::attrs`]). Sixteen bits keep an operation e-node at 32 bytes (its
+/// tag, name, attributes and inline operands) instead of 40: the hash-consing table, egg's list
+/// of e-nodes and every class's e-nodes are a fifth smaller, which on large runs of ops means
+/// fewer cache misses in every phase.
+pub type AttrIndex = u16;
+
 /// The attribute index of a pattern node that matches any attributes (`op*` in rule files).
-pub const ANY_ATTRS: u32 = u32::MAX;
+pub const ANY_ATTRS: AttrIndex = AttrIndex::MAX;
 
 /// One e-node.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum Node {
     /// An operation: its name, its interned attribute set (`0`: none; see
     /// [`crate::analysis::Facts::attrs`]) and its operands.
-    Op { name: Symbol, attrs: u32, args: Args },
+    Op { name: Symbol, attrs: AttrIndex, args: Args },
     /// Result `index` of a multi-result operation.
     Proj { index: u32, args: [Id; 1] },
     /// A constant whose elements all equal `value`; `ty` is its interned type.
@@ -66,7 +73,7 @@ impl Node {
     /// with any attributes matches sit together in a sorted class.
     fn key(&self) -> (u8, Option<Symbol>, usize, u32, u64, &[Id]) {
         match self {
-            Node::Op { name, attrs, args } => (0, Some(*name), args.len(), *attrs, 0, args.as_slice()),
+            Node::Op { name, attrs, args } => (0, Some(*name), args.len(), u32::from(*attrs), 0, args.as_slice()),
             Node::Proj { index, args } => (1, None, 1, *index, 0, args),
             Node::Const { ty, value } => {
                 let v = match value {

@@ -194,6 +194,43 @@ fn node_limit_scales_with_the_input_and_an_explicit_one_overrides() {
 }
 
 #[test]
+fn attribute_table_is_bounded_and_full_is_a_value() {
+    let mut f = egraph::Facts::new(true);
+    let set = |i: i64| vec![("min".into(), ir::Attribute::Int(i))];
+    // Index 0 is the empty set; every other index up to the one kept for `op*` patterns is free.
+    for i in 1..egraph::lang::ANY_ATTRS {
+        assert_eq!(f.attr_index(set(i64::from(i))), Some(i));
+    }
+    assert_eq!(f.attr_index(set(-1)), None);
+    assert_eq!(f.attr_index(set(7)), Some(7));
+    assert_eq!(f.attr_index(Vec::new()), Some(0));
+}
+
+#[test]
+fn ops_past_a_full_attribute_table_stay_as_they_are() {
+    // One run with more distinct attribute sets than an e-graph indexes: the clamps past the
+    // table's end enter as opaque values, and the rewrite over the last one still happens.
+    let ctx = ctx();
+    let n = usize::from(egraph::lang::ANY_ATTRS) + 4;
+    let t = "tensor<4xf32>";
+    let mut text = format!("func.func @f(%x: {t}) -> {t} {{\n");
+    for i in 0..n {
+        text.push_str(&format!("  %c{i} = aten.clamp %x {{min = {i}.0 : f64}} : {t}\n"));
+    }
+    let last = n - 1;
+    text.push_str(&format!("  %a = aten.neg %c{last} : {t}\n  %b = aten.neg %a : {t}\n  func.return %b : {t}\n}}\n"));
+    let mut m = parse(&ctx, &text);
+    let top = m.top();
+    let r = peephole("").rewrite(&ctx, &mut m, top, None).expect("runs");
+    assert_eq!(r[0].ops, n + 2);
+    assert_eq!(r[0].applied.get("neg-neg"), Some(&1), "{:?}", r[0].applied);
+    assert_eq!(r[0].replaced, 1);
+    ir::verify(&ctx, &m).expect("verifies");
+    let out = ir::print_module(&ctx, &m, ir::PrintOptions::default());
+    assert!(out.contains(&format!("min = {last}.0")) && !out.contains("aten.neg"), "{}", &out[out.len().saturating_sub(400)..]);
+}
+
+#[test]
 fn garbage_never_panics() {
     // Any verified input goes through both passes; here, ops the engine does not know.
     let ctx = ctx();
