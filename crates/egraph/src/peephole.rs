@@ -37,7 +37,12 @@ impl Peephole {
                     engine::NODE_LIMIT_PER_INITIAL
                 ),
             )
-            .int("time-limit-ms", 1000, "Saturation time per run of ops, in milliseconds")
+            .int("time-limit-ms", 1000, "Saturation time per e-graph, in milliseconds")
+            .int(
+                "window",
+                engine::WINDOW as i64,
+                "Ops per e-graph: a longer run of pure ops is rewritten in consecutive windows of this many ops, keeping each e-graph cache-sized (0: the whole run in one e-graph)",
+            )
             .string("scheduler", "backoff", "Rule scheduler: 'backoff' (bans rules that match too often) or 'simple'")
             .string("extract", "greedy-dag", "Extraction: 'greedy-dag' (shared subterms counted once), 'tree', or 'ilp' (exact; cargo feature 'ilp')")
             .int("ilp-timeout-ms", 1000, "Time the ILP solver may take per run of ops before the greedy DAG is kept")
@@ -89,6 +94,7 @@ impl Peephole {
                 other => return Err(format!("unknown extraction '{other}' (known: greedy-dag, tree, ilp)")),
             },
             fold: opts.get_bool("fold").unwrap_or(true),
+            window: usize::try_from(opts.get_int("window").unwrap_or(engine::WINDOW as i64)).map_err(|_| "window must not be negative".to_string())?,
             ..EngineConfig::default()
         };
         Ok(Peephole { rules, config, options: opts.to_option_text() })
@@ -113,7 +119,7 @@ impl Peephole {
         let mut reports = Vec::new();
         for b in blocks {
             let func = enclosing_function(m, b);
-            for (ops, at) in engine::runs(ctx, m, b) {
+            for (ops, at) in engine::runs(ctx, m, b, config.window) {
                 let mut r = engine::rewrite_run(ctx, m, &ops, at, &self.rules, &config)?;
                 r.function = func.clone();
                 if let Some(left) = config.budget.as_mut() {

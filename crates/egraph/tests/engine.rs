@@ -174,7 +174,7 @@ fn node_limit_scales_with_the_input_and_an_explicit_one_overrides() {
     let m0 = parse(&ctx, &commuting_chain(60_000));
     let mut m = m0.clone();
     let top = m.top();
-    let r = peephole("time-limit-ms=600000").rewrite(&ctx, &mut m, top, None).expect("runs");
+    let r = peephole("time-limit-ms=600000 window=0").rewrite(&ctx, &mut m, top, None).expect("runs");
     assert_eq!(r.len(), 1);
     assert!(r[0].initial_nodes > 60_000, "{}", r[0].initial_nodes);
     assert_eq!(r[0].node_limit, 10 * r[0].initial_nodes);
@@ -182,7 +182,7 @@ fn node_limit_scales_with_the_input_and_an_explicit_one_overrides() {
     assert!(r[0].nodes > 100_000, "{} e-nodes", r[0].nodes);
     assert!(r[0].applied.get("add-comm").is_some_and(|&n| n >= 30_000), "{:?}", r[0].applied);
     let mut m = m0.clone();
-    let r = peephole("time-limit-ms=600000 node-limit=100000").rewrite(&ctx, &mut m, top, None).expect("runs");
+    let r = peephole("time-limit-ms=600000 node-limit=100000 window=0").rewrite(&ctx, &mut m, top, None).expect("runs");
     assert_eq!(r[0].node_limit, 100_000);
     // (egg names the size the e-graph had reached when it checked.)
     assert!(r[0].stop.starts_with("node limit"), "{}", r[0].stop);
@@ -221,7 +221,8 @@ fn ops_past_a_full_attribute_table_stay_as_they_are() {
     text.push_str(&format!("  %a = aten.neg %c{last} : {t}\n  %b = aten.neg %a : {t}\n  func.return %b : {t}\n}}\n"));
     let mut m = parse(&ctx, &text);
     let top = m.top();
-    let r = peephole("").rewrite(&ctx, &mut m, top, None).expect("runs");
+    // (One e-graph for the whole run: the default window would keep each table small.)
+    let r = peephole("window=0").rewrite(&ctx, &mut m, top, None).expect("runs");
     assert_eq!(r[0].ops, n + 2);
     assert_eq!(r[0].applied.get("neg-neg"), Some(&1), "{:?}", r[0].applied);
     assert_eq!(r[0].replaced, 1);
@@ -276,4 +277,53 @@ fn every_rule_has_a_firing_and_a_not_firing_lit_test() {
         }
     }
     assert!(missing.is_empty(), "rules without both lit tests: {missing:#?}");
+}
+
+/// `n` negations of `%x` in a row.
+fn neg_chain(n: usize) -> String {
+    let t = "tensor<8xf32>";
+    let mut s = format!("func.func @f(%x: {t}) -> {t} {{\n");
+    let mut prev = "%x".to_string();
+    for i in 0..n {
+        s.push_str(&format!("  %v{i} = aten.neg {prev} : {t}\n"));
+        prev = format!("%v{i}");
+    }
+    s.push_str(&format!("  func.return {prev} : {t}\n}}\n"));
+    s
+}
+
+#[test]
+fn long_runs_are_rewritten_in_windows() {
+    let ctx = ctx();
+    let m0 = parse(&ctx, &neg_chain(3000));
+    let negs = |m: &Module| ir::print_module(&ctx, m, ir::PrintOptions::default()).matches("aten.neg").count();
+    // One e-graph for the whole run: 3,000 negations cancel in pairs.
+    let mut m = m0.clone();
+    let top = m.top();
+    let r = peephole("window=0").rewrite(&ctx, &mut m, top, None).expect("runs");
+    assert_eq!(r.len(), 1);
+    ir::verify(&ctx, &m).expect("verifies");
+    assert_eq!(negs(&m), 0);
+    // Windows of 1,000 ops (even): each window cancels on its own, later windows reading the
+    // earlier ones' results; the program is the same.
+    let mut m = m0.clone();
+    let r = peephole("window=1000").rewrite(&ctx, &mut m, top, None).expect("runs");
+    assert_eq!(r.iter().map(|r| r.ops).collect::<Vec<_>>(), vec![1000, 1000, 1000]);
+    ir::verify(&ctx, &m).expect("verifies");
+    assert_eq!(negs(&m), 0);
+    // Windows of 999 ops (odd): each leaves one negation, and a pair that straddles two windows
+    // is not seen — the documented price of windows.
+    let mut m = m0.clone();
+    let r = peephole("window=999").rewrite(&ctx, &mut m, top, None).expect("runs");
+    assert_eq!(r.len(), 4);
+    ir::verify(&ctx, &m).expect("verifies");
+    assert_eq!(negs(&m), 4);
+    // The default bounds every e-graph.
+    let mut m = m0.clone();
+    let r = peephole("").rewrite(&ctx, &mut m, top, None).expect("runs");
+    assert!(r.iter().all(|r| r.ops <= egraph::engine::WINDOW), "{:?}", r.iter().map(|r| r.ops).collect::<Vec<_>>());
+    let lib = RuleLibrary::standard().expect("reads");
+    let mut o = Peephole::options();
+    o.parse("window=-1").expect("an integer parses");
+    assert!(Peephole::with_options(&lib, &o).is_err_and(|e| e.contains("window")));
 }
