@@ -450,9 +450,14 @@ fn compute_t<T: Real>(op: OutOp, name: &'static str, args: &[IValue], out: &Tens
             let src = a.as_slice::<T>()?;
             // SAFETY: as above; `a` is a different storage (its lifetime overlaps `out`'s).
             let c = unsafe { out.as_mut_slice::<T>()? };
-            for (o, &x) in c.iter_mut().zip(src) {
-                *o = if x > T::ZERO || x.is_nan() { x } else { T::ZERO };
-            }
+            crate::kernels::wide::widest(
+                #[inline(always)]
+                || {
+                    for (o, &x) in c.iter_mut().zip(src) {
+                        *o = if x > T::ZERO || x.is_nan() { x } else { T::ZERO };
+                    }
+                },
+            );
             Ok([None, None])
         }
         OutOp::Sigmoid => unary_into::<T, _>(name, tensor_arg(name, args, 0)?, &Sigmoid, out).map(|()| [None, None]),
@@ -477,23 +482,28 @@ fn compute_t<T: Real>(op: OutOp, name: &'static str, args: &[IValue], out: &Tens
                     _ => x * y,
                 }
             };
-            if sb.len() == sa.len() {
-                for ((o, &x), &y) in c.iter_mut().zip(sa).zip(sb) {
-                    *o = f(x, y);
-                }
-            } else if sb.len() == 1 {
-                let y = sb[0];
-                for (o, &x) in c.iter_mut().zip(sa) {
-                    *o = f(x, y);
-                }
-            } else {
-                let n = sb.len();
-                for (orow, arow) in c.chunks_mut(n).zip(sa.chunks(n)) {
-                    for ((o, &x), &y) in orow.iter_mut().zip(arow).zip(sb) {
-                        *o = f(x, y);
+            crate::kernels::wide::widest(
+                #[inline(always)]
+                || {
+                    if sb.len() == sa.len() {
+                        for ((o, &x), &y) in c.iter_mut().zip(sa).zip(sb) {
+                            *o = f(x, y);
+                        }
+                    } else if sb.len() == 1 {
+                        let y = sb[0];
+                        for (o, &x) in c.iter_mut().zip(sa) {
+                            *o = f(x, y);
+                        }
+                    } else {
+                        let n = sb.len();
+                        for (orow, arow) in c.chunks_mut(n).zip(sa.chunks(n)) {
+                            for ((o, &x), &y) in orow.iter_mut().zip(arow).zip(sb) {
+                                *o = f(x, y);
+                            }
+                        }
                     }
-                }
-            }
+                },
+            );
             Ok([None, None])
         }
     }
