@@ -450,9 +450,14 @@ fn compute_t<T: Real>(op: OutOp, name: &'static str, args: &[IValue], out: &Tens
             let src = a.as_slice::<T>()?;
             // SAFETY: as above; `a` is a different storage (its lifetime overlaps `out`'s).
             let c = unsafe { out.as_mut_slice::<T>()? };
-            for (o, &x) in c.iter_mut().zip(src) {
-                *o = if x > T::ZERO || x.is_nan() { x } else { T::ZERO };
-            }
+            crate::kernels::wide::widest(
+                #[inline(always)]
+                || {
+                    for (o, &x) in c.iter_mut().zip(src) {
+                        *o = if x > T::ZERO || x.is_nan() { x } else { T::ZERO };
+                    }
+                },
+            );
             Ok([None, None])
         }
         OutOp::Sigmoid => unary_into::<T, _>(name, tensor_arg(name, args, 0)?, &Sigmoid, out).map(|()| [None, None]),
@@ -468,33 +473,42 @@ fn compute_t<T: Real>(op: OutOp, name: &'static str, args: &[IValue], out: &Tens
             let alpha = scalar_or(args.get(2), 1.0);
             // SAFETY: as above.
             let c = unsafe { out.as_mut_slice::<T>()? };
-            let f = |x: T, y: T| -> T {
-                match op {
-                    OutOp::Add if alpha == 1.0 => x + y,
-                    OutOp::Add => x + T::of(alpha) * y,
-                    OutOp::Sub if alpha == 1.0 => x - y,
-                    OutOp::Sub => x - T::of(alpha) * y,
-                    _ => x * y,
-                }
-            };
-            if sb.len() == sa.len() {
-                for ((o, &x), &y) in c.iter_mut().zip(sa).zip(sb) {
-                    *o = f(x, y);
-                }
-            } else if sb.len() == 1 {
-                let y = sb[0];
-                for (o, &x) in c.iter_mut().zip(sa) {
-                    *o = f(x, y);
-                }
-            } else {
-                let n = sb.len();
-                for (orow, arow) in c.chunks_mut(n).zip(sa.chunks(n)) {
-                    for ((o, &x), &y) in orow.iter_mut().zip(arow).zip(sb) {
-                        *o = f(x, y);
-                    }
-                }
-            }
+            // One loop per operation, so no element pays for choosing it.
+            let k = T::of(alpha);
+            crate::kernels::wide::widest(
+                #[inline(always)]
+                || match op {
+                    OutOp::Add if alpha == 1.0 => zip_broadcast(c, sa, sb, |x, y| x + y),
+                    OutOp::Add => zip_broadcast(c, sa, sb, |x, y| x + k * y),
+                    OutOp::Sub if alpha == 1.0 => zip_broadcast(c, sa, sb, |x, y| x - y),
+                    OutOp::Sub => zip_broadcast(c, sa, sb, |x, y| x - k * y),
+                    _ => zip_broadcast(c, sa, sb, |x, y| x * y),
+                },
+            );
             Ok([None, None])
+        }
+    }
+}
+
+/// `c = f(a, b)` where `b` has `a`'s length, one element, or divides it (a trailing-dims
+/// broadcast: `b` repeats along `a`), as [`meta`]'s `simple_broadcast` admits.
+#[inline(always)]
+fn zip_broadcast<T: Real>(c: &mut [T], sa: &[T], sb: &[T], f: impl Fn(T, T) -> T) {
+    if sb.len() == sa.len() {
+        for ((o, &x), &y) in c.iter_mut().zip(sa).zip(sb) {
+            *o = f(x, y);
+        }
+    } else if sb.len() == 1 {
+        let y = sb[0];
+        for (o, &x) in c.iter_mut().zip(sa) {
+            *o = f(x, y);
+        }
+    } else {
+        let n = sb.len();
+        for (orow, arow) in c.chunks_mut(n).zip(sa.chunks(n)) {
+            for ((o, &x), &y) in orow.iter_mut().zip(arow).zip(sb) {
+                *o = f(x, y);
+            }
         }
     }
 }

@@ -127,31 +127,59 @@ pub(crate) fn im2col<T: ConvElem>(x: &[T], g: &Geometry, channels: usize, col: &
 
 /// The columns of output rows `r0..r1` (a row is one `(z, y)` pair of `ow` positions) of the
 /// column matrix, as a `[channels·K, (r1 - r0)·ow]` row-major matrix.
+///
+/// Which input columns a row of taps reads depends only on the tap's column offset, so it is
+/// worked out once per tap row ([`Span`]), not per output row. When the input and output rows
+/// are equally long and both strides along rows are 1 (a "same" convolution), consecutive
+/// output rows read consecutive input rows at the distance they are written at: a run of
+/// them is one copy, after which the few padding positions between rows are zeroed again.
 fn im2col_rows<T: ConvElem>(x: &[T], g: &Geometry, channels: usize, r0: usize, r1: usize, col: &mut [T]) {
     let [ki, kj, kk] = g.kernel;
     let [id, ih, iw] = g.input;
     let [_, oh, ow] = g.output;
+    if r0 >= r1 || ow == 0 {
+        return;
+    }
     let l = (r1 - r0) * ow;
+    let merge = g.stride[1] == 1 && g.stride[2] == 1 && iw == ow;
+    let plane = id * ih * iw;
     let mut row = 0;
     for c in 0..channels {
-        let xc = &x[c * id * ih * iw..(c + 1) * id * ih * iw];
+        let xc = &x[c * plane..(c + 1) * plane];
         for a in 0..ki {
             for b in 0..kj {
                 for e in 0..kk {
                     let dst = &mut col[row * l..(row + 1) * l];
                     row += 1;
-                    for r in r0..r1 {
-                        let (z, y) = (r / oh, r % oh);
+                    let span = Span::new(e * g.dilation[2], g.stride[2], g.pad_lo[2], iw, ow);
+                    let (mut z, mut y) = (r0 / oh, r0 % oh);
+                    let mut r = r0;
+                    while r < r1 {
                         let iz = (z * g.stride[0] + a * g.dilation[0]) as isize - g.pad_lo[0] as isize;
                         let iy = (y * g.stride[1] + b * g.dilation[1]) as isize - g.pad_lo[1] as isize;
-                        let dst = &mut dst[(r - r0) * ow..(r - r0 + 1) * ow];
+                        let base = (r - r0) * ow;
+                        // Rows taken together: one, or with `merge` the run of in-range rows
+                        // of this `z` (their input rows are consecutive).
+                        let mut n = 1;
                         if iz < 0 || iz >= id as isize || iy < 0 || iy >= ih as isize {
-                            dst.fill(T::ZERO);
-                            continue;
+                            dst[base..base + ow].fill(T::ZERO);
+                        } else {
+                            let src0 = (iz as usize * ih + iy as usize) * iw;
+                            if merge {
+                                while r + n < r1 && y + n < oh && iy as usize + n < ih {
+                                    n += 1;
+                                }
+                                span.copy_rows(&xc[src0..], &mut dst[base..base + n * ow], n, ow);
+                            } else {
+                                span.copy_row(&xc[src0..src0 + iw], &mut dst[base..base + ow], g.stride[2]);
+                            }
                         }
-                        let src =
-                            &xc[(iz as usize * ih + iy as usize) * iw..(iz as usize * ih + iy as usize + 1) * iw];
-                        row_taps(src, dst, e * g.dilation[2], g.stride[2], g.pad_lo[2]);
+                        r += n;
+                        y += n;
+                        if y >= oh {
+                            y = 0;
+                            z += 1;
+                        }
                     }
                 }
             }
@@ -163,26 +191,68 @@ fn im2col_rows<T: ConvElem>(x: &[T], g: &Geometry, channels: usize, r0: usize, r
 /// output rows at a time, so it stays in the L2 cache between im2col and the GEMM's packing.
 const COL_TILE: usize = 1 << 17;
 
-/// One row of a column matrix: `dst[xo] = src[xo·stride + x0 - pad]`, zero where that index
-/// falls outside `src`. The in-range outputs form one interval, copied without per-element
-/// bounds checks (a plain copy when the stride is 1).
-#[inline]
-fn row_taps<T: ConvElem>(src: &[T], dst: &mut [T], x0: usize, stride: usize, pad: usize) {
-    let (ow, iw, s) = (dst.len(), src.len(), stride.max(1));
-    // First output whose input index is >= 0, and first whose index is >= iw.
-    let lo = pad.saturating_sub(x0).div_ceil(s).min(ow);
-    let hi = (iw + pad).saturating_sub(x0).div_ceil(s).clamp(lo, ow);
-    dst[..lo].fill(T::ZERO);
-    dst[hi..].fill(T::ZERO);
-    if hi > lo {
-        let first = lo * s + x0 - pad;
-        if s == 1 {
-            dst[lo..hi].copy_from_slice(&src[first..first + (hi - lo)]);
-        } else {
-            for (d, &v) in dst[lo..hi].iter_mut().zip(src[first..].iter().step_by(s)) {
-                *d = v;
+/// The in-range outputs of one row of a column matrix for one tap column: `dst[xo] =
+/// src[xo·stride + x0 - pad]`, zero where that index falls outside the input row. The
+/// in-range outputs form the interval `lo..hi`, which reads from `first` on.
+#[derive(Clone, Copy, Debug)]
+struct Span {
+    lo: usize,
+    hi: usize,
+    first: usize,
+}
+
+impl Span {
+    fn new(x0: usize, stride: usize, pad: usize, iw: usize, ow: usize) -> Span {
+        let s = stride.max(1);
+        // First output whose input index is >= 0, and first whose index is >= iw.
+        let lo = pad.saturating_sub(x0).div_ceil(s).min(ow);
+        let hi = (iw + pad).saturating_sub(x0).div_ceil(s).clamp(lo, ow);
+        let first = if hi > lo { lo * s + x0 - pad } else { 0 };
+        Span { lo, hi, first }
+    }
+
+    /// One output row from the input row `src`.
+    #[inline]
+    fn copy_row<T: ConvElem>(&self, src: &[T], dst: &mut [T], stride: usize) {
+        let Span { lo, hi, first } = *self;
+        zero_run(&mut dst[..lo]);
+        zero_run(&mut dst[hi..]);
+        if hi > lo {
+            if stride <= 1 {
+                dst[lo..hi].copy_from_slice(&src[first..first + (hi - lo)]);
+            } else {
+                for (d, &v) in dst[lo..hi].iter_mut().zip(src[first..].iter().step_by(stride)) {
+                    *d = v;
+                }
             }
         }
+    }
+
+    /// `n` consecutive output rows of `w` elements from the consecutive input rows starting
+    /// at `src`, rows `w` apart in both (unit strides): one copy of the whole run, then the
+    /// out-of-range positions of every row set to zero.
+    #[inline]
+    fn copy_rows<T: ConvElem>(&self, src: &[T], dst: &mut [T], n: usize, w: usize) {
+        let Span { lo, hi, first } = *self;
+        if hi > lo {
+            let len = (n - 1) * w + (hi - lo);
+            dst[lo..lo + len].copy_from_slice(&src[first..first + len]);
+        }
+        for row in dst.chunks_exact_mut(w) {
+            zero_run(&mut row[..lo]);
+            zero_run(&mut row[hi..]);
+        }
+    }
+}
+
+/// Sets a run of a column-tile row to zero; the runs are padding, mostly zero or one element
+/// long, where a call into the C library's `memset` would cost more than the stores.
+#[inline(always)]
+fn zero_run<T: ConvElem>(dst: &mut [T]) {
+    match dst {
+        [] => {}
+        [d] => *d = T::ZERO,
+        _ => dst.fill(T::ZERO),
     }
 }
 
@@ -946,4 +1016,108 @@ pub fn register(r: &mut KernelRegistry) {
     r.register("aten.conv_transpose1d", conv_transpose1d);
     r.register("aten.conv_transpose2d.input", conv_transpose2d);
     r.register("aten.conv_transpose3d.input", conv_transpose3d);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The column matrix by definition: row `c·K + k`, column `r·ow + xo`.
+    fn naive_columns(x: &[f32], g: &Geometry, channels: usize, r0: usize, r1: usize) -> Vec<f32> {
+        let [ki, kj, kk] = g.kernel;
+        let [id, ih, iw] = g.input;
+        let [_, oh, ow] = g.output;
+        let mut out = Vec::new();
+        for c in 0..channels {
+            for a in 0..ki {
+                for b in 0..kj {
+                    for e in 0..kk {
+                        for r in r0..r1 {
+                            for xo in 0..ow {
+                                let iz = (r / oh * g.stride[0] + a * g.dilation[0]) as isize - g.pad_lo[0] as isize;
+                                let iy = (r % oh * g.stride[1] + b * g.dilation[1]) as isize - g.pad_lo[1] as isize;
+                                let ix = (xo * g.stride[2] + e * g.dilation[2]) as isize - g.pad_lo[2] as isize;
+                                let inside = (0..id as isize).contains(&iz)
+                                    && (0..ih as isize).contains(&iy)
+                                    && (0..iw as isize).contains(&ix);
+                                out.push(if inside {
+                                    x[((c * id + iz as usize) * ih + iy as usize) * iw + ix as usize]
+                                } else {
+                                    0.0
+                                });
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    fn geometry3(
+        input: [usize; 3],
+        kernel: [usize; 3],
+        stride: [usize; 3],
+        pad: [usize; 3],
+        dil: [usize; 3],
+    ) -> Geometry {
+        let output: [usize; 3] =
+            std::array::from_fn(|i| (input[i] + 2 * pad[i] - dil[i] * (kernel[i] - 1) - 1) / stride[i] + 1);
+        Geometry {
+            n: 1,
+            cin: 2,
+            cout: 1,
+            groups: 1,
+            input,
+            kernel,
+            output,
+            stride,
+            pad_lo: pad,
+            dilation: dil,
+            transposed: false,
+        }
+    }
+
+    /// Every band of every geometry, merged runs ("same" convolutions) and per-row copies
+    /// alike, matches the definition exactly, including bands that start and end inside a
+    /// plane of a 3-d output and positions that an earlier band's garbage occupied.
+    #[test]
+    fn column_bands_match_the_definition() {
+        let cases = [
+            // 3×3, padding 1, stride 1: rows merge; 5×5 with padding 2; dilated 3×3 with
+            // padding 2 (each also "same").
+            geometry3([1, 7, 6], [1, 3, 3], [1, 1, 1], [0, 1, 1], [1, 1, 1]),
+            geometry3([1, 6, 9], [1, 5, 5], [1, 1, 1], [0, 2, 2], [1, 1, 1]),
+            geometry3([1, 8, 5], [1, 3, 3], [1, 1, 1], [0, 2, 2], [1, 2, 2]),
+            // 3-d "same": runs stop at each plane's last row.
+            geometry3([3, 4, 5], [3, 3, 3], [1, 1, 1], [1, 1, 1], [1, 1, 1]),
+            // Not merged: strided, unpadded, padded only along rows, padding wider than taps.
+            geometry3([1, 9, 9], [1, 3, 3], [1, 2, 2], [0, 1, 1], [1, 1, 1]),
+            geometry3([1, 6, 7], [1, 3, 3], [1, 1, 1], [0, 0, 0], [1, 1, 1]),
+            geometry3([1, 6, 7], [1, 3, 2], [1, 1, 1], [0, 1, 0], [1, 1, 1]),
+            geometry3([1, 3, 4], [1, 2, 2], [1, 1, 1], [0, 3, 3], [1, 1, 1]),
+        ];
+        for g in &cases {
+            let channels = g.cin;
+            let x: Vec<f32> = (0..channels * g.in_numel()).map(|i| i as f32 + 1.0).collect();
+            let rows = g.output[0] * g.output[1];
+            for band in 1..=rows {
+                let per = channels * g.kernel_numel() * band * g.output[2];
+                // A tile full of garbage: every element must be written.
+                let mut col = vec![f32::NAN; per];
+                let mut r0 = 0;
+                while r0 < rows {
+                    let r1 = (r0 + band).min(rows);
+                    let len = channels * g.kernel_numel() * (r1 - r0) * g.output[2];
+                    im2col_rows(&x, g, channels, r0, r1, &mut col[..len]);
+                    let want = naive_columns(&x, g, channels, r0, r1);
+                    assert!(
+                        col[..len].iter().zip(&want).all(|(a, b)| a.to_bits() == b.to_bits()),
+                        "{g:?}, rows {r0}..{r1}"
+                    );
+                    r0 = r1;
+                }
+            }
+        }
+    }
 }

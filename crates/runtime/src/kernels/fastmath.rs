@@ -1,11 +1,11 @@
 //! Branch-free `f32` transcendental functions for the interpreter's kernels, and a slice map
-//! that runs them 8 lanes wide on AVX2 machines.
+//! that runs them as many lanes wide as the CPU allows.
 //!
 //! These are the approximations of the JIT (`crates/jit/src/math.rs`), written as plain Rust
 //! arithmetic with selects instead of branches so that LLVM vectorizes the loops that call
 //! them: range reduction plus polynomials, special values (NaN, ±inf, ±0, denormals) handled
 //! by the same selects. No fused multiply-add is used, so the baseline (SSE2) loop and the
-//! AVX2 loop round identically, and the scalar form (used for strided elements and single
+//! AVX2 and AVX-512 loops round identically, and the scalar form (used for strided elements and single
 //! values) agrees bit for bit with both. Accuracy (ulp against f64 libm) is that of the JIT's
 //! versions, recorded in `docs/performance.md`; the unit tests below re-check it. The `tanh`
 //! and `erf` coefficient tables are defined once, here, in f64: the JIT emits them as they are
@@ -178,49 +178,32 @@ pub fn gelu_tanh_f32(x: f32) -> f32 {
 }
 
 /// `dst[i] = f(src[i])` over two slices of the same length (the shorter one bounds the loop),
-/// vectorized: 8 lanes with AVX2 when the CPU has it, 4 (SSE2) otherwise. `f` must be a
-/// branch-free composition of the functions above for the loop to vectorize.
+/// vectorized as wide as the CPU allows (16 lanes with AVX-512F, 8 with AVX2, 4 with SSE2;
+/// see [`super::wide`]). `f` must be a branch-free composition of the functions above for
+/// the loop to vectorize.
 #[inline(always)]
 pub fn map_slice(src: &[f32], dst: &mut [f32], f: impl Fn(f32) -> f32 + Copy) {
-    #[cfg(target_arch = "x86_64")]
-    if std::is_x86_feature_detected!("avx2") {
-        // SAFETY: the CPU supports AVX2 (checked just above).
-        unsafe { map_slice_avx2(src, dst, f) };
-        return;
-    }
-    for (o, &x) in dst.iter_mut().zip(src) {
-        *o = f(x);
-    }
-}
-
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
-unsafe fn map_slice_avx2(src: &[f32], dst: &mut [f32], f: impl Fn(f32) -> f32 + Copy) {
-    for (o, &x) in dst.iter_mut().zip(src) {
-        *o = f(x);
-    }
+    super::wide::widest(
+        #[inline(always)]
+        || {
+            for (o, &x) in dst.iter_mut().zip(src) {
+                *o = f(x);
+            }
+        },
+    )
 }
 
 /// In-place form of [`map_slice`].
 #[inline(always)]
 pub fn map_in_place(data: &mut [f32], f: impl Fn(f32) -> f32 + Copy) {
-    #[cfg(target_arch = "x86_64")]
-    if std::is_x86_feature_detected!("avx2") {
-        // SAFETY: the CPU supports AVX2 (checked just above).
-        unsafe { map_in_place_avx2(data, f) };
-        return;
-    }
-    for x in data.iter_mut() {
-        *x = f(*x);
-    }
-}
-
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
-unsafe fn map_in_place_avx2(data: &mut [f32], f: impl Fn(f32) -> f32 + Copy) {
-    for x in data.iter_mut() {
-        *x = f(*x);
-    }
+    super::wide::widest(
+        #[inline(always)]
+        || {
+            for x in data.iter_mut() {
+                *x = f(*x);
+            }
+        },
+    )
 }
 
 #[cfg(test)]

@@ -33,6 +33,7 @@ pub mod scalar;
 pub mod shape;
 pub mod sort;
 pub mod unary;
+pub(crate) mod wide;
 
 /// A kernel: arguments in schema order (defaults filled in), results in schema order.
 pub type KernelFn = fn(&[IValue]) -> Result<Vec<IValue>, KernelError>;

@@ -56,7 +56,9 @@ fn moments_of<T: Real>(parts: &[&[T]]) -> (f64, f64) {
     (mean, var)
 }
 
-/// Mean and biased variance of one row, two-pass in `f64` over 4 lanes (so the sums vectorize).
+/// Mean and biased variance of one row, two-pass in `f64` over [`LANES`] interleaved partial
+/// sums (so the sums vectorize).
+#[inline(always)]
 fn row_moments<T: Real>(row: &[T]) -> (f64, f64) {
     if row.is_empty() {
         return (f64::NAN, f64::NAN);
@@ -67,10 +69,13 @@ fn row_moments<T: Real>(row: &[T]) -> (f64, f64) {
     (mean, var)
 }
 
-/// `Σ f(x)` in `f64` over 4 interleaved partial sums.
+/// Partial sums of [`lane_sum`]: two AVX-512 vectors of `f64`, so consecutive additions into
+/// one vector are independent and the loop is not bound by the latency of one chain.
+const LANES: usize = 16;
+
+/// `Σ f(x)` in `f64` over [`LANES`] interleaved partial sums, combined pairwise.
 #[inline(always)]
 fn lane_sum<T: Real>(row: &[T], f: impl Fn(f64) -> f64) -> f64 {
-    const LANES: usize = 4;
     let mut acc = [0f64; LANES];
     let mut body = row.chunks_exact(LANES);
     for c in &mut body {
@@ -78,10 +83,18 @@ fn lane_sum<T: Real>(row: &[T], f: impl Fn(f64) -> f64) -> f64 {
             *a += f(v.to_f64());
         }
     }
-    (acc[0] + acc[1]) + (acc[2] + acc[3]) + body.remainder().iter().map(|&v| f(v.to_f64())).sum::<f64>()
+    let mut width = LANES;
+    while width > 1 {
+        width /= 2;
+        for i in 0..width {
+            acc[i] += acc[i + width];
+        }
+    }
+    acc[0] + body.remainder().iter().map(|&v| f(v.to_f64())).sum::<f64>()
 }
 
 /// `y = x · scale + shift` elementwise, in `f64` and rounded once.
+#[inline(always)]
 fn affine<T: Real>(x: &[T], y: &mut [T], scale: f64, shift: f64) {
     for (o, &v) in y.iter_mut().zip(x) {
         *o = T::of(v.to_f64() * scale + shift);
@@ -100,28 +113,33 @@ pub(crate) fn layer_norm_rows<T: Real, P: Real>(
     eps: f64,
     mut stat: impl FnMut(usize, f64, f64),
 ) {
-    let inner = x.len().checked_div(outer).unwrap_or(0);
-    for r in 0..outer {
-        let row = &x[r * inner..(r + 1) * inner];
-        let (mean, var) = row_moments(row);
-        let rstd = 1.0 / (var + eps).sqrt();
-        let out = &mut y[r * inner..(r + 1) * inner];
-        match (w, b) {
-            (None, None) => affine(row, out, rstd, -mean * rstd),
-            (Some(w), Some(b)) => {
-                for (((&v, o), &wj), &bj) in row.iter().zip(out.iter_mut()).zip(w).zip(b) {
-                    *o = T::of((v.to_f64() - mean) * rstd * wj.to_f64() + bj.to_f64());
+    super::wide::widest(
+        #[inline(always)]
+        || {
+            let inner = x.len().checked_div(outer).unwrap_or(0);
+            for r in 0..outer {
+                let row = &x[r * inner..(r + 1) * inner];
+                let (mean, var) = row_moments(row);
+                let rstd = 1.0 / (var + eps).sqrt();
+                let out = &mut y[r * inner..(r + 1) * inner];
+                match (w, b) {
+                    (None, None) => affine(row, out, rstd, -mean * rstd),
+                    (Some(w), Some(b)) => {
+                        for (((&v, o), &wj), &bj) in row.iter().zip(out.iter_mut()).zip(w).zip(b) {
+                            *o = T::of((v.to_f64() - mean) * rstd * wj.to_f64() + bj.to_f64());
+                        }
+                    }
+                    _ => {
+                        for (j, (&v, o)) in row.iter().zip(out.iter_mut()).enumerate() {
+                            let z = (v.to_f64() - mean) * rstd * w.map_or(1.0, |w| w[j].to_f64());
+                            *o = T::of(z + b.map_or(0.0, |b| b[j].to_f64()));
+                        }
+                    }
                 }
+                stat(r, mean, rstd);
             }
-            _ => {
-                for (j, (&v, o)) in row.iter().zip(out.iter_mut()).enumerate() {
-                    let z = (v.to_f64() - mean) * rstd * w.map_or(1.0, |w| w[j].to_f64());
-                    *o = T::of(z + b.map_or(0.0, |b| b[j].to_f64()));
-                }
-            }
-        }
-        stat(r, mean, rstd);
-    }
+        },
+    )
 }
 
 /// Batch norm's affine step over `[n, c, inner]` contiguous `x` into `y`, with each channel's
@@ -137,15 +155,20 @@ pub(crate) fn batch_norm_rows<T: Real, P: Real>(
     mean: impl Fn(usize) -> f64,
     invstd: impl Fn(usize) -> f64,
 ) {
-    let inner = x.len().checked_div(n * c).unwrap_or(0);
-    for i in 0..n {
-        for ch in 0..c {
-            let scale = invstd(ch) * w.map_or(1.0, |w| w[ch].to_f64());
-            let shift = b.map_or(0.0, |b| b[ch].to_f64()) - mean(ch) * scale;
-            let s = (i * c + ch) * inner;
-            affine(&x[s..s + inner], &mut y[s..s + inner], scale, shift);
-        }
-    }
+    super::wide::widest(
+        #[inline(always)]
+        || {
+            let inner = x.len().checked_div(n * c).unwrap_or(0);
+            for i in 0..n {
+                for ch in 0..c {
+                    let scale = invstd(ch) * w.map_or(1.0, |w| w[ch].to_f64());
+                    let shift = b.map_or(0.0, |b| b[ch].to_f64()) - mean(ch) * scale;
+                    let s = (i * c + ch) * inner;
+                    affine(&x[s..s + inner], &mut y[s..s + inner], scale, shift);
+                }
+            }
+        },
+    )
 }
 
 /// `native_layer_norm`: normalizes over the trailing `normalized_shape` dims.

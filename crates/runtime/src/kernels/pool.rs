@@ -487,6 +487,38 @@ fn adaptive_geometry(op: &'static str, sizes: &[usize], d: usize, output: &[i64]
     Ok((geo, out_sizes))
 }
 
+/// Partial sums of [`run_sum`]: two AVX-512 vectors of `f32`, so the additions of one pass
+/// of the loop do not wait on each other.
+const RUN_LANES: usize = 32;
+
+/// The sum of a contiguous run of a pooling window, over [`RUN_LANES`] interleaved partial
+/// sums combined pairwise (runs shorter than that add up left to right).
+#[inline(always)]
+fn run_sum<T: Real>(v: &[T]) -> T {
+    let mut body = v.chunks_exact(RUN_LANES);
+    let mut total = T::ZERO;
+    if v.len() >= RUN_LANES {
+        let mut acc = [T::ZERO; RUN_LANES];
+        for c in &mut body {
+            for (a, &x) in acc.iter_mut().zip(c) {
+                *a += x;
+            }
+        }
+        let mut width = RUN_LANES;
+        while width > 1 {
+            width /= 2;
+            for i in 0..width {
+                acc[i] += acc[i + width];
+            }
+        }
+        total = acc[0];
+    }
+    for &x in body.remainder() {
+        total += x;
+    }
+    total
+}
+
 fn adaptive_avg(op: &'static str, d: usize, args: &[IValue]) -> Result<Vec<IValue>> {
     let a = Args::new(op, args, 2)?;
     let x = a.tensor(0)?;
@@ -497,29 +529,37 @@ fn adaptive_avg(op: &'static str, d: usize, args: &[IValue]) -> Result<Vec<IValu
         let xd = xw.as_slice::<T>()?;
         let (inn, outn) = (g.in_numel(), g.out_numel());
         Tensor::build::<T>(&out_sizes, |out| {
-            for pl in 0..g.planes {
-                let xp = &xd[pl * inn..(pl + 1) * inn];
-                for z in 0..g.output[0] {
-                    let (z0, z1) = adaptive_range(z, g.input[0], g.output[0]);
-                    for y in 0..g.output[1] {
-                        let (y0, y1) = adaptive_range(y, g.input[1], g.output[1]);
-                        for xo in 0..g.output[2] {
-                            let (x0, x1) = adaptive_range(xo, g.input[2], g.output[2]);
-                            let mut sum = T::ZERO;
-                            for iz in z0..z1 {
-                                for iy in y0..y1 {
-                                    let row = (iz * g.input[1] + iy) * g.input[2];
-                                    for ix in x0..x1 {
-                                        sum += xp[row + ix];
+            super::wide::widest(#[inline(always)] || {
+                for pl in 0..g.planes {
+                    let xp = &xd[pl * inn..(pl + 1) * inn];
+                    for z in 0..g.output[0] {
+                        let (z0, z1) = adaptive_range(z, g.input[0], g.output[0]);
+                        for y in 0..g.output[1] {
+                            let (y0, y1) = adaptive_range(y, g.input[1], g.output[1]);
+                            for xo in 0..g.output[2] {
+                                let (x0, x1) = adaptive_range(xo, g.input[2], g.output[2]);
+                                let mut sum = T::ZERO;
+                                for iz in z0..z1 {
+                                    let plane = iz * g.input[1];
+                                    if x0 == 0 && x1 == g.input[2] {
+                                        // Whole rows: the window's rows of this plane are
+                                        // one contiguous run.
+                                        let w = g.input[2];
+                                        sum += run_sum(&xp[(plane + y0) * w..(plane + y1) * w]);
+                                        continue;
+                                    }
+                                    for iy in y0..y1 {
+                                        let row = (plane + iy) * g.input[2];
+                                        sum += run_sum(&xp[row + x0..row + x1]);
                                     }
                                 }
+                                let count = (z1 - z0) * (y1 - y0) * (x1 - x0);
+                                out[pl * outn + (z * g.output[1] + y) * g.output[2] + xo] = sum / T::of(count as f64);
                             }
-                            let count = (z1 - z0) * (y1 - y0) * (x1 - x0);
-                            out[pl * outn + (z * g.output[1] + y) * g.output[2] + xo] = sum / T::of(count as f64);
                         }
                     }
                 }
-            }
+            });
             Ok(())
         })?
     });

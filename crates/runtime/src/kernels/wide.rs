@@ -1,0 +1,106 @@
+//! Runs a kernel's loops compiled for the widest vector extension this CPU has.
+//!
+//! The crate is built for baseline x86-64 (SSE2, 4 `f32` lanes). [`widest`] calls its body
+//! from a function compiled with AVX-512F (16 lanes) or, failing that, AVX2 (8 lanes) when the
+//! CPU has it, chosen at run time; the body and everything it inlines is then vectorized that
+//! wide. Only the vector width changes: Rust never contracts a multiply and an add into a
+//! fused multiply-add, and each lane performs the same IEEE operations in the same order, so
+//! the results are the same bits on every path (tests compare them with the baseline path).
+//!
+//! The body must be an `#[inline(always)]` closure that reaches its loops through
+//! `#[inline(always)]` functions and closures: LLVM does not inline an ordinary closure into
+//! the function with wider features (it tail-calls it), and a call that is not inlined runs
+//! the callee as compiled for the baseline.
+
+/// Which vector extension [`widest`] uses on this CPU.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Width {
+    Avx512,
+    Avx2,
+    Baseline,
+}
+
+impl Width {
+    /// The widest extension this CPU runs.
+    #[inline(always)]
+    pub(crate) fn detect() -> Width {
+        #[cfg(target_arch = "x86_64")]
+        {
+            if std::is_x86_feature_detected!("avx512f") {
+                return Width::Avx512;
+            }
+            if std::is_x86_feature_detected!("avx2") {
+                return Width::Avx2;
+            }
+        }
+        Width::Baseline
+    }
+}
+
+/// `body()`, compiled for the widest vector extension this CPU has.
+#[inline(always)]
+pub(crate) fn widest<R>(body: impl FnOnce() -> R) -> R {
+    with_width(Width::detect(), body)
+}
+
+/// `body()`, compiled for `width` when this CPU runs it (for the baseline otherwise).
+#[inline(always)]
+pub(crate) fn with_width<R>(width: Width, body: impl FnOnce() -> R) -> R {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if width == Width::Avx512 && std::is_x86_feature_detected!("avx512f") {
+            // SAFETY: the CPU supports AVX-512F (checked just above).
+            return unsafe { on_avx512(body) };
+        }
+        if width == Width::Avx2 && std::is_x86_feature_detected!("avx2") {
+            // SAFETY: the CPU supports AVX2 (checked just above).
+            return unsafe { on_avx2(body) };
+        }
+    }
+    let _ = width;
+    body()
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+unsafe fn on_avx512<R>(body: impl FnOnce() -> R) -> R {
+    body()
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn on_avx2<R>(body: impl FnOnce() -> R) -> R {
+    body()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A loop of the kind the kernels run (an `f64` affine step rounded to `f32`, a compare and
+    /// select), checked bit for bit on every width this CPU has against the baseline.
+    #[test]
+    fn every_width_computes_the_same_bits() {
+        let xs: Vec<f32> = (0..1037).map(|i| ((i * 7919) % 2003) as f32 * 0.013 - 13.0).collect();
+        let run = |w: Width| {
+            with_width(
+                w,
+                #[inline(always)]
+                || {
+                    xs.iter()
+                        .map(|&x| {
+                            let y = (x as f64 * 0.731 + -1.25) as f32;
+                            if y > 0.0 || y.is_nan() { y } else { 0.0 }
+                        })
+                        .map(f32::to_bits)
+                        .collect::<Vec<_>>()
+                },
+            )
+        };
+        let base = run(Width::Baseline);
+        for w in [Width::Avx2, Width::Avx512] {
+            assert_eq!(run(w), base, "{w:?}");
+        }
+        assert!(base.iter().any(|&b| b != 0) && base.contains(&0));
+    }
+}
