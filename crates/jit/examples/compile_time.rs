@@ -1,5 +1,7 @@
 //! Per-kernel compile time: compiles the `bench_pointwise` group and a two-op group repeatedly
 //! and prints the median and quartiles (`cargo run --release -p jit --example compile_time`).
+//! With `CRANELIFT_TIMING=1` it also prints where Cranelift spent the time (its own pass
+//! timings, summed over all the compiles of a group).
 
 use std::time::{Duration, Instant};
 
@@ -29,6 +31,7 @@ fn measure(name: &str, text: &str, rows: usize, cols: usize, n: usize) -> Result
     let _ = rows;
     let x = Tensor::zeros(ir::DType::F32, &[8, cols])?;
     let spec = KernelSpec::of(&[x.clone(), x]);
+    let _ = cranelift_codegen::timing::take_current();
     let mut times: Vec<Duration> = Vec::with_capacity(n);
     for _ in 0..n {
         let t = Instant::now();
@@ -39,6 +42,9 @@ fn measure(name: &str, text: &str, rows: usize, cols: usize, n: usize) -> Result
     times.sort();
     let q = |f: f64| times[((times.len() - 1) as f64 * f) as usize].as_secs_f64() * 1e3;
     println!("{name}: median {:.3} ms (p25 {:.3}, p75 {:.3}) over {n} compiles", q(0.5), q(0.25), q(0.75));
+    if std::env::var_os("CRANELIFT_TIMING").is_some() {
+        println!("{}", cranelift_codegen::timing::take_current());
+    }
     if let Some(big_rows) = std::env::var("RUN_ROWS").ok().and_then(|v| v.parse::<usize>().ok()) {
         let x = Tensor::from_vec((0..big_rows * cols).map(|i| ((i % 97) as f32 - 48.0) / 16.0).collect::<Vec<_>>(), &[big_rows, cols])?;
         let ins = [x.clone(), x];

@@ -1,5 +1,6 @@
-//! Time of the `bench_pointwise` kernel alone on 1024×4096 inputs, outputs allocated once
-//! outside the timed region (`cargo run --release -p jit --example kernel_time [iters]`):
+//! Time of the `bench_pointwise` kernel alone on 1024×4096 inputs (or `rows`×4096), outputs
+//! allocated once outside the timed region
+//! (`cargo run --release -p jit --example kernel_time [iters] [rows]`):
 //! prints the compile time and the median and minimum time per call on the calling thread.
 
 use std::time::Instant;
@@ -29,7 +30,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     ctx.set_allow_unregistered(true);
     let m = ir::parse_module(&ctx, POINTWISE, "group.ir").map_err(|d| d.to_string())?;
     let g = *jit::find_fusion_groups(&m).first().ok_or("no fusion group")?;
-    let (rows, cols) = (1024, 4096);
+    let rows: usize = std::env::args().nth(2).and_then(|a| a.parse().ok()).unwrap_or(1024);
+    let cols = 4096;
     let x = Tensor::from_vec(normal(rows * cols, 1), &[rows, cols])?;
     let y = Tensor::from_vec(normal(rows * cols, 2), &[rows, cols])?;
     let ins = [x, y];

