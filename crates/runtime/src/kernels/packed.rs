@@ -10,7 +10,9 @@
 //!
 //! - [`PackedB`] (a constant right operand, the weight of a linear layer): `B` split into
 //!   column panels of `NR`, each panel stored row after row (`k × NR`, zero-padded), so a
-//!   tile streams one contiguous panel; `A` (the activations) is read in place.
+//!   tile streams one contiguous panel, and prefetches its share of the slice read after
+//!   its own; `A` (the activations) is read in place, or, when `B` has many panels, packed
+//!   per call into the row panels of [`PackedA`] (see [`PACK_A_MIN_PANELS`]).
 //! - [`PackedA`] (a constant left operand, a convolution's weight matrix): `A` split into
 //!   row panels of `MR`, each stored column after column (`k × MR`, zero-padded), so the
 //!   broadcasts read consecutive elements; `B` (the im2col matrix or the input itself) is
@@ -114,21 +116,27 @@ fn checked_len(op: &'static str, dims: &[usize]) -> Result<usize> {
 /// `v` (`k × n`) in column panels of width `w`: panel after panel, each `k` rows of `w`
 /// values, the last panel's missing columns zero.
 fn pack_panels(op: &'static str, v: MatView<'_, f32>, w: usize) -> Result<Aligned> {
+    let mut buf = Aligned::zeros(op, checked_len(op, &[v.cols.div_ceil(w), v.rows, w])?)?;
+    pack_into(v, w, buf.slice_mut());
+    Ok(buf)
+}
+
+/// Writes `v` (`k × n`) in column panels of width `w` to `dst` (`ceil(n/w)·k·w` elements),
+/// the last panel's missing columns zero.
+fn pack_into(v: MatView<'_, f32>, w: usize, dst: &mut [f32]) {
     let (k, n) = (v.rows, v.cols);
-    let panels = n.div_ceil(w);
-    let mut buf = Aligned::zeros(op, checked_len(op, &[panels, k, w])?)?;
-    let dst = buf.slice_mut();
-    for jp in 0..panels {
+    for jp in 0..n.div_ceil(w) {
         let j0 = jp * w;
         let width = w.min(n - j0);
         let panel = &mut dst[jp * k * w..(jp + 1) * k * w];
         for (p, row) in panel.chunks_exact_mut(w).enumerate() {
+            let src = v.off + p * v.rs + j0 * v.cs;
             for (j, d) in row[..width].iter_mut().enumerate() {
-                *d = v.at(p, j0 + j);
+                *d = v.data[src + j * v.cs];
             }
+            row[width..].fill(0.0);
         }
     }
-    Ok(buf)
 }
 
 /// A constant `k × n` right operand in column panels of `isa.nr()`.
@@ -230,8 +238,31 @@ struct Raw {
     b: *const f32,
     b_pnl: usize,
     rsb: usize,
-    /// Whether `B`'s last, partial panel must be loaded with masks (it is not padded).
+    /// Whether `B` is read in place, so its last, partial panel must be loaded with masks (a
+    /// [`PackedB`] is padded, and its panels lie one after the other, which is what lets a
+    /// tile prefetch the slice read next).
     b_tail_masked: bool,
+}
+
+/// Products with a prepacked `B` of at least this many column panels pack `A` first, into
+/// the row panels [`PackedA`] uses. Every panel of `B` reads all of `A`; read in place, the
+/// rows of a row block are the row stride apart, which for the power-of-two widths of neural
+/// networks puts them in a few cache sets, so `A` falls out of L1 between panels. Packing
+/// costs about one panel's multiply-adds, and measured on the products of the benchmark
+/// programs (`benches/gemm.rs`) it paid from 24 panels on (`64 × 512 · 512 × 2048`: 64 panels,
+/// −5 %; `128 × 256 · 256 × 768`: 24 panels, −2 %; `· 256 × 1024`: 32 panels, −3 %) and
+/// lost below (8 panels, `· 256 × 256` and `128 × 1024 · 1024 × 256`: +10 % and +6 %).
+const PACK_A_MIN_PANELS: usize = 16;
+
+/// Most elements of `A` packed at once (4 MiB): larger left operands are packed and
+/// multiplied a band of rows at a time.
+const A_PACK_MAX: usize = 1 << 20;
+
+thread_local! {
+    /// The packed left operand of [`gemm_packed_b`], kept per thread across calls. It is taken
+    /// out while a product runs, so a product started on the same thread meanwhile (a rayon
+    /// worker stealing work) finds it empty and allocates its own.
+    static A_SCRATCH: std::cell::Cell<Vec<f32>> = const { std::cell::Cell::new(Vec::new()) };
 }
 
 /// `C[m×n]` (rows `ldc` apart) `= alpha·A·B + bias + beta·C`, with `B` prepacked.
@@ -255,27 +286,55 @@ pub(crate) fn gemm_packed_b(
         epilogue_only(m, n, ep, c, ldc);
         return Ok(());
     }
-    // SAFETY: `MatView::new` checked that every element of `a` lies inside its storage.
-    let a_ptr = unsafe { a.data.as_ptr().add(a.off) };
-    let nr = b.isa.nr();
-    let raw = Raw {
+    let (mr, nr) = (b.isa.mr(), b.isa.nr());
+    let raw = |m: usize, a: *const f32, a_blk: usize, rs: usize, cs: usize| Raw {
         m,
         n,
         k,
-        a: a_ptr,
-        a_blk: b.isa.mr() * a.rs,
-        rsa: a.rs,
-        csa: a.cs,
+        a,
+        a_blk,
+        rsa: rs,
+        csa: cs,
         b: b.buf.slice().as_ptr(),
         b_pnl: k * nr,
         rsb: nr,
         b_tail_masked: false,
     };
-    // SAFETY: the packed panels hold `ceil(n/nr)·k·nr` elements; `A`'s block `ib` row `i`
-    // column `p` is `a + (ib·MR + i)·rs + p·cs` with `ib·MR + i < m` and `p < k`, inside its
-    // storage; `c` was checked to hold `m` rows of `ldc ≥ n` elements; `b.isa` was available
-    // when the matrix was packed (packing checks it).
-    unsafe { drive(b.isa, &raw, ep, c.as_mut_ptr(), ldc) };
+    if n.div_ceil(nr) < PACK_A_MIN_PANELS {
+        // SAFETY: `MatView::new` checked that every element of `a` lies inside its storage.
+        let a_ptr = unsafe { a.data.as_ptr().add(a.off) };
+        // SAFETY: the packed panels hold `ceil(n/nr)·k·nr` elements; `A`'s block `ib` row `i`
+        // column `p` is `a + (ib·MR + i)·rs + p·cs` with `ib·MR + i < m` and `p < k`, inside
+        // its storage; `c` was checked to hold `m` rows of `ldc ≥ n` elements; `b.isa` was
+        // available when the matrix was packed.
+        unsafe { drive(b.isa, &raw(m, a_ptr, mr * a.rs, a.rs, a.cs), ep, c.as_mut_ptr(), ldc) };
+        return Ok(());
+    }
+    // Rows per band: a multiple of `MR` whose packed panels fit `A_PACK_MAX`.
+    let band = ((A_PACK_MAX / k) / mr).max(1) * mr;
+    let mut scratch = A_SCRATCH.take();
+    let need = band.min(m.div_ceil(mr) * mr) * k + 16;
+    if scratch.len() < need {
+        scratch.resize(need, 0.0);
+    }
+    let start = scratch.as_ptr().align_offset(64).min(15);
+    let mut r0 = 0;
+    while r0 < m {
+        let rows = band.min(m - r0);
+        let packed = &mut scratch[start..start + rows.div_ceil(mr) * mr * k];
+        pack_into(MatView { off: a.off + r0 * a.rs, rows, ..a }.t(), mr, packed);
+        let bias = match ep.bias {
+            Bias::PerRow(x) => Bias::PerRow(&x[r0..]),
+            other => other,
+        };
+        let (band_raw, band_ep) = (raw(rows, packed.as_ptr(), mr * k, 1, mr), Epilogue { bias, ..*ep });
+        // SAFETY: as above, with `A`'s rows `r0..r0 + rows` packed in row panels of `MR`
+        // (`ceil(rows/MR)·MR·k` elements), row `i` column `p` of block `ib` at
+        // `ib·MR·k + p·MR + i`, and `C` and a per-row bias from row `r0 < m`.
+        unsafe { drive(b.isa, &band_raw, &band_ep, c.as_mut_ptr().add(r0 * ldc), ldc) };
+        r0 += rows;
+    }
+    A_SCRATCH.set(scratch);
     Ok(())
 }
 
@@ -365,6 +424,10 @@ struct Tile {
     csa: usize,
     b: *const f32,
     rsb: usize,
+    /// The first of `pf_lines` cache lines of `B` to prefetch into L2, one per step of `k`:
+    /// this tile's share of the slice of `B` that the next block of tiles reads.
+    pf: *const f32,
+    pf_lines: usize,
     /// Valid columns of the tile (`≤ nr`).
     cols: usize,
     c: *mut f32,
@@ -445,6 +508,7 @@ unsafe fn drive_panels(isa: Isa, raw: &Raw, ep: &Epilogue<'_>, c: *mut f32, ldc:
     };
     // Panel by panel, so a packed `B` is read front to back in one stream; within a panel,
     // block by block of `k`, each block reused by every row block of `A`.
+    let blocks = raw.m.div_ceil(mr);
     for jp in panels {
         let j0 = jp * nr;
         let cols = nr.min(raw.n - j0);
@@ -452,7 +516,15 @@ unsafe fn drive_panels(isa: Isa, raw: &Raw, ep: &Epilogue<'_>, c: *mut f32, ldc:
         let mut pc = 0;
         while pc < raw.k {
             let kb = KC.min(raw.k - pc);
-            for ib in 0..raw.m.div_ceil(mr) {
+            let b = raw.b.wrapping_add(jp * raw.b_pnl + pc * raw.rsb);
+            // A packed `B` is one stream, the slice after this one (of this panel or the next)
+            // being read next. Its lines are prefetched into L2 while this slice is in use,
+            // shared evenly by the row blocks, so the first tile of each slice does not wait
+            // for memory (a weight larger than L2 is read from memory on every call).
+            // Addresses past the end of `B` are only hints: prefetches do not fault.
+            let (next, lines) =
+                if raw.b_tail_masked { (b, 0) } else { (b.wrapping_add(kb * nr), (kb * nr / 16).div_ceil(blocks)) };
+            for ib in 0..blocks {
                 let i0 = ib * mr;
                 let rows = mr.min(raw.m - i0);
                 // SAFETY (all offsets below): in bounds by the caller's contract.
@@ -462,8 +534,10 @@ unsafe fn drive_panels(isa: Isa, raw: &Raw, ep: &Epilogue<'_>, c: *mut f32, ldc:
                         a: raw.a.add(ib * raw.a_blk + pc * raw.csa),
                         rsa: raw.rsa,
                         csa: raw.csa,
-                        b: raw.b.add(jp * raw.b_pnl + pc * raw.rsb),
+                        b,
                         rsb: raw.rsb,
+                        pf: next.wrapping_add(ib * lines * 16),
+                        pf_lines: lines.min(kb),
                         cols,
                         c: c.add(i0 * ldc + j0),
                         ldc,
@@ -551,9 +625,12 @@ mod x86 {
         let rows: [*const f32; R] = std::array::from_fn(|i| unsafe { t.a.add(i * t.rsa) });
         let (mut off, mut b) = (0usize, t.b);
         // SAFETY: the addresses are in bounds (caller's contract); masked loads do not touch
-        // masked-off lanes.
+        // masked-off lanes; prefetches do not fault.
         unsafe {
-            for _ in 0..t.k {
+            for p in 0..t.k {
+                if p < t.pf_lines {
+                    _mm_prefetch::<_MM_HINT_T1>(t.pf.wrapping_add(16 * p).cast::<i8>());
+                }
                 let (b0, b1) = if MASKED {
                     (_mm512_maskz_loadu_ps(m0, b), _mm512_maskz_loadu_ps(m1, b.add(16)))
                 } else {
@@ -624,9 +701,12 @@ mod x86 {
         let rows: [*const f32; R] = std::array::from_fn(|i| unsafe { t.a.add(i * t.rsa) });
         let (mut off, mut b) = (0usize, t.b);
         // SAFETY: the addresses are in bounds (caller's contract); masked loads and stores do
-        // not touch masked-off lanes.
+        // not touch masked-off lanes; prefetches do not fault.
         unsafe {
-            for _ in 0..t.k {
+            for p in 0..t.k {
+                if p < t.pf_lines {
+                    _mm_prefetch::<_MM_HINT_T1>(t.pf.wrapping_add(16 * p).cast::<i8>());
+                }
                 let (b0, b1) = if MASKED {
                     (_mm256_maskload_ps(b, m0), _mm256_maskload_ps(b.add(8), m1))
                 } else {
@@ -896,6 +976,31 @@ mod tests {
             let want = reference(&a, &b, &ep, &vec![0.0; m * n], n);
             assert_close(&split.0, &want, k, "threads B");
             assert_close(&split.1, &want, k, "threads A");
+        }
+    }
+
+    #[test]
+    fn left_operands_are_packed_whole_or_in_bands() {
+        let mut g = Gen(17);
+        for isa in paths() {
+            let n = PACK_A_MIN_PANELS * isa.nr() + 3;
+            // Packed whole (rows in place, then transposed), and a left operand too large to
+            // pack at once: two bands of rows, the second partial, with a per-row bias and
+            // `beta`, so the offsets of `C` and of the bias in the second band are checked.
+            for (m, k, a_t) in [(13, 9, false), (13, 9, true), (1000, 1100, false)] {
+                let band = (A_PACK_MAX / k) / isa.mr() * isa.mr();
+                assert!(m <= band || m < 2 * band && m % band != 0);
+                let (ad, aoff, ars, acs) = strided(&mut g, m, k, a_t);
+                let (bd, bias) = (g.vec(k * n), g.vec(m));
+                let a = MatView::new("t", &ad, aoff, m, k, ars, acs).unwrap();
+                let b = MatView::new("t", &bd, 0, k, n, n, 1).unwrap();
+                let ep = Epilogue { alpha: 1.0, beta: 0.5, bias: Bias::PerRow(&bias), bias_scale: 2.0 };
+                let c0 = g.vec(m * n);
+                let want = reference(&a, &b, &ep, &c0, n);
+                let mut c = c0.clone();
+                gemm_packed_b("t", a, &PackedB::pack("t", isa, b).unwrap(), &ep, &mut c, n).unwrap();
+                assert_close(&c, &want, k, &format!("{isa:?} {m}x{n}x{k} a_t={a_t}"));
+            }
         }
     }
 
