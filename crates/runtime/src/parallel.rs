@@ -295,7 +295,7 @@ fn wait_for_job(s: &Shared, seen: u64) -> u64 {
             return e;
         }
         spins = spins.wrapping_add(1);
-        if spins % 128 == 0 && start.elapsed() >= s.spin {
+        if spins.is_multiple_of(128) && start.elapsed() >= s.spin {
             break;
         }
         std::hint::spin_loop();
@@ -325,8 +325,10 @@ mod tests {
     fn squares(team: &Team, n: usize, tasks: usize, width: usize) -> Vec<u64> {
         let out: Vec<AtomicU64> = (0..n).map(|_| AtomicU64::new(u64::MAX)).collect();
         team.for_each(tasks, width, |t| {
-            for i in n * t / tasks..n * (t + 1) / tasks {
-                out[i].store((i as u64) * (i as u64), Ordering::Relaxed);
+            let lo = n * t / tasks;
+            for (i, o) in out[lo..n * (t + 1) / tasks].iter().enumerate() {
+                let i = (lo + i) as u64;
+                o.store(i * i, Ordering::Relaxed);
             }
         });
         out.into_iter().map(AtomicU64::into_inner).collect()
@@ -387,7 +389,7 @@ mod tests {
         });
         assert!(most.into_inner() <= 2);
         assert!(threads.into_inner().unwrap().len() <= 2);
-        team.for_each(5, 1, |_| assert_eq!(team.shared.busy.load(Ordering::SeqCst), false));
+        team.for_each(5, 1, |_| assert!(!team.shared.busy.load(Ordering::SeqCst)));
     }
 
     #[test]
