@@ -26,7 +26,7 @@ use crate::spec::{KernelSpec, TensorSpec};
 pub struct JitOptions {
     /// Compile the kernel of a group with static operand types when the program is compiled.
     pub precompile: bool,
-    /// How kernels split their work across rayon's threads.
+    /// How kernels split their work across the runtime's intra-op threads.
     pub run: RunOptions,
 }
 

@@ -1,6 +1,6 @@
 //! Compiling a typed graph to native code, and running the compiled kernel: the guard that
 //! checks inputs against the specialization, output allocation, and the split of the
-//! iteration space across rayon workers.
+//! iteration space across the runtime's intra-op team (`runtime::parallel`).
 
 use std::collections::HashMap;
 use std::panic::{AssertUnwindSafe, catch_unwind};
@@ -16,7 +16,6 @@ use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext};
 use cranelift_jit::{JITBuilder, JITModule};
 use cranelift_module::{Linkage, Module as _, default_libcall_names};
 use ir::DType;
-use rayon::prelude::*;
 use runtime::Tensor;
 
 use crate::codegen::{Access, ConstPool, Emitter, Hoist, Layout, Mode, PoolEntry, multi_use, vector_lanes};
@@ -39,7 +38,7 @@ pub struct RunOptions {
 
 impl Default for RunOptions {
     fn default() -> RunOptions {
-        RunOptions { parallel_threshold: 64 * 1024, chunk: 32 * 1024 }
+        RunOptions { parallel_threshold: 16 * 1024, chunk: 8 * 1024 }
     }
 }
 
@@ -179,8 +178,10 @@ impl Kernel {
         }
         let err = AtomicU32::new(0);
         let pool = self.pool.each_ref().map(|p| p.as_ptr() as usize);
+        // Addresses as `usize` (the layout of `*mut u8`), so the tasks can share one array.
+        let raw: Vec<usize> = ptrs.iter().chain(&pool).copied().collect();
         let call = |start: usize, end: usize| {
-            let raw: Vec<*mut u8> = ptrs.iter().chain(&pool).map(|&p| p as *mut u8).collect();
+            let raw = raw.as_ptr() as *const *mut u8;
             let mut e: u32 = 0;
             // SAFETY: `guard` checked every input and output against the specialization the
             // code was generated for (dtypes, sizes, strides, storage bounds), so every address
@@ -188,18 +189,18 @@ impl Kernel {
             // tensors' storage; outputs overlap nothing else, so the writes race with no reads,
             // and chunks write disjoint elements. The code only reads the constant pools, at the
             // offsets of the entries it was generated with.
-            unsafe { (self.entry)(raw.as_ptr(), start as i64, end as i64, &mut e) };
+            unsafe { (self.entry)(raw, start as i64, end as i64, &mut e) };
             if e != 0 {
                 err.fetch_or(e, Ordering::Relaxed);
             }
         };
         let n = self.numel;
-        if n < opts.parallel_threshold || rayon::current_num_threads() <= 1 {
+        if n < opts.parallel_threshold || runtime::parallel::threads() <= 1 {
             call(0, n);
         } else {
             let chunk = opts.chunk.max(64).div_ceil(64) * 64;
             let tasks = n.div_ceil(chunk);
-            (0..tasks).into_par_iter().for_each(|t| call(t * chunk, ((t + 1) * chunk).min(n)));
+            runtime::parallel::for_each(tasks, |t| call(t * chunk, ((t + 1) * chunk).min(n)));
         }
         if err.load(Ordering::Relaxed) != 0 {
             return Err(JitError::Runtime {

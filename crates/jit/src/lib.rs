@@ -6,7 +6,7 @@
 //! loop nest over the output's iteration space: broadcasting through zero strides, a 128-bit
 //! SIMD inner loop (`f32x4`, `i32x4`, `f64x2`, `i64x2`) with a scalar tail where every operand
 //! is unit-stride or broadcast along the innermost dimension, inline polynomial f32
-//! transcendentals, and a split of large iteration spaces across rayon workers.
+//! transcendentals, and a split of large iteration spaces across the runtime's intra-op team.
 //! [`KernelCache`] keeps compiled kernels by group and spec. [`Jit`] plugs all of it into the
 //! runtime as its fusion compiler (`runtime::CompileOptions::fusion`). The runtime's
 //! interpreter kernels are the reference the generated code is tested against.

@@ -1,7 +1,8 @@
 //! Tensors, kernels, the interpreter, the memory planner and the executor.
 //!
 //! `tensor` holds the strided tensor over shared storage, `value` the runtime values that flow
-//! between ops, `kernels` the interpreter kernels and their registry, `io` safetensors files.
+//! between ops, `kernels` the interpreter kernels and their registry, `io` safetensors files,
+//! `parallel` the intra-op parallel-for that kernels split their work with.
 
 pub mod exec;
 pub mod fixture;
@@ -9,6 +10,7 @@ pub mod fusion;
 mod interp;
 pub mod io;
 pub mod kernels;
+pub mod parallel;
 pub mod plan;
 pub mod tensor;
 pub mod value;

@@ -452,30 +452,32 @@ struct Tile {
 /// `m` (per row) elements, and the CPU must support `isa`.
 unsafe fn drive(isa: Isa, raw: &Raw, ep: &Epilogue<'_>, c: *mut f32, ldc: usize) {
     let panels = raw.n.div_ceil(isa.nr());
-    let threads = rayon::current_num_threads();
+    let threads = crate::parallel::threads();
     let fmas = raw.m.saturating_mul(raw.n).saturating_mul(raw.k);
     if threads <= 1 || panels < 2 || fmas < PARALLEL_MIN_FMAS {
         // SAFETY: forwarded.
         unsafe { drive_panels(isa, raw, ep, c, ldc, 0..panels) };
         return;
     }
-    use rayon::prelude::*;
-    let tasks = threads.min(panels);
+    let tasks = (threads * PARALLEL_TASKS_PER_THREAD).min(panels);
     let out = OutPtr(c);
-    (0..tasks).into_par_iter().for_each(|t| {
+    crate::parallel::for_each(tasks, |t| {
         let range = panels * t / tasks..panels * (t + 1) / tasks;
         // SAFETY: forwarded; tasks write disjoint column panels of `C`.
         unsafe { drive_panels(isa, raw, ep, out.get(), ldc, range) };
     });
 }
 
-/// Products with at least this many multiply-adds (~0.1 ms on one core) are split across
-/// rayon's threads, by column panels: each tile is computed whole by one thread, so the result
-/// does not depend on the split. Waking a parked worker costs tens of microseconds on a virtual
-/// machine (a futex wake and an inter-processor interrupt), so smaller products stay on the
-/// calling thread: with a threshold of 2²¹ the convolutions of `bench_resnet_tiny` took ~48
-/// context switches a call and the program ran 1.8× slower at 2 threads than at 1.
-const PARALLEL_MIN_FMAS: usize = 1 << 24;
+/// Products with at least this many multiply-adds are split across the intra-op team
+/// (`crate::parallel`), by column panels: each tile is computed whole by one thread, so the
+/// result does not depend on the split. The team's workers spin between ops, so a split costs
+/// about a microsecond; below this a product is too small for the halves to repay it.
+const PARALLEL_MIN_FMAS: usize = 1 << 19;
+
+/// Tasks per thread of a split product: more than one, so a thread that starts late (a worker
+/// woken from its parked state, or preempted) takes a smaller share instead of holding the
+/// caller up.
+const PARALLEL_TASKS_PER_THREAD: usize = 4;
 
 /// The output pointer shared by the tasks of a split product.
 #[derive(Clone, Copy)]
