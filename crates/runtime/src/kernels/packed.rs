@@ -471,8 +471,12 @@ unsafe fn drive(isa: Isa, raw: &Raw, ep: &Epilogue<'_>, c: *mut f32, ldc: usize)
 /// Products with at least this many multiply-adds are split across the intra-op team
 /// (`crate::parallel`), by column panels: each tile is computed whole by one thread, so the
 /// result does not depend on the split. The team's workers spin between ops, so a split costs
-/// about a microsecond; below this a product is too small for the halves to repay it.
-const PARALLEL_MIN_FMAS: usize = 1 << 19;
+/// about a microsecond when a worker is awake. At 2 threads on a quiet machine (medians of 300
+/// calls, thresholds alternated): 2¹⁹ ran bench_resnet_tiny at 2.00–2.11 ms, slower than one
+/// thread, because its convolutions' bands (~2²² multiply-adds each, between serial im2col
+/// steps) then split; 2²³ ran it at 1.82–1.84 ms and kept the transformer's 2²³-sized products
+/// split (1.43–1.48 ms, against 1.59–1.66 with 2²⁴).
+const PARALLEL_MIN_FMAS: usize = 1 << 23;
 
 /// Tasks per thread of a split product: more than one, so a thread that starts late (a worker
 /// woken from its parked state, or preempted) takes a smaller share instead of holding the
