@@ -257,6 +257,38 @@ fn element(d: &DenseAttr) -> Option<Scalar> {
     }
 }
 
+/// Adds the op computing `v` (read by `user`, a leaf of class `id`) to the leaf's class, over
+/// leaves of its operands; see [`convert`].
+fn add_context(ctx: &Context, m: &Module, g: &mut Graph, c: &mut Converted, user: OpId, v: ValueId, id: Id) {
+    let Some(def) = m.defining_op(v) else { return };
+    if m.parent_block(def) != m.parent_block(user) || m.results(def).len() != 1 || !convertible(ctx, m, def) {
+        return;
+    }
+    let node = match constant_of(m, def) {
+        Some((ty, value)) => Node::Const { ty: g.analysis.type_index(&ty), value },
+        None => {
+            let Some(attrs) = g.analysis.attr_index(normalized_attrs(ctx, m, def)) else { return };
+            let mut args = crate::lang::Args::with_capacity(m.operands(def).len());
+            for &u in m.operands(def) {
+                let a = match c.class_of.get(&u) {
+                    Some(&a) => a,
+                    None => {
+                        let a = g.add(Node::Leaf(c.leaves.len() as u32));
+                        c.leaves.push(u);
+                        g[a].data = Data { ty: Some(m.value_type(u).clone()), konst: None };
+                        c.class_of.insert(u, a);
+                        a
+                    }
+                };
+                args.push(a);
+            }
+            Node::Op { name: Symbol::from(m.op_name(def)), attrs, args }
+        }
+    };
+    let d = g.add(node);
+    g.union(id, d);
+}
+
 /// The IR of a run as an e-graph.
 pub struct Converted {
     pub egraph: Graph,
@@ -273,7 +305,14 @@ pub struct Converted {
 }
 
 /// Converts a run of ops into an e-graph.
-pub fn convert(ctx: &Context, m: &Module, ops: &[OpId], fold: bool) -> Converted {
+///
+/// With `context`, a value the run reads that a single-result pure op of the same block
+/// computes (an earlier window of the same run, or an earlier run) enters as its leaf *and*
+/// that op over leaves of its own operands, in one class: rules see the structure one op deep
+/// beyond the run's edge (`neg(neg(x))` with the inner `neg` outside, `x * 1` with the constant
+/// outside), while extraction still reads the existing value, which costs nothing. Only sound
+/// when nothing writes memory: the op's operands must still hold what they held when it ran.
+pub fn convert(ctx: &Context, m: &Module, ops: &[OpId], fold: bool, context: bool) -> Converted {
     let mut g = Graph::new(Facts::new(fold));
     let mut c = Converted {
         egraph: Graph::new(Facts::new(fold)),
@@ -294,6 +333,9 @@ pub fn convert(ctx: &Context, m: &Module, ops: &[OpId], fold: bool) -> Converted
                     c.leaves.push(v);
                     g[id].data = Data { ty: Some(m.value_type(v).clone()), konst: None };
                     c.class_of.insert(v, id);
+                    if context {
+                        add_context(ctx, m, &mut g, &mut c, op, v, id);
+                    }
                     id
                 }
             };
@@ -356,7 +398,7 @@ pub fn rewrite_run(
     cfg: &EngineConfig,
 ) -> Result<RunReport, Diagnostic> {
     let start = std::time::Instant::now();
-    let conv = convert(ctx, m, ops, cfg.fold);
+    let conv = convert(ctx, m, ops, cfg.fold, cfg.allow_alias);
     let mut report = RunReport { ops: ops.len(), initial_nodes: conv.egraph.total_size(), convert: start.elapsed(), ..RunReport::default() };
     if conv.roots.is_empty() {
         return Ok(report);
