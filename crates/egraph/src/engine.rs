@@ -257,6 +257,15 @@ fn element(d: &DenseAttr) -> Option<Scalar> {
     }
 }
 
+/// Adds `v` as a new leaf, of its type.
+fn add_leaf(m: &Module, g: &mut Graph, c: &mut Converted, v: ValueId) -> Id {
+    let id = g.add(Node::Leaf(c.leaves.len() as u32));
+    c.leaves.push(v);
+    g[id].data = Data { ty: Some(m.value_type(v).clone()), konst: None };
+    c.class_of.insert(v, id);
+    id
+}
+
 /// Adds the op computing `v` (read by `user`, a leaf of class `id`) to the leaf's class, over
 /// leaves of its operands; see [`convert`].
 fn add_context(ctx: &Context, m: &Module, g: &mut Graph, c: &mut Converted, user: OpId, v: ValueId, id: Id) {
@@ -272,13 +281,7 @@ fn add_context(ctx: &Context, m: &Module, g: &mut Graph, c: &mut Converted, user
             for &u in m.operands(def) {
                 let a = match c.class_of.get(&u) {
                     Some(&a) => a,
-                    None => {
-                        let a = g.add(Node::Leaf(c.leaves.len() as u32));
-                        c.leaves.push(u);
-                        g[a].data = Data { ty: Some(m.value_type(u).clone()), konst: None };
-                        c.class_of.insert(u, a);
-                        a
-                    }
+                    None => add_leaf(m, g, c, u),
                 };
                 args.push(a);
             }
@@ -329,10 +332,7 @@ pub fn convert(ctx: &Context, m: &Module, ops: &[OpId], fold: bool, context: boo
             let id = match c.class_of.get(&v) {
                 Some(&id) => id,
                 None => {
-                    let id = g.add(Node::Leaf(c.leaves.len() as u32));
-                    c.leaves.push(v);
-                    g[id].data = Data { ty: Some(m.value_type(v).clone()), konst: None };
-                    c.class_of.insert(v, id);
+                    let id = add_leaf(m, &mut g, &mut c, v);
                     if context {
                         add_context(ctx, m, &mut g, &mut c, op, v, id);
                     }
@@ -349,10 +349,7 @@ pub fn convert(ctx: &Context, m: &Module, ops: &[OpId], fold: bool, context: boo
                 // enter as opaque leaves.
                 None => {
                     for &r in m.results(op) {
-                        let id = g.add(Node::Leaf(c.leaves.len() as u32));
-                        c.leaves.push(r);
-                        g[id].data = Data { ty: Some(m.value_type(r).clone()), konst: None };
-                        c.class_of.insert(r, id);
+                        add_leaf(m, &mut g, &mut c, r);
                     }
                     continue;
                 }
