@@ -13,25 +13,12 @@
 
 use std::time::Instant;
 
+#[path = "../tests/common/mod.rs"]
+mod common;
+
+use common::{context, noise};
 use runtime::{CompileOptions, IValue, Tensor, Weights, compile};
 
-fn context() -> ir::Context {
-    let mut c = ir::Context::new();
-    dialect_prim::register(&mut c);
-    dialect_aten::register(&mut c);
-    c
-}
-
-/// Deterministic values in [-1, 1).
-fn noise(n: usize, seed: u64) -> Vec<f32> {
-    let mut s = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-    (0..n)
-        .map(|_| {
-            s = s.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-            ((s >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
-        })
-        .collect()
-}
 
 fn tensor(sizes: &[usize], seed: u64) -> Tensor {
     Tensor::from_slice(&noise(sizes.iter().product(), seed), sizes).unwrap()

@@ -1,5 +1,8 @@
 //! Matrix-product kernels: hand-computed cases, strided operands, dtypes and errors.
 
+mod common;
+
+use common::noise;
 use half::{bf16, f16};
 use ir::DType;
 use runtime::{IValue, Tensor, registry};
@@ -39,15 +42,6 @@ fn naive(a: &[f64], b: &[f64], m: usize, k: usize, n: usize) -> Vec<f64> {
     c
 }
 
-fn pseudo(n: usize, seed: u64) -> Vec<f32> {
-    let mut s = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-    (0..n)
-        .map(|_| {
-            s = s.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-            ((s >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
-        })
-        .collect()
-}
 
 #[test]
 fn mm_small() {
@@ -70,8 +64,8 @@ fn mm_transposed_operands_without_copy() {
 #[test]
 fn mm_matches_naive_on_larger_shapes_and_vector_paths() {
     for &(m, k, n) in &[(1, 37, 29), (29, 37, 1), (17, 64, 33), (1, 512, 64), (64, 1, 5), (3, 0, 4)] {
-        let a = pseudo(m * k, 1);
-        let b = pseudo(k * n, 2);
+        let a = noise(m * k, 1);
+        let b = noise(k * n, 2);
         let want = naive(
             &a.iter().map(|&x| x as f64).collect::<Vec<_>>(),
             &b.iter().map(|&x| x as f64).collect::<Vec<_>>(),
@@ -218,8 +212,8 @@ fn linear_with_and_without_bias() {
     close(&y, &[1., 5., 4., 11.], &[1, 2, 2]);
     // Batch-1 (matrix-vector path) at a realistic width agrees with the naive product.
     let k = 512;
-    let xs = pseudo(k, 3);
-    let ws = pseudo(k * 64, 4);
+    let xs = noise(k, 3);
+    let ws = noise(k * 64, 4);
     let y = call("aten.linear", vec![t(&xs, &[1, k]).into(), t(&ws, &[64, k]).into()]);
     let want: Vec<f64> = (0..64).map(|j| (0..k).map(|p| xs[p] as f64 * ws[j * k + p] as f64).sum()).collect();
     close(&y, &want, &[1, 64]);
