@@ -83,14 +83,7 @@ fn lane_sum<T: Real>(row: &[T], f: impl Fn(f64) -> f64) -> f64 {
             *a += f(v.to_f64());
         }
     }
-    let mut width = LANES;
-    while width > 1 {
-        width /= 2;
-        for i in 0..width {
-            acc[i] += acc[i + width];
-        }
-    }
-    acc[0] + body.remainder().iter().map(|&v| f(v.to_f64())).sum::<f64>()
+    super::wide::fold_lanes(acc) + body.remainder().iter().map(|&v| f(v.to_f64())).sum::<f64>()
 }
 
 /// `y = x · scale + shift` elementwise, in `f64` and rounded once.

@@ -504,14 +504,7 @@ fn run_sum<T: Real>(v: &[T]) -> T {
                 *a += x;
             }
         }
-        let mut width = RUN_LANES;
-        while width > 1 {
-            width /= 2;
-            for i in 0..width {
-                acc[i] += acc[i + width];
-            }
-        }
-        total = acc[0];
+        total = super::wide::fold_lanes(acc);
     }
     for &x in body.remainder() {
         total += x;

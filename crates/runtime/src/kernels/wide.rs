@@ -104,3 +104,18 @@ mod tests {
         assert!(base.iter().any(|&b| b != 0) && base.contains(&0));
     }
 }
+
+/// The sum of `L` interleaved partial sums (`L` a power of two), combined pairwise: lane `i`
+/// takes lane `i + L/2`, then `i + L/4`, … down to one, the same order on every vector width.
+#[inline(always)]
+pub(crate) fn fold_lanes<T: Copy + std::ops::AddAssign, const L: usize>(mut acc: [T; L]) -> T {
+    let mut width = L;
+    while width > 1 {
+        width /= 2;
+        for i in 0..width {
+            let v = acc[i + width];
+            acc[i] += v;
+        }
+    }
+    acc[0]
+}
