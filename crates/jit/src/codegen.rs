@@ -12,7 +12,7 @@ use std::collections::HashMap;
 
 use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
 use cranelift_codegen::cursor::{Cursor, FuncCursor};
-use cranelift_codegen::ir::{AbiParam, Block, Inst, InstBuilder, MemFlagsData, Signature, Type, Value, types};
+use cranelift_codegen::ir::{AbiParam, Block, Inst, InstBuilder, MemFlagsData, Signature, StackSlotData, StackSlotKind, Type, Value, types};
 use cranelift_frontend::{FunctionBuilder, Variable};
 use ir::DType;
 
@@ -129,6 +129,27 @@ pub(crate) struct Emitter<'a, 'b> {
     pub multi_use: Vec<bool>,
     /// Where constants outside the pool are materialized (see [`Hoist`]).
     pub hoist: Hoist,
+    /// The loop of the phase being emitted in a fissioned body (see `fission`); `None` in
+    /// other bodies.
+    pub phase: Option<PhaseLoop>,
+    /// Values an inline function needs after a [`Emitter::split`] below it (see
+    /// [`Emitter::carried`]).
+    pub carry: Vec<Value>,
+}
+
+/// The loop over a block's vectors of one phase of a fissioned body.
+#[derive(Clone, Copy)]
+pub(crate) struct PhaseLoop {
+    /// The node the phase computes; only its own expansion may split the phase.
+    pub root: NodeId,
+    /// The loop's header, whose parameter is `off`.
+    pub head: Block,
+    /// Byte offset of the current vector (16 bytes per vector) in the block.
+    pub off: Value,
+    /// The block's size in bytes of vectors (`16 × vectors`).
+    pub end: Value,
+    /// Whether the expansion being emitted may split the phase.
+    pub split: bool,
 }
 
 /// Constants materialized once, before the kernel's loops, and shared by every use.
@@ -364,6 +385,74 @@ impl Emitter<'_, '_> {
         out
     }
 
+    // ----- phases of fissioned bodies -----
+
+    /// Ends the current phase loop of a fissioned body and starts the next one, passing
+    /// `vals` and the carried values to it through scratch buffers on the stack (replaced by
+    /// the new loop's loads of them). A no-op outside the expansion of a phase's root (see
+    /// [`PhaseLoop`]). Inline functions call it between the long stages of their dependency
+    /// chains: short loops with independent iterations overlap in the out-of-order core.
+    pub fn split(&mut self, vals: &mut [Value]) {
+        let Some(PhaseLoop { head, off, end, split: true, .. }) = self.phase else {
+            return;
+        };
+        let ptr = self.ptr;
+        let mut stored = Vec::with_capacity(self.carry.len() + vals.len());
+        for &v in self.carry.iter().chain(vals.iter()) {
+            let t = self.b.func.dfg.value_type(v);
+            let slot = self.b.create_sized_stack_slot(StackSlotData::new(StackSlotKind::ExplicitSlot, crate::fission::BLOCK_VECTORS as u32 * 16, 4));
+            let base = self.b.ins().stack_addr(ptr, slot, 0);
+            let a = self.b.ins().iadd(base, off);
+            self.b.ins().store(MemFlagsData::trusted(), v, a, 0);
+            stored.push((slot, t));
+        }
+        let next = self.b.ins().iadd_imm_s(off, 16);
+        let more = self.b.ins().icmp(IntCC::UnsignedLessThan, next, end);
+        let after = self.b.create_block();
+        self.b.ins().brif(more, head, &[next.into()], after, &[]);
+        self.b.switch_to_block(after);
+        let head = self.b.create_block();
+        self.b.append_block_param(head, ptr);
+        let zero = self.b.ins().iconst(ptr, 0);
+        self.b.ins().jump(head, &[zero.into()]);
+        self.b.switch_to_block(head);
+        let off = self.b.block_params(head)[0];
+        let mut loaded = stored.into_iter().map(|(slot, t)| {
+            let base = self.b.ins().stack_addr(ptr, slot, 0);
+            let a = self.b.ins().iadd(base, off);
+            self.b.ins().load(t, MemFlagsData::trusted(), a, 0)
+        }).collect::<Vec<_>>().into_iter();
+        for c in self.carry.iter_mut().chain(vals.iter_mut()) {
+            if let Some(v) = loaded.next() {
+                *c = v;
+            }
+        }
+        if let Some(p) = self.phase.as_mut() {
+            p.head = head;
+            p.off = off;
+        }
+    }
+
+    /// Runs `f` with `x` carried across the splits below it; returns `f`'s result and `x`
+    /// as valid after them.
+    pub fn carried<T>(&mut self, x: Value, f: impl FnOnce(&mut Self) -> T) -> (T, Value) {
+        let k = self.carry.len();
+        self.carry.push(x);
+        let r = f(self);
+        let x = self.carry.get(k).copied().unwrap_or(x);
+        self.carry.truncate(k);
+        (r, x)
+    }
+
+    /// Allows or forbids splits (see [`Emitter::split`]) while node `n` is expanded: only a
+    /// phase's root, and only f32 vector `exp`, `tanh` and `sigmoid` (whose expansions carry
+    /// every value they use across their splits).
+    fn allow_split(&mut self, n: NodeId, on: bool) {
+        if let Some(p) = self.phase.as_mut() {
+            p.split = on && p.root == n;
+        }
+    }
+
     // ----- loads and stores -----
 
     /// Loads element(s) of dtype `d` at `addr` in `mode`.
@@ -469,7 +558,11 @@ impl Emitter<'_, '_> {
             }
             NodeKind::Unary(u, a) => {
                 let x = self.node(mode, a, cache, access)?;
-                self.unary(mode, u, x, d, op)?
+                let splits = mode.vector() && d == DType::F32 && matches!(u, Unary::Exp | Unary::Tanh | Unary::Sigmoid);
+                self.allow_split(n, splits);
+                let v = self.unary(mode, u, x, d, op);
+                self.allow_split(n, false);
+                v?
             }
             NodeKind::Binary(bop, a, b2) => {
                 let x = self.node(mode, a, cache, access)?;
@@ -528,7 +621,9 @@ impl Emitter<'_, '_> {
             return Ok(None);
         }
         let xv = self.node(mode, x, cache, access)?;
+        self.allow_split(n, mode.vector());
         let ev = self.exp_capped(xv, hi);
+        self.allow_split(n, false);
         let cv = self.node(mode, b, cache, access)?;
         self.binary(mode, Binary::ClampHi, ev, cv, DType::F32, g.nodes[n].op).map(Some)
     }

@@ -18,8 +18,9 @@ use cranelift_module::{Linkage, Module as _, default_libcall_names};
 use ir::DType;
 use runtime::Tensor;
 
-use crate::codegen::{Access, ConstPool, Emitter, Hoist, Layout, Mode, PoolEntry, multi_use, vector_lanes};
+use crate::codegen::{Access, ConstPool, Emitter, Hoist, Layout, Mode, PhaseLoop, PoolEntry, multi_use, vector_lanes};
 use crate::error::JitError;
+use crate::fission::{self, BLOCK_VECTORS, Plan};
 use crate::group::{Graph, Group, NodeKind};
 use crate::spec::KernelSpec;
 
@@ -312,19 +313,9 @@ impl Group {
 }
 
 fn compile_graph(g: &Graph, spec: &KernelSpec, start: Instant) -> Result<Kernel, JitError> {
-    // Live nodes: those the outputs depend on.
-    let mut live = vec![false; g.nodes.len()];
-    let mut stack: Vec<usize> = g.outputs.clone();
+    let live = live_nodes(g);
     // Integer divisions may raise, so they run even when their value is unused.
     let raising: Vec<usize> = (0..g.nodes.len()).filter(|&i| can_raise(g, i)).collect();
-    stack.extend(&raising);
-    while let Some(n) = stack.pop() {
-        if live[n] {
-            continue;
-        }
-        live[n] = true;
-        g.nodes[n].kind.for_each_operand(|a| stack.push(a));
-    }
     let shape = g.nodes[g.outputs[0]].shape.clone();
     for &o in &g.outputs {
         if g.nodes[o].shape != shape {
@@ -429,6 +420,9 @@ fn build_inner(g: &Graph, layout: &Layout, used: &[bool], lanes: u8) -> Result<B
     if dump {
         if let Some(code) = ctx.compiled_code() {
             eprintln!("jit: {lanes}-lane kernel, {} bytes of code\n{}", code.code_info().total_size, code.vcode.as_deref().unwrap_or(""));
+            if let Some(path) = std::env::var_os("JIT_DUMP_BIN") {
+                let _ = std::fs::write(path, code.code_buffer());
+            }
         }
     }
     module.clear_context(&mut ctx);
@@ -525,7 +519,10 @@ fn emit_function(
     let inner_stride: Vec<usize> = layout.strides.iter().map(|s| *s.last().unwrap_or(&0)).collect();
 
     let hoist = Hoist::before(entry_end);
-    let mut em = Emitter { b, g, ptr, err, fma: has_fma(), pool: None, multi_use: multi_use(g), hoist };
+    let mut em = Emitter { b, g, ptr, err, fma: has_fma(), pool: None, multi_use: multi_use(g), hoist, phase: None, carry: Vec::new() };
+    // Heavy vector bodies with several transcendental functions run in phases over blocks of
+    // vectors (see `fission`).
+    let plan = if lanes > 1 && heavy(g) { fission::plan(g, &live_nodes(g), &em.multi_use) } else { None };
     // Inputs that do not move along the row are loaded once per row.
     let mut invariant_scalar: HashMap<usize, Value> = HashMap::new();
     for k in 0..n_in {
@@ -569,6 +566,9 @@ fn emit_function(
         let vbody = em.b.create_block();
         em.b.append_block_param(vbody, ptr); // j
         em.b.append_block_param(vbody, types::I8); // 1 in the tail
+        if plan.is_some() {
+            em.b.append_block_param(vbody, ptr); // vectors in the block
+        }
         for _ in &moving {
             em.b.append_block_param(vbody, ptr);
         }
@@ -596,6 +596,12 @@ fn emit_function(
         em.b.switch_to_block(go);
         let zero8 = em.b.ins().iconst(types::I8, 0);
         let mut args: Vec<cranelift_codegen::ir::BlockArg> = vec![j.into(), zero8.into()];
+        if plan.is_some() {
+            let left = em.b.ins().isub(col_end, j);
+            let vectors = em.b.ins().ushr_imm_u(left, lanes.trailing_zeros() as i64);
+            let most = em.b.ins().iconst(ptr, BLOCK_VECTORS);
+            args.push(em.b.ins().umin(vectors, most).into());
+        }
         for &k in &moving {
             let off = scale(em.b, j, es[k]);
             let p = row_ptr[k].map(|p| em.b.ins().iadd(p, off)).unwrap_or(off);
@@ -617,6 +623,9 @@ fn emit_function(
             let last = em.b.ins().iadd_imm_s(rem, -1);
             let one8 = em.b.ins().iconst(types::I8, 1);
             let mut args: Vec<cranelift_codegen::ir::BlockArg> = vec![j.into(), one8.into()];
+            if plan.is_some() {
+                args.push(em.b.ins().iconst(ptr, 1).into());
+            }
             for (&k, &slot) in moving.iter().zip(&slots) {
                 let sp = em.b.ins().stack_addr(ptr, slot, 0);
                 if k < n_in {
@@ -647,10 +656,12 @@ fn emit_function(
         em.b.switch_to_block(vbody);
         let params = em.b.block_params(vbody).to_vec();
         let (j, in_tail) = (params[0], params[1]);
+        let vectors = plan.as_ref().map(|_| params[2]);
+        let first = if plan.is_some() { 3 } else { 2 };
         let mut body_access: Vec<Option<Access>> = (0..n_in).map(|k| invariant_vec.get(&k).map(|&v| Access::Invariant(v))).collect();
         let mut body_ptr: Vec<Option<Value>> = vec![None; n_ops];
         for (i, &k) in moving.iter().enumerate() {
-            let p = params[2 + i];
+            let p = params[first + i];
             if k < n_in {
                 body_access[k] = Some(Access::Strided { row_ptr: p, stride_bytes: es[k] });
             } else {
@@ -658,9 +669,18 @@ fn emit_function(
             }
         }
         if pool_base.is_some() {
-            em.pool = Some(ConstPool { base: params[2 + moving.len()], data: Vec::new() });
+            em.pool = Some(ConstPool { base: params[first + moving.len()], data: Vec::new() });
         }
-        emit_body(&mut em, mode, None, &body_access, &body_ptr, &es, n_in)?;
+        let step = match (&plan, vectors) {
+            (Some(plan), Some(nv)) => {
+                emit_phases(&mut em, mode, plan, nv, &body_access, &body_ptr, &es, n_in)?;
+                em.b.ins().imul_imm_s(nv, lanes as i64)
+            }
+            _ => {
+                emit_body(&mut em, mode, None, &body_access, &body_ptr, &es, n_in)?;
+                em.b.ins().iconst(ptr, lanes as i64)
+            }
+        };
         if scalar_tail {
             let jn = em.b.ins().iadd_imm_s(j, lanes as i64);
             em.b.ins().jump(vloop, &[jn.into()]);
@@ -669,7 +689,7 @@ fn emit_function(
             let next = em.b.create_block();
             em.b.ins().brif(in_tail, copy, &[], next, &[]);
             em.b.switch_to_block(next);
-            let jn = em.b.ins().iadd_imm_s(j, lanes as i64);
+            let jn = em.b.ins().iadd(j, step);
             em.b.ins().jump(vloop, &[jn.into()]);
             // Copy back element 0 (rem >= 1), then element i while i < rem.
             em.b.switch_to_block(copy);
@@ -742,6 +762,114 @@ fn emit_function(
 }
 
 
+
+/// Per node: whether the outputs (or an integer division, which may raise) depend on it.
+fn live_nodes(g: &Graph) -> Vec<bool> {
+    let mut live = vec![false; g.nodes.len()];
+    let mut stack: Vec<usize> = g.outputs.clone();
+    stack.extend((0..g.nodes.len()).filter(|&i| can_raise(g, i)));
+    while let Some(n) = stack.pop() {
+        if std::mem::replace(&mut live[n], true) {
+            continue;
+        }
+        g.nodes[n].kind.for_each_operand(|a| stack.push(a));
+    }
+    live
+}
+
+/// Emits a fissioned vector body (see `fission`): for `nv` (at least 1) vectors from the
+/// operands' pointers on, one loop per phase, each computing its cut for every vector into a
+/// scratch buffer on the stack, and a last loop computing and storing the outputs. The loops
+/// count the byte offset of a vector (16 bytes); operands of narrower vectors (bools) scale it.
+#[allow(clippy::too_many_arguments)]
+fn emit_phases(
+    em: &mut Emitter,
+    mode: Mode,
+    plan: &Plan,
+    nv: Value,
+    accesses: &[Option<Access>],
+    out_ptr: &[Option<Value>],
+    es: &[i64],
+    n_in: usize,
+) -> Result<(), JitError> {
+    let ptr = em.ptr;
+    let g = em.g;
+    let lanes = mode.lanes as i64;
+    let end = em.b.ins().ishl_imm_u(nv, 4);
+    let scratch: Vec<_> = plan
+        .cuts
+        .iter()
+        .map(|_| em.b.create_sized_stack_slot(StackSlotData::new(StackSlotKind::ExplicitSlot, BLOCK_VECTORS as u32 * 16, 4)))
+        .collect();
+    for (phase, reads) in plan.reads.iter().enumerate() {
+        let head = em.b.create_block();
+        em.b.append_block_param(head, ptr);
+        let zero = em.b.ins().iconst(ptr, 0);
+        em.b.ins().jump(head, &[zero.into()]);
+        em.b.switch_to_block(head);
+        let off = em.b.block_params(head)[0];
+        let root = plan.cuts.get(phase).copied().unwrap_or(usize::MAX);
+        em.phase = Some(PhaseLoop { root, head, off, end, split: false });
+        // The offset of the current vector in an operand of `bytes` bytes per vector.
+        let at = |em: &mut Emitter<'_, '_>, p: Value, bytes: i64| -> Value {
+            let o = if bytes == 16 {
+                off
+            } else if bytes > 0 && (bytes as u64).is_power_of_two() && bytes < 16 {
+                em.b.ins().ushr_imm_u(off, (16 / bytes).trailing_zeros() as i64)
+            } else {
+                let v = em.b.ins().ushr_imm_u(off, 4);
+                scale(em.b, v, bytes)
+            };
+            em.b.ins().iadd(p, o)
+        };
+        let mut cache = HashMap::new();
+        for &k in reads {
+            let c = plan.cuts[k];
+            let base = em.b.ins().stack_addr(ptr, scratch[k], 0);
+            let a = em.b.ins().iadd(base, off);
+            let v = em.b.ins().load(mode.ty(g.nodes[c].dtype), MemFlagsData::trusted(), a, 0);
+            cache.insert(c, v);
+        }
+        let input = |em: &mut Emitter<'_, '_>, k: usize| -> Value {
+            let d = dtype_of_input(g, k);
+            match accesses.get(k).copied().flatten() {
+                Some(Access::Invariant(v)) => v,
+                Some(Access::Strided { row_ptr, stride_bytes }) => {
+                    let a = at(em, row_ptr, stride_bytes * lanes);
+                    em.load(mode, d, a)
+                }
+                // Unused inputs are never reached from a live node.
+                None => em.iconst(mode.ty(DType::I32), 0),
+            }
+        };
+        if phase < plan.cuts.len() {
+            let v = em.node(mode, root, &mut cache, &input)?;
+            // The root's expansion may have split the phase: store in the loop it ended in.
+            let off = em.phase.map_or(off, |p| p.off);
+            let base = em.b.ins().stack_addr(ptr, scratch[phase], 0);
+            let a = em.b.ins().iadd(base, off);
+            em.b.ins().store(MemFlagsData::trusted(), v, a, 0);
+        } else {
+            let mut values = Vec::with_capacity(g.outputs.len());
+            for &o in &g.outputs {
+                values.push(em.node(mode, o, &mut cache, &input)?);
+            }
+            for (k, (&o, v)) in g.outputs.iter().zip(values).enumerate() {
+                let Some(p) = out_ptr[n_in + k] else { continue };
+                let a = at(em, p, es[n_in + k] * lanes);
+                em.store(mode, g.nodes[o].dtype, v, a);
+            }
+        }
+        let (head, off) = em.phase.map_or((head, off), |p| (p.head, p.off));
+        let next = em.b.ins().iadd_imm_s(off, 16);
+        let more = em.b.ins().icmp(IntCC::UnsignedLessThan, next, end);
+        let after = em.b.create_block();
+        em.b.ins().brif(more, head, &[next.into()], after, &[]);
+        em.b.switch_to_block(after);
+    }
+    em.phase = None;
+    Ok(())
+}
 
 /// Whether node `i` is an integer division or remainder (which raises on a zero divisor).
 fn can_raise(g: &Graph, i: usize) -> bool {

@@ -38,6 +38,7 @@ mod backend;
 mod cache;
 mod codegen;
 mod error;
+mod fission;
 mod group;
 mod hook;
 mod kernel;

@@ -236,6 +236,10 @@ impl Emitter<'_, '_> {
         // r = x - k ln2 (Cody-Waite: the first product is exact).
         let r = self.mul_addc(kf, -0.693_359_375, xc);
         let r = self.mul_addc(kf, 2.121_944_400_546_905_8e-4, r);
+        // A fissioned body starts a new phase here (see `Emitter::split`).
+        let mut v = [r, kt];
+        self.split(&mut v);
+        let [r, kt] = v;
         // The coefficients are shared by every exp of the body: kept in registers (constants
         // hoisted out of the loops, see `Hoist`) rather than loaded from the pool at each use.
         let p = self.without_pool(|em| {
@@ -360,10 +364,14 @@ impl Emitter<'_, '_> {
         let t = self.ty_of(x);
         let na = self.neg_abs(x);
         let y = self.b.ins().fadd(na, na);
-        // k in [-58, 0]: one shift, one factor.
-        let (s, _, u) = self.exp_parts(y, Some(-TANH_EXP_MAX), None, Scale::Shift(0));
-        let sm1 = self.addc(s, -1.0);
-        let m = self.mul_add(s, u, sm1);
+        let (m, x) = self.carried(x, |em| {
+            // k in [-58, 0]: one shift, one factor.
+            let (s, _, u) = em.exp_parts(y, Some(-TANH_EXP_MAX), None, Scale::Shift(0));
+            let sm1 = em.addc(s, -1.0);
+            let mut m = [em.mul_add(s, u, sm1)];
+            em.split(&mut m);
+            m[0]
+        });
         // tanh(|x|) = m / (-2 - m) >= 0 (or NaN), so or-ing in the sign of x is copysign.
         let m2 = self.fconst(t, -2.0);
         let den = self.b.ins().fsub(m2, m);
@@ -380,7 +388,11 @@ impl Emitter<'_, '_> {
     fn sigmoid_parts(&mut self, x: Value) -> (Value, Value) {
         let t = self.ty_of(x);
         let na = self.neg_abs(x);
-        let e = self.exp_nonpositive(na);
+        let (e, x) = self.carried(x, |em| {
+            let mut e = [em.exp_nonpositive(na)];
+            em.split(&mut e);
+            e[0]
+        });
         let one = self.fconst(t, 1.0);
         let pos = self.cmpc(FloatCC::GreaterThanOrEqual, x, 0.0);
         let num = self.sel(pos, one, e);
