@@ -12,7 +12,7 @@ use std::collections::HashMap;
 
 use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
 use cranelift_codegen::cursor::{Cursor, FuncCursor};
-use cranelift_codegen::ir::{AbiParam, Block, Inst, InstBuilder, MemFlagsData, Signature, StackSlotData, StackSlotKind, Type, Value, types};
+use cranelift_codegen::ir::{AbiParam, Block, Inst, InstBuilder, MemFlagsData, Signature, StackSlot, Type, Value, types};
 use cranelift_frontend::{FunctionBuilder, Variable};
 use ir::DType;
 
@@ -148,6 +148,11 @@ pub(crate) struct PhaseLoop {
     pub off: Value,
     /// The block's size in bytes of vectors (`16 × vectors`).
     pub end: Value,
+    /// The body's scratch buffers: one stack slot of `entries` buffers of
+    /// `BLOCK_VECTORS` vectors each, and the address of the current vector in the first.
+    pub scratch: StackSlot,
+    pub entries: u32,
+    pub at: Value,
     /// Whether the expansion being emitted may split the phase.
     pub split: bool,
 }
@@ -184,6 +189,11 @@ pub(crate) fn multi_use(g: &Graph) -> Vec<bool> {
         uses[o] += 1;
     }
     uses.into_iter().map(|u| u > 1).collect()
+}
+
+/// The byte offset of scratch buffer `k` of a fissioned body (see [`PhaseLoop`]).
+pub(crate) fn scratch_entry(k: u32) -> i32 {
+    (k as i64 * crate::fission::BLOCK_VECTORS * 16) as i32
 }
 
 /// A kernel's vector constants as a table in memory, one 16-byte entry per use.
@@ -393,19 +403,19 @@ impl Emitter<'_, '_> {
     /// [`PhaseLoop`]). Inline functions call it between the long stages of their dependency
     /// chains: short loops with independent iterations overlap in the out-of-order core.
     pub fn split(&mut self, vals: &mut [Value]) {
-        let Some(PhaseLoop { head, off, end, split: true, .. }) = self.phase else {
+        let Some(PhaseLoop { head, off, end, scratch, mut entries, at, split: true, .. }) = self.phase else {
             return;
         };
         let ptr = self.ptr;
         let mut stored = Vec::with_capacity(self.carry.len() + vals.len());
         for &v in self.carry.iter().chain(vals.iter()) {
             let t = self.b.func.dfg.value_type(v);
-            let slot = self.b.create_sized_stack_slot(StackSlotData::new(StackSlotKind::ExplicitSlot, crate::fission::BLOCK_VECTORS as u32 * 16, 4));
-            let base = self.b.ins().stack_addr(ptr, slot, 0);
-            let a = self.b.ins().iadd(base, off);
-            self.b.ins().store(MemFlagsData::trusted(), v, a, 0);
-            stored.push((slot, t));
+            let entry = scratch_entry(entries);
+            entries += 1;
+            self.b.ins().store(MemFlagsData::trusted(), v, at, entry);
+            stored.push((entry, t));
         }
+        self.b.func.sized_stack_slots[scratch].size = entries * scratch_entry(1) as u32;
         let next = self.b.ins().iadd_imm_s(off, 16);
         let more = self.b.ins().icmp(IntCC::UnsignedLessThan, next, end);
         let after = self.b.create_block();
@@ -417,11 +427,9 @@ impl Emitter<'_, '_> {
         self.b.ins().jump(head, &[zero.into()]);
         self.b.switch_to_block(head);
         let off = self.b.block_params(head)[0];
-        let mut loaded = stored.into_iter().map(|(slot, t)| {
-            let base = self.b.ins().stack_addr(ptr, slot, 0);
-            let a = self.b.ins().iadd(base, off);
-            self.b.ins().load(t, MemFlagsData::trusted(), a, 0)
-        }).collect::<Vec<_>>().into_iter();
+        let base = self.b.ins().stack_addr(ptr, scratch, 0);
+        let at = self.b.ins().iadd(base, off);
+        let mut loaded = stored.into_iter().map(|(entry, t)| self.b.ins().load(t, MemFlagsData::trusted(), at, entry)).collect::<Vec<_>>().into_iter();
         for c in self.carry.iter_mut().chain(vals.iter_mut()) {
             if let Some(v) = loaded.next() {
                 *c = v;
@@ -430,6 +438,8 @@ impl Emitter<'_, '_> {
         if let Some(p) = self.phase.as_mut() {
             p.head = head;
             p.off = off;
+            p.at = at;
+            p.entries = entries;
         }
     }
 

@@ -18,7 +18,7 @@ use cranelift_module::{Linkage, Module as _, default_libcall_names};
 use ir::DType;
 use runtime::Tensor;
 
-use crate::codegen::{Access, ConstPool, Emitter, Hoist, Layout, Mode, PhaseLoop, PoolEntry, multi_use, vector_lanes};
+use crate::codegen::{Access, ConstPool, Emitter, Hoist, Layout, Mode, PhaseLoop, PoolEntry, multi_use, scratch_entry, vector_lanes};
 use crate::error::JitError;
 use crate::fission::{self, BLOCK_VECTORS, Plan};
 use crate::group::{Graph, Group, NodeKind};
@@ -522,7 +522,7 @@ fn emit_function(
     let mut em = Emitter { b, g, ptr, err, fma: has_fma(), pool: None, multi_use: multi_use(g), hoist, phase: None, carry: Vec::new() };
     // Heavy vector bodies with several transcendental functions run in phases over blocks of
     // vectors (see `fission`).
-    let plan = if lanes > 1 && heavy(g) { fission::plan(g, &live_nodes(g), &em.multi_use) } else { None };
+    let plan = if lanes > 1 && heavy(g) { fission::plan(g, &live_nodes(g), &em.multi_use, layout.numel) } else { None };
     // Inputs that do not move along the row are loaded once per row.
     let mut invariant_scalar: HashMap<usize, Value> = HashMap::new();
     for k in 0..n_in {
@@ -796,11 +796,10 @@ fn emit_phases(
     let g = em.g;
     let lanes = mode.lanes as i64;
     let end = em.b.ins().ishl_imm_u(nv, 4);
-    let scratch: Vec<_> = plan
-        .cuts
-        .iter()
-        .map(|_| em.b.create_sized_stack_slot(StackSlotData::new(StackSlotKind::ExplicitSlot, BLOCK_VECTORS as u32 * 16, 4)))
-        .collect();
+    // One stack slot holds every scratch buffer: the cuts' first, then the splits' (it grows
+    // as `Emitter::split` adds buffers).
+    let mut entries = plan.cuts.len() as u32;
+    let scratch = em.b.create_sized_stack_slot(StackSlotData::new(StackSlotKind::ExplicitSlot, entries * scratch_entry(1) as u32, 4));
     for (phase, reads) in plan.reads.iter().enumerate() {
         let head = em.b.create_block();
         em.b.append_block_param(head, ptr);
@@ -809,7 +808,9 @@ fn emit_phases(
         em.b.switch_to_block(head);
         let off = em.b.block_params(head)[0];
         let root = plan.cuts.get(phase).copied().unwrap_or(usize::MAX);
-        em.phase = Some(PhaseLoop { root, head, off, end, split: false });
+        let base = em.b.ins().stack_addr(ptr, scratch, 0);
+        let at_scratch = em.b.ins().iadd(base, off);
+        em.phase = Some(PhaseLoop { root, head, off, end, scratch, entries, at: at_scratch, split: false });
         // The offset of the current vector in an operand of `bytes` bytes per vector.
         let at = |em: &mut Emitter<'_, '_>, p: Value, bytes: i64| -> Value {
             let o = if bytes == 16 {
@@ -825,9 +826,7 @@ fn emit_phases(
         let mut cache = HashMap::new();
         for &k in reads {
             let c = plan.cuts[k];
-            let base = em.b.ins().stack_addr(ptr, scratch[k], 0);
-            let a = em.b.ins().iadd(base, off);
-            let v = em.b.ins().load(mode.ty(g.nodes[c].dtype), MemFlagsData::trusted(), a, 0);
+            let v = em.b.ins().load(mode.ty(g.nodes[c].dtype), MemFlagsData::trusted(), at_scratch, scratch_entry(k as u32));
             cache.insert(c, v);
         }
         let input = |em: &mut Emitter<'_, '_>, k: usize| -> Value {
@@ -845,10 +844,8 @@ fn emit_phases(
         if phase < plan.cuts.len() {
             let v = em.node(mode, root, &mut cache, &input)?;
             // The root's expansion may have split the phase: store in the loop it ended in.
-            let off = em.phase.map_or(off, |p| p.off);
-            let base = em.b.ins().stack_addr(ptr, scratch[phase], 0);
-            let a = em.b.ins().iadd(base, off);
-            em.b.ins().store(MemFlagsData::trusted(), v, a, 0);
+            let at = em.phase.map_or(at_scratch, |p| p.at);
+            em.b.ins().store(MemFlagsData::trusted(), v, at, scratch_entry(phase as u32));
         } else {
             let mut values = Vec::with_capacity(g.outputs.len());
             for &o in &g.outputs {
@@ -861,6 +858,7 @@ fn emit_phases(
             }
         }
         let (head, off) = em.phase.map_or((head, off), |p| (p.head, p.off));
+        entries = em.phase.map_or(entries, |p| p.entries);
         let next = em.b.ins().iadd_imm_s(off, 16);
         let more = em.b.ins().icmp(IntCC::UnsignedLessThan, next, end);
         let after = em.b.create_block();

@@ -179,8 +179,8 @@ fn layouts_and_broadcasts_are_in_bounds_and_exact() {
 }
 
 /// Bodies with several transcendental functions run in phases over blocks of vectors: rows
-/// shorter than a vector, rows ending in a partial block and in a partial vector, inputs
-/// broadcast along and across rows, and a bool output.
+/// ending in a partial block and in a partial vector, inputs broadcast along and across rows,
+/// and a bool output.
 #[test]
 fn fissioned_bodies_match_the_reference() {
     let body = format!(
@@ -189,8 +189,10 @@ fn fissioned_bodies_match_the_reference() {
     let (m, g) = parse(&two_input_group(&body, 3));
     let mut r = Rng(12);
     for n in [1, 3, 4, 7, 255, 256, 257, 300, 1029] {
-        for b_sizes in [vec![3, n], vec![n], vec![3, 1]] {
-            let a = randn(&mut r, &[3, n]);
+        // Fission starts at 2^18 elements.
+        let rows = (1 << 18) / n + 1;
+        for b_sizes in [vec![rows, n], vec![n], vec![rows, 1]] {
+            let a = randn(&mut r, &[rows, n]);
             let b = randn(&mut r, &b_sizes);
             let k = jit::compile(&m, g, &KernelSpec::of(&[a.clone(), b.clone()])).unwrap();
             assert_eq!(k.lanes(), 4);
