@@ -28,8 +28,7 @@ fn measure(name: &str, text: &str, rows: usize, cols: usize, n: usize) -> Result
     ctx.set_allow_unregistered(true);
     let m = ir::parse_module(&ctx, text, "group.ir").map_err(|d| d.to_string())?;
     let g = *jit::find_fusion_groups(&m).first().ok_or("no fusion group")?;
-    let _ = rows;
-    let x = Tensor::zeros(ir::DType::F32, &[8, cols])?;
+    let x = Tensor::zeros(ir::DType::F32, &[rows, cols])?;
     let spec = KernelSpec::of(&[x.clone(), x]);
     let _ = cranelift_codegen::timing::take_current();
     let mut times: Vec<Duration> = Vec::with_capacity(n);
@@ -65,6 +64,8 @@ fn measure(name: &str, text: &str, rows: usize, cols: usize, n: usize) -> Result
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let n = std::env::args().nth(1).and_then(|a| a.parse().ok()).unwrap_or(50);
     measure("bench_pointwise (16 ops)", POINTWISE, 8, 4096, n)?;
+    // 2^22 elements: the body runs in phases (see `fission`).
+    measure("bench_pointwise (16 ops), 1024x4096, fissioned", POINTWISE, 1024, 4096, n)?;
     measure("add + relu (2 ops)", SMALL, 64, 512, n)?;
     Ok(())
 }
