@@ -555,7 +555,9 @@ fn by_panels(
 struct PanelPlan<'g> {
     g: &'g Geometry,
     nr: usize,
-    spans: Vec<Span>,
+    /// The spans of the first [`MAX_SPANS`] tap columns (later ones are worked out when asked
+    /// for), kept in place so that a call allocates nothing.
+    spans: [Span; MAX_SPANS],
     /// Whether rows are assembled with AVX-512 masked loads (32-wide panels, unit stride along
     /// rows, a CPU that has AVX-512F).
     wide: bool,
@@ -571,6 +573,9 @@ struct Run {
     xo: usize,
 }
 
+/// Tap columns whose spans a [`PanelPlan`] keeps.
+const MAX_SPANS: usize = 16;
+
 /// Most runs a panel can have: one per column.
 const MAX_RUNS: usize = 32;
 
@@ -578,9 +583,7 @@ impl<'g> PanelPlan<'g> {
     /// The plan for panels `nr` wide (at most [`MAX_RUNS`]); with `masked`, rows are assembled
     /// with AVX-512 masked loads where the CPU and the geometry allow it.
     fn new(g: &'g Geometry, nr: usize, masked: bool) -> PanelPlan<'g> {
-        let spans = (0..g.kernel[2])
-            .map(|e| Span::new(e * g.dilation[2], g.stride[2], g.pad_lo[2], g.input[2], g.output[2]))
-            .collect();
+        let spans = std::array::from_fn(|e| Self::span_of(g, e));
         let wide = masked && nr == 32 && g.stride[2] == 1 && Isa::Avx512.available();
         PanelPlan { g, nr, spans, wide }
     }
@@ -610,6 +613,11 @@ impl<'g> PanelPlan<'g> {
             return;
         }
         self.pack_rows(x, channels, runs, dst);
+    }
+
+    /// The in-range interval of tap column `e`.
+    fn span_of(g: &Geometry, e: usize) -> Span {
+        Span::new(e * g.dilation[2], g.stride[2], g.pad_lo[2], g.input[2], g.output[2])
     }
 
     /// [`PanelPlan::pack`] one element at a time (any stride, any panel width).
@@ -653,7 +661,7 @@ impl<'g> PanelPlan<'g> {
     /// its start) read the input row from column `src` on (`l == h` when none does).
     #[inline(always)]
     fn piece(&self, run: &Run, e: usize) -> (usize, usize, usize) {
-        let Span { lo, hi, first } = self.spans[e];
+        let Span { lo, hi, first } = if e < MAX_SPANS { self.spans[e] } else { Self::span_of(self.g, e) };
         let l = lo.clamp(run.xo, run.xo + run.len);
         let h = hi.clamp(l, run.xo + run.len);
         let src = if h > l { first + (l - lo) * self.g.stride[2] } else { 0 };
@@ -679,6 +687,12 @@ mod x86 {
         let [ki, kj, kk] = g.kernel;
         let [id, ih, iw] = g.input;
         let plane = id * ih * iw;
+        if let [run] = runs
+            && kk <= MAX_TAPS
+        {
+            // SAFETY: forwarded.
+            return unsafe { pack_one_run(plan, x, channels, run, dst) };
+        }
         // Per tap column and run: the lane mask of its in-range piece, and the offset from its
         // row's start of the input element that lane 0 would read (lanes outside the mask are
         // neither read nor changed, so that element need not exist).
@@ -734,6 +748,58 @@ mod x86 {
 
     /// Most tap columns the masked path keeps pieces for; wider kernels take the scalar path.
     const MAX_TAPS: usize = 16;
+
+    /// [`pack_avx512`] for a panel that lies in one output row (every panel when rows are a
+    /// multiple of 32 long): each panel row is one input row's run at the tap's offset, two
+    /// zero-masked loads and two stores, or two stores of zeros when the row is padding.
+    ///
+    /// # Safety
+    /// As [`pack_avx512`]; `g.kernel[2] <= MAX_TAPS`.
+    #[target_feature(enable = "avx512f")]
+    unsafe fn pack_one_run(plan: &PanelPlan<'_>, x: &[f32], channels: usize, run: &Run, dst: &mut [f32]) {
+        let g = plan.g;
+        let [ki, kj, kk] = g.kernel;
+        let plane = g.input.iter().product::<usize>();
+        // Per tap column: the lane masks of the in-range piece's two halves, and the offset
+        // from the input row's start of the element lane 0 would read.
+        let mut pieces = [(0u16, 0u16, 0isize); MAX_TAPS];
+        for (e, piece) in pieces.iter_mut().enumerate().take(kk) {
+            let (l, h, src) = plan.piece(run, e);
+            let mask = if h > l { (u32::MAX >> (32 - (h - l))) << (run.d + l) } else { 0 };
+            *piece = (mask as u16, (mask >> 16) as u16, src as isize - (run.d + l) as isize);
+        }
+        let pieces = &pieces[..kk];
+        let rows = channels * ki * kj * kk;
+        let dst = &mut dst[..rows * 32];
+        let mut out = dst.as_mut_ptr();
+        let zero = _mm512_setzero_ps();
+        for c in 0..channels {
+            let xc = &x[c * plane..(c + 1) * plane];
+            for a in 0..ki {
+                for b in 0..kj {
+                    let base = plan.row_base(run, a, b);
+                    for &(m0, m1, off) in pieces {
+                        // SAFETY: `out` walks `dst`'s `rows` rows of 32, one per tap (the loops
+                        // run `rows` times); the lanes the masks select read `xc[base + off +
+                        // lane]`, inside the input row (`piece`), the pointer itself may lie
+                        // before `xc`; masked-off lanes are not accessed.
+                        unsafe {
+                            let (lo, hi) = match base {
+                                Some(base) => {
+                                    let p = xc.as_ptr().wrapping_offset(base as isize + off);
+                                    (_mm512_maskz_loadu_ps(m0, p), _mm512_maskz_loadu_ps(m1, p.wrapping_add(16)))
+                                }
+                                None => (zero, zero),
+                            };
+                            _mm512_storeu_ps(out, lo);
+                            _mm512_storeu_ps(out.add(16), hi);
+                            out = out.add(32);
+                        }
+                    }
+                }
+            }
+        }
+    }
 }
 
 /// The geometry and result sizes of `aten.convolution(input, weight, bias, stride, padding,
