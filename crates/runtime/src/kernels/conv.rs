@@ -6,6 +6,9 @@
 //! patches into a column matrix (im2col; skipped for 1×1 kernels with unit stride and no
 //! padding) and multiplies the group's weight rows by it; the transposed case multiplies the
 //! transposed weight by the input and scatters the columns back into the output (col2im).
+//! With a prepacked `f32` filter the column matrix is never built whole: each panel of
+//! consecutive output positions is written in the packed GEMM's panel layout and multiplied
+//! at once, and the panels split across the intra-op team.
 //! Lower-dimensional convolutions run as 3-d ones with leading unit dims. The same gather
 //! and scatter back `im2col` and `col2im` (`F.unfold`/`F.fold`).
 
