@@ -515,7 +515,8 @@ fn by_panels(
     let units = g.n * g.groups * panels;
     let fmas = g.n.saturating_mul(g.cout).saturating_mul(lout).saturating_mul(k);
     let threads = crate::parallel::threads();
-    let tasks = if threads > 1 && fmas >= PARALLEL_MIN_FMAS { (threads * PARALLEL_TASKS_PER_THREAD).min(units) } else { 1 };
+    let split = threads > 1 && fmas >= PARALLEL_MIN_FMAS;
+    let tasks = if split { (threads * PARALLEL_TASKS_PER_THREAD).min(units) } else { 1 };
     let plan = PanelPlan::new(g, nr, true);
     let dst = OutPtr(out.as_mut_ptr());
     let failure = std::sync::Mutex::new(None);
@@ -534,12 +535,11 @@ fn by_panels(
                 let (j0, cols) = (p * nr, nr.min(lout - p * nr));
                 plan.pack(xg, cin_g, j0, cols, panel);
                 let o = (n * g.cout + grp * cout_g) * lout + j0;
+                let ep = group_epilogue(bias, grp, cout_g);
                 // SAFETY: `out` holds `g.n·g.cout·lout` elements (checked by the caller), so the
                 // `cout_g` rows of `cols ≤ lout - j0` elements from `o`, `lout` apart, lie inside
                 // it; each (image, group, panel) is one unit, computed by one task.
-                unsafe {
-                    gemm_packed_a_panels(op, &w.per_group[grp], panel, cols, &group_epilogue(bias, grp, cout_g), dst.get().add(o), lout)?
-                };
+                unsafe { gemm_packed_a_panels(op, &w.per_group[grp], panel, cols, &ep, dst.get().add(o), lout)? };
             }
             Ok(())
         });

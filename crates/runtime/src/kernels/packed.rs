@@ -1137,7 +1137,8 @@ mod tests {
                 if n > 0 && k > 0 {
                     let mut c = vec![0.0; m.max(1) * n];
                     // SAFETY: as above.
-                    let short = unsafe { gemm_packed_a_panels("t", &packed, &panels[1..], n, &Epilogue::PLAIN, c.as_mut_ptr(), n) };
+                    let (short, ep) = (&panels[1..], Epilogue::PLAIN);
+                    let short = unsafe { gemm_packed_a_panels("t", &packed, short, n, &ep, c.as_mut_ptr(), n) };
                     assert!(short.is_err(), "{isa:?} {m}x{n}x{k}: short panels accepted");
                 }
             }
