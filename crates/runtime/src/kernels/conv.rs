@@ -6,11 +6,14 @@
 //! patches into a column matrix (im2col; skipped for 1×1 kernels with unit stride and no
 //! padding) and multiplies the group's weight rows by it; the transposed case multiplies the
 //! transposed weight by the input and scatters the columns back into the output (col2im).
+//! With a prepacked `f32` filter the column matrix is never built whole: each panel of
+//! consecutive output positions is written in the packed GEMM's panel layout and multiplied
+//! at once, and the panels split across the intra-op team.
 //! Lower-dimensional convolutions run as 3-d ones with leading unit dims. The same gather
 //! and scatter back `im2col` and `col2im` (`F.unfold`/`F.fold`).
 
 use super::linalg::{MatView, Real, gemm, outs, widen_halves};
-use super::packed::{Bias, Epilogue, Isa, PackedA, gemm_packed_a};
+use super::packed::{Bias, Epilogue, Isa, PackedA, gemm_packed_a, gemm_packed_a_panels};
 use super::{Args, KernelRegistry};
 use crate::tensor::{KernelError, Result, Tensor};
 use crate::value::IValue;
@@ -434,56 +437,372 @@ pub(crate) fn conv_compute_packed(
     if cout_g == 0 || lout == 0 {
         return Ok(());
     }
-    let (direct, band) = (g.direct(), g.band());
-    let need = if direct { 0 } else { cin_g * k * band * g.output[2] };
-    COL_SCRATCH.with_borrow_mut(|col| {
-        if col.len() < need {
-            col.resize(need, 0.0);
+    if g.direct() {
+        for n in 0..g.n {
+            for (grp, a) in w.per_group.iter().enumerate() {
+                let xg = &x[(n * g.cin + grp * cin_g) * lin..(n * g.cin + (grp + 1) * cin_g) * lin];
+                let b = MatView::new(op, xg, 0, cin_g, lout, lout, 1)?;
+                let o = (n * g.cout + grp * cout_g) * lout;
+                gemm_packed_a(op, a, b, &group_epilogue(bias, grp, cout_g), &mut out[o..o + cout_g * lout], lout)?;
+            }
         }
-        packed_groups(op, g, x, w, bias, out, direct, band, col)
-    })
+        return Ok(());
+    }
+    by_panels(op, g, x, w, bias, out)
+}
+
+/// The epilogue of group `grp`'s product: its channels' share of the bias.
+fn group_epilogue(bias: Option<&[f32]>, grp: usize, cout_g: usize) -> Epilogue<'_> {
+    Epilogue {
+        bias: match bias {
+            Some(b) => Bias::PerRow(&b[grp * cout_g..(grp + 1) * cout_g]),
+            None => Bias::None,
+        },
+        ..Epilogue::PLAIN
+    }
 }
 
 thread_local! {
-    /// The column tile of the prepacked convolution, kept per thread across calls: `im2col`
-    /// writes every element it multiplies, so the buffer is never cleared, and steady-state
-    /// calls neither allocate nor fault in fresh pages.
-    static COL_SCRATCH: std::cell::RefCell<Vec<f32>> = const { std::cell::RefCell::new(Vec::new()) };
+    /// The column panel of the prepacked convolution, kept per thread across calls: packing
+    /// writes every element of it, so the buffer is never cleared, and steady-state calls
+    /// neither allocate nor fault in fresh pages.
+    static PANEL_SCRATCH: std::cell::RefCell<Vec<f32>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
-/// The per-image, per-group loop of [`conv_compute_packed`] over a column tile of
-/// `cin/groups · K · band · ow` elements.
-#[allow(clippy::too_many_arguments)]
-fn packed_groups(
+/// Convolutions with at least this many multiply-adds split their column panels across the
+/// intra-op team.
+const PARALLEL_MIN_FMAS: usize = 1 << 20;
+
+/// Tasks per thread of a split convolution: more than one, so a thread that starts late takes
+/// a smaller share instead of holding the caller up.
+const PARALLEL_TASKS_PER_THREAD: usize = 4;
+
+/// The output pointer shared by the tasks of a split convolution.
+#[derive(Clone, Copy)]
+struct OutPtr(*mut f32);
+
+impl OutPtr {
+    fn get(self) -> *mut f32 {
+        self.0
+    }
+}
+
+// SAFETY: the tasks of one convolution write disjoint column panels of the output through it.
+unsafe impl Send for OutPtr {}
+// SAFETY: as above.
+unsafe impl Sync for OutPtr {}
+
+/// The forward convolution as products of the filter with column panels: for every image,
+/// group and panel of `nr` consecutive output positions, the panel's columns of the column
+/// matrix are written straight into the packed layout of the GEMM ([`pack_panel`]), a `K × nr`
+/// block that stays in L1 while the tile rows of the filter pass over it, and multiplied into
+/// the output's columns at once. Every output element is computed by one tile over the whole
+/// of `K` in one order, so splitting the panels across threads does not change the bits.
+fn by_panels(
     op: &'static str,
     g: &Geometry,
     x: &[f32],
     w: &PackedFilter,
     bias: Option<&[f32]>,
     out: &mut [f32],
-    direct: bool,
-    band: usize,
-    col: &mut [f32],
 ) -> Result<()> {
     let (cin_g, cout_g) = (g.cin / g.groups, g.cout / g.groups);
-    let (lin, lout) = (g.in_numel(), g.out_numel());
-    for n in 0..g.n {
-        for (grp, a) in w.per_group.iter().enumerate() {
-            let xg = &x[(n * g.cin + grp * cin_g) * lin..(n * g.cin + (grp + 1) * cin_g) * lin];
-            let ep = Epilogue {
-                bias: match bias {
-                    Some(b) => Bias::PerRow(&b[grp * cout_g..(grp + 1) * cout_g]),
-                    None => Bias::None,
-                },
-                ..Epilogue::PLAIN
-            };
-            let o = (n * g.cout + grp * cout_g) * lout;
-            group_product(op, g, xg, direct, band, col, &mut out[o..o + cout_g * lout], |b, c| {
-                gemm_packed_a(op, a, b, &ep, c, lout)
-            })?;
+    let (k, lin, lout) = (cin_g * g.kernel_numel(), g.in_numel(), g.out_numel());
+    let Some(first) = w.per_group.first() else { return Ok(()) };
+    let isa = first.isa();
+    let nr = isa.nr();
+    let panels = lout.div_ceil(nr);
+    let units = g.n * g.groups * panels;
+    let fmas = g.n.saturating_mul(g.cout).saturating_mul(lout).saturating_mul(k);
+    let threads = crate::parallel::threads();
+    let split = threads > 1 && fmas >= PARALLEL_MIN_FMAS;
+    let tasks = if split { (threads * PARALLEL_TASKS_PER_THREAD).min(units) } else { 1 };
+    let plan = PanelPlan::new(g, nr, true);
+    let dst = OutPtr(out.as_mut_ptr());
+    let failure = std::sync::Mutex::new(None);
+    crate::parallel::for_each(tasks, |t| {
+        let r = PANEL_SCRATCH.with_borrow_mut(|buf| -> Result<()> {
+            let need = k * nr + 16;
+            if buf.len() < need {
+                buf.resize(need, 0.0);
+            }
+            let start = buf.as_ptr().align_offset(64).min(15);
+            let panel = &mut buf[start..start + k * nr];
+            for u in units * t / tasks..units * (t + 1) / tasks {
+                let (image_group, p) = (u / panels, u % panels);
+                let (n, grp) = (image_group / g.groups, image_group % g.groups);
+                let xg = &x[(n * g.cin + grp * cin_g) * lin..(n * g.cin + (grp + 1) * cin_g) * lin];
+                let (j0, cols) = (p * nr, nr.min(lout - p * nr));
+                plan.pack(xg, cin_g, j0, cols, panel);
+                let o = (n * g.cout + grp * cout_g) * lout + j0;
+                let ep = group_epilogue(bias, grp, cout_g);
+                // SAFETY: `out` holds `g.n·g.cout·lout` elements (checked by the caller), so the
+                // `cout_g` rows of `cols ≤ lout - j0` elements from `o`, `lout` apart, lie inside
+                // it; each (image, group, panel) is one unit, computed by one task.
+                unsafe { gemm_packed_a_panels(op, &w.per_group[grp], panel, cols, &ep, dst.get().add(o), lout)? };
+            }
+            Ok(())
+        });
+        if let Err(e) = r {
+            failure.lock().unwrap_or_else(|e| e.into_inner()).get_or_insert(e);
+        }
+    });
+    match failure.into_inner().unwrap_or_else(|e| e.into_inner()) {
+        Some(e) => Err(e),
+        None => Ok(()),
+    }
+}
+
+/// How the column panels of one convolution are packed: the in-range interval of every tap
+/// column ([`Span`]), worked out once per call.
+struct PanelPlan<'g> {
+    g: &'g Geometry,
+    nr: usize,
+    /// The spans of the first [`MAX_SPANS`] tap columns (later ones are worked out when asked
+    /// for), kept in place so that a call allocates nothing.
+    spans: [Span; MAX_SPANS],
+    /// Whether rows are assembled with AVX-512 masked loads (32-wide panels, unit stride along
+    /// rows, a CPU that has AVX-512F).
+    wide: bool,
+}
+
+/// Panel columns `d..d + len` are output positions `xo..xo + len` of output row `(z, y)`.
+#[derive(Clone, Copy, Debug)]
+struct Run {
+    d: usize,
+    len: usize,
+    z: usize,
+    y: usize,
+    xo: usize,
+}
+
+/// Tap columns whose spans a [`PanelPlan`] keeps.
+const MAX_SPANS: usize = 16;
+
+/// Most runs a panel can have: one per column.
+const MAX_RUNS: usize = 32;
+
+impl<'g> PanelPlan<'g> {
+    /// The plan for panels `nr` wide (at most [`MAX_RUNS`]); with `masked`, rows are assembled
+    /// with AVX-512 masked loads where the CPU and the geometry allow it.
+    fn new(g: &'g Geometry, nr: usize, masked: bool) -> PanelPlan<'g> {
+        let spans = std::array::from_fn(|e| Self::span_of(g, e));
+        let wide = masked && nr == 32 && g.stride[2] == 1 && Isa::Avx512.available();
+        PanelPlan { g, nr, spans, wide }
+    }
+
+    /// Writes the panel of output positions `j0..j0 + cols` (`cols ≤ nr`) of the column matrix
+    /// of `channels` input channels `x` to `dst` (`channels·K` rows of `nr`; columns past
+    /// `cols` zero): row `c·K + k` (channel, kernel offset), as [`im2col`] orders them.
+    fn pack(&self, x: &[f32], channels: usize, j0: usize, cols: usize, dst: &mut [f32]) {
+        let [_, oh, ow] = self.g.output;
+        let mut runs = [Run { d: 0, len: 0, z: 0, y: 0, xo: 0 }; MAX_RUNS];
+        let mut count = 0;
+        let mut d = 0;
+        while d < cols && count < MAX_RUNS {
+            let q = j0 + d;
+            let (r, xo) = (q / ow, q % ow);
+            let len = (ow - xo).min(cols - d);
+            runs[count] = Run { d, len, z: r / oh, y: r % oh, xo };
+            count += 1;
+            d += len;
+        }
+        let runs = &runs[..count];
+        #[cfg(target_arch = "x86_64")]
+        if self.wide {
+            // SAFETY: `wide` is set only when the CPU has AVX-512F, panels are 32 wide and the
+            // stride along rows is 1.
+            unsafe { x86::pack_avx512(self, x, channels, runs, dst) };
+            return;
+        }
+        self.pack_rows(x, channels, runs, dst);
+    }
+
+    /// The in-range interval of tap column `e`.
+    fn span_of(g: &Geometry, e: usize) -> Span {
+        Span::new(e * g.dilation[2], g.stride[2], g.pad_lo[2], g.input[2], g.output[2])
+    }
+
+    /// [`PanelPlan::pack`] one element at a time (any stride, any panel width).
+    fn pack_rows(&self, x: &[f32], channels: usize, runs: &[Run], dst: &mut [f32]) {
+        let g = self.g;
+        let [ki, kj, kk] = g.kernel;
+        let [id, ih, iw] = g.input;
+        let plane = id * ih * iw;
+        let mut rows = dst.chunks_exact_mut(self.nr);
+        for c in 0..channels {
+            for a in 0..ki {
+                for b in 0..kj {
+                    for e in 0..kk {
+                        let Some(row) = rows.next() else { return };
+                        row.fill(0.0);
+                        for run in runs {
+                            let Some(base) = self.row_base(run, a, b) else { continue };
+                            let (l, h, src) = self.piece(run, e);
+                            let src = c * plane + base + src;
+                            for (t, v) in row[run.d + l..run.d + h].iter_mut().enumerate() {
+                                *v = x[src + t * g.stride[2]];
+                            }
+                        }
+                    }
+                }
+            }
         }
     }
-    Ok(())
+
+    /// The start of the input row that taps `(a, b)` of `run` read, relative to its channel's
+    /// plane, or `None` when that row lies in the padding.
+    #[inline(always)]
+    fn row_base(&self, run: &Run, a: usize, b: usize) -> Option<usize> {
+        let g = self.g;
+        let iz = (run.z * g.stride[0] + a * g.dilation[0]).checked_sub(g.pad_lo[0]).filter(|&v| v < g.input[0])?;
+        let iy = (run.y * g.stride[1] + b * g.dilation[1]).checked_sub(g.pad_lo[1]).filter(|&v| v < g.input[1])?;
+        Some((iz * g.input[1] + iy) * g.input[2])
+    }
+
+    /// The in-range columns of `run` for tap column `e`: the run's columns `l..h` (relative to
+    /// its start) read the input row from column `src` on (`l == h` when none does).
+    #[inline(always)]
+    fn piece(&self, run: &Run, e: usize) -> (usize, usize, usize) {
+        let Span { lo, hi, first } = if e < MAX_SPANS { self.spans[e] } else { Self::span_of(self.g, e) };
+        let l = lo.clamp(run.xo, run.xo + run.len);
+        let h = hi.clamp(l, run.xo + run.len);
+        let src = if h > l { first + (l - lo) * self.g.stride[2] } else { 0 };
+        (l - run.xo, h - run.xo, src)
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+mod x86 {
+    use std::arch::x86_64::*;
+
+    use super::{PanelPlan, Run};
+
+    /// [`PanelPlan::pack`] for 32-wide panels and unit stride along rows: each panel row is
+    /// assembled in two vector registers, every in-range piece of a run by one masked load per
+    /// half (lanes outside the piece keep their zero), and stored whole.
+    ///
+    /// # Safety
+    /// The CPU supports AVX-512F; `plan.nr == 32` and the geometry's stride along rows is 1.
+    #[target_feature(enable = "avx512f")]
+    pub(super) unsafe fn pack_avx512(plan: &PanelPlan<'_>, x: &[f32], channels: usize, runs: &[Run], dst: &mut [f32]) {
+        let g = plan.g;
+        let [ki, kj, kk] = g.kernel;
+        let [id, ih, iw] = g.input;
+        let plane = id * ih * iw;
+        if let [run] = runs
+            && kk <= MAX_TAPS
+        {
+            // SAFETY: forwarded.
+            return unsafe { pack_one_run(plan, x, channels, run, dst) };
+        }
+        // Per tap column and run: the lane mask of its in-range piece, and the offset from its
+        // row's start of the input element that lane 0 would read (lanes outside the mask are
+        // neither read nor changed, so that element need not exist).
+        let mut pieces = [[(0u32, 0isize); super::MAX_RUNS]; MAX_TAPS];
+        let taps = kk.min(MAX_TAPS);
+        for (e, per_run) in pieces.iter_mut().enumerate().take(taps) {
+            for (piece, run) in per_run.iter_mut().zip(runs) {
+                let (l, h, src) = plan.piece(run, e);
+                let mask = if h > l { (u32::MAX >> (32 - (h - l))) << (run.d + l) } else { 0 };
+                *piece = (mask, src as isize - (run.d + l) as isize);
+            }
+        }
+        if taps < kk {
+            return plan.pack_rows(x, channels, runs, dst);
+        }
+        let mut row = 0;
+        for c in 0..channels {
+            let xc = &x[c * plane..(c + 1) * plane];
+            for a in 0..ki {
+                for b in 0..kj {
+                    let mut bases = [None; super::MAX_RUNS];
+                    for (base, run) in bases.iter_mut().zip(runs) {
+                        *base = plan.row_base(run, a, b);
+                    }
+                    for per_run in &pieces[..kk] {
+                        let (mut lo, mut hi) = (_mm512_setzero_ps(), _mm512_setzero_ps());
+                        for (&(mask, off), base) in per_run.iter().zip(&bases[..runs.len()]) {
+                            let Some(base) = *base else { continue };
+                            if mask == 0 {
+                                continue;
+                            }
+                            // The lanes the mask selects read `xc[base + off + lane]`, inside
+                            // the input row (`piece`); the pointer itself may lie before `xc`.
+                            let p = xc.as_ptr().wrapping_offset(base as isize + off);
+                            // SAFETY: masked-off lanes are not accessed; the others are in bounds.
+                            unsafe {
+                                lo = _mm512_mask_loadu_ps(lo, mask as __mmask16, p);
+                                hi = _mm512_mask_loadu_ps(hi, (mask >> 16) as __mmask16, p.wrapping_add(16));
+                            }
+                        }
+                        let out = &mut dst[row * 32..row * 32 + 32];
+                        // SAFETY: `out` holds 32 elements.
+                        unsafe {
+                            _mm512_storeu_ps(out.as_mut_ptr(), lo);
+                            _mm512_storeu_ps(out.as_mut_ptr().add(16), hi);
+                        }
+                        row += 1;
+                    }
+                }
+            }
+        }
+    }
+
+    /// Most tap columns the masked path keeps pieces for; wider kernels take the scalar path.
+    const MAX_TAPS: usize = 16;
+
+    /// [`pack_avx512`] for a panel that lies in one output row (every panel when rows are a
+    /// multiple of 32 long): each panel row is one input row's run at the tap's offset, two
+    /// zero-masked loads and two stores, or two stores of zeros when the row is padding.
+    ///
+    /// # Safety
+    /// As [`pack_avx512`]; `g.kernel[2] <= MAX_TAPS`.
+    #[target_feature(enable = "avx512f")]
+    unsafe fn pack_one_run(plan: &PanelPlan<'_>, x: &[f32], channels: usize, run: &Run, dst: &mut [f32]) {
+        let g = plan.g;
+        let [ki, kj, kk] = g.kernel;
+        let plane = g.input.iter().product::<usize>();
+        // Per tap column: the lane masks of the in-range piece's two halves, and the offset
+        // from the input row's start of the element lane 0 would read.
+        let mut pieces = [(0u16, 0u16, 0isize); MAX_TAPS];
+        for (e, piece) in pieces.iter_mut().enumerate().take(kk) {
+            let (l, h, src) = plan.piece(run, e);
+            let mask = if h > l { (u32::MAX >> (32 - (h - l))) << (run.d + l) } else { 0 };
+            *piece = (mask as u16, (mask >> 16) as u16, src as isize - (run.d + l) as isize);
+        }
+        let pieces = &pieces[..kk];
+        let rows = channels * ki * kj * kk;
+        let dst = &mut dst[..rows * 32];
+        let mut out = dst.as_mut_ptr();
+        let zero = _mm512_setzero_ps();
+        for c in 0..channels {
+            let xc = &x[c * plane..(c + 1) * plane];
+            for a in 0..ki {
+                for b in 0..kj {
+                    let base = plan.row_base(run, a, b);
+                    for &(m0, m1, off) in pieces {
+                        // SAFETY: `out` walks `dst`'s `rows` rows of 32, one per tap (the loops
+                        // run `rows` times); the lanes the masks select read `xc[base + off +
+                        // lane]`, inside the input row (`piece`), the pointer itself may lie
+                        // before `xc`; masked-off lanes are not accessed.
+                        unsafe {
+                            let (lo, hi) = match base {
+                                Some(base) => {
+                                    let p = xc.as_ptr().wrapping_offset(base as isize + off);
+                                    (_mm512_maskz_loadu_ps(m0, p), _mm512_maskz_loadu_ps(m1, p.wrapping_add(16)))
+                                }
+                                None => (zero, zero),
+                            };
+                            _mm512_storeu_ps(out, lo);
+                            _mm512_storeu_ps(out.add(16), hi);
+                            out = out.add(32);
+                        }
+                    }
+                }
+            }
+        }
+    }
 }
 
 /// The geometry and result sizes of `aten.convolution(input, weight, bias, stride, padding,
@@ -1116,6 +1435,147 @@ mod tests {
                         "{g:?}, rows {r0}..{r1}"
                     );
                     r0 = r1;
+                }
+            }
+        }
+    }
+
+    /// Geometries covering the cases the column panels distinguish: runs of a panel that
+    /// span several output rows (rows shorter than a panel, a panel ending mid-row), rows
+    /// wholly in the padding, strides and dilations along every dim, 3-d and 1-d outputs,
+    /// and a kernel row wider than the masked path keeps pieces for.
+    fn panel_geometries() -> Vec<Geometry> {
+        vec![
+            geometry3([1, 7, 6], [1, 3, 3], [1, 1, 1], [0, 1, 1], [1, 1, 1]),
+            geometry3([1, 6, 40], [1, 3, 3], [1, 1, 1], [0, 1, 1], [1, 1, 1]),
+            geometry3([1, 5, 64], [1, 3, 3], [1, 1, 1], [0, 1, 1], [1, 1, 1]),
+            geometry3([1, 6, 9], [1, 5, 5], [1, 1, 1], [0, 2, 2], [1, 1, 1]),
+            geometry3([1, 8, 35], [1, 3, 3], [1, 1, 1], [0, 2, 2], [1, 2, 2]),
+            geometry3([3, 4, 5], [3, 3, 3], [1, 1, 1], [1, 1, 1], [1, 1, 1]),
+            geometry3([1, 9, 37], [1, 3, 3], [1, 2, 2], [0, 1, 1], [1, 1, 1]),
+            geometry3([5, 9, 9], [2, 3, 3], [2, 1, 2], [1, 0, 1], [2, 1, 1]),
+            geometry3([1, 6, 7], [1, 3, 3], [1, 1, 1], [0, 0, 0], [1, 1, 1]),
+            geometry3([1, 6, 7], [1, 3, 2], [1, 1, 1], [0, 1, 0], [1, 1, 1]),
+            geometry3([1, 3, 4], [1, 2, 2], [1, 1, 1], [0, 3, 3], [1, 1, 1]),
+            geometry3([1, 1, 70], [1, 1, 5], [1, 1, 1], [0, 0, 2], [1, 1, 3]),
+            geometry3([1, 4, 1], [1, 3, 1], [1, 1, 1], [0, 1, 0], [1, 1, 1]),
+            geometry3([1, 3, 20], [1, 1, 19], [1, 1, 1], [0, 0, 9], [1, 1, 1]),
+        ]
+    }
+
+    /// Every panel of every geometry, for both panel widths and with the masked rows and
+    /// without, is the column matrix's block by definition, zero past its last column; every
+    /// element of the panel is written (it starts as NaN).
+    #[test]
+    fn column_panels_match_the_definition() {
+        for g in &panel_geometries() {
+            let channels = g.cin;
+            let x: Vec<f32> = (0..channels * g.in_numel()).map(|i| i as f32 + 1.0).collect();
+            let rows = g.output[0] * g.output[1];
+            let lout = g.out_numel();
+            let col = naive_columns(&x, g, channels, 0, rows);
+            let k = channels * g.kernel_numel();
+            for nr in [16, 32] {
+                for masked in [false, true] {
+                    let plan = PanelPlan::new(g, nr, masked);
+                    for j0 in (0..lout).step_by(nr) {
+                        let cols = nr.min(lout - j0);
+                        let mut panel = vec![f32::NAN; k * nr];
+                        plan.pack(&x, channels, j0, cols, &mut panel);
+                        for r in 0..k {
+                            for j in 0..nr {
+                                let want = if j < cols { col[r * lout + j0 + j] } else { 0.0 };
+                                let got = panel[r * nr + j];
+                                assert!(
+                                    got.to_bits() == want.to_bits(),
+                                    "{g:?} nr={nr} masked={masked} panel at {j0}: row {r} column {j}: got {got}, want {want}"
+                                );
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// A small deterministic generator (xorshift) of values in [-1, 1).
+    struct Gen(u64);
+    impl Gen {
+        fn next(&mut self) -> u64 {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            self.0
+        }
+        fn vec(&mut self, n: usize) -> Vec<f32> {
+            (0..n).map(|_| ((self.next() >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0).collect()
+        }
+    }
+
+    /// The prepacked convolution (column panels, or the input itself for 1×1 stride-1 ones)
+    /// agrees with the general one on batches, groups, strides, padding, dilation, 1×1 and
+    /// odd sizes, with and without bias; and gives the same bits on one thread and on three,
+    /// with the panels split across the team.
+    #[test]
+    fn prepacked_convolution_matches_the_general_one_on_any_thread_count() {
+        let Some(isa) = Isa::detect() else {
+            println!("skipping: this CPU runs no prepacked path");
+            return;
+        };
+        let one = rayon::ThreadPoolBuilder::new().num_threads(1).build().unwrap();
+        let three = rayon::ThreadPoolBuilder::new().num_threads(3).build().unwrap();
+        let mut rng = Gen(0x51_7cc1_b727_220a);
+        // (n, cin, cout, groups, input, kernel, stride, pad, dilation)
+        type Case = (usize, usize, usize, usize, [usize; 3], [usize; 3], [usize; 3], [usize; 3], [usize; 3]);
+        let cases: [Case; 9] = [
+            (1, 3, 32, 1, [1, 64, 64], [1, 3, 3], [1, 1, 1], [0, 1, 1], [1, 1, 1]),
+            (2, 8, 12, 2, [1, 13, 21], [1, 3, 3], [1, 1, 1], [0, 1, 1], [1, 1, 1]),
+            (3, 4, 9, 1, [1, 11, 10], [1, 3, 3], [1, 2, 2], [0, 1, 1], [1, 1, 1]),
+            (2, 6, 6, 3, [1, 9, 33], [1, 3, 5], [1, 1, 1], [0, 2, 2], [1, 2, 1]),
+            (2, 5, 7, 1, [1, 6, 50], [1, 1, 1], [1, 1, 1], [0, 0, 0], [1, 1, 1]),
+            (1, 5, 7, 1, [1, 6, 50], [1, 1, 1], [1, 2, 2], [0, 0, 0], [1, 1, 1]),
+            (2, 4, 5, 1, [4, 5, 6], [3, 3, 3], [1, 1, 1], [1, 1, 1], [1, 1, 1]),
+            (1, 2, 3, 1, [1, 1, 97], [1, 1, 7], [1, 1, 3], [0, 0, 3], [1, 1, 1]),
+            (1, 32, 32, 1, [1, 64, 64], [1, 3, 3], [1, 1, 1], [0, 1, 1], [1, 1, 1]),
+        ];
+        for (n, cin, cout, groups, input, kernel, stride, pad, dil) in cases {
+            let output: [usize; 3] =
+                std::array::from_fn(|i| (input[i] + 2 * pad[i] - dil[i] * (kernel[i] - 1) - 1) / stride[i] + 1);
+            let g = Geometry {
+                n,
+                cin,
+                cout,
+                groups,
+                input,
+                kernel,
+                output,
+                stride,
+                pad_lo: pad,
+                dilation: dil,
+                transposed: false,
+            };
+            let x = rng.vec(n * cin * g.in_numel());
+            let mut wsizes = vec![cout, cin / groups];
+            wsizes.extend(kernel);
+            let wd = rng.vec(wsizes.iter().product());
+            let wt = Tensor::from_vec(wd.clone(), &wsizes).unwrap();
+            let filter = PackedFilter::pack("t", isa, &wt, groups).unwrap();
+            let bias = rng.vec(cout);
+            for b in [None, Some(&bias[..])] {
+                let len = n * cout * g.out_numel();
+                let mut want = vec![0.0f32; len];
+                conv_compute("t", &g, &x, &wd, b, &mut want).unwrap();
+                let run = |pool: &rayon::ThreadPool| {
+                    let mut got = vec![f32::NAN; len];
+                    pool.install(|| conv_compute_packed("t", &g, &x, &filter, b, &mut got)).unwrap();
+                    got
+                };
+                let (single, split) = (run(&one), run(&three));
+                let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+                assert_eq!(bits(&single), bits(&split), "{g:?} bias={}", b.is_some());
+                let k = (cin / groups * g.kernel_numel()) as f32;
+                for (i, (s, w)) in single.iter().zip(&want).enumerate() {
+                    assert!((s - w).abs() <= 1e-5 * (k + 4.0) * (1.0 + w.abs()), "{g:?} element {i}: got {s}, want {w}");
                 }
             }
         }

@@ -759,6 +759,83 @@ mod x86 {
     }
 }
 
+/// `C[m×n]` (rows `ldc` apart) `= alpha·A·B + bias + beta·C`, with `A` prepacked and `B`
+/// already in the column panels of a [`PackedB`] (`ceil(n/nr)` panels of `k × nr` for
+/// `a.isa().nr()`, each row of a panel contiguous, the last panel's missing columns zero): a
+/// convolution's column matrix written straight into that layout by its caller, so tiles read
+/// `B` sequentially.
+///
+/// # Safety
+/// `c` must be valid for writes of `m` rows of `ldc ≥ n` elements (and reads, with a non-zero
+/// `beta` or `k` beyond one block), and no other thread may access those elements meanwhile.
+#[allow(clippy::too_many_arguments)]
+pub(crate) unsafe fn gemm_packed_a_panels(
+    op: &'static str,
+    a: &PackedA,
+    b: &[f32],
+    n: usize,
+    ep: &Epilogue<'_>,
+    c: *mut f32,
+    ldc: usize,
+) -> Result<()> {
+    let (m, k, nr) = (a.m, a.k, a.isa.nr());
+    if checked_len(op, &[n.div_ceil(nr), k, nr])? > b.len() {
+        return Err(KernelError::new(op, "internal error: the column panels are shorter than the product needs"));
+    }
+    if m > 0 && n > 0 && ldc < n {
+        return Err(KernelError::new(op, "output buffer is too small"));
+    }
+    match ep.bias {
+        Bias::PerColumn(x) if x.len() < n => return Err(KernelError::new(op, "bias is shorter than the output rows")),
+        Bias::PerRow(x) if x.len() < m => return Err(KernelError::new(op, "bias is shorter than the output columns")),
+        _ => {}
+    }
+    if m == 0 || n == 0 {
+        return Ok(());
+    }
+    if k == 0 {
+        for i in 0..m {
+            // SAFETY: row `i < m` of `C` is valid for `n ≤ ldc` elements (caller's contract).
+            let row = unsafe { std::slice::from_raw_parts_mut(c.add(i * ldc), n) };
+            epilogue_only(1, n, &Epilogue { bias: bias_from(ep.bias, i), ..*ep }, row, n);
+        }
+        return Ok(());
+    }
+    let raw = Raw {
+        m,
+        n,
+        k,
+        a: a.buf.slice().as_ptr(),
+        a_blk: a.isa.mr() * k,
+        rsa: 1,
+        csa: a.isa.mr(),
+        b: b.as_ptr(),
+        b_pnl: k * nr,
+        rsb: nr,
+        b_tail_masked: false,
+    };
+    // SAFETY: the packed panels of `A` hold `ceil(m/MR)·k·MR` elements and `b` holds
+    // `ceil(n/nr)·k·nr` (checked above); `c` holds `m` rows of `ldc ≥ n` (caller's contract);
+    // `a.isa` was available when `A` was packed.
+    unsafe { drive(a.isa, &raw, ep, c, ldc) };
+    Ok(())
+}
+
+/// A per-row bias from row `i` on (other biases unchanged).
+fn bias_from(bias: Bias<'_>, i: usize) -> Bias<'_> {
+    match bias {
+        Bias::PerRow(x) => Bias::PerRow(&x[i..]),
+        other => other,
+    }
+}
+
+impl PackedA {
+    /// The instruction-set path the matrix is packed for (its panel widths).
+    pub(crate) fn isa(&self) -> Isa {
+        self.isa
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1031,5 +1108,40 @@ mod tests {
         assert!(gemm_packed_b("t", a, &b, &ep, &mut c, 4).is_err());
         let ep = Epilogue { bias: Bias::PerRow(&short[..2]), ..Epilogue::PLAIN };
         assert!(gemm_packed_b("t", a, &b, &ep, &mut c, 4).is_err());
+    }
+
+    #[test]
+    fn caller_packed_panels_give_the_bits_of_b_read_in_place() {
+        let mut g = Gen(19);
+        for isa in paths() {
+            let nr = isa.nr();
+            for (m, n, k) in shapes() {
+                let (ad, aoff, ars, acs) = strided(&mut g, m, k, false);
+                let a = MatView::new("t", &ad, aoff, m, k, ars, acs).unwrap();
+                let bd = g.vec(k * n);
+                let b = MatView::new("t", &bd, 0, k, n, n, 1).unwrap();
+                let mut panels = vec![f32::NAN; n.div_ceil(nr) * k * nr];
+                pack_into(b, nr, &mut panels);
+                let packed = PackedA::pack("t", isa, a).unwrap();
+                let (bias_n, bias_m) = (g.vec(n), g.vec(m));
+                for ep in epilogues(&bias_n, &bias_m) {
+                    let ldc = n + 2;
+                    let c0 = g.vec(m * ldc);
+                    let (mut want, mut got) = (c0.clone(), c0.clone());
+                    gemm_packed_a("t", &packed, b, &ep, &mut want, ldc).unwrap();
+                    // SAFETY: `got` holds `m` rows of `ldc` elements and nothing else uses it.
+                    unsafe { gemm_packed_a_panels("t", &packed, &panels, n, &ep, got.as_mut_ptr(), ldc).unwrap() };
+                    let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+                    assert_eq!(bits(&got), bits(&want), "{isa:?} {m}x{n}x{k} {ep:?}");
+                }
+                if n > 0 && k > 0 {
+                    let mut c = vec![0.0; m.max(1) * n];
+                    // SAFETY: as above.
+                    let (short, ep) = (&panels[1..], Epilogue::PLAIN);
+                    let short = unsafe { gemm_packed_a_panels("t", &packed, short, n, &ep, c.as_mut_ptr(), n) };
+                    assert!(short.is_err(), "{isa:?} {m}x{n}x{k}: short panels accepted");
+                }
+            }
+        }
     }
 }
