@@ -686,6 +686,8 @@ mod x86 {
     ///
     /// # Safety
     /// As `drive`: every address read or written is in bounds; the CPU supports AVX-512F.
+    // The rows are indexed, not iterated or copied whole: see the loops over them.
+    #[allow(clippy::needless_range_loop, clippy::manual_memcpy)]
     #[target_feature(enable = "avx512f")]
     pub(super) unsafe fn tile_avx512<const R: usize, const MASKED: bool, const PACKED: bool>(t: &Tile) {
         let m0 = mask16(t.cols);
@@ -809,6 +811,8 @@ mod x86 {
     ///
     /// # Safety
     /// As `drive`: every address read or written is in bounds; the CPU supports AVX2 and FMA.
+    // The rows are indexed, not iterated or copied whole: see the loops over them.
+    #[allow(clippy::needless_range_loop, clippy::manual_memcpy)]
     #[target_feature(enable = "avx2,fma")]
     pub(super) unsafe fn tile_avx2<const R: usize, const MASKED: bool, const PACKED: bool>(t: &Tile) {
         let (n0, n1) = (t.cols.min(8), t.cols.saturating_sub(8));
