@@ -4,9 +4,10 @@
 //! linear and convolution weights).
 //!
 //! The microkernel computes an `MR × NR` tile of `C` as a sum over `p` of a broadcast element
-//! of `A` times a row vector of `B`: `A` is read element by element at any strides, `B` a row
-//! of `NR` contiguous elements at a time. The two drivers differ only in which operand is
-//! packed:
+//! of `A` times a row vector of `B`: `A` is read element by element, from a packed row panel
+//! (tiles of up to 14 rows with AVX-512) or in place at any strides (up to 8), `B` a row of
+//! `NR` contiguous elements at a time. The rows of a product are split into blocks of even
+//! height ([`block_rows`]). The two drivers differ only in which operand is packed:
 //!
 //! - [`PackedB`] (a constant right operand, the weight of a linear layer): `B` split into
 //!   column panels of `NR`, each panel stored row after row (`k × NR`, zero-padded), so a
@@ -14,8 +15,8 @@
 //!   its own; `A` (the activations) is read in place, or, when `B` has many panels, packed
 //!   per call into the row panels of [`PackedA`] (see [`PACK_A_MIN_PANELS`]).
 //! - [`PackedA`] (a constant left operand, a convolution's weight matrix): `A` split into
-//!   row panels of `MR`, each stored column after column (`k × MR`, zero-padded), so the
-//!   broadcasts read consecutive elements; `B` (the im2col matrix or the input itself) is
+//!   row panels of `mr ≤ MR` rows, each stored column after column (`k × mr`, zero-padded),
+//!   so the broadcasts read consecutive elements; `B` (the im2col matrix or the input itself) is
 //!   read in place, its last partial panel with masked loads.
 //!
 //! Tiles are computed panel by panel of `B` and, within a panel, over `k` in blocks of [`KC`]
@@ -33,10 +34,13 @@ use super::linalg::MatView;
 use crate::tensor::{KernelError, Result};
 
 /// Most rows of a tile on any path.
-const MAX_MR: usize = 8;
-/// Depth of a block of `k`: one `KC × NR` slice of a `B` panel is 16 KiB with AVX-512, a
-/// third of L1, so it stays there while the row blocks of `A` stream past it.
-pub(crate) const KC: usize = 128;
+const MAX_MR: usize = 14;
+/// Depth of a block of `k`: one `KC × NR` slice of a `B` panel is 32 KiB with AVX-512, which
+/// with a packed row block of `A` (at most `14 × KC`, 14 KiB) fits the 48 KiB L1, so the slice
+/// stays there while the row blocks of `A` stream past it. Deeper blocks also halve the passes
+/// that add a block's sums to `C` (`benches/gemm.rs`: 128 → 256 ran the LSTM product ≈ 5 %
+/// faster).
+pub(crate) const KC: usize = 256;
 
 /// An instruction-set path of the microkernel.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -66,9 +70,21 @@ impl Isa {
         }
     }
 
-    /// Rows of a tile (and of a [`PackedA`] panel): the accumulators (`MR × 2` vectors) and
-    /// the two vectors of `B` fill most of the vector registers.
+    /// Most rows of a tile that reads a packed `A` (and of a [`PackedA`] panel): the
+    /// accumulators (`MR × 2` vectors), the two vectors of `B` and a broadcast fill the vector
+    /// registers (31 of 32 with AVX-512, 15 of 16 with AVX2). Each step of `k` loads the two
+    /// vectors of `B` and `MR` broadcasts for `2·MR` multiply-adds; the loads are what keeps
+    /// the FMA units from their peak, so the tallest tile that fits is the fastest.
     pub(crate) const fn mr(self) -> usize {
+        match self {
+            Isa::Avx512 => 14,
+            Isa::Avx2 => 6,
+        }
+    }
+
+    /// Most rows of a tile that reads `A` in place: it keeps one pointer per row in a general
+    /// register, so the tile is shorter than [`Isa::mr`] where that would run out of them.
+    const fn mr_in_place(self) -> usize {
         match self {
             Isa::Avx512 => 8,
             Isa::Avx2 => 6,
@@ -105,6 +121,13 @@ impl Aligned {
     fn slice_mut(&mut self) -> &mut [f32] {
         &mut self.data[self.start..self.start + self.len]
     }
+}
+
+/// Rows per block when `m` rows are split into blocks of at most `max`: as even as possible,
+/// so that no block is much shorter than the others (64 rows run as 13, 13, 13, 13 and 12
+/// rather than four blocks of 14 and one of 8, whose tile would waste most of its loads).
+fn block_rows(m: usize, max: usize) -> usize {
+    if m == 0 { max } else { m.div_ceil(m.div_ceil(max)) }
 }
 
 fn checked_len(op: &'static str, dims: &[usize]) -> Result<usize> {
@@ -166,11 +189,12 @@ impl PackedB {
     }
 }
 
-/// A constant `m × k` left operand in row panels of `isa.mr()`.
+/// A constant `m × k` left operand in row panels of `mr ≤ isa.mr()` rows (see [`block_rows`]).
 pub(crate) struct PackedA {
     isa: Isa,
     m: usize,
     k: usize,
+    mr: usize,
     buf: Aligned,
 }
 
@@ -184,9 +208,10 @@ impl PackedA {
     /// Packs `a` for the `isa` path.
     pub(crate) fn pack(op: &'static str, isa: Isa, a: MatView<'_, f32>) -> Result<PackedA> {
         let (m, k) = (a.rows, a.cols);
+        let mr = block_rows(m, isa.mr());
         // Row panels of `a` are the column panels of its transpose.
-        let buf = pack_panels(op, a.t(), isa.mr())?;
-        Ok(PackedA { isa, m, k, buf })
+        let buf = pack_panels(op, a.t(), mr)?;
+        Ok(PackedA { isa, m, k, mr, buf })
     }
 
     pub(crate) fn rows(&self) -> usize {
@@ -223,14 +248,20 @@ impl Epilogue<'_> {
     pub(crate) const PLAIN: Epilogue<'static> = Epilogue { alpha: 1.0, beta: 0.0, bias: Bias::None, bias_scale: 1.0 };
 }
 
-/// The operands of one product in the microkernel's terms. Row block `ib` of `A` starts at
-/// `a + ib·a_blk`, its rows `rsa` apart and its columns `csa` apart; column panel `jp` of `B`
-/// starts at `b + jp·b_pnl`, its rows `rsb` apart and its columns contiguous.
+/// The operands of one product in the microkernel's terms. Row block `ib` of `A` (rows
+/// `ib·mr..`) starts at `a + ib·a_blk`, its rows `rsa` apart and its columns `csa` apart;
+/// column panel `jp` of `B` starts at `b + jp·b_pnl`, its rows `rsb` apart and its columns
+/// contiguous.
 #[derive(Clone, Copy)]
 struct Raw {
     m: usize,
     n: usize,
     k: usize,
+    /// Rows per block of `A` (the last block may have fewer).
+    mr: usize,
+    /// Whether `A` is in row panels of `mr` (`rsa == 1`, `csa == mr`), which the tiles read
+    /// with one pointer; otherwise they keep one pointer per row.
+    a_packed: bool,
     a: *const f32,
     a_blk: usize,
     rsa: usize,
@@ -286,11 +317,13 @@ pub(crate) fn gemm_packed_b(
         epilogue_only(m, n, ep, c, ldc);
         return Ok(());
     }
-    let (mr, nr) = (b.isa.mr(), b.isa.nr());
-    let raw = |m: usize, a: *const f32, a_blk: usize, rs: usize, cs: usize| Raw {
+    let nr = b.isa.nr();
+    let raw = |m: usize, mr: usize, a_packed: bool, a: *const f32, a_blk: usize, rs: usize, cs: usize| Raw {
         m,
         n,
         k,
+        mr,
+        a_packed,
         a,
         a_blk,
         rsa: rs,
@@ -301,17 +334,17 @@ pub(crate) fn gemm_packed_b(
         b_tail_masked: false,
     };
     if n.div_ceil(nr) < PACK_A_MIN_PANELS {
+        let mr = block_rows(m, b.isa.mr_in_place());
         // SAFETY: `MatView::new` checked that every element of `a` lies inside its storage.
         let a_ptr = unsafe { a.data.as_ptr().add(a.off) };
         // SAFETY: the packed panels hold `ceil(n/nr)·k·nr` elements; `A`'s block `ib` row `i`
-        // column `p` is `a + (ib·MR + i)·rs + p·cs` with `ib·MR + i < m` and `p < k`, inside
+        // column `p` is `a + (ib·mr + i)·rs + p·cs` with `ib·mr + i < m` and `p < k`, inside
         // its storage; `c` was checked to hold `m` rows of `ldc ≥ n` elements; `b.isa` was
         // available when the matrix was packed.
-        unsafe { drive(b.isa, &raw(m, a_ptr, mr * a.rs, a.rs, a.cs), ep, c.as_mut_ptr(), ldc) };
+        unsafe { drive(b.isa, &raw(m, mr, false, a_ptr, mr * a.rs, a.rs, a.cs), ep, c.as_mut_ptr(), ldc) };
         return Ok(());
     }
-    // Rows per band: a multiple of `MR` whose packed panels fit `A_PACK_MAX`.
-    let band = ((A_PACK_MAX / k) / mr).max(1) * mr;
+    let (mr, band) = band_rows(b.isa, m, k);
     let mut scratch = A_SCRATCH.take();
     let need = band.min(m.div_ceil(mr) * mr) * k + 16;
     if scratch.len() < need {
@@ -322,20 +355,53 @@ pub(crate) fn gemm_packed_b(
     while r0 < m {
         let rows = band.min(m - r0);
         let packed = &mut scratch[start..start + rows.div_ceil(mr) * mr * k];
-        pack_into(MatView { off: a.off + r0 * a.rs, rows, ..a }.t(), mr, packed);
+        pack_row_panels(b.isa, MatView { off: a.off + r0 * a.rs, rows, ..a }, mr, packed);
         let bias = match ep.bias {
             Bias::PerRow(x) => Bias::PerRow(&x[r0..]),
             other => other,
         };
-        let (band_raw, band_ep) = (raw(rows, packed.as_ptr(), mr * k, 1, mr), Epilogue { bias, ..*ep });
-        // SAFETY: as above, with `A`'s rows `r0..r0 + rows` packed in row panels of `MR`
-        // (`ceil(rows/MR)·MR·k` elements), row `i` column `p` of block `ib` at
-        // `ib·MR·k + p·MR + i`, and `C` and a per-row bias from row `r0 < m`.
+        let (band_raw, band_ep) = (raw(rows, mr, true, packed.as_ptr(), mr * k, 1, mr), Epilogue { bias, ..*ep });
+        // SAFETY: as above, with `A`'s rows `r0..r0 + rows` packed in row panels of `mr`
+        // (`ceil(rows/mr)·mr·k` elements), row `i` column `p` of block `ib` at
+        // `ib·mr·k + p·mr + i`, and `C` and a per-row bias from row `r0 < m`.
         unsafe { drive(b.isa, &band_raw, &band_ep, c.as_mut_ptr().add(r0 * ldc), ldc) };
         r0 += rows;
     }
     A_SCRATCH.set(scratch);
     Ok(())
+}
+
+/// Writes the rows of `a` in row panels of `mr` (as [`PackedA`] lays them out) to `dst`
+/// (`ceil(rows/mr)·mr·cols` elements). With AVX-512 each column of a panel is one gather,
+/// about twice as fast as copying element by element (a `64 × 512` operand: 13 → 6 µs).
+fn pack_row_panels(isa: Isa, a: MatView<'_, f32>, mr: usize, dst: &mut [f32]) {
+    #[cfg(target_arch = "x86_64")]
+    if isa == Isa::Avx512
+        && a.cols > 0
+        && mr <= 16
+        && (mr - 1).checked_mul(a.rs).is_some_and(|span| span <= i32::MAX as usize)
+    {
+        for (ib, panel) in dst.chunks_exact_mut(mr * a.cols).enumerate() {
+            let rows = mr.min(a.rows - ib * mr);
+            // SAFETY: rows `ib·mr..ib·mr + rows < a.rows` and columns `0..cols` of `a` lie inside
+            // its storage (`MatView::new` checked it); the panel holds `mr·cols` elements; the
+            // row offsets `i·rs` (`i < rows ≤ mr`) fit an `i32`; `isa` is available (the
+            // packed `B` of this product was packed for it).
+            unsafe {
+                x86::pack_panel_avx512(a.data.as_ptr().add(a.off + ib * mr * a.rs), a.rs, a.cs, rows, a.cols, mr, panel.as_mut_ptr())
+            };
+        }
+        return;
+    }
+    pack_into(a.t(), mr, dst);
+}
+
+/// The rows per block and per band of a left operand of `m × k` packed per call: bands are
+/// multiples of the block whose packed panels fit [`A_PACK_MAX`].
+fn band_rows(isa: Isa, m: usize, k: usize) -> (usize, usize) {
+    let most = (A_PACK_MAX / k).max(1);
+    let mr = block_rows(m.min(most), isa.mr());
+    (mr, (most / mr).max(1) * mr)
 }
 
 /// `C[m×n]` (rows `ldc` apart) `= alpha·A·B + bias + beta·C`, with `A` prepacked; `B` must
@@ -370,16 +436,18 @@ pub(crate) fn gemm_packed_a(
         m,
         n,
         k,
+        mr: a.mr,
+        a_packed: true,
         a: a.buf.slice().as_ptr(),
-        a_blk: a.isa.mr() * k,
+        a_blk: a.mr * k,
         rsa: 1,
-        csa: a.isa.mr(),
+        csa: a.mr,
         b: b_ptr,
         b_pnl: nr,
         rsb: b.rs,
         b_tail_masked: true,
     };
-    // SAFETY: the packed panels hold `ceil(m/MR)·k·MR` elements; `B`'s row `p < k` columns
+    // SAFETY: the packed panels hold `ceil(m/mr)·k·mr` elements; `B`'s row `p < k` columns
     // `j0..j0+nr` are read whole only when `j0 + nr ≤ n` (the last partial panel is masked),
     // inside its storage; `c` holds `m` rows of `ldc ≥ n`; `a.isa` was available at packing.
     unsafe { drive(a.isa, &raw, ep, c.as_mut_ptr(), ldc) };
@@ -506,7 +574,7 @@ unsafe impl Sync for Raw {}
 /// # Safety
 /// As [`drive`], with `panels` within `0..ceil(n / nr)`.
 unsafe fn drive_panels(isa: Isa, raw: &Raw, ep: &Epilogue<'_>, c: *mut f32, ldc: usize, panels: std::ops::Range<usize>) {
-    let (mr, nr) = (isa.mr(), isa.nr());
+    let (mr, nr) = (raw.mr, isa.nr());
     let (bias_col, bias_row) = match ep.bias {
         Bias::None => (std::ptr::null(), std::ptr::null()),
         Bias::PerColumn(b) => (b.as_ptr(), std::ptr::null()),
@@ -556,50 +624,44 @@ unsafe fn drive_panels(isa: Isa, raw: &Raw, ep: &Epilogue<'_>, c: *mut f32, ldc:
                     }
                 };
                 // SAFETY: forwarded.
-                unsafe { tile(isa, rows, masked, &t) };
+                unsafe { tile(isa, rows, masked, raw.a_packed, &t) };
             }
             pc += kb;
         }
     }
 }
 
-/// Dispatches one tile to the kernel instance for its row count and masking.
+/// Dispatches one tile to the kernel instance for its row count, masking and reading of `A`.
 ///
 /// # Safety
-/// As [`drive`]; `rows` is in `1..=isa.mr()`.
+/// As [`drive`]; `rows` is in `1..=isa.mr()` for a packed `A`, `1..=isa.mr_in_place()`
+/// otherwise.
 #[allow(unused_variables)]
-unsafe fn tile(isa: Isa, rows: usize, masked: bool, t: &Tile) {
+unsafe fn tile(isa: Isa, rows: usize, masked: bool, a_packed: bool, t: &Tile) {
     #[cfg(target_arch = "x86_64")]
     {
+        // The last row count also takes the rows it does not list; its masked instance is
+        // exact for unmasked tiles too (a packed `B` is padded, and the masks cover `cols`).
         macro_rules! by_rows {
-            ($f:ident) => {
+            ($f:ident, $packed:literal, $($r:literal)*; $last:literal) => {
                 // SAFETY: forwarded from the caller.
                 unsafe {
                     match (rows, masked) {
-                        (1, false) => x86::$f::<1, false>(t),
-                        (2, false) => x86::$f::<2, false>(t),
-                        (3, false) => x86::$f::<3, false>(t),
-                        (4, false) => x86::$f::<4, false>(t),
-                        (5, false) => x86::$f::<5, false>(t),
-                        (6, false) => x86::$f::<6, false>(t),
-                        (7, false) => x86::$f::<7, false>(t),
-                        (8, false) => x86::$f::<8, false>(t),
-                        (1, true) => x86::$f::<1, true>(t),
-                        (2, true) => x86::$f::<2, true>(t),
-                        (3, true) => x86::$f::<3, true>(t),
-                        (4, true) => x86::$f::<4, true>(t),
-                        (5, true) => x86::$f::<5, true>(t),
-                        (6, true) => x86::$f::<6, true>(t),
-                        (7, true) => x86::$f::<7, true>(t),
-                        _ => x86::$f::<MAX_MR, true>(t),
+                        $(($r, false) => x86::$f::<$r, false, $packed>(t),
+                        ($r, true) => x86::$f::<$r, true, $packed>(t),)*
+                        ($last, false) => x86::$f::<$last, false, $packed>(t),
+                        _ => x86::$f::<$last, true, $packed>(t),
                     }
                 }
             };
         }
-        debug_assert!(rows <= isa.mr() && isa.mr() <= MAX_MR);
-        match isa {
-            Isa::Avx512 => by_rows!(tile_avx512),
-            Isa::Avx2 => by_rows!(tile_avx2),
+        debug_assert!(rows >= 1 && rows <= if a_packed { isa.mr() } else { isa.mr_in_place() });
+        debug_assert!(isa.mr() <= MAX_MR && isa.mr_in_place() <= isa.mr());
+        match (isa, a_packed) {
+            (Isa::Avx512, true) => by_rows!(tile_avx512, true, 1 2 3 4 5 6 7 8 9 10 11 12 13; 14),
+            (Isa::Avx512, false) => by_rows!(tile_avx512, false, 1 2 3 4 5 6 7; 8),
+            (Isa::Avx2, true) => by_rows!(tile_avx2, true, 1 2 3 4 5; 6),
+            (Isa::Avx2, false) => by_rows!(tile_avx2, false, 1 2 3 4 5; 6),
         }
     }
 }
@@ -616,44 +678,73 @@ mod x86 {
         if n >= 16 { 0xffff } else { ((1u32 << n) - 1) as __mmask16 }
     }
 
-    /// An `R × 32` tile with AVX-512F: two vectors per row of `C`.
+    /// An `R × 32` tile with AVX-512F: two vectors per row of `C`. With `PACKED`, `A` is a row
+    /// panel (`rsa == 1`), read through one pointer that steps `csa` a step with the
+    /// broadcasts at fixed offsets from it (no address arithmetic in the loop but that
+    /// pointer's and `B`'s); otherwise through one pointer per row and one running column
+    /// offset, so no chain of address additions runs through the loop.
     ///
     /// # Safety
     /// As `drive`: every address read or written is in bounds; the CPU supports AVX-512F.
+    // The rows are indexed, not iterated or copied whole: see the loops over them.
+    #[allow(clippy::needless_range_loop, clippy::manual_memcpy)]
     #[target_feature(enable = "avx512f")]
-    pub(super) unsafe fn tile_avx512<const R: usize, const MASKED: bool>(t: &Tile) {
+    pub(super) unsafe fn tile_avx512<const R: usize, const MASKED: bool, const PACKED: bool>(t: &Tile) {
         let m0 = mask16(t.cols);
         let m1 = mask16(t.cols.saturating_sub(16));
         let mut acc = [[_mm512_setzero_ps(); 2]; R];
-        // One pointer per row of `A` and one running column offset, so no chain of address
-        // additions runs through the loop.
-        // SAFETY: rows `0..R` of the block are in bounds (caller's contract).
-        let rows: [*const f32; R] = std::array::from_fn(|i| unsafe { t.a.add(i * t.rsa) });
-        let (mut off, mut b) = (0usize, t.b);
-        // SAFETY: the addresses are in bounds (caller's contract); masked loads do not touch
-        // masked-off lanes; prefetches do not fault.
+        let rows: [*const f32; R] = std::array::from_fn(|i| t.a.wrapping_add(i * t.rsa));
+        let (mut a, mut off, mut b) = (t.a, 0usize, t.b);
+        // SAFETY: the addresses read are in bounds (caller's contract): `A`'s row `i < R`
+        // column `p < k` and `B`'s row `p` (its masked-off lanes untouched); the pointers are
+        // advanced with `wrapping_add` because they step once past the block; prefetches do
+        // not fault.
         unsafe {
-            for p in 0..t.k {
-                if p < t.pf_lines {
-                    _mm_prefetch::<_MM_HINT_T1>(t.pf.wrapping_add(16 * p).cast::<i8>());
-                }
-                let (b0, b1) = if MASKED {
-                    (_mm512_maskz_loadu_ps(m0, b), _mm512_maskz_loadu_ps(m1, b.add(16)))
-                } else {
-                    (_mm512_loadu_ps(b), _mm512_loadu_ps(b.add(16)))
-                };
-                for (row, &ai) in acc.iter_mut().zip(&rows) {
-                    let x = _mm512_set1_ps(*ai.add(off));
-                    row[0] = _mm512_fmadd_ps(x, b0, row[0]);
-                    row[1] = _mm512_fmadd_ps(x, b1, row[1]);
-                }
-                off += t.csa;
-                b = b.add(t.rsb);
+            macro_rules! step {
+                () => {{
+                    let (b0, b1) = if MASKED {
+                        (_mm512_maskz_loadu_ps(m0, b), _mm512_maskz_loadu_ps(m1, b.wrapping_add(16)))
+                    } else {
+                        (_mm512_loadu_ps(b), _mm512_loadu_ps(b.add(16)))
+                    };
+                    // Indexed, not iterated with `zip`: LLVM then unrolls the loop for every `R`
+                    // and keeps the accumulators in registers.
+                    for i in 0..R {
+                        let x = _mm512_set1_ps(if PACKED { *a.add(i) } else { *rows[i].add(off) });
+                        acc[i][0] = _mm512_fmadd_ps(x, b0, acc[i][0]);
+                        acc[i][1] = _mm512_fmadd_ps(x, b1, acc[i][1]);
+                    }
+                    if PACKED {
+                        a = a.wrapping_add(t.csa);
+                    } else {
+                        off += t.csa;
+                    }
+                    b = b.wrapping_add(t.rsb);
+                }};
+            }
+            // The tile's share of the next slice of `B` is prefetched in its first steps, so the
+            // other steps test nothing.
+            let pf_steps = t.pf_lines.min(t.k);
+            let mut pf = t.pf;
+            for _ in 0..pf_steps {
+                _mm_prefetch::<_MM_HINT_T1>(pf.cast::<i8>());
+                pf = pf.wrapping_add(16);
+                step!();
+            }
+            for _ in pf_steps..t.k {
+                step!();
+            }
+            // The epilogue is too long for LLVM to unroll over every row, and an array it
+            // indexes at run time lives in memory; were that `acc`, the loop would store every
+            // accumulator at every step. So the epilogue reads a copy, made row by row.
+            let mut sums = [[_mm512_setzero_ps(); 2]; R];
+            for i in 0..R {
+                sums[i] = acc[i];
             }
             let alpha = _mm512_set1_ps(t.alpha);
             let beta = _mm512_set1_ps(t.beta);
             let bscale = _mm512_set1_ps(t.bias_scale);
-            for (i, row) in acc.iter().enumerate() {
+            for (i, row) in sums.iter().enumerate() {
                 let crow = t.c.add(i * t.ldc);
                 for (h, &mask) in [m0, m1].iter().enumerate() {
                     if mask == 0 {
@@ -682,6 +773,28 @@ mod x86 {
         }
     }
 
+    /// Packs `rows ≤ mr ≤ 16` rows of `A` (from `a`, `rs` apart, columns `cs` apart) into
+    /// one row panel: `dst[p·mr + i] = a[i·rs + p·cs]` for `p < k`, zero for `i ≥ rows`.
+    ///
+    /// # Safety
+    /// Those elements of `A` are readable, `dst` holds `k·mr` elements, `(rows - 1)·rs` fits
+    /// an `i32`, and the CPU supports AVX-512F.
+    #[target_feature(enable = "avx512f")]
+    pub(super) unsafe fn pack_panel_avx512(a: *const f32, rs: usize, cs: usize, rows: usize, k: usize, mr: usize, dst: *mut f32) {
+        let lanes = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+        // Lanes from `rows` on are masked off, so their offsets (which may wrap) are not used.
+        let offsets = _mm512_mullo_epi32(lanes, _mm512_set1_epi32(rs as i32));
+        let (read, write) = (mask16(rows), mask16(mr));
+        for p in 0..k {
+            // SAFETY: the lanes read are rows `i < rows` of column `p`, and the lanes written
+            // the panel's column `p` (caller's contract).
+            unsafe {
+                let v = _mm512_mask_i32gather_ps::<4>(_mm512_setzero_ps(), read, offsets, a.wrapping_add(p * cs));
+                _mm512_mask_storeu_ps(dst.add(p * mr), write, v);
+            }
+        }
+    }
+
     /// `-1` lanes then `0` lanes: eight consecutive entries starting at `8 - n` mask the
     /// first `n` lanes.
     static MASK_TABLE: [i32; 16] = [-1, -1, -1, -1, -1, -1, -1, -1, 0, 0, 0, 0, 0, 0, 0, 0];
@@ -693,43 +806,64 @@ mod x86 {
         unsafe { _mm256_loadu_si256(MASK_TABLE.as_ptr().add(8 - n.min(8)) as *const __m256i) }
     }
 
-    /// An `R × 16` tile with AVX2 and FMA: two vectors per row of `C`.
+    /// An `R × 16` tile with AVX2 and FMA: two vectors per row of `C`, `A` read as in
+    /// `tile_avx512`.
     ///
     /// # Safety
     /// As `drive`: every address read or written is in bounds; the CPU supports AVX2 and FMA.
+    // The rows are indexed, not iterated or copied whole: see the loops over them.
+    #[allow(clippy::needless_range_loop, clippy::manual_memcpy)]
     #[target_feature(enable = "avx2,fma")]
-    pub(super) unsafe fn tile_avx2<const R: usize, const MASKED: bool>(t: &Tile) {
+    pub(super) unsafe fn tile_avx2<const R: usize, const MASKED: bool, const PACKED: bool>(t: &Tile) {
         let (n0, n1) = (t.cols.min(8), t.cols.saturating_sub(8));
         // SAFETY: reads of the mask table only.
         let (m0, m1) = unsafe { (mask8(n0), mask8(n1)) };
         let mut acc = [[_mm256_setzero_ps(); 2]; R];
-        // SAFETY: rows `0..R` of the block are in bounds (caller's contract).
-        let rows: [*const f32; R] = std::array::from_fn(|i| unsafe { t.a.add(i * t.rsa) });
-        let (mut off, mut b) = (0usize, t.b);
-        // SAFETY: the addresses are in bounds (caller's contract); masked loads and stores do
-        // not touch masked-off lanes; prefetches do not fault.
+        let rows: [*const f32; R] = std::array::from_fn(|i| t.a.wrapping_add(i * t.rsa));
+        let (mut a, mut off, mut b) = (t.a, 0usize, t.b);
+        // SAFETY: as in `tile_avx512`; masked loads and stores do not touch masked-off lanes.
         unsafe {
-            for p in 0..t.k {
-                if p < t.pf_lines {
-                    _mm_prefetch::<_MM_HINT_T1>(t.pf.wrapping_add(16 * p).cast::<i8>());
-                }
-                let (b0, b1) = if MASKED {
-                    (_mm256_maskload_ps(b, m0), _mm256_maskload_ps(b.add(8), m1))
-                } else {
-                    (_mm256_loadu_ps(b), _mm256_loadu_ps(b.add(8)))
-                };
-                for (row, &ai) in acc.iter_mut().zip(&rows) {
-                    let x = _mm256_broadcast_ss(&*ai.add(off));
-                    row[0] = _mm256_fmadd_ps(x, b0, row[0]);
-                    row[1] = _mm256_fmadd_ps(x, b1, row[1]);
-                }
-                off += t.csa;
-                b = b.add(t.rsb);
+            macro_rules! step {
+                () => {{
+                    let (b0, b1) = if MASKED {
+                        (_mm256_maskload_ps(b, m0), _mm256_maskload_ps(b.wrapping_add(8), m1))
+                    } else {
+                        (_mm256_loadu_ps(b), _mm256_loadu_ps(b.add(8)))
+                    };
+                    for i in 0..R {
+                        let x = _mm256_broadcast_ss(if PACKED { &*a.add(i) } else { &*rows[i].add(off) });
+                        acc[i][0] = _mm256_fmadd_ps(x, b0, acc[i][0]);
+                        acc[i][1] = _mm256_fmadd_ps(x, b1, acc[i][1]);
+                    }
+                    if PACKED {
+                        a = a.wrapping_add(t.csa);
+                    } else {
+                        off += t.csa;
+                    }
+                    b = b.wrapping_add(t.rsb);
+                }};
+            }
+            let pf_steps = t.pf_lines.min(t.k);
+            let mut pf = t.pf;
+            for _ in 0..pf_steps {
+                _mm_prefetch::<_MM_HINT_T1>(pf.cast::<i8>());
+                pf = pf.wrapping_add(16);
+                step!();
+            }
+            for _ in pf_steps..t.k {
+                step!();
+            }
+            // The epilogue is too long for LLVM to unroll over every row, and an array it
+            // indexes at run time lives in memory; were that `acc`, the loop would store every
+            // accumulator at every step. So the epilogue reads a copy, made row by row.
+            let mut sums = [[_mm256_setzero_ps(); 2]; R];
+            for i in 0..R {
+                sums[i] = acc[i];
             }
             let alpha = _mm256_set1_ps(t.alpha);
             let beta = _mm256_set1_ps(t.beta);
             let bscale = _mm256_set1_ps(t.bias_scale);
-            for (i, row) in acc.iter().enumerate() {
+            for (i, row) in sums.iter().enumerate() {
                 let crow = t.c.add(i * t.ldc);
                 for (h, (&mask, lanes)) in [m0, m1].iter().zip([n0, n1]).enumerate() {
                     if lanes == 0 {
@@ -909,11 +1043,12 @@ mod tests {
         out
     }
 
-    /// Shapes covering every row tail of both paths, every column tail of both paths, `k` around
+    /// Shapes covering every tile height of both paths (one block of each height up to 15,
+    /// blocks of 9 and 8, 14 and 13, 10, 10 and 9), every column tail of both paths, `k` around
     /// the block depth, and the empty cases.
     fn shapes() -> Vec<(usize, usize, usize)> {
         let mut s = Vec::new();
-        for m in [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 13, 17] {
+        for m in (0..=15).chain([17, 27, 29]) {
             for n in [0, 1, 7, 8, 9, 15, 16, 17, 31, 32, 33, 50] {
                 for k in [0, 1, 3, 17] {
                     s.push((m, n, k));
@@ -996,6 +1131,50 @@ mod tests {
     }
 
     #[test]
+    fn wide_products_pack_the_left_operand_for_every_tile_height() {
+        let mut g = Gen(0x5851_f42d_4c95_7f2d);
+        for isa in paths() {
+            // Enough panels to pack `A` per call, the last one partial.
+            let n = PACK_A_MIN_PANELS * isa.nr() + 3;
+            for m in (1..=15).chain([27, 29, 64]) {
+                for k in [3, KC + 1, 2 * KC + 5] {
+                    let (ad, aoff, ars, acs) = strided(&mut g, m, k, m % 2 == 0);
+                    let (bd, bias_n, bias_m) = (g.vec(k * n), g.vec(n), g.vec(m));
+                    let a = MatView::new("t", &ad, aoff, m, k, ars, acs).unwrap();
+                    let b = MatView::new("t", &bd, 0, k, n, n, 1).unwrap();
+                    let packed = PackedB::pack("t", isa, b).unwrap();
+                    for ep in epilogues(&bias_n, &bias_m).into_iter().step_by(2) {
+                        let c0 = g.vec(m * n);
+                        let want = reference(&a, &b, &ep, &c0, n);
+                        let mut c = c0.clone();
+                        gemm_packed_b("t", a, &packed, &ep, &mut c, n).unwrap();
+                        assert_close(&c, &want, k, &format!("{isa:?} {m}x{n}x{k} {ep:?}"));
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn blocks_of_rows_are_as_even_as_possible() {
+        assert_eq!(block_rows(64, 14), 13);
+        assert_eq!(block_rows(128, 14), 13);
+        assert_eq!(block_rows(32, 14), 11);
+        assert_eq!(block_rows(14, 14), 14);
+        assert_eq!(block_rows(15, 14), 8);
+        assert_eq!(block_rows(5, 8), 5);
+        for max in [6, 8, 14] {
+            for m in 1..200 {
+                let h = block_rows(m, max);
+                let blocks = m.div_ceil(h);
+                assert!(h <= max && blocks == m.div_ceil(max), "{m} rows by {max}");
+                // The last block is at most one row per block shorter than the others.
+                assert!(m - (blocks - 1) * h + blocks > h, "{m} rows by {max}");
+            }
+        }
+    }
+
+    #[test]
     fn beta_zero_does_not_read_the_output_and_rows_past_n_are_kept() {
         let mut g = Gen(7);
         for isa in paths() {
@@ -1071,7 +1250,7 @@ mod tests {
             // pack at once: two bands of rows, the second partial, with a per-row bias and
             // `beta`, so the offsets of `C` and of the bias in the second band are checked.
             for (m, k, a_t) in [(13, 9, false), (13, 9, true), (1000, 1100, false)] {
-                let band = (A_PACK_MAX / k) / isa.mr() * isa.mr();
+                let band = band_rows(isa, m, k).1;
                 assert!(m <= band || m < 2 * band && m % band != 0);
                 let (ad, aoff, ars, acs) = strided(&mut g, m, k, a_t);
                 let (bd, bias) = (g.vec(k * n), g.vec(m));
