@@ -939,16 +939,18 @@ pub(crate) unsafe fn gemm_packed_a_panels(
         m,
         n,
         k,
+        mr: a.mr,
+        a_packed: true,
         a: a.buf.slice().as_ptr(),
-        a_blk: a.isa.mr() * k,
+        a_blk: a.mr * k,
         rsa: 1,
-        csa: a.isa.mr(),
+        csa: a.mr,
         b: b.as_ptr(),
         b_pnl: k * nr,
         rsb: nr,
         b_tail_masked: false,
     };
-    // SAFETY: the packed panels of `A` hold `ceil(m/MR)·k·MR` elements and `b` holds
+    // SAFETY: the packed panels of `A` hold `ceil(m/mr)·k·mr` elements and `b` holds
     // `ceil(n/nr)·k·nr` (checked above); `c` holds `m` rows of `ldc ≥ n` (caller's contract);
     // `a.isa` was available when `A` was packed.
     unsafe { drive(a.isa, &raw, ep, c, ldc) };
