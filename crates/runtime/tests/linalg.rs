@@ -249,23 +249,3 @@ fn bmm_of_transposed_views_is_the_same_bits_on_any_number_of_threads() {
     }
     close(&one, &want, &[batch, m, n]);
 }
-
-/// A batch-1 product with a large matrix (a linear layer's weight, stored as it is or
-/// transposed) is split by outputs across threads: the same bits as on one thread.
-#[test]
-fn large_matrix_vector_products_are_the_same_bits_on_any_number_of_threads() {
-    let (k, n) = (300, 437);
-    assert!(k * n * 4 >= 256 << 10, "large enough to be split");
-    let x = t(&noise(k, 31), &[1, k]);
-    let w = t(&noise(k * n, 32), &[k, n]);
-    let wt = t(&noise(n * k, 33), &[n, k]);
-    for (mat, rows) in [(w.clone(), false), (wt.transpose(0, 1).unwrap(), true)] {
-        let run = || call("aten.mm", vec![IValue::Tensor(x.clone()), IValue::Tensor(mat.clone())]);
-        let one = rayon::ThreadPoolBuilder::new().num_threads(1).build().unwrap().install(run);
-        let three = rayon::ThreadPoolBuilder::new().num_threads(3).build().unwrap().install(run);
-        let bits = |t: &Tensor| t.to_vec_f64().iter().map(|v| v.to_bits()).collect::<Vec<_>>();
-        assert_eq!(bits(&one), bits(&three), "transposed weight: {rows}");
-        let dense = mat.contiguous().unwrap().to_vec_f64();
-        close(&one, &naive(&x.to_vec_f64(), &dense, 1, k, n), &[1, n]);
-    }
-}

@@ -2,12 +2,10 @@
 //! over strided tensors, plus the helpers the other heavy-kernel files share: the floating-point element
 //! trait (`Real`), compute-dtype dispatch and the GEMM entry point.
 //!
-//! `f32` products run on the microkernel of `kernels::packed` where the CPU has one of its
-//! paths (AVX-512F or AVX2+FMA), other floating-point products through `matrixmultiply`; both
-//! take arbitrary row and column strides, so transposed and permuted views are multiplied
-//! without a copy. Matrix-vector shapes (one output row or column: batch-1 latency) use this
-//! file's own dot/axpy loops, compiled for AVX2+FMA when the CPU has it, split by outputs
-//! across threads when the matrix is large. `f16`/`bf16` are computed in `f32`; integer
+//! Floating-point products go through `matrixmultiply`, which takes arbitrary row and column
+//! strides, so transposed and permuted views are multiplied without a copy. Matrix-vector
+//! shapes (one output row or column: batch-1 latency) use this file's own dot/axpy loops,
+//! compiled for AVX2+FMA when the CPU has it. `f16`/`bf16` are computed in `f32`; integer
 //! products use a plain loop with wrapping arithmetic (as PyTorch's integer GEMM does).
 
 use std::ops::{Add, AddAssign, Div, Mul, MulAssign, Neg, Sub, SubAssign};
@@ -473,53 +471,19 @@ fn gemv<T: Real>(x: MatView<'_, T>, mat: MatView<'_, T>) -> Option<Vec<T>> {
         xs = (0..k).map(|p| x.at(p, 0)).collect();
         &xs
     };
-    let mut y = vec![T::ZERO; len];
-    // Outputs `js` into `y` (which holds exactly those outputs).
-    let part = |js: std::ops::Range<usize>, y: &mut [T]| {
-        if mat.rs == 1 {
-            // Each column of `mat` is contiguous along p: one dot product per output.
-            for (j, yj) in js.zip(y) {
-                *yj = T::dot(xv, &mat.data[mat.off + j * mat.cs..mat.off + j * mat.cs + k]);
-            }
-        } else {
-            // Each row of `mat` is contiguous: accumulate rows scaled by x[p].
-            for (p, &xp) in xv.iter().enumerate() {
-                let start = mat.off + p * mat.rs;
-                T::axpy(xp, &mat.data[start + js.start..start + js.end], y);
-            }
+    if mat.rs == 1 {
+        // Each column of `mat` is contiguous along p: one dot product per output.
+        Some((0..len).map(|j| T::dot(xv, &mat.data[mat.off + j * mat.cs..mat.off + j * mat.cs + k])).collect())
+    } else {
+        // Each row of `mat` is contiguous: accumulate rows scaled by x[p].
+        let mut y = vec![T::ZERO; len];
+        for (p, &xp) in xv.iter().enumerate() {
+            let start = mat.off + p * mat.rs;
+            T::axpy(xp, &mat.data[start..start + len], &mut y);
         }
-    };
-    let threads = crate::parallel::threads();
-    let bytes = k.saturating_mul(len).saturating_mul(std::mem::size_of::<T>());
-    if threads <= 1 || bytes < GEMV_PARALLEL_MIN_BYTES || len < 2 * GEMV_PARALLEL_ALIGN * threads {
-        part(0..len, &mut y);
-        return Some(y);
+        Some(y)
     }
-    // Every output is computed whole by one task, in the same order as unsplit: the result does
-    // not depend on the split. Task boundaries are multiples of `GEMV_PARALLEL_ALIGN` outputs.
-    let tasks = threads * GEMV_PARALLEL_TASKS_PER_THREAD;
-    let blocks = len.div_ceil(GEMV_PARALLEL_ALIGN);
-    let out = SharedOut(y.as_mut_ptr());
-    crate::parallel::for_each(tasks, |t| {
-        let (j0, j1) = ((blocks * t / tasks * GEMV_PARALLEL_ALIGN).min(len), (blocks * (t + 1) / tasks * GEMV_PARALLEL_ALIGN).min(len));
-        // SAFETY: `y` holds `len` outputs and the tasks' ranges `j0..j1` are disjoint.
-        let y = unsafe { std::slice::from_raw_parts_mut(out.get().add(j0), j1 - j0) };
-        part(j0..j1, y);
-    });
-    Some(y)
 }
-
-/// Matrix-vector products whose matrix has at least this many bytes are split across the
-/// intra-op team by outputs, so each thread streams its own share of the matrix (a batch-1
-/// linear layer is bound by reading its weight).
-const GEMV_PARALLEL_MIN_BYTES: usize = 256 << 10;
-
-/// Tasks per thread of a split matrix-vector product.
-const GEMV_PARALLEL_TASKS_PER_THREAD: usize = 1;
-
-/// Outputs of a split matrix-vector product are assigned to tasks in multiples of this (whole
-/// 64-byte lines of `f32` outputs, and of the rows a row-major matrix's tasks read).
-const GEMV_PARALLEL_ALIGN: usize = 16;
 
 // ---------------------------------------------------------------------------------------------
 // Batched strided products over tensors.
