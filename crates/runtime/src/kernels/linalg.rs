@@ -2,10 +2,11 @@
 //! over strided tensors, plus the helpers the other heavy-kernel files share: the floating-point element
 //! trait (`Real`), compute-dtype dispatch and the GEMM entry point.
 //!
-//! Floating-point products go through `matrixmultiply`, which takes arbitrary row and column
-//! strides, so transposed and permuted views are multiplied without a copy. Matrix-vector
-//! shapes (one output row or column: batch-1 latency) use this file's own dot/axpy loops,
-//! compiled for AVX2+FMA when the CPU has it. `f16`/`bf16` are computed in `f32`; integer
+//! `f32` products run on the microkernel of `kernels::packed` where the CPU has one of its
+//! paths (AVX-512F or AVX2+FMA), other floating-point products through `matrixmultiply`; both
+//! take arbitrary row and column strides, so transposed and permuted views are multiplied
+//! without a copy. Matrix-vector shapes (one output row or column: batch-1 latency) use this
+//! file's own dot/axpy loops, compiled for AVX2+FMA when the CPU has it. `f16`/`bf16` are computed in `f32`; integer
 //! products use a plain loop with wrapping arithmetic (as PyTorch's integer GEMM does).
 
 use std::ops::{Add, AddAssign, Div, Mul, MulAssign, Neg, Sub, SubAssign};
