@@ -172,3 +172,25 @@ fn in_place_writes_through_views() {
     one("aten.zero_", vec![it.slice(0, Some(1), None, 1).unwrap().into()]);
     assert_eq!(it.to_vec_i64(), vec![7, 0]);
 }
+
+/// A contiguous map long enough to be split across threads (with a length that is not a
+/// multiple of a vector) gives the same bits as on one thread, and each element is the
+/// function of its input alone (compared with the one-element form).
+#[test]
+fn long_float_maps_are_the_same_bits_on_any_number_of_threads() {
+    let n = (1 << 15) + 7;
+    let x: Vec<f32> = (0..n).map(|i| ((i * 7919) % 2003) as f32 / 200.0 - 5.0).collect();
+    let t = tf(&x, &[n]);
+    for op in ["aten.gelu", "aten.exp", "aten.tanh"] {
+        let args = if op == "aten.gelu" { vec![t.clone(), IValue::Str("none".into())] } else { vec![t.clone()] };
+        let run = || one(op, args.clone()).to_vec_f64();
+        let single = rayon::ThreadPoolBuilder::new().num_threads(1).build().unwrap().install(run);
+        let split = rayon::ThreadPoolBuilder::new().num_threads(3).build().unwrap().install(run);
+        assert_eq!(single, split, "{op}");
+        for i in [0, 1, 4095, 4096, n / 2, n - 1] {
+            let mut a = args.clone();
+            a[0] = tf(&x[i..i + 1], &[1]);
+            assert_eq!(one(op, a).to_vec_f64()[0].to_bits(), single[i].to_bits(), "{op} element {i}");
+        }
+    }
+}

@@ -220,3 +220,32 @@ fn linear_with_and_without_bias() {
     let e = call_err("aten.linear", vec![x.into(), t(&[1., 2.], &[1, 2]).into()]);
     assert!(e.starts_with("aten.linear:"), "{e}");
 }
+
+/// Attention's batched products take their operands as transposed views; with enough work
+/// their batch entries are split across threads, and the result must not depend on it.
+#[test]
+fn bmm_of_transposed_views_is_the_same_bits_on_any_number_of_threads() {
+    let (batch, m, k, n) = (6, 70, 48, 90);
+    // `a` is `[batch, m, k]` read through a transpose of `[batch, k, m]`; `b` is `[batch, k, n]`
+    // read through a transpose of `[batch, n, k]` (columns not contiguous: packed per call).
+    let at = t(&noise(batch * k * m, 21), &[batch, k, m]);
+    let bt = t(&noise(batch * n * k, 22), &[batch, n, k]);
+    let a = at.transpose(1, 2).unwrap();
+    let b = bt.transpose(1, 2).unwrap();
+    assert!(batch * m * k * n >= 1 << 20, "large enough to be split");
+    let run = || call("aten.bmm", vec![IValue::Tensor(a.clone()), IValue::Tensor(b.clone())]);
+    let one = rayon::ThreadPoolBuilder::new().num_threads(1).build().unwrap().install(run);
+    let three = rayon::ThreadPoolBuilder::new().num_threads(3).build().unwrap().install(run);
+    let bits = |t: &Tensor| t.to_vec_f64().iter().map(|v| v.to_bits()).collect::<Vec<_>>();
+    assert_eq!(bits(&one), bits(&three));
+    let (ad, bd) = (at.to_vec_f64(), bt.to_vec_f64());
+    let mut want = Vec::with_capacity(batch * m * n);
+    for bi in 0..batch {
+        for i in 0..m {
+            for j in 0..n {
+                want.push((0..k).map(|p| ad[(bi * k + p) * m + i] * bd[(bi * n + j) * k + p]).sum::<f64>());
+            }
+        }
+    }
+    close(&one, &want, &[batch, m, n]);
+}

@@ -139,3 +139,39 @@ fn shape_ops() {
     let es = one("aten.empty_strided", vec![IValue::IntList(vec![2, 3]), IValue::IntList(vec![1, 2]), IValue::None]);
     assert_eq!(es.strides(), &[1, 2]);
 }
+
+/// A causally masked softmax (half of each row `-inf`), with rows long enough to be split
+/// across threads and a length that leaves a partial vector: every row matches the definition
+/// in `f64`, masked entries are exactly 0, and one thread and three give the same bits.
+#[test]
+fn masked_softmax_rows_match_the_definition_on_any_number_of_threads() {
+    let (rows, n) = (300, 77);
+    let mut x = Vec::with_capacity(rows * n);
+    for r in 0..rows {
+        for j in 0..n {
+            let v = ((r * 31 + j * 17) % 101) as f32 / 10.0 - 5.0;
+            x.push(if j > r % n { f32::NEG_INFINITY } else { v });
+        }
+    }
+    assert!(rows * n >= 1 << 14, "large enough to be split");
+    let t = tf(&x, &[rows, n]);
+    let run = || one("aten._softmax", vec![t.clone(), IValue::Int(-1), IValue::Bool(false)]).to_vec_f64();
+    let single = rayon::ThreadPoolBuilder::new().num_threads(1).build().unwrap().install(run);
+    let split = rayon::ThreadPoolBuilder::new().num_threads(3).build().unwrap().install(run);
+    assert_eq!(
+        single.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
+        split.iter().map(|v| v.to_bits()).collect::<Vec<_>>()
+    );
+    let mut want = Vec::with_capacity(rows * n);
+    for row in x.chunks(n) {
+        let m = row.iter().fold(f64::NEG_INFINITY, |a, &v| a.max(v as f64));
+        let s: f64 = row.iter().map(|&v| (v as f64 - m).exp()).sum();
+        want.extend(row.iter().map(|&v| (v as f64 - m).exp() / s));
+    }
+    close(&single, &want, 1e-6);
+    for (got, &v) in single.iter().zip(&x) {
+        if v == f32::NEG_INFINITY {
+            assert_eq!(*got, 0.0);
+        }
+    }
+}

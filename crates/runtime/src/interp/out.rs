@@ -9,7 +9,7 @@
 use ir::DType;
 
 use crate::kernels::elementwise::{FloatFn, apply_f32_into, apply_f64_into};
-use crate::kernels::linalg::{MatView, Real, gemm};
+use crate::kernels::linalg::{MatView, Real, gemm, gemm_batched};
 use crate::kernels::unary::{Gelu, Sigmoid, Tanh};
 use crate::tensor::{KernelError, Result, Tensor};
 use crate::value::IValue;
@@ -425,11 +425,13 @@ fn compute_t<T: Real>(op: OutOp, name: &'static str, args: &[IValue], out: &Tens
             let (sa, sb) = (a.strides(), b.strides());
             // SAFETY: as above.
             let c = unsafe { out.as_mut_slice::<T>()? };
-            for bi in 0..batch {
-                let av = MatView::new(name, ad, a.offset() + bi * sa[0], m, k, sa[1], sa[2])?;
-                let bv = MatView::new(name, bd, b.offset() + bi * sb[0], k, n, sb[1], sb[2])?;
-                gemm(name, T::ONE, av, bv, T::ZERO, &mut c[bi * m * n..(bi + 1) * m * n], n)?;
-            }
+            let views = |bi: usize| -> Result<(MatView<'_, T>, MatView<'_, T>)> {
+                Ok((
+                    MatView::new(name, ad, a.offset() + bi * sa[0], m, k, sa[1], sa[2])?,
+                    MatView::new(name, bd, b.offset() + bi * sb[0], k, n, sb[1], sb[2])?,
+                ))
+            };
+            gemm_batched(name, batch, (m, k, n), T::ONE, T::ZERO, views, c)?;
             Ok([None, None])
         }
         OutOp::Convolution => {

@@ -178,8 +178,24 @@ fn map_f32_runs<F: FloatFn>(t: &Tensor, f: &F) -> Result<Tensor> {
     Tensor::build::<f32>(t.sizes(), |out| apply_f32_into(t, f, out))
 }
 
+/// Contiguous `f32` maps of at least this many elements split across the intra-op team (the
+/// JIT's kernels split from the same size).
+const PARALLEL_MIN_ELEMENTS: usize = 1 << 14;
+
+/// The output of a split map, shared by the tasks that write its disjoint chunks.
+struct SharedF32(*mut f32);
+
+impl SharedF32 {
+    fn get(&self) -> *mut f32 {
+        self.0
+    }
+}
+
+// SAFETY: the tasks of one map write disjoint chunks through it.
+unsafe impl Sync for SharedF32 {}
+
 /// Writes `f(t)` (an `f32` tensor of any layout) into `out`, row-major, which must hold
-/// `t.numel()` elements.
+/// `t.numel()` elements. Contiguous inputs of many elements are split across threads.
 pub(crate) fn apply_f32_into<F: FloatFn>(t: &Tensor, f: &F, out: &mut [f32]) -> Result<()> {
     let src = t.storage_slice::<f32>()?;
     let n = t.numel();
@@ -187,7 +203,22 @@ pub(crate) fn apply_f32_into<F: FloatFn>(t: &Tensor, f: &F, out: &mut [f32]) -> 
         return Err(KernelError::new("elementwise", "output size does not match"));
     }
     if t.is_contiguous() {
-        f.f32_slice(span(src, t.offset(), n)?, out);
+        let src = span(src, t.offset(), n)?;
+        let threads = crate::parallel::threads();
+        if threads <= 1 || n < PARALLEL_MIN_ELEMENTS {
+            f.f32_slice(src, out);
+            return Ok(());
+        }
+        // Element by element, so the split does not change any result; chunks are whole
+        // multiples of 16 elements (64-byte lines).
+        let (tasks, blocks) = (threads * 4, n.div_ceil(16));
+        let dst = SharedF32(out.as_mut_ptr());
+        crate::parallel::for_each(tasks, |t| {
+            let (i0, i1) = ((blocks * t / tasks * 16).min(n), (blocks * (t + 1) / tasks * 16).min(n));
+            // SAFETY: `out` holds `n` elements and the tasks' ranges `i0..i1` are disjoint.
+            let o = unsafe { std::slice::from_raw_parts_mut(dst.get().add(i0), i1 - i0) };
+            f.f32_slice(&src[i0..i1], o);
+        });
         return Ok(());
     }
     if t.dim() >= 1 && t.strides()[t.dim() - 1] == 1 && n > 0 {

@@ -2,10 +2,11 @@
 //! over strided tensors, plus the helpers the other heavy-kernel files share: the floating-point element
 //! trait (`Real`), compute-dtype dispatch and the GEMM entry point.
 //!
-//! Floating-point products go through `matrixmultiply`, which takes arbitrary row and column
-//! strides, so transposed and permuted views are multiplied without a copy. Matrix-vector
-//! shapes (one output row or column: batch-1 latency) use this file's own dot/axpy loops,
-//! compiled for AVX2+FMA when the CPU has it. `f16`/`bf16` are computed in `f32`; integer
+//! `f32` products run on the microkernel of `kernels::packed` where the CPU has one of its
+//! paths (AVX-512F or AVX2+FMA), other floating-point products through `matrixmultiply`; both
+//! take arbitrary row and column strides, so transposed and permuted views are multiplied
+//! without a copy. Matrix-vector shapes (one output row or column: batch-1 latency) use this
+//! file's own dot/axpy loops, compiled for AVX2+FMA when the CPU has it. `f16`/`bf16` are computed in `f32`; integer
 //! products use a plain loop with wrapping arithmetic (as PyTorch's integer GEMM does).
 
 use std::ops::{Add, AddAssign, Div, Mul, MulAssign, Neg, Sub, SubAssign};
@@ -68,6 +69,20 @@ pub(crate) trait Real:
         rsc: isize,
         csc: isize,
     );
+    /// `c = alpha·a·b + beta·c` as [`gemm`] documents it, on this crate's own microkernel
+    /// (`kernels::packed`) when it has one for `Self` on this CPU; `None` leaves the product
+    /// to [`Real::gemm_raw`].
+    fn gemm_native(
+        _op: &'static str,
+        _alpha: Self,
+        _a: MatView<'_, Self>,
+        _b: MatView<'_, Self>,
+        _beta: Self,
+        _c: &mut [Self],
+        _ldc: usize,
+    ) -> Option<Result<()>> {
+        None
+    }
     /// Dot product of two equal-length contiguous slices.
     fn dot(a: &[Self], b: &[Self]) -> Self;
     /// `y += alpha · x` over equal-length contiguous slices.
@@ -137,8 +152,21 @@ fn has_fma() -> bool {
 }
 
 macro_rules! real_impl {
-    ($t:ident, $gemm:path, $dot_plain:ident, $dot_fma:ident, $axpy_plain:ident, $axpy_fma:ident) => {
+    ($t:ident, $gemm:path, $dot_plain:ident, $dot_fma:ident, $axpy_plain:ident, $axpy_fma:ident $(, $native:ident)?) => {
         impl Real for $t {
+            $(
+            fn gemm_native(
+                op: &'static str,
+                alpha: Self,
+                a: MatView<'_, Self>,
+                b: MatView<'_, Self>,
+                beta: Self,
+                c: &mut [Self],
+                ldc: usize,
+            ) -> Option<Result<()>> {
+                $native(op, alpha, a, b, beta, c, ldc)
+            }
+            )?
             const ZERO: Self = 0.0;
             const ONE: Self = 1.0;
             const NAN: Self = $t::NAN;
@@ -197,7 +225,26 @@ macro_rules! real_impl {
     };
 }
 
-real_impl!(f32, matrixmultiply::sgemm, dot_f32_plain, dot_f32_fma, axpy_f32_plain, axpy_f32_fma);
+real_impl!(f32, matrixmultiply::sgemm, dot_f32_plain, dot_f32_fma, axpy_f32_plain, axpy_f32_fma, gemm_f32_native);
+
+/// The `f32` products [`gemm`] runs on the microkernel of `kernels::packed` (any strides; `B`
+/// read in place or packed per call): every one on a CPU with one of its paths. Measured on
+/// the attention products of `bench_transformer` (`4 × 128 × 64 · 64 × 128` and
+/// `4 × 128 × 128 · 128 × 64`), this replaced `matrixmultiply`, which packs both operands per
+/// call, at a fraction of its time.
+fn gemm_f32_native(
+    op: &'static str,
+    alpha: f32,
+    a: MatView<'_, f32>,
+    b: MatView<'_, f32>,
+    beta: f32,
+    c: &mut [f32],
+    ldc: usize,
+) -> Option<Result<()>> {
+    let isa = super::packed::Isa::detect()?;
+    let ep = super::packed::Epilogue { alpha, beta, ..super::packed::Epilogue::PLAIN };
+    Some(super::packed::gemm_activations(op, isa, a, b, &ep, c, ldc))
+}
 real_impl!(f64, matrixmultiply::dgemm, dot_f64_plain, dot_f64_fma, axpy_f64_plain, axpy_f64_fma);
 
 /// The dtype a floating-point kernel computes in: `f32` for `f16`/`bf16`/`f32`, `f64` for
@@ -316,6 +363,9 @@ pub(crate) fn gemm<T: Real>(
             return Ok(());
         }
     }
+    if let Some(r) = T::gemm_native(op, alpha, a, b, beta, c, ldc) {
+        return r;
+    }
     // SAFETY: `MatView::new` checked both inputs against their storage, `c` was checked to hold
     // m rows of ldc elements, and `c` is a separate (mutable, hence unaliased) buffer.
     unsafe {
@@ -338,6 +388,75 @@ pub(crate) fn gemm<T: Real>(
     }
     Ok(())
 }
+
+/// Batched products with at least this many multiply-adds in all split their batch entries
+/// across the intra-op team (`crate::parallel`), whole entries per task, so each entry's sums
+/// are the same on any number of threads. `bench_transformer`'s attention products
+/// (`4 × 128 × 64 × 128`: 2²² multiply-adds, ~30 µs on one core) are above it; a split costs
+/// about a microsecond when a worker is awake.
+const BATCH_PARALLEL_MIN_FMAS: usize = 1 << 20;
+
+/// `c[bi] = alpha·A(bi)·B(bi) + beta·c[bi]` for every batch entry `bi < batch`, where
+/// `views(bi)` gives the two `m × k` and `k × n` operands and `c` holds the entries one after
+/// the other (`m·n` elements each, rows `n` apart). With `beta == 0`, `c` is not read.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn gemm_batched<'v, T: Real>(
+    op: &'static str,
+    batch: usize,
+    (m, k, n): (usize, usize, usize),
+    alpha: T,
+    beta: T,
+    views: impl Fn(usize) -> Result<(MatView<'v, T>, MatView<'v, T>)> + Sync,
+    c: &mut [T],
+) -> Result<()> {
+    let entry = m.checked_mul(n).ok_or_else(|| KernelError::new(op, "result is too large"))?;
+    if batch.checked_mul(entry).is_none_or(|len| len > c.len()) {
+        return Err(KernelError::new(op, "output buffer is too small"));
+    }
+    let one = |bi: usize, c: &mut [T]| -> Result<()> {
+        let (a, b) = views(bi)?;
+        gemm(op, alpha, a, b, beta, c, n)
+    };
+    let threads = crate::parallel::threads();
+    let fmas = batch.saturating_mul(entry).saturating_mul(k);
+    if threads <= 1 || batch < 2 || fmas < BATCH_PARALLEL_MIN_FMAS || entry == 0 {
+        for bi in 0..batch {
+            one(bi, &mut c[bi * entry..(bi + 1) * entry])?;
+        }
+        return Ok(());
+    }
+    let tasks = batch.min(threads * 4);
+    let out = SharedOut(c.as_mut_ptr());
+    let failed = std::sync::Mutex::new(None);
+    crate::parallel::for_each(tasks, |t| {
+        for bi in batch * t / tasks..batch * (t + 1) / tasks {
+            // SAFETY: `c` holds `batch` entries of `entry` elements (checked above) and every
+            // entry is written by exactly one task.
+            let c = unsafe { std::slice::from_raw_parts_mut(out.get().add(bi * entry), entry) };
+            if let Err(e) = one(bi, c) {
+                failed.lock().unwrap_or_else(|p| p.into_inner()).get_or_insert(e);
+                return;
+            }
+        }
+    });
+    match failed.into_inner().unwrap_or_else(|p| p.into_inner()) {
+        Some(e) => Err(e),
+        None => Ok(()),
+    }
+}
+
+/// The output of a batched product, shared by the tasks that write its disjoint entries.
+struct SharedOut<T>(*mut T);
+
+impl<T> SharedOut<T> {
+    fn get(&self) -> *mut T {
+        self.0
+    }
+}
+
+// SAFETY: the tasks of one product write disjoint entries through it; `T` is an `Element`
+// (`Send`), so its values may be written from another thread.
+unsafe impl<T: Send> Sync for SharedOut<T> {}
 
 /// `y[j] = Σ_p x[p]·mat[p, j]` when `mat` has a unit stride along either axis; `None` when
 /// neither axis is contiguous (the caller falls back to GEMM).
@@ -496,12 +615,13 @@ fn batched_real<T: Real>(
         if let Some(src) = init_data {
             out.copy_from_slice(src);
         }
-        for (bi, (&ao, &bo)) in a_offs.iter().zip(&b_offs).enumerate() {
-            let av = MatView::new(op, ad, a.t.offset() + ao, m, a.cols, a.rs, a.cs)?;
-            let bv = MatView::new(op, bd, b.t.offset() + bo, b.rows, n, b.rs, b.cs)?;
-            gemm(op, alpha, av, bv, beta, &mut out[bi * m * n..(bi + 1) * m * n], n)?;
-        }
-        Ok(())
+        let views = |bi: usize| -> Result<(MatView<'_, T>, MatView<'_, T>)> {
+            Ok((
+                MatView::new(op, ad, a.t.offset() + a_offs[bi], m, a.cols, a.rs, a.cs)?,
+                MatView::new(op, bd, b.t.offset() + b_offs[bi], b.rows, n, b.rs, b.cs)?,
+            ))
+        };
+        gemm_batched(op, a_offs.len(), (m, a.cols, n), alpha, beta, views, out)
     })
 }
 

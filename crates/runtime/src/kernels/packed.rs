@@ -454,6 +454,83 @@ pub(crate) fn gemm_packed_a(
     Ok(())
 }
 
+thread_local! {
+    /// The per-call packed right operand of [`gemm_activations`], kept per thread across calls
+    /// (taken out while a product runs, as [`A_SCRATCH`] is).
+    static B_SCRATCH: std::cell::Cell<Vec<f32>> = const { std::cell::Cell::new(Vec::new()) };
+}
+
+/// `C[m×n]` (rows `ldc` apart) `= alpha·A·B + bias + beta·C` with neither operand prepacked:
+/// products of two activations (attention's batched products). `A` is read in place at any
+/// strides. `B` is read in place when its columns are contiguous and it has fewer than
+/// [`PACK_A_MIN_PANELS`] panels (its last partial panel with masked loads); otherwise it is
+/// packed for this call into column panels in a per-thread buffer and multiplied as a
+/// prepacked `B` would be. The order of every sum depends only on the shapes.
+pub(crate) fn gemm_activations(
+    op: &'static str,
+    isa: Isa,
+    a: MatView<'_, f32>,
+    b: MatView<'_, f32>,
+    ep: &Epilogue<'_>,
+    c: &mut [f32],
+    ldc: usize,
+) -> Result<()> {
+    if a.cols != b.rows {
+        return Err(KernelError::new(op, format!("cannot multiply {}x{} and {}x{} matrices", a.rows, a.cols, b.rows, b.cols)));
+    }
+    if !isa.available() {
+        return Err(KernelError::new(op, format!("internal error: this CPU does not run the {isa:?} path")));
+    }
+    let (m, n, k) = (a.rows, b.cols, a.cols);
+    check_out(op, m, n, ldc, c, ep)?;
+    if m == 0 || n == 0 {
+        return Ok(());
+    }
+    if k == 0 {
+        epilogue_only(m, n, ep, c, ldc);
+        return Ok(());
+    }
+    let nr = isa.nr();
+    if (b.cs == 1 || n == 1) && n.div_ceil(nr) < PACK_A_MIN_PANELS {
+        // SAFETY: `MatView::new` checked that every element of both views lies inside its
+        // storage.
+        let (a_ptr, b_ptr) = unsafe { (a.data.as_ptr().add(a.off), b.data.as_ptr().add(b.off)) };
+        let mr = block_rows(m, isa.mr_in_place());
+        let raw = Raw {
+            m,
+            n,
+            k,
+            mr,
+            a_packed: false,
+            a: a_ptr,
+            a_blk: mr * a.rs,
+            rsa: a.rs,
+            csa: a.cs,
+            b: b_ptr,
+            b_pnl: nr,
+            rsb: b.rs,
+            b_tail_masked: true,
+        };
+        // SAFETY: `A`'s block `ib` row `i` column `p` is `a + (ib·mr + i)·rs + p·cs` with
+        // `ib·mr + i < m` and `p < k`; `B`'s row `p < k` columns `j0..j0+nr` are read whole only
+        // when `j0 + nr ≤ n` (the last partial panel is masked), at `b + p·rs + j`; both inside
+        // their storage. `c` holds `m` rows of `ldc ≥ n`; the CPU runs `isa` (checked above).
+        unsafe { drive(isa, &raw, ep, c.as_mut_ptr(), ldc) };
+        return Ok(());
+    }
+    let len = checked_len(op, &[n.div_ceil(nr), k, nr])?;
+    let mut data = B_SCRATCH.take();
+    if data.len() < len + 16 {
+        data.resize(len + 16, 0.0);
+    }
+    let start = data.as_ptr().align_offset(64).min(15);
+    pack_into(b, nr, &mut data[start..start + len]);
+    let packed = PackedB { isa, k, n, buf: Aligned { data, start, len } };
+    let r = gemm_packed_b(op, a, &packed, ep, c, ldc);
+    B_SCRATCH.set(packed.buf.data);
+    r
+}
+
 fn check_out(op: &'static str, m: usize, n: usize, ldc: usize, c: &[f32], ep: &Epilogue<'_>) -> Result<()> {
     if m > 0 && n > 0 && (ldc < n || (m - 1).checked_mul(ldc).and_then(|x| x.checked_add(n)).is_none_or(|l| l > c.len())) {
         return Err(KernelError::new(op, "output buffer is too small"));
@@ -1173,6 +1250,41 @@ mod tests {
                 // The last block is at most one row per block shorter than the others.
                 assert!(m - (blocks - 1) * h + blocks > h, "{m} rows by {max}");
             }
+        }
+    }
+
+    #[test]
+    fn products_of_two_activations_match_the_reference_in_place_and_packed() {
+        let mut g = Gen(0x51af_d7ed_558c_cd21);
+        for isa in paths() {
+            let mut shapes = shapes();
+            // Enough panels that `B` is packed per call even with contiguous columns.
+            shapes.push((9, PACK_A_MIN_PANELS * isa.nr() + 5, 20));
+            for (m, n, k) in shapes {
+                // `B` with contiguous columns (read in place) and transposed (packed per call).
+                for b_t in [false, true] {
+                    let (ad, aoff, ars, acs) = strided(&mut g, m, k, !b_t);
+                    let (bd, boff, brs, bcs) = strided(&mut g, k, n, b_t);
+                    let a = MatView::new("t", &ad, aoff, m, k, ars, acs).unwrap();
+                    // In place, exactly as long as the last element of `B` requires, so a read
+                    // past a partial panel would leave the buffer.
+                    let b_len = if b_t || k == 0 || n == 0 { bd.len() } else { boff + (k - 1) * brs + n };
+                    let b = MatView::new("t", &bd[..b_len], boff, k, n, brs, bcs).unwrap();
+                    let (bias_n, bias_m) = (g.vec(n), g.vec(m));
+                    for ep in epilogues(&bias_n, &bias_m) {
+                        let ldc = n + 2;
+                        let c0 = g.vec(m * ldc);
+                        let want = reference(&a, &b, &ep, &c0, ldc);
+                        let mut c = c0.clone();
+                        gemm_activations("t", isa, a, b, &ep, &mut c, ldc).unwrap();
+                        assert_close(&c, &want, k, &format!("{isa:?} AB {m}x{n}x{k} b_t={b_t} {ep:?}"));
+                    }
+                }
+            }
+            let d = vec![1.0f32; 16];
+            let (a, b) = (MatView::new("t", &d, 0, 2, 3, 3, 1).unwrap(), MatView::new("t", &d, 0, 2, 2, 2, 1).unwrap());
+            let mut c = vec![0.0; 4];
+            assert!(gemm_activations("t", isa, a, b, &Epilogue::PLAIN, &mut c, 2).is_err());
         }
     }
 

@@ -571,39 +571,91 @@ fn softmax_f32_rows(t: &Tensor) -> Result<Tensor> {
     })
 }
 
-/// The rows of `n` elements of `src` softmaxed into `out` (same length). The row maximum
-/// (NaN if any element is NaN) and the sum of the exponentials are taken over 8 lanes, so
-/// the loops vectorize.
+/// The rows of `n` elements of `src` softmaxed into `out` (same length), each in three passes
+/// compiled for the widest vectors (`wide::widest`): the row maximum over 16 lanes (NaN if any
+/// element is NaN), then `exp(x - max)` written and summed over 16 lanes in one pass, then
+/// the product with the reciprocal of the sum. With many rows and more than one thread the
+/// rows are split across the intra-op team, whole rows per task, so each row's result does
+/// not depend on the split.
 pub(crate) fn softmax_f32_rows_into(src: &[f32], n: usize, out: &mut [f32]) {
-    const LANES: usize = 8;
-    let pick = |a: f32, b: f32| if b > a || b.is_nan() { b } else { a };
     let n = n.max(1);
-    for (row, o) in src.chunks(n).zip(out.chunks_mut(n)) {
-        let mut lanes = [f32::NEG_INFINITY; LANES];
-        let mut body = row.chunks_exact(LANES);
-        for c in &mut body {
-            for (l, &x) in lanes.iter_mut().zip(c) {
-                *l = pick(*l, x);
-            }
+    let rows = |src: &[f32], out: &mut [f32]| {
+        super::wide::widest(
+            #[inline(always)]
+            || {
+                for (row, o) in src.chunks(n).zip(out.chunks_mut(n)) {
+                    softmax_row(row, o);
+                }
+            },
+        )
+    };
+    let count = src.len().min(out.len()) / n;
+    let threads = crate::parallel::threads();
+    if threads <= 1 || count < 2 || count * n < SOFTMAX_PARALLEL_MIN {
+        rows(src, out);
+        return;
+    }
+    let tasks = (threads * 4).min(count);
+    let dst = SharedRows(out.as_mut_ptr());
+    crate::parallel::for_each(tasks, |t| {
+        let (r0, r1) = (count * t / tasks, count * (t + 1) / tasks);
+        // SAFETY: `out` holds at least `count·n` elements and the tasks' row ranges are disjoint.
+        let o = unsafe { std::slice::from_raw_parts_mut(dst.get().add(r0 * n), (r1 - r0) * n) };
+        rows(&src[r0 * n..r1 * n], o);
+    });
+}
+
+/// Softmaxes of at least this many elements split their rows across threads (as the JIT's
+/// kernels split from 16 Ki elements; a row costs about as much per element as a kernel with
+/// one `exp`).
+const SOFTMAX_PARALLEL_MIN: usize = 1 << 14;
+
+/// The output of a split softmax, shared by the tasks that write its disjoint rows.
+struct SharedRows(*mut f32);
+
+impl SharedRows {
+    fn get(&self) -> *mut f32 {
+        self.0
+    }
+}
+
+// SAFETY: the tasks of one softmax write disjoint rows through it.
+unsafe impl Sync for SharedRows {}
+
+/// One row of [`softmax_f32_rows_into`].
+#[inline(always)]
+fn softmax_row(row: &[f32], o: &mut [f32]) {
+    const LANES: usize = 16;
+    let pick = |a: f32, b: f32| if b > a || b.is_nan() { b } else { a };
+    let mut lanes = [f32::NEG_INFINITY; LANES];
+    let mut body = row.chunks_exact(LANES);
+    for c in &mut body {
+        for (l, &x) in lanes.iter_mut().zip(c) {
+            *l = pick(*l, x);
         }
-        let m = body.remainder().iter().chain(&lanes).copied().fold(f32::NEG_INFINITY, pick);
-        let m = if m.is_infinite() { 0.0 } else { m };
-        for (y, &x) in o.iter_mut().zip(row) {
-            *y = x - m;
+    }
+    let m = body.remainder().iter().chain(&lanes).copied().fold(f32::NEG_INFINITY, pick);
+    let m = if m.is_infinite() { 0.0 } else { m };
+    let exp = super::fastmath::exp_f32;
+    let mut sums = [0f32; LANES];
+    let mut dst = o.chunks_exact_mut(LANES);
+    let mut body = row.chunks_exact(LANES);
+    for (d, c) in (&mut dst).zip(&mut body) {
+        for ((s, y), &x) in sums.iter_mut().zip(d.iter_mut()).zip(c) {
+            let e = exp(x - m);
+            *y = e;
+            *s += e;
         }
-        super::fastmath::map_in_place(o, super::fastmath::exp_f32);
-        let mut sums = [0f32; LANES];
-        let mut body = o.chunks_exact(LANES);
-        for c in &mut body {
-            for (l, &x) in sums.iter_mut().zip(c) {
-                *l += x;
-            }
-        }
-        let s: f32 = sums.iter().sum::<f32>() + body.remainder().iter().sum::<f32>();
-        let inv = 1.0 / s;
-        for y in o.iter_mut() {
-            *y *= inv;
-        }
+    }
+    let mut tail = 0f32;
+    for (y, &x) in dst.into_remainder().iter_mut().zip(body.remainder()) {
+        let e = exp(x - m);
+        *y = e;
+        tail += e;
+    }
+    let inv = 1.0 / (super::wide::fold_lanes(sums) + tail);
+    for y in o.iter_mut() {
+        *y *= inv;
     }
 }
 
