@@ -410,13 +410,13 @@ impl Frame {
         plan: &mut PlanState,
     ) -> Result<Produced, ExecError> {
         if let Some(op) = out_op.filter(|op| op.is_view()) {
-            if let (Some((meta, strides)), Some(IValue::Tensor(a))) = (out::view_layout(op, buf), buf.first()) {
-                let strides = &strides[..meta.rank];
+            if let (Some(v), Some(IValue::Tensor(a))) = (out::view_layout(op, buf), buf.first()) {
+                let (meta, strides) = (v.meta, &v.strides[..v.meta.rank]);
                 let cached = self.view_layouts.get(slot).and_then(|l| l.as_ref());
                 let layout = match cached {
                     Some(l) if l.sizes() == meta.sizes() && l.strides() == strides => l.clone(),
                     _ => {
-                        let t = Tensor::from_storage(a.storage().clone(), a.dtype(), meta.sizes(), strides, a.offset())
+                        let t = Tensor::from_storage(a.storage().clone(), a.dtype(), meta.sizes(), strides, v.offset)
                             .map_err(|e| kernel_error(ins, e))?;
                         let l = t.shared_layout();
                         if let Some(c) = self.view_layouts.get_mut(slot) {
@@ -425,7 +425,7 @@ impl Frame {
                         l
                     }
                 };
-                let t = a.view_with_layout(&layout, a.offset()).map_err(|e| kernel_error(ins, e))?;
+                let t = a.view_with_layout(&layout, v.offset).map_err(|e| kernel_error(ins, e))?;
                 return Ok(Produced::Out(t, [None, None]));
             }
         } else if let Some((op, meta)) = out_op.and_then(|op| Some((op, out::meta(op, buf)?))) {
@@ -524,6 +524,7 @@ fn static_name(op: out::OutOp) -> &'static str {
         out::OutOp::BatchNormEval => "aten._native_batch_norm_legit_no_training",
         out::OutOp::View => "aten.view",
         out::OutOp::Permute => "aten.permute",
+        out::OutOp::Slice => "aten.slice.Tensor",
     }
 }
 
