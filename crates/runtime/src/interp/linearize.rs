@@ -388,7 +388,9 @@ impl<'a> Lin<'a> {
             dialect_prim::FUSION_GROUP => {
                 let r = *m.regions(op).first().ok_or_else(|| self.err_unsupported(op, "`prim.FusionGroup` without a body".into()))?;
                 let body = self.region_block(op, r)?;
-                Kind::Fusion { body, kernel: self.fusion_kernel(op) }
+                let slot = self.slots;
+                self.slots += 1;
+                Kind::Fusion { body, kernel: self.fusion_kernel(op), slot }
             }
             _ => {
                 if let Some(s) = sym_op(n) {
