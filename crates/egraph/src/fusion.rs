@@ -15,7 +15,8 @@
 //! Views, reductions and anything not `ELEMENTWISE` stay outside. Constants feeding a group
 //! (scalars and 0-d tensors) are copied into it rather than passed as arguments.
 //!
-//! Before grouping, splits of elementwise results are distributed (option `distribute-splits`):
+//! Before grouping, splits of elementwise results are distributed (option `distribute-splits`),
+//! at the aten stage and at the Edge stage alike (see [`SPLITS`]):
 //! `ListUnpack(chunk(f(a, b)))` becomes, per piece `k`, `f(slice_k(a), slice_k(b))`, each
 //! slice a view of an operand outside the elementwise ops (a bias broadcast along the split
 //! dimension is sliced along its own matching dimension, or not at all when it is broadcast
@@ -56,8 +57,16 @@ impl Default for FuseElementwise {
     }
 }
 
-/// Ops that cut a tensor into pieces along one dimension, unpacked by one `prim.ListUnpack`.
-pub const SPLITS: &[&str] = &["aten.chunk", "aten.split.Tensor", "aten.split_with_sizes"];
+/// Ops that cut a tensor into pieces along one dimension, unpacked by one `prim.ListUnpack`:
+/// the aten ones as exported and Edge's (`lower-to-edge` turns `chunk` and `split` into
+/// `split_with_sizes`). A split's pieces are cut with the `slice.Tensor` of its own dialect.
+pub const SPLITS: &[&str] = &["aten.chunk", "aten.split.Tensor", "aten.split_with_sizes", "edge.split_with_sizes"];
+
+/// The view that cuts one piece out of an operand of a distributed split `split` (an op of
+/// [`SPLITS`]): `edge.slice.Tensor` at the Edge stage, `aten.slice.Tensor` otherwise.
+fn slice_op_for(split: &str) -> &'static str {
+    if split.starts_with("edge.") { "edge.slice.Tensor" } else { "aten.slice.Tensor" }
+}
 
 /// One formed group.
 #[derive(Clone, Debug)]
@@ -475,6 +484,7 @@ fn apply_split_plan(m: &mut Module, s: OpId, plan: &SplitPlan) -> Result<(), Dia
     let Some(&last) = plan.ops.last() else { return Ok(()) };
     let x = m.results(last)[0];
     let outs = m.results(plan.unpack).to_vec();
+    let slice = slice_op_for(m.op_name(s));
     for (k, &(start, end)) in plan.pieces.iter().enumerate() {
         let mut map = ValueMap::new();
         for &(v, dim) in &plan.sliced {
@@ -483,7 +493,7 @@ fn apply_split_plan(m: &mut Module, s: OpId, plan: &SplitPlan) -> Result<(), Dia
             shape[dim] = Dim::Static(end - start);
             let ty = Type::tensor_of(TensorType { dtype: t.dtype, shape: Some(shape) });
             let loc = m.loc(s).clone();
-            let st = OperationState::new("aten.slice.Tensor")
+            let st = OperationState::new(slice)
                 .operands([v])
                 .attr("dim", Attribute::Int(dim as i64))
                 .attr("start", Attribute::Int(start))

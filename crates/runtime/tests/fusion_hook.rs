@@ -154,3 +154,53 @@ fn without_a_fusion_compiler_nothing_is_recorded() {
     assert!(p.fusion_groups().is_empty());
     assert_eq!(vals(&p.runtime().run(&inputs()).unwrap()[0]), WANT);
 }
+
+/// `(x + y) * x` as a fusion group whose result is the program's output.
+const RETURNED: &str = r#"
+module {
+  func.func @forward(%x: tensor<4xf32> {prim.input = "x"}, %y: tensor<4xf32> {prim.input = "y"}) -> tensor<4xf32> {
+    %g = "prim.FusionGroup"(%x, %y) ({
+    ^bb0(%a: tensor<4xf32>, %b: tensor<4xf32>):
+      %s = aten.add.Tensor %a, %b : tensor<4xf32>
+      %m = aten.mul.Tensor %s, %a : tensor<4xf32>
+      "prim.Return"(%m) : (tensor<4xf32>) -> ()
+    }) : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+    func.return %g : tensor<4xf32>
+  }
+}
+"#;
+
+/// A kernel's fresh output is written again by the next call once the caller has dropped it
+/// (`run_into` clears the previous outputs first), and never while the caller still holds it.
+#[test]
+fn fresh_kernel_outputs_are_reused_only_when_nothing_else_holds_them() {
+    let calls = Arc::new(AtomicUsize::new(0));
+    let fusion = StandIn { behaviour: Behaviour::Run, take: true, calls: calls.clone(), regions: Arc::new(AtomicUsize::new(0)) };
+    let opts = CompileOptions { fusion: Some(Arc::new(fusion)), ..Default::default() };
+    let p = try_compile(RETURNED, &Weights::new(), opts).expect("compile");
+    let mut rt = p.runtime();
+    let want = [4.0, 0.0, -3.0, 1.25];
+    let mut out = Vec::new();
+    rt.run_into(&inputs(), &mut out).unwrap();
+    let first = out[0].as_tensor().unwrap().storage().as_ptr();
+    for run in 2..=3 {
+        rt.run_into(&inputs(), &mut out).unwrap();
+        assert_eq!(vals(&out[0]), want, "run {run}");
+        assert_eq!(out[0].as_tensor().unwrap().storage().as_ptr(), first, "run {run} reuses the dropped output");
+    }
+    // Held by the caller: the next call writes elsewhere and the held values stay.
+    let held = rt.run(&inputs()).unwrap();
+    let other = [t(&[2.0, 2.0, 2.0, 2.0], &[4]), t(&[1.0, 1.0, 1.0, 1.0], &[4])];
+    let next = rt.run(&other).unwrap();
+    assert_ne!(next[0].as_tensor().unwrap().storage().as_ptr(), held[0].as_tensor().unwrap().storage().as_ptr());
+    assert_eq!(vals(&next[0]), [6.0; 4]);
+    assert_eq!(vals(&held[0]), want);
+    // A view of an output keeps it from being reused too.
+    let view = next[0].as_tensor().unwrap().slice(0, Some(1), None, 1).unwrap();
+    drop(next);
+    let again = rt.run(&inputs()).unwrap();
+    assert_ne!(again[0].as_tensor().unwrap().storage().as_ptr(), view.storage().as_ptr());
+    assert_eq!(vals(&IValue::Tensor(view)), [6.0; 3]);
+    assert_eq!(vals(&again[0]), want);
+    assert_eq!(calls.load(Ordering::Relaxed), 6);
+}

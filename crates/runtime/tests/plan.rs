@@ -282,3 +282,56 @@ fn norm_and_softmax_out_variants_match_their_kernels() {
     // clone, both layer norms' results, softmax, batch norm, relu and the statistics' sum.
     assert_eq!(p.num_planned_values(), 7, "{:?}", p.planned_lifetimes());
 }
+
+/// The -O2 LSTM cell's shape: a product's pieces (slices) read by a fusion group whose results
+/// are the program's outputs. The group's results are computed in it (fresh storage), so the
+/// sliced value does not escape through them and is planned. `RETURNS_ARG` is the same with a
+/// group that returns one of its arguments (a view of the value): that value escapes and
+/// stays unplanned.
+const GROUP_OVER_SLICES: &str = r#"
+module {
+  func.func @forward(%x: tensor<4x8xf32> {prim.input = "x"}) -> (tensor<4x4xf32>, tensor<4x4xf32>) {
+    %a = aten.relu %x : (tensor<4x8xf32>) -> tensor<4x8xf32>
+    %s0 = aten.slice.Tensor %a {dim = 1 : i64, end = 4 : i64, start = 0 : i64} : (tensor<4x8xf32>) -> tensor<4x4xf32>
+    %s1 = aten.slice.Tensor %a {dim = 1 : i64, end = 8 : i64, start = 4 : i64} : (tensor<4x8xf32>) -> tensor<4x4xf32>
+    %g:2 = "prim.FusionGroup"(%s0, %s1) ({
+    ^bb0(%p: tensor<4x4xf32>, %q: tensor<4x4xf32>):
+      %m = aten.mul.Tensor %p, %q : tensor<4x4xf32>
+      %n = aten.add.Tensor %m, %p : tensor<4x4xf32>
+      "prim.Return"(%n, %m) : (tensor<4x4xf32>, tensor<4x4xf32>) -> ()
+    }) : (tensor<4x4xf32>, tensor<4x4xf32>) -> (tensor<4x4xf32>, tensor<4x4xf32>)
+    func.return %g#0, %g#1 : tensor<4x4xf32>, tensor<4x4xf32>
+  }
+}
+"#;
+
+#[test]
+fn values_read_by_a_fusion_group_through_slices_are_planned() {
+    let inputs: Vec<Vec<IValue>> = (0..3).map(|s| vec![t(&noise(32, 60 + s), &[4, 8])]).collect();
+    let p = agree_with_unplanned(GROUP_OVER_SLICES, &runtime::Weights::new(), &inputs);
+    // relu, its lifetime ending at the group.
+    assert_eq!(p.num_planned_values(), 1, "{:?}", p.planned_lifetimes());
+    let mut rt = p.runtime();
+    for x in &inputs {
+        let xs = vals(&x[0]);
+        let a = |i: usize, j: usize| xs[i * 8 + j].max(0.0);
+        let m: Vec<f64> = (0..16).map(|e| a(e / 4, e % 4) * a(e / 4, 4 + e % 4)).collect();
+        let n: Vec<f64> = (0..16).map(|e| m[e] + a(e / 4, e % 4)).collect();
+        for _ in 0..2 {
+            let out = rt.run(x).unwrap();
+            assert_close(&vals(&out[0]), &n);
+            assert_close(&vals(&out[1]), &m);
+        }
+    }
+    let returns_arg = GROUP_OVER_SLICES.replace(r#""prim.Return"(%n, %m)"#, r#""prim.Return"(%n, %q)"#);
+    let p = try_compile(&returns_arg, &runtime::Weights::new(), CompileOptions::default()).unwrap();
+    assert_eq!(p.num_planned_values(), 0, "{:?}", p.planned_lifetimes());
+    let mut rt = p.runtime();
+    for x in &inputs {
+        let xs = vals(&x[0]);
+        let q: Vec<f64> = (0..16).map(|e| xs[e / 4 * 8 + 4 + e % 4].max(0.0)).collect();
+        for _ in 0..2 {
+            assert_close(&vals(&rt.run(x).unwrap()[1]), &q);
+        }
+    }
+}

@@ -313,7 +313,7 @@ impl<'a> Lin<'a> {
         while let Some(w) = stack.pop() {
             for u in m.uses(w) {
                 op_index.get(&u.op)?;
-                if fresh_result(&kernel_name(m.op_name(u.op))) {
+                if fresh_result(&kernel_name(m.op_name(u.op))) || fresh_group_results(m, u.op) {
                     continue;
                 }
                 for &r in m.results(u.op) {
@@ -388,7 +388,9 @@ impl<'a> Lin<'a> {
             dialect_prim::FUSION_GROUP => {
                 let r = *m.regions(op).first().ok_or_else(|| self.err_unsupported(op, "`prim.FusionGroup` without a body".into()))?;
                 let body = self.region_block(op, r)?;
-                Kind::Fusion { body, kernel: self.fusion_kernel(op) }
+                let slot = self.slots;
+                self.slots += 1;
+                Kind::Fusion { body, kernel: self.fusion_kernel(op), slot }
             }
             _ => {
                 if let Some(s) = sym_op(n) {
@@ -612,6 +614,24 @@ fn fresh_result(kname: &str) -> bool {
             kname,
             "aten.bmm" | "aten.convolution" | "aten._log_softmax" | "aten.div.Tensor" | "aten._adaptive_avg_pool2d"
         )
+}
+
+/// Whether `op` is a fusion group whose results never share storage with its operands. A
+/// compiled kernel writes its results into storage it is given (fresh or planned); when it
+/// declines a call, the results are those of the region's ops, so every value the region
+/// returns must be computed there by a kernel with a fresh result (a returned block argument,
+/// or an op that may return its input, keeps the group in the alias chain).
+fn fresh_group_results(m: &Module, op: OpId) -> bool {
+    if m.op_name(op) != dialect_prim::FUSION_GROUP {
+        return false;
+    }
+    let Some(&region) = m.regions(op).first() else { return false };
+    let &[body] = m.region_blocks(region) else { return false };
+    let Some(&ret) = m.block_ops(body).last() else { return false };
+    m.op_name(ret) == dialect_prim::RETURN
+        && m.operands(ret).iter().all(|&v| {
+            m.defining_op(v).is_some_and(|d| m.parent_block(d) == Some(body) && fresh_result(&kernel_name(m.op_name(d))))
+        })
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -94,7 +94,7 @@ pub(crate) enum Kind {
     /// A fusion group: its compiled kernel when the fusion compiler took it, and the body run
     /// as a sub-program (args become the body's block arguments) otherwise or when the kernel
     /// declines a call.
-    Fusion { body: Block, kernel: Option<Arc<dyn FusionKernel>> },
+    Fusion { body: Block, kernel: Option<Arc<dyn FusionKernel>>, slot: usize },
     Uninitialized,
     Raise,
     Sym(SymOp),

@@ -45,13 +45,15 @@ pub(crate) enum OutOp {
     View,
     /// `permute`, likewise.
     Permute,
+    /// `slice.Tensor`, likewise (the result's offset is computed per call).
+    Slice,
 }
 
 impl OutOp {
     /// Whether the op makes a view of its input (its result aliases the input; nothing is
     /// written and nothing is planned).
     pub(crate) fn is_view(self) -> bool {
-        matches!(self, OutOp::View | OutOp::Permute)
+        matches!(self, OutOp::View | OutOp::Permute | OutOp::Slice)
     }
 }
 
@@ -75,6 +77,7 @@ pub(crate) fn lookup(name: &str) -> Option<OutOp> {
         "aten._native_batch_norm_legit_no_training" | "aten.native_batch_norm" => OutOp::BatchNormEval,
         "aten.view" | "aten._unsafe_view" => OutOp::View,
         "aten.permute" => OutOp::Permute,
+        "aten.slice.Tensor" => OutOp::Slice,
         _ => return None,
     })
 }
@@ -124,7 +127,7 @@ fn simple_broadcast(a: &Tensor, b: &Tensor) -> bool {
 /// The result's dtype and shape when the out-variant applies to `args`, `None` otherwise.
 pub(crate) fn meta(op: OutOp, args: &[IValue]) -> Option<Meta> {
     match op {
-        OutOp::View | OutOp::Permute => None,
+        OutOp::View | OutOp::Permute | OutOp::Slice => None,
         OutOp::Mm => {
             let (a, b) = (float_tensor(args.first()?)?, float_tensor(args.get(1)?)?);
             if a.dim() != 2 || b.dim() != 2 || a.dtype() != b.dtype() || a.sizes()[1] != b.sizes()[0] {
@@ -330,7 +333,7 @@ fn mat<'a, T: Real>(name: &'static str, t: &'a Tensor) -> Result<MatView<'a, T>>
 
 fn compute_t<T: Real>(op: OutOp, name: &'static str, args: &[IValue], out: &Tensor, want: [bool; 2]) -> Result<Extra> {
     match op {
-        OutOp::Clone | OutOp::View | OutOp::Permute => {
+        OutOp::Clone | OutOp::View | OutOp::Permute | OutOp::Slice => {
             Err(KernelError::new(name, "internal error: not an out-variant that computes"))
         }
         OutOp::Softmax => {
@@ -515,16 +518,29 @@ fn zip_broadcast<T: Real>(c: &mut [T], sa: &[T], sb: &[T], f: impl Fn(T, T) -> T
     }
 }
 
-/// The sizes and strides of a view op's result when the fast path applies: `view` of a
-/// contiguous tensor (one size may be -1) and `permute`. `None` leaves the op to its kernel
-/// (which also reports bad arguments).
-pub(crate) fn view_layout(op: OutOp, args: &[IValue]) -> Option<(Meta, [usize; MAX_RANK])> {
+/// The layout of a view op's result: its dtype and sizes, strides and storage offset.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct ViewLayout {
+    pub meta: Meta,
+    pub strides: [usize; MAX_RANK],
+    pub offset: usize,
+}
+
+/// The layout of a view op's result when the fast path applies: `view` of a contiguous
+/// tensor (one size may be -1), `permute`, and `slice.Tensor` (with `Tensor::slice`'s
+/// clamping of the bounds). `None` leaves the op to its kernel (which also reports bad
+/// arguments).
+pub(crate) fn view_layout(op: OutOp, args: &[IValue]) -> Option<ViewLayout> {
     let IValue::Tensor(a) = args.first()? else { return None };
+    if op == OutOp::Slice {
+        return slice_layout(a, args);
+    }
     let IValue::IntList(list) = args.get(1)? else { return None };
     if list.len() > MAX_RANK {
         return None;
     }
     let mut strides = [0usize; MAX_RANK];
+    let at = |meta: Option<Meta>, strides| Some(ViewLayout { meta: meta?, strides, offset: a.offset() });
     match op {
         OutOp::View => {
             if !a.is_contiguous() {
@@ -558,7 +574,7 @@ pub(crate) fn view_layout(op: OutOp, args: &[IValue]) -> Option<(Meta, [usize; M
                 strides[d] = acc;
                 acc = acc.saturating_mul(sizes[d].max(1));
             }
-            Some((Meta::of(a.dtype(), &sizes[..rank])?, strides))
+            at(Meta::of(a.dtype(), &sizes[..rank]), strides)
         }
         OutOp::Permute => {
             let rank = a.dim();
@@ -575,8 +591,106 @@ pub(crate) fn view_layout(op: OutOp, args: &[IValue]) -> Option<(Meta, [usize; M
                 sizes[i] = a.sizes()[d as usize];
                 strides[i] = a.strides()[d as usize];
             }
-            Some((Meta::of(a.dtype(), &sizes[..rank])?, strides))
+            at(Meta::of(a.dtype(), &sizes[..rank]), strides)
         }
         _ => None,
+    }
+}
+
+/// [`view_layout`] of `slice.Tensor(a, dim, start, end, step)`.
+fn slice_layout(a: &Tensor, args: &[IValue]) -> Option<ViewLayout> {
+    let int_or = |i: usize, default: Option<i64>| match args.get(i) {
+        None | Some(IValue::None) => Some(default),
+        Some(IValue::Int(v)) => Some(Some(*v)),
+        _ => None,
+    };
+    let rank = a.dim();
+    let dim = int_or(1, Some(0))??;
+    let (start, end, step) = (int_or(2, None)?, int_or(3, None)?, int_or(4, Some(1))??);
+    if rank == 0 || rank > MAX_RANK || step <= 0 {
+        return None;
+    }
+    let d = if dim < 0 { dim + rank as i64 } else { dim };
+    if !(0..rank as i64).contains(&d) {
+        return None;
+    }
+    let d = d as usize;
+    let len = a.sizes()[d] as i64;
+    let clamp = |v: i64| (if v < 0 { v + len } else { v }).clamp(0, len);
+    let s = start.map_or(0, clamp);
+    let e = end.map_or(len, clamp).max(s);
+    let n = (e - s + step - 1) / step;
+    let mut meta = Meta::of(a.dtype(), a.sizes())?;
+    meta.sizes[d] = n as usize;
+    // An empty result is left to the kernel: its offset may lie past an empty storage.
+    if meta.sizes().contains(&0) {
+        return None;
+    }
+    let mut strides = [0usize; MAX_RANK];
+    strides[..rank].copy_from_slice(a.strides());
+    strides[d] = a.strides()[d].checked_mul(step as usize)?;
+    let offset = if n == 0 { a.offset() } else { a.offset() + s as usize * a.strides()[d] };
+    Some(ViewLayout { meta, strides, offset })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The fast path's layout of `slice.Tensor` is the kernel's, for every bound the kernel
+    /// clamps (negative, past the end, empty), every step, and a base that is itself a view.
+    #[test]
+    fn slice_layouts_match_the_kernel() {
+        let base = Tensor::from_vec((0..60).map(|i| i as f32).collect::<Vec<_>>(), &[3, 4, 5]).unwrap();
+        let views = [base.clone(), base.slice(2, Some(1), None, 2).unwrap(), base.slice(0, Some(1), Some(3), 1).unwrap()];
+        let bounds = [None, Some(-7), Some(-2), Some(0), Some(1), Some(3), Some(9)];
+        let mut checked = 0;
+        for a in &views {
+            for dim in -3..3i64 {
+                for &start in &bounds {
+                    for &end in &bounds {
+                        for step in 1..4i64 {
+                            let args = [
+                                IValue::Tensor(a.clone()),
+                                IValue::Int(dim),
+                                start.map_or(IValue::None, IValue::Int),
+                                end.map_or(IValue::None, IValue::Int),
+                                IValue::Int(step),
+                            ];
+                            let want = a.slice(dim, start, end, step).unwrap();
+                            let Some(got) = view_layout(OutOp::Slice, &args) else {
+                                assert_eq!(want.numel(), 0, "{args:?}");
+                                continue;
+                            };
+                            assert_eq!(got.meta.sizes(), want.sizes(), "{args:?}");
+                            assert_eq!(&got.strides[..got.meta.rank], want.strides(), "{args:?}");
+                            assert_eq!(got.offset, want.offset(), "{args:?}");
+                            checked += 1;
+                        }
+                    }
+                }
+            }
+        }
+        assert!(checked > 3 * 6 * 7 * 7, "{checked}");
+    }
+
+    /// Arguments the kernel rejects, and empty results (whose offset the kernel may place past
+    /// an empty storage), are left to the kernel.
+    #[test]
+    fn bad_slices_are_left_to_the_kernel() {
+        let a = IValue::Tensor(Tensor::from_vec(vec![0f32; 6], &[2, 3]).unwrap());
+        let scalar = IValue::Tensor(Tensor::from_vec(vec![1f32], &[]).unwrap());
+        let empty = IValue::Tensor(Tensor::from_vec(Vec::<f32>::new(), &[0, 3]).unwrap());
+        for args in [
+            vec![a.clone(), IValue::Int(2), IValue::None, IValue::None, IValue::Int(1)],
+            vec![a.clone(), IValue::Int(-3), IValue::None, IValue::None, IValue::Int(1)],
+            vec![a.clone(), IValue::Int(0), IValue::None, IValue::None, IValue::Int(0)],
+            vec![a.clone(), IValue::Int(0), IValue::Float(1.0), IValue::None, IValue::Int(1)],
+            vec![scalar, IValue::Int(0), IValue::None, IValue::None, IValue::Int(1)],
+            vec![a.clone(), IValue::Int(1), IValue::Int(2), IValue::Int(1), IValue::Int(1)],
+            vec![empty, IValue::Int(1), IValue::Int(1), IValue::None, IValue::Int(1)],
+        ] {
+            assert_eq!(view_layout(OutOp::Slice, &args), None, "{args:?}");
+        }
     }
 }

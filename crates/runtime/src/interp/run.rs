@@ -21,6 +21,9 @@ pub(crate) struct Frame {
     /// Per kernel slot of a view op, the layout of its last result (reused when the next
     /// result has the same sizes and strides, so the view allocates nothing).
     view_layouts: Vec<Option<SharedLayout>>,
+    /// Per kernel slot of a fusion group, the fresh outputs of its kernel's last call, kept to
+    /// be written again by the next call once nothing else holds them (see [`KernelOutputs`]).
+    recycled: Vec<Vec<Option<Tensor>>>,
 }
 
 fn fill_argbufs(block: &Block, bufs: &mut [Vec<IValue>]) {
@@ -81,7 +84,7 @@ impl Frame {
                 *slot = Some(h);
             }
         }
-        Frame { regs, argbufs, reg_home, view_layouts: vec![None; f.kernel_slots] }
+        Frame { regs, argbufs, reg_home, view_layouts: vec![None; f.kernel_slots], recycled: vec![Vec::new(); f.kernel_slots] }
     }
 
     fn set(&mut self, r: Reg, v: IValue) {
@@ -243,10 +246,11 @@ impl Frame {
                 self.set_outs(ins, vals)?;
             }
             Kind::Loop { body } => self.run_loop(ins, body, plan)?,
-            Kind::Fusion { body, kernel } => {
+            Kind::Fusion { body, kernel, slot } => {
                 let vals = self.take_all(&ins.args);
                 if let Some(k) = kernel {
-                    if let Some(outs) = run_fusion_kernel(ins, &**k, &vals, plan)? {
+                    let kept = self.recycled.get_mut(*slot);
+                    if let Some(outs) = run_fusion_kernel(ins, &**k, &vals, plan, kept)? {
                         self.set_outs(ins, outs)?;
                         self.finish(ins, plan);
                         return Ok(());
@@ -410,13 +414,13 @@ impl Frame {
         plan: &mut PlanState,
     ) -> Result<Produced, ExecError> {
         if let Some(op) = out_op.filter(|op| op.is_view()) {
-            if let (Some((meta, strides)), Some(IValue::Tensor(a))) = (out::view_layout(op, buf), buf.first()) {
-                let strides = &strides[..meta.rank];
+            if let (Some(v), Some(IValue::Tensor(a))) = (out::view_layout(op, buf), buf.first()) {
+                let (meta, strides) = (v.meta, &v.strides[..v.meta.rank]);
                 let cached = self.view_layouts.get(slot).and_then(|l| l.as_ref());
                 let layout = match cached {
                     Some(l) if l.sizes() == meta.sizes() && l.strides() == strides => l.clone(),
                     _ => {
-                        let t = Tensor::from_storage(a.storage().clone(), a.dtype(), meta.sizes(), strides, a.offset())
+                        let t = Tensor::from_storage(a.storage().clone(), a.dtype(), meta.sizes(), strides, v.offset)
                             .map_err(|e| kernel_error(ins, e))?;
                         let l = t.shared_layout();
                         if let Some(c) = self.view_layouts.get_mut(slot) {
@@ -425,7 +429,7 @@ impl Frame {
                         l
                     }
                 };
-                let t = a.view_with_layout(&layout, a.offset()).map_err(|e| kernel_error(ins, e))?;
+                let t = a.view_with_layout(&layout, v.offset).map_err(|e| kernel_error(ins, e))?;
                 return Ok(Produced::Out(t, [None, None]));
             }
         } else if let Some((op, meta)) = out_op.and_then(|op| Some((op, out::meta(op, buf)?))) {
@@ -459,10 +463,17 @@ impl Frame {
 }
 
 /// Output storage of a fusion kernel: the planned home of a planned result (a single-result
-/// group whose readers are all out-variants), fresh tensors otherwise.
+/// group whose readers are all out-variants); otherwise the tensor this output got on the
+/// instruction's previous call when nothing but the frame holds it any more (the caller
+/// dropped the program's previous outputs), so steady-state calls neither allocate nor
+/// zero-fill it; a fresh tensor otherwise. A recycled tensor holds the previous call's
+/// values, never uninitialised memory, and the kernel overwrites every element
+/// ([`OutputAlloc::output`]).
 struct KernelOutputs<'p> {
     plan: &'p mut PlanState,
     home: Option<usize>,
+    /// The instruction's outputs of its previous call, by index (`None`: a planned output).
+    kept: Option<&'p mut Vec<Option<Tensor>>>,
 }
 
 impl OutputAlloc for KernelOutputs<'_> {
@@ -473,7 +484,22 @@ impl OutputAlloc for KernelOutputs<'_> {
                 None => self.plan.observe(h, meta),
             }
         }
-        Tensor::zeros(dtype, sizes)
+        let Some(kept) = self.kept.as_deref_mut() else { return Tensor::zeros(dtype, sizes) };
+        if kept.len() <= index {
+            kept.resize(index + 1, None);
+        }
+        if let Some(t) = &mut kept[index]
+            && t.dtype() == dtype
+            && t.sizes() == sizes
+            && t.is_contiguous()
+            && t.offset() == 0
+            && t.storage_is_unique()
+        {
+            return Ok(t.clone());
+        }
+        let t = Tensor::zeros(dtype, sizes)?;
+        kept[index] = Some(t.clone());
+        Ok(t)
     }
 }
 
@@ -484,6 +510,7 @@ fn run_fusion_kernel(
     k: &dyn FusionKernel,
     vals: &[IValue],
     plan: &mut PlanState,
+    kept: Option<&mut Vec<Option<Tensor>>>,
 ) -> Result<Option<Vec<IValue>>, ExecError> {
     let mut inputs = Vec::with_capacity(vals.len());
     for v in vals {
@@ -492,7 +519,7 @@ fn run_fusion_kernel(
             _ => return Ok(None),
         }
     }
-    let mut alloc = KernelOutputs { plan, home: ins.home };
+    let mut alloc = KernelOutputs { plan, home: ins.home, kept };
     match k.run(&inputs, &mut alloc).map_err(|e| kernel_error(ins, e))? {
         FusionOutcome::Ran(outs) => Ok(Some(outs.into_iter().map(IValue::Tensor).collect())),
         FusionOutcome::Declined(_) => Ok(None),
@@ -524,6 +551,7 @@ fn static_name(op: out::OutOp) -> &'static str {
         out::OutOp::BatchNormEval => "aten._native_batch_norm_legit_no_training",
         out::OutOp::View => "aten.view",
         out::OutOp::Permute => "aten.permute",
+        out::OutOp::Slice => "aten.slice.Tensor",
     }
 }
 

@@ -167,6 +167,13 @@ impl Tensor {
         Ok(Tensor { storage: self.storage.clone(), dtype: self.dtype, layout: layout.0.clone(), offset })
     }
 
+    /// Whether this handle is the only one on its storage (no other tensor, view or weak
+    /// reference): nothing else can read or write the elements while it is held. Takes
+    /// `&mut self` so that the answer cannot be invalidated by a clone of this very handle.
+    pub(crate) fn storage_is_unique(&mut self) -> bool {
+        Arc::get_mut(&mut self.storage).is_some()
+    }
+
     /// This tensor's sizes and strides, to make further views with them.
     pub(crate) fn shared_layout(&self) -> SharedLayout {
         SharedLayout(self.layout.clone())
