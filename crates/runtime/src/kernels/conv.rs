@@ -13,7 +13,7 @@
 //! and scatter back `im2col` and `col2im` (`F.unfold`/`F.fold`).
 
 use super::linalg::{MatView, Real, gemm, outs, widen_halves};
-use super::packed::{Bias, Epilogue, Isa, PackedA, gemm_packed_a, gemm_packed_a_panels};
+use super::packed::{Bias, Epilogue, Isa, OutPtr, PackedA, gemm_packed_a, gemm_packed_a_panels};
 use super::{Args, KernelRegistry};
 use crate::tensor::{KernelError, Result, Tensor};
 use crate::value::IValue;
@@ -476,21 +476,6 @@ const PARALLEL_MIN_FMAS: usize = 1 << 20;
 /// Tasks per thread of a split convolution: more than one, so a thread that starts late takes
 /// a smaller share instead of holding the caller up.
 const PARALLEL_TASKS_PER_THREAD: usize = 4;
-
-/// The output pointer shared by the tasks of a split convolution.
-#[derive(Clone, Copy)]
-struct OutPtr(*mut f32);
-
-impl OutPtr {
-    fn get(self) -> *mut f32 {
-        self.0
-    }
-}
-
-// SAFETY: the tasks of one convolution write disjoint column panels of the output through it.
-unsafe impl Send for OutPtr {}
-// SAFETY: as above.
-unsafe impl Sync for OutPtr {}
 
 /// The forward convolution as products of the filter with column panels: for every image,
 /// group and panel of `nr` consecutive output positions, the panel's columns of the column

@@ -628,17 +628,17 @@ const PARALLEL_MIN_FMAS: usize = 1 << 23;
 /// caller up.
 const PARALLEL_TASKS_PER_THREAD: usize = 4;
 
-/// The output pointer shared by the tasks of a split product.
+/// The output pointer shared by the tasks of a split product (or of a convolution's panels).
 #[derive(Clone, Copy)]
-struct OutPtr(*mut f32);
+pub(crate) struct OutPtr(pub(crate) *mut f32);
 
 impl OutPtr {
-    fn get(self) -> *mut f32 {
+    pub(crate) fn get(self) -> *mut f32 {
         self.0
     }
 }
 
-// SAFETY: the tasks of one product write disjoint column panels through it.
+// SAFETY: the tasks of one product (one convolution) write disjoint column panels through it.
 unsafe impl Send for OutPtr {}
 // SAFETY: as above.
 unsafe impl Sync for OutPtr {}
