@@ -267,13 +267,12 @@ fn run(opts: &RunArgs, stdout: &mut dyn Write, stderr: &mut dyn Write) -> Result
                 let median = times.get(times.len() / 2).copied().unwrap_or_default();
                 let _ = writeln!(
                     stdout,
-                    "jit: {} fusion group(s), {taken} compiled, {} declined; {} kernel(s) compiled in {:.2} ms (median {:.3} ms, after a {:.2} ms setup), {} failed; cache {} hit(s), {} miss(es); {} native call(s), {} interpreted call(s)",
+                    "jit: {} fusion group(s), {taken} compiled, {} declined; {} kernel(s) compiled in {:.2} ms (median {:.3} ms), {} failed; cache {} hit(s), {} miss(es); {} native call(s), {} interpreted call(s)",
                     groups.len(),
                     groups.len() - taken,
                     s.cache.kernels,
                     ms(s.cache.total_compile_time),
                     ms(median),
-                    ms(s.setup_time),
                     s.cache.failures,
                     s.cache.hits,
                     s.cache.misses,

@@ -23,7 +23,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let iters: usize = std::env::args().nth(1).and_then(|a| a.parse().ok()).unwrap_or(30);
     let t = Instant::now();
     let _jit = jit::Jit::default();
-    println!("code generator setup (jit::Jit::default()): {:.3} ms", t.elapsed().as_secs_f64() * 1e3);
+    println!("ISA detection (jit::Jit::default()): {:.3} ms", t.elapsed().as_secs_f64() * 1e3);
     let mut ctx = ir::Context::new();
     dialect_prim::register(&mut ctx);
     dialect_aten::register(&mut ctx);

@@ -58,9 +58,6 @@ pub struct JitStats {
     pub interpreted_calls: u64,
     /// The kernel cache: hits, misses, kernels, failed specializations, total compile time.
     pub cache: CacheStats,
-    /// The process's one-time setup of the code generator (done when its first `Jit` was
-    /// created), not part of any kernel's compile time.
-    pub setup_time: Duration,
 }
 
 /// The runtime's fusion compiler backed by Cranelift; set it as `CompileOptions::fusion`.
@@ -76,7 +73,6 @@ pub struct Jit {
     cache: Arc<KernelCache>,
     options: JitOptions,
     counters: Arc<Counters>,
-    setup_time: Duration,
 }
 
 impl Default for Jit {
@@ -86,12 +82,11 @@ impl Default for Jit {
 }
 
 impl Jit {
-    /// A JIT with an empty cache. Sets up the code generator (once per process: the host ISA
-    /// and a first, discarded compilation), so that the first kernel's compile time is its own;
-    /// [`JitStats::setup_time`] reports what that took.
+    /// A JIT with an empty cache. Detects the host ISA (once per process), so that the first
+    /// kernel's compile time is its own.
     pub fn new(options: JitOptions) -> Jit {
-        let setup_time = crate::kernel::setup();
-        Jit { cache: Arc::new(KernelCache::new()), options, counters: Arc::default(), setup_time }
+        crate::kernel::detect_isa();
+        Jit { cache: Arc::new(KernelCache::new()), options, counters: Arc::default() }
     }
 
     /// The cache every kernel of this JIT goes through.
@@ -107,7 +102,6 @@ impl Jit {
             native_calls: c.native_calls.load(Ordering::Relaxed),
             interpreted_calls: c.interpreted_calls.load(Ordering::Relaxed),
             cache: self.cache.stats(),
-            setup_time: self.setup_time,
         }
     }
 

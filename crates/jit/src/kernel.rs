@@ -104,36 +104,10 @@ fn isa() -> Result<OwnedTargetIsa, JitError> {
     .map_err(JitError::Codegen)
 }
 
-/// Sets up the code generator once per process and returns how long that took: builds the
-/// host ISA and compiles (and drops) a small vector kernel, so that the one-time costs of a
-/// process's first compilation (Cranelift's code paged in, its allocations grown) are not
-/// counted in the first real kernel's compile time. Errors are reported by the compilations
-/// that follow.
-pub(crate) fn setup() -> Duration {
-    static SETUP: OnceLock<Duration> = OnceLock::new();
-    *SETUP.get_or_init(|| {
-        let start = Instant::now();
-        if isa().is_ok() {
-            let _ = compile_graph(&warm_up_graph(), &KernelSpec { inputs: vec![crate::spec::TensorSpec::contiguous(DType::F32, &[64])] }, start);
-        }
-        start.elapsed()
-    })
-}
-
-/// `sigmoid(x) * x + 1` on 64 f32 elements: a vector loop, an inline function, a division.
-fn warm_up_graph() -> Graph {
-    use crate::group::{Binary, Const, Node, Unary};
-    let node = |kind| Node { kind, dtype: DType::F32, shape: vec![64], op: "warm_up" };
-    Graph {
-        nodes: vec![
-            node(NodeKind::Input(0)),
-            node(NodeKind::Unary(Unary::Sigmoid, 0)),
-            node(NodeKind::Binary(Binary::Mul, 1, 0)),
-            node(NodeKind::Const(Const::Float(1.0))),
-            node(NodeKind::Binary(Binary::Add, 2, 3)),
-        ],
-        outputs: vec![4],
-    }
+/// Builds the host ISA now (once per process) rather than in the first compilation; an error
+/// is reported by that compilation.
+pub(crate) fn detect_isa() {
+    let _ = isa();
 }
 
 /// Whether the host ISA has FMA (detected by `cranelift_native`).
