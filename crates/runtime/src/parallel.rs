@@ -34,6 +34,47 @@ pub const SPIN: Duration = Duration::from_micros(200);
 /// The most workers a team starts, whatever width is asked for.
 const MAX_WORKERS: usize = 255;
 
+/// The output a split kernel's tasks share, each writing its own disjoint part of it (a
+/// product's column panels, a batch's entries, a map's chunks, a softmax's rows) through this
+/// pointer.
+pub(crate) struct SharedOut<T>(pub(crate) *mut T);
+
+impl<T> Clone for SharedOut<T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<T> Copy for SharedOut<T> {}
+
+impl<T> SharedOut<T> {
+    pub(crate) fn get(self) -> *mut T {
+        self.0
+    }
+}
+
+// SAFETY: the tasks of one job write disjoint elements through it, and [`for_each`] returns
+// only when every task has finished, so no write outlives the caller's borrow of the buffer;
+// `T: Send`, so its values may be written from another thread.
+unsafe impl<T: Send> Send for SharedOut<T> {}
+// SAFETY: as above.
+unsafe impl<T: Send> Sync for SharedOut<T> {}
+
+/// [`for_each`] over tasks that can fail: every task runs (a failing one stops only itself),
+/// and the first error recorded is returned.
+pub(crate) fn try_for_each<E: Send>(tasks: usize, f: impl Fn(usize) -> Result<(), E> + Sync) -> Result<(), E> {
+    let failure = Mutex::new(None);
+    for_each(tasks, |t| {
+        if let Err(e) = f(t) {
+            failure.lock().unwrap_or_else(|p| p.into_inner()).get_or_insert(e);
+        }
+    });
+    match failure.into_inner().unwrap_or_else(|p| p.into_inner()) {
+        Some(e) => Err(e),
+        None => Ok(()),
+    }
+}
+
 /// Runs `f(0)`, …, `f(tasks - 1)` on the global team, on up to `rayon::current_num_threads()`
 /// threads (the calling one included); returns when all have finished. A panic in a task is
 /// re-raised here after the others have stopped.
@@ -399,6 +440,18 @@ mod tests {
         for (tasks, width) in [(1, 1), (2, 2), (3, 2), (16, 3), (97, 4), (n, 2)] {
             assert_eq!(squares(&team, n, tasks, width), want(n), "{tasks} tasks on {width} threads");
         }
+    }
+
+    #[test]
+    fn failing_tasks_stop_only_themselves_and_an_error_is_returned() {
+        let ran = AtomicUsize::new(0);
+        let r = try_for_each(9, |t| {
+            ran.fetch_add(1, Ordering::SeqCst);
+            if t % 4 == 1 { Err(t) } else { Ok(()) }
+        });
+        assert!(matches!(r, Err(1 | 5)), "{r:?}");
+        assert_eq!(ran.into_inner(), 9);
+        assert_eq!(try_for_each::<usize>(5, |_| Ok(())), Ok(()));
     }
 
     #[test]

@@ -13,7 +13,7 @@
 //! and scatter back `im2col` and `col2im` (`F.unfold`/`F.fold`).
 
 use super::linalg::{MatView, Real, gemm, outs, widen_halves};
-use super::packed::{Bias, Epilogue, Isa, OutPtr, PackedA, gemm_packed_a, gemm_packed_a_panels};
+use super::packed::{Bias, Epilogue, Isa, PackedA, aligned_start, gemm_packed_a, gemm_packed_a_panels};
 use super::{Args, KernelRegistry};
 use crate::tensor::{KernelError, Result, Tensor};
 use crate::value::IValue;
@@ -503,15 +503,10 @@ fn by_panels(
     let split = threads > 1 && fmas >= PARALLEL_MIN_FMAS;
     let tasks = if split { (threads * PARALLEL_TASKS_PER_THREAD).min(units) } else { 1 };
     let plan = PanelPlan::new(g, nr, true);
-    let dst = OutPtr(out.as_mut_ptr());
-    let failure = std::sync::Mutex::new(None);
-    crate::parallel::for_each(tasks, |t| {
-        let r = PANEL_SCRATCH.with_borrow_mut(|buf| -> Result<()> {
-            let need = k * nr + 16;
-            if buf.len() < need {
-                buf.resize(need, 0.0);
-            }
-            let start = buf.as_ptr().align_offset(64).min(15);
+    let dst = crate::parallel::SharedOut(out.as_mut_ptr());
+    crate::parallel::try_for_each(tasks, |t| {
+        PANEL_SCRATCH.with_borrow_mut(|buf| -> Result<()> {
+            let start = aligned_start(buf, k * nr);
             let panel = &mut buf[start..start + k * nr];
             for u in units * t / tasks..units * (t + 1) / tasks {
                 let (image_group, p) = (u / panels, u % panels);
@@ -527,15 +522,8 @@ fn by_panels(
                 unsafe { gemm_packed_a_panels(op, &w.per_group[grp], panel, cols, &ep, dst.get().add(o), lout)? };
             }
             Ok(())
-        });
-        if let Err(e) = r {
-            failure.lock().unwrap_or_else(|e| e.into_inner()).get_or_insert(e);
-        }
-    });
-    match failure.into_inner().unwrap_or_else(|e| e.into_inner()) {
-        Some(e) => Err(e),
-        None => Ok(()),
-    }
+        })
+    })
 }
 
 /// How the column panels of one convolution are packed: the in-range interval of every tap
@@ -1524,21 +1512,7 @@ mod tests {
             (1, 32, 32, 1, [1, 64, 64], [1, 3, 3], [1, 1, 1], [0, 1, 1], [1, 1, 1]),
         ];
         for (n, cin, cout, groups, input, kernel, stride, pad, dil) in cases {
-            let output: [usize; 3] =
-                std::array::from_fn(|i| (input[i] + 2 * pad[i] - dil[i] * (kernel[i] - 1) - 1) / stride[i] + 1);
-            let g = Geometry {
-                n,
-                cin,
-                cout,
-                groups,
-                input,
-                kernel,
-                output,
-                stride,
-                pad_lo: pad,
-                dilation: dil,
-                transposed: false,
-            };
+            let g = Geometry { n, cin, cout, groups, ..geometry3(input, kernel, stride, pad, dil) };
             let x = rng.vec(n * cin * g.in_numel());
             let mut wsizes = vec![cout, cin / groups];
             wsizes.extend(kernel);

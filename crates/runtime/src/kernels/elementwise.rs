@@ -182,18 +182,6 @@ fn map_f32_runs<F: FloatFn>(t: &Tensor, f: &F) -> Result<Tensor> {
 /// JIT's kernels split from the same size).
 const PARALLEL_MIN_ELEMENTS: usize = 1 << 14;
 
-/// The output of a split map, shared by the tasks that write its disjoint chunks.
-struct SharedF32(*mut f32);
-
-impl SharedF32 {
-    fn get(&self) -> *mut f32 {
-        self.0
-    }
-}
-
-// SAFETY: the tasks of one map write disjoint chunks through it.
-unsafe impl Sync for SharedF32 {}
-
 /// Writes `f(t)` (an `f32` tensor of any layout) into `out`, row-major, which must hold
 /// `t.numel()` elements. Contiguous inputs of many elements are split across threads.
 pub(crate) fn apply_f32_into<F: FloatFn>(t: &Tensor, f: &F, out: &mut [f32]) -> Result<()> {
@@ -212,7 +200,7 @@ pub(crate) fn apply_f32_into<F: FloatFn>(t: &Tensor, f: &F, out: &mut [f32]) -> 
         // Element by element, so the split does not change any result; chunks are whole
         // multiples of 16 elements (64-byte lines).
         let (tasks, blocks) = (threads * 4, n.div_ceil(16));
-        let dst = SharedF32(out.as_mut_ptr());
+        let dst = crate::parallel::SharedOut(out.as_mut_ptr());
         crate::parallel::for_each(tasks, |t| {
             let (i0, i1) = ((blocks * t / tasks * 16).min(n), (blocks * (t + 1) / tasks * 16).min(n));
             // SAFETY: `out` holds `n` elements and the tasks' ranges `i0..i1` are disjoint.

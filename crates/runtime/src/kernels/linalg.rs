@@ -426,37 +426,17 @@ pub(crate) fn gemm_batched<'v, T: Real>(
         return Ok(());
     }
     let tasks = batch.min(threads * 4);
-    let out = SharedOut(c.as_mut_ptr());
-    let failed = std::sync::Mutex::new(None);
-    crate::parallel::for_each(tasks, |t| {
+    let out = crate::parallel::SharedOut(c.as_mut_ptr());
+    crate::parallel::try_for_each(tasks, |t| {
         for bi in batch * t / tasks..batch * (t + 1) / tasks {
             // SAFETY: `c` holds `batch` entries of `entry` elements (checked above) and every
             // entry is written by exactly one task.
             let c = unsafe { std::slice::from_raw_parts_mut(out.get().add(bi * entry), entry) };
-            if let Err(e) = one(bi, c) {
-                failed.lock().unwrap_or_else(|p| p.into_inner()).get_or_insert(e);
-                return;
-            }
+            one(bi, c)?;
         }
-    });
-    match failed.into_inner().unwrap_or_else(|p| p.into_inner()) {
-        Some(e) => Err(e),
-        None => Ok(()),
-    }
+        Ok(())
+    })
 }
-
-/// The output of a batched product, shared by the tasks that write its disjoint entries.
-struct SharedOut<T>(*mut T);
-
-impl<T> SharedOut<T> {
-    fn get(&self) -> *mut T {
-        self.0
-    }
-}
-
-// SAFETY: the tasks of one product write disjoint entries through it; `T` is an `Element`
-// (`Send`), so its values may be written from another thread.
-unsafe impl<T: Send> Sync for SharedOut<T> {}
 
 /// `y[j] = Σ_p x[p]·mat[p, j]` when `mat` has a unit stride along either axis; `None` when
 /// neither axis is contiguous (the caller falls back to GEMM).

@@ -108,11 +108,20 @@ struct Aligned {
     len: usize,
 }
 
+/// Grows `buf` (with zeros) to hold `len` elements from a 64-byte boundary, and returns the
+/// index that boundary is at: a scratch buffer kept across calls, or a new one.
+pub(crate) fn aligned_start(buf: &mut Vec<f32>, len: usize) -> usize {
+    if buf.len() < len + 16 {
+        buf.resize(len + 16, 0.0);
+    }
+    buf.as_ptr().align_offset(64).min(15)
+}
+
 impl Aligned {
     fn zeros(op: &'static str, len: usize) -> Result<Aligned> {
         let total = len.checked_add(16).ok_or_else(|| KernelError::new(op, "packed matrix is too large"))?;
-        let data = vec![0.0f32; total];
-        let start = data.as_ptr().align_offset(64).min(15);
+        let mut data = vec![0.0f32; total];
+        let start = aligned_start(&mut data, len);
         Ok(Aligned { data, start, len })
     }
     fn slice(&self) -> &[f32] {
@@ -346,11 +355,7 @@ pub(crate) fn gemm_packed_b(
     }
     let (mr, band) = band_rows(b.isa, m, k);
     let mut scratch = A_SCRATCH.take();
-    let need = band.min(m.div_ceil(mr) * mr) * k + 16;
-    if scratch.len() < need {
-        scratch.resize(need, 0.0);
-    }
-    let start = scratch.as_ptr().align_offset(64).min(15);
+    let start = aligned_start(&mut scratch, band.min(m.div_ceil(mr) * mr) * k);
     let mut r0 = 0;
     while r0 < m {
         let rows = band.min(m - r0);
@@ -520,10 +525,7 @@ pub(crate) fn gemm_activations(
     }
     let len = checked_len(op, &[n.div_ceil(nr), k, nr])?;
     let mut data = B_SCRATCH.take();
-    if data.len() < len + 16 {
-        data.resize(len + 16, 0.0);
-    }
-    let start = data.as_ptr().align_offset(64).min(15);
+    let start = aligned_start(&mut data, len);
     pack_into(b, nr, &mut data[start..start + len]);
     let packed = PackedB { isa, k, n, buf: Aligned { data, start, len } };
     let r = gemm_packed_b(op, a, &packed, ep, c, ldc);
@@ -605,7 +607,7 @@ unsafe fn drive(isa: Isa, raw: &Raw, ep: &Epilogue<'_>, c: *mut f32, ldc: usize)
         return;
     }
     let tasks = (threads * PARALLEL_TASKS_PER_THREAD).min(panels);
-    let out = OutPtr(c);
+    let out = crate::parallel::SharedOut(c);
     crate::parallel::for_each(tasks, |t| {
         let range = panels * t / tasks..panels * (t + 1) / tasks;
         // SAFETY: forwarded; tasks write disjoint column panels of `C`.
@@ -628,20 +630,6 @@ const PARALLEL_MIN_FMAS: usize = 1 << 23;
 /// caller up.
 const PARALLEL_TASKS_PER_THREAD: usize = 4;
 
-/// The output pointer shared by the tasks of a split product (or of a convolution's panels).
-#[derive(Clone, Copy)]
-pub(crate) struct OutPtr(pub(crate) *mut f32);
-
-impl OutPtr {
-    pub(crate) fn get(self) -> *mut f32 {
-        self.0
-    }
-}
-
-// SAFETY: the tasks of one product (one convolution) write disjoint column panels through it.
-unsafe impl Send for OutPtr {}
-// SAFETY: as above.
-unsafe impl Sync for OutPtr {}
 // SAFETY: `Raw` only reads through its pointers, and the operands are not written while a
 // product runs.
 unsafe impl Sync for Raw {}

@@ -596,7 +596,7 @@ pub(crate) fn softmax_f32_rows_into(src: &[f32], n: usize, out: &mut [f32]) {
         return;
     }
     let tasks = (threads * 4).min(count);
-    let dst = SharedRows(out.as_mut_ptr());
+    let dst = crate::parallel::SharedOut(out.as_mut_ptr());
     crate::parallel::for_each(tasks, |t| {
         let (r0, r1) = (count * t / tasks, count * (t + 1) / tasks);
         // SAFETY: `out` holds at least `count·n` elements and the tasks' row ranges are disjoint.
@@ -610,17 +610,6 @@ pub(crate) fn softmax_f32_rows_into(src: &[f32], n: usize, out: &mut [f32]) {
 /// one `exp`).
 const SOFTMAX_PARALLEL_MIN: usize = 1 << 14;
 
-/// The output of a split softmax, shared by the tasks that write its disjoint rows.
-struct SharedRows(*mut f32);
-
-impl SharedRows {
-    fn get(&self) -> *mut f32 {
-        self.0
-    }
-}
-
-// SAFETY: the tasks of one softmax write disjoint rows through it.
-unsafe impl Sync for SharedRows {}
 
 /// One row of [`softmax_f32_rows_into`].
 #[inline(always)]
