@@ -35,7 +35,7 @@ pub(crate) struct Plan {
 }
 
 /// Whether `u` is expanded inline into a long dependency chain (f32 transcendentals).
-fn transcendental(u: Unary) -> bool {
+pub(crate) fn transcendental(u: Unary) -> bool {
     use Unary::*;
     matches!(u, Exp | Log | Tanh | Sigmoid | Erf | Sin | Cos | GeluErf | GeluTanh | Silu)
 }

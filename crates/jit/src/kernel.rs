@@ -889,11 +889,7 @@ fn int_of_size(bytes: i64) -> types::Type {
 /// Whether a kernel's body is large enough that one padded vector body beats a vector body and
 /// a scalar tail in compile time: it calls an inline transcendental function or has many ops.
 fn heavy(g: &Graph) -> bool {
-    use crate::group::Unary::*;
-    g.nodes.len() > 16
-        || g.nodes.iter().any(|n| {
-            matches!(n.kind, NodeKind::Unary(Exp | Log | Tanh | Sigmoid | Erf | Sin | Cos | GeluErf | GeluTanh | Silu, _))
-        })
+    g.nodes.len() > 16 || g.nodes.iter().any(|n| matches!(n.kind, NodeKind::Unary(u, _) if fission::transcendental(u)))
 }
 
 fn broadcast_into(s: &[usize], shape: &[usize]) -> Option<()> {
