@@ -318,12 +318,7 @@ pub(crate) fn gemm_packed_b(
         return Err(KernelError::new(op, format!("cannot multiply {}x{} and {}x{} matrices", a.rows, a.cols, b.k, b.n)));
     }
     let (m, n, k) = (a.rows, b.n, b.k);
-    check_out(op, m, n, ldc, c, ep)?;
-    if m == 0 || n == 0 {
-        return Ok(());
-    }
-    if k == 0 {
-        epilogue_only(m, n, ep, c, ldc);
+    if settled(op, (m, n, k), ep, c, ldc)? {
         return Ok(());
     }
     let nr = b.isa.nr();
@@ -426,12 +421,7 @@ pub(crate) fn gemm_packed_a(
         return Err(KernelError::new(op, "internal error: the right operand of a prepacked product needs unit column stride"));
     }
     let (m, n, k) = (a.m, b.cols, a.k);
-    check_out(op, m, n, ldc, c, ep)?;
-    if m == 0 || n == 0 {
-        return Ok(());
-    }
-    if k == 0 {
-        epilogue_only(m, n, ep, c, ldc);
+    if settled(op, (m, n, k), ep, c, ldc)? {
         return Ok(());
     }
     let nr = a.isa.nr();
@@ -487,12 +477,7 @@ pub(crate) fn gemm_activations(
         return Err(KernelError::new(op, format!("internal error: this CPU does not run the {isa:?} path")));
     }
     let (m, n, k) = (a.rows, b.cols, a.cols);
-    check_out(op, m, n, ldc, c, ep)?;
-    if m == 0 || n == 0 {
-        return Ok(());
-    }
-    if k == 0 {
-        epilogue_only(m, n, ep, c, ldc);
+    if settled(op, (m, n, k), ep, c, ldc)? {
         return Ok(());
     }
     let nr = isa.nr();
@@ -533,10 +518,26 @@ pub(crate) fn gemm_activations(
     r
 }
 
-fn check_out(op: &'static str, m: usize, n: usize, ldc: usize, c: &[f32], ep: &Epilogue<'_>) -> Result<()> {
+/// Checks that `c` holds `C` (`m` rows of `ldc ≥ n`) and that the bias covers it, then settles
+/// the products with nothing to multiply: `true` when `C` is empty, or when `k == 0` and the
+/// epilogue alone has been applied.
+fn settled(op: &'static str, (m, n, k): (usize, usize, usize), ep: &Epilogue<'_>, c: &mut [f32], ldc: usize) -> Result<bool> {
     if m > 0 && n > 0 && (ldc < n || (m - 1).checked_mul(ldc).and_then(|x| x.checked_add(n)).is_none_or(|l| l > c.len())) {
         return Err(KernelError::new(op, "output buffer is too small"));
     }
+    check_bias(op, m, n, ep)?;
+    if m == 0 || n == 0 {
+        return Ok(true);
+    }
+    if k == 0 {
+        epilogue_only(m, n, ep, c, ldc);
+        return Ok(true);
+    }
+    Ok(false)
+}
+
+/// Checks that the bias covers an `m × n` output.
+fn check_bias(op: &'static str, m: usize, n: usize, ep: &Epilogue<'_>) -> Result<()> {
     match ep.bias {
         Bias::PerColumn(b) if b.len() < n => Err(KernelError::new(op, "bias is shorter than the output rows")),
         Bias::PerRow(b) if b.len() < m => Err(KernelError::new(op, "bias is shorter than the output columns")),
@@ -984,11 +985,7 @@ pub(crate) unsafe fn gemm_packed_a_panels(
     if m > 0 && n > 0 && ldc < n {
         return Err(KernelError::new(op, "output buffer is too small"));
     }
-    match ep.bias {
-        Bias::PerColumn(x) if x.len() < n => return Err(KernelError::new(op, "bias is shorter than the output rows")),
-        Bias::PerRow(x) if x.len() < m => return Err(KernelError::new(op, "bias is shorter than the output columns")),
-        _ => {}
-    }
+    check_bias(op, m, n, ep)?;
     if m == 0 || n == 0 {
         return Ok(());
     }
