@@ -1313,6 +1313,7 @@ pub fn register(r: &mut KernelRegistry) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::kernels::packed::tests::Gen;
 
     /// The column matrix by definition: row `c·K + k`, column `r·ow + xo`.
     fn naive_columns(x: &[f32], g: &Geometry, channels: usize, r0: usize, r1: usize) -> Vec<f32> {
@@ -1468,20 +1469,6 @@ mod tests {
                     }
                 }
             }
-        }
-    }
-
-    /// A small deterministic generator (xorshift) of values in [-1, 1).
-    struct Gen(u64);
-    impl Gen {
-        fn next(&mut self) -> u64 {
-            self.0 ^= self.0 << 13;
-            self.0 ^= self.0 >> 7;
-            self.0 ^= self.0 << 17;
-            self.0
-        }
-        fn vec(&mut self, n: usize) -> Vec<f32> {
-            (0..n).map(|_| ((self.next() >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0).collect()
         }
     }
 

@@ -1035,19 +1035,20 @@ impl PackedA {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    /// A small deterministic generator (xorshift) of values in [-1, 1).
-    struct Gen(u64);
+    /// A small deterministic generator (xorshift) of values in [-1, 1); the convolution's
+    /// tests use it too.
+    pub(crate) struct Gen(pub(crate) u64);
     impl Gen {
-        fn next(&mut self) -> f32 {
+        pub(crate) fn next(&mut self) -> f32 {
             self.0 ^= self.0 << 13;
             self.0 ^= self.0 >> 7;
             self.0 ^= self.0 << 17;
             ((self.0 >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
         }
-        fn vec(&mut self, n: usize) -> Vec<f32> {
+        pub(crate) fn vec(&mut self, n: usize) -> Vec<f32> {
             (0..n).map(|_| self.next()).collect()
         }
     }
