@@ -70,7 +70,7 @@ impl<'a> Columns<'a> {
     /// Checks that every group of 16 columns lies inside one panel and that the last row of each
     /// lies inside the buffer, which is what the kernels read.
     fn checked(self, op: &'static str) -> Result<Self> {
-        if self.width % LANES != 0 && self.width < self.n {
+        if !self.width.is_multiple_of(LANES) && self.width < self.n {
             return Err(KernelError::new(op, "internal error: column panels not a whole number of vector groups"));
         }
         if self.k > 0 {
