@@ -6,7 +6,9 @@
 //! paths (AVX-512F or AVX2+FMA), other floating-point products through `matrixmultiply`; both
 //! take arbitrary row and column strides, so transposed and permuted views are multiplied
 //! without a copy. Matrix-vector shapes (one output row or column: batch-1 latency) use this
-//! file's own dot/axpy loops, compiled for AVX2+FMA when the CPU has it. `f16`/`bf16` are computed in `f32`; integer
+//! file's own dot loops (compiled for AVX2+FMA when the CPU has it) where the matrix's columns
+//! are contiguous, and the register-blocked kernel of `kernels::gemv` (`f32`; `axpy` loops for
+//! `f64`) where its rows are. `f16`/`bf16` are computed in `f32`; integer
 //! products use a plain loop with wrapping arithmetic (as PyTorch's integer GEMM does).
 
 use std::ops::{Add, AddAssign, Div, Mul, MulAssign, Neg, Sub, SubAssign};
