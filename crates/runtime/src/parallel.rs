@@ -2,7 +2,9 @@
 //!
 //! A kernel that splits its work calls [`for_each`] with a number of tasks; the calling thread
 //! and the team's workers claim task indices from an atomic counter until all are taken, and the
-//! call returns when every task has finished. After a job a worker spins for a short budget
+//! call returns when every task has finished (`for_each_pinned` instead gives task `t` to the
+//! `t`-th participant first, so a split repeated call after call keeps each share on one core).
+//! After a job a worker spins for a short budget
 //! ([`SPIN`]) waiting for the next one, so the consecutive ops of a program run hand their work
 //! over in about a microsecond instead of paying a futex wake-up and an inter-processor
 //! interrupt per op (tens of microseconds on a virtual machine); past the budget it parks on a
