@@ -2,7 +2,9 @@
 //!
 //! A kernel that splits its work calls [`for_each`] with a number of tasks; the calling thread
 //! and the team's workers claim task indices from an atomic counter until all are taken, and the
-//! call returns when every task has finished. After a job a worker spins for a short budget
+//! call returns when every task has finished (`for_each_pinned` instead gives task `t` to the
+//! `t`-th participant first, so a split repeated call after call keeps each share on one core).
+//! After a job a worker spins for a short budget
 //! ([`SPIN`]) waiting for the next one, so the consecutive ops of a program run hand their work
 //! over in about a microsecond instead of paying a futex wake-up and an inter-processor
 //! interrupt per op (tens of microseconds on a virtual machine); past the budget it parks on a
@@ -84,8 +86,27 @@ pub fn for_each<F: Fn(usize) + Sync>(tasks: usize, f: F) {
         (0..tasks).for_each(f);
         return;
     }
-    global().for_each(tasks, width, f);
+    global().run(tasks, width, false, f);
 }
+
+/// [`for_each`] with task `t` on the same thread of the team on every call: task 0 on the
+/// calling thread, task `t` on the team's `t`-th worker. A kernel that splits the same product
+/// into the same tasks call after call (a batch-1 linear layer: its weight columns) then finds
+/// each share of its operands in the cache of the core that read it last time. A task whose
+/// thread has not joined by the time another participant is free runs there instead (so a
+/// parked or preempted worker delays nothing); results must not depend on which thread runs a
+/// task, as for [`for_each`]. More tasks than [`MAX_PINNED`] are claimed in turn.
+pub(crate) fn for_each_pinned<F: Fn(usize) + Sync>(tasks: usize, f: F) {
+    let width = threads();
+    if tasks <= 1 || width <= 1 {
+        (0..tasks).for_each(f);
+        return;
+    }
+    global().run(tasks, width, tasks <= MAX_PINNED, f);
+}
+
+/// Most tasks of a pinned job ([`for_each_pinned`]): the bits of `Job::claimed`.
+pub(crate) const MAX_PINNED: usize = 256;
 
 /// The number of threads [`for_each`] splits work across: rayon's current thread count (the
 /// pool the caller runs in, or the global one that `--threads` sizes).
@@ -138,26 +159,65 @@ struct Job {
     next: AtomicUsize,
     /// Workers that may still join (the job's width minus the caller, minus those joined).
     seats: AtomicUsize,
+    /// Whether task `t` belongs to the `t`-th participant (the caller being the 0th): then
+    /// tasks are claimed by the bits of `claimed`, not by `next`.
+    pinned: bool,
+    /// The number of threads the job runs on (the caller included).
+    width: usize,
+    /// Bit `t` set once task `t` of a pinned job is claimed (bit 0 from the start: the
+    /// caller's).
+    claimed: [AtomicU64; 4],
     panic: Mutex<Option<Box<dyn Any + Send>>>,
 }
 
 impl Job {
     /// Claims and runs tasks until none is left; catches a panic, records the first, and stops
-    /// handing out tasks after it.
-    fn work(&self) {
-        loop {
-            let i = self.next.fetch_add(1, Ordering::Relaxed);
-            if i >= self.tasks {
+    /// handing out tasks after it. `me` is the participant's index (0 for the caller, `i` for
+    /// the team's `i`-th worker): in a pinned job it first runs its own task.
+    fn work(&self, me: usize) {
+        if self.pinned {
+            // The caller's task 0 is claimed before the job is published (no worker takes it
+            // in the moment between publishing and the caller's claim).
+            let own = if me == 0 { self.tasks > 0 } else { me < self.tasks && self.claim(me) };
+            if own && !self.run(me) {
                 return;
             }
-            // SAFETY: `data` and `call` come from one `&F` in `Team::for_each`, which does not
-            // return (so the closure stays borrowed and alive) until no thread is inside `work`.
-            let r = catch_unwind(AssertUnwindSafe(|| unsafe { (self.call)(self.data, i) }));
-            if let Err(p) = r {
+            for i in 0..self.tasks {
+                if self.claim(i) && !self.run(i) {
+                    return;
+                }
+            }
+            return;
+        }
+        loop {
+            let i = self.next.fetch_add(1, Ordering::Relaxed);
+            if i >= self.tasks || !self.run(i) {
+                return;
+            }
+        }
+    }
+
+    /// Claims task `i` of a pinned job; false if another participant has.
+    fn claim(&self, i: usize) -> bool {
+        let bit = 1u64 << (i % 64);
+        self.claimed[i / 64].fetch_or(bit, Ordering::Relaxed) & bit == 0
+    }
+
+    /// Runs task `i`; on a panic records it, stops handing out tasks and returns false.
+    fn run(&self, i: usize) -> bool {
+        // SAFETY: `data` and `call` come from one `&F` in `Team::run`, which does not return
+        // (so the closure stays borrowed and alive) until no thread is inside `work`.
+        let r = catch_unwind(AssertUnwindSafe(|| unsafe { (self.call)(self.data, i) }));
+        match r {
+            Ok(()) => true,
+            Err(p) => {
                 self.next.store(self.tasks, Ordering::Relaxed);
+                for c in &self.claimed {
+                    c.store(u64::MAX, Ordering::Relaxed);
+                }
                 let mut slot = self.panic.lock().unwrap_or_else(|e| e.into_inner());
                 slot.get_or_insert(p);
-                return;
+                false
             }
         }
     }
@@ -199,6 +259,13 @@ impl Team {
     /// the calling thread. Returns when every task has finished; a panic in a task is re-raised
     /// here after the other threads have stopped working on the job.
     pub fn for_each<F: Fn(usize) + Sync>(&self, tasks: usize, width: usize, f: F) {
+        self.run(tasks, width, false, f)
+    }
+
+    /// [`Team::for_each`], with task `t` pinned to the `t`-th participant when `pinned` (see
+    /// [`for_each_pinned`]; `tasks ≤ MAX_PINNED`).
+    fn run<F: Fn(usize) + Sync>(&self, tasks: usize, width: usize, pinned: bool, f: F) {
+        debug_assert!(!pinned || tasks <= MAX_PINNED);
         let helpers = width.saturating_sub(1).min(tasks.saturating_sub(1)).min(MAX_WORKERS);
         if helpers == 0 || self.shared.busy.compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed).is_err() {
             (0..tasks).for_each(f);
@@ -216,6 +283,9 @@ impl Team {
             tasks,
             next: AtomicUsize::new(0),
             seats: AtomicUsize::new(helpers),
+            pinned,
+            width: helpers + 1,
+            claimed: [AtomicU64::new(pinned as u64), AtomicU64::new(0), AtomicU64::new(0), AtomicU64::new(0)],
             panic: Mutex::new(None),
         };
         let s = &*self.shared;
@@ -225,7 +295,7 @@ impl Team {
             let _g = s.lock.lock().unwrap_or_else(|e| e.into_inner());
             s.wake.notify_all();
         }
-        job.work();
+        job.work(0);
         // Every task is claimed; unpublish the job, then wait for the workers still inside it.
         // A worker that reads `job` after this store sees null and leaves it alone; one that
         // read it before is counted in `active` (incremented before its read, SeqCst).
@@ -262,7 +332,10 @@ impl Team {
             let seen = shared.epoch.load(Ordering::SeqCst);
             let spawned = std::thread::Builder::new()
                 .name(format!("intra-op-{}", handles.len() + 1))
-                .spawn(move || worker(&shared, seen));
+                .spawn({
+                    let me = handles.len() + 1;
+                    move || worker(&shared, seen, me)
+                });
             match spawned {
                 Ok(h) => handles.push(h),
                 // Fewer threads than asked for: the jobs split across those there are.
@@ -303,8 +376,9 @@ impl Drop for Team {
 }
 
 /// A worker's loop: wait for an epoch after `seen` (spinning, then parked), join the published
-/// job if it has a seat left, repeat until shutdown.
-fn worker(s: &Shared, mut seen: u64) {
+/// job if it has a seat left (a pinned job only if the worker's index `me` is within its
+/// width), repeat until shutdown.
+fn worker(s: &Shared, mut seen: u64, me: usize) {
     loop {
         seen = wait_for_job(s, seen);
         if s.shutdown.load(Ordering::SeqCst) {
@@ -316,9 +390,11 @@ fn worker(s: &Shared, mut seen: u64) {
             // SAFETY: the job stays alive until its caller sees `active` at zero after clearing
             // `job`; this worker is counted in `active` since before it read `p`.
             let job = unsafe { &*p };
-            let seat = job.seats.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| n.checked_sub(1));
-            if seat.is_ok() {
-                job.work();
+            if !job.pinned || me < job.width {
+                let seat = job.seats.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| n.checked_sub(1));
+                if seat.is_ok() {
+                    job.work(me);
+                }
             }
         }
         s.active.fetch_sub(1, Ordering::SeqCst);
@@ -508,6 +584,44 @@ mod tests {
             assert_eq!(team.shared.active.load(Ordering::SeqCst), 0);
             assert_eq!(squares(&team, 1000, 10, 2), want(1000));
         }
+    }
+
+    #[test]
+    fn pinned_tasks_run_on_their_own_thread_and_all_run_once() {
+        let team = Team::new(SPIN);
+        // Start three workers; a pinned job of width 2 is the caller's and the first worker's.
+        let _ = squares(&team, 100, 8, 4);
+        let caller = std::thread::current().id();
+        for _ in 0..20 {
+            let started = AtomicBool::new(false);
+            let names = Mutex::new(vec![None; 2]);
+            team.run(2, 2, true, |t| {
+                names.lock().unwrap()[t] = Some((std::thread::current().id(), std::thread::current().name().map(String::from)));
+                if t == 0 {
+                    // Task 1 can only be run by a worker while the caller is here.
+                    let since = Instant::now();
+                    while !started.load(Ordering::SeqCst) {
+                        assert!(since.elapsed() < Duration::from_secs(30), "task 1 never ran");
+                        std::hint::spin_loop();
+                    }
+                } else {
+                    started.store(true, Ordering::SeqCst);
+                }
+            });
+            let names = names.into_inner().unwrap();
+            assert_eq!(names[0].as_ref().unwrap().0, caller);
+            assert_eq!(names[1].as_ref().unwrap().1.as_deref(), Some("intra-op-1"));
+        }
+        // More tasks than threads, and more than the pinned bits: every task once.
+        for (tasks, width) in [(3, 2), (7, 3), (64, 4), (65, 2), (MAX_PINNED, 4)] {
+            let hits: Vec<AtomicU32> = (0..tasks).map(|_| AtomicU32::new(0)).collect();
+            team.run(tasks, width, true, |t| _ = hits[t].fetch_add(1, Ordering::Relaxed));
+            assert!(hits.iter().all(|h| h.load(Ordering::Relaxed) == 1), "{tasks} tasks on {width}");
+        }
+        let r = catch_unwind(AssertUnwindSafe(|| team.run(5, 2, true, |t| assert!(t != 3, "task 3 failed"))));
+        assert!(r.is_err());
+        assert!(!team.shared.busy.load(Ordering::SeqCst));
+        assert_eq!(squares(&team, 1000, 10, 2), want(1000));
     }
 
     #[test]

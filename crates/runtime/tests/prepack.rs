@@ -125,3 +125,52 @@ fn prepacked_products_match_their_kernels_planned_or_not() {
     }
     assert!(a.memory_plan().is_some());
 }
+
+/// Batch-1 linear layers with prepacked weights (`addmm` with a bias, `mm` without), of sizes
+/// that are not multiples of the vector width and large enough to split across threads.
+const BATCH1: &str = r#"
+module {
+  func.func @forward(%w1: tensor<300x257xf32> {prim.param = "w1"}, %b1: tensor<257xf32> {prim.param = "b1"}, %w2: tensor<257x301xf32> {prim.param = "w2"}, %x: tensor<1x300xf32> {prim.input = "x"}) -> (tensor<1x257xf32>, tensor<1x301xf32>) {
+    %h = aten.addmm %b1, %x, %w1 : (tensor<257xf32>, tensor<1x300xf32>, tensor<300x257xf32>) -> tensor<1x257xf32>
+    %r = aten.relu %h : (tensor<1x257xf32>) -> tensor<1x257xf32>
+    %o = aten.mm %r, %w2 : (tensor<1x257xf32>, tensor<257x301xf32>) -> tensor<1x301xf32>
+    func.return %h, %o : tensor<1x257xf32>, tensor<1x301xf32>
+  }
+}
+"#;
+
+#[test]
+fn batch1_products_are_the_same_bits_on_one_and_two_threads_and_as_their_kernels() {
+    let mut w = Weights::new();
+    w.insert("w1", tensor(300 * 257, 31, &[300, 257]));
+    w.insert("b1", tensor(257, 32, &[257]));
+    w.insert("w2", tensor(257 * 301, 33, &[257, 301]));
+    let p = try_compile(BATCH1, &w, CompileOptions::default()).unwrap();
+    assert_eq!(p.num_prepacked(), if prepacking_cpu() { 2 } else { 0 });
+    let x = vec![IValue::Tensor(tensor(300, 34, &[1, 300]))];
+    // The registered kernels (the weights read in place) on one thread.
+    let get = |n: &str| IValue::Tensor(w.get(n).unwrap().clone());
+    let one = rayon::ThreadPoolBuilder::new().num_threads(1).build().unwrap();
+    let two = rayon::ThreadPoolBuilder::new().num_threads(2).build().unwrap();
+    let want = one.install(|| {
+        let h = call("aten.addmm", vec![get("b1"), x[0].clone(), get("w1")]);
+        let r = call("aten.relu", vec![h.clone()]);
+        let o = call("aten.mm", vec![r, get("w2")]);
+        vec![vals(&h), vals(&o)]
+    });
+    // The same sums in f64, to check the kernels themselves.
+    let xs = vals(&x[0]);
+    let (w1, b1, w2) = (vals(&get("w1")), vals(&get("b1")), vals(&get("w2")));
+    let h: Vec<f64> = (0..257).map(|j| b1[j] + (0..300).map(|p| xs[p] * w1[p * 257 + j]).sum::<f64>()).collect();
+    let o: Vec<f64> = (0..301).map(|j| (0..257).map(|p| h[p].max(0.0) * w2[p * 301 + j]).sum::<f64>()).collect();
+    assert_close(&want[0], &h);
+    assert_close(&want[1], &o);
+    for pool in [&one, &two, &one, &two] {
+        let got = pool.install(|| {
+            let mut rt = p.runtime();
+            (0..3).map(|_| rt.run(&x).unwrap()).last().unwrap()
+        });
+        assert_eq!(vals(&got[0]), want[0], "addmm on {} threads", pool.current_num_threads());
+        assert_eq!(vals(&got[1]), want[1], "mm on {} threads", pool.current_num_threads());
+    }
+}

@@ -15,6 +15,7 @@ use ir::DType;
 use super::Arg;
 use super::out::{OutOp, scalar_or, tensor_arg};
 use crate::kernels::conv::{PackedFilter, conv_compute_packed, out_geometry};
+use crate::kernels::gemv::{Columns, gemv};
 use crate::kernels::linalg::MatView;
 use crate::kernels::packed::{Bias, Epilogue, Isa, PackedB, gemm_packed_b};
 use crate::tensor::{KernelError, Result, Tensor};
@@ -28,11 +29,6 @@ pub(crate) enum Prepacked {
     /// The weight of a forward convolution.
     Filter(PackedFilter),
 }
-
-/// Rows of `A` below which a product with a prepacked right operand still goes through the
-/// general GEMM: a single row is a matrix-vector product, which the general entry point runs
-/// as dot products over the weight as it is stored.
-const MIN_ROWS: usize = 2;
 
 fn const_f32(arg: Option<&Arg>, dim: usize) -> Option<&Tensor> {
     match arg {
@@ -78,8 +74,9 @@ pub(crate) fn prepack_for(isa: Isa, op: OutOp, args: &[Arg]) -> Option<Arc<Prepa
 }
 
 /// Computes the out-variant `op` into `out` (whose dtype and shape `out::meta` gave) with the
-/// prepacked operand; calls that do not fit it (an `f64` call, a single row) take the plain
-/// out-variant.
+/// prepacked operand; calls that do not fit it (an `f64` call) take the plain out-variant. A
+/// single row (a batch-1 linear layer) is a matrix-vector product over the same panels
+/// (`kernels::gemv`).
 pub(crate) fn compute(p: &Prepacked, op: OutOp, name: &'static str, args: &[IValue], out: &Tensor) -> Result<()> {
     if out.dtype() != DType::F32 {
         return super::out::compute(op, name, args, out, [false, false]).map(drop);
@@ -87,7 +84,7 @@ pub(crate) fn compute(p: &Prepacked, op: OutOp, name: &'static str, args: &[IVal
     match (p, op) {
         (Prepacked::Rhs(b), OutOp::Mm | OutOp::Addmm) => {
             let a = tensor_arg(name, args, if op == OutOp::Mm { 0 } else { 1 })?;
-            if a.dtype() != DType::F32 || a.dim() != 2 || a.sizes()[0] < MIN_ROWS {
+            if a.dtype() != DType::F32 || a.dim() != 2 {
                 return super::out::compute(op, name, args, out, [false, false]).map(drop);
             }
             let data = a.storage_slice::<f32>()?;
@@ -96,8 +93,11 @@ pub(crate) fn compute(p: &Prepacked, op: OutOp, name: &'static str, args: &[IVal
             // SAFETY: `out` is a planned or fresh tensor no other handle references (checked by
             // the caller), distinct from the operands (their lifetimes overlap).
             let c = unsafe { out.as_mut_slice::<f32>()? };
+            let product = |ep: &Epilogue<'_>, c: &mut [f32]| {
+                if av.rows == 1 { batch1(name, av, b, ep, c) } else { gemm_packed_b(name, av, b, ep, c, n) }
+            };
             if op == OutOp::Mm {
-                return gemm_packed_b(name, av, b, &Epilogue::PLAIN, c, n);
+                return product(&Epilogue::PLAIN, c);
             }
             let s = tensor_arg(name, args, 0)?;
             let beta = scalar_or(args.get(3), 1.0) as f32;
@@ -105,12 +105,12 @@ pub(crate) fn compute(p: &Prepacked, op: OutOp, name: &'static str, args: &[IVal
             let src = s.as_slice::<f32>()?;
             if beta == 0.0 {
                 let ep = Epilogue { alpha, ..Epilogue::PLAIN };
-                return gemm_packed_b(name, av, b, &ep, c, n);
+                return product(&ep, c);
             }
             if src.len() == n && n != 1 || src.len() == 1 && n == 1 {
                 // `self` is one row broadcast down the result: the bias of a linear layer.
                 let ep = Epilogue { alpha, beta: 0.0, bias: Bias::PerColumn(src), bias_scale: beta };
-                return gemm_packed_b(name, av, b, &ep, c, n);
+                return product(&ep, c);
             }
             if src.len() == c.len() {
                 c.copy_from_slice(src);
@@ -119,7 +119,7 @@ pub(crate) fn compute(p: &Prepacked, op: OutOp, name: &'static str, args: &[IVal
             } else {
                 return super::out::compute(op, name, args, out, [false, false]).map(drop);
             }
-            gemm_packed_b(name, av, b, &Epilogue { alpha, beta, bias: Bias::None, bias_scale: 1.0 }, c, n)
+            product(&Epilogue { alpha, beta, bias: Bias::None, bias_scale: 1.0 }, c)
         }
         (Prepacked::Filter(w), OutOp::Convolution) => {
             let (g, _) =
@@ -135,4 +135,22 @@ pub(crate) fn compute(p: &Prepacked, op: OutOp, name: &'static str, args: &[IVal
         }
         _ => Err(KernelError::new(name, "internal error: a prepacked operand of another op")),
     }
+}
+
+/// `c = ep(a·b)` for a single row `a` (`1 × k`), over the panels of `b`.
+fn batch1(name: &'static str, a: MatView<'_, f32>, b: &PackedB, ep: &Epilogue<'_>, c: &mut [f32]) -> Result<()> {
+    let cols = Columns::packed(name, b)?;
+    if a.cols != cols.rows() {
+        return Err(KernelError::new(name, format!("cannot multiply 1x{} and {}x{} matrices", a.cols, cols.rows(), cols.cols())));
+    }
+    let strided: Vec<f32>;
+    let x = if a.cs == 1 || a.cols <= 1 {
+        &a.data[a.off..a.off + a.cols]
+    } else {
+        strided = (0..a.cols).map(|p| a.at(0, p)).collect();
+        &strided
+    };
+    let n = cols.cols();
+    let y = c.get_mut(..n).ok_or_else(|| KernelError::new(name, "output buffer is too small"))?;
+    gemv(name, x, cols, ep, y)
 }

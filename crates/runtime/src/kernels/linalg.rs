@@ -6,7 +6,9 @@
 //! paths (AVX-512F or AVX2+FMA), other floating-point products through `matrixmultiply`; both
 //! take arbitrary row and column strides, so transposed and permuted views are multiplied
 //! without a copy. Matrix-vector shapes (one output row or column: batch-1 latency) use this
-//! file's own dot/axpy loops, compiled for AVX2+FMA when the CPU has it. `f16`/`bf16` are computed in `f32`; integer
+//! file's own dot loops (compiled for AVX2+FMA when the CPU has it) where the matrix's columns
+//! are contiguous, and the register-blocked kernel of `kernels::gemv` (`f32`; `axpy` loops for
+//! `f64`) where its rows are. `f16`/`bf16` are computed in `f32`; integer
 //! products use a plain loop with wrapping arithmetic (as PyTorch's integer GEMM does).
 
 use std::ops::{Add, AddAssign, Div, Mul, MulAssign, Neg, Sub, SubAssign};
@@ -87,6 +89,16 @@ pub(crate) trait Real:
     fn dot(a: &[Self], b: &[Self]) -> Self;
     /// `y += alpha · x` over equal-length contiguous slices.
     fn axpy(alpha: Self, x: &[Self], y: &mut [Self]);
+    /// `y[j] = Σ_p x[p]·mat[p, j]` for a matrix with contiguous rows (`mat.cs == 1`): the
+    /// rows scaled by `x[p]` and added up.
+    fn gemv_rows(_op: &'static str, x: &[Self], mat: MatView<'_, Self>) -> Result<Vec<Self>> {
+        let mut y = vec![Self::ZERO; mat.cols];
+        for (p, &xp) in x.iter().enumerate() {
+            let start = mat.off + p * mat.rs;
+            Self::axpy(xp, &mat.data[start..start + mat.cols], &mut y);
+        }
+        Ok(y)
+    }
 }
 
 macro_rules! simd_loops {
@@ -152,9 +164,12 @@ fn has_fma() -> bool {
 }
 
 macro_rules! real_impl {
-    ($t:ident, $gemm:path, $dot_plain:ident, $dot_fma:ident, $axpy_plain:ident, $axpy_fma:ident $(, $native:ident)?) => {
+    ($t:ident, $gemm:path, $dot_plain:ident, $dot_fma:ident, $axpy_plain:ident, $axpy_fma:ident $(, $native:ident, $rows:ident)?) => {
         impl Real for $t {
             $(
+            fn gemv_rows(op: &'static str, x: &[Self], mat: MatView<'_, Self>) -> Result<Vec<Self>> {
+                $rows(op, x, mat)
+            }
             fn gemm_native(
                 op: &'static str,
                 alpha: Self,
@@ -225,7 +240,18 @@ macro_rules! real_impl {
     };
 }
 
-real_impl!(f32, matrixmultiply::sgemm, dot_f32_plain, dot_f32_fma, axpy_f32_plain, axpy_f32_fma, gemm_f32_native);
+real_impl!(f32, matrixmultiply::sgemm, dot_f32_plain, dot_f32_fma, axpy_f32_plain, axpy_f32_fma, gemm_f32_native, gemv_rows_f32);
+
+/// `f32` matrix-vector products over contiguous rows run on the register-blocked kernel of
+/// `kernels::gemv`, which keeps a block of outputs in vector registers over all of `k` (the
+/// `axpy` loop loads and stores the whole output once per row), and splits the columns of large
+/// products across the intra-op team.
+fn gemv_rows_f32(op: &'static str, x: &[f32], mat: MatView<'_, f32>) -> Result<Vec<f32>> {
+    let cols = super::gemv::Columns::in_place(op, mat.data, mat.off, mat.rows, mat.cols, mat.rs)?;
+    let mut y = vec![0.0; mat.cols];
+    super::gemv::gemv(op, x, cols, &super::packed::Epilogue::PLAIN, &mut y)?;
+    Ok(y)
+}
 
 /// The `f32` products [`gemm`] runs on the microkernel of `kernels::packed` (any strides; `B`
 /// read in place or packed per call): every one on a CPU with one of its paths. Measured on
@@ -355,7 +381,7 @@ pub(crate) fn gemm<T: Real>(
     if m == 1 || n == 1 {
         let (x, mat) = if m == 1 { (a.t(), b) } else { (b, a.t()) };
         // `x` is a k×1 column; `mat` is k×len; result[j] = Σ_p x[p]·mat[p, j].
-        if let Some(y) = gemv(x, mat) {
+        if let Some(y) = gemv(op, x, mat)? {
             for (j, v) in y.into_iter().enumerate() {
                 let dst = if m == 1 { &mut c[j] } else { &mut c[j * ldc] };
                 combine(dst, v);
@@ -440,10 +466,10 @@ pub(crate) fn gemm_batched<'v, T: Real>(
 
 /// `y[j] = Σ_p x[p]·mat[p, j]` when `mat` has a unit stride along either axis; `None` when
 /// neither axis is contiguous (the caller falls back to GEMM).
-fn gemv<T: Real>(x: MatView<'_, T>, mat: MatView<'_, T>) -> Option<Vec<T>> {
+fn gemv<T: Real>(op: &'static str, x: MatView<'_, T>, mat: MatView<'_, T>) -> Result<Option<Vec<T>>> {
     let (k, len) = (mat.rows, mat.cols);
     if mat.rs != 1 && mat.cs != 1 {
-        return None;
+        return Ok(None);
     }
     let xs: Vec<T>;
     let xv: &[T] = if x.rs == 1 || k == 1 {
@@ -454,15 +480,10 @@ fn gemv<T: Real>(x: MatView<'_, T>, mat: MatView<'_, T>) -> Option<Vec<T>> {
     };
     if mat.rs == 1 {
         // Each column of `mat` is contiguous along p: one dot product per output.
-        Some((0..len).map(|j| T::dot(xv, &mat.data[mat.off + j * mat.cs..mat.off + j * mat.cs + k])).collect())
+        Ok(Some((0..len).map(|j| T::dot(xv, &mat.data[mat.off + j * mat.cs..mat.off + j * mat.cs + k])).collect()))
     } else {
-        // Each row of `mat` is contiguous: accumulate rows scaled by x[p].
-        let mut y = vec![T::ZERO; len];
-        for (p, &xp) in xv.iter().enumerate() {
-            let start = mat.off + p * mat.rs;
-            T::axpy(xp, &mat.data[start..start + len], &mut y);
-        }
-        Some(y)
+        // Each row of `mat` is contiguous.
+        T::gemv_rows(op, xv, mat).map(Some)
     }
 }
 

@@ -21,6 +21,7 @@ pub mod creation;
 pub mod distance;
 pub mod elementwise;
 pub mod fastmath;
+pub(crate) mod gemv;
 pub mod index;
 pub mod interp;
 pub mod linalg;

@@ -196,6 +196,12 @@ impl PackedB {
     pub(crate) fn cols(&self) -> usize {
         self.n
     }
+
+    /// The packed panels with `k`, `n` and the panel width: panel `jp` holds columns
+    /// `jp·width..` as `k` rows of `width` values from `jp·k·width` on (zero past column `n`).
+    pub(crate) fn panels(&self) -> (&[f32], usize, usize, usize) {
+        (self.buf.slice(), self.k, self.n, self.isa.nr())
+    }
 }
 
 /// A constant `m × k` left operand in row panels of `mr ≤ isa.mr()` rows (see [`block_rows`]).
