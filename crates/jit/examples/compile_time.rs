@@ -9,6 +9,7 @@ use jit::KernelSpec;
 use runtime::Tensor;
 
 const POINTWISE: &str = include_str!("../tests/data/bench_pointwise.ir");
+const LSTM_CELL: &str = include_str!("../tests/data/lstm_cell.ir");
 
 const SMALL: &str = r#"
 %x = "test.source"() : () -> tensor<64x512xf32>
@@ -21,15 +22,37 @@ const SMALL: &str = r#"
 }) : (tensor<64x512xf32>, tensor<64x512xf32>) -> tensor<64x512xf32>
 "#;
 
+/// The inputs of the bench_lstm_cell group as the runtime passes them: the gate slices are
+/// views of two 64x2048 products, the bias slices views of two 2048-vectors.
+fn lstm_inputs() -> Result<Vec<Tensor>, Box<dyn std::error::Error>> {
+    let mm = [Tensor::zeros(ir::DType::F32, &[64, 2048])?, Tensor::zeros(ir::DType::F32, &[64, 2048])?];
+    let bias = [Tensor::zeros(ir::DType::F32, &[2048])?, Tensor::zeros(ir::DType::F32, &[2048])?];
+    let mut inputs = Vec::new();
+    for gate in 0..4 {
+        let at = gate as i64 * 512;
+        inputs.push(mm[0].narrow(1, at, 512)?);
+        inputs.push(mm[1].narrow(1, at, 512)?);
+        inputs.push(bias[0].narrow(0, at, 512)?);
+        inputs.push(bias[1].narrow(0, at, 512)?);
+    }
+    inputs.push(Tensor::zeros(ir::DType::F32, &[64, 512])?);
+    Ok(inputs)
+}
+
 fn measure(name: &str, text: &str, rows: usize, cols: usize, n: usize) -> Result<(), Box<dyn std::error::Error>> {
+    let inputs = if text == LSTM_CELL {
+        lstm_inputs()?
+    } else {
+        let x = Tensor::zeros(ir::DType::F32, &[rows, cols])?;
+        vec![x.clone(), x]
+    };
     let mut ctx = ir::Context::new();
     dialect_prim::register(&mut ctx);
     dialect_aten::register(&mut ctx);
     ctx.set_allow_unregistered(true);
     let m = ir::parse_module(&ctx, text, "group.ir").map_err(|d| d.to_string())?;
     let g = *jit::find_fusion_groups(&m).first().ok_or("no fusion group")?;
-    let x = Tensor::zeros(ir::DType::F32, &[rows, cols])?;
-    let spec = KernelSpec::of(&[x.clone(), x]);
+    let spec = KernelSpec::of(&inputs);
     let _ = cranelift_codegen::timing::take_current();
     let mut times: Vec<Duration> = Vec::with_capacity(n);
     for _ in 0..n {
@@ -67,5 +90,6 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     // 2^22 elements: the body runs in phases (see `fission`).
     measure("bench_pointwise (16 ops), 1024x4096, fissioned", POINTWISE, 1024, 4096, n)?;
     measure("add + relu (2 ops)", SMALL, 64, 512, n)?;
+    measure("bench_lstm_cell (21 ops, 17 inputs)", LSTM_CELL, 64, 512, n)?;
     Ok(())
 }
