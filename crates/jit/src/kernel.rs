@@ -26,6 +26,8 @@ use crate::spec::KernelSpec;
 
 /// The native entry point: `(ptrs, start, end, err)`; `ptrs` holds the inputs' and outputs'
 /// base addresses, then the addresses of the kernel's constant pool and of a copy of it.
+/// `start` and `end` are multiples of 64 or the number of elements: a kernel whose rows hold
+/// whole vectors has no tail code (see `emit_function`).
 type EntryFn = unsafe extern "C" fn(*const *mut u8, i64, i64, *mut u32);
 
 /// How a kernel splits its work across threads.
@@ -538,7 +540,11 @@ fn emit_function(
     // Light kernels keep a scalar tail (their body is small; the padding code would cost more
     // to compile than the body); heavy ones (a transcendental function, or many ops) run the
     // tail through the padded vector body, which halves what Cranelift compiles.
-    let scalar_tail = lanes == 1 || !heavy(g);
+    // When every row holds whole vectors, the vector loop covers every row exactly (callers
+    // split the space at multiples of `lanes`, see `EntryFn`): neither tail is emitted.
+    let whole = lanes > 1 && inner % lanes as i64 == 0;
+    let scalar_tail = lanes == 1 || (!heavy(g) && !whole);
+    let padded_tail = lanes > 1 && !scalar_tail && !whole;
     let sloop = em.b.create_block();
     em.b.append_block_param(sloop, ptr);
     if lanes > 1 {
@@ -556,7 +562,7 @@ fn emit_function(
         let moving: Vec<usize> = (0..n_ops)
             .filter(|&k| row_ptr[k].is_some() && (k >= n_in || !invariant_vec.contains_key(&k)))
             .collect();
-        let slots: Vec<_> = if scalar_tail {
+        let slots: Vec<_> = if !padded_tail {
             Vec::new()
         } else {
             moving.iter().map(|_| em.b.create_sized_stack_slot(StackSlotData::new(StackSlotKind::ExplicitSlot, 16, 4))).collect()
@@ -565,7 +571,9 @@ fn emit_function(
         em.b.append_block_param(vloop, ptr);
         let vbody = em.b.create_block();
         em.b.append_block_param(vbody, ptr); // j
-        em.b.append_block_param(vbody, types::I8); // 1 in the tail
+        if padded_tail {
+            em.b.append_block_param(vbody, types::I8); // 1 in the tail
+        }
         if plan.is_some() {
             em.b.append_block_param(vbody, ptr); // vectors in the block
         }
@@ -580,6 +588,8 @@ fn emit_function(
         }
         let tail = if scalar_tail {
             sloop
+        } else if whole {
+            next_row
         } else {
             let t = em.b.create_block();
             em.b.append_block_param(t, ptr);
@@ -592,10 +602,13 @@ fn emit_function(
         let jn = em.b.ins().iadd_imm_s(j, lanes as i64);
         let fits = em.b.ins().icmp(IntCC::SignedLessThanOrEqual, jn, col_end);
         let go = em.b.create_block();
-        em.b.ins().brif(fits, go, &[], tail, &[j.into()]);
+        let tail_args: &[cranelift_codegen::ir::BlockArg] = if whole { &[] } else { &[j.into()] };
+        em.b.ins().brif(fits, go, &[], tail, tail_args);
         em.b.switch_to_block(go);
-        let zero8 = em.b.ins().iconst(types::I8, 0);
-        let mut args: Vec<cranelift_codegen::ir::BlockArg> = vec![j.into(), zero8.into()];
+        let mut args: Vec<cranelift_codegen::ir::BlockArg> = vec![j.into()];
+        if padded_tail {
+            args.push(em.b.ins().iconst(types::I8, 0).into());
+        }
         if plan.is_some() {
             let left = em.b.ins().isub(col_end, j);
             let vectors = em.b.ins().ushr_imm_u(left, lanes.trailing_zeros() as i64);
@@ -612,7 +625,7 @@ fn emit_function(
         }
         em.b.ins().jump(vbody, &args);
 
-        if !scalar_tail {
+        if padded_tail {
             em.b.switch_to_block(tail);
             let j = em.b.block_params(tail)[0];
             let rem = em.b.ins().isub(col_end, j);
@@ -655,9 +668,11 @@ fn emit_function(
 
         em.b.switch_to_block(vbody);
         let params = em.b.block_params(vbody).to_vec();
-        let (j, in_tail) = (params[0], params[1]);
-        let vectors = plan.as_ref().map(|_| params[2]);
-        let first = if plan.is_some() { 3 } else { 2 };
+        let j = params[0];
+        let in_tail = padded_tail.then(|| params[1]);
+        let mut first = 1 + usize::from(padded_tail);
+        let vectors = plan.as_ref().map(|_| params[first]);
+        first += usize::from(plan.is_some());
         let mut body_access: Vec<Option<Access>> = (0..n_in).map(|k| invariant_vec.get(&k).map(|&v| Access::Invariant(v))).collect();
         let mut body_ptr: Vec<Option<Value>> = vec![None; n_ops];
         for (i, &k) in moving.iter().enumerate() {
@@ -684,7 +699,7 @@ fn emit_function(
         if scalar_tail {
             let jn = em.b.ins().iadd_imm_s(j, lanes as i64);
             em.b.ins().jump(vloop, &[jn.into()]);
-        } else {
+        } else if let Some(in_tail) = in_tail {
             let copy = em.b.create_block();
             let next = em.b.create_block();
             em.b.ins().brif(in_tail, copy, &[], next, &[]);
@@ -717,6 +732,9 @@ fn emit_function(
                 copy_back(&mut em, i);
             }
             em.b.ins().jump(next_row, &[]);
+        } else {
+            let jn = em.b.ins().iadd(j, step);
+            em.b.ins().jump(vloop, &[jn.into()]);
         }
     } else {
         em.b.ins().jump(sloop, &[c.into()]);
