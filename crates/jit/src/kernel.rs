@@ -614,22 +614,29 @@ fn emit_function(
         };
         let vloop = em.b.create_block();
         em.b.append_block_param(vloop, ptr);
-        let vbody = em.b.create_block();
-        em.b.append_block_param(vbody, ptr); // j
-        if padded_tail {
-            em.b.append_block_param(vbody, types::I8); // 1 in the tail
-        }
-        if plan.is_some() {
-            em.b.append_block_param(vbody, ptr); // vectors in the block
-        }
-        for _ in &moving {
-            em.b.append_block_param(vbody, ptr);
-        }
-        // The pool's address: a parameter of the body that differs between the row's vectors
-        // and the padded tail (the pool and its copy), so that its loads, pure as they are,
-        // would not be hoisted out of the loop by an optimizer.
-        if pool_base.is_some() {
-            em.b.append_block_param(vbody, ptr);
+        let go = em.b.create_block();
+        // Without the padded tail or phases, the body addresses every operand from its row
+        // pointer and the column (an x86 address mode); otherwise it is a block of its own,
+        // taking the address of its first element in every operand.
+        let direct = !padded_tail && plan.is_none();
+        let vbody = if direct { go } else { em.b.create_block() };
+        if !direct {
+            em.b.append_block_param(vbody, ptr); // j
+            if padded_tail {
+                em.b.append_block_param(vbody, types::I8); // 1 in the tail
+            }
+            if plan.is_some() {
+                em.b.append_block_param(vbody, ptr); // vectors in the block
+            }
+            for _ in &moving {
+                em.b.append_block_param(vbody, ptr);
+            }
+            // The pool's address: a parameter of the body that differs between the row's
+            // vectors and the padded tail (the pool and its copy), so that its loads, pure as
+            // they are, would not be hoisted out of the loop by an optimizer.
+            if pool_base.is_some() {
+                em.b.append_block_param(vbody, ptr);
+            }
         }
         let tail = if scalar_tail {
             sloop
@@ -646,10 +653,10 @@ fn emit_function(
         let j = em.b.block_params(vloop)[0];
         let jn = em.b.ins().iadd_imm_s(j, lanes as i64);
         let fits = em.b.ins().icmp(IntCC::SignedLessThanOrEqual, jn, col_end);
-        let go = em.b.create_block();
         let tail_args: &[cranelift_codegen::ir::BlockArg] = if whole { &[] } else { &[j.into()] };
         em.b.ins().brif(fits, go, &[], tail, tail_args);
         em.b.switch_to_block(go);
+        let column = j;
         let mut args: Vec<cranelift_codegen::ir::BlockArg> = vec![j.into()];
         if padded_tail {
             args.push(em.b.ins().iconst(types::I8, 0).into());
@@ -668,7 +675,9 @@ fn emit_function(
         if let Some([p, _]) = pool_base {
             args.push(p.into());
         }
-        em.b.ins().jump(vbody, &args);
+        if !direct {
+            em.b.ins().jump(vbody, &args);
+        }
 
         if padded_tail {
             em.b.switch_to_block(tail);
@@ -711,17 +720,21 @@ fn emit_function(
             em.b.ins().jump(vbody, &args);
         }
 
-        em.b.switch_to_block(vbody);
-        let params = em.b.block_params(vbody).to_vec();
-        let j = params[0];
-        let in_tail = padded_tail.then(|| params[1]);
-        let mut first = 1 + usize::from(padded_tail);
-        let vectors = plan.as_ref().map(|_| params[first]);
-        first += usize::from(plan.is_some());
-        let mut body_ptr: Vec<Option<Value>> = vec![None; n_ops];
-        for (i, &k) in moving.iter().enumerate() {
-            body_ptr[k] = Some(params[first + i]);
-        }
+        let (j, in_tail, vectors, body_ptr, pool) = if direct {
+            (column, None, None, row_ptr.clone(), pool_base.map(|[p, _]| p))
+        } else {
+            em.b.switch_to_block(vbody);
+            let params = em.b.block_params(vbody).to_vec();
+            let mut first = 1 + usize::from(padded_tail);
+            let vectors = plan.as_ref().map(|_| params[first]);
+            first += usize::from(plan.is_some());
+            let mut body_ptr: Vec<Option<Value>> = vec![None; n_ops];
+            for (i, &k) in moving.iter().enumerate() {
+                body_ptr[k] = Some(params[first + i]);
+            }
+            let pool = pool_base.map(|_| params[first + moving.len()]);
+            (params[0], padded_tail.then(|| params[1]), vectors, body_ptr, pool)
+        };
         let mut body_access: Vec<Option<Access>> = vec![None; n_in];
         let mut body_off = vec![0; n_in];
         for k in 0..n_in {
@@ -733,8 +746,8 @@ fn emit_function(
                 body_off[k] = off;
             }
         }
-        if pool_base.is_some() {
-            em.pool = Some(ConstPool { base: params[first + moving.len()], data: Vec::new() });
+        if let Some(base) = pool {
+            em.pool = Some(ConstPool { base, data: Vec::new() });
         }
         let step = match (&plan, vectors) {
             (Some(plan), Some(nv)) => {
@@ -742,7 +755,7 @@ fn emit_function(
                 em.b.ins().imul_imm_s(nv, lanes as i64)
             }
             _ => {
-                emit_body(&mut em, mode, None, &body_access, &body_off, &body_ptr, &es, n_in)?;
+                emit_body(&mut em, mode, direct.then_some(j), &body_access, &body_off, &body_ptr, &es, n_in)?;
                 em.b.ins().iconst(ptr, lanes as i64)
             }
         };
