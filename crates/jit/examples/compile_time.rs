@@ -1,7 +1,9 @@
-//! Per-kernel compile time: compiles the `bench_pointwise` group and a two-op group repeatedly
-//! and prints the median and quartiles (`cargo run --release -p jit --example compile_time`).
+//! Per-kernel compile time: compiles the `bench_pointwise` group, a two-op group and the
+//! bench_lstm_cell group repeatedly and prints the median and quartiles
+//! (`cargo run --release -p jit --example compile_time [N]`).
 //! With `CRANELIFT_TIMING=1` it also prints where Cranelift spent the time (its own pass
-//! timings, summed over all the compiles of a group).
+//! timings, summed over all the compiles of a group); with `KERNEL_RUNS=N`, the median time of
+//! N runs of each kernel on one thread.
 
 use std::time::{Duration, Instant};
 
@@ -66,6 +68,22 @@ fn measure(name: &str, text: &str, rows: usize, cols: usize, n: usize) -> Result
     println!("{name}: median {:.3} ms (p25 {:.3}, p75 {:.3}) over {n} compiles", q(0.5), q(0.25), q(0.75));
     if std::env::var_os("CRANELIFT_TIMING").is_some() {
         println!("{}", cranelift_codegen::timing::take_current());
+    }
+    if let Some(runs) = std::env::var("KERNEL_RUNS").ok().and_then(|v| v.parse::<usize>().ok()) {
+        // The kernel's own run time on the compiled inputs, on this thread, outputs reused.
+        let k = jit::compile(&m, g, &spec)?;
+        let outs = k.outputs().iter().map(|(d, s)| Tensor::zeros(*d, s)).collect::<Result<Vec<_>, _>>()?;
+        let inline = jit::RunOptions { parallel_threshold: usize::MAX, ..Default::default() };
+        let mut rt: Vec<Duration> = (0..runs.max(1))
+            .map(|_| {
+                let t = Instant::now();
+                let _ = k.run_into_with(&inputs, &outs, inline);
+                t.elapsed()
+            })
+            .collect();
+        rt.sort();
+        let q = |f: f64| rt[((rt.len() - 1) as f64 * f) as usize].as_secs_f64() * 1e6;
+        println!("  run: median {:.1} us (p10 {:.1}) over {} runs", q(0.5), q(0.1), rt.len());
     }
     if let Some(big_rows) = std::env::var("RUN_ROWS").ok().and_then(|v| v.parse::<usize>().ok()) {
         let x = Tensor::from_vec((0..big_rows * cols).map(|i| ((i % 97) as f32 - 48.0) / 16.0).collect::<Vec<_>>(), &[big_rows, cols])?;
