@@ -5,8 +5,9 @@
 //! `extern "C" fn(ptrs: *const *mut u8, start: i64, end: i64, err: *mut u32)`: `ptrs` holds the
 //! base address (offset included) of every input, then every output; the kernel computes the
 //! elements with linear (row-major) indices `start..end` of the iteration space, so callers can
-//! split the space into chunks; `err` receives a non-zero code if an integer division by zero
-//! occurred.
+//! split the space into chunks (at multiples of 64 elements: a kernel whose rows hold whole
+//! vectors has no code for partial ones); `err` receives a non-zero code if an integer
+//! division by zero occurred.
 
 use std::collections::HashMap;
 

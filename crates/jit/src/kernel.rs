@@ -199,6 +199,7 @@ impl Kernel {
         if n < opts.parallel_threshold || runtime::parallel::threads() <= 1 {
             call(0, n);
         } else {
+            // Chunks start at multiples of 64 elements, hence of any lane count (see `EntryFn`).
             let chunk = opts.chunk.max(64).div_ceil(64) * 64;
             let tasks = n.div_ceil(chunk);
             runtime::parallel::for_each(tasks, |t| call(t * chunk, ((t + 1) * chunk).min(n)));
