@@ -836,10 +836,14 @@ fn emit_function(
     em.b.ins().brif(again, row, &[r1.into(), zero.into(), lin2.into()], exit, &[]);
 
     em.b.switch_to_block(exit);
-    let e = em.b.use_var(err);
-    let old = em.b.ins().load(types::I32, MemFlagsData::trusted(), errp, 0);
-    let e = em.b.ins().bor(old, e);
-    em.b.ins().store(MemFlagsData::trusted(), e, errp, 0);
+    // Only integer divisions set the error code; without one it stays 0, and reading it here
+    // would carry it through every loop as a block parameter.
+    if (0..g.nodes.len()).any(|i| can_raise(g, i)) {
+        let e = em.b.use_var(err);
+        let old = em.b.ins().load(types::I32, MemFlagsData::trusted(), errp, 0);
+        let e = em.b.ins().bor(old, e);
+        em.b.ins().store(MemFlagsData::trusted(), e, errp, 0);
+    }
     em.b.ins().return_(&[]);
     Ok(em.pool.map(|p| p.data).unwrap_or_default())
 }
