@@ -1,7 +1,9 @@
-//! Per-kernel compile time: compiles the `bench_pointwise` group and a two-op group repeatedly
-//! and prints the median and quartiles (`cargo run --release -p jit --example compile_time`).
+//! Per-kernel compile time: compiles the `bench_pointwise` group, a two-op group and the
+//! bench_lstm_cell group repeatedly and prints the median and quartiles
+//! (`cargo run --release -p jit --example compile_time [N]`).
 //! With `CRANELIFT_TIMING=1` it also prints where Cranelift spent the time (its own pass
-//! timings, summed over all the compiles of a group).
+//! timings, summed over all the compiles of a group); with `KERNEL_RUNS=N`, the median time of
+//! N runs of each kernel on one thread.
 
 use std::time::{Duration, Instant};
 
@@ -9,6 +11,7 @@ use jit::KernelSpec;
 use runtime::Tensor;
 
 const POINTWISE: &str = include_str!("../tests/data/bench_pointwise.ir");
+const LSTM_CELL: &str = include_str!("../tests/data/lstm_cell.ir");
 
 const SMALL: &str = r#"
 %x = "test.source"() : () -> tensor<64x512xf32>
@@ -21,15 +24,37 @@ const SMALL: &str = r#"
 }) : (tensor<64x512xf32>, tensor<64x512xf32>) -> tensor<64x512xf32>
 "#;
 
+/// The inputs of the bench_lstm_cell group as the runtime passes them: the gate slices are
+/// views of two 64x2048 products, the bias slices views of two 2048-vectors.
+fn lstm_inputs() -> Result<Vec<Tensor>, Box<dyn std::error::Error>> {
+    let mm = [Tensor::zeros(ir::DType::F32, &[64, 2048])?, Tensor::zeros(ir::DType::F32, &[64, 2048])?];
+    let bias = [Tensor::zeros(ir::DType::F32, &[2048])?, Tensor::zeros(ir::DType::F32, &[2048])?];
+    let mut inputs = Vec::new();
+    for gate in 0..4 {
+        let at = gate as i64 * 512;
+        inputs.push(mm[0].narrow(1, at, 512)?);
+        inputs.push(mm[1].narrow(1, at, 512)?);
+        inputs.push(bias[0].narrow(0, at, 512)?);
+        inputs.push(bias[1].narrow(0, at, 512)?);
+    }
+    inputs.push(Tensor::zeros(ir::DType::F32, &[64, 512])?);
+    Ok(inputs)
+}
+
 fn measure(name: &str, text: &str, rows: usize, cols: usize, n: usize) -> Result<(), Box<dyn std::error::Error>> {
+    let inputs = if text == LSTM_CELL {
+        lstm_inputs()?
+    } else {
+        let x = Tensor::zeros(ir::DType::F32, &[rows, cols])?;
+        vec![x.clone(), x]
+    };
     let mut ctx = ir::Context::new();
     dialect_prim::register(&mut ctx);
     dialect_aten::register(&mut ctx);
     ctx.set_allow_unregistered(true);
     let m = ir::parse_module(&ctx, text, "group.ir").map_err(|d| d.to_string())?;
     let g = *jit::find_fusion_groups(&m).first().ok_or("no fusion group")?;
-    let x = Tensor::zeros(ir::DType::F32, &[rows, cols])?;
-    let spec = KernelSpec::of(&[x.clone(), x]);
+    let spec = KernelSpec::of(&inputs);
     let _ = cranelift_codegen::timing::take_current();
     let mut times: Vec<Duration> = Vec::with_capacity(n);
     for _ in 0..n {
@@ -43,6 +68,22 @@ fn measure(name: &str, text: &str, rows: usize, cols: usize, n: usize) -> Result
     println!("{name}: median {:.3} ms (p25 {:.3}, p75 {:.3}) over {n} compiles", q(0.5), q(0.25), q(0.75));
     if std::env::var_os("CRANELIFT_TIMING").is_some() {
         println!("{}", cranelift_codegen::timing::take_current());
+    }
+    if let Some(runs) = std::env::var("KERNEL_RUNS").ok().and_then(|v| v.parse::<usize>().ok()) {
+        // The kernel's own run time on the compiled inputs, on this thread, outputs reused.
+        let k = jit::compile(&m, g, &spec)?;
+        let outs = k.outputs().iter().map(|(d, s)| Tensor::zeros(*d, s)).collect::<Result<Vec<_>, _>>()?;
+        let inline = jit::RunOptions { parallel_threshold: usize::MAX, ..Default::default() };
+        let mut rt: Vec<Duration> = (0..runs.max(1))
+            .map(|_| {
+                let t = Instant::now();
+                let _ = k.run_into_with(&inputs, &outs, inline);
+                t.elapsed()
+            })
+            .collect();
+        rt.sort();
+        let q = |f: f64| rt[((rt.len() - 1) as f64 * f) as usize].as_secs_f64() * 1e6;
+        println!("  run: median {:.1} us (p10 {:.1}) over {} runs", q(0.5), q(0.1), rt.len());
     }
     if let Some(big_rows) = std::env::var("RUN_ROWS").ok().and_then(|v| v.parse::<usize>().ok()) {
         let x = Tensor::from_vec((0..big_rows * cols).map(|i| ((i % 97) as f32 - 48.0) / 16.0).collect::<Vec<_>>(), &[big_rows, cols])?;
@@ -67,5 +108,6 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     // 2^22 elements: the body runs in phases (see `fission`).
     measure("bench_pointwise (16 ops), 1024x4096, fissioned", POINTWISE, 1024, 4096, n)?;
     measure("add + relu (2 ops)", SMALL, 64, 512, n)?;
+    measure("bench_lstm_cell (21 ops, 17 inputs)", LSTM_CELL, 64, 512, n)?;
     Ok(())
 }

@@ -5,8 +5,9 @@
 //! `extern "C" fn(ptrs: *const *mut u8, start: i64, end: i64, err: *mut u32)`: `ptrs` holds the
 //! base address (offset included) of every input, then every output; the kernel computes the
 //! elements with linear (row-major) indices `start..end` of the iteration space, so callers can
-//! split the space into chunks; `err` receives a non-zero code if an integer division by zero
-//! occurred.
+//! split the space into chunks (at multiples of 64 elements: a kernel whose rows hold whole
+//! vectors has no code for partial ones); `err` receives a non-zero code if an integer
+//! division by zero occurred.
 
 use std::collections::HashMap;
 
@@ -467,16 +468,21 @@ impl Emitter<'_, '_> {
 
     /// Loads element(s) of dtype `d` at `addr` in `mode`.
     pub fn load(&mut self, mode: Mode, d: DType, addr: Value) -> Value {
+        self.load_at(mode, d, addr, 0)
+    }
+
+    /// Loads element(s) of dtype `d` at `addr + offset` (bytes) in `mode`.
+    pub fn load_at(&mut self, mode: Mode, d: DType, addr: Value, offset: i32) -> Value {
         if !mode.vector() {
-            return self.b.ins().load(lane_type(d), flags(), addr, 0);
+            return self.b.ins().load(lane_type(d), flags(), addr, offset);
         }
         if d != DType::Bool {
-            return self.b.ins().load(mode.ty(d), flags(), addr, 0);
+            return self.b.ins().load(mode.ty(d), flags(), addr, offset);
         }
         // Bools: `lanes` bytes widened to a mask.
         let mt = mode.ty(DType::Bool);
         if mode.lanes == 4 {
-            let w = self.b.ins().load(types::I32, flags(), addr, 0);
+            let w = self.b.ins().load(types::I32, flags(), addr, offset);
             let v = self.b.ins().scalar_to_vector(types::I32X4, w);
             let v = self.bitcast(types::I8X16, v);
             let v = self.b.ins().swiden_low(v);
@@ -484,7 +490,7 @@ impl Emitter<'_, '_> {
             let z = self.iconst(mt, 0);
             self.b.ins().icmp(IntCC::NotEqual, v, z)
         } else {
-            let w = self.b.ins().load(types::I16, flags(), addr, 0);
+            let w = self.b.ins().load(types::I16, flags(), addr, offset);
             let v = self.b.ins().scalar_to_vector(types::I16X8, w);
             let v = self.bitcast(types::I8X16, v);
             let v = self.b.ins().swiden_low(v);

@@ -22,10 +22,12 @@ use crate::codegen::{Access, ConstPool, Emitter, Hoist, Layout, Mode, PhaseLoop,
 use crate::error::JitError;
 use crate::fission::{self, BLOCK_VECTORS, Plan};
 use crate::group::{Graph, Group, NodeKind};
-use crate::spec::KernelSpec;
+use crate::spec::{KernelSpec, holds};
 
 /// The native entry point: `(ptrs, start, end, err)`; `ptrs` holds the inputs' and outputs'
 /// base addresses, then the addresses of the kernel's constant pool and of a copy of it.
+/// `start` and `end` are multiples of 64 or the number of elements: a kernel whose rows hold
+/// whole vectors has no tail code (see `emit_function`).
 type EntryFn = unsafe extern "C" fn(*const *mut u8, i64, i64, *mut u32);
 
 /// How a kernel splits its work across threads.
@@ -141,13 +143,11 @@ impl Kernel {
         self.numel
     }
 
-    /// Whether `inputs` have exactly the dtypes, sizes and strides the kernel was compiled for
-    /// (the first check of the guard; storage bounds are checked when it runs).
+    /// Whether `inputs` have exactly the dtypes, sizes and strides the kernel was compiled for,
+    /// and the aliases it addresses them by (the first check of the guard; storage bounds are
+    /// checked when it runs).
     pub fn accepts(&self, inputs: &[Tensor]) -> bool {
-        inputs.len() == self.spec.inputs.len()
-            && inputs.iter().zip(&self.spec.inputs).all(|(t, s)| {
-                t.dtype() == s.dtype && t.sizes() == s.sizes.as_slice() && t.strides() == s.strides.as_slice()
-            })
+        self.spec.admits(inputs)
     }
 
     /// Runs the kernel on `inputs`, returning freshly allocated contiguous outputs.
@@ -199,6 +199,7 @@ impl Kernel {
         if n < opts.parallel_threshold || runtime::parallel::threads() <= 1 {
             call(0, n);
         } else {
+            // Chunks start at multiples of 64 elements, hence of any lane count (see `EntryFn`).
             let chunk = opts.chunk.max(64).div_ceil(64) * 64;
             let tasks = n.div_ceil(chunk);
             runtime::parallel::for_each(tasks, |t| call(t * chunk, ((t + 1) * chunk).min(n)));
@@ -222,7 +223,7 @@ impl Kernel {
         }
         let mut ptrs = Vec::with_capacity(inputs.len() + outputs.len());
         for (i, (t, s)) in inputs.iter().zip(&self.spec.inputs).enumerate() {
-            if t.dtype() != s.dtype || t.sizes() != s.sizes.as_slice() || t.strides() != s.strides.as_slice() {
+            if !s.matches(t) {
                 return Err(JitError::Guard(format!(
                     "input {i}: {} {:?} strides {:?}, specialized to {} {:?} strides {:?}",
                     t.dtype().torch_name(),
@@ -234,6 +235,16 @@ impl Kernel {
                 )));
             }
             ptrs.push(base_address(t, "input", i)?);
+            // The code reads an alias at its distance from the input it is an alias of; the
+            // address is that of the input's own first element, whose bounds were just checked.
+            if let Some(a) = s.alias
+                && !holds(inputs, i, a)
+            {
+                return Err(JitError::Guard(format!(
+                    "input {i}: specialized to view the storage of input {} at {} bytes from it",
+                    a.of, a.bytes
+                )));
+            }
         }
         for (i, (t, (d, s))) in outputs.iter().zip(&self.outputs).enumerate() {
             if t.dtype() != *d || t.sizes() != s.as_slice() || !t.is_contiguous() {
@@ -335,8 +346,21 @@ fn compile_graph(g: &Graph, spec: &KernelSpec, start: Instant) -> Result<Kernel,
             used[k] = true;
         }
     }
+    // Used inputs addressed from another input's pointer: (that input, distance in bytes).
+    let mut share: Vec<Option<(usize, i32)>> = vec![None; n_in];
     for (k, s) in spec.inputs.iter().enumerate() {
-        if !used[k] {
+        let Some(a) = s.alias else { continue };
+        let root = spec.inputs.get(a.of).filter(|r| a.of < k && r.alias.is_none());
+        if root.is_none_or(|r| (r.dtype, &r.sizes, &r.strides) != (s.dtype, &s.sizes, &s.strides)) {
+            return Err(JitError::Unsupported(format!("input {k}: alias of input {} of another layout", a.of)));
+        }
+        if used[k] {
+            share[k] = Some((a.of, a.bytes));
+        }
+    }
+    let needed = |k: usize| used[k] || share.iter().any(|s| s.is_some_and(|(r, _)| r == k));
+    for (k, s) in spec.inputs.iter().enumerate() {
+        if !needed(k) {
             strides.push(vec![0; shape.len()]);
             continue;
         }
@@ -355,14 +379,14 @@ fn compile_graph(g: &Graph, spec: &KernelSpec, start: Instant) -> Result<Kernel,
             return Err(JitError::Unsupported("an unused integer division does not broadcast to the output".into()));
         }
     }
-    let mut result = build(g, &layout, &used, lanes);
+    let mut result = build(g, &layout, &used, &share, lanes);
     let mut lanes_used = lanes;
     if let (Err(e), true) = (&result, lanes > 1) {
         if std::env::var_os("JIT_DEBUG").is_some() {
             eprintln!("jit: vector code failed ({e}); using scalar code");
         }
         // Some vector lowering is missing on this machine: fall back to scalar code.
-        result = build(g, &layout, &used, 1);
+        result = build(g, &layout, &used, &share, 1);
         lanes_used = 1;
     }
     let (module, entry, pool) = result?;
@@ -382,14 +406,14 @@ fn compile_graph(g: &Graph, spec: &KernelSpec, start: Instant) -> Result<Kernel,
 
 type Built = (JITModule, EntryFn, Vec<PoolEntry>);
 
-fn build(g: &Graph, layout: &Layout, used: &[bool], lanes: u8) -> Result<Built, JitError> {
-    match catch_unwind(AssertUnwindSafe(|| build_inner(g, layout, used, lanes))) {
+fn build(g: &Graph, layout: &Layout, used: &[bool], share: &[Option<(usize, i32)>], lanes: u8) -> Result<Built, JitError> {
+    match catch_unwind(AssertUnwindSafe(|| build_inner(g, layout, used, share, lanes))) {
         Ok(r) => r,
         Err(_) => Err(JitError::Codegen("code generator panicked".into())),
     }
 }
 
-fn build_inner(g: &Graph, layout: &Layout, used: &[bool], lanes: u8) -> Result<Built, JitError> {
+fn build_inner(g: &Graph, layout: &Layout, used: &[bool], share: &[Option<(usize, i32)>], lanes: u8) -> Result<Built, JitError> {
     let isa = isa()?;
     let mut module = JITModule::new(JITBuilder::with_isa(isa, default_libcall_names()));
     let ptr = module.target_config().pointer_type();
@@ -407,7 +431,7 @@ fn build_inner(g: &Graph, layout: &Layout, used: &[bool], lanes: u8) -> Result<B
     let pool = {
         let mut b = FunctionBuilder::new(&mut ctx.func, &mut fctx);
         let err = b.declare_var(types::I32);
-        let pool = emit_function(&mut b, g, layout, used, lanes, ptr, err)?;
+        let pool = emit_function(&mut b, g, layout, used, share, lanes, ptr, err)?;
         b.seal_all_blocks();
         b.finalize(module.target_config());
         pool
@@ -434,11 +458,15 @@ fn build_inner(g: &Graph, layout: &Layout, used: &[bool], lanes: u8) -> Result<B
     Ok((module, entry, pool))
 }
 
+/// Emits the kernel: `used` says which inputs the graph reads, `share` which of those are read
+/// through another input's pointer at a byte distance (see `spec::Alias`).
+#[allow(clippy::too_many_arguments)]
 fn emit_function(
     b: &mut FunctionBuilder,
     g: &Graph,
     layout: &Layout,
     used: &[bool],
+    share: &[Option<(usize, i32)>],
     lanes: u8,
     ptr: types::Type,
     err: cranelift_frontend::Variable,
@@ -452,14 +480,16 @@ fn emit_function(
     let (args, start, end, errp) = (params[0], params[1], params[2], params[3]);
     let zero32 = b.ins().iconst(types::I32, 0);
     b.def_var(err, zero32);
-    let es: Vec<i64> = (0..n_ops)
+    let mut es: Vec<i64> = (0..n_ops)
         .map(|k| if k < n_in { dtype_of_input(g, k) } else { g.nodes[g.outputs[k - n_in]].dtype }.size_bytes() as i64)
         .collect();
-    let is_used = |k: usize| k >= n_in || used[k];
-    let mut base = vec![None; n_ops];
-    for (k, slot) in base.iter_mut().enumerate() {
-        if is_used(k) {
-            *slot = Some(b.ins().load(ptr, MemFlagsData::trusted(), args, (k * 8) as i32));
+    // Operands with a pointer of their own: the outputs, and the used inputs that are not read
+    // through another's pointer, and those that others are read through (used or not).
+    let mut own: Vec<bool> = (0..n_ops).map(|k| k >= n_in || (used[k] && share[k].is_none())).collect();
+    for (k, s) in share.iter().enumerate() {
+        if let Some((r, _)) = *s {
+            own[r] = true;
+            es[r] = es[k];
         }
     }
     // Heavy vector bodies read their constants from the pool (its address and its copy's follow
@@ -481,7 +511,10 @@ fn emit_function(
     }
     b.ins().jump(row, &[row0.into(), col0.into(), start.into()]);
 
-    // Row header: row pointers, the span of columns, and row-invariant inputs.
+    // Row header: row pointers, the span of columns, and row-invariant inputs. The operands'
+    // base addresses are loaded here rather than once in the entry block: reloading them per
+    // row costs what reloading them from spill slots would, and keeps them out of the register
+    // allocator's way across the loops.
     b.switch_to_block(row);
     let rp = b.block_params(row).to_vec();
     let (r, c, lin) = (rp[0], rp[1], rp[2]);
@@ -491,11 +524,14 @@ fn emit_function(
     for d in (0..nd - 1).rev() {
         let (q, idx) = udiv_const(b, rem, layout.shape[d] as u64);
         rem = q;
+        // One product per distinct stride in bytes.
+        let mut products: HashMap<i64, Value> = HashMap::new();
         for k in 0..n_ops {
-            if !is_used(k) || layout.strides[k][d] == 0 {
+            if !own[k] || layout.strides[k][d] == 0 {
                 continue;
             }
-            let t = b.ins().imul_imm_s(idx, layout.strides[k][d] as i64 * es[k]);
+            let bytes = layout.strides[k][d] as i64 * es[k];
+            let t = *products.entry(bytes).or_insert_with(|| b.ins().imul_imm_s(idx, bytes));
             offs[k] = Some(match offs[k] {
                 Some(o) => b.ins().iadd(o, t),
                 None => t,
@@ -504,7 +540,8 @@ fn emit_function(
     }
     let mut row_ptr = vec![None; n_ops];
     for k in 0..n_ops {
-        if let Some(p) = base[k] {
+        if own[k] {
+            let p = b.ins().load(ptr, MemFlagsData::trusted(), args, (k * 8) as i32);
             row_ptr[k] = Some(match offs[k] {
                 Some(o) => b.ins().iadd(p, o),
                 None => p,
@@ -523,22 +560,39 @@ fn emit_function(
     // Heavy vector bodies with several transcendental functions run in phases over blocks of
     // vectors (see `fission`).
     let plan = if lanes > 1 && heavy(g) { fission::plan(g, &live_nodes(g), &em.multi_use, layout.numel) } else { None };
-    // Inputs that do not move along the row are loaded once per row.
-    let mut invariant_scalar: HashMap<usize, Value> = HashMap::new();
-    for k in 0..n_in {
-        if used[k] && inner_stride[k] == 0
-            && let Some(p) = row_ptr[k]
-        {
-            let d = dtype_of_input(g, k);
-            let v = em.load(Mode { lanes: 1 }, d, p);
-            invariant_scalar.insert(k, v);
-        }
-    }
     let next_row = em.b.create_block();
     // Light kernels keep a scalar tail (their body is small; the padding code would cost more
     // to compile than the body); heavy ones (a transcendental function, or many ops) run the
     // tail through the padded vector body, which halves what Cranelift compiles.
-    let scalar_tail = lanes == 1 || !heavy(g);
+    // When every row holds whole vectors, the vector loop covers every row exactly (callers
+    // split the space at multiples of `lanes`, see `EntryFn`): neither tail is emitted.
+    let whole = lanes > 1 && inner % lanes as i64 == 0;
+    let scalar_tail = lanes == 1 || (!heavy(g) && !whole);
+    let padded_tail = lanes > 1 && !scalar_tail && !whole;
+    // Per input: the operand whose pointer it is read through, and at what distance. The
+    // padded tail copies each input to the stack and fissioned bodies take a pointer per
+    // input, so there an alias gets a row pointer of its own.
+    let mut read_via: Vec<(usize, i32)> = (0..n_in).map(|k| (k, 0)).collect();
+    for (k, s) in share.iter().enumerate() {
+        let Some((r, off)) = *s else { continue };
+        if padded_tail || plan.is_some() {
+            row_ptr[k] = row_ptr[r].map(|p| em.b.ins().iadd_imm_s(p, off as i64));
+        } else {
+            read_via[k] = (r, off);
+        }
+    }
+    // Inputs that do not move along the row are loaded once per row.
+    let mut invariant_scalar: HashMap<usize, Value> = HashMap::new();
+    for k in 0..n_in {
+        let (r, off) = read_via[k];
+        if used[k] && inner_stride[k] == 0
+            && let Some(p) = row_ptr[r]
+        {
+            let d = dtype_of_input(g, k);
+            let v = em.load_at(Mode { lanes: 1 }, d, p, off);
+            invariant_scalar.insert(k, v);
+        }
+    }
     let sloop = em.b.create_block();
     em.b.append_block_param(sloop, ptr);
     if lanes > 1 {
@@ -552,34 +606,43 @@ fn emit_function(
             let d = dtype_of_input(g, k);
             invariant_vec.insert(k, em.broadcast(mode, d, v));
         }
-        // Operands read or written through pointers: used strided inputs and the outputs.
-        let moving: Vec<usize> = (0..n_ops)
-            .filter(|&k| row_ptr[k].is_some() && (k >= n_in || !invariant_vec.contains_key(&k)))
-            .collect();
-        let slots: Vec<_> = if scalar_tail {
+        // Operands read or written through pointers of their own: strided inputs and the outputs.
+        let moving: Vec<usize> = (0..n_ops).filter(|&k| row_ptr[k].is_some() && (k >= n_in || inner_stride[k] != 0)).collect();
+        let slots: Vec<_> = if !padded_tail {
             Vec::new()
         } else {
             moving.iter().map(|_| em.b.create_sized_stack_slot(StackSlotData::new(StackSlotKind::ExplicitSlot, 16, 4))).collect()
         };
         let vloop = em.b.create_block();
         em.b.append_block_param(vloop, ptr);
-        let vbody = em.b.create_block();
-        em.b.append_block_param(vbody, ptr); // j
-        em.b.append_block_param(vbody, types::I8); // 1 in the tail
-        if plan.is_some() {
-            em.b.append_block_param(vbody, ptr); // vectors in the block
-        }
-        for _ in &moving {
-            em.b.append_block_param(vbody, ptr);
-        }
-        // The pool's address: a parameter of the body that differs between the row's vectors
-        // and the padded tail (the pool and its copy), so that its loads, pure as they are,
-        // would not be hoisted out of the loop by an optimizer.
-        if pool_base.is_some() {
-            em.b.append_block_param(vbody, ptr);
+        let go = em.b.create_block();
+        // Without the padded tail or phases, the body addresses every operand from its row
+        // pointer and the column (an x86 address mode); otherwise it is a block of its own,
+        // taking the address of its first element in every operand.
+        let direct = !padded_tail && plan.is_none();
+        let vbody = if direct { go } else { em.b.create_block() };
+        if !direct {
+            em.b.append_block_param(vbody, ptr); // j
+            if padded_tail {
+                em.b.append_block_param(vbody, types::I8); // 1 in the tail
+            }
+            if plan.is_some() {
+                em.b.append_block_param(vbody, ptr); // vectors in the block
+            }
+            for _ in &moving {
+                em.b.append_block_param(vbody, ptr);
+            }
+            // The pool's address: a parameter of the body that differs between the row's
+            // vectors and the padded tail (the pool and its copy), so that its loads, pure as
+            // they are, would not be hoisted out of the loop by an optimizer.
+            if pool_base.is_some() {
+                em.b.append_block_param(vbody, ptr);
+            }
         }
         let tail = if scalar_tail {
             sloop
+        } else if whole {
+            next_row
         } else {
             let t = em.b.create_block();
             em.b.append_block_param(t, ptr);
@@ -591,11 +654,14 @@ fn emit_function(
         let j = em.b.block_params(vloop)[0];
         let jn = em.b.ins().iadd_imm_s(j, lanes as i64);
         let fits = em.b.ins().icmp(IntCC::SignedLessThanOrEqual, jn, col_end);
-        let go = em.b.create_block();
-        em.b.ins().brif(fits, go, &[], tail, &[j.into()]);
+        let tail_args: &[cranelift_codegen::ir::BlockArg] = if whole { &[] } else { &[j.into()] };
+        em.b.ins().brif(fits, go, &[], tail, tail_args);
         em.b.switch_to_block(go);
-        let zero8 = em.b.ins().iconst(types::I8, 0);
-        let mut args: Vec<cranelift_codegen::ir::BlockArg> = vec![j.into(), zero8.into()];
+        let column = j;
+        let mut args: Vec<cranelift_codegen::ir::BlockArg> = vec![j.into()];
+        if padded_tail {
+            args.push(em.b.ins().iconst(types::I8, 0).into());
+        }
         if plan.is_some() {
             let left = em.b.ins().isub(col_end, j);
             let vectors = em.b.ins().ushr_imm_u(left, lanes.trailing_zeros() as i64);
@@ -610,9 +676,11 @@ fn emit_function(
         if let Some([p, _]) = pool_base {
             args.push(p.into());
         }
-        em.b.ins().jump(vbody, &args);
+        if !direct {
+            em.b.ins().jump(vbody, &args);
+        }
 
-        if !scalar_tail {
+        if padded_tail {
             em.b.switch_to_block(tail);
             let j = em.b.block_params(tail)[0];
             let rem = em.b.ins().isub(col_end, j);
@@ -653,23 +721,34 @@ fn emit_function(
             em.b.ins().jump(vbody, &args);
         }
 
-        em.b.switch_to_block(vbody);
-        let params = em.b.block_params(vbody).to_vec();
-        let (j, in_tail) = (params[0], params[1]);
-        let vectors = plan.as_ref().map(|_| params[2]);
-        let first = if plan.is_some() { 3 } else { 2 };
-        let mut body_access: Vec<Option<Access>> = (0..n_in).map(|k| invariant_vec.get(&k).map(|&v| Access::Invariant(v))).collect();
-        let mut body_ptr: Vec<Option<Value>> = vec![None; n_ops];
-        for (i, &k) in moving.iter().enumerate() {
-            let p = params[first + i];
-            if k < n_in {
+        let (j, in_tail, vectors, body_ptr, pool) = if direct {
+            (column, None, None, row_ptr.clone(), pool_base.map(|[p, _]| p))
+        } else {
+            em.b.switch_to_block(vbody);
+            let params = em.b.block_params(vbody).to_vec();
+            let mut first = 1 + usize::from(padded_tail);
+            let vectors = plan.as_ref().map(|_| params[first]);
+            first += usize::from(plan.is_some());
+            let mut body_ptr: Vec<Option<Value>> = vec![None; n_ops];
+            for (i, &k) in moving.iter().enumerate() {
+                body_ptr[k] = Some(params[first + i]);
+            }
+            let pool = pool_base.map(|_| params[first + moving.len()]);
+            (params[0], padded_tail.then(|| params[1]), vectors, body_ptr, pool)
+        };
+        let mut body_access: Vec<Option<Access>> = vec![None; n_in];
+        let mut body_off = vec![0; n_in];
+        for k in 0..n_in {
+            let (r, off) = read_via[k];
+            if let Some(&v) = invariant_vec.get(&k) {
+                body_access[k] = Some(Access::Invariant(v));
+            } else if let Some(p) = body_ptr[r] {
                 body_access[k] = Some(Access::Strided { row_ptr: p, stride_bytes: es[k] });
-            } else {
-                body_ptr[k] = Some(p);
+                body_off[k] = off;
             }
         }
-        if pool_base.is_some() {
-            em.pool = Some(ConstPool { base: params[first + moving.len()], data: Vec::new() });
+        if let Some(base) = pool {
+            em.pool = Some(ConstPool { base, data: Vec::new() });
         }
         let step = match (&plan, vectors) {
             (Some(plan), Some(nv)) => {
@@ -677,14 +756,14 @@ fn emit_function(
                 em.b.ins().imul_imm_s(nv, lanes as i64)
             }
             _ => {
-                emit_body(&mut em, mode, None, &body_access, &body_ptr, &es, n_in)?;
+                emit_body(&mut em, mode, direct.then_some(j), &body_access, &body_off, &body_ptr, &es, n_in)?;
                 em.b.ins().iconst(ptr, lanes as i64)
             }
         };
         if scalar_tail {
             let jn = em.b.ins().iadd_imm_s(j, lanes as i64);
             em.b.ins().jump(vloop, &[jn.into()]);
-        } else {
+        } else if let Some(in_tail) = in_tail {
             let copy = em.b.create_block();
             let next = em.b.create_block();
             em.b.ins().brif(in_tail, copy, &[], next, &[]);
@@ -717,6 +796,9 @@ fn emit_function(
                 copy_back(&mut em, i);
             }
             em.b.ins().jump(next_row, &[]);
+        } else {
+            let jn = em.b.ins().iadd(j, step);
+            em.b.ins().jump(vloop, &[jn.into()]);
         }
     } else {
         em.b.ins().jump(sloop, &[c.into()]);
@@ -735,12 +817,13 @@ fn emit_function(
                 if let Some(&v) = invariant_scalar.get(&k) {
                     Some(Access::Invariant(v))
                 } else {
-                    row_ptr[k].map(|p| Access::Strided { row_ptr: p, stride_bytes: inner_stride[k] as i64 * es[k] })
+                    row_ptr[read_via[k].0].map(|p| Access::Strided { row_ptr: p, stride_bytes: inner_stride[k] as i64 * es[k] })
                 }
             })
             .collect();
+        let offsets: Vec<i32> = read_via.iter().map(|&(_, off)| off).collect();
         let out_es: Vec<i64> = (0..n_ops).map(|k| inner_stride[k] as i64 * es[k]).collect();
-        emit_body(&mut em, Mode { lanes: 1 }, Some(j), &accesses, &row_ptr, &out_es, n_in)?;
+        emit_body(&mut em, Mode { lanes: 1 }, Some(j), &accesses, &offsets, &row_ptr, &out_es, n_in)?;
         let j1 = em.b.ins().iadd_imm_s(j, 1);
         em.b.ins().jump(sloop, &[j1.into()]);
     }
@@ -753,10 +836,14 @@ fn emit_function(
     em.b.ins().brif(again, row, &[r1.into(), zero.into(), lin2.into()], exit, &[]);
 
     em.b.switch_to_block(exit);
-    let e = em.b.use_var(err);
-    let old = em.b.ins().load(types::I32, MemFlagsData::trusted(), errp, 0);
-    let e = em.b.ins().bor(old, e);
-    em.b.ins().store(MemFlagsData::trusted(), e, errp, 0);
+    // Only integer divisions set the error code; without one it stays 0, and reading it here
+    // would carry it through every loop as a block parameter.
+    if (0..g.nodes.len()).any(|i| can_raise(g, i)) {
+        let e = em.b.use_var(err);
+        let old = em.b.ins().load(types::I32, MemFlagsData::trusted(), errp, 0);
+        let e = em.b.ins().bor(old, e);
+        em.b.ins().store(MemFlagsData::trusted(), e, errp, 0);
+    }
     em.b.ins().return_(&[]);
     Ok(em.pool.map(|p| p.data).unwrap_or_default())
 }
@@ -948,12 +1035,15 @@ fn div_magic(d: u64) -> (u64, u32) {
 }
 
 /// Emits the computation of all outputs for column `j` of the current row (`None`: the
-/// accesses' pointers are already at the element).
+/// accesses' pointers are already at the element); input `k` is read `offsets[k]` bytes from
+/// its access's address.
+#[allow(clippy::too_many_arguments)]
 fn emit_body(
     em: &mut Emitter,
     mode: Mode,
     j: Option<Value>,
     accesses: &[Option<Access>],
+    offsets: &[i32],
     row_ptr: &[Option<Value>],
     out_step: &[i64],
     n_in: usize,
@@ -976,7 +1066,7 @@ fn emit_body(
             Some(Access::Invariant(v)) => v,
             Some(Access::Strided { row_ptr, stride_bytes }) => {
                 let addr = at(em, row_ptr, stride_bytes);
-                em.load(mode, d, addr)
+                em.load_at(mode, d, addr, offsets[k])
             }
             // Unused inputs are never reached from a live node.
             None => em.iconst(mode.ty(DType::I32), 0),

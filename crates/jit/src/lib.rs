@@ -52,7 +52,7 @@ pub use error::JitError;
 pub use group::Group;
 pub use hook::{Jit, JitOptions, JitStats};
 pub use kernel::{Kernel, RunOptions};
-pub use spec::{KernelSpec, TensorSpec};
+pub use spec::{Alias, KernelSpec, TensorSpec};
 
 use ir::{Module, OpId, WalkOrder};
 
