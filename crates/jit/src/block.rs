@@ -16,8 +16,8 @@ use crate::group::Unary;
 /// How kernels are generated.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct CodegenOptions {
-    /// Fissioned bodies call the 512-bit block routines for their `exp`, `tanh` and `sigmoid`
-    /// phases where the host has AVX-512F and FMA; `false` (or such a host lacking) expands
+    /// Fissioned bodies call the 512-bit block routines for their f32 `exp`, `tanh`,
+    /// `sigmoid`, `log`, `erf`, `silu` and `gelu` phases where the host has AVX-512F and FMA; `false` (or such a host lacking) expands
     /// the functions inline in 128-bit vectors. The results are the same bits either way.
     pub block_routines: bool,
 }
@@ -45,6 +45,12 @@ pub(crate) fn routine(u: Unary) -> Option<BlockFn> {
             Unary::Exp => avx512::exp_block,
             Unary::Tanh => avx512::tanh_block,
             Unary::Sigmoid => avx512::sigmoid_block,
+            Unary::Log => avx512::log_block,
+            Unary::Erf => avx512::erf_block,
+            Unary::Silu => avx512::silu_block,
+            Unary::GeluErf => avx512::gelu_erf_block,
+            Unary::GeluTanh => avx512::gelu_tanh_block,
+            // `sin` and `cos` (which call the library for huge arguments) have none.
             _ => return None,
         };
         Some(f)
@@ -60,6 +66,8 @@ pub(crate) fn routine(u: Unary) -> Option<BlockFn> {
 mod avx512 {
     use std::arch::x86_64::*;
 
+    use runtime::kernels::fastmath::{ERF_CUT, ERF_SMALL, ERFC_BIG};
+
     /// The constants of `math`'s `exp` (see its `exp_parts`), as f32.
     const LOG2_E: f32 = std::f64::consts::LOG2_E as f32;
     const LN2_HI: f32 = -0.693_359_375;
@@ -69,8 +77,10 @@ mod avx512 {
     const EXP_LO: f32 = -104.0;
     const EXP_SHIFT: i32 = 65;
     const TANH_EXP_MAX: f32 = 40.0;
-    /// The Taylor coefficients of `(e^r - 1 - r) / r^2`, highest degree first (Horner).
-    const EXP_POLY: [f64; 6] = [1.0 / 5040.0, 1.0 / 720.0, 1.0 / 120.0, 1.0 / 24.0, 1.0 / 6.0, 1.0 / 2.0];
+    /// The Taylor coefficients of `(e^r - 1 - r) / r^2`, lowest degree first.
+    const EXP_POLY: [f64; 6] = [1.0 / 2.0, 1.0 / 6.0, 1.0 / 24.0, 1.0 / 120.0, 1.0 / 720.0, 1.0 / 5040.0];
+    /// `log`'s series of `(2 atanh(s) - 2s) / s^3` in `z = s^2`, lowest degree first.
+    const LOG_POLY: [f64; 4] = [2.0 / 3.0, 2.0 / 5.0, 2.0 / 7.0, 2.0 / 9.0];
     const SIGN: i32 = i32::MIN;
 
     /// Lanes per vector.
@@ -121,6 +131,147 @@ mod avx512 {
         /// `sigmoid` over a block.
         sigmoid_block => sigmoid
     );
+    block_fn!(
+        /// `log` over a block.
+        log_block => log
+    );
+    block_fn!(
+        /// `erf` over a block.
+        erf_block => erf
+    );
+    block_fn!(
+        /// `silu` over a block.
+        silu_block => silu
+    );
+    block_fn!(
+        /// `gelu` (the `erf` form) over a block.
+        gelu_erf_block => gelu_erf
+    );
+    block_fn!(
+        /// `gelu(x, approximate='tanh')` over a block.
+        gelu_tanh_block => gelu_tanh
+    );
+
+    /// `m ? a : b`.
+    #[inline]
+    #[target_feature(enable = "avx512f,fma")]
+    fn sel(m: __mmask16, a: __m512, b: __m512) -> __m512 {
+        _mm512_mask_blend_ps(m, b, a)
+    }
+
+    /// The polynomial with coefficients `c` (lowest degree first) at `s`, by Horner's rule
+    /// with FMA (as `math`'s `horner`).
+    #[inline]
+    #[target_feature(enable = "avx512f,fma")]
+    fn horner(s: __m512, c: &[f64]) -> __m512 {
+        let mut p = splat(c[c.len() - 1] as f32);
+        for &k in c[..c.len() - 1].iter().rev() {
+            p = _mm512_fmadd_ps(p, s, splat(k as f32));
+        }
+        p
+    }
+
+    /// `|x|`.
+    #[inline]
+    #[target_feature(enable = "avx512f,fma")]
+    fn abs(x: __m512) -> __m512 {
+        _mm512_castsi512_ps(_mm512_and_si512(_mm512_castps_si512(x), _mm512_set1_epi32(i32::MAX)))
+    }
+
+    /// `|a|` with the sign of `s`.
+    #[inline]
+    #[target_feature(enable = "avx512f,fma")]
+    fn copysign(a: __m512, s: __m512) -> __m512 {
+        let mag = _mm512_and_si512(_mm512_castps_si512(a), _mm512_set1_epi32(i32::MAX));
+        let sign = _mm512_and_si512(_mm512_castps_si512(s), _mm512_set1_epi32(SIGN));
+        _mm512_castsi512_ps(_mm512_or_si512(mag, sign))
+    }
+
+    /// `log(x)` as `math`'s `log_f32`: `x = 2^e m`, `m` in `[sqrt(2)/2, sqrt(2)]`,
+    /// `log(m) = 2 atanh(f / (2 + f))`; denormals scaled by `2^23` first.
+    #[inline]
+    #[target_feature(enable = "avx512f,fma")]
+    fn log(x: __m512) -> __m512 {
+        let small = _mm512_cmp_ps_mask::<_CMP_LT_OQ>(x, splat(f32::MIN_POSITIVE));
+        let xs = sel(small, _mm512_mul_ps(x, splat(8_388_608.0)), x);
+        let ebias = _mm512_maskz_mov_epi32(small, _mm512_set1_epi32(-23));
+        let xi = _mm512_castps_si512(xs);
+        let ex = _mm512_and_si512(_mm512_srli_epi32::<23>(xi), _mm512_set1_epi32(0xff));
+        let ex = _mm512_add_epi32(_mm512_sub_epi32(ex, _mm512_set1_epi32(127)), ebias);
+        let mi = _mm512_or_si512(_mm512_and_si512(xi, _mm512_set1_epi32(0x007f_ffff)), _mm512_set1_epi32(0x3f80_0000));
+        let m = _mm512_castsi512_ps(mi);
+        let big = _mm512_cmp_ps_mask::<_CMP_GT_OQ>(m, splat(std::f64::consts::SQRT_2 as f32));
+        let m = sel(big, _mm512_mul_ps(m, splat(0.5)), m);
+        let ex = _mm512_mask_add_epi32(ex, big, ex, _mm512_set1_epi32(1));
+        let f = _mm512_add_ps(m, splat(-1.0));
+        let two_f = _mm512_add_ps(f, splat(2.0));
+        let s = _mm512_div_ps(f, two_f);
+        let z = _mm512_mul_ps(s, s);
+        let r = _mm512_mul_ps(z, horner(z, &LOG_POLY));
+        let hfsq = _mm512_mul_ps(_mm512_mul_ps(f, f), splat(0.5));
+        let ef = _mm512_cvtepi32_ps(ex);
+        let shr = _mm512_mul_ps(s, _mm512_add_ps(hfsq, r));
+        let inner = _mm512_add_ps(shr, _mm512_mul_ps(ef, splat(-LN2_LO)));
+        let inner = _mm512_sub_ps(f, _mm512_sub_ps(hfsq, inner));
+        let y = _mm512_add_ps(_mm512_mul_ps(ef, splat(-LN2_HI)), inner);
+        // +inf → +inf, ±0 → -inf, negative or NaN → NaN.
+        let y = sel(_mm512_cmp_ps_mask::<_CMP_EQ_OQ>(x, splat(f32::INFINITY)), splat(f32::INFINITY), y);
+        let y = sel(_mm512_cmp_ps_mask::<_CMP_EQ_OQ>(x, _mm512_setzero_ps()), splat(f32::NEG_INFINITY), y);
+        sel(_mm512_cmp_ps_mask::<_CMP_NGE_UQ>(x, _mm512_setzero_ps()), splat(f32::NAN), y)
+    }
+
+    /// `erf(x)` as `math`'s `erf_f32`: `x P(x^2)` below 0.875, `1 - Q(|x|)` up to 4 (with
+    /// the sign of `x`), ±1 beyond.
+    #[inline]
+    #[target_feature(enable = "avx512f,fma")]
+    fn erf(x: __m512) -> __m512 {
+        let a = abs(x);
+        let x2 = _mm512_mul_ps(x, x);
+        let s = _mm512_add_ps(_mm512_mul_ps(x2, splat((2.0 / (ERF_CUT * ERF_CUT)) as f32)), splat(-1.0));
+        let ys = _mm512_mul_ps(x, horner(s, &ERF_SMALL));
+        let s2 = _mm512_add_ps(_mm512_mul_ps(a, splat((2.0 / 3.125) as f32)), splat((-4.875 / 3.125) as f32));
+        let one = splat(1.0);
+        let yb = _mm512_sub_ps(one, horner(s2, &ERFC_BIG));
+        let yb = sel(_mm512_cmp_ps_mask::<_CMP_GE_OQ>(a, splat(4.0)), one, yb);
+        let yb = copysign(yb, x);
+        sel(_mm512_cmp_ps_mask::<_CMP_LT_OQ>(a, splat(ERF_CUT as f32)), ys, yb)
+    }
+
+    /// `silu(x) = x sigmoid(x)` as `math`'s `silu_f32` (`x e^{x}` formed as
+    /// `(x e^{x + 22}) e^{-22}` far in the negative range).
+    #[inline]
+    #[target_feature(enable = "avx512f,fma")]
+    fn silu(x: __m512) -> __m512 {
+        let a = abs(x);
+        let far = _mm512_cmp_ps_mask::<_CMP_GT_OQ>(a, splat(80.0));
+        let shifted = _mm512_sub_ps(splat(22.0), a);
+        let na = neg_abs(x);
+        let es = exp_nonpositive(sel(far, shifted, na));
+        let c = sel(far, splat((-22.0f64).exp() as f32), splat(1.0));
+        let e = _mm512_mul_ps(es, c);
+        let xs = _mm512_mul_ps(_mm512_mul_ps(x, es), c);
+        let pos = _mm512_cmp_ps_mask::<_CMP_GE_OQ>(x, _mm512_setzero_ps());
+        let num = sel(pos, x, xs);
+        _mm512_div_ps(num, _mm512_add_ps(e, splat(1.0)))
+    }
+
+    /// `0.5 x (1 + erf(x / sqrt 2))`.
+    #[inline]
+    #[target_feature(enable = "avx512f,fma")]
+    fn gelu_erf(x: __m512) -> __m512 {
+        let e = erf(_mm512_mul_ps(x, splat(std::f32::consts::FRAC_1_SQRT_2)));
+        _mm512_mul_ps(_mm512_mul_ps(x, splat(0.5)), _mm512_add_ps(e, splat(1.0)))
+    }
+
+    /// `0.5 x (1 + tanh(k (x + 0.044715 x^3)))`.
+    #[inline]
+    #[target_feature(enable = "avx512f,fma")]
+    fn gelu_tanh(x: __m512) -> __m512 {
+        let c = _mm512_mul_ps(_mm512_mul_ps(_mm512_mul_ps(x, splat(0.044715)), x), x);
+        let inner = _mm512_mul_ps(_mm512_add_ps(x, c), splat(0.797_884_6));
+        let th = tanh(inner);
+        _mm512_mul_ps(_mm512_mul_ps(x, splat(0.5)), _mm512_add_ps(th, splat(1.0)))
+    }
 
     #[inline]
     #[target_feature(enable = "avx512f,fma")]
@@ -161,10 +312,7 @@ mod avx512 {
         let kf = _mm512_add_ps(kt, splat(-magic));
         let r = _mm512_fmadd_ps(kf, splat(LN2_HI), xc);
         let r = _mm512_fmadd_ps(kf, splat(LN2_LO), r);
-        let mut p = splat(EXP_POLY[0] as f32);
-        for &c in &EXP_POLY[1..] {
-            p = _mm512_fmadd_ps(p, r, splat(c as f32));
-        }
+        let p = horner(r, &EXP_POLY);
         let r2 = _mm512_mul_ps(r, r);
         let u = _mm512_fmadd_ps(r2, p, r);
         let kbits = _mm512_castps_si512(kt);
@@ -283,7 +431,7 @@ mod tests {
     #[test]
     fn partial_blocks_compute_each_element_alone_and_write_nothing_past_the_end() {
         let xs = inputs();
-        for u in [Unary::Exp, Unary::Tanh, Unary::Sigmoid] {
+        for u in [Unary::Exp, Unary::Tanh, Unary::Sigmoid, Unary::Log, Unary::Erf, Unary::Silu, Unary::GeluErf, Unary::GeluTanh] {
             let Some(f) = routine(u) else { return };
             let mut full = vec![0f32; xs.len()];
             // SAFETY: both buffers hold `xs.len()` values.

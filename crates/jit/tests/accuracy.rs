@@ -50,10 +50,10 @@ fn truth(op: &str, x: f64) -> f64 {
 /// A group computing `op` of its input and a second transcendental function of it, which a
 /// kernel of at least 2^18 elements runs in phases (`fission`): `op`'s phase calls its block
 /// routine where the host has one (AVX-512F), or expands it inline.
-fn fissioned_group(op: &str) -> String {
+fn fissioned_group(op: &str, attrs: &str) -> String {
     let other = if op == "aten.exp" { "aten.tanh" } else { "aten.exp" };
     format!(
-        "%s = \"test.source\"() : () -> tensor<*x!prim.any>\n%r:2 = \"prim.FusionGroup\"(%s) ({{\n^bb0(%a: tensor<*x!prim.any>):\n  %y = \"{op}\"(%a) : (tensor<*x!prim.any>) -> tensor<*x!prim.any>\n  %z = \"{other}\"(%a) : (tensor<*x!prim.any>) -> tensor<*x!prim.any>\n  \"prim.Return\"(%y, %z) : (tensor<*x!prim.any>, tensor<*x!prim.any>) -> ()\n}}) : (tensor<*x!prim.any>) -> (tensor<*x!prim.any>, tensor<*x!prim.any>)\n"
+        "%s = \"test.source\"() : () -> tensor<*x!prim.any>\n%r:2 = \"prim.FusionGroup\"(%s) ({{\n^bb0(%a: tensor<*x!prim.any>):\n  %y = \"{op}\"(%a){attrs} : (tensor<*x!prim.any>) -> tensor<*x!prim.any>\n  %z = \"{other}\"(%a) : (tensor<*x!prim.any>) -> tensor<*x!prim.any>\n  \"prim.Return\"(%y, %z) : (tensor<*x!prim.any>, tensor<*x!prim.any>) -> ()\n}}) : (tensor<*x!prim.any>) -> (tensor<*x!prim.any>, tensor<*x!prim.any>)\n"
     )
 }
 
@@ -61,8 +61,8 @@ fn fissioned_group(op: &str) -> String {
 /// them) and inline, which must agree bit for bit: `xs` as one row and, to end rows in partial
 /// blocks (a partial 16-lane vector in the routines) and a padded 4-lane tail, as rows of
 /// 1021 (its first `1021 k` values).
-fn fissioned(op: &str, xs: &[f32]) -> Vec<(f32, f32)> {
-    let (m, g) = parse(&fissioned_group(op));
+fn fissioned(op: &str, attrs: &str, xs: &[f32]) -> Vec<(f32, f32)> {
+    let (m, g) = parse(&fissioned_group(op, attrs));
     let rows = xs.len() / 1021;
     let mut out = Vec::new();
     for (n, shape) in [(xs.len(), vec![xs.len()]), (rows * 1021, vec![rows, 1021])] {
@@ -83,8 +83,8 @@ fn fissioned(op: &str, xs: &[f32]) -> Vec<(f32, f32)> {
 }
 
 /// Runs `op` on `xs` through the JIT and returns (max ulp, worst input) over the loops: the
-/// SIMD and scalar loops of a one-function kernel, and for `exp`, `tanh` and `sigmoid` a
-/// fissioned kernel with and without block routines.
+/// SIMD and scalar loops of a one-function kernel, and for the functions with block routines
+/// a fissioned kernel with and without them.
 fn measure(op: &str, xs: &[f32]) -> (u64, f32) {
     let (m, g) = parse(&group(op, ""));
     let contiguous = Tensor::from_vec(xs.to_vec(), &[xs.len()]).unwrap();
@@ -107,8 +107,8 @@ fn measure(op: &str, xs: &[f32]) -> (u64, f32) {
             }
         }
     }
-    if matches!(op, "aten.exp" | "aten.tanh" | "aten.sigmoid") {
-        for (x, y) in fissioned(op, xs) {
+    if matches!(op, "aten.exp" | "aten.tanh" | "aten.sigmoid" | "aten.log" | "aten.erf" | "aten.silu") {
+        for (x, y) in fissioned(op, "", xs) {
             let e = ulp_f32(y, truth(op, x as f64) as f32);
             if e > worst.0 {
                 worst = (e, x);
@@ -142,6 +142,16 @@ fn transcendentals_are_within_their_ulp_bounds() {
     }
     eprintln!("{}", report.join("\n"));
     assert!(bad.is_empty(), "{}", bad.join("\n"));
+}
+
+/// GELU (both forms) has no f64 truth here (the differential test compares it with the
+/// reference kernels); its block routines must give the inline expansions' bits over the sweep.
+#[test]
+fn gelu_routines_equal_the_inline_expansions() {
+    let xs = sweep_inputs();
+    for attrs in ["", " {approximate = \"tanh\"}"] {
+        assert_eq!(fissioned("aten.gelu", attrs, &xs).len(), xs.len() + xs.len() / 1021 * 1021);
+    }
 }
 
 /// `clamp(exp(x), max=c)` compiles `exp` without overflow handling (its large results are
