@@ -62,6 +62,52 @@ pub(crate) fn routine(u: Unary) -> Option<BlockFn> {
     }
 }
 
+/// Prefetches, for reading (`write` false) or writing, the `bytes` bytes that follow the
+/// `bytes` bytes at `p`: the next block of an operand a fissioned body streams through.
+/// Prefetches never fault, so the range may extend past the operand's storage.
+pub(crate) fn prefetch(write: bool) -> Option<PrefetchFn> {
+    #[cfg(target_arch = "x86_64")]
+    {
+        Some(if write { prefetch_write } else { prefetch_read })
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        let _ = write;
+        None
+    }
+}
+
+/// A prefetch routine (see [`prefetch`]).
+pub(crate) type PrefetchFn = extern "C" fn(p: *const u8, bytes: usize);
+
+/// Cache lines are 64 bytes.
+#[cfg(target_arch = "x86_64")]
+const LINE: usize = 64;
+
+#[cfg(target_arch = "x86_64")]
+extern "C" fn prefetch_read(p: *const u8, bytes: usize) {
+    use std::arch::x86_64::{_MM_HINT_T0, _mm_prefetch};
+    let mut i = bytes;
+    while i < 2 * bytes {
+        // SAFETY: a prefetch is a hint: it reads nothing the program sees and faults on no
+        // address, so any address will do (`wrapping_add` forms it without a provenance claim).
+        unsafe { _mm_prefetch::<_MM_HINT_T0>(p.wrapping_add(i) as *const i8) };
+        i += LINE;
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+extern "C" fn prefetch_write(p: *const u8, bytes: usize) {
+    use std::arch::x86_64::{_MM_HINT_ET0, _mm_prefetch};
+    let mut i = bytes;
+    while i < 2 * bytes {
+        // SAFETY: a prefetch is a hint: it reads nothing the program sees and faults on no
+        // address, so any address will do (`wrapping_add` forms it without a provenance claim).
+        unsafe { _mm_prefetch::<_MM_HINT_ET0>(p.wrapping_add(i) as *const i8) };
+        i += LINE;
+    }
+}
+
 #[cfg(target_arch = "x86_64")]
 mod avx512 {
     use std::arch::x86_64::*;
@@ -70,8 +116,8 @@ mod avx512 {
 
     /// The constants of `math`'s `exp` (see its `exp_parts`), as f32.
     const LOG2_E: f32 = std::f64::consts::LOG2_E as f32;
-    const LN2_HI: f32 = -0.693_359_375;
-    const LN2_LO: f32 = 2.121_944_400_546_905_8e-4;
+    const LN2_HI: f64 = -0.693_359_375;
+    const LN2_LO: f64 = 2.121_944_400_546_905_8e-4;
     const EXP_MAGIC: f64 = 12_582_912.0;
     const EXP_HI: f32 = 89.0;
     const EXP_LO: f32 = -104.0;
@@ -211,9 +257,9 @@ mod avx512 {
         let hfsq = _mm512_mul_ps(_mm512_mul_ps(f, f), splat(0.5));
         let ef = _mm512_cvtepi32_ps(ex);
         let shr = _mm512_mul_ps(s, _mm512_add_ps(hfsq, r));
-        let inner = _mm512_add_ps(shr, _mm512_mul_ps(ef, splat(-LN2_LO)));
+        let inner = _mm512_add_ps(shr, _mm512_mul_ps(ef, splat(-LN2_LO as f32)));
         let inner = _mm512_sub_ps(f, _mm512_sub_ps(hfsq, inner));
-        let y = _mm512_add_ps(_mm512_mul_ps(ef, splat(-LN2_HI)), inner);
+        let y = _mm512_add_ps(_mm512_mul_ps(ef, splat(-LN2_HI as f32)), inner);
         // +inf → +inf, ±0 → -inf, negative or NaN → NaN.
         let y = sel(_mm512_cmp_ps_mask::<_CMP_EQ_OQ>(x, splat(f32::INFINITY)), splat(f32::INFINITY), y);
         let y = sel(_mm512_cmp_ps_mask::<_CMP_EQ_OQ>(x, _mm512_setzero_ps()), splat(f32::NEG_INFINITY), y);
@@ -310,8 +356,8 @@ mod avx512 {
         let kx = _mm512_mul_ps(xc, splat(LOG2_E));
         let kt = _mm512_add_ps(kx, splat(magic));
         let kf = _mm512_add_ps(kt, splat(-magic));
-        let r = _mm512_fmadd_ps(kf, splat(LN2_HI), xc);
-        let r = _mm512_fmadd_ps(kf, splat(LN2_LO), r);
+        let r = _mm512_fmadd_ps(kf, splat(LN2_HI as f32), xc);
+        let r = _mm512_fmadd_ps(kf, splat(LN2_LO as f32), r);
         let p = horner(r, &EXP_POLY);
         let r2 = _mm512_mul_ps(r, r);
         let u = _mm512_fmadd_ps(r2, p, r);
@@ -419,6 +465,19 @@ mod tests {
             bits = bits.wrapping_mul(5).wrapping_add(0x0123_4567) & 0x7fff_ffff;
         }
         xs
+    }
+
+    /// The next block of an operand may lie past its storage, or be no memory at all.
+    #[test]
+    fn prefetching_past_the_end_of_an_operand_does_not_fault() {
+        let v = vec![1f32; 16];
+        for write in [false, true] {
+            let Some(f) = prefetch(write) else { return };
+            f(v.as_ptr().cast(), 64);
+            f(std::ptr::null(), 1 << 16);
+            f(usize::MAX as *const u8, 4096);
+        }
+        assert_eq!(v, vec![1f32; 16]);
     }
 
     fn same(a: f32, b: f32) -> bool {

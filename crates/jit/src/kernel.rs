@@ -820,6 +820,9 @@ fn emit_phases(
         .map(|&c| if options.block_routines && mode.lanes == 4 { routine_phase(g, c) } else { None })
         .collect();
     let ph = Phases { mode, plan, routines: &routines, accesses, scratch, end, nv };
+    if routines.iter().any(Option::is_some) {
+        ph.prefetch_next(em, out_ptr, es);
+    }
     let mut pending: Vec<usize> = Vec::new();
     for (phase, reads) in plan.reads.iter().enumerate() {
         let routine = routines.get(phase).copied().flatten();
@@ -961,6 +964,35 @@ impl Phases<'_> {
             }
             // Unused inputs are never reached from a live node.
             None => em.iconst(self.mode.ty(DType::I32), 0),
+        }
+    }
+
+    /// Prefetches the next block of every operand read or written through a pointer (its
+    /// `nv` vectors after this block's). The phases interrupt an operand's stream for most of
+    /// a block's time (the routines read only scratch), so the hardware prefetcher, which
+    /// runs only a little ahead of the accesses, leaves the next block's loads to miss.
+    fn prefetch_next(&self, em: &mut Emitter, out_ptr: &[Option<Value>], es: &[i64]) {
+        let ptr = em.ptr;
+        let n_in = self.accesses.len();
+        let mut targets = Vec::new();
+        for a in self.accesses.iter().flatten() {
+            if let Access::Strided { row_ptr, stride_bytes } = *a {
+                targets.push((row_ptr, stride_bytes, false));
+            }
+        }
+        for (k, p) in out_ptr.iter().enumerate().skip(n_in) {
+            if let Some(p) = *p {
+                targets.push((p, es[k], true));
+            }
+        }
+        let mut sig = Signature::new(em.b.func.signature.call_conv);
+        sig.params.extend([AbiParam::new(ptr); 2]);
+        let sref = em.b.import_signature(sig);
+        for (p, elem_bytes, write) in targets {
+            let Some(f) = block::prefetch(write) else { return };
+            let bytes = em.b.ins().imul_imm_s(self.nv, elem_bytes * self.mode.lanes as i64);
+            let callee = em.b.ins().iconst(ptr, f as usize as i64);
+            em.b.ins().call_indirect(sref, callee, &[p, bytes]);
         }
     }
 
