@@ -795,7 +795,8 @@ fn live_nodes(g: &Graph) -> Vec<bool> {
 /// earlier cut's buffer where it is one, or computed into the cut's own buffer, which the
 /// routine then overwrites with the results. The arguments of consecutive such phases are
 /// computed in one loop (a phase reading a cut whose call is still pending starts a new
-/// group), so a block makes one pass over its inputs for all of them.
+/// group), so a block makes one pass over its inputs for all of them. Such a body first
+/// prefetches every operand's next block (see `Phases::prefetch_next`).
 #[allow(clippy::too_many_arguments)]
 fn emit_phases(
     em: &mut Emitter,
@@ -1006,10 +1007,10 @@ impl Phases<'_> {
         let ptr = em.ptr;
         let g = em.g;
         let buffer = |em: &mut Emitter, k: usize| em.b.ins().stack_addr(ptr, self.scratch, scratch_entry(k as u32));
-        let mut src: Vec<Option<Value>> = Vec::with_capacity(pending.len());
+        let phases: Vec<(usize, RoutinePhase)> = pending.iter().filter_map(|&p| self.routines[p].map(|r| (p, r))).collect();
+        let mut src: Vec<Option<Value>> = Vec::with_capacity(phases.len());
         let mut computed = Vec::new();
-        for &p in pending {
-            let Some(r) = self.routines[p] else { continue };
+        for &(p, r) in &phases {
             let direct = match g.nodes[r.arg].kind {
                 NodeKind::Input(k) => match self.accesses.get(k).copied().flatten() {
                     Some(Access::Strided { row_ptr, stride_bytes: 4 }) => Some(row_ptr),
@@ -1022,20 +1023,19 @@ impl Phases<'_> {
                 },
             };
             if direct.is_none() {
-                computed.push(p);
+                computed.push((p, r.arg));
             }
             src.push(direct);
         }
         if !computed.is_empty() {
-            let mut reads: Vec<usize> = computed.iter().flat_map(|&p| self.plan.reads[p].iter().copied()).collect();
+            let mut reads: Vec<usize> = computed.iter().flat_map(|&(p, _)| self.plan.reads[p].iter().copied()).collect();
             reads.sort_unstable();
             reads.dedup();
             let (mut cache, at) = self.open(em, usize::MAX, &reads);
             let off = em.phase.map_or(at, |p| p.off);
             let input = |em: &mut Emitter<'_, '_>, k: usize| self.input(em, off, k);
-            for &p in &computed {
-                let Some(r) = self.routines[p] else { continue };
-                let v = em.node(self.mode, r.arg, &mut cache, &input)?;
+            for &(p, arg) in &computed {
+                let v = em.node(self.mode, arg, &mut cache, &input)?;
                 em.b.ins().store(MemFlagsData::trusted(), v, at, scratch_entry(p as u32));
             }
             self.close(em);
@@ -1045,8 +1045,7 @@ impl Phases<'_> {
         let mut sig = Signature::new(em.b.func.signature.call_conv);
         sig.params.extend([AbiParam::new(ptr); 3]);
         let sref = em.b.import_signature(sig);
-        for (&p, s) in pending.iter().zip(src) {
-            let Some(r) = self.routines[p] else { continue };
+        for (&(p, r), s) in phases.iter().zip(src) {
             // In bounds: every buffer holds `BLOCK_VECTORS` vectors and a block has at most
             // that many (`nv`), so `n` values fit in the cut's buffer and in an earlier cut's;
             // an input's block is `nv` whole vectors of the row from its pointer on (or the
