@@ -9,7 +9,7 @@ use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use cranelift_codegen::ir::condcodes::IntCC;
-use cranelift_codegen::ir::{AbiParam, InstBuilder, MemFlagsData, StackSlotData, StackSlotKind, UserFuncName, Value, types};
+use cranelift_codegen::ir::{AbiParam, InstBuilder, MemFlagsData, Signature, StackSlot, StackSlotData, StackSlotKind, UserFuncName, Value, types};
 use cranelift_codegen::isa::OwnedTargetIsa;
 use cranelift_codegen::settings::{self, Configurable};
 use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext};
@@ -18,10 +18,11 @@ use cranelift_module::{Linkage, Module as _, default_libcall_names};
 use ir::DType;
 use runtime::Tensor;
 
+use crate::block::{self, BlockFn, CodegenOptions};
 use crate::codegen::{Access, ConstPool, Emitter, Hoist, Layout, Mode, PhaseLoop, PoolEntry, multi_use, scratch_entry, vector_lanes};
 use crate::error::JitError;
 use crate::fission::{self, BLOCK_VECTORS, Plan};
-use crate::group::{Graph, Group, NodeKind};
+use crate::group::{Binary, Graph, Group, NodeId, NodeKind, Unary};
 use crate::spec::{KernelSpec, holds};
 
 /// The native entry point: `(ptrs, start, end, err)`; `ptrs` holds the inputs' and outputs'
@@ -317,13 +318,18 @@ fn expand_strides(sizes: &[usize], strides: &[usize], shape: &[usize]) -> Option
 impl Group {
     /// Compiles the group for inputs of the given spec.
     pub fn compile(&self, spec: &KernelSpec) -> Result<Kernel, JitError> {
+        self.compile_with(spec, CodegenOptions::default())
+    }
+
+    /// Compiles the group for inputs of the given spec with the given code generation options.
+    pub fn compile_with(&self, spec: &KernelSpec, options: CodegenOptions) -> Result<Kernel, JitError> {
         let start = Instant::now();
         let g = self.graph(spec)?;
-        compile_graph(&g, spec, start)
+        compile_graph(&g, spec, options, start)
     }
 }
 
-fn compile_graph(g: &Graph, spec: &KernelSpec, start: Instant) -> Result<Kernel, JitError> {
+fn compile_graph(g: &Graph, spec: &KernelSpec, options: CodegenOptions, start: Instant) -> Result<Kernel, JitError> {
     let live = live_nodes(g);
     // Integer divisions may raise, so they run even when their value is unused.
     let raising: Vec<usize> = (0..g.nodes.len()).filter(|&i| can_raise(g, i)).collect();
@@ -379,14 +385,14 @@ fn compile_graph(g: &Graph, spec: &KernelSpec, start: Instant) -> Result<Kernel,
             return Err(JitError::Unsupported("an unused integer division does not broadcast to the output".into()));
         }
     }
-    let mut result = build(g, &layout, &used, &share, lanes);
+    let mut result = build(g, &layout, &used, &share, lanes, options);
     let mut lanes_used = lanes;
     if let (Err(e), true) = (&result, lanes > 1) {
         if std::env::var_os("JIT_DEBUG").is_some() {
             eprintln!("jit: vector code failed ({e}); using scalar code");
         }
         // Some vector lowering is missing on this machine: fall back to scalar code.
-        result = build(g, &layout, &used, &share, 1);
+        result = build(g, &layout, &used, &share, 1, options);
         lanes_used = 1;
     }
     let (module, entry, pool) = result?;
@@ -406,14 +412,14 @@ fn compile_graph(g: &Graph, spec: &KernelSpec, start: Instant) -> Result<Kernel,
 
 type Built = (JITModule, EntryFn, Vec<PoolEntry>);
 
-fn build(g: &Graph, layout: &Layout, used: &[bool], share: &[Option<(usize, i32)>], lanes: u8) -> Result<Built, JitError> {
-    match catch_unwind(AssertUnwindSafe(|| build_inner(g, layout, used, share, lanes))) {
+fn build(g: &Graph, layout: &Layout, used: &[bool], share: &[Option<(usize, i32)>], lanes: u8, options: CodegenOptions) -> Result<Built, JitError> {
+    match catch_unwind(AssertUnwindSafe(|| build_inner(g, layout, used, share, lanes, options))) {
         Ok(r) => r,
         Err(_) => Err(JitError::Codegen("code generator panicked".into())),
     }
 }
 
-fn build_inner(g: &Graph, layout: &Layout, used: &[bool], share: &[Option<(usize, i32)>], lanes: u8) -> Result<Built, JitError> {
+fn build_inner(g: &Graph, layout: &Layout, used: &[bool], share: &[Option<(usize, i32)>], lanes: u8, options: CodegenOptions) -> Result<Built, JitError> {
     let isa = isa()?;
     let mut module = JITModule::new(JITBuilder::with_isa(isa, default_libcall_names()));
     let ptr = module.target_config().pointer_type();
@@ -431,7 +437,7 @@ fn build_inner(g: &Graph, layout: &Layout, used: &[bool], share: &[Option<(usize
     let pool = {
         let mut b = FunctionBuilder::new(&mut ctx.func, &mut fctx);
         let err = b.declare_var(types::I32);
-        let pool = emit_function(&mut b, g, layout, used, share, lanes, ptr, err)?;
+        let pool = emit_function(&mut b, g, layout, used, share, lanes, ptr, err, options)?;
         b.seal_all_blocks();
         b.finalize(module.target_config());
         pool
@@ -459,7 +465,8 @@ fn build_inner(g: &Graph, layout: &Layout, used: &[bool], share: &[Option<(usize
 }
 
 /// Emits the kernel: `used` says which inputs the graph reads, `share` which of those are read
-/// through another input's pointer at a byte distance (see `spec::Alias`).
+/// through another input's pointer at a byte distance (see `spec::Alias`), `options` whether
+/// fissioned phases may call the block routines.
 #[allow(clippy::too_many_arguments)]
 fn emit_function(
     b: &mut FunctionBuilder,
@@ -470,6 +477,7 @@ fn emit_function(
     lanes: u8,
     ptr: types::Type,
     err: cranelift_frontend::Variable,
+    options: CodegenOptions,
 ) -> Result<Vec<PoolEntry>, JitError> {
     let n_in = used.len();
     let n_ops = layout.strides.len();
@@ -752,7 +760,7 @@ fn emit_function(
         }
         let step = match (&plan, vectors) {
             (Some(plan), Some(nv)) => {
-                emit_phases(&mut em, mode, plan, nv, &body_access, &body_ptr, &es, n_in)?;
+                emit_phases(&mut em, mode, plan, nv, &body_access, &body_ptr, &es, n_in, options)?;
                 em.b.ins().imul_imm_s(nv, lanes as i64)
             }
             _ => {
@@ -868,6 +876,14 @@ fn live_nodes(g: &Graph) -> Vec<bool> {
 /// operands' pointers on, one loop per phase, each computing its cut for every vector into a
 /// scratch buffer on the stack, and a last loop computing and storing the outputs. The loops
 /// count the byte offset of a vector (16 bytes); operands of narrower vectors (bools) scale it.
+///
+/// With `options.block_routines`, a phase whose cut has a block routine (see `block`) is a
+/// call of that routine over the block instead: its argument is read from an input or an
+/// earlier cut's buffer where it is one, or computed into the cut's own buffer, which the
+/// routine then overwrites with the results. The arguments of consecutive such phases are
+/// computed in one loop (a phase reading a cut whose call is still pending starts a new
+/// group), so a block makes one pass over its inputs for all of them. Such a body first
+/// prefetches every operand's next block (see `Phases::prefetch_next`).
 #[allow(clippy::too_many_arguments)]
 fn emit_phases(
     em: &mut Emitter,
@@ -878,56 +894,38 @@ fn emit_phases(
     out_ptr: &[Option<Value>],
     es: &[i64],
     n_in: usize,
+    options: CodegenOptions,
 ) -> Result<(), JitError> {
-    let ptr = em.ptr;
     let g = em.g;
-    let lanes = mode.lanes as i64;
     let end = em.b.ins().ishl_imm_u(nv, 4);
     // One stack slot holds every scratch buffer: the cuts' first, then the splits' (it grows
     // as `Emitter::split` adds buffers).
-    let mut entries = plan.cuts.len() as u32;
+    let entries = plan.cuts.len() as u32;
     let scratch = em.b.create_sized_stack_slot(StackSlotData::new(StackSlotKind::ExplicitSlot, entries * scratch_entry(1) as u32, 4));
+    let routines: Vec<Option<RoutinePhase>> = plan
+        .cuts
+        .iter()
+        .map(|&c| if options.block_routines && mode.lanes == 4 { routine_phase(g, c) } else { None })
+        .collect();
+    let ph = Phases { mode, plan, routines: &routines, accesses, scratch, end, nv };
+    if routines.iter().any(Option::is_some) {
+        ph.prefetch_next(em, out_ptr, es);
+    }
+    let mut pending: Vec<usize> = Vec::new();
     for (phase, reads) in plan.reads.iter().enumerate() {
-        let head = em.b.create_block();
-        em.b.append_block_param(head, ptr);
-        let zero = em.b.ins().iconst(ptr, 0);
-        em.b.ins().jump(head, &[zero.into()]);
-        em.b.switch_to_block(head);
-        let off = em.b.block_params(head)[0];
-        let root = plan.cuts.get(phase).copied().unwrap_or(usize::MAX);
-        let base = em.b.ins().stack_addr(ptr, scratch, 0);
-        let at_scratch = em.b.ins().iadd(base, off);
-        em.phase = Some(PhaseLoop { root, head, off, end, scratch, entries, at: at_scratch, split: false });
-        // The offset of the current vector in an operand of `bytes` bytes per vector.
-        let at = |em: &mut Emitter<'_, '_>, p: Value, bytes: i64| -> Value {
-            let o = if bytes == 16 {
-                off
-            } else if bytes > 0 && (bytes as u64).is_power_of_two() && bytes < 16 {
-                em.b.ins().ushr_imm_u(off, (16 / bytes).trailing_zeros() as i64)
-            } else {
-                let v = em.b.ins().ushr_imm_u(off, 4);
-                scale(em.b, v, bytes)
-            };
-            em.b.ins().iadd(p, o)
-        };
-        let mut cache = HashMap::new();
-        for &k in reads {
-            let c = plan.cuts[k];
-            let v = em.b.ins().load(mode.ty(g.nodes[c].dtype), MemFlagsData::trusted(), at_scratch, scratch_entry(k as u32));
-            cache.insert(c, v);
+        let routine = routines.get(phase).copied().flatten();
+        if routine.is_none() || reads.iter().any(|k| pending.contains(k)) {
+            ph.calls(em, &pending)?;
+            pending.clear();
         }
-        let input = |em: &mut Emitter<'_, '_>, k: usize| -> Value {
-            let d = dtype_of_input(g, k);
-            match accesses.get(k).copied().flatten() {
-                Some(Access::Invariant(v)) => v,
-                Some(Access::Strided { row_ptr, stride_bytes }) => {
-                    let a = at(em, row_ptr, stride_bytes * lanes);
-                    em.load(mode, d, a)
-                }
-                // Unused inputs are never reached from a live node.
-                None => em.iconst(mode.ty(DType::I32), 0),
-            }
-        };
+        if routine.is_some() {
+            pending.push(phase);
+            continue;
+        }
+        let root = plan.cuts.get(phase).copied().unwrap_or(usize::MAX);
+        let (mut cache, at_scratch) = ph.open(em, root, reads);
+        let off = em.phase.map_or(at_scratch, |p| p.off);
+        let input = |em: &mut Emitter<'_, '_>, k: usize| ph.input(em, off, k);
         if phase < plan.cuts.len() {
             let v = em.node(mode, root, &mut cache, &input)?;
             // The root's expansion may have split the phase: store in the loop it ended in.
@@ -940,20 +938,212 @@ fn emit_phases(
             }
             for (k, (&o, v)) in g.outputs.iter().zip(values).enumerate() {
                 let Some(p) = out_ptr[n_in + k] else { continue };
-                let a = at(em, p, es[n_in + k] * lanes);
+                let a = ph.at(em, off, p, es[n_in + k] * mode.lanes as i64);
                 em.store(mode, g.nodes[o].dtype, v, a);
             }
         }
-        let (head, off) = em.phase.map_or((head, off), |p| (p.head, p.off));
-        entries = em.phase.map_or(entries, |p| p.entries);
-        let next = em.b.ins().iadd_imm_s(off, 16);
-        let more = em.b.ins().icmp(IntCC::UnsignedLessThan, next, end);
-        let after = em.b.create_block();
-        em.b.ins().brif(more, head, &[next.into()], after, &[]);
-        em.b.switch_to_block(after);
+        ph.close(em);
     }
     em.phase = None;
     Ok(())
+}
+
+/// A phase of a fissioned body computed by a block routine (see `block`): the routine and the
+/// node whose values it maps; for a capped `exp` (`clamp(exp(x), max=c)`, see `fission`) the
+/// `exp` node too, whose values the cut's buffer then holds (its readers apply the clamp).
+#[derive(Clone, Copy)]
+struct RoutinePhase {
+    f: BlockFn,
+    arg: NodeId,
+    exp: Option<NodeId>,
+}
+
+/// The block routine computing cut `root`, if it has one on this host.
+fn routine_phase(g: &Graph, root: NodeId) -> Option<RoutinePhase> {
+    let f32_node = |n: NodeId| g.nodes[n].dtype == DType::F32;
+    if !f32_node(root) {
+        return None;
+    }
+    match g.nodes[root].kind {
+        NodeKind::Unary(u, a) if f32_node(a) => block::routine(u).map(|f| RoutinePhase { f, arg: a, exp: None }),
+        NodeKind::Binary(Binary::ClampHi, e, _) => match g.nodes[e].kind {
+            NodeKind::Unary(Unary::Exp, x) if f32_node(e) && f32_node(x) => {
+                block::routine(Unary::Exp).map(|f| RoutinePhase { f, arg: x, exp: Some(e) })
+            }
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+/// What the loops and calls of one fissioned body share.
+struct Phases<'p> {
+    mode: Mode,
+    plan: &'p Plan,
+    routines: &'p [Option<RoutinePhase>],
+    accesses: &'p [Option<Access>],
+    scratch: StackSlot,
+    /// The block's size in bytes of vectors (16 per vector), and in vectors.
+    end: Value,
+    nv: Value,
+}
+
+impl Phases<'_> {
+    /// Starts a loop over the block's vectors computing `root` (`usize::MAX`: no cut, which
+    /// no expansion may split), with the cuts `reads` loaded from scratch into the returned
+    /// cache; also returns the current vector's address in the scratch slot.
+    fn open(&self, em: &mut Emitter, root: NodeId, reads: &[usize]) -> (HashMap<NodeId, Value>, Value) {
+        let ptr = em.ptr;
+        let head = em.b.create_block();
+        em.b.append_block_param(head, ptr);
+        let zero = em.b.ins().iconst(ptr, 0);
+        em.b.ins().jump(head, &[zero.into()]);
+        em.b.switch_to_block(head);
+        let off = em.b.block_params(head)[0];
+        let base = em.b.ins().stack_addr(ptr, self.scratch, 0);
+        let at = em.b.ins().iadd(base, off);
+        // Buffers added by earlier splits stay allocated (the slot only grows).
+        let entries = em.b.func.sized_stack_slots[self.scratch].size / scratch_entry(1) as u32;
+        em.phase = Some(PhaseLoop { root, head, off, end: self.end, scratch: self.scratch, entries, at, split: false });
+        let mut cache = HashMap::new();
+        for &k in reads {
+            let c = self.plan.cuts[k];
+            let v = em.b.ins().load(self.mode.ty(em.g.nodes[c].dtype), MemFlagsData::trusted(), at, scratch_entry(k as u32));
+            // A capped `exp` computed by a routine left `exp`'s values: the clamp is applied here.
+            let node = self.routines[k].and_then(|r| r.exp).unwrap_or(c);
+            cache.insert(node, v);
+        }
+        (cache, at)
+    }
+
+    /// Ends the loop [`Phases::open`] started (or the last one its root's expansion split
+    /// it into).
+    fn close(&self, em: &mut Emitter) {
+        let Some(p) = em.phase else { return };
+        let next = em.b.ins().iadd_imm_s(p.off, 16);
+        let more = em.b.ins().icmp(IntCC::UnsignedLessThan, next, p.end);
+        let after = em.b.create_block();
+        em.b.ins().brif(more, p.head, &[next.into()], after, &[]);
+        em.b.switch_to_block(after);
+    }
+
+    /// The address of the vector at byte offset `off` (of 16-byte vectors) in an operand of
+    /// `bytes` bytes per vector starting at `p`.
+    fn at(&self, em: &mut Emitter, off: Value, p: Value, bytes: i64) -> Value {
+        let o = if bytes == 16 {
+            off
+        } else if bytes > 0 && (bytes as u64).is_power_of_two() && bytes < 16 {
+            em.b.ins().ushr_imm_u(off, (16 / bytes).trailing_zeros() as i64)
+        } else {
+            let v = em.b.ins().ushr_imm_u(off, 4);
+            scale(em.b, v, bytes)
+        };
+        em.b.ins().iadd(p, o)
+    }
+
+    /// Input `k` at the vector of byte offset `off`.
+    fn input(&self, em: &mut Emitter, off: Value, k: usize) -> Value {
+        let d = dtype_of_input(em.g, k);
+        match self.accesses.get(k).copied().flatten() {
+            Some(Access::Invariant(v)) => v,
+            Some(Access::Strided { row_ptr, stride_bytes }) => {
+                let a = self.at(em, off, row_ptr, stride_bytes * self.mode.lanes as i64);
+                em.load(self.mode, d, a)
+            }
+            // Unused inputs are never reached from a live node.
+            None => em.iconst(self.mode.ty(DType::I32), 0),
+        }
+    }
+
+    /// Prefetches the next block of every operand read or written through a pointer (its
+    /// `nv` vectors after this block's). The phases interrupt an operand's stream for most of
+    /// a block's time (the routines read only scratch), so the hardware prefetcher, which
+    /// runs only a little ahead of the accesses, leaves the next block's loads to miss.
+    fn prefetch_next(&self, em: &mut Emitter, out_ptr: &[Option<Value>], es: &[i64]) {
+        let ptr = em.ptr;
+        let n_in = self.accesses.len();
+        let mut targets = Vec::new();
+        for a in self.accesses.iter().flatten() {
+            if let Access::Strided { row_ptr, stride_bytes } = *a {
+                targets.push((row_ptr, stride_bytes, false));
+            }
+        }
+        for (k, p) in out_ptr.iter().enumerate().skip(n_in) {
+            if let Some(p) = *p {
+                targets.push((p, es[k], true));
+            }
+        }
+        let mut sig = Signature::new(em.b.func.signature.call_conv);
+        sig.params.extend([AbiParam::new(ptr); 2]);
+        let sref = em.b.import_signature(sig);
+        for (p, elem_bytes, write) in targets {
+            let Some(f) = block::prefetch(write) else { return };
+            let bytes = em.b.ins().imul_imm_s(self.nv, elem_bytes * self.mode.lanes as i64);
+            let callee = em.b.ins().iconst(ptr, f as usize as i64);
+            em.b.ins().call_indirect(sref, callee, &[p, bytes]);
+        }
+    }
+
+    /// Emits the pending routine phases: one loop computing the arguments that are neither an
+    /// input's block nor an earlier cut's buffer into the phases' own buffers, then one call
+    /// per phase. The phases read only cuts whose values are complete (see `emit_phases`).
+    fn calls(&self, em: &mut Emitter, pending: &[usize]) -> Result<(), JitError> {
+        if pending.is_empty() {
+            return Ok(());
+        }
+        let ptr = em.ptr;
+        let g = em.g;
+        let buffer = |em: &mut Emitter, k: usize| em.b.ins().stack_addr(ptr, self.scratch, scratch_entry(k as u32));
+        let phases: Vec<(usize, RoutinePhase)> = pending.iter().filter_map(|&p| self.routines[p].map(|r| (p, r))).collect();
+        let mut src: Vec<Option<Value>> = Vec::with_capacity(phases.len());
+        let mut computed = Vec::new();
+        for &(p, r) in &phases {
+            let direct = match g.nodes[r.arg].kind {
+                NodeKind::Input(k) => match self.accesses.get(k).copied().flatten() {
+                    Some(Access::Strided { row_ptr, stride_bytes: 4 }) => Some(row_ptr),
+                    _ => None,
+                },
+                _ => match self.plan.cuts.iter().position(|&c| c == r.arg) {
+                    // A buffer holding a capped `exp`'s unclamped values is not the argument.
+                    Some(k) if self.routines[k].is_none_or(|r| r.exp.is_none()) => Some(buffer(em, k)),
+                    _ => None,
+                },
+            };
+            if direct.is_none() {
+                computed.push((p, r.arg));
+            }
+            src.push(direct);
+        }
+        if !computed.is_empty() {
+            let mut reads: Vec<usize> = computed.iter().flat_map(|&(p, _)| self.plan.reads[p].iter().copied()).collect();
+            reads.sort_unstable();
+            reads.dedup();
+            let (mut cache, at) = self.open(em, usize::MAX, &reads);
+            let off = em.phase.map_or(at, |p| p.off);
+            let input = |em: &mut Emitter<'_, '_>, k: usize| self.input(em, off, k);
+            for &(p, arg) in &computed {
+                let v = em.node(self.mode, arg, &mut cache, &input)?;
+                em.b.ins().store(MemFlagsData::trusted(), v, at, scratch_entry(p as u32));
+            }
+            self.close(em);
+            em.phase = None;
+        }
+        let n = em.b.ins().ishl_imm_u(self.nv, self.mode.lanes.trailing_zeros() as i64);
+        let mut sig = Signature::new(em.b.func.signature.call_conv);
+        sig.params.extend([AbiParam::new(ptr); 3]);
+        let sref = em.b.import_signature(sig);
+        for (&(p, r), s) in phases.iter().zip(src) {
+            // In bounds: every buffer holds `BLOCK_VECTORS` vectors and a block has at most
+            // that many (`nv`), so `n` values fit in the cut's buffer and in an earlier cut's;
+            // an input's block is `nv` whole vectors of the row from its pointer on (or the
+            // padded tail's copy of one vector), inside the storage the guard checked.
+            let dst = buffer(em, p);
+            let src = s.unwrap_or(dst);
+            let callee = em.b.ins().iconst(ptr, r.f as usize as i64);
+            em.b.ins().call_indirect(sref, callee, &[src, dst, n]);
+        }
+        Ok(())
+    }
 }
 
 /// Whether node `i` is an integer division or remainder (which raises on a zero divisor).

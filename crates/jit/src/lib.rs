@@ -35,6 +35,7 @@
 //! ```
 
 mod backend;
+mod block;
 mod cache;
 mod codegen;
 mod error;
@@ -47,6 +48,7 @@ mod shims;
 mod spec;
 
 pub use backend::{FusionJit, claims};
+pub use block::CodegenOptions;
 pub use cache::{CacheStats, KernelCache};
 pub use error::JitError;
 pub use group::Group;
@@ -59,6 +61,11 @@ use ir::{Module, OpId, WalkOrder};
 /// Compiles the `prim.FusionGroup` `group` of `module` for inputs described by `spec`.
 pub fn compile(module: &Module, group: OpId, spec: &KernelSpec) -> Result<Kernel, JitError> {
     Group::from_op(module, group)?.compile(spec)
+}
+
+/// [`compile`] with code generation options other than the defaults.
+pub fn compile_with(module: &Module, group: OpId, spec: &KernelSpec, options: CodegenOptions) -> Result<Kernel, JitError> {
+    Group::from_op(module, group)?.compile_with(spec, options)
 }
 
 /// Every `prim.FusionGroup` op of the module, in pre-order.

@@ -6,7 +6,7 @@ mod common;
 
 use common::{POINTWISE, Rng, exact_eq, parse, rand_tensor, reference};
 use ir::DType;
-use jit::{JitError, KernelCache, KernelSpec, RunOptions};
+use jit::{CodegenOptions, JitError, KernelCache, KernelSpec, RunOptions};
 use runtime::Tensor;
 
 
@@ -28,12 +28,17 @@ fn randn(r: &mut Rng, sizes: &[usize]) -> Tensor {
 fn bench_pointwise_chain_matches_the_reference() {
     let (m, g) = parse(POINTWISE);
     let mut r = Rng(7);
-    for rows in [1, 3, 64] {
+    // 65 rows (266 240 elements) are fissioned, with block routines where the host has them:
+    // the same bits as the inline expansions.
+    for rows in [1, 3, 64, 65] {
         let x = randn(&mut r, &[rows, 4096]);
         let y = randn(&mut r, &[rows, 4096]);
-        let k = jit::compile(&m, g, &KernelSpec::of(&[x.clone(), y.clone()])).unwrap();
+        let spec = KernelSpec::of(&[x.clone(), y.clone()]);
+        let k = jit::compile(&m, g, &spec).unwrap();
         assert_eq!(k.lanes(), 4);
         let got = k.run(&[x.clone(), y.clone()]).unwrap();
+        let inline = jit::compile_with(&m, g, &spec, CodegenOptions { block_routines: false }).unwrap();
+        exact_eq(&got[0], &inline.run(&[x.clone(), y.clone()]).unwrap()[0]).unwrap();
         let want = reference(&m, g, &[x, y]).unwrap();
         close(&got[0], &want[0], 1e-6);
     }
@@ -179,8 +184,9 @@ fn layouts_and_broadcasts_are_in_bounds_and_exact() {
 }
 
 /// Bodies with several transcendental functions run in phases over blocks of vectors: rows
-/// ending in a partial block and in a partial vector, inputs broadcast along and across rows,
-/// and a bool output.
+/// ending in a partial block and in a partial vector, inputs broadcast along and across rows
+/// (arguments of the block routines read from an input or computed by a loop), and a bool
+/// output.
 #[test]
 fn fissioned_bodies_match_the_reference() {
     let body = format!(
@@ -194,9 +200,15 @@ fn fissioned_bodies_match_the_reference() {
         for b_sizes in [vec![rows, n], vec![n], vec![rows, 1]] {
             let a = randn(&mut r, &[rows, n]);
             let b = randn(&mut r, &b_sizes);
-            let k = jit::compile(&m, g, &KernelSpec::of(&[a.clone(), b.clone()])).unwrap();
+            let spec = KernelSpec::of(&[a.clone(), b.clone()]);
+            let k = jit::compile(&m, g, &spec).unwrap();
             assert_eq!(k.lanes(), 4);
             let got = k.run(&[a.clone(), b.clone()]).unwrap();
+            // Block routines (where the host has them) and inline expansions agree bit for bit.
+            let inline = jit::compile_with(&m, g, &spec, CodegenOptions { block_routines: false }).unwrap();
+            for (x, y) in got.iter().zip(inline.run(&[a.clone(), b.clone()]).unwrap()) {
+                exact_eq(x, &y).unwrap();
+            }
             let want = reference(&m, g, &[a, b]).unwrap();
             close(&got[0], &want[0], 1e-6);
             close(&got[2], &want[2], 1e-6);
@@ -204,6 +216,34 @@ fn fissioned_bodies_match_the_reference() {
             let (q, wq) = (got[1].to_vec_f64(), want[1].to_vec_f64());
             let differ = q.iter().zip(&wq).filter(|(x, y)| x != y).count();
             assert!(differ <= q.len() / 100, "{n} {b_sizes:?}: {differ} of {} comparisons differ", q.len());
+        }
+    }
+}
+
+/// Block routines whose arguments are earlier cuts: `tanh(exp(a))` reads `exp`'s buffer
+/// directly, and `sigmoid(clamp(exp(b), max=3))` reads a capped `exp`, whose buffer holds the
+/// unclamped values, so its argument is computed (clamped) by a loop after the `exp` call.
+/// The routines must give the inline expansions' bits and agree with the reference.
+#[test]
+fn block_routines_reading_earlier_cuts_match_the_inline_path() {
+    let body = format!(
+        "  %e = \"aten.exp\"(%a) : ({T}) -> {T}\n  %t = \"aten.tanh\"(%e) : ({T}) -> {T}\n  %f = \"aten.exp\"(%b) : ({T}) -> {T}\n  %c = \"aten.clamp\"(%f) {{max = 3.0 : f64}} : ({T}) -> {T}\n  %s = \"aten.sigmoid\"(%c) : ({T}) -> {T}\n  %u = \"aten.add.Tensor\"(%t, %s) : ({T}, {T}) -> {T}\n  \"prim.Return\"(%u, %c, %e) : ({T}, {T}, {T}) -> ()"
+    );
+    let (m, g) = parse(&two_input_group(&body, 3));
+    let mut r = Rng(13);
+    for n in [5, 300, 1029] {
+        let rows = (1 << 18) / n + 1;
+        let a = randn(&mut r, &[rows, n]);
+        let b = randn(&mut r, &[rows, n]);
+        let spec = KernelSpec::of(&[a.clone(), b.clone()]);
+        let got = jit::compile(&m, g, &spec).unwrap().run(&[a.clone(), b.clone()]).unwrap();
+        let inline = jit::compile_with(&m, g, &spec, CodegenOptions { block_routines: false }).unwrap();
+        for (x, y) in got.iter().zip(inline.run(&[a.clone(), b.clone()]).unwrap()) {
+            exact_eq(x, &y).unwrap();
+        }
+        let want = reference(&m, g, &[a, b]).unwrap();
+        for (x, y) in got.iter().zip(&want) {
+            close(x, y, 1e-6);
         }
     }
 }
