@@ -124,8 +124,8 @@ pub(crate) fn layer_norm_rows<T: Real, P: Real, S: Real>(
     w: Option<&[P]>,
     b: Option<&[P]>,
     eps: f64,
-    mut means: Option<&mut [S]>,
-    mut rstds: Option<&mut [S]>,
+    means: Option<&mut [S]>,
+    rstds: Option<&mut [S]>,
 ) {
     let inner = x.len().checked_div(outer).unwrap_or(0);
     let outer = outer.min(y.len().checked_div(inner).unwrap_or(outer));
@@ -138,8 +138,8 @@ pub(crate) fn layer_norm_rows<T: Real, P: Real, S: Real>(
     }
     let tasks = (threads * 4).min(outer);
     let dst = crate::parallel::SharedOut(y.as_mut_ptr());
-    let mean_dst = means.as_deref_mut().map(|m| crate::parallel::SharedOut(m.as_mut_ptr()));
-    let rstd_dst = rstds.as_deref_mut().map(|r| crate::parallel::SharedOut(r.as_mut_ptr()));
+    let mean_dst = means.map(|m| crate::parallel::SharedOut(m.as_mut_ptr()));
+    let rstd_dst = rstds.map(|r| crate::parallel::SharedOut(r.as_mut_ptr()));
     crate::parallel::for_each(tasks, |t| {
         let (r0, r1) = (outer * t / tasks, outer * (t + 1) / tasks);
         // SAFETY: `y` holds at least `outer·inner` elements and `means`/`rstds` at least `outer`
