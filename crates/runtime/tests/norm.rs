@@ -247,3 +247,46 @@ fn rms_norm_with_weight() {
     let rms = (12.5f64).sqrt();
     close(&r[0], &[3. / rms, 8. / rms], &[1, 2]);
 }
+
+/// An `f32` layer norm with rows long enough to be split across threads, a row length that
+/// leaves partial vectors and spans two blocks of the statistics (300), a large mean beside a
+/// small spread in some rows (where a mean summed naively in `f32` would be off by about
+/// 1e-3): one thread and three give the same bits, and the statistics and outputs match the
+/// definition in `f64` within `f32` sums over 16 lanes — the mean within 4e-6 of the row's
+/// spread around its first element (plus its own rounding to `f32`), `rstd` within 4e-6
+/// relative, each output within the error its mean and `rstd` carry plus 2e-6.
+#[test]
+fn f32_layer_norm_matches_the_definition_on_any_number_of_threads() {
+    let (rows, n) = (64, 300);
+    let x: Vec<f32> =
+        (0..rows * n).map(|i| 1000.0 * ((i / n) % 3) as f32 + ((i * 7919) % 1009) as f32 / 100.0 - 5.0).collect();
+    let w: Vec<f32> = (0..n).map(|j| 0.5 + (j % 7) as f32 * 0.25).collect();
+    let b: Vec<f32> = (0..n).map(|j| (j % 5) as f32 - 2.0).collect();
+    assert!(rows * n >= 1 << 14, "large enough to be split");
+    let (xt, wt, bt) = (t(&x, &[rows, n]), t(&w, &[n]), t(&b, &[n]));
+    let run = || {
+        let args = vec![xt.clone().into(), ints(&[n as i64]), opt(Some(&wt)), opt(Some(&bt)), IValue::Float(1e-5)];
+        call("aten.native_layer_norm", args).iter().map(|r| r.to_vec_f64()).collect::<Vec<_>>()
+    };
+    let single = rayon::ThreadPoolBuilder::new().num_threads(1).build().unwrap().install(run);
+    let split = rayon::ThreadPoolBuilder::new().num_threads(3).build().unwrap().install(run);
+    let bits = |v: &[Vec<f64>]| v.iter().flatten().map(|x| x.to_bits()).collect::<Vec<_>>();
+    assert_eq!(bits(&single), bits(&split));
+    for (r, row) in x.chunks(n).enumerate() {
+        let mean = row.iter().map(|&v| v as f64).sum::<f64>() / n as f64;
+        let var = row.iter().map(|&v| (v as f64 - mean).powi(2)).sum::<f64>() / n as f64;
+        let rstd = 1.0 / (var + 1e-5).sqrt();
+        let spread = row.iter().map(|&v| (v - row[0]).abs() as f64).fold(0.0, f64::max);
+        let (got_mean, got_rstd) = (single[1][r], single[2][r]);
+        let mean_tol = 4e-6 * spread + f32::EPSILON as f64 * mean.abs();
+        assert!((got_mean - mean).abs() <= mean_tol, "mean of row {r}: {got_mean} vs {mean}");
+        assert!((got_rstd - rstd).abs() <= 4e-6 * rstd, "rstd of row {r}: {got_rstd} vs {rstd}");
+        for (j, &v) in row.iter().enumerate() {
+            let want = (v as f64 - mean) * rstd * w[j] as f64 + b[j] as f64;
+            let got = single[0][r * n + j];
+            let carried = (got_mean - mean).abs() * rstd * w[j] as f64 + 4e-6 * (want - b[j] as f64).abs();
+            let tol = 2e-6 * want.abs().max(1.0) + carried;
+            assert!((got - want).abs() <= tol, "row {r}, element {j}: {got} vs {want}");
+        }
+    }
+}

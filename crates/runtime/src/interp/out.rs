@@ -361,16 +361,9 @@ fn compute_t<T: Real>(op: OutOp, name: &'static str, args: &[IValue], out: &Tens
             let mean_t = if want[0] { Some(Tensor::zeros(T::DTYPE, stat_sizes)?) } else { None };
             let rstd_t = if want[1] { Some(Tensor::zeros(T::DTYPE, stat_sizes)?) } else { None };
             // SAFETY: the statistics are fresh tensors made just above.
-            let mut means = mean_t.as_ref().map(|t| unsafe { t.as_mut_slice::<T>() }).transpose()?;
-            let mut rstds = rstd_t.as_ref().map(|t| unsafe { t.as_mut_slice::<T>() }).transpose()?;
-            crate::kernels::norm::layer_norm_rows(x.as_slice::<T>()?, y, outer, w, b, eps, |r, mean, rstd| {
-                if let Some(m) = means.as_deref_mut() {
-                    m[r] = T::of(mean);
-                }
-                if let Some(s) = rstds.as_deref_mut() {
-                    s[r] = T::of(rstd);
-                }
-            });
+            let means = mean_t.as_ref().map(|t| unsafe { t.as_mut_slice::<T>() }).transpose()?;
+            let rstds = rstd_t.as_ref().map(|t| unsafe { t.as_mut_slice::<T>() }).transpose()?;
+            crate::kernels::norm::layer_norm_rows(x.as_slice::<T>()?, y, outer, w, b, eps, means, rstds);
             Ok([mean_t, rstd_t])
         }
         OutOp::BatchNormEval => {

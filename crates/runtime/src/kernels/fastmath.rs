@@ -4,12 +4,17 @@
 //! These are the approximations of the JIT (`crates/jit/src/math.rs`), written as plain Rust
 //! arithmetic with selects instead of branches so that LLVM vectorizes the loops that call
 //! them: range reduction plus polynomials, special values (NaN, ±inf, ±0, denormals) handled
-//! by the same selects. No fused multiply-add is used, so the baseline (SSE2) loop and the
-//! AVX2 and AVX-512 loops round identically, and the scalar form (used for strided elements and single
+//! by the same selects. Products and sums are rounded separately (Rust never contracts them),
+//! and the one polynomial written with fused multiply-adds ([`gelu_erf_f32`]'s) calls
+//! `mul_add`, which rounds once on every path (an FMA instruction in the AVX2 and AVX-512
+//! loops, the library's `fmaf` elsewhere); so the baseline (SSE2) loop and the AVX2 and
+//! AVX-512 loops round identically, and the scalar form (used for strided elements and single
 //! values) agrees bit for bit with both. Accuracy (ulp against f64 libm) is that of the JIT's
 //! versions, recorded in `docs/performance.md`; the unit tests below re-check it. The `tanh`
 //! and `erf` coefficient tables are defined once, here, in f64: the JIT emits them as they are
-//! and these kernels use them rounded to f32 at compile time.
+//! and these kernels use them rounded to f32 at compile time. The exact GELU is the exception:
+//! it evaluates `erf` once per element, as one polynomial over the whole range that matters
+//! ([`GELU_ERF`]), where the JIT evaluates its two-range `erf`.
 
 /// `tanh(x) = x + x^3 P(s)` for `|x| < 0.55`, with `s = x^2 * 2/0.3025 - 1` on `[-1, 1]`.
 pub const TANH_SMALL: [f64; 7] = [
@@ -60,6 +65,35 @@ pub const ERFC_BIG: [f64; 15] = [
 ];
 const ERFC_BIG_F32: [f32; 15] = to_f32(&ERFC_BIG);
 
+/// `erf(a / √2) ≈ P(t)` for `0 <= a < GELU_CUT`, with `t = a·(2/GELU_CUT) - 1` on `[-1, 1]`:
+/// the exact GELU's `Φ`, for `|x|` up to where `erf` rounds to 1 in `f32` (`erfc(5.5/√2)` is
+/// 3.8e-8). Fitted for absolute error (it is added to 1) by iteratively reweighted least
+/// squares, each coefficient rounded to `f32` in turn and the higher ones refitted to the
+/// remainder; the truncation error is 5e-9 and the evaluation's roundings dominate (2e-7).
+pub const GELU_ERF: [f32; 19] = [
+    0.994_040_5,
+    0.050_014_593,
+    -0.189_120_26,
+    0.413_694_95,
+    -0.543_704,
+    0.353_176,
+    0.102_400_46,
+    -0.429_443_3,
+    0.326_484_53,
+    0.045_070_56,
+    -0.263_694_2,
+    0.144_013_73,
+    0.077_910_63,
+    -0.107_439_28,
+    0.000_763_031_9,
+    0.036_190_312,
+    -0.006_235_470_5,
+    -0.005_277_597_3,
+    0.001_154_741_2,
+];
+/// Where [`GELU_ERF`] ends: beyond it `Φ` is taken as exactly 0 or 1.
+pub const GELU_CUT: f32 = 5.5;
+
 /// A coefficient table rounded to `f32`, at compile time.
 const fn to_f32<const N: usize>(c: &[f64; N]) -> [f32; N] {
     let mut out = [0.0f32; N];
@@ -78,6 +112,19 @@ fn horner<const N: usize>(s: f32, c: &[f32; N]) -> f32 {
     while i > 0 {
         i -= 1;
         p = p * s + c[i];
+    }
+    p
+}
+
+/// [`horner`] with fused multiply-adds (one rounding per step; see the module's note on
+/// `mul_add`).
+#[inline(always)]
+fn horner_fma<const N: usize>(s: f32, c: &[f32; N]) -> f32 {
+    let mut p = c[N - 1];
+    let mut i = N - 1;
+    while i > 0 {
+        i -= 1;
+        p = p.mul_add(s, c[i]);
     }
     p
 }
@@ -103,12 +150,21 @@ fn pow2i(k: i32) -> f32 {
     f32::from_bits((k.wrapping_add(127) as u32) << 23)
 }
 
+/// [`exp_f32`]'s largest argument with a finite result; above it the result is `inf`.
+const EXP_HI: f32 = 88.722_839_355_468_75;
+/// [`exp_f32`]'s smallest argument with a nonzero result; below it the result is 0.
+const EXP_LO: f32 = -103.972_084_045_410_16;
+/// [`exp_f32`]'s Cody–Waite split of `ln 2` (the first exact in 9 bits).
+const EXP_LN2: [f32; 2] = [0.693_359_375, -2.121_944_4e-4];
+/// [`exp_f32`]'s polynomial: `e^r = 1 + r + r^2 P(r)`, `P` the Taylor terms from `1/2!`.
+const EXP_POLY: [f32; 6] = [1.0 / 2.0, 1.0 / 6.0, 1.0 / 24.0, 1.0 / 120.0, 1.0 / 720.0, 1.0 / 5040.0];
+
 /// `exp(x)`: `x = k ln2 + r`, `|r| <= ln2/2`, degree-7 Taylor polynomial of `e^r`, scaled by
 /// `2^k` in two steps so that results in the denormal range round once.
 #[inline(always)]
 pub fn exp_f32(x: f32) -> f32 {
-    const HI: f32 = 88.722_839_355_468_75;
-    const LO: f32 = -103.972_084_045_410_16;
+    const HI: f32 = EXP_HI;
+    const LO: f32 = EXP_LO;
     // Lanes outside [LO, HI] compute on 0 and are replaced at the end: clamping them to LO
     // would make a denormal product, which costs a microcode assist per lane (a softmax over
     // a causal mask is half -inf). NaN passes through (comparisons with NaN are false).
@@ -118,15 +174,49 @@ pub fn exp_f32(x: f32) -> f32 {
     let t = xc * std::f32::consts::LOG2_E + ROUND_MAGIC;
     let kf = t - ROUND_MAGIC;
     let k = (t.to_bits() as i32).wrapping_sub(ROUND_MAGIC.to_bits() as i32);
-    let r = xc - kf * 0.693_359_375;
-    let r = r - kf * -2.121_944_4e-4;
-    let p = horner(r, &[1.0 / 2.0, 1.0 / 6.0, 1.0 / 24.0, 1.0 / 120.0, 1.0 / 720.0, 1.0 / 5040.0]);
+    let r = xc - kf * EXP_LN2[0];
+    let r = r - kf * EXP_LN2[1];
+    let p = horner(r, &EXP_POLY);
     let e = (r * r * p + r) + 1.0;
     let k1 = k >> 1;
     let k2 = k.wrapping_sub(k1);
     let y = e * pow2i(k1) * pow2i(k2);
     let y = if x > HI { f32::INFINITY } else { y };
     if x < LO { 0.0 } else { y }
+}
+
+/// [`exp_f32`] of 16 lanes with AVX-512F intrinsics: the same operations in the same order,
+/// lane by lane (no fused multiply-add), so the same bits; for loops whose partial sums or
+/// masks the compiler does not keep in registers when it vectorizes the scalar form itself
+/// (softmax's rows).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+#[inline]
+pub(crate) fn exp_f32x16(x: std::arch::x86_64::__m512) -> std::arch::x86_64::__m512 {
+    use std::arch::x86_64::*;
+    let (lo, hi) = (_mm512_set1_ps(EXP_LO), _mm512_set1_ps(EXP_HI));
+    let magic = _mm512_set1_ps(ROUND_MAGIC);
+    let below = _mm512_cmp_ps_mask::<_CMP_LT_OQ>(x, lo);
+    let above = _mm512_cmp_ps_mask::<_CMP_GT_OQ>(x, hi);
+    let xc = _mm512_maskz_mov_ps(!(below | above), x);
+    let t = _mm512_add_ps(_mm512_mul_ps(xc, _mm512_set1_ps(std::f32::consts::LOG2_E)), magic);
+    let kf = _mm512_sub_ps(t, magic);
+    let k = _mm512_sub_epi32(_mm512_castps_si512(t), _mm512_castps_si512(magic));
+    let r = _mm512_sub_ps(xc, _mm512_mul_ps(kf, _mm512_set1_ps(EXP_LN2[0])));
+    let r = _mm512_sub_ps(r, _mm512_mul_ps(kf, _mm512_set1_ps(EXP_LN2[1])));
+    let mut p = _mm512_set1_ps(EXP_POLY[5]);
+    for &c in EXP_POLY[..5].iter().rev() {
+        p = _mm512_add_ps(_mm512_mul_ps(p, r), _mm512_set1_ps(c));
+    }
+    let e = _mm512_add_ps(_mm512_add_ps(_mm512_mul_ps(_mm512_mul_ps(r, r), p), r), _mm512_set1_ps(1.0));
+    let k1 = _mm512_srai_epi32::<1>(k);
+    let k2 = _mm512_sub_epi32(k, k1);
+    let bias = _mm512_set1_epi32(127);
+    let p1 = _mm512_castsi512_ps(_mm512_slli_epi32::<23>(_mm512_add_epi32(k1, bias)));
+    let p2 = _mm512_castsi512_ps(_mm512_slli_epi32::<23>(_mm512_add_epi32(k2, bias)));
+    let y = _mm512_mul_ps(_mm512_mul_ps(e, p1), p2);
+    let y = _mm512_mask_mov_ps(y, above, _mm512_set1_ps(f32::INFINITY));
+    _mm512_mask_mov_ps(y, below, _mm512_setzero_ps())
 }
 
 /// `tanh(x)`: an odd polynomial below 0.55, `1 - 2 / (e^{2|x|} + 1)` with the sign of `x` above.
@@ -163,11 +253,20 @@ pub fn erf_f32(x: f32) -> f32 {
     if a < ERF_CUT_F32 { ys } else { yb }
 }
 
-/// `gelu(x) = 0.5 x (1 + erf(x / sqrt 2))`.
+/// `gelu(x) = 0.5 x (1 + erf(x / sqrt 2))`, with `erf(|x| / √2)` from the one polynomial
+/// [`GELU_ERF`] (18 fused multiply-adds) and the sign of `x`; 1 from [`GELU_CUT`] on. Only the
+/// absolute error of that `erf` matters (the sum with 1 absorbs it): 2.2e-7 at most, so
+/// `gelu` is within 2.6e-7 relative for `x > 0` and 2.3e-7 absolute for `x < 0`, as close to
+/// PyTorch as the two-range `erf` was (whose `1 + erf` cancels the same way). NaN stays NaN,
+/// `gelu(inf) = inf`, `gelu(-inf)` is NaN (`-inf · 0`, as PyTorch computes it).
 #[inline(always)]
 pub fn gelu_erf_f32(x: f32) -> f32 {
-    let e = erf_f32(x * std::f32::consts::FRAC_1_SQRT_2);
-    (x * 0.5) * (e + 1.0)
+    let a = abs(x);
+    // Past the cut (or for NaN) the polynomial's value is replaced, so `t` needs no clamp.
+    let t = a.mul_add(2.0 / GELU_CUT, -1.0);
+    let p = horner_fma(t, &GELU_ERF);
+    let e = if a < GELU_CUT { p } else { 1.0 };
+    (x * 0.5) * (copysign(e, x) + 1.0)
 }
 
 /// `gelu(x, 'tanh') = 0.5 x (1 + tanh(k (x + 0.044715 x^3)))`.
@@ -249,6 +348,75 @@ mod tests {
         sweep(tanh_f32, f64::tanh, 8);
         sweep(sigmoid_f32, |x| 1.0 / (1.0 + (-x).exp()), 8);
         sweep(erf_f32, libm::erf, 8);
+    }
+
+    /// The exact GELU against `0.5 x (1 + erf(x/√2))` in `f64`: relative error for `x > 0`
+    /// (where `Φ ≥ 1/2`), absolute for `x < 0` (where `1 + erf` cancels), over every 257th
+    /// `f32` with a normal result and a fine grid of the range where the polynomial is used;
+    /// special values exactly.
+    #[test]
+    fn gelu_accuracy_against_f64() {
+        let truth = |x: f32| {
+            let x = x as f64;
+            0.5 * x * (1.0 + libm::erf(x * std::f64::consts::FRAC_1_SQRT_2))
+        };
+        let (mut rel, mut abs_neg) = (0f64, 0f64);
+        let mut check = |x: f32| {
+            let (got, want) = (gelu_erf_f32(x) as f64, truth(x));
+            // Results below the normal range keep fewer bits than any approximation's error.
+            if !x.is_finite() || want.abs() < f32::MIN_POSITIVE as f64 {
+                return;
+            }
+            if x > 0.0 {
+                rel = rel.max((got - want).abs() / want);
+            } else {
+                abs_neg = abs_neg.max((got - want).abs());
+            }
+        };
+        for bits in (0..=u32::MAX).step_by(257) {
+            check(f32::from_bits(bits));
+        }
+        for i in -700_000..=700_000 {
+            check(i as f32 * 1e-5);
+        }
+        assert!(rel <= 3e-7, "relative error {rel:e} for x > 0");
+        assert!(abs_neg <= 2.5e-7, "absolute error {abs_neg:e} for x < 0");
+        assert_eq!(gelu_erf_f32(f32::INFINITY), f32::INFINITY);
+        assert!(gelu_erf_f32(f32::NEG_INFINITY).is_nan());
+        assert!(gelu_erf_f32(f32::NAN).is_nan());
+        assert_eq!(gelu_erf_f32(0.0).to_bits(), 0f32.to_bits());
+        assert_eq!(gelu_erf_f32(-0.0).to_bits(), (-0f32).to_bits());
+        assert_eq!(gelu_erf_f32(GELU_CUT), GELU_CUT);
+        assert_eq!(gelu_erf_f32(-GELU_CUT), 0.0);
+        assert_eq!(gelu_erf_f32(1e30), 1e30);
+    }
+
+    /// The 16-lane `exp` against the scalar one, bit for bit, over every 4099th `f32`, a fine
+    /// grid around the range it covers, its ends and the special values.
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn exp_vector_matches_the_scalar() {
+        if !std::is_x86_feature_detected!("avx512f") {
+            return;
+        }
+        let mut xs: Vec<f32> = (0..=u32::MAX).step_by(4099).map(f32::from_bits).collect();
+        xs.extend((-1_100_000..=1_000_000).map(|i| i as f32 * 1e-4));
+        for e in [EXP_LO, EXP_HI] {
+            xs.extend([e, f32::from_bits(e.to_bits() - 1), f32::from_bits(e.to_bits() + 1)]);
+        }
+        xs.extend([0.0, -0.0, f32::INFINITY, f32::NEG_INFINITY, f32::NAN, f32::MIN_POSITIVE, -1e-45]);
+        xs.resize(xs.len().next_multiple_of(16), 1.0);
+        for c in xs.chunks_exact(16) {
+            let mut got = [0f32; 16];
+            // SAFETY: the CPU has AVX-512F (checked above); `c` and `got` hold 16 elements.
+            unsafe {
+                use std::arch::x86_64::*;
+                _mm512_storeu_ps(got.as_mut_ptr(), exp_f32x16(_mm512_loadu_ps(c.as_ptr())));
+            }
+            for (x, y) in c.iter().zip(got) {
+                assert_eq!(y.to_bits(), exp_f32(*x).to_bits(), "exp({x:e})");
+            }
+        }
     }
 
     #[test]

@@ -2,10 +2,12 @@
 //! and inference), group norm and RMS norm, with their core (`native_*`,
 //! `_native_batch_norm_legit*`) and non-core entry points.
 //!
-//! Statistics are accumulated in `f64` whatever the input's float dtype and outputs are
-//! computed in `f64` and rounded once; outputs and the returned statistics have the input's
-//! dtype. Variances are biased for normalization; the
-//! running variance is updated with the unbiased one, as PyTorch does.
+//! Layer norm computes in the input's precision, as PyTorch does: its statistics over blocks
+//! of 256 elements summed in that precision (the blocks' sums in `f64`), its outputs in it.
+//! The other norms accumulate their statistics in `f64` whatever the input's float dtype and
+//! compute their outputs in `f64`, rounded once. Outputs and the returned statistics have the
+//! input's dtype. Variances are biased for normalization; the running variance is updated
+//! with the unbiased one, as PyTorch does.
 
 use ir::DType;
 
@@ -56,34 +58,48 @@ fn moments_of<T: Real>(parts: &[&[T]]) -> (f64, f64) {
     (mean, var)
 }
 
-/// Mean and biased variance of one row, two-pass in `f64` over [`LANES`] interleaved partial
-/// sums (so the sums vectorize).
+/// Mean and biased variance of one row, two-pass, each sum over [`lane_sum`]'s blocks in the
+/// row's own precision (as PyTorch computes them for `f32`), the blocks' sums added in `f64`.
+/// The mean sums the differences from the row's first element, so a mean far from zero
+/// beside a small spread costs no more rounding than the spread itself.
 #[inline(always)]
 fn row_moments<T: Real>(row: &[T]) -> (f64, f64) {
-    if row.is_empty() {
+    let Some(&x0) = row.first() else {
         return (f64::NAN, f64::NAN);
-    }
+    };
     let n = row.len() as f64;
-    let mean = lane_sum(row, |v| v) / n;
-    let var = lane_sum(row, |v| (v - mean) * (v - mean)) / n;
+    let mean = x0.to_f64() + lane_sum(row, |v| v - x0) / n;
+    let m = T::of(mean);
+    let var = lane_sum(row, |v| (v - m) * (v - m)) / n;
     (mean, var)
 }
 
-/// Partial sums of [`lane_sum`]: two AVX-512 vectors of `f64`, so consecutive additions into
-/// one vector are independent and the loop is not bound by the latency of one chain.
+/// Partial sums of [`lane_sum`]: one AVX-512 vector of `f32`, so consecutive additions into
+/// it come from different loads and the row's 16 vectors (`d = 256`) need no reduction inside
+/// the loop.
 const LANES: usize = 16;
 
-/// `Σ f(x)` in `f64` over [`LANES`] interleaved partial sums, combined pairwise.
+/// Elements per block of [`lane_sum`]: 16 additions per partial sum, so each block's sum in
+/// `f32` is within 16 roundings of exact however long the row.
+const BLOCK: usize = LANES * 16;
+
+/// `Σ f(x)` over blocks of [`BLOCK`] elements, each summed in `T` over [`LANES`] interleaved
+/// partial sums combined pairwise, the blocks' sums added in `f64`.
 #[inline(always)]
-fn lane_sum<T: Real>(row: &[T], f: impl Fn(f64) -> f64) -> f64 {
-    let mut acc = [0f64; LANES];
-    let mut body = row.chunks_exact(LANES);
-    for c in &mut body {
-        for (a, &v) in acc.iter_mut().zip(c) {
-            *a += f(v.to_f64());
+fn lane_sum<T: Real>(row: &[T], f: impl Fn(T) -> T) -> f64 {
+    let mut total = 0f64;
+    for block in row.chunks(BLOCK) {
+        let mut acc = [T::ZERO; LANES];
+        let mut body = block.chunks_exact(LANES);
+        for c in &mut body {
+            for (a, &v) in acc.iter_mut().zip(c) {
+                *a += f(v);
+            }
         }
+        let tail = body.remainder().iter().fold(T::ZERO, |s, &v| s + f(v));
+        total += (super::wide::fold_lanes(acc) + tail).to_f64();
     }
-    super::wide::fold_lanes(acc) + body.remainder().iter().map(|&v| f(v.to_f64())).sum::<f64>()
+    total
 }
 
 /// `y = x · scale + shift` elementwise, in `f64` and rounded once.
@@ -94,42 +110,102 @@ fn affine<T: Real>(x: &[T], y: &mut [T], scale: f64, shift: f64) {
     }
 }
 
-/// Layer norm of `outer` rows of `x` into `y`: statistics in `f64`, `y` rounded once;
-/// `stat(row, mean, rstd)` receives each row's statistics. The parameters may have any float
-/// type (they are read as `f64`).
-pub(crate) fn layer_norm_rows<T: Real, P: Real>(
+/// Layer norm of `outer` rows of `x` into `y`: statistics as [`row_moments`] computes them,
+/// `rstd` in `f64`, then `y = (x - mean) · rstd · w + b` in `T`; each row's mean and `rstd`
+/// are written to `means` and `rstds` when given (one element per row). The parameters may
+/// have any float type (they are rounded to `T`). With more than one thread and at least
+/// [`LAYER_NORM_PARALLEL_MIN`] elements the rows are split across the intra-op team, whole
+/// rows per task, so the results do not depend on the split.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn layer_norm_rows<T: Real, P: Real, S: Real>(
     x: &[T],
     y: &mut [T],
     outer: usize,
     w: Option<&[P]>,
     b: Option<&[P]>,
     eps: f64,
-    mut stat: impl FnMut(usize, f64, f64),
+    means: Option<&mut [S]>,
+    rstds: Option<&mut [S]>,
+) {
+    let inner = x.len().checked_div(outer).unwrap_or(0);
+    let outer = outer.min(y.len().checked_div(inner).unwrap_or(outer));
+    let outer = means.as_deref().map_or(outer, |m| outer.min(m.len()));
+    let outer = rstds.as_deref().map_or(outer, |r| outer.min(r.len()));
+    let threads = crate::parallel::threads();
+    if threads <= 1 || outer < 2 || outer * inner < LAYER_NORM_PARALLEL_MIN {
+        layer_norm_range(x, y, inner, 0..outer, w, b, eps, means, rstds);
+        return;
+    }
+    let tasks = (threads * 4).min(outer);
+    let dst = crate::parallel::SharedOut(y.as_mut_ptr());
+    let mean_dst = means.map(|m| crate::parallel::SharedOut(m.as_mut_ptr()));
+    let rstd_dst = rstds.map(|r| crate::parallel::SharedOut(r.as_mut_ptr()));
+    crate::parallel::for_each(tasks, |t| {
+        let (r0, r1) = (outer * t / tasks, outer * (t + 1) / tasks);
+        // SAFETY: `y` holds at least `outer·inner` elements and `means`/`rstds` at least `outer`
+        // (`outer` was bounded by their lengths above); the tasks' row ranges are disjoint.
+        let (o, m, r) = unsafe {
+            (
+                std::slice::from_raw_parts_mut(dst.get().add(r0 * inner), (r1 - r0) * inner),
+                mean_dst.map(|p| std::slice::from_raw_parts_mut(p.get().add(r0), r1 - r0)),
+                rstd_dst.map(|p| std::slice::from_raw_parts_mut(p.get().add(r0), r1 - r0)),
+            )
+        };
+        layer_norm_range(&x[r0 * inner..r1 * inner], o, inner, 0..r1 - r0, w, b, eps, m, r);
+    });
+}
+
+/// Layer norms of at least this many elements split their rows across threads (as softmax's
+/// rows do).
+const LAYER_NORM_PARALLEL_MIN: usize = 1 << 14;
+
+/// The rows `rows` of [`layer_norm_rows`] (indices into `x`, `y`, `means` and `rstds`), on one
+/// thread, compiled for the widest vectors.
+#[allow(clippy::too_many_arguments)]
+fn layer_norm_range<T: Real, P: Real, S: Real>(
+    x: &[T],
+    y: &mut [T],
+    inner: usize,
+    rows: std::ops::Range<usize>,
+    w: Option<&[P]>,
+    b: Option<&[P]>,
+    eps: f64,
+    mut means: Option<&mut [S]>,
+    mut rstds: Option<&mut [S]>,
 ) {
     super::wide::widest(
         #[inline(always)]
         || {
-            let inner = x.len().checked_div(outer).unwrap_or(0);
-            for r in 0..outer {
+            for r in rows {
                 let row = &x[r * inner..(r + 1) * inner];
                 let (mean, var) = row_moments(row);
                 let rstd = 1.0 / (var + eps).sqrt();
+                let (m, rs) = (T::of(mean), T::of(rstd));
                 let out = &mut y[r * inner..(r + 1) * inner];
                 match (w, b) {
-                    (None, None) => affine(row, out, rstd, -mean * rstd),
+                    (None, None) => {
+                        for (o, &v) in out.iter_mut().zip(row) {
+                            *o = (v - m) * rs;
+                        }
+                    }
                     (Some(w), Some(b)) => {
                         for (((&v, o), &wj), &bj) in row.iter().zip(out.iter_mut()).zip(w).zip(b) {
-                            *o = T::of((v.to_f64() - mean) * rstd * wj.to_f64() + bj.to_f64());
+                            *o = (v - m) * rs * T::of(wj.to_f64()) + T::of(bj.to_f64());
                         }
                     }
                     _ => {
                         for (j, (&v, o)) in row.iter().zip(out.iter_mut()).enumerate() {
-                            let z = (v.to_f64() - mean) * rstd * w.map_or(1.0, |w| w[j].to_f64());
-                            *o = T::of(z + b.map_or(0.0, |b| b[j].to_f64()));
+                            let z = (v - m) * rs * w.map_or(T::ONE, |w| T::of(w[j].to_f64()));
+                            *o = z + b.map_or(T::ZERO, |b| T::of(b[j].to_f64()));
                         }
                     }
                 }
-                stat(r, mean, rstd);
+                if let Some(ms) = means.as_deref_mut() {
+                    ms[r] = S::of(mean);
+                }
+                if let Some(rss) = rstds.as_deref_mut() {
+                    rss[r] = S::of(rstd);
+                }
             }
         },
     )
@@ -182,15 +258,12 @@ fn layer_norm_impl(op: &'static str, a: &Args<'_>, eps_at: usize) -> Result<(Ten
     let w = param(op, "weight", a.opt_tensor(2)?, inner)?;
     let b = param(op, "bias", a.opt_tensor(3)?, inner)?;
     let xc = float_input(op, x)?;
-    let mut means = Vec::with_capacity(outer);
-    let mut rstds = Vec::with_capacity(outer);
+    let mut means = vec![0f64; outer];
+    let mut rstds = vec![0f64; outer];
     let y = with_real!(op, x.dtype(), T => {
         let xv = xc.as_slice::<T>()?;
         Tensor::build::<T>(x.sizes(), |y| {
-            layer_norm_rows(xv, y, outer, w.as_deref(), b.as_deref(), eps, |_, mean, rstd| {
-                means.push(mean);
-                rstds.push(rstd);
-            });
+            layer_norm_rows(xv, y, outer, w.as_deref(), b.as_deref(), eps, Some(&mut means), Some(&mut rstds));
             Ok(())
         })?
     });

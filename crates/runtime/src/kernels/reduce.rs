@@ -580,6 +580,14 @@ fn softmax_f32_rows(t: &Tensor) -> Result<Tensor> {
 pub(crate) fn softmax_f32_rows_into(src: &[f32], n: usize, out: &mut [f32]) {
     let n = n.max(1);
     let rows = |src: &[f32], out: &mut [f32]| {
+        #[cfg(target_arch = "x86_64")]
+        if std::is_x86_feature_detected!("avx512f") {
+            for (row, o) in src.chunks(n).zip(out.chunks_mut(n)) {
+                // SAFETY: the CPU has AVX-512F (checked just above).
+                unsafe { softmax_row_avx512(row, o) };
+            }
+            return;
+        }
         super::wide::widest(
             #[inline(always)]
             || {
@@ -610,6 +618,75 @@ pub(crate) fn softmax_f32_rows_into(src: &[f32], n: usize, out: &mut [f32]) {
 /// one `exp`).
 const SOFTMAX_PARALLEL_MIN: usize = 1 << 14;
 
+
+/// One row of [`softmax_f32_rows_into`] with AVX-512F intrinsics: [`softmax_row`]'s
+/// operations lane by lane (maxima and sums over 16 lanes, combined in the same order; `exp`
+/// as [`super::fastmath::exp_f32x16`]; the last partial vector under a mask, its sum taken
+/// element by element as the scalar tail is), so the same bits. Written out because the
+/// compiler, vectorizing [`softmax_row`] itself, keeps the partial sums in memory (a
+/// store-to-load chain per vector) and reduces the maxima one lane at a time.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+fn softmax_row_avx512(row: &[f32], o: &mut [f32]) {
+    use std::arch::x86_64::*;
+    const LANES: usize = 16;
+    let n = row.len().min(o.len());
+    let (full, rest) = (n / LANES, n % LANES);
+    let tail_mask: __mmask16 = ((1u32 << rest) - 1) as __mmask16;
+    let (src, dst) = (row.as_ptr(), o.as_mut_ptr());
+    // SAFETY (every load and store below): vector `i < full` covers elements `16i..16i+16 <= n`
+    // of `row` and `o`; the masked accesses touch only the `rest` elements from `16·full`.
+    let mut lanes = _mm512_set1_ps(f32::NEG_INFINITY);
+    for i in 0..full {
+        // SAFETY: as above.
+        let x = unsafe { _mm512_loadu_ps(src.add(i * LANES)) };
+        let take = _mm512_cmp_ps_mask::<_CMP_GT_OQ>(x, lanes) | _mm512_cmp_ps_mask::<_CMP_UNORD_Q>(x, x);
+        lanes = _mm512_mask_mov_ps(lanes, take, x);
+    }
+    let mut lane_max = [0f32; LANES];
+    // SAFETY: `lane_max` holds 16 elements.
+    unsafe { _mm512_storeu_ps(lane_max.as_mut_ptr(), lanes) };
+    let pick = |a: f32, b: f32| if b > a || b.is_nan() { b } else { a };
+    let m = row[full * LANES..n].iter().chain(&lane_max).copied().fold(f32::NEG_INFINITY, pick);
+    let m = if m.is_infinite() { 0.0 } else { m };
+    let mv = _mm512_set1_ps(m);
+    let mut sums = _mm512_setzero_ps();
+    for i in 0..full {
+        // SAFETY: as above.
+        let x = unsafe { _mm512_loadu_ps(src.add(i * LANES)) };
+        let e = super::fastmath::exp_f32x16(_mm512_sub_ps(x, mv));
+        // SAFETY: as above.
+        unsafe { _mm512_storeu_ps(dst.add(i * LANES), e) };
+        sums = _mm512_add_ps(sums, e);
+    }
+    let mut tail = 0f32;
+    if rest > 0 {
+        // SAFETY: as above.
+        unsafe {
+            let x = _mm512_maskz_loadu_ps(tail_mask, src.add(full * LANES));
+            let e = super::fastmath::exp_f32x16(_mm512_sub_ps(x, mv));
+            _mm512_mask_storeu_ps(dst.add(full * LANES), tail_mask, e);
+        }
+        for &e in &o[full * LANES..n] {
+            tail += e;
+        }
+    }
+    let mut lane_sums = [0f32; LANES];
+    // SAFETY: `lane_sums` holds 16 elements.
+    unsafe { _mm512_storeu_ps(lane_sums.as_mut_ptr(), sums) };
+    let inv = _mm512_set1_ps(1.0 / (super::wide::fold_lanes(lane_sums) + tail));
+    for i in 0..full {
+        // SAFETY: as above.
+        unsafe { _mm512_storeu_ps(dst.add(i * LANES), _mm512_mul_ps(_mm512_loadu_ps(dst.add(i * LANES)), inv)) };
+    }
+    if rest > 0 {
+        // SAFETY: as above.
+        unsafe {
+            let y = _mm512_maskz_loadu_ps(tail_mask, dst.add(full * LANES));
+            _mm512_mask_storeu_ps(dst.add(full * LANES), tail_mask, _mm512_mul_ps(y, inv));
+        }
+    }
+}
 
 /// One row of [`softmax_f32_rows_into`].
 #[inline(always)]
@@ -735,5 +812,44 @@ pub fn register(r: &mut KernelRegistry) {
     ];
     for &(name, f) in table {
         r.register(name, f);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The AVX-512 row against the portable one, bit for bit (any NaN for NaN): every length
+    /// up to 70 (no full vector, full vectors only, both with a partial one), rows with `-inf`
+    /// (a causal mask, all of a row), NaN, signed zeros, values that under- and overflow `exp`.
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn avx512_rows_match_the_portable_rows() {
+        if !std::is_x86_feature_detected!("avx512f") {
+            return;
+        }
+        let special = [f32::NEG_INFINITY, f32::NAN, 0.0, -0.0, 100.0, -100.0, f32::INFINITY, 1e-40];
+        for n in 0..=70usize {
+            for case in 0..12 {
+                let row: Vec<f32> = (0..n)
+                    .map(|j| match case {
+                        0 => (j as f32 * 0.37).sin() * 4.0,
+                        1 if j > n / 2 => f32::NEG_INFINITY,
+                        2 => f32::NEG_INFINITY,
+                        3..=10 if j == (case * 7) % n.max(1) => special[case - 3],
+                        11 => 0.0,
+                        _ => ((j * 31 + case) % 23) as f32 * 3.5 - 40.0,
+                    })
+                    .collect();
+                let (mut want, mut got) = (vec![0f32; n], vec![0f32; n]);
+                super::super::wide::with_width(super::super::wide::Width::Baseline, || softmax_row(&row, &mut want));
+                // SAFETY: the CPU has AVX-512F (checked above).
+                unsafe { softmax_row_avx512(&row, &mut got) };
+                // NaN payloads may differ with the order of an addition's operands.
+                let bits =
+                    |v: &[f32]| v.iter().map(|x| if x.is_nan() { u32::MAX } else { x.to_bits() }).collect::<Vec<_>>();
+                assert_eq!(bits(&got), bits(&want), "n = {n}, case {case}: {row:?}");
+            }
+        }
     }
 }

@@ -1,11 +1,13 @@
 //! Runs a kernel's loops compiled for the widest vector extension this CPU has.
 //!
 //! The crate is built for baseline x86-64 (SSE2, 4 `f32` lanes). [`widest`] calls its body
-//! from a function compiled with AVX-512F (16 lanes) or, failing that, AVX2 (8 lanes) when the
-//! CPU has it, chosen at run time; the body and everything it inlines is then vectorized that
-//! wide. Only the vector width changes: Rust never contracts a multiply and an add into a
-//! fused multiply-add, and each lane performs the same IEEE operations in the same order, so
-//! the results are the same bits on every path (tests compare them with the baseline path).
+//! from a function compiled with AVX-512F (16 lanes) or, failing that, AVX2 with FMA (8 lanes)
+//! when the CPU has it, chosen at run time; the body and everything it inlines is then
+//! vectorized that wide. Only the vector width changes: Rust never contracts a multiply and an
+//! add into a fused multiply-add, and each lane performs the same IEEE operations in the same
+//! order, so the results are the same bits on every path (tests compare them with the baseline
+//! path). Both wide paths have FMA (AVX-512F implies it) so that an explicit `mul_add` is one
+//! instruction there; it rounds once on every path, the baseline's library call included.
 //!
 //! The body must be an `#[inline(always)]` closure that reaches its loops through
 //! `#[inline(always)]` functions and closures: LLVM does not inline an ordinary closure into
@@ -29,7 +31,7 @@ impl Width {
             if std::is_x86_feature_detected!("avx512f") {
                 return Width::Avx512;
             }
-            if std::is_x86_feature_detected!("avx2") {
+            if std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("fma") {
                 return Width::Avx2;
             }
         }
@@ -52,8 +54,8 @@ pub(crate) fn with_width<R>(width: Width, body: impl FnOnce() -> R) -> R {
             // SAFETY: the CPU supports AVX-512F (checked just above).
             return unsafe { on_avx512(body) };
         }
-        if width == Width::Avx2 && std::is_x86_feature_detected!("avx2") {
-            // SAFETY: the CPU supports AVX2 (checked just above).
+        if width == Width::Avx2 && std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("fma") {
+            // SAFETY: the CPU supports AVX2 and FMA (checked just above).
             return unsafe { on_avx2(body) };
         }
     }
@@ -68,7 +70,7 @@ unsafe fn on_avx512<R>(body: impl FnOnce() -> R) -> R {
 }
 
 #[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
+#[target_feature(enable = "avx2,fma")]
 unsafe fn on_avx2<R>(body: impl FnOnce() -> R) -> R {
     body()
 }
