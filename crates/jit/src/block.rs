@@ -114,19 +114,12 @@ mod avx512 {
 
     use runtime::kernels::fastmath::{ERF_CUT, ERF_SMALL, ERFC_BIG};
 
-    /// The constants of `math`'s `exp` (see its `exp_parts`), as f32.
+    /// The constants of `math`'s expansions (see its `exp_parts`), as f32 where a lane holds them.
+    use crate::math::{EXP_MAGIC, EXP_POLY, EXP_SHIFT, LN2_HI, LN2_LO, LOG_POLY};
     const LOG2_E: f32 = std::f64::consts::LOG2_E as f32;
-    const LN2_HI: f64 = -0.693_359_375;
-    const LN2_LO: f64 = 2.121_944_400_546_905_8e-4;
-    const EXP_MAGIC: f64 = 12_582_912.0;
-    const EXP_HI: f32 = 89.0;
-    const EXP_LO: f32 = -104.0;
-    const EXP_SHIFT: i32 = 65;
-    const TANH_EXP_MAX: f32 = 40.0;
-    /// The Taylor coefficients of `(e^r - 1 - r) / r^2`, lowest degree first.
-    const EXP_POLY: [f64; 6] = [1.0 / 2.0, 1.0 / 6.0, 1.0 / 24.0, 1.0 / 120.0, 1.0 / 720.0, 1.0 / 5040.0];
-    /// `log`'s series of `(2 atanh(s) - 2s) / s^3` in `z = s^2`, lowest degree first.
-    const LOG_POLY: [f64; 4] = [2.0 / 3.0, 2.0 / 5.0, 2.0 / 7.0, 2.0 / 9.0];
+    const EXP_HI: f32 = crate::math::EXP_HI as f32;
+    const EXP_LO: f32 = crate::math::EXP_LO as f32;
+    const TANH_EXP_MAX: f32 = crate::math::TANH_EXP_MAX as f32;
     const SIGN: i32 = i32::MIN;
 
     /// Lanes per vector.

@@ -22,16 +22,23 @@ const PIO2_LO: f64 = 6.077_100_506_506_192e-11;
 const SINCOS_MAX: f64 = 1.0e6;
 /// The clamp of `exp`'s argument: above `log(f32::MAX)` (88.72) the scaled result overflows to
 /// `inf`, below `log(2^-150)` (-103.97) it rounds to 0, and `k` stays within `[-150, 129]`.
-const EXP_HI: f64 = 89.0;
-const EXP_LO: f64 = -104.0;
+pub(crate) const EXP_HI: f64 = 89.0;
+pub(crate) const EXP_LO: f64 = -104.0;
 /// 1.5 * 2^23: adding it rounds a float of magnitude below 2^22 to an integer.
-const EXP_MAGIC: f64 = 12_582_912.0;
+pub(crate) const EXP_MAGIC: f64 = 12_582_912.0;
 /// The offset of `exp`'s one-shift scaling where `k` is at most 62: odd, so that the rounding
 /// constant `1.5 * 2^23 + 127 + 65` is even and rounds ties of `x log2(e)` like the two-step
 /// form's (the results agree bit for bit).
-const EXP_SHIFT: i32 = 65;
+pub(crate) const EXP_SHIFT: i32 = 65;
 /// `tanh`'s exponential argument `-2|x|` is clamped at minus this: `tanh(20)` rounds to 1.
-const TANH_EXP_MAX: f64 = 40.0;
+pub(crate) const TANH_EXP_MAX: f64 = 40.0;
+/// ln 2 split for Cody–Waite reduction of `exp`'s argument: `k * LN2_HI` is exact in f32.
+pub(crate) const LN2_HI: f64 = -0.693_359_375;
+pub(crate) const LN2_LO: f64 = 2.121_944_400_546_905_8e-4;
+/// The Taylor coefficients of `(e^r - 1 - r) / r^2`, lowest degree first.
+pub(crate) const EXP_POLY: [f64; 6] = [1.0 / 2.0, 1.0 / 6.0, 1.0 / 24.0, 1.0 / 120.0, 1.0 / 720.0, 1.0 / 5040.0];
+/// `log`'s series of `(2 atanh(s) - 2s) / s^3` in `z = s^2`, lowest degree first.
+pub(crate) const LOG_POLY: [f64; 4] = [2.0 / 3.0, 2.0 / 5.0, 2.0 / 7.0, 2.0 / 9.0];
 
 /// How `exp` forms `2^k`.
 #[derive(Clone, Copy)]
@@ -234,8 +241,8 @@ impl Emitter<'_, '_> {
         let kt = self.addc(kx, magic);
         let kf = self.addc(kt, -magic);
         // r = x - k ln2 (Cody-Waite: the first product is exact).
-        let r = self.mul_addc(kf, -0.693_359_375, xc);
-        let r = self.mul_addc(kf, 2.121_944_400_546_905_8e-4, r);
+        let r = self.mul_addc(kf, LN2_HI, xc);
+        let r = self.mul_addc(kf, LN2_LO, r);
         // A fissioned body starts a new phase here (see `Emitter::split`).
         let mut v = [r, kt];
         self.split(&mut v);
@@ -243,7 +250,7 @@ impl Emitter<'_, '_> {
         // The coefficients are shared by every exp of the body: kept in registers (constants
         // hoisted out of the loops, see `Hoist`) rather than loaded from the pool at each use.
         let p = self.without_pool(|em| {
-            em.horner(r, &[1.0 / 2.0, 1.0 / 6.0, 1.0 / 24.0, 1.0 / 120.0, 1.0 / 720.0, 1.0 / 5040.0])
+            em.horner(r, &EXP_POLY)
         });
         let r2 = self.b.ins().fmul(r, r);
         let u = self.mul_add(r2, p, r);
@@ -332,18 +339,18 @@ impl Emitter<'_, '_> {
         let two_f = self.addc(f, 2.0);
         let s = self.b.ins().fdiv(f, two_f);
         let z = self.b.ins().fmul(s, s);
-        let p = self.horner(z, &[2.0 / 3.0, 2.0 / 5.0, 2.0 / 7.0, 2.0 / 9.0]);
+        let p = self.horner(z, &LOG_POLY);
         let r = self.b.ins().fmul(z, p);
         let ff = self.b.ins().fmul(f, f);
         let hfsq = self.mulc(ff, 0.5);
         let ef = self.b.ins().fcvt_from_sint(t, ex);
         let hr = self.b.ins().fadd(hfsq, r);
         let shr = self.b.ins().fmul(s, hr);
-        let elo = self.mulc(ef, -2.121_944_400_546_905_8e-4);
+        let elo = self.mulc(ef, -LN2_LO);
         let inner = self.b.ins().fadd(shr, elo);
         let inner = self.b.ins().fsub(hfsq, inner);
         let inner = self.b.ins().fsub(f, inner);
-        let ehi = self.mulc(ef, 0.693_359_375);
+        let ehi = self.mulc(ef, -LN2_HI);
         let y = self.b.ins().fadd(ehi, inner);
         // Special values: +inf → +inf, ±0 → -inf, negative or NaN → NaN.
         let inf = self.fconst(t, f64::INFINITY);

@@ -150,11 +150,15 @@ fn pow2i(k: i32) -> f32 {
     f32::from_bits((k.wrapping_add(127) as u32) << 23)
 }
 
+// The literals below are the exact decimal values of the f32 constants.
 /// [`exp_f32`]'s largest argument with a finite result; above it the result is `inf`.
+#[allow(clippy::excessive_precision)]
 const EXP_HI: f32 = 88.722_839_355_468_75;
 /// [`exp_f32`]'s smallest argument with a nonzero result; below it the result is 0.
+#[allow(clippy::excessive_precision)]
 const EXP_LO: f32 = -103.972_084_045_410_16;
 /// [`exp_f32`]'s Cody–Waite split of `ln 2` (the first exact in 9 bits).
+#[allow(clippy::excessive_precision)]
 const EXP_LN2: [f32; 2] = [0.693_359_375, -2.121_944_4e-4];
 /// [`exp_f32`]'s polynomial: `e^r = 1 + r + r^2 P(r)`, `P` the Taylor terms from `1/2!`.
 const EXP_POLY: [f32; 6] = [1.0 / 2.0, 1.0 / 6.0, 1.0 / 24.0, 1.0 / 120.0, 1.0 / 720.0, 1.0 / 5040.0];

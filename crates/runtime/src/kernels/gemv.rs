@@ -101,18 +101,13 @@ pub(crate) enum Path {
 }
 
 impl Path {
-    /// The fastest path this CPU runs.
+    /// The fastest path this CPU runs: the one for the vector extension `wide` picks.
     pub(crate) fn detect() -> Path {
-        #[cfg(target_arch = "x86_64")]
-        {
-            if std::is_x86_feature_detected!("avx512f") {
-                return Path::Avx512;
-            }
-            if std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("fma") {
-                return Path::Fma;
-            }
+        match super::wide::Width::detect() {
+            super::wide::Width::Avx512 => Path::Avx512,
+            super::wide::Width::Avx2 => Path::Fma,
+            super::wide::Width::Baseline => Path::Plain,
         }
-        Path::Plain
     }
 
     /// Whether this CPU runs the path.
