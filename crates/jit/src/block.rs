@@ -84,28 +84,28 @@ pub(crate) type PrefetchFn = extern "C" fn(p: *const u8, bytes: usize);
 #[cfg(target_arch = "x86_64")]
 const LINE: usize = 64;
 
+/// Prefetches the `bytes` bytes after the `bytes` at `p` (the next block), a line at a time,
+/// with the hint `HINT`.
 #[cfg(target_arch = "x86_64")]
-extern "C" fn prefetch_read(p: *const u8, bytes: usize) {
-    use std::arch::x86_64::{_MM_HINT_T0, _mm_prefetch};
+#[inline(always)]
+fn prefetch_next<const HINT: i32>(p: *const u8, bytes: usize) {
     let mut i = bytes;
     while i < 2 * bytes {
         // SAFETY: a prefetch is a hint: it reads nothing the program sees and faults on no
         // address, so any address will do (`wrapping_add` forms it without a provenance claim).
-        unsafe { _mm_prefetch::<_MM_HINT_T0>(p.wrapping_add(i) as *const i8) };
+        unsafe { std::arch::x86_64::_mm_prefetch::<HINT>(p.wrapping_add(i) as *const i8) };
         i += LINE;
     }
 }
 
 #[cfg(target_arch = "x86_64")]
+extern "C" fn prefetch_read(p: *const u8, bytes: usize) {
+    prefetch_next::<{ std::arch::x86_64::_MM_HINT_T0 }>(p, bytes);
+}
+
+#[cfg(target_arch = "x86_64")]
 extern "C" fn prefetch_write(p: *const u8, bytes: usize) {
-    use std::arch::x86_64::{_MM_HINT_ET0, _mm_prefetch};
-    let mut i = bytes;
-    while i < 2 * bytes {
-        // SAFETY: a prefetch is a hint: it reads nothing the program sees and faults on no
-        // address, so any address will do (`wrapping_add` forms it without a provenance claim).
-        unsafe { _mm_prefetch::<_MM_HINT_ET0>(p.wrapping_add(i) as *const i8) };
-        i += LINE;
-    }
+    prefetch_next::<{ std::arch::x86_64::_MM_HINT_ET0 }>(p, bytes);
 }
 
 #[cfg(target_arch = "x86_64")]
