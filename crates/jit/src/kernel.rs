@@ -2,6 +2,7 @@
 //! checks inputs against the specialization, output allocation, and the split of the
 //! iteration space across the runtime's intra-op team (`runtime::parallel`).
 
+use std::cell::RefCell;
 use std::collections::HashMap;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -412,18 +413,68 @@ fn compile_graph(g: &Graph, spec: &KernelSpec, options: CodegenOptions, start: I
 
 type Built = (JITModule, EntryFn, Vec<PoolEntry>);
 
+/// Cranelift's per-function state (the function, its analyses, the register allocator's
+/// context, the builder's scratch), kept per thread and reused by every compilation on it:
+/// a compile clears it and keeps its allocations, so a thread's later kernels neither grow
+/// nor free them again. A thread's first compilation builds it (and pays for it).
+struct CompileContext {
+    ctx: cranelift_codegen::Context,
+    fctx: FunctionBuilderContext,
+}
+
+thread_local! {
+    static COMPILE_CONTEXT: RefCell<Option<CompileContext>> = const { RefCell::new(None) };
+}
+
 fn build(g: &Graph, layout: &Layout, used: &[bool], share: &[Option<(usize, i32)>], lanes: u8, options: CodegenOptions) -> Result<Built, JitError> {
-    match catch_unwind(AssertUnwindSafe(|| build_inner(g, layout, used, share, lanes, options))) {
+    COMPILE_CONTEXT.with(|slot| {
+        // A compilation on this thread is under way only if Cranelift re-entered the JIT,
+        // which it does not; should it, the inner compilation gets a context of its own.
+        let Ok(mut slot) = slot.try_borrow_mut() else {
+            let mut fresh = CompileContext { ctx: cranelift_codegen::Context::new(), fctx: FunctionBuilderContext::new() };
+            return build_guarded(&mut fresh, g, layout, used, share, lanes, options);
+        };
+        let cc = slot.get_or_insert_with(|| CompileContext { ctx: cranelift_codegen::Context::new(), fctx: FunctionBuilderContext::new() });
+        let r = build_guarded(cc, g, layout, used, share, lanes, options);
+        if r.is_err() {
+            // A failed compilation may leave the builder mid-function: start the next afresh.
+            *slot = None;
+        }
+        r
+    })
+}
+
+#[allow(clippy::too_many_arguments)]
+fn build_guarded(
+    cc: &mut CompileContext,
+    g: &Graph,
+    layout: &Layout,
+    used: &[bool],
+    share: &[Option<(usize, i32)>],
+    lanes: u8,
+    options: CodegenOptions,
+) -> Result<Built, JitError> {
+    match catch_unwind(AssertUnwindSafe(|| build_inner(cc, g, layout, used, share, lanes, options))) {
         Ok(r) => r,
         Err(_) => Err(JitError::Codegen("code generator panicked".into())),
     }
 }
 
-fn build_inner(g: &Graph, layout: &Layout, used: &[bool], share: &[Option<(usize, i32)>], lanes: u8, options: CodegenOptions) -> Result<Built, JitError> {
+#[allow(clippy::too_many_arguments)]
+fn build_inner(
+    cc: &mut CompileContext,
+    g: &Graph,
+    layout: &Layout,
+    used: &[bool],
+    share: &[Option<(usize, i32)>],
+    lanes: u8,
+    options: CodegenOptions,
+) -> Result<Built, JitError> {
     let isa = isa()?;
     let mut module = JITModule::new(JITBuilder::with_isa(isa, default_libcall_names()));
     let ptr = module.target_config().pointer_type();
-    let mut ctx = module.make_context();
+    let CompileContext { ctx, fctx } = cc;
+    module.clear_context(ctx);
     let mut sig = module.make_signature();
     for _ in 0..4 {
         sig.params.push(AbiParam::new(ptr));
@@ -433,9 +484,8 @@ fn build_inner(g: &Graph, layout: &Layout, used: &[bool], share: &[Option<(usize
         .map_err(|e| JitError::Codegen(e.to_string()))?;
     ctx.func.signature = sig;
     ctx.func.name = UserFuncName::user(0, id.as_u32());
-    let mut fctx = FunctionBuilderContext::new();
     let pool = {
-        let mut b = FunctionBuilder::new(&mut ctx.func, &mut fctx);
+        let mut b = FunctionBuilder::new(&mut ctx.func, fctx);
         let err = b.declare_var(types::I32);
         let pool = emit_function(&mut b, g, layout, used, share, lanes, ptr, err, options)?;
         b.seal_all_blocks();
@@ -446,7 +496,7 @@ fn build_inner(g: &Graph, layout: &Layout, used: &[bool], share: &[Option<(usize
     if dump {
         ctx.set_disasm(true);
     }
-    module.define_function(id, &mut ctx).map_err(|e| JitError::Codegen(format!("{e:?}")))?;
+    module.define_function(id, ctx).map_err(|e| JitError::Codegen(format!("{e:?}")))?;
     if dump {
         if let Some(code) = ctx.compiled_code() {
             eprintln!("jit: {lanes}-lane kernel, {} bytes of code\n{}", code.code_info().total_size, code.vcode.as_deref().unwrap_or(""));
@@ -455,7 +505,7 @@ fn build_inner(g: &Graph, layout: &Layout, used: &[bool], share: &[Option<(usize
             }
         }
     }
-    module.clear_context(&mut ctx);
+    module.clear_context(ctx);
     module.finalize_definitions().map_err(|e| JitError::Codegen(e.to_string()))?;
     let code = module.get_finalized_function(id);
     // SAFETY: `code` is the finalized entry of a function declared with four pointer-sized

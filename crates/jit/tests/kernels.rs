@@ -136,6 +136,40 @@ fn the_cache_counts_hits_and_misses() {
 }
 
 #[test]
+fn threads_reusing_their_compile_context_compile_correct_kernels() {
+    // Each thread compiles a sequence of different kernels (dtypes, shapes, op counts) through
+    // its own reused Cranelift context, interleaved with the other threads' compilations.
+    let (pw, pg) = parse(POINTWISE);
+    let body = format!(
+        "  %s = \"aten.add.Tensor\"(%a, %b) {{alpha = 3 : i64}} : ({T}, {T}) -> {T}\n  %q = \"aten.lt.Tensor\"(%a, %b) : ({T}, {T}) -> {T}\n  \"prim.Return\"(%s, %q) : ({T}, {T}) -> ()"
+    );
+    let (sm, sg) = parse(&two_input_group(&body, 2));
+    std::thread::scope(|scope| {
+        for t in 0..3u64 {
+            let (pw, sm) = (&pw, &sm);
+            scope.spawn(move || {
+                let mut r = Rng(100 + t);
+                for round in 0..4usize {
+                    let rows = 1 + round + t as usize;
+                    let (x, y) = (randn(&mut r, &[rows, 4096]), randn(&mut r, &[rows, 4096]));
+                    let k = jit::compile(pw, pg, &KernelSpec::of(&[x.clone(), y.clone()])).unwrap();
+                    let got = k.run(&[x.clone(), y.clone()]).unwrap();
+                    close(&got[0], &reference(pw, pg, &[x, y]).unwrap()[0], 1e-6);
+                    let d = [DType::F32, DType::F64, DType::I32, DType::I64][round];
+                    let a = rand_tensor(&mut r, d, &[rows, 9], 0);
+                    let b = rand_tensor(&mut r, d, &[9], 0);
+                    let k = jit::compile(sm, sg, &KernelSpec::of(&[a.clone(), b.clone()])).unwrap();
+                    let got = k.run(&[a.clone(), b.clone()]).unwrap();
+                    for (x, y) in got.iter().zip(&reference(sm, sg, &[a, b]).unwrap()) {
+                        exact_eq(x, y).unwrap();
+                    }
+                }
+            });
+        }
+    });
+}
+
+#[test]
 fn unsupported_ops_are_reported_as_such() {
     let body = format!("  %s = \"aten.atan2\"(%a, %b) : ({T}, {T}) -> {T}\n  \"prim.Return\"(%s) : ({T}) -> ()");
     let (m, g) = parse(&two_input_group(&body, 1));
