@@ -73,6 +73,8 @@ pub struct Kernel {
     numel: usize,
     lanes: u8,
     compile_time: Duration,
+    /// When its compilation finished (orders a cache's kernels).
+    compiled_at: Instant,
     /// The first op that can raise at run time (integer division), for error messages.
     raising_op: Option<&'static str>,
 }
@@ -88,9 +90,16 @@ impl std::fmt::Debug for Kernel {
     }
 }
 
+/// The host ISA, built once per process, and how long building it took.
+static ISA: OnceLock<(Result<OwnedTargetIsa, String>, Duration)> = OnceLock::new();
+
 fn isa() -> Result<OwnedTargetIsa, JitError> {
-    static ISA: OnceLock<Result<OwnedTargetIsa, String>> = OnceLock::new();
-    ISA.get_or_init(|| {
+    ISA.get_or_init(build_isa).0.clone().map_err(JitError::Codegen)
+}
+
+fn build_isa() -> (Result<OwnedTargetIsa, String>, Duration) {
+    let start = Instant::now();
+    let isa = (|| {
         let mut fb = settings::builder();
         // No mid-end optimizer: the code generator emits what it means to run where it should
         // run (see `codegen::Hoist`), and skipping the e-graph pass saves a third of the
@@ -103,15 +112,21 @@ fn isa() -> Result<OwnedTargetIsa, JitError> {
         fb.set("use_colocated_libcalls", "false").map_err(|e| e.to_string())?;
         let ib = cranelift_native::builder().map_err(|e| e.to_string())?;
         ib.finish(settings::Flags::new(fb)).map_err(|e| e.to_string())
-    })
-    .clone()
-    .map_err(JitError::Codegen)
+    })();
+    (isa, start.elapsed())
 }
 
 /// Builds the host ISA now (once per process) rather than in the first compilation; an error
-/// is reported by that compilation.
-pub(crate) fn detect_isa() {
-    let _ = isa();
+/// is reported by that compilation. Returns the time this call spent building it: zero when
+/// an earlier call (or compilation) already had.
+pub(crate) fn detect_isa() -> Duration {
+    let mut built = None;
+    ISA.get_or_init(|| {
+        let r = build_isa();
+        built = Some(r.1);
+        r
+    });
+    built.unwrap_or_default()
 }
 
 /// Whether the host ISA has FMA (detected by `cranelift_native`).
@@ -138,6 +153,11 @@ impl Kernel {
     /// Wall time spent generating and compiling the code.
     pub fn compile_time(&self) -> Duration {
         self.compile_time
+    }
+
+    /// When the compilation finished.
+    pub fn compiled_at(&self) -> Instant {
+        self.compiled_at
     }
 
     /// Number of elements of the iteration space.
@@ -407,6 +427,7 @@ fn compile_graph(g: &Graph, spec: &KernelSpec, options: CodegenOptions, start: I
         numel: layout.numel,
         lanes: lanes_used,
         compile_time: start.elapsed(),
+        compiled_at: Instant::now(),
         raising_op,
     })
 }

@@ -133,6 +133,21 @@ fn the_cache_counts_hits_and_misses() {
     let s = cache.stats();
     assert_eq!((s.hits, s.misses, s.kernels), (1, 2, 2));
     assert!(s.total_compile_time.as_nanos() > 0);
+    // Compile times come in the order the kernels were compiled.
+    let times = cache.compile_times();
+    let rows: Vec<usize> = times.iter().map(|(spec, _)| spec.inputs[0].sizes[0]).collect();
+    assert_eq!(rows, vec![2, 3]);
+    assert_eq!(times.iter().map(|(_, d)| *d).sum::<std::time::Duration>(), s.total_compile_time);
+}
+
+#[test]
+fn the_host_isa_is_built_once_per_process() {
+    let first = jit::Jit::default();
+    let second = jit::Jit::default();
+    // Whichever `Jit` (or compilation) of this process came first built the ISA; later ones
+    // report no setup of their own.
+    assert_eq!(second.stats().setup_time, std::time::Duration::ZERO);
+    assert!(first.stats().setup_time < std::time::Duration::from_secs(1));
 }
 
 #[test]
