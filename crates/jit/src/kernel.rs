@@ -93,11 +93,28 @@ impl std::fmt::Debug for Kernel {
 /// The host ISA, built once per process, and how long building it took.
 static ISA: OnceLock<(Result<OwnedTargetIsa, String>, Duration)> = OnceLock::new();
 
+/// The host ISA with the single-pass register allocator, built by the first kernel that uses
+/// it (see [`isa_for`]).
+static QUICK_ISA: OnceLock<Result<OwnedTargetIsa, String>> = OnceLock::new();
+
 fn isa() -> Result<OwnedTargetIsa, JitError> {
-    ISA.get_or_init(build_isa).0.clone().map_err(JitError::Codegen)
+    ISA.get_or_init(|| build_isa(false)).0.clone().map_err(JitError::Codegen)
 }
 
-fn build_isa() -> (Result<OwnedTargetIsa, String>, Duration) {
+/// The ISA a kernel is compiled with. A body fissioned with every cut calling a block routine
+/// keeps only loads, stores, calls and cheap arithmetic for Cranelift: its loops run at the
+/// routines' and the scratch's pace whatever the register assignment, so the single-pass
+/// allocator (a fraction of the backtracking one's time) serves it. Every other body keeps
+/// the backtracking allocator, whose spill-free inline polynomials it needs.
+fn isa_for(routine_fission: bool) -> Result<OwnedTargetIsa, JitError> {
+    if routine_fission {
+        QUICK_ISA.get_or_init(|| build_isa(true).0).clone().map_err(JitError::Codegen)
+    } else {
+        isa()
+    }
+}
+
+fn build_isa(single_pass: bool) -> (Result<OwnedTargetIsa, String>, Duration) {
     let start = Instant::now();
     let isa = (|| {
         let mut fb = settings::builder();
@@ -105,6 +122,9 @@ fn build_isa() -> (Result<OwnedTargetIsa, String>, Duration) {
         // run (see `codegen::Hoist`), and skipping the e-graph pass saves a third of the
         // compile time with kernels as fast as before.
         fb.set("opt_level", "none").map_err(|e| e.to_string())?;
+        if single_pass {
+            fb.set("regalloc_algorithm", "single_pass").map_err(|e| e.to_string())?;
+        }
         // The IR verifier runs in debug builds (tests); release builds skip its cost.
         let verify = if cfg!(debug_assertions) { "true" } else { "false" };
         fb.set("enable_verifier", verify).map_err(|e| e.to_string())?;
@@ -122,7 +142,7 @@ fn build_isa() -> (Result<OwnedTargetIsa, String>, Duration) {
 pub(crate) fn detect_isa() -> Duration {
     let mut built = None;
     ISA.get_or_init(|| {
-        let r = build_isa();
+        let r = build_isa(false);
         built = Some(r.1);
         r
     });
@@ -491,7 +511,7 @@ fn build_inner(
     lanes: u8,
     options: CodegenOptions,
 ) -> Result<Built, JitError> {
-    let isa = isa()?;
+    let isa = isa_for(fission_plan(g, layout.numel, lanes, options).is_some_and(|(_, routines)| routines))?;
     let mut module = JITModule::new(JITBuilder::with_isa(isa, default_libcall_names()));
     let ptr = module.target_config().pointer_type();
     let CompileContext { ctx, fctx } = cc;
@@ -638,7 +658,7 @@ fn emit_function(
     let mut em = Emitter { b, g, ptr, err, fma: has_fma(), pool: None, multi_use: multi_use(g), hoist, phase: None, carry: Vec::new() };
     // Heavy vector bodies with several transcendental functions run in phases over blocks of
     // vectors (see `fission`).
-    let plan = if lanes > 1 && heavy(g) { fission::plan(g, &live_nodes(g), &em.multi_use, layout.numel) } else { None };
+    let plan = fission_plan(g, layout.numel, lanes, options).map(|(plan, _)| plan);
     let next_row = em.b.create_block();
     // Light kernels keep a scalar tail (their body is small; the padding code would cost more
     // to compile than the body); heavy ones (a transcendental function, or many ops) run the
@@ -1236,6 +1256,19 @@ fn int_of_size(bytes: i64) -> types::Type {
 
 /// Whether a kernel's body is large enough that one padded vector body beats a vector body and
 /// a scalar tail in compile time: it calls an inline transcendental function or has many ops.
+/// The fission plan of a kernel of `numel` elements (see `fission`), and whether each of its
+/// cuts calls a block routine; `None` when the body runs unfissioned.
+fn fission_plan(g: &Graph, numel: usize, lanes: u8, options: CodegenOptions) -> Option<(Plan, bool)> {
+    if lanes <= 1 || !heavy(g) {
+        return None;
+    }
+    let plan = fission::plan(g, &live_nodes(g), &multi_use(g))?;
+    // Routines serve 4-lane (f32) bodies only; see `emit_phases`.
+    let routines = options.block_routines && lanes == 4 && plan.cuts.iter().all(|&c| routine_phase(g, c).is_some());
+    let min = if routines { fission::MIN_ELEMENTS_ROUTINES } else { fission::MIN_ELEMENTS };
+    (numel >= min).then_some((plan, routines))
+}
+
 fn heavy(g: &Graph) -> bool {
     g.nodes.len() > 16 || g.nodes.iter().any(|n| matches!(n.kind, NodeKind::Unary(u, _) if fission::transcendental(u)))
 }
@@ -1352,7 +1385,39 @@ fn emit_body(
 
 #[cfg(test)]
 mod tests {
-    use super::div_magic;
+    use super::{CodegenOptions, div_magic, fission, fission_plan};
+    use crate::group::{Binary, Graph, Node, NodeKind, Unary};
+
+    /// The LSTM cell's gates: two sigmoids and two tanhs.
+    fn gates() -> Graph {
+        let kinds = [
+            NodeKind::Input(0),
+            NodeKind::Input(1),
+            NodeKind::Unary(Unary::Sigmoid, 0),
+            NodeKind::Unary(Unary::Tanh, 1),
+            NodeKind::Binary(Binary::Mul, 2, 3),
+            NodeKind::Unary(Unary::Sigmoid, 1),
+            NodeKind::Binary(Binary::Add, 4, 5),
+            NodeKind::Unary(Unary::Tanh, 6),
+        ];
+        let nodes = kinds.into_iter().map(|kind| Node { kind, dtype: ir::DType::F32, shape: vec![8], op: "test" }).collect();
+        Graph { nodes, outputs: vec![7, 6] }
+    }
+
+    #[test]
+    fn kernels_with_block_routines_are_fissioned_from_fewer_elements() {
+        let g = gates();
+        let on = CodegenOptions { block_routines: true };
+        let off = CodegenOptions { block_routines: false };
+        let has_routines = crate::block::routine(Unary::Tanh).is_some();
+        let min = fission::MIN_ELEMENTS_ROUTINES;
+        assert_eq!(fission_plan(&g, min, 4, on).map(|(_, r)| r), has_routines.then_some(true));
+        assert_eq!(fission_plan(&g, min - 1, 4, on), None);
+        // Without routines, or in 2-lane bodies, the inline threshold holds.
+        assert_eq!(fission_plan(&g, min, 4, off), None);
+        assert_eq!(fission_plan(&g, fission::MIN_ELEMENTS, 4, off).map(|(_, r)| r), Some(false));
+        assert_eq!(fission_plan(&g, min, 2, on), None);
+    }
 
     /// `x / d` as the code of `udiv_const` computes it.
     fn quotient(x: u64, d: u64) -> u64 {
