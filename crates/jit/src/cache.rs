@@ -89,9 +89,13 @@ impl KernelCache {
         s
     }
 
-    /// Compile time of every cached kernel, with its spec.
+    /// Compile time of every cached kernel, with its spec, in the order they were compiled
+    /// (the first is the one that met Cranelift's code and data cold).
     pub fn compile_times(&self) -> Vec<(KernelSpec, Duration)> {
-        self.lock().iter().filter_map(|((_, spec), r)| r.as_ref().ok().map(|k| (spec.clone(), k.compile_time()))).collect()
+        let map = self.lock();
+        let mut kernels: Vec<(&KernelSpec, &Arc<Kernel>)> = map.iter().filter_map(|((_, spec), r)| r.as_ref().ok().map(|k| (spec, k))).collect();
+        kernels.sort_by_key(|(_, k)| k.compiled_at());
+        kernels.into_iter().map(|(spec, k)| (spec.clone(), k.compile_time())).collect()
     }
 
     /// Drops every cached kernel (and the counters).

@@ -19,10 +19,18 @@ use crate::group::{Binary, Graph, NodeId, NodeKind, Unary};
 /// Vectors per block of a fissioned body: 64 × 16 bytes of scratch per buffer.
 pub(crate) const BLOCK_VECTORS: i64 = 64;
 
-/// Kernels of fewer elements are not fissioned: the phases' extra loops and scratch traffic
-/// cost a third more compile time (~0.3 ms for the LSTM cell's gates), which only a kernel
-/// that runs for about a millisecond per call earns back on its first call.
+/// Kernels of fewer elements are not fissioned when a cut expands inline: the phases' extra
+/// loops and scratch traffic cost a third more compile time (~0.3 ms for the LSTM cell's
+/// gates), which only a kernel that runs for about a millisecond per call earns back on its
+/// first call.
 pub(crate) const MIN_ELEMENTS: usize = 1 << 18;
+
+/// Kernels of fewer elements are not fissioned when every cut calls a block routine. The
+/// routines take the transcendental functions out of the code Cranelift compiles, and what
+/// remains is compiled with the single-pass register allocator (see `kernel::isa_for`): the
+/// LSTM cell's gates (32Ki elements) then compile in two thirds of the time of their inline
+/// body and run faster. Below a few blocks the phases' loops would be mostly overhead.
+pub(crate) const MIN_ELEMENTS_ROUTINES: usize = 1 << 12;
 
 /// The phases of a fissioned body.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -40,14 +48,11 @@ pub(crate) fn transcendental(u: Unary) -> bool {
     matches!(u, Exp | Log | Tanh | Sigmoid | Erf | Sin | Cos | GeluErf | GeluTanh | Silu)
 }
 
-/// The fission plan of the live part of `g` (`multi_use` as `codegen::multi_use`) over
-/// `numel` elements, or `None` when it has fewer than two transcendental functions (a single
-/// chain is short enough for consecutive iterations to overlap) or fewer than
-/// [`MIN_ELEMENTS`] elements.
-pub(crate) fn plan(g: &Graph, live: &[bool], multi_use: &[bool], numel: usize) -> Option<Plan> {
-    if numel < MIN_ELEMENTS {
-        return None;
-    }
+/// The fission plan of the live part of `g` (`multi_use` as `codegen::multi_use`), or `None`
+/// when it has fewer than two transcendental functions (a single chain is short enough for
+/// consecutive iterations to overlap). Whether a kernel's size earns the phases is the
+/// caller's decision ([`MIN_ELEMENTS`], [`MIN_ELEMENTS_ROUTINES`]).
+pub(crate) fn plan(g: &Graph, live: &[bool], multi_use: &[bool]) -> Option<Plan> {
     let n = g.nodes.len();
     let mut cut = vec![false; n];
     for (i, node) in g.nodes.iter().enumerate() {
@@ -123,7 +128,7 @@ mod tests {
     }
 
     fn plan_of(g: &Graph) -> Option<Plan> {
-        plan(g, &vec![true; g.nodes.len()], &multi_use(g), MIN_ELEMENTS)
+        plan(g, &vec![true; g.nodes.len()], &multi_use(g))
     }
 
     #[test]
@@ -179,8 +184,7 @@ mod tests {
             vec![1, 3],
         );
         let live = vec![true, true, false, true];
-        let p = plan(&g, &live, &multi_use(&g), MIN_ELEMENTS).unwrap();
+        let p = plan(&g, &live, &multi_use(&g)).unwrap();
         assert_eq!(p.cuts, vec![1, 3]);
-        assert_eq!(plan(&g, &live, &multi_use(&g), MIN_ELEMENTS - 1), None);
     }
 }

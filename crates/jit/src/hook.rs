@@ -58,6 +58,10 @@ pub struct JitStats {
     pub interpreted_calls: u64,
     /// The kernel cache: hits, misses, kernels, failed specializations, total compile time.
     pub cache: CacheStats,
+    /// Time this JIT's creation spent on state every kernel of the process shares (the host
+    /// ISA and its flags); zero when an earlier `Jit` of the process already built it. Kernel
+    /// compile times exclude it.
+    pub setup_time: Duration,
 }
 
 /// The runtime's fusion compiler backed by Cranelift; set it as `CompileOptions::fusion`.
@@ -73,6 +77,7 @@ pub struct Jit {
     cache: Arc<KernelCache>,
     options: JitOptions,
     counters: Arc<Counters>,
+    setup_time: Duration,
 }
 
 impl Default for Jit {
@@ -83,10 +88,10 @@ impl Default for Jit {
 
 impl Jit {
     /// A JIT with an empty cache. Detects the host ISA (once per process), so that the first
-    /// kernel's compile time is its own.
+    /// kernel's compile time is its own; the time that took is [`JitStats::setup_time`].
     pub fn new(options: JitOptions) -> Jit {
-        crate::kernel::detect_isa();
-        Jit { cache: Arc::new(KernelCache::new()), options, counters: Arc::default() }
+        let setup_time = crate::kernel::detect_isa();
+        Jit { cache: Arc::new(KernelCache::new()), options, counters: Arc::default(), setup_time }
     }
 
     /// The cache every kernel of this JIT goes through.
@@ -102,10 +107,11 @@ impl Jit {
             native_calls: c.native_calls.load(Ordering::Relaxed),
             interpreted_calls: c.interpreted_calls.load(Ordering::Relaxed),
             cache: self.cache.stats(),
+            setup_time: self.setup_time,
         }
     }
 
-    /// Compile time of every kernel compiled so far.
+    /// Compile time of every kernel compiled so far, in the order they were compiled.
     pub fn compile_times(&self) -> Vec<Duration> {
         self.cache.compile_times().into_iter().map(|(_, d)| d).collect()
     }

@@ -2,6 +2,7 @@
 //! checks inputs against the specialization, output allocation, and the split of the
 //! iteration space across the runtime's intra-op team (`runtime::parallel`).
 
+use std::cell::RefCell;
 use std::collections::HashMap;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -72,6 +73,8 @@ pub struct Kernel {
     numel: usize,
     lanes: u8,
     compile_time: Duration,
+    /// When its compilation finished (orders a cache's kernels).
+    compiled_at: Instant,
     /// The first op that can raise at run time (integer division), for error messages.
     raising_op: Option<&'static str>,
 }
@@ -87,14 +90,41 @@ impl std::fmt::Debug for Kernel {
     }
 }
 
+/// The host ISA, built once per process, and how long building it took.
+static ISA: OnceLock<(Result<OwnedTargetIsa, String>, Duration)> = OnceLock::new();
+
+/// The host ISA with the single-pass register allocator, built by the first kernel that uses
+/// it (see [`isa_for`]).
+static QUICK_ISA: OnceLock<Result<OwnedTargetIsa, String>> = OnceLock::new();
+
 fn isa() -> Result<OwnedTargetIsa, JitError> {
-    static ISA: OnceLock<Result<OwnedTargetIsa, String>> = OnceLock::new();
-    ISA.get_or_init(|| {
+    ISA.get_or_init(|| build_isa(false)).0.clone().map_err(JitError::Codegen)
+}
+
+/// The ISA a kernel is compiled with. A body fissioned with every cut calling a block routine
+/// keeps only loads, stores, calls and cheap arithmetic for Cranelift: its loops run at the
+/// routines' and the scratch's pace whatever the register assignment, so the single-pass
+/// allocator (a fraction of the backtracking one's time) serves it. Every other body keeps
+/// the backtracking allocator, whose spill-free inline polynomials it needs.
+fn isa_for(routine_fission: bool) -> Result<OwnedTargetIsa, JitError> {
+    if routine_fission {
+        QUICK_ISA.get_or_init(|| build_isa(true).0).clone().map_err(JitError::Codegen)
+    } else {
+        isa()
+    }
+}
+
+fn build_isa(single_pass: bool) -> (Result<OwnedTargetIsa, String>, Duration) {
+    let start = Instant::now();
+    let isa = (|| {
         let mut fb = settings::builder();
         // No mid-end optimizer: the code generator emits what it means to run where it should
         // run (see `codegen::Hoist`), and skipping the e-graph pass saves a third of the
         // compile time with kernels as fast as before.
         fb.set("opt_level", "none").map_err(|e| e.to_string())?;
+        if single_pass {
+            fb.set("regalloc_algorithm", "single_pass").map_err(|e| e.to_string())?;
+        }
         // The IR verifier runs in debug builds (tests); release builds skip its cost.
         let verify = if cfg!(debug_assertions) { "true" } else { "false" };
         fb.set("enable_verifier", verify).map_err(|e| e.to_string())?;
@@ -102,15 +132,21 @@ fn isa() -> Result<OwnedTargetIsa, JitError> {
         fb.set("use_colocated_libcalls", "false").map_err(|e| e.to_string())?;
         let ib = cranelift_native::builder().map_err(|e| e.to_string())?;
         ib.finish(settings::Flags::new(fb)).map_err(|e| e.to_string())
-    })
-    .clone()
-    .map_err(JitError::Codegen)
+    })();
+    (isa, start.elapsed())
 }
 
 /// Builds the host ISA now (once per process) rather than in the first compilation; an error
-/// is reported by that compilation.
-pub(crate) fn detect_isa() {
-    let _ = isa();
+/// is reported by that compilation. Returns the time this call spent building it: zero when
+/// an earlier call (or compilation) already had.
+pub(crate) fn detect_isa() -> Duration {
+    let mut built = None;
+    ISA.get_or_init(|| {
+        let r = build_isa(false);
+        built = Some(r.1);
+        r
+    });
+    built.unwrap_or_default()
 }
 
 /// Whether the host ISA has FMA (detected by `cranelift_native`).
@@ -137,6 +173,11 @@ impl Kernel {
     /// Wall time spent generating and compiling the code.
     pub fn compile_time(&self) -> Duration {
         self.compile_time
+    }
+
+    /// When the compilation finished.
+    pub fn compiled_at(&self) -> Instant {
+        self.compiled_at
     }
 
     /// Number of elements of the iteration space.
@@ -406,24 +447,75 @@ fn compile_graph(g: &Graph, spec: &KernelSpec, options: CodegenOptions, start: I
         numel: layout.numel,
         lanes: lanes_used,
         compile_time: start.elapsed(),
+        compiled_at: Instant::now(),
         raising_op,
     })
 }
 
 type Built = (JITModule, EntryFn, Vec<PoolEntry>);
 
+/// Cranelift's per-function state (the function, its analyses, the register allocator's
+/// context, the builder's scratch), kept per thread and reused by every compilation on it:
+/// a compile clears it and keeps its allocations, so a thread's later kernels neither grow
+/// nor free them again. A thread's first compilation builds it (and pays for it).
+struct CompileContext {
+    ctx: cranelift_codegen::Context,
+    fctx: FunctionBuilderContext,
+}
+
+thread_local! {
+    static COMPILE_CONTEXT: RefCell<Option<CompileContext>> = const { RefCell::new(None) };
+}
+
 fn build(g: &Graph, layout: &Layout, used: &[bool], share: &[Option<(usize, i32)>], lanes: u8, options: CodegenOptions) -> Result<Built, JitError> {
-    match catch_unwind(AssertUnwindSafe(|| build_inner(g, layout, used, share, lanes, options))) {
+    COMPILE_CONTEXT.with(|slot| {
+        // A compilation on this thread is under way only if Cranelift re-entered the JIT,
+        // which it does not; should it, the inner compilation gets a context of its own.
+        let Ok(mut slot) = slot.try_borrow_mut() else {
+            let mut fresh = CompileContext { ctx: cranelift_codegen::Context::new(), fctx: FunctionBuilderContext::new() };
+            return build_guarded(&mut fresh, g, layout, used, share, lanes, options);
+        };
+        let cc = slot.get_or_insert_with(|| CompileContext { ctx: cranelift_codegen::Context::new(), fctx: FunctionBuilderContext::new() });
+        let r = build_guarded(cc, g, layout, used, share, lanes, options);
+        if r.is_err() {
+            // A failed compilation may leave the builder mid-function: start the next afresh.
+            *slot = None;
+        }
+        r
+    })
+}
+
+#[allow(clippy::too_many_arguments)]
+fn build_guarded(
+    cc: &mut CompileContext,
+    g: &Graph,
+    layout: &Layout,
+    used: &[bool],
+    share: &[Option<(usize, i32)>],
+    lanes: u8,
+    options: CodegenOptions,
+) -> Result<Built, JitError> {
+    match catch_unwind(AssertUnwindSafe(|| build_inner(cc, g, layout, used, share, lanes, options))) {
         Ok(r) => r,
         Err(_) => Err(JitError::Codegen("code generator panicked".into())),
     }
 }
 
-fn build_inner(g: &Graph, layout: &Layout, used: &[bool], share: &[Option<(usize, i32)>], lanes: u8, options: CodegenOptions) -> Result<Built, JitError> {
-    let isa = isa()?;
+#[allow(clippy::too_many_arguments)]
+fn build_inner(
+    cc: &mut CompileContext,
+    g: &Graph,
+    layout: &Layout,
+    used: &[bool],
+    share: &[Option<(usize, i32)>],
+    lanes: u8,
+    options: CodegenOptions,
+) -> Result<Built, JitError> {
+    let isa = isa_for(fission_plan(g, layout.numel, lanes, options).is_some_and(|(_, routines)| routines))?;
     let mut module = JITModule::new(JITBuilder::with_isa(isa, default_libcall_names()));
     let ptr = module.target_config().pointer_type();
-    let mut ctx = module.make_context();
+    let CompileContext { ctx, fctx } = cc;
+    module.clear_context(ctx);
     let mut sig = module.make_signature();
     for _ in 0..4 {
         sig.params.push(AbiParam::new(ptr));
@@ -433,9 +525,8 @@ fn build_inner(g: &Graph, layout: &Layout, used: &[bool], share: &[Option<(usize
         .map_err(|e| JitError::Codegen(e.to_string()))?;
     ctx.func.signature = sig;
     ctx.func.name = UserFuncName::user(0, id.as_u32());
-    let mut fctx = FunctionBuilderContext::new();
     let pool = {
-        let mut b = FunctionBuilder::new(&mut ctx.func, &mut fctx);
+        let mut b = FunctionBuilder::new(&mut ctx.func, fctx);
         let err = b.declare_var(types::I32);
         let pool = emit_function(&mut b, g, layout, used, share, lanes, ptr, err, options)?;
         b.seal_all_blocks();
@@ -446,7 +537,7 @@ fn build_inner(g: &Graph, layout: &Layout, used: &[bool], share: &[Option<(usize
     if dump {
         ctx.set_disasm(true);
     }
-    module.define_function(id, &mut ctx).map_err(|e| JitError::Codegen(format!("{e:?}")))?;
+    module.define_function(id, ctx).map_err(|e| JitError::Codegen(format!("{e:?}")))?;
     if dump {
         if let Some(code) = ctx.compiled_code() {
             eprintln!("jit: {lanes}-lane kernel, {} bytes of code\n{}", code.code_info().total_size, code.vcode.as_deref().unwrap_or(""));
@@ -455,7 +546,7 @@ fn build_inner(g: &Graph, layout: &Layout, used: &[bool], share: &[Option<(usize
             }
         }
     }
-    module.clear_context(&mut ctx);
+    module.clear_context(ctx);
     module.finalize_definitions().map_err(|e| JitError::Codegen(e.to_string()))?;
     let code = module.get_finalized_function(id);
     // SAFETY: `code` is the finalized entry of a function declared with four pointer-sized
@@ -567,7 +658,7 @@ fn emit_function(
     let mut em = Emitter { b, g, ptr, err, fma: has_fma(), pool: None, multi_use: multi_use(g), hoist, phase: None, carry: Vec::new() };
     // Heavy vector bodies with several transcendental functions run in phases over blocks of
     // vectors (see `fission`).
-    let plan = if lanes > 1 && heavy(g) { fission::plan(g, &live_nodes(g), &em.multi_use, layout.numel) } else { None };
+    let plan = fission_plan(g, layout.numel, lanes, options).map(|(plan, _)| plan);
     let next_row = em.b.create_block();
     // Light kernels keep a scalar tail (their body is small; the padding code would cost more
     // to compile than the body); heavy ones (a transcendental function, or many ops) run the
@@ -1165,6 +1256,19 @@ fn int_of_size(bytes: i64) -> types::Type {
 
 /// Whether a kernel's body is large enough that one padded vector body beats a vector body and
 /// a scalar tail in compile time: it calls an inline transcendental function or has many ops.
+/// The fission plan of a kernel of `numel` elements (see `fission`), and whether each of its
+/// cuts calls a block routine; `None` when the body runs unfissioned.
+fn fission_plan(g: &Graph, numel: usize, lanes: u8, options: CodegenOptions) -> Option<(Plan, bool)> {
+    if lanes <= 1 || !heavy(g) {
+        return None;
+    }
+    let plan = fission::plan(g, &live_nodes(g), &multi_use(g))?;
+    // Routines serve 4-lane (f32) bodies only; see `emit_phases`.
+    let routines = options.block_routines && lanes == 4 && plan.cuts.iter().all(|&c| routine_phase(g, c).is_some());
+    let min = if routines { fission::MIN_ELEMENTS_ROUTINES } else { fission::MIN_ELEMENTS };
+    (numel >= min).then_some((plan, routines))
+}
+
 fn heavy(g: &Graph) -> bool {
     g.nodes.len() > 16 || g.nodes.iter().any(|n| matches!(n.kind, NodeKind::Unary(u, _) if fission::transcendental(u)))
 }
@@ -1281,7 +1385,39 @@ fn emit_body(
 
 #[cfg(test)]
 mod tests {
-    use super::div_magic;
+    use super::{CodegenOptions, div_magic, fission, fission_plan};
+    use crate::group::{Binary, Graph, Node, NodeKind, Unary};
+
+    /// The LSTM cell's gates: two sigmoids and two tanhs.
+    fn gates() -> Graph {
+        let kinds = [
+            NodeKind::Input(0),
+            NodeKind::Input(1),
+            NodeKind::Unary(Unary::Sigmoid, 0),
+            NodeKind::Unary(Unary::Tanh, 1),
+            NodeKind::Binary(Binary::Mul, 2, 3),
+            NodeKind::Unary(Unary::Sigmoid, 1),
+            NodeKind::Binary(Binary::Add, 4, 5),
+            NodeKind::Unary(Unary::Tanh, 6),
+        ];
+        let nodes = kinds.into_iter().map(|kind| Node { kind, dtype: ir::DType::F32, shape: vec![8], op: "test" }).collect();
+        Graph { nodes, outputs: vec![7, 6] }
+    }
+
+    #[test]
+    fn kernels_with_block_routines_are_fissioned_from_fewer_elements() {
+        let g = gates();
+        let on = CodegenOptions { block_routines: true };
+        let off = CodegenOptions { block_routines: false };
+        let has_routines = crate::block::routine(Unary::Tanh).is_some();
+        let min = fission::MIN_ELEMENTS_ROUTINES;
+        assert_eq!(fission_plan(&g, min, 4, on).map(|(_, r)| r), has_routines.then_some(true));
+        assert_eq!(fission_plan(&g, min - 1, 4, on), None);
+        // Without routines, or in 2-lane bodies, the inline threshold holds.
+        assert_eq!(fission_plan(&g, min, 4, off), None);
+        assert_eq!(fission_plan(&g, fission::MIN_ELEMENTS, 4, off).map(|(_, r)| r), Some(false));
+        assert_eq!(fission_plan(&g, min, 2, on), None);
+    }
 
     /// `x / d` as the code of `udiv_const` computes it.
     fn quotient(x: u64, d: u64) -> u64 {

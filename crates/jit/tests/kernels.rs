@@ -133,6 +133,55 @@ fn the_cache_counts_hits_and_misses() {
     let s = cache.stats();
     assert_eq!((s.hits, s.misses, s.kernels), (1, 2, 2));
     assert!(s.total_compile_time.as_nanos() > 0);
+    // Compile times come in the order the kernels were compiled.
+    let times = cache.compile_times();
+    let rows: Vec<usize> = times.iter().map(|(spec, _)| spec.inputs[0].sizes[0]).collect();
+    assert_eq!(rows, vec![2, 3]);
+    assert_eq!(times.iter().map(|(_, d)| *d).sum::<std::time::Duration>(), s.total_compile_time);
+}
+
+#[test]
+fn the_host_isa_is_built_once_per_process() {
+    let first = jit::Jit::default();
+    let second = jit::Jit::default();
+    // Whichever `Jit` (or compilation) of this process came first built the ISA; later ones
+    // report no setup of their own.
+    assert_eq!(second.stats().setup_time, std::time::Duration::ZERO);
+    assert!(first.stats().setup_time < std::time::Duration::from_secs(1));
+}
+
+#[test]
+fn threads_reusing_their_compile_context_compile_correct_kernels() {
+    // Each thread compiles a sequence of different kernels (dtypes, shapes, op counts) through
+    // its own reused Cranelift context, interleaved with the other threads' compilations.
+    let (pw, pg) = parse(POINTWISE);
+    let body = format!(
+        "  %s = \"aten.add.Tensor\"(%a, %b) {{alpha = 3 : i64}} : ({T}, {T}) -> {T}\n  %q = \"aten.lt.Tensor\"(%a, %b) : ({T}, {T}) -> {T}\n  \"prim.Return\"(%s, %q) : ({T}, {T}) -> ()"
+    );
+    let (sm, sg) = parse(&two_input_group(&body, 2));
+    std::thread::scope(|scope| {
+        for t in 0..3u64 {
+            let (pw, sm) = (&pw, &sm);
+            scope.spawn(move || {
+                let mut r = Rng(100 + t);
+                for round in 0..4usize {
+                    let rows = 1 + round + t as usize;
+                    let (x, y) = (randn(&mut r, &[rows, 4096]), randn(&mut r, &[rows, 4096]));
+                    let k = jit::compile(pw, pg, &KernelSpec::of(&[x.clone(), y.clone()])).unwrap();
+                    let got = k.run(&[x.clone(), y.clone()]).unwrap();
+                    close(&got[0], &reference(pw, pg, &[x, y]).unwrap()[0], 1e-6);
+                    let d = [DType::F32, DType::F64, DType::I32, DType::I64][round];
+                    let a = rand_tensor(&mut r, d, &[rows, 9], 0);
+                    let b = rand_tensor(&mut r, d, &[9], 0);
+                    let k = jit::compile(sm, sg, &KernelSpec::of(&[a.clone(), b.clone()])).unwrap();
+                    let got = k.run(&[a.clone(), b.clone()]).unwrap();
+                    for (x, y) in got.iter().zip(&reference(sm, sg, &[a, b]).unwrap()) {
+                        exact_eq(x, y).unwrap();
+                    }
+                }
+            });
+        }
+    });
 }
 
 #[test]
@@ -217,6 +266,33 @@ fn fissioned_bodies_match_the_reference() {
             let differ = q.iter().zip(&wq).filter(|(x, y)| x != y).count();
             assert!(differ <= q.len() / 100, "{n} {b_sizes:?}: {differ} of {} comparisons differ", q.len());
         }
+    }
+}
+
+/// Kernels from 2^12 elements whose every cut has a block routine (the LSTM cell's gates are
+/// 64 × 512) are fissioned and compiled with the single-pass register allocator; without the
+/// routines the same kernels expand inline, unfissioned, with the backtracking one. Both give
+/// the same bits, on either side of the threshold, for whole rows and rows ending in a
+/// partial vector.
+#[test]
+fn small_kernels_fissioned_with_block_routines_match_the_inline_path() {
+    let body = format!(
+        "  %s = \"aten.sigmoid\"(%a) : ({T}) -> {T}\n  %t = \"aten.tanh\"(%b) : ({T}) -> {T}\n  %m = \"aten.mul.Tensor\"(%s, %t) : ({T}, {T}) -> {T}\n  %c = \"aten.add.Tensor\"(%m, %a) : ({T}, {T}) -> {T}\n  %h = \"aten.tanh\"(%c) : ({T}) -> {T}\n  %o = \"aten.mul.Tensor\"(%h, %s) : ({T}, {T}) -> {T}\n  \"prim.Return\"(%o, %c) : ({T}, {T}) -> ()"
+    );
+    let (m, g) = parse(&two_input_group(&body, 2));
+    let mut r = Rng(14);
+    for sizes in [[64, 512], [1, 4096], [1, 4095], [3, 1367], [4, 1023]] {
+        let a = randn(&mut r, &sizes);
+        let b = randn(&mut r, &sizes);
+        let spec = KernelSpec::of(&[a.clone(), b.clone()]);
+        let got = jit::compile(&m, g, &spec).unwrap().run(&[a.clone(), b.clone()]).unwrap();
+        let inline = jit::compile_with(&m, g, &spec, CodegenOptions { block_routines: false }).unwrap();
+        for (x, y) in got.iter().zip(inline.run(&[a.clone(), b.clone()]).unwrap()) {
+            exact_eq(x, &y).unwrap();
+        }
+        let want = reference(&m, g, &[a, b]).unwrap();
+        close(&got[0], &want[0], 1e-6);
+        close(&got[1], &want[1], 1e-6);
     }
 }
 
