@@ -708,9 +708,13 @@ unsafe fn drive(isa: Isa, raw: &Raw, pack: Option<&PackA<'_>>, ep: &Epilogue<'_>
         unsafe { drive_panels(isa, raw, ep, c, ldc, 0..panels) };
         return;
     }
-    let tasks = (threads * PARALLEL_TASKS_PER_THREAD).min(panels);
+    // One panel a task (up to the most a pinned job has): each thread works through its own
+    // run of panels, so the slice of `B` a tile prefetches is the one its thread reads next,
+    // and a constant `B` is read by the same core call after call; a thread done early takes
+    // single panels from the end of another's run.
+    let tasks = panels.min(crate::parallel::MAX_PINNED);
     let out = crate::parallel::SharedOut(c);
-    crate::parallel::for_each(tasks, |t| {
+    crate::parallel::for_each_pinned(tasks, |t| {
         // Every task needs all of `A`: the first ones to start pack it together, the others
         // find it packed.
         if let Some(p) = pack {
@@ -731,11 +735,6 @@ unsafe fn drive(isa: Isa, raw: &Raw, pack: Option<&PackA<'_>>, ep: &Epilogue<'_>
 /// steps) then split; 2²³ ran it at 1.82–1.84 ms and kept the transformer's 2²³-sized products
 /// split (1.43–1.48 ms, against 1.59–1.66 with 2²⁴).
 const PARALLEL_MIN_FMAS: usize = 1 << 23;
-
-/// Tasks per thread of a split product: more than one, so a thread that starts late (a worker
-/// woken from its parked state, or preempted) takes a smaller share instead of holding the
-/// caller up.
-const PARALLEL_TASKS_PER_THREAD: usize = 4;
 
 // SAFETY: `Raw` only reads through its pointers, and the operands are not written while a
 // product runs.
