@@ -177,7 +177,7 @@ struct Job {
 impl Job {
     /// Claims and runs tasks until none is left; catches a panic, records the first, and stops
     /// handing out tasks after it. `me` is the participant's index (0 for the caller, `i` for
-    /// the team's `i`-th worker): in a pinned job it first runs its own task.
+    /// the team's `i`-th worker): in a pinned job it first works through its own run of tasks.
     fn work(&self, me: usize) {
         if self.pinned {
             // Participant `p` owns the run of tasks `t` with `t·w / tasks == p`: it works
