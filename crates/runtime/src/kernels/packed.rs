@@ -439,7 +439,7 @@ impl<'a> PackA<'a> {
             src,
             mr,
             dst: dst.as_mut_ptr(),
-            blocks: if len == 0 { 0 } else { src.rows.div_ceil(mr).min(dst.len() / len) },
+            blocks: dst.len().checked_div(len).map_or(0, |fit| src.rows.div_ceil(mr).min(fit)),
             next: std::sync::atomic::AtomicUsize::new(0),
             done: std::sync::atomic::AtomicUsize::new(0),
             _dst: std::marker::PhantomData,
