@@ -2,8 +2,9 @@
 //!
 //! A kernel that splits its work calls [`for_each`] with a number of tasks; the calling thread
 //! and the team's workers claim task indices from an atomic counter until all are taken, and the
-//! call returns when every task has finished (`for_each_pinned` instead gives task `t` to the
-//! `t`-th participant first, so a split repeated call after call keeps each share on one core).
+//! call returns when every task has finished (`for_each_pinned` instead gives each participant
+//! its own run of consecutive tasks first, so a split repeated call after call keeps each share
+//! on one core).
 //! After a job a worker spins for a short budget
 //! ([`SPIN`]) waiting for the next one, so the consecutive ops of a program run hand their work
 //! over in about a microsecond instead of paying a futex wake-up and an inter-processor
@@ -89,13 +90,16 @@ pub fn for_each<F: Fn(usize) + Sync>(tasks: usize, f: F) {
     global().run(tasks, width, false, f);
 }
 
-/// [`for_each`] with task `t` on the same thread of the team on every call: task 0 on the
-/// calling thread, task `t` on the team's `t`-th worker. A kernel that splits the same product
-/// into the same tasks call after call (a batch-1 linear layer: its weight columns) then finds
-/// each share of its operands in the cache of the core that read it last time. A task whose
-/// thread has not joined by the time another participant is free runs there instead (so a
-/// parked or preempted worker delays nothing); results must not depend on which thread runs a
-/// task, as for [`for_each`]. More tasks than [`MAX_PINNED`] are claimed in turn.
+/// [`for_each`] with each task on the same thread of the team on every call: of `w` threads
+/// (`w ≤ tasks`), participant `p` (the caller is the 0th, the team's `p`-th worker the `p`-th)
+/// runs the tasks `t` with `t·w / tasks == p`, one run of consecutive tasks (task `t` on
+/// participant `t` when there are no more tasks than threads). A kernel that splits the same
+/// product into the same tasks call after call (a linear layer: its weight columns) then finds
+/// each share of its operands in the cache of the core that read it last time. A participant
+/// done with its run takes the others' unclaimed tasks from the last one down, so a parked or
+/// preempted worker delays nothing and the tasks at the end of a run balance the threads;
+/// results must not depend on which thread runs a task, as for [`for_each`]. More tasks than
+/// [`MAX_PINNED`] are claimed in turn.
 pub(crate) fn for_each_pinned<F: Fn(usize) + Sync>(tasks: usize, f: F) {
     let width = threads();
     if tasks <= 1 || width <= 1 {
@@ -173,16 +177,23 @@ struct Job {
 impl Job {
     /// Claims and runs tasks until none is left; catches a panic, records the first, and stops
     /// handing out tasks after it. `me` is the participant's index (0 for the caller, `i` for
-    /// the team's `i`-th worker): in a pinned job it first runs its own task.
+    /// the team's `i`-th worker): in a pinned job it first works through its own run of tasks.
     fn work(&self, me: usize) {
         if self.pinned {
-            // The caller's task 0 is claimed before the job is published (no worker takes it
-            // in the moment between publishing and the caller's claim).
-            let own = if me == 0 { self.tasks > 0 } else { me < self.tasks && self.claim(me) };
-            if own && !self.run(me) {
-                return;
+            // Participant `p` owns the run of tasks `t` with `t·w / tasks == p`: it works
+            // through it from the start, then claims what is left from the last task down, so
+            // a participant done early takes the end of another's run while its owner is still
+            // at the start. The caller's task 0 is claimed before the job is published (no
+            // worker takes it in the moment between publishing and the caller's claim).
+            let w = self.width.min(self.tasks).max(1);
+            let first = |p: usize| (p * self.tasks).div_ceil(w).min(self.tasks);
+            for i in first(me)..first(me + 1) {
+                let own = i == 0 || self.claim(i);
+                if own && !self.run(i) {
+                    return;
+                }
             }
-            for i in 0..self.tasks {
+            for i in (0..self.tasks).rev() {
                 if self.claim(i) && !self.run(i) {
                     return;
                 }
@@ -611,6 +622,26 @@ mod tests {
             let names = names.into_inner().unwrap();
             assert_eq!(names[0].as_ref().unwrap().0, caller);
             assert_eq!(names[1].as_ref().unwrap().1.as_deref(), Some("intra-op-1"));
+        }
+        // More tasks than threads: the first worker's run is tasks 2 and 3, so it starts at 2.
+        for _ in 0..20 {
+            let started = AtomicBool::new(false);
+            let names = Mutex::new(vec![None; 4]);
+            team.run(4, 2, true, |t| {
+                names.lock().unwrap()[t] = Some(std::thread::current().name().map(String::from));
+                if t == 0 {
+                    let since = Instant::now();
+                    while !started.load(Ordering::SeqCst) {
+                        assert!(since.elapsed() < Duration::from_secs(30), "task 2 never ran");
+                        std::hint::spin_loop();
+                    }
+                } else if t == 2 {
+                    started.store(true, Ordering::SeqCst);
+                }
+            });
+            let names = names.into_inner().unwrap();
+            assert_eq!(names[2].as_ref().unwrap().as_deref(), Some("intra-op-1"));
+            assert!(names.iter().all(Option::is_some));
         }
         // More tasks than threads, and more than the pinned bits: every task once.
         for (tasks, width) in [(3, 2), (7, 3), (64, 4), (65, 2), (MAX_PINNED, 4)] {

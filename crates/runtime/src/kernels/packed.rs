@@ -351,7 +351,7 @@ pub(crate) fn gemm_packed_b(
         // column `p` is `a + (ib·mr + i)·rs + p·cs` with `ib·mr + i < m` and `p < k`, inside
         // its storage; `c` was checked to hold `m` rows of `ldc ≥ n` elements; `b.isa` was
         // available when the matrix was packed.
-        unsafe { drive(b.isa, &raw(m, mr, false, a_ptr, mr * a.rs, a.rs, a.cs), ep, c.as_mut_ptr(), ldc) };
+        unsafe { drive(b.isa, &raw(m, mr, false, a_ptr, mr * a.rs, a.rs, a.cs), None, ep, c.as_mut_ptr(), ldc) };
         return Ok(());
     }
     let (mr, band) = band_rows(b.isa, m, k);
@@ -361,45 +361,136 @@ pub(crate) fn gemm_packed_b(
     while r0 < m {
         let rows = band.min(m - r0);
         let packed = &mut scratch[start..start + rows.div_ceil(mr) * mr * k];
-        pack_row_panels(b.isa, MatView { off: a.off + r0 * a.rs, rows, ..a }, mr, packed);
+        let pack = PackA::new(b.isa, MatView { off: a.off + r0 * a.rs, rows, ..a }, mr, packed);
         let bias = match ep.bias {
             Bias::PerRow(x) => Bias::PerRow(&x[r0..]),
             other => other,
         };
-        let (band_raw, band_ep) = (raw(rows, mr, true, packed.as_ptr(), mr * k, 1, mr), Epilogue { bias, ..*ep });
-        // SAFETY: as above, with `A`'s rows `r0..r0 + rows` packed in row panels of `mr`
-        // (`ceil(rows/mr)·mr·k` elements), row `i` column `p` of block `ib` at
-        // `ib·mr·k + p·mr + i`, and `C` and a per-row bias from row `r0 < m`.
-        unsafe { drive(b.isa, &band_raw, &band_ep, c.as_mut_ptr().add(r0 * ldc), ldc) };
+        let (band_raw, band_ep) = (raw(rows, mr, true, pack.packed(), mr * k, 1, mr), Epilogue { bias, ..*ep });
+        // SAFETY: as above, with `A`'s rows `r0..r0 + rows` packed (by `drive`, before any tile
+        // reads them) in row panels of `mr` (`ceil(rows/mr)·mr·k` elements), row `i` column `p`
+        // of block `ib` at `ib·mr·k + p·mr + i`, and `C` and a per-row bias from row `r0 < m`.
+        unsafe { drive(b.isa, &band_raw, Some(&pack), &band_ep, c.as_mut_ptr().add(r0 * ldc), ldc) };
         r0 += rows;
     }
     A_SCRATCH.set(scratch);
     Ok(())
 }
 
-/// Writes the rows of `a` in row panels of `mr` (as [`PackedA`] lays them out) to `dst`
-/// (`ceil(rows/mr)·mr·cols` elements). With AVX-512 each column of a panel is one gather,
-/// about twice as fast as copying element by element (a `64 × 512` operand: 13 → 6 µs).
-fn pack_row_panels(isa: Isa, a: MatView<'_, f32>, mr: usize, dst: &mut [f32]) {
+/// Writes rows `ib·mr..` of `a` (up to `mr` of them) as one row panel laid out as
+/// [`PackedA`]'s to `panel` (`mr·cols` elements, zero past the last row). With AVX-512 each
+/// column of a panel is one gather, about twice as fast as copying element by element (a
+/// `64 × 512` operand: 13 → 6 µs).
+fn pack_row_block(isa: Isa, a: MatView<'_, f32>, mr: usize, ib: usize, panel: &mut [f32]) {
+    let rows = mr.min(a.rows - ib * mr);
     #[cfg(target_arch = "x86_64")]
     if isa == Isa::Avx512
         && a.cols > 0
         && mr <= 16
+        && panel.len() >= mr * a.cols
         && (mr - 1).checked_mul(a.rs).is_some_and(|span| span <= i32::MAX as usize)
     {
-        for (ib, panel) in dst.chunks_exact_mut(mr * a.cols).enumerate() {
-            let rows = mr.min(a.rows - ib * mr);
-            // SAFETY: rows `ib·mr..ib·mr + rows < a.rows` and columns `0..cols` of `a` lie inside
-            // its storage (`MatView::new` checked it); the panel holds `mr·cols` elements; the
-            // row offsets `i·rs` (`i < rows ≤ mr`) fit an `i32`; `isa` is available (the
-            // packed `B` of this product was packed for it).
-            unsafe {
-                x86::pack_panel_avx512(a.data.as_ptr().add(a.off + ib * mr * a.rs), a.rs, a.cs, rows, a.cols, mr, panel.as_mut_ptr())
-            };
-        }
+        // SAFETY: rows `ib·mr..ib·mr + rows ≤ a.rows` and columns `0..cols` of `a` lie inside
+        // its storage (`MatView::new` checked it); the panel holds `mr·cols` elements (checked);
+        // the row offsets `i·rs` (`i < rows ≤ mr`) fit an `i32`; `isa` is available (the
+        // packed `B` of this product was packed for it).
+        unsafe {
+            let src = a.data.as_ptr().add(a.off + ib * mr * a.rs);
+            x86::pack_panel_avx512(src, a.rs, a.cs, rows, a.cols, mr, panel.as_mut_ptr())
+        };
         return;
     }
-    pack_into(a.t(), mr, dst);
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = isa;
+    pack_into(MatView { off: a.off + ib * mr * a.rs, rows, ..a }.t(), mr, panel);
+}
+
+/// A left operand to pack into row panels (of [`PackedA`]'s layout) before its product
+/// runs. A product split across the intra-op team packs it there too: every task first claims
+/// row panels from a shared counter and packs them, then waits until all are packed, so the
+/// threads share the packing instead of the caller packing alone while the others wait. A
+/// panel is claimed once and packed by a thread that waits for nothing meanwhile, so the
+/// wait always ends; which thread packs a panel does not change its contents.
+struct PackA<'a> {
+    isa: Isa,
+    src: MatView<'a, f32>,
+    mr: usize,
+    dst: *mut f32,
+    blocks: usize,
+    /// The next unclaimed row panel.
+    next: std::sync::atomic::AtomicUsize,
+    /// Row panels packed (or abandoned by a panic, so no thread waits forever).
+    done: std::sync::atomic::AtomicUsize,
+    _dst: std::marker::PhantomData<&'a mut [f32]>,
+}
+
+// SAFETY: the threads write disjoint row panels of `dst` (each claimed once from `next`), and
+// read `dst` only after `done` (released by every writer) says all are written.
+unsafe impl Sync for PackA<'_> {}
+
+impl<'a> PackA<'a> {
+    /// `src` to pack into `dst` (`ceil(rows/mr)·mr·cols` elements; only the whole panels that
+    /// `dst` holds are packed).
+    fn new(isa: Isa, src: MatView<'a, f32>, mr: usize, dst: &'a mut [f32]) -> PackA<'a> {
+        let len = mr * src.cols;
+        debug_assert!(len > 0 && dst.len() >= src.rows.div_ceil(mr) * len);
+        PackA {
+            isa,
+            src,
+            mr,
+            dst: dst.as_mut_ptr(),
+            blocks: dst.len().checked_div(len).map_or(0, |fit| src.rows.div_ceil(mr).min(fit)),
+            next: std::sync::atomic::AtomicUsize::new(0),
+            done: std::sync::atomic::AtomicUsize::new(0),
+            _dst: std::marker::PhantomData,
+        }
+    }
+
+    /// Where the packed panels start (valid once [`PackA::claim`] or [`PackA::share`] returned on
+    /// the thread that reads them).
+    fn packed(&self) -> *const f32 {
+        self.dst
+    }
+
+    /// Claims and packs row panels until none is left unclaimed (alone, all of them).
+    fn claim(&self) {
+        use std::sync::atomic::Ordering;
+        /// Counts its panel as done when dropped, even when packing unwinds.
+        struct Done<'p>(&'p std::sync::atomic::AtomicUsize);
+        impl Drop for Done<'_> {
+            fn drop(&mut self) {
+                self.0.fetch_add(1, Ordering::Release);
+            }
+        }
+        let len = self.mr * self.src.cols;
+        loop {
+            let ib = self.next.fetch_add(1, Ordering::Relaxed);
+            if ib >= self.blocks {
+                return;
+            }
+            let _done = Done(&self.done);
+            // SAFETY: panel `ib < blocks` lies inside `dst` (`new` counts only whole panels that
+            // fit) and is written by this thread alone: `ib` was claimed once.
+            let panel = unsafe { std::slice::from_raw_parts_mut(self.dst.add(ib * len), len) };
+            pack_row_block(self.isa, self.src, self.mr, ib, panel);
+        }
+    }
+
+    /// Packs a share of the panels, then waits until the others' are packed too.
+    fn share(&self) {
+        use std::sync::atomic::Ordering;
+        self.claim();
+        let mut spins = 0u32;
+        while self.done.load(Ordering::Acquire) < self.blocks {
+            spins += 1;
+            if spins < 1 << 16 {
+                std::hint::spin_loop();
+            } else {
+                // The thread packing the last panel was preempted: let it run.
+                std::thread::yield_now();
+            }
+        }
+    }
 }
 
 /// The rows per block and per band of a left operand of `m × k` packed per call: bands are
@@ -451,7 +542,7 @@ pub(crate) fn gemm_packed_a(
     // SAFETY: the packed panels hold `ceil(m/mr)·k·mr` elements; `B`'s row `p < k` columns
     // `j0..j0+nr` are read whole only when `j0 + nr ≤ n` (the last partial panel is masked),
     // inside its storage; `c` holds `m` rows of `ldc ≥ n`; `a.isa` was available at packing.
-    unsafe { drive(a.isa, &raw, ep, c.as_mut_ptr(), ldc) };
+    unsafe { drive(a.isa, &raw, None, ep, c.as_mut_ptr(), ldc) };
     Ok(())
 }
 
@@ -511,7 +602,7 @@ pub(crate) fn gemm_activations(
         // `ib·mr + i < m` and `p < k`; `B`'s row `p < k` columns `j0..j0+nr` are read whole only
         // when `j0 + nr ≤ n` (the last partial panel is masked), at `b + p·rs + j`; both inside
         // their storage. `c` holds `m` rows of `ldc ≥ n`; the CPU runs `isa` (checked above).
-        unsafe { drive(isa, &raw, ep, c.as_mut_ptr(), ldc) };
+        unsafe { drive(isa, &raw, None, ep, c.as_mut_ptr(), ldc) };
         return Ok(());
     }
     let len = checked_len(op, &[n.div_ceil(nr), k, nr])?;
@@ -603,19 +694,32 @@ struct Tile {
 /// `raw` must describe operands that are readable as documented on [`Raw`] (whole panels of
 /// `B` except a masked last one, every row block of `A` up to its `m` rows), `c` must hold
 /// `m` rows of `ldc ≥ n` writable elements, the bias of `ep` at least `n` (per column) or
-/// `m` (per row) elements, and the CPU must support `isa`.
-unsafe fn drive(isa: Isa, raw: &Raw, ep: &Epilogue<'_>, c: *mut f32, ldc: usize) {
+/// `m` (per row) elements, and the CPU must support `isa`. With `pack`, `raw.a` is its
+/// destination, packed here before any tile reads it.
+unsafe fn drive(isa: Isa, raw: &Raw, pack: Option<&PackA<'_>>, ep: &Epilogue<'_>, c: *mut f32, ldc: usize) {
     let panels = raw.n.div_ceil(isa.nr());
     let threads = crate::parallel::threads();
     let fmas = raw.m.saturating_mul(raw.n).saturating_mul(raw.k);
     if threads <= 1 || panels < 2 || fmas < PARALLEL_MIN_FMAS {
+        if let Some(p) = pack {
+            p.claim();
+        }
         // SAFETY: forwarded.
         unsafe { drive_panels(isa, raw, ep, c, ldc, 0..panels) };
         return;
     }
-    let tasks = (threads * PARALLEL_TASKS_PER_THREAD).min(panels);
+    // One panel a task (up to the most a pinned job has): each thread works through its own
+    // run of panels, so the slice of `B` a tile prefetches is the one its thread reads next,
+    // and a constant `B` is read by the same core call after call; a thread done early takes
+    // single panels from the end of another's run.
+    let tasks = panels.min(crate::parallel::MAX_PINNED);
     let out = crate::parallel::SharedOut(c);
-    crate::parallel::for_each(tasks, |t| {
+    crate::parallel::for_each_pinned(tasks, |t| {
+        // Every task needs all of `A`: the first ones to start pack it together, the others
+        // find it packed.
+        if let Some(p) = pack {
+            p.share();
+        }
         let range = panels * t / tasks..panels * (t + 1) / tasks;
         // SAFETY: forwarded; tasks write disjoint column panels of `C`.
         unsafe { drive_panels(isa, raw, ep, out.get(), ldc, range) };
@@ -631,11 +735,6 @@ unsafe fn drive(isa: Isa, raw: &Raw, ep: &Epilogue<'_>, c: *mut f32, ldc: usize)
 /// steps) then split; 2²³ ran it at 1.82–1.84 ms and kept the transformer's 2²³-sized products
 /// split (1.43–1.48 ms, against 1.59–1.66 with 2²⁴).
 const PARALLEL_MIN_FMAS: usize = 1 << 23;
-
-/// Tasks per thread of a split product: more than one, so a thread that starts late (a worker
-/// woken from its parked state, or preempted) takes a smaller share instead of holding the
-/// caller up.
-const PARALLEL_TASKS_PER_THREAD: usize = 4;
 
 // SAFETY: `Raw` only reads through its pointers, and the operands are not written while a
 // product runs.
@@ -1021,7 +1120,7 @@ pub(crate) unsafe fn gemm_packed_a_panels(
     // SAFETY: the packed panels of `A` hold `ceil(m/mr)·k·mr` elements and `b` holds
     // `ceil(n/nr)·k·nr` (checked above); `c` holds `m` rows of `ldc ≥ n` (caller's contract);
     // `a.isa` was available when `A` was packed.
-    unsafe { drive(a.isa, &raw, ep, c, ldc) };
+    unsafe { drive(a.isa, &raw, None, ep, c, ldc) };
     Ok(())
 }
 
@@ -1344,6 +1443,44 @@ pub(crate) mod tests {
             let want = reference(&a, &b, &ep, &vec![0.0; m * n], n);
             assert_close(&split.0, &want, k, "threads B");
             assert_close(&split.1, &want, k, "threads A");
+        }
+    }
+
+    #[test]
+    fn left_operands_packed_by_the_team_give_the_bits_of_one_thread() {
+        let mut g = Gen(23);
+        let pools: Vec<_> =
+            [1, 2, 3].into_iter().map(|t| rayon::ThreadPoolBuilder::new().num_threads(t).build().unwrap()).collect();
+        for isa in paths() {
+            // Wide enough to pack `A` per call and large enough to split, with odd row counts
+            // (a short last row panel) and a `k` beyond one block.
+            let n = PACK_A_MIN_PANELS * isa.nr() + 3;
+            for (m, k) in [(45, 760), (128, 256), (29, 1200)] {
+                assert!(m * n * k >= PARALLEL_MIN_FMAS);
+                let (ad, aoff, ars, acs) = strided(&mut g, m, k, m % 2 == 0);
+                let (bd, bias) = (g.vec(k * n), g.vec(n));
+                let a = MatView::new("t", &ad, aoff, m, k, ars, acs).unwrap();
+                let b = MatView::new("t", &bd, 0, k, n, n, 1).unwrap();
+                let packed = PackedB::pack("t", isa, b).unwrap();
+                let ep = Epilogue { bias: Bias::PerColumn(&bias), ..Epilogue::PLAIN };
+                let run = || {
+                    let mut c = vec![f32::NAN; m * n];
+                    gemm_packed_b("t", a, &packed, &ep, &mut c, n).unwrap();
+                    c.iter().map(|v| v.to_bits()).collect::<Vec<_>>()
+                };
+                let single = pools[0].install(run);
+                // Several calls per width: which thread packs which panel varies from call to
+                // call, the result must not.
+                for pool in &pools[1..] {
+                    for _ in 0..4 {
+                        let threads = pool.current_num_threads();
+                        assert_eq!(pool.install(run), single, "{isa:?} {m}x{n}x{k} on {threads} threads");
+                    }
+                }
+                let want = reference(&a, &b, &ep, &vec![0.0; m * n], n);
+                let got: Vec<f32> = single.iter().map(|&x| f32::from_bits(x)).collect();
+                assert_close(&got, &want, k, &format!("{isa:?} {m}x{n}x{k}"));
+            }
         }
     }
 
