@@ -258,6 +258,12 @@ fn run(opts: &RunArgs, stdout: &mut dyn Write, stderr: &mut dyn Write) -> Result
         bench(opts, &mut rt, &inputs, stdout, stderr)?;
     }
     if opts.stats || opts.bench {
+        let _ = writeln!(
+            stdout,
+            "program: {} instruction(s) per call; {} op(s) computed once at compile time (they depend on no input)",
+            compiled.num_instructions(),
+            compiled.num_hoisted()
+        );
         let groups = compiled.fusion_groups();
         let taken = groups.iter().filter(|g| g.compiled()).count();
         match &jit {

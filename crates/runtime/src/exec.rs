@@ -721,6 +721,14 @@ impl CompiledProgram {
         self.inner.func.body.instrs.len()
     }
 
+    /// Number of ops that depend on no program input and were computed once, when the program
+    /// was compiled, instead of on every call (views and transposes of weights, masks and
+    /// index tensors built from constants, fusion groups over constants); their results are
+    /// immutable constants shared by every runtime.
+    pub fn num_hoisted(&self) -> usize {
+        self.inner.func.hoisted
+    }
+
     /// Number of top-level instructions whose constant matrix operand (a weight of `mm`/`addmm`,
     /// a convolution's filter) was packed for the prepacked GEMM when the program was compiled;
     /// 0 on CPUs without a prepacked kernel.

@@ -10,9 +10,10 @@ use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use dialect_aten::{ArgSource, bind_args};
-use ir::{Context, Module, OpId, Type, TypeKind, ValueId};
+use ir::{Context, Module, OpId, Traits, Type, TypeKind, ValueId};
 
 use super::convert::{attr_for_schema, attr_value};
+use super::run::{Frame, instr_regs};
 use super::{Arg, Block, Candidate, Function, Instr, Kind, ListKind, Mode, Reg, SymOp, out, prepack};
 use crate::exec::{ExecError, MissingKernel, loc_string};
 use crate::fusion::{FusionCompiler, FusionDecision, FusionKernel};
@@ -65,6 +66,10 @@ pub(crate) fn linearize(
         missing: Vec::new(),
         top_candidates: Vec::new(),
         fusion: Vec::new(),
+        reg_value: Vec::new(),
+        written: HashMap::new(),
+        scratch: Frame::scratch(),
+        hoisted: 0,
     };
     let args: Vec<ValueId> = m.block_args(entry).to_vec();
     let mut arg_regs = Vec::with_capacity(args.len());
@@ -87,6 +92,7 @@ pub(crate) fn linearize(
         const_regs,
         kernel_slots: lin.slots,
         candidates: lin.top_candidates,
+        hoisted: lin.hoisted,
     };
     Ok((function, arg_regs, lin.fusion))
 }
@@ -105,6 +111,14 @@ struct Lin<'a> {
     top_candidates: Vec<Candidate>,
     /// What the fusion compiler made of each fusion group, in program order.
     fusion: Vec<FusionDecision>,
+    /// The value of each register.
+    reg_value: Vec<ValueId>,
+    /// Whether any op may write the storage of a value (through any alias of it), by value.
+    written: HashMap<ValueId, bool>,
+    /// Runs the instructions hoisted out of the function.
+    scratch: Frame,
+    /// Number of ops computed here, once, instead of on every call.
+    hoisted: usize,
 }
 
 /// Liveness of the values of one block.
@@ -136,6 +150,7 @@ impl<'a> Lin<'a> {
         let r = self.num_regs;
         self.num_regs += 1;
         self.regs.insert(v, r);
+        self.reg_value.push(v);
         r
     }
 
@@ -390,7 +405,12 @@ impl<'a> Lin<'a> {
                 let body = self.region_block(op, r)?;
                 let slot = self.slots;
                 self.slots += 1;
-                Kind::Fusion { body, kernel: self.fusion_kernel(op), slot }
+                let kind = Kind::Fusion { body, kernel: self.fusion_kernel(op), slot };
+                let instr = simple(self, kind);
+                if self.hoist(op, &instr) {
+                    return Ok(None);
+                }
+                return Ok(Some(instr));
             }
             _ => {
                 if let Some(s) = sym_op(n) {
@@ -512,9 +532,6 @@ impl<'a> Lin<'a> {
                 None => live_vals.push((pos, v)),
             }
         }
-        if live_vals.is_empty() && self.fold(op, &kname, f, &args) {
-            return Ok(None);
-        }
         let vals: Vec<ValueId> = live_vals.iter().map(|&(_, v)| v).collect();
         let (reg_args, moved) = self.value_args(live, j, &vals);
         for ((pos, _), a) in live_vals.iter().zip(reg_args) {
@@ -528,82 +545,214 @@ impl<'a> Lin<'a> {
         let variant = out::lookup(&kname);
         let packed = variant.and_then(|o| prepack::prepack(o, &args));
         let out = if self.opts.out_variants || packed.is_some() { variant } else { None };
-        Ok(Some(Instr { kind: Kind::Kernel { f, slot, out, packed }, args, outs, free, home: None, name, loc }))
+        let instr = Instr { kind: Kind::Kernel { f, slot, out, packed }, args, outs, free, home: None, name, loc };
+        if live_vals.is_empty() && self.hoist(op, &instr) {
+            return Ok(None);
+        }
+        Ok(Some(instr))
     }
 
-    /// Constant folding: runs a pure kernel whose arguments are all known at compile time
-    /// (views of frozen weights, index and mask computations from constants) and records its
-    /// results as constants, so no instruction runs for it. Only ops on an allow-list fold,
-    /// only when every use of every result is an ordinary kernel (not a return, a control-flow
-    /// op or an in-place/out= op that could write into the constant), and only while results
-    /// stay small unless they are views. A transposed 2-d float view (`permute`/`t` of a
+    /// Hoisting: an instruction whose operands are all known at compile time (constants,
+    /// frozen weights, values hoisted before it) runs here, once, and its results become
+    /// constants of the function, so no instruction runs for it on any call. It runs through
+    /// the path a call would take (out-variant, prepacked operand, fusion kernel), so the
+    /// constant has the bits a call would compute. Only deterministic ops without side effects
+    /// are hoisted ([`Lin::hoistable`]), only when no op may write a constant operand or a
+    /// result (through any alias of it) and no result, or alias of one, is returned or yielded
+    /// (a caller could write into a returned tensor), and only while results stay small
+    /// unless they share an operand's storage. A transposed 2-d float view (`permute`/`t` of a
     /// weight, the `B` operand of `mm`/`addmm`) is stored as a contiguous copy: the matrix
     /// product then streams rows instead of gathering a column per element when packing.
-    /// Returns whether the op was folded.
-    fn fold(&mut self, op: OpId, kname: &str, f: crate::kernels::KernelFn, args: &[Arg]) -> bool {
-        /// Elements a folded non-view result may have.
-        const MAX_FOLDED: usize = 1 << 20;
+    /// An instruction that fails here is kept: it reports its error when it runs. Returns
+    /// whether the op was hoisted.
+    fn hoist(&mut self, op: OpId, ins: &Instr) -> bool {
+        /// Elements a hoisted result that does not share an operand's storage may have.
+        const MAX_HOISTED: usize = 1 << 20;
         let m = self.m;
-        let Some(kind) = fold_kind(kname) else { return false };
         let results = m.results(op);
-        if results.is_empty() {
+        if results.is_empty() || !self.hoistable(op) {
+            return false;
+        }
+        let operands = m.operands(op);
+        if !operands.iter().all(|v| self.consts.contains_key(v)) {
+            return false;
+        }
+        if operands.iter().any(|&v| self.may_be_written(v)) {
             return false;
         }
         for &r in results {
-            for u in m.uses(r) {
-                let user = m.op_name(u.op);
-                let plain = (user.starts_with("aten.") || user.starts_with("edge.") || user.starts_with("prim."))
-                    && !user.ends_with('_')
-                    && !user.contains("_.")
-                    && !user.ends_with(".out")
-                    && m.regions(u.op).is_empty()
-                    && !is_terminator(user);
-                if !plain {
-                    return false;
-                }
+            let (written, escapes) = self.alias_flow(r);
+            if written || escapes {
+                return false;
             }
         }
-        let vals: Vec<IValue> = args
-            .iter()
-            .map(|a| match a {
-                Arg::Const(v) => v.clone(),
-                Arg::Reg { .. } => IValue::None,
+        // The registers the instruction reads: its operands and the constants of nested blocks.
+        let mut regs = Vec::new();
+        if !matches!(ins.kind, Kind::Kernel { .. }) {
+            instr_regs(ins, &mut regs);
+            regs.sort_unstable();
+            regs.dedup();
+        }
+        let inputs: Vec<(Reg, IValue)> = regs
+            .into_iter()
+            .filter_map(|r| {
+                let v = self.reg_value.get(r as usize)?;
+                Some((r, self.consts.get(v)?.clone()))
             })
             .collect();
-        let Ok(outs) = f(&vals) else { return false };
+        let Ok(outs) = self.scratch.eval_detached(ins, self.num_regs as usize, self.slots, &inputs) else { return false };
         if outs.len() != results.len() {
             return false;
         }
-        let mut folded = Vec::with_capacity(outs.len());
+        let mut operand_storages = Vec::new();
+        for v in operands {
+            if let Some(IValue::Tensor(t)) = self.consts.get(v) {
+                operand_storages.push(t.storage().clone());
+            }
+        }
+        let shares = |t: &crate::tensor::Tensor| operand_storages.iter().any(|s| Arc::ptr_eq(s, t.storage()));
+        let transposing = matches!(&*kernel_name(m.op_name(op)), "aten.permute" | "aten.t" | "aten.transpose.int" | "aten.numpy_T");
+        let mut hoisted = Vec::with_capacity(outs.len());
         for v in outs {
             let v = match v {
                 IValue::Tensor(t) => {
-                    let transposed = kind == FoldKind::Transpose
-                        && t.dim() == 2
-                        && t.dtype().is_floating()
-                        && !t.is_contiguous()
-                        && t.strides()[0] == 1;
-                    if transposed {
+                    if transposing && t.dim() == 2 && t.dtype().is_floating() && !t.is_contiguous() && t.strides()[0] == 1 {
                         match t.contiguous() {
                             Ok(c) => IValue::Tensor(c),
                             Err(_) => return false,
                         }
-                    } else if kind == FoldKind::Compute && t.numel() > MAX_FOLDED {
+                    } else if !shares(&t) && t.numel() > MAX_HOISTED {
                         return false;
                     } else {
                         IValue::Tensor(t)
                     }
                 }
-                IValue::TensorList(_) | IValue::OptionalTensorList(_) | IValue::List(_) | IValue::Tuple(_) => return false,
+                IValue::TensorList(ts) if ts.iter().any(|t| !shares(t) && t.numel() > MAX_HOISTED) => return false,
+                IValue::OptionalTensorList(ts) if ts.iter().flatten().any(|t| !shares(t) && t.numel() > MAX_HOISTED) => {
+                    return false;
+                }
                 other => other,
             };
-            folded.push(v);
+            hoisted.push(v);
         }
-        for (&r, v) in results.iter().zip(folded) {
+        for (&r, v) in results.iter().zip(hoisted) {
             self.consts.insert(r, v);
         }
+        self.hoisted += 1;
         true
     }
+
+    /// Whether `op` computes the same results on every call and does nothing else: a kernel
+    /// declared pure (no written argument, not random) that does not return uninitialised
+    /// memory (`empty` and its kin), or a fusion group whose body holds only such ops.
+    fn hoistable(&self, op: OpId) -> bool {
+        let m = self.m;
+        let name = m.op_name(op);
+        if name == dialect_prim::FUSION_GROUP {
+            let mut ok = true;
+            for &r in m.regions(op) {
+                for &b in m.region_blocks(r) {
+                    for o in m.block_ops(b) {
+                        m.walk(o, ir::WalkOrder::PreOrder, &mut |x| {
+                            let n = m.op_name(x);
+                            ok &= matches!(n, dialect_prim::CONSTANT | dialect_prim::RETURN) || self.pure_kernel(n);
+                        });
+                    }
+                }
+            }
+            return ok;
+        }
+        m.regions(op).is_empty() && self.pure_kernel(name)
+    }
+
+    fn pure_kernel(&self, name: &str) -> bool {
+        let Some(def) = self.ctx.op_def(name) else { return false };
+        let Some(schema) = &def.schema else { return false };
+        let base = schema.name.trim_start_matches('_');
+        def.has_trait(Traits::PURE) && !schema.is_mutable() && !base.starts_with("empty") && !base.starts_with("new_empty")
+    }
+
+    /// Whether some op may write the storage of `v` through `v` or a value that may alias it.
+    fn may_be_written(&mut self, v: ValueId) -> bool {
+        if let Some(&w) = self.written.get(&v) {
+            return w;
+        }
+        let (w, _) = self.alias_flow(v);
+        self.written.insert(v, w);
+        w
+    }
+
+    /// Follows `v` through every op result that may share its storage (a result with an
+    /// alias annotation in the op's schema — views, `Tensor(a)[]` lists —, a container, a
+    /// fusion group result its body may pass through) and says whether any of those values
+    /// may be written (an op with a written argument, an op without a schema, a control-flow
+    /// op taking it, a fusion group whose body writes or is not deterministic) and whether
+    /// any is returned or yielded.
+    fn alias_flow(&self, v: ValueId) -> (bool, bool) {
+        let m = self.m;
+        let (mut written, mut escapes) = (false, false);
+        let mut stack = vec![v];
+        let mut seen: HashSet<ValueId> = HashSet::from([v]);
+        while let Some(w) = stack.pop() {
+            for u in m.uses(w) {
+                let name = m.op_name(u.op);
+                let results = m.results(u.op);
+                let follow: Vec<ValueId> = if is_terminator(name) {
+                    escapes = true;
+                    Vec::new()
+                } else if name == dialect_prim::FUSION_GROUP {
+                    written |= !self.hoistable(u.op);
+                    (0..results.len()).filter(|&k| self.group_result_may_alias(u.op, k)).map(|k| results[k]).collect()
+                } else if !m.regions(u.op).is_empty() {
+                    written = true;
+                    Vec::new()
+                } else if name.starts_with("prim.") {
+                    results.to_vec()
+                } else {
+                    match self.ctx.op_def(name).and_then(|d| d.schema.as_deref()) {
+                        Some(s) if !s.is_mutable() => {
+                            (0..results.len()).filter(|&k| result_may_alias(s, k)).map(|k| results[k]).collect()
+                        }
+                        _ => {
+                            written = true;
+                            Vec::new()
+                        }
+                    }
+                };
+                if written && escapes {
+                    return (true, true);
+                }
+                for r in follow {
+                    if seen.insert(r) {
+                        stack.push(r);
+                    }
+                }
+            }
+        }
+        (written, escapes)
+    }
+
+    /// Whether result `k` of fusion group `op` may share storage with an operand: its body
+    /// returns a block argument or a result its op's schema lets alias an operand.
+    fn group_result_may_alias(&self, op: OpId, k: usize) -> bool {
+        let m = self.m;
+        let Some(&region) = m.regions(op).first() else { return true };
+        let &[body] = m.region_blocks(region) else { return true };
+        let Some(&ret) = m.block_ops(body).last() else { return true };
+        let Some(&v) = m.operands(ret).get(k) else { return true };
+        let Some(d) = m.defining_op(v) else { return true };
+        let Some(idx) = m.results(d).iter().position(|&r| r == v) else { return true };
+        match self.ctx.op_def(m.op_name(d)).and_then(|def| def.schema.as_deref()) {
+            Some(s) => result_may_alias(s, idx),
+            None => m.op_name(d) != dialect_prim::CONSTANT,
+        }
+    }
+}
+
+/// Whether result `k` of an op with schema `s` may share storage with an argument: it carries
+/// an alias annotation (`-> Tensor(a)`, `-> Tensor(a)[]`) or is beyond the declared returns.
+fn result_may_alias(s: &ir::schema::FunctionSchema, k: usize) -> bool {
+    s.returns.get(k).is_none_or(|r| r.alias.is_some())
 }
 
 /// Kernels whose results never share storage with their operands (their results end the
@@ -632,35 +781,6 @@ fn fresh_group_results(m: &Module, op: OpId) -> bool {
         && m.operands(ret).iter().all(|&v| {
             m.defining_op(v).is_some_and(|d| m.parent_block(d) == Some(body) && fresh_result(&kernel_name(m.op_name(d))))
         })
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum FoldKind {
-    /// A transposing view (`permute`, `t`, `transpose`).
-    Transpose,
-    /// Another view: shares the constant's storage.
-    View,
-    /// A fresh result (creation, elementwise).
-    Compute,
-}
-
-/// Which kernels may run at compile time on constant arguments: deterministic, without side
-/// effects, and cheap to keep.
-fn fold_kind(kname: &str) -> Option<FoldKind> {
-    Some(match kname {
-        "aten.permute" | "aten.t" | "aten.transpose.int" | "aten.numpy_T" => FoldKind::Transpose,
-        "aten.view" | "aten._unsafe_view" | "aten.reshape" | "aten.unsqueeze" | "aten.squeeze" | "aten.squeeze.dim"
-        | "aten.squeeze.dims" | "aten.expand" | "aten.slice.Tensor" | "aten.select.int" | "aten.alias"
-        | "aten.detach" => FoldKind::View,
-        "aten.arange" | "aten.arange.start" | "aten.arange.start_step" | "aten.full" | "aten.scalar_tensor"
-        | "aten.zeros" | "aten.ones" | "aten.add.Tensor" | "aten.sub.Tensor" | "aten.mul.Tensor" | "aten.add.Scalar"
-        | "aten.sub.Scalar" | "aten.mul.Scalar" | "aten.le.Scalar" | "aten.lt.Scalar" | "aten.ge.Scalar"
-        | "aten.gt.Scalar" | "aten.eq.Scalar" | "aten.ne.Scalar" | "aten.le.Tensor" | "aten.lt.Tensor"
-        | "aten.ge.Tensor" | "aten.gt.Tensor" | "aten.eq.Tensor" | "aten.ne.Tensor" | "aten.logical_and"
-        | "aten.logical_or" | "aten.logical_not" | "aten.bitwise_not" | "aten.where.self" | "aten.tril"
-        | "aten.triu" => FoldKind::Compute,
-        _ => return None,
-    })
 }
 
 fn list_kind(ty: Option<&Type>) -> ListKind {

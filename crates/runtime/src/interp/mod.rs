@@ -44,7 +44,8 @@ pub(crate) enum Mode {
 #[derive(Clone, Debug)]
 pub(crate) enum Arg {
     Reg { reg: Reg, mode: Mode },
-    /// A value known at compile time: an attribute, a schema default, a constant or a frozen weight.
+    /// A value known at compile time: an attribute, a schema default, a constant, a frozen
+    /// weight or the result of an op hoisted out of the function.
     Const(IValue),
 }
 
@@ -148,4 +149,7 @@ pub(crate) struct Function {
     pub kernel_slots: usize,
     /// The planning candidates of the top-level block.
     pub candidates: Vec<Candidate>,
+    /// Number of ops computed once, at compile time, instead of on every call (their results
+    /// are among `const_regs`).
+    pub hoisted: usize,
 }

@@ -28,26 +28,74 @@ pub(crate) struct Frame {
 
 fn fill_argbufs(block: &Block, bufs: &mut [Vec<IValue>]) {
     for ins in &block.instrs {
-        match &ins.kind {
-            Kind::Kernel { slot, .. } => {
-                if let Some(buf) = bufs.get_mut(*slot) {
-                    *buf = ins
-                        .args
-                        .iter()
-                        .map(|a| match a {
-                            Arg::Const(v) => v.clone(),
-                            Arg::Reg { .. } => IValue::None,
-                        })
-                        .collect();
-                }
+        fill_instr_argbufs(ins, bufs);
+    }
+}
+
+/// Places the constant arguments of `ins` (and of the instructions nested in it) in their buffers.
+fn fill_instr_argbufs(ins: &Instr, bufs: &mut [Vec<IValue>]) {
+    match &ins.kind {
+        Kind::Kernel { slot, .. } => {
+            if let Some(buf) = bufs.get_mut(*slot) {
+                *buf = ins
+                    .args
+                    .iter()
+                    .map(|a| match a {
+                        Arg::Const(v) => v.clone(),
+                        Arg::Reg { .. } => IValue::None,
+                    })
+                    .collect();
             }
-            Kind::If { then_block, else_block } => {
-                fill_argbufs(then_block, bufs);
-                fill_argbufs(else_block, bufs);
-            }
-            Kind::Loop { body } | Kind::Fusion { body, .. } => fill_argbufs(body, bufs),
-            _ => {}
         }
+        Kind::If { then_block, else_block } => {
+            fill_argbufs(then_block, bufs);
+            fill_argbufs(else_block, bufs);
+        }
+        Kind::Loop { body } | Kind::Fusion { body, .. } => fill_argbufs(body, bufs),
+        _ => {}
+    }
+}
+
+/// The kernel slots of `ins` and of the instructions nested in it.
+fn instr_slots(ins: &Instr, out: &mut Vec<usize>) {
+    let block = |b: &Block, out: &mut Vec<usize>| b.instrs.iter().for_each(|i| instr_slots(i, out));
+    match &ins.kind {
+        Kind::Kernel { slot, .. } => out.push(*slot),
+        Kind::Fusion { body, slot, .. } => {
+            out.push(*slot);
+            block(body, out);
+        }
+        Kind::If { then_block, else_block } => {
+            block(then_block, out);
+            block(else_block, out);
+        }
+        Kind::Loop { body } => block(body, out),
+        _ => {}
+    }
+}
+
+/// Every register `ins` and the instructions nested in it read or write.
+pub(crate) fn instr_regs(ins: &Instr, out: &mut Vec<Reg>) {
+    fn block(b: &Block, out: &mut Vec<Reg>) {
+        out.extend(&b.args);
+        b.instrs.iter().for_each(|i| instr_regs(i, out));
+        out.extend(b.results.iter().filter_map(|a| match a {
+            Arg::Reg { reg, .. } => Some(*reg),
+            Arg::Const(_) => None,
+        }));
+    }
+    out.extend(ins.args.iter().filter_map(|a| match a {
+        Arg::Reg { reg, .. } => Some(*reg),
+        Arg::Const(_) => None,
+    }));
+    out.extend(&ins.outs);
+    match &ins.kind {
+        Kind::If { then_block, else_block } => {
+            block(then_block, out);
+            block(else_block, out);
+        }
+        Kind::Loop { body } | Kind::Fusion { body, .. } => block(body, out),
+        _ => {}
     }
 }
 
@@ -85,6 +133,58 @@ impl Frame {
             }
         }
         Frame { regs, argbufs, reg_home, view_layouts: vec![None; f.kernel_slots], recycled: vec![Vec::new(); f.kernel_slots] }
+    }
+
+    /// A frame with no registers, for [`Frame::eval_detached`].
+    pub fn scratch() -> Frame {
+        Frame { regs: Vec::new(), argbufs: Vec::new(), reg_home: Vec::new(), view_layouts: Vec::new(), recycled: Vec::new() }
+    }
+
+    /// Runs one instruction whose operands are all known when the program is compiled, through
+    /// the path a run takes (its out-variant, its prepacked operand, its fusion kernel or, when
+    /// that declines, its body), and returns its results. `inputs` are the registers it reads
+    /// (its constant operands and the constants its nested blocks read), `num_regs` and `slots`
+    /// bound the registers and kernel slots it names. Nothing it uses is planned, and the frame
+    /// keeps none of its values afterwards.
+    pub fn eval_detached(
+        &mut self,
+        ins: &Instr,
+        num_regs: usize,
+        slots: usize,
+        inputs: &[(Reg, IValue)],
+    ) -> Result<Vec<IValue>, ExecError> {
+        if self.regs.len() < num_regs {
+            self.regs.resize(num_regs, IValue::None);
+            self.reg_home.resize(num_regs, None);
+        }
+        if self.argbufs.len() < slots {
+            self.argbufs.resize(slots, Vec::new());
+            self.view_layouts.resize(slots, None);
+            self.recycled.resize(slots, Vec::new());
+        }
+        fill_instr_argbufs(ins, &mut self.argbufs);
+        for (r, v) in inputs {
+            self.set(*r, v.clone());
+        }
+        let mut plan = PlanState::new(0);
+        let result = self.step(ins, &mut plan);
+        let outs: Vec<IValue> = ins.outs.iter().map(|&r| self.take_reg(r)).collect();
+        let mut touched = Vec::new();
+        instr_regs(ins, &mut touched);
+        for r in touched {
+            self.set(r, IValue::None);
+        }
+        let mut used = Vec::new();
+        instr_slots(ins, &mut used);
+        for s in used {
+            if let Some(b) = self.argbufs.get_mut(s) {
+                b.clear();
+            }
+            if let Some(k) = self.recycled.get_mut(s) {
+                k.clear();
+            }
+        }
+        result.map(|()| outs)
     }
 
     fn set(&mut self, r: Reg, v: IValue) {
