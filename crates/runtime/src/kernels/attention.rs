@@ -266,24 +266,37 @@ pub(crate) fn attention(spec: &Spec, inputs: &[Tensor], alloc: &mut dyn OutputAl
         let rows = rb.min(l - r0);
         let mut scratch = SCRATCH.take();
         let sub_max = SUB_ROWS.min(rows);
-        let kt_len = if kt.cs == 1 { 0 } else { e * s };
-        let need = kt_len + sub_max * (2 * s + ev);
+        let kt_len = if kt.cs == 1 && kt.rs == s { 0 } else { e * s };
+        let v_len = if v.cs == 1 && v.rs == ev { 0 } else { s * ev };
+        let q_len = if q.cs == 1 && q.rs == e { 0 } else { sub_max * e };
+        let need = kt_len + v_len + q_len + sub_max * (2 * s + ev);
         if scratch.len() < need {
             scratch.resize(need, 0.0);
         }
         let r = (|| -> Result<()> {
             let (kbuf, rest) = scratch.split_at_mut(kt_len);
+            let (vbuf, rest) = rest.split_at_mut(v_len);
+            let (qbuf, rest) = rest.split_at_mut(q_len);
             let (scores_all, rest) = rest.split_at_mut(sub_max * s);
             let (probs_all, rest) = rest.split_at_mut(sub_max * s);
             let o_all = &mut rest[..sub_max * ev];
-            // The transposed keys, contiguous along `s` (copied once per task unless they
-            // already are), so that both products read their right operand in place.
+            // The transposed keys and the values, contiguous (copied once per task unless they
+            // already are), so that both products read their right operand in place: rows
+            // of a projection's output are thousands of bytes apart, which maps a head's rows
+            // onto a few cache sets.
             let kview = MatView::new(OP, kd, k_off + kt.batch.offset(b), e, s, kt.rs, kt.cs)?;
-            let bt = if kt.cs == 1 {
+            let bt = if kt_len == 0 {
                 kview
             } else {
                 transpose_into(&kview, kbuf);
                 MatView::new(OP, kbuf, 0, e, s, s, 1)?
+            };
+            let vview = MatView::new(OP, vd, v_off + v.batch.offset(b), s, ev, v.rs, v.cs)?;
+            let vv = if v_len == 0 {
+                vview
+            } else {
+                copy_into(&vview, vbuf);
+                MatView::new(OP, vbuf, 0, s, ev, ev, 1)?
             };
             // Blocks of query rows whose scores, probabilities and output rows stay in L1.
             for i0 in (0..rows).step_by(sub_max) {
@@ -291,7 +304,13 @@ pub(crate) fn attention(spec: &Spec, inputs: &[Tensor], alloc: &mut dyn OutputAl
                 let scores = &mut scores_all[..sub * s];
                 let probs = &mut probs_all[..sub * s];
                 let o = &mut o_all[..sub * ev];
-                let a = MatView::new(OP, qd, q_off + q.batch.offset(b) + r1 * q.rs, sub, e, q.rs, q.cs)?;
+                let qview = MatView::new(OP, qd, q_off + q.batch.offset(b) + r1 * q.rs, sub, e, q.rs, q.cs)?;
+                let a = if q_len == 0 {
+                    qview
+                } else {
+                    copy_into(&qview, qbuf);
+                    MatView::new(OP, qbuf, 0, sub, e, e, 1)?
+                };
                 packed::gemm_activations(OP, isa, a, bt, &Epilogue::PLAIN, scores, s)?;
                 // Scale and mask, compiled for the widest vectors (the same bits on every width).
                 super::wide::widest(
@@ -306,8 +325,12 @@ pub(crate) fn attention(spec: &Spec, inputs: &[Tensor], alloc: &mut dyn OutputAl
                                     let base = m_off + ml.batch.offset(b) + (r1 + i) * ml.rs;
                                     match mask_row(md, base, ml.cs, s)? {
                                         Row::Slice(mr) => {
+                                            // Bit selects (all ones where the score is
+                                            // replaced) vectorize; a branch on a `bool` does not.
+                                            let (fb, flip) = (fill.to_bits(), u32::from(keep));
                                             for (x, &mk) in row.iter_mut().zip(mr) {
-                                                *x = if mk != keep { fill } else { *x };
+                                                let sel = (u32::from(mk) ^ flip).wrapping_neg();
+                                                *x = f32::from_bits((x.to_bits() & !sel) | (fb & sel));
                                             }
                                         }
                                         Row::Same(mk) => {
@@ -351,7 +374,6 @@ pub(crate) fn attention(spec: &Spec, inputs: &[Tensor], alloc: &mut dyn OutputAl
                 )?;
                 super::reduce::softmax_f32_rows_serial(scores, s, probs);
                 let p = MatView::new(OP, probs, 0, sub, s, s, 1)?;
-                let vv = MatView::new(OP, vd, v_off + v.batch.offset(b), s, ev, v.rs, v.cs)?;
                 packed::gemm_activations(OP, isa, p, vv, &Epilogue::PLAIN, o, ev)?;
                 for i in 0..sub {
                     let at = out_row(b, r1 + i);
@@ -380,12 +402,27 @@ const SUB_ROWS: usize = 32;
 fn transpose_into(src: &MatView<'_, f32>, dst: &mut [f32]) {
     const T: usize = 16;
     let (rows, cols) = (src.rows, src.cols);
-    for c0 in (0..cols).step_by(T) {
-        for r0 in (0..rows).step_by(T) {
-            for c in c0..(c0 + T).min(cols) {
-                for r in r0..(r0 + T).min(rows) {
-                    dst[r * cols + c] = src.at(r, c);
-                }
+    for r0 in (0..rows).step_by(T) {
+        let r1 = (r0 + T).min(rows);
+        for c in 0..cols {
+            let at = src.off + c * src.cs;
+            for r in r0..r1 {
+                dst[r * cols + c] = src.data[at + r * src.rs];
+            }
+        }
+    }
+}
+
+/// Copies the `rows × cols` matrix `src` into `dst` (row-major).
+fn copy_into(src: &MatView<'_, f32>, dst: &mut [f32]) {
+    let (rows, cols) = (src.rows, src.cols);
+    for (r, d) in dst.chunks_exact_mut(cols).take(rows).enumerate() {
+        let at = src.off + r * src.rs;
+        if src.cs == 1 {
+            d.copy_from_slice(&src.data[at..at + cols]);
+        } else {
+            for (c, x) in d.iter_mut().enumerate() {
+                *x = src.data[at + c * src.cs];
             }
         }
     }
