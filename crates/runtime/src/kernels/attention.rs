@@ -256,7 +256,11 @@ pub(crate) fn attention(spec: &Spec, inputs: &[Tensor], alloc: &mut dyn OutputAl
         return Err(KernelError::new(OP, "output buffer has the wrong type or layout"));
     }
     let total = out.numel();
-    let dst = crate::parallel::SharedOut(out.storage_slice::<f32>()?[out.offset()..].as_ptr() as *mut f32);
+    // The output's elements, written through the storage's own (mutable) pointer; `out` is
+    // contiguous, so they are the `total` elements from its offset.
+    let _ = out.storage_slice::<f32>()?.get(out.offset()..out.offset() + total).ok_or_else(|| KernelError::new(OP, "output reaches past its storage"))?;
+    // SAFETY: checked just above: `offset + total` elements lie inside the storage.
+    let dst = crate::parallel::SharedOut(unsafe { (out.storage().as_ptr() as *mut f32).add(out.offset()) });
     let rb = row_block(n, l);
     let blocks = l.div_ceil(rb);
     let (q_off, k_off, v_off) = (inputs[0].offset(), inputs[1].offset(), inputs[2].offset());
