@@ -33,6 +33,9 @@ use pass::{AnalysisManager, LogLevel, Pass, PassInfo, PassOptions, PassRegistry,
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap, HashSet};
 
+/// A fused kernel defined inline (`dialect_backend::KERNEL`), whose region is left as it is.
+const BACKEND_KERNEL: &str = "backend.kernel";
+
 pub const NAME: &str = "fuse-elementwise";
 pub const DESCRIPTION: &str = "Group connected elementwise operations into prim.FusionGroup ops";
 
@@ -102,7 +105,9 @@ impl FuseElementwise {
     pub fn fuse(&self, ctx: &Context, m: &mut Module, root: OpId) -> Result<Vec<GroupReport>, Diagnostic> {
         let mut blocks = Vec::new();
         m.walk(root, WalkOrder::PreOrder, &mut |o| {
-            if m.op_name(o) == dialect_prim::FUSION_GROUP {
+            // A `backend.kernel`'s region is the reference semantics of a kernel its backend
+            // runs whole; grouping inside it would only change how the fallback runs.
+            if m.op_name(o) == dialect_prim::FUSION_GROUP || m.op_name(o) == BACKEND_KERNEL {
                 return;
             }
             for &r in m.regions(o) {

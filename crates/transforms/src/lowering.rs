@@ -1,16 +1,18 @@
 //! Shape and dtype propagation, decompositions, and the lowerings to the Edge and Backend dialects.
 //!
 //! Passes: `shape-propagation` ([`shape_prop`]), `decompose` ([`decompose`]), `lower-to-edge`
-//! and `verify-edge` ([`edge`]), `lower-to-backend` ([`backend`]), and `default-pipeline`
+//! and `verify-edge` ([`edge`]), `fuse-attention` ([`attention`]), `lower-to-backend` ([`backend`]), and `default-pipeline`
 //! (`{opt-level=0|2}`), which runs [`pipeline_text`]. The stages follow EXIR: ATen as exported
 //! → decomposed core ATen with known types → Edge (explicit dtypes) → backend partitions.
 
+pub mod attention;
 pub mod backend;
 pub mod decompose;
 pub mod edge;
 pub mod rewrite;
 pub mod shape_prop;
 
+pub use attention::{FuseAttention, fuse_attention};
 pub use backend::{Backend, InterpreterBackend, LowerToBackend, OpListBackend, partition};
 pub use decompose::{DecompFn, Decompose, DecompositionTable, decompose as decompose_ops};
 pub use edge::{LowerToEdge, VerifyEdge, lower_to_edge, verify_edge};
@@ -31,7 +33,7 @@ const O2_OPTIMIZATIONS: &[&str] = &["cse", "canonicalize", "constant-pooling"];
 ///   interpreter also runs.
 /// - `-O2`: the same with a strict Edge lowering, the optimization passes (`cse`,
 ///   `canonicalize`, `constant-pooling`, each when registered) before and after it, `dce`,
-///   `fuse-elementwise` (registered by the `egraph` crate: Edge's elementwise ops carry the
+///   `fuse-attention` (decomposed attention into one `backend.kernel`), `fuse-elementwise` (registered by the `egraph` crate: Edge's elementwise ops carry the
 ///   same traits as their aten counterparts, so groups form over Edge ops), then
 ///   `lower-to-backend`, which keeps each `prim.FusionGroup` whole inside its partition.
 ///
@@ -60,6 +62,9 @@ pub fn pipeline_text_for(registry: &PassRegistry, opt_level: u32, skipped: &mut 
             want(p, p, &mut passes);
         }
         want("dce", "dce", &mut passes);
+        // Attention is matched on the settled Edge ops, before elementwise fusion would take
+        // its scale and mask into a fusion group.
+        want("fuse-attention", "fuse-attention", &mut passes);
         // Fusion runs on Edge, after the optimizations have settled the ops and before
         // partitioning, which moves each group whole into a partition.
         want("fuse-elementwise", "fuse-elementwise", &mut passes);
@@ -131,6 +136,11 @@ pub fn register(r: &mut PassRegistry) {
             Ok(Box::new(LowerToEdge::with_options(o)) as Box<dyn Pass>)
         })
         .options(LowerToEdge::options()),
+        PassInfo::new(
+            "fuse-attention",
+            "Replace decomposed attention (bmm, scale, mask, softmax, bmm) by a backend.kernel {kernel = \"attention\"}",
+            |_| Ok(Box::new(FuseAttention) as Box<dyn Pass>),
+        ),
         PassInfo::new("verify-edge", "Check that the program is in the Edge dialect", |_| Ok(Box::new(VerifyEdge) as Box<dyn Pass>)),
         PassInfo::new("lower-to-backend", "Partition function bodies among backends into backend.partition ops", |o| {
             Ok(Box::new(LowerToBackend::with_options(o)?) as Box<dyn Pass>)

@@ -130,6 +130,9 @@ struct Liveness {
     defined: HashSet<ValueId>,
 }
 
+/// A fused kernel defined inline (`backend.kernel`), run like a fusion group.
+const BACKEND_KERNEL: &str = "backend.kernel";
+
 fn is_terminator(name: &str) -> bool {
     matches!(name, ir::builtin::RETURN | dialect_prim::YIELD | dialect_prim::RETURN | super::partition::RETURN)
 }
@@ -411,6 +414,18 @@ impl<'a> Lin<'a> {
                     return Ok(None);
                 }
                 return Ok(Some(instr));
+            }
+            BACKEND_KERNEL => {
+                // A fused kernel defined inline: its native implementation when the runtime has
+                // one for its name and attributes, its region interpreted otherwise (and for
+                // any call the implementation declines), as a fusion group's.
+                let r = *m.regions(op).first().ok_or_else(|| self.err_unsupported(op, format!("`{BACKEND_KERNEL}` without a body")))?;
+                let body = self.region_block(op, r)?;
+                let slot = self.slots;
+                self.slots += 1;
+                let kname = m.attr(op, "kernel").and_then(|a| a.as_str()).unwrap_or("");
+                let kernel = crate::kernels::attention::native_kernel(kname, m, op).ok();
+                Kind::Fusion { body, kernel, slot }
             }
             _ => {
                 if let Some(s) = sym_op(n) {
@@ -765,19 +780,21 @@ fn fresh_result(kname: &str) -> bool {
         )
 }
 
-/// Whether `op` is a fusion group whose results never share storage with its operands. A
+/// Whether `op` is a fusion group (or a `backend.kernel`) whose results never share storage with its operands. A
 /// compiled kernel writes its results into storage it is given (fresh or planned); when it
 /// declines a call, the results are those of the region's ops, so every value the region
 /// returns must be computed there by a kernel with a fresh result (a returned block argument,
 /// or an op that may return its input, keeps the group in the alias chain).
 fn fresh_group_results(m: &Module, op: OpId) -> bool {
-    if m.op_name(op) != dialect_prim::FUSION_GROUP {
-        return false;
-    }
+    let ret_name = match m.op_name(op) {
+        dialect_prim::FUSION_GROUP => dialect_prim::RETURN,
+        BACKEND_KERNEL => super::partition::RETURN,
+        _ => return false,
+    };
     let Some(&region) = m.regions(op).first() else { return false };
     let &[body] = m.region_blocks(region) else { return false };
     let Some(&ret) = m.block_ops(body).last() else { return false };
-    m.op_name(ret) == dialect_prim::RETURN
+    m.op_name(ret) == ret_name
         && m.operands(ret).iter().all(|&v| {
             m.defining_op(v).is_some_and(|d| m.parent_block(d) == Some(body) && fresh_result(&kernel_name(m.op_name(d))))
         })

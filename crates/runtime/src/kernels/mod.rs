@@ -14,6 +14,7 @@ pub use crate::tensor::KernelError;
 use crate::tensor::{Result, Scalar, Tensor};
 use crate::value::IValue;
 
+pub(crate) mod attention;
 pub mod binary;
 pub mod cast;
 pub mod conv;

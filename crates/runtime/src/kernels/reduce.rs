@@ -579,24 +579,7 @@ fn softmax_f32_rows(t: &Tensor) -> Result<Tensor> {
 /// not depend on the split.
 pub(crate) fn softmax_f32_rows_into(src: &[f32], n: usize, out: &mut [f32]) {
     let n = n.max(1);
-    let rows = |src: &[f32], out: &mut [f32]| {
-        #[cfg(target_arch = "x86_64")]
-        if std::is_x86_feature_detected!("avx512f") {
-            for (row, o) in src.chunks(n).zip(out.chunks_mut(n)) {
-                // SAFETY: the CPU has AVX-512F (checked just above).
-                unsafe { softmax_row_avx512(row, o) };
-            }
-            return;
-        }
-        super::wide::widest(
-            #[inline(always)]
-            || {
-                for (row, o) in src.chunks(n).zip(out.chunks_mut(n)) {
-                    softmax_row(row, o);
-                }
-            },
-        )
-    };
+    let rows = |src: &[f32], out: &mut [f32]| softmax_f32_rows_serial(src, n, out);
     let count = src.len().min(out.len()) / n;
     let threads = crate::parallel::threads();
     if threads <= 1 || count < 2 || count * n < SOFTMAX_PARALLEL_MIN {
@@ -611,6 +594,28 @@ pub(crate) fn softmax_f32_rows_into(src: &[f32], n: usize, out: &mut [f32]) {
         let o = unsafe { std::slice::from_raw_parts_mut(dst.get().add(r0 * n), (r1 - r0) * n) };
         rows(&src[r0 * n..r1 * n], o);
     });
+}
+
+/// The rows of `n ≥ 1` elements of `src` softmaxed into `out` on the calling thread, as
+/// [`softmax_f32_rows_into`] computes each row (the fused attention kernel's rows).
+pub(crate) fn softmax_f32_rows_serial(src: &[f32], n: usize, out: &mut [f32]) {
+    let n = n.max(1);
+    #[cfg(target_arch = "x86_64")]
+    if std::is_x86_feature_detected!("avx512f") {
+        for (row, o) in src.chunks(n).zip(out.chunks_mut(n)) {
+            // SAFETY: the CPU has AVX-512F (checked just above).
+            unsafe { softmax_row_avx512(row, o) };
+        }
+        return;
+    }
+    super::wide::widest(
+        #[inline(always)]
+        || {
+            for (row, o) in src.chunks(n).zip(out.chunks_mut(n)) {
+                softmax_row(row, o);
+            }
+        },
+    )
 }
 
 /// Softmaxes of at least this many elements split their rows across threads (as the JIT's

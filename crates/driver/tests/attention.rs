@@ -1,0 +1,257 @@
+//! The fused attention end to end: decomposed attention in Edge IR (strided q, k, v out of
+//! `[B, L, H, E]` tensors, copies, batched products, scale, mask, softmax, the permuted copy of
+//! the result) is run unfused by the interpreter, and fused by `fuse-attention` into a
+//! `backend.kernel` that the runtime runs natively; the two must agree (within the rounding
+//! of a different summation blocking), NaNs included, and the native result must have the
+//! same bits on one and two threads. A kernel the runtime has no implementation for, or
+//! operands the native kernel does not take (`f64`), run the region: exactly the unfused ops.
+
+use runtime::{CompileOptions, IValue, Tensor, Weights};
+
+#[derive(Clone, Copy, Debug)]
+enum Mask {
+    None,
+    /// `where(mask, -inf, s)`.
+    Fill,
+    /// `where(mask, s, -inf)`.
+    Keep,
+    /// `s + mask` (an `f32` mask).
+    Add,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Case {
+    b: usize,
+    h: usize,
+    l: usize,
+    s: usize,
+    e: usize,
+    ev: usize,
+    mask: Mask,
+    /// `mul.Scalar` by it, `div.Scalar` by its inverse when negative, none when 0.
+    scale: f64,
+    dtype: &'static str,
+}
+
+/// The decomposed attention of `c` in Edge IR.
+fn program(c: &Case) -> String {
+    let Case { b, h, l, s, e, ev, dtype: f, .. } = *c;
+    let n = b * h;
+    let mut mask_arg = String::new();
+    match c.mask {
+        Mask::None => {}
+        Mask::Fill | Mask::Keep => mask_arg = format!(", %mask: tensor<{l}x{s}xi1> {{prim.input = \"mask\"}}"),
+        Mask::Add => mask_arg = format!(", %mask: tensor<{h}x{l}x{s}x{f}> {{prim.input = \"mask\"}}"),
+    }
+    let mut body = format!(
+        r#"    %qp = edge.permute %q {{dims = [0, 2, 1, 3]}} : (tensor<{b}x{l}x{h}x{e}x{f}>) -> tensor<{b}x{h}x{l}x{e}x{f}>
+    %kp = edge.permute %k {{dims = [0, 2, 1, 3]}} : (tensor<{b}x{s}x{h}x{e}x{f}>) -> tensor<{b}x{h}x{s}x{e}x{f}>
+    %vp = edge.permute %v {{dims = [0, 2, 1, 3]}} : (tensor<{b}x{s}x{h}x{ev}x{f}>) -> tensor<{b}x{h}x{s}x{ev}x{f}>
+    %kt = edge.permute %kp {{dims = [0, 1, 3, 2]}} : (tensor<{b}x{h}x{s}x{e}x{f}>) -> tensor<{b}x{h}x{e}x{s}x{f}>
+    %qc = edge.clone %qp {{memory_format = 0 : i64}} : tensor<{b}x{h}x{l}x{e}x{f}>
+    %q3 = edge.view %qc {{size = [{n} : i64, {l} : i64, {e} : i64]}} : (tensor<{b}x{h}x{l}x{e}x{f}>) -> tensor<{n}x{l}x{e}x{f}>
+    %kc = edge.clone %kt {{memory_format = 0 : i64}} : tensor<{b}x{h}x{e}x{s}x{f}>
+    %k3 = edge.view %kc {{size = [{n} : i64, {e} : i64, {s} : i64]}} : (tensor<{b}x{h}x{e}x{s}x{f}>) -> tensor<{n}x{e}x{s}x{f}>
+    %sc3 = edge.bmm %q3, %k3 : (tensor<{n}x{l}x{e}x{f}>, tensor<{n}x{e}x{s}x{f}>) -> tensor<{n}x{l}x{s}x{f}>
+    %sc = edge.view %sc3 {{size = [{b} : i64, {h} : i64, {l} : i64, {s} : i64]}} : (tensor<{n}x{l}x{s}x{f}>) -> tensor<{b}x{h}x{l}x{s}x{f}>
+"#
+    );
+    let mut cur = "%sc".to_string();
+    let st = format!("tensor<{b}x{h}x{l}x{s}x{f}>");
+    if c.scale > 0.0 {
+        body += &format!("    %scaled = edge.mul.Scalar {cur} {{other = {:?} : f64}} : {st}\n", c.scale);
+        cur = "%scaled".into();
+    } else if c.scale < 0.0 {
+        body += &format!("    %scaled = edge.div.Scalar {cur} {{other = {:?} : f64}} : {st}\n", -1.0 / c.scale);
+        cur = "%scaled".into();
+    }
+    let fill = format!("    %ninf = edge.scalar_tensor {{dtype = #prim.dtype<{f}>, s = 0xFFF0000000000000 : f64}} : () -> tensor<{f}>\n");
+    match c.mask {
+        Mask::None => {}
+        Mask::Fill => {
+            body += &fill;
+            body += &format!("    %masked = edge.where.self %mask, %ninf, {cur} : (tensor<{l}x{s}xi1>, tensor<{f}>, {st}) -> {st}\n");
+            cur = "%masked".into();
+        }
+        Mask::Keep => {
+            body += &fill;
+            body += &format!("    %masked = edge.where.self %mask, {cur}, %ninf : (tensor<{l}x{s}xi1>, {st}, tensor<{f}>) -> {st}\n");
+            cur = "%masked".into();
+        }
+        Mask::Add => {
+            body += &format!("    %masked = edge.add.Tensor {cur}, %mask : ({st}, tensor<{h}x{l}x{s}x{f}>) -> {st}\n");
+            cur = "%masked".into();
+        }
+    }
+    body += &format!(
+        r#"    %p = edge._softmax {cur} {{dim = -1 : i64, half_to_float = false}} : {st}
+    %p3 = edge.view %p {{size = [{n} : i64, {l} : i64, {s} : i64]}} : ({st}) -> tensor<{n}x{l}x{s}x{f}>
+    %vc = edge.clone %vp {{memory_format = 0 : i64}} : tensor<{b}x{h}x{s}x{ev}x{f}>
+    %v3 = edge.view %vc {{size = [{n} : i64, {s} : i64, {ev} : i64]}} : (tensor<{b}x{h}x{s}x{ev}x{f}>) -> tensor<{n}x{s}x{ev}x{f}>
+    %o3 = edge.bmm %p3, %v3 : (tensor<{n}x{l}x{s}x{f}>, tensor<{n}x{s}x{ev}x{f}>) -> tensor<{n}x{l}x{ev}x{f}>
+    %o4 = edge.view %o3 {{size = [{b} : i64, {h} : i64, {l} : i64, {ev} : i64]}} : (tensor<{n}x{l}x{ev}x{f}>) -> tensor<{b}x{h}x{l}x{ev}x{f}>
+    %op = edge.permute %o4 {{dims = [0, 2, 1, 3]}} : (tensor<{b}x{h}x{l}x{ev}x{f}>) -> tensor<{b}x{l}x{h}x{ev}x{f}>
+    %oc = edge.clone %op {{memory_format = 0 : i64}} : tensor<{b}x{l}x{h}x{ev}x{f}>
+    func.return %oc : tensor<{b}x{l}x{h}x{ev}x{f}>
+"#
+    );
+    format!(
+        r#"module {{
+  func.func @forward(%q: tensor<{b}x{l}x{h}x{e}x{f}> {{prim.input = "q"}}, %k: tensor<{b}x{s}x{h}x{e}x{f}> {{prim.input = "k"}}, %v: tensor<{b}x{s}x{h}x{ev}x{f}> {{prim.input = "v"}}{mask_arg}) -> tensor<{b}x{l}x{h}x{ev}x{f}> {{
+{body}  }}
+}}
+"#
+    )
+}
+
+/// Deterministic values in [-2, 2).
+fn noise(n: usize, seed: u64) -> Vec<f32> {
+    let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15).wrapping_add(1);
+    (0..n)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            ((x >> 40) as f32 / (1u64 << 24) as f32) * 4.0 - 2.0
+        })
+        .collect()
+}
+
+fn inputs(c: &Case) -> Vec<IValue> {
+    let Case { b, h, l, s, e, ev, .. } = *c;
+    let mk = |n: usize, sizes: &[usize], seed: u64| -> Tensor {
+        let data = noise(n, seed);
+        let t = Tensor::from_slice(&data, sizes).unwrap();
+        if c.dtype == "f64" { t.to_dtype(ir::DType::F64).unwrap() } else { t }
+    };
+    let mut v = vec![
+        IValue::Tensor(mk(b * l * h * e, &[b, l, h, e], 1)),
+        IValue::Tensor(mk(b * s * h * e, &[b, s, h, e], 2)),
+        IValue::Tensor(mk(b * s * h * ev, &[b, s, h, ev], 3)),
+    ];
+    match c.mask {
+        Mask::None => {}
+        Mask::Fill | Mask::Keep => {
+            // True above the diagonal, and row 1 masked whole (all true for `fill`, all false
+            // for `keep`).
+            let mut m = vec![false; l * s];
+            for i in 0..l {
+                for j in 0..s {
+                    m[i * s + j] = j > i;
+                }
+            }
+            if l > 1 {
+                for j in 0..s {
+                    m[s + j] = matches!(c.mask, Mask::Fill);
+                }
+            }
+            v.push(IValue::Tensor(Tensor::from_slice(&m, &[l, s]).unwrap()));
+        }
+        Mask::Add => v.push(IValue::Tensor(mk(h * l * s, &[h, l, s], 4))),
+    }
+    v
+}
+
+/// Runs `text` (after `fuse-attention` when `fuse`), on `threads` threads; the output's
+/// elements as `f64`, and how many attentions the pass fused.
+fn run(text: &str, fuse: bool, kernel: Option<&str>, threads: usize, ins: &[IValue]) -> (Vec<f64>, usize) {
+    let ctx = driver::default_context();
+    let mut m = ir::parse_module(&ctx, text, "attention.ir").unwrap_or_else(|d| panic!("{}", d.render("attention.ir", text)));
+    ir::verify(&ctx, &m).unwrap_or_else(|d| panic!("{}", d.render("attention.ir", text)));
+    let mut fused = 0;
+    if fuse {
+        let top = m.top();
+        fused = transforms::lowering::fuse_attention(&mut m, top).unwrap();
+        ir::verify(&ctx, &m).unwrap_or_else(|d| panic!("after fuse-attention: {}", d.message));
+        if let Some(name) = kernel {
+            let mut kernels = Vec::new();
+            m.walk(m.top(), ir::WalkOrder::PreOrder, &mut |o| {
+                if m.op_name(o) == "backend.kernel" {
+                    kernels.push(o);
+                }
+            });
+            for k in kernels {
+                m.set_attr(k, "kernel", ir::Attribute::str(name));
+            }
+        }
+    }
+    let p = runtime::compile(&m, &ctx, &Weights::new(), CompileOptions::default()).unwrap_or_else(|e| panic!("compile: {e}"));
+    let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
+    let out = pool.install(|| p.runtime().run(ins)).unwrap();
+    (out[0].as_tensor().unwrap().to_vec_f64(), fused)
+}
+
+fn assert_close(got: &[f64], want: &[f64], what: &str) {
+    assert_eq!(got.len(), want.len(), "{what}: length");
+    for (i, (&g, &w)) in got.iter().zip(want).enumerate() {
+        let ok = if w.is_nan() { g.is_nan() } else { (g - w).abs() <= 1e-5 + 1e-4 * w.abs() };
+        assert!(ok, "{what}: element {i}: fused {g}, unfused {w}");
+    }
+}
+
+fn check(c: Case) {
+    let text = program(&c);
+    let ins = inputs(&c);
+    let (want, _) = run(&text, false, None, 1, &ins);
+    let (got1, fused) = run(&text, true, None, 1, &ins);
+    assert_eq!(fused, 1, "{c:?}: the attention is fused");
+    assert_close(&got1, &want, &format!("{c:?}"));
+    let (got2, _) = run(&text, true, None, 2, &ins);
+    let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+    assert_eq!(bits(&got1), bits(&got2), "{c:?}: the same bits on one and two threads");
+    // A kernel the runtime does not know runs its region: the unfused ops, bit for bit.
+    let (region, _) = run(&text, true, Some("no-such-kernel"), 1, &ins);
+    assert_eq!(bits(&region), bits(&want), "{c:?}: the region is the unfused ops");
+    if matches!(c.mask, Mask::Fill | Mask::Keep) && c.l > 1 {
+        let row = c.h * c.ev;
+        assert!(want[row..2 * row].iter().all(|x| x.is_nan()), "{c:?}: a fully masked row is NaN");
+    }
+}
+
+#[test]
+fn the_transformers_attention() {
+    check(Case { b: 1, h: 4, l: 128, s: 128, e: 64, ev: 64, mask: Mask::Fill, scale: 0.125, dtype: "f32" });
+}
+
+#[test]
+fn odd_sizes_several_batches_and_heads() {
+    check(Case { b: 2, h: 3, l: 37, s: 53, e: 19, ev: 23, mask: Mask::Fill, scale: 0.3, dtype: "f32" });
+    check(Case { b: 3, h: 1, l: 70, s: 9, e: 5, ev: 33, mask: Mask::Keep, scale: -0.25, dtype: "f32" });
+    check(Case { b: 1, h: 2, l: 1, s: 17, e: 8, ev: 8, mask: Mask::None, scale: 0.0, dtype: "f32" });
+    check(Case { b: 2, h: 2, l: 40, s: 40, e: 16, ev: 12, mask: Mask::Add, scale: 0.5, dtype: "f32" });
+}
+
+#[test]
+fn one_head_with_many_rows_splits_its_rows() {
+    check(Case { b: 1, h: 1, l: 200, s: 150, e: 32, ev: 40, mask: Mask::Fill, scale: 0.125, dtype: "f32" });
+}
+
+#[test]
+fn infinities_and_nans_in_the_inputs_propagate_as_unfused() {
+    let c = Case { b: 1, h: 2, l: 9, s: 11, e: 4, ev: 3, mask: Mask::None, scale: 1.0, dtype: "f32" };
+    let text = program(&c);
+    let mut ins = inputs(&c);
+    let q = ins[0].as_tensor().unwrap().to_vec::<f32>().unwrap();
+    let mut q2 = q.clone();
+    q2[0] = f32::INFINITY;
+    q2[9] = f32::NAN;
+    q2[20] = f32::NEG_INFINITY;
+    ins[0] = IValue::Tensor(Tensor::from_slice(&q2, ins[0].as_tensor().unwrap().sizes()).unwrap());
+    let (want, _) = run(&text, false, None, 1, &ins);
+    let (got, fused) = run(&text, true, None, 1, &ins);
+    assert_eq!(fused, 1);
+    assert!(want.iter().any(|x| x.is_nan()));
+    assert_close(&got, &want, "non-finite inputs");
+}
+
+#[test]
+fn f64_operands_run_the_region() {
+    let c = Case { b: 1, h: 2, l: 6, s: 7, e: 5, ev: 4, mask: Mask::Fill, scale: 0.5, dtype: "f64" };
+    let text = program(&c);
+    let ins = inputs(&c);
+    let (want, _) = run(&text, false, None, 1, &ins);
+    let (got, fused) = run(&text, true, None, 1, &ins);
+    assert_eq!(fused, 1);
+    let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+    assert_eq!(bits(&got), bits(&want));
+}

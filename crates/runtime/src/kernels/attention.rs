@@ -1,0 +1,506 @@
+//! Fused attention: `softmax(mask(scale(q·kᵀ)))·v` over strided `f32` operands, the native
+//! implementation of `backend.kernel {kernel = "attention"}`.
+//!
+//! The op's region holds the unfused ops (the product of the queries and the transposed keys,
+//! the optional scale, the optional mask, the row softmax, the product with the values and
+//! the optional permute and copy of the result); its attributes, written by the pass that
+//! formed it (`fuse-attention`), say which of them are present:
+//!
+//! - `scale` (a multiplier) or `divisor`: the scores are multiplied (divided) by it, in `f32`;
+//! - `mask = "fill" | "keep" | "add"` with `fill`: `where(mask, fill, s)`, `where(mask, s,
+//!   fill)` or `s + mask`; `mask_heads` is the second of the four dims the scores have where
+//!   the mask applies (0 when they have three), which the mask is broadcast against;
+//! - `output = "bmm" | "split" | "permuted"` with `out_heads`: the result is the second product
+//!   (`[N, L, Ev]`), its view as `[N/h, h, L, Ev]`, or that view permuted to `[N/h, L, h, Ev]`
+//!   (contiguous, as the copy that follows the permute makes it).
+//!
+//! The operands are the queries `[…, L, E]`, the transposed keys `[…, E, S]` and the values
+//! `[…, S, Ev]`, each of rank 3 or 4 (the leading dims merged into `N` batches), and the mask:
+//! the views the unfused program copies before its products, read here in place at their
+//! strides. Each task computes a block of query rows of one batch: the scores with the packed
+//! GEMM (`packed::gemm_activations`), scale and mask in one pass, the rows softmaxed with the
+//! interpreter's own row routine (so a fully masked row is NaN, as PyTorch's math path gives),
+//! the product with the values, then the rows copied into the output's layout. Blocks depend
+//! only on the shapes, and each is computed whole by one thread, so the result has the same
+//! bits on any number of threads. Scratch lives in per-thread buffers; a call allocates only
+//! its output.
+
+use std::sync::Arc;
+
+use ir::{DType, Module, OpId};
+
+use super::linalg::MatView;
+use super::packed::{self, Epilogue, Isa};
+use crate::fusion::{FusionKernel, FusionOutcome, OutputAlloc};
+use crate::tensor::{KernelError, Result, Tensor};
+
+const OP: &str = "attention";
+
+/// How the scores are scaled before the mask.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) enum Scale {
+    None,
+    Mul(f32),
+    Div(f32),
+}
+
+/// How the mask applies to the scaled scores.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) enum Mask {
+    None,
+    /// `where(mask, fill, s)`: a boolean mask, true where the score is replaced.
+    Fill(f32),
+    /// `where(mask, s, fill)`: a boolean mask, true where the score is kept.
+    Keep(f32),
+    /// `s + mask`: an `f32` mask.
+    Add,
+}
+
+/// The layout of the result.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Output {
+    /// `[N, L, Ev]`, as the second batched product gives it.
+    Bmm,
+    /// `[N/h, h, L, Ev]`.
+    Split(usize),
+    /// `[N/h, L, h, Ev]`: heads side by side in each row.
+    Permuted(usize),
+}
+
+/// What one fused attention computes (see the module documentation).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) struct Spec {
+    pub scale: Scale,
+    pub mask: Mask,
+    /// The second dim of the scores where the mask applies, when they have four; 0 for three.
+    pub mask_heads: usize,
+    pub output: Output,
+}
+
+impl Spec {
+    /// The spec a `backend.kernel {kernel = "attention"}` op's attributes describe.
+    pub(crate) fn of_op(m: &Module, op: OpId) -> std::result::Result<Spec, String> {
+        let float = |k: &str| m.attr(op, k).and_then(|a| a.as_float().or_else(|| a.as_int().map(|i| i as f64)));
+        let int = |k: &str| -> std::result::Result<usize, String> {
+            let v = m.attr(op, k).and_then(|a| a.as_int()).ok_or_else(|| format!("attribute '{k}' is missing"))?;
+            usize::try_from(v).map_err(|_| format!("attribute '{k}' is negative"))
+        };
+        let scale = match (float("scale"), float("divisor")) {
+            (None, None) => Scale::None,
+            (Some(s), None) => Scale::Mul(s as f32),
+            (None, Some(d)) => Scale::Div(d as f32),
+            (Some(_), Some(_)) => return Err("both 'scale' and 'divisor' are given".into()),
+        };
+        let mask_kind = m.attr(op, "mask").and_then(|a| a.as_str()).unwrap_or("none");
+        let fill = || float("fill").map(|f| f as f32).ok_or_else(|| "attribute 'fill' is missing".to_string());
+        let mask = match mask_kind {
+            "none" => Mask::None,
+            "fill" => Mask::Fill(fill()?),
+            "keep" => Mask::Keep(fill()?),
+            "add" => Mask::Add,
+            other => return Err(format!("unknown mask kind '{other}'")),
+        };
+        let mask_heads = if mask == Mask::None { 0 } else { int("mask_heads")? };
+        let output = match m.attr(op, "output").and_then(|a| a.as_str()).unwrap_or("bmm") {
+            "bmm" => Output::Bmm,
+            "split" => Output::Split(int("out_heads")?.max(1)),
+            "permuted" => Output::Permuted(int("out_heads")?.max(1)),
+            other => return Err(format!("unknown output layout '{other}'")),
+        };
+        Ok(Spec { scale, mask, mask_heads, output })
+    }
+}
+
+/// How an operand's batch `n` (of `N`) maps to storage: `(n / split)·hi + (n % split)·lo`.
+#[derive(Clone, Copy, Debug)]
+struct Batch {
+    split: usize,
+    hi: usize,
+    lo: usize,
+}
+
+impl Batch {
+    fn offset(self, n: usize) -> usize {
+        (n / self.split) * self.hi + (n % self.split) * self.lo
+    }
+}
+
+/// A 3-D or 4-D operand as `N` matrices: its batch mapping, its matrix dims and strides.
+#[derive(Clone, Copy, Debug)]
+struct Mats {
+    batch: Batch,
+    n: usize,
+    rows: usize,
+    cols: usize,
+    rs: usize,
+    cs: usize,
+}
+
+fn mats(t: &Tensor) -> Option<Mats> {
+    let (sz, st) = (t.sizes(), t.strides());
+    match *sz {
+        [n, rows, cols] => Some(Mats { batch: Batch { split: 1, hi: st[0], lo: 0 }, n, rows, cols, rs: st[1], cs: st[2] }),
+        [a, b, rows, cols] => Some(Mats {
+            batch: Batch { split: b.max(1), hi: st[0], lo: st[1] },
+            n: a * b,
+            rows,
+            cols,
+            rs: st[2],
+            cs: st[3],
+        }),
+        _ => None,
+    }
+}
+
+/// The mask broadcast against the scores `[N, L, S]` (or `[N/h, h, L, S]`).
+#[derive(Clone, Copy, Debug)]
+struct MaskLayout {
+    batch: Batch,
+    rs: usize,
+    cs: usize,
+}
+
+fn mask_layout(t: &Tensor, n: usize, l: usize, s: usize, heads: usize) -> Option<MaskLayout> {
+    let scores: Vec<usize> = if heads == 0 { vec![n, l, s] } else { vec![n / heads, heads, l, s] };
+    if heads != 0 && n % heads != 0 {
+        return None;
+    }
+    let (sz, st) = (t.sizes(), t.strides());
+    if sz.len() > scores.len() {
+        return None;
+    }
+    // Strides broadcast to the scores' shape (0 along dims the mask lacks or has as 1).
+    let lead = scores.len() - sz.len();
+    let mut bst = vec![0usize; scores.len()];
+    for (i, (&d, &want)) in sz.iter().zip(&scores[lead..]).enumerate() {
+        if d == want {
+            bst[lead + i] = if d == 1 { 0 } else { st[i] };
+        } else if d != 1 {
+            return None;
+        }
+    }
+    let r = scores.len();
+    let batch = if heads == 0 { Batch { split: 1, hi: bst[0], lo: 0 } } else { Batch { split: heads, hi: bst[0], lo: bst[1] } };
+    Some(MaskLayout { batch, rs: bst[r - 2], cs: bst[r - 1] })
+}
+
+thread_local! {
+    /// A task's scores, probabilities and output rows, kept across calls.
+    static SCRATCH: std::cell::Cell<Vec<f32>> = const { std::cell::Cell::new(Vec::new()) };
+}
+
+/// Query rows per task: whole batches when there are several, otherwise the rows split so
+/// that there are about four tasks (the split depends only on the shapes).
+fn row_block(n: usize, l: usize) -> usize {
+    let blocks = 4usize.div_ceil(n.max(1)).min(l.div_ceil(16)).max(1);
+    l.div_ceil(blocks).max(1)
+}
+
+/// The mask's elements, by dtype.
+enum MaskData<'a> {
+    None,
+    Bool(&'a [bool], MaskLayout),
+    F32(&'a [f32], MaskLayout),
+}
+
+/// Computes attention into a fresh output from `alloc`; `Ok(None)` when the operands are not
+/// ones this kernel handles (dtype, rank, inconsistent shapes), which the caller then
+/// interprets through the op's region.
+pub(crate) fn attention(spec: &Spec, inputs: &[Tensor], alloc: &mut dyn OutputAlloc) -> Result<Option<Tensor>> {
+    let Some(isa) = Isa::detect() else { return Ok(None) };
+    let want = if spec.mask == Mask::None { 3 } else { 4 };
+    if inputs.len() != want || inputs[..3].iter().any(|t| t.dtype() != DType::F32) {
+        return Ok(None);
+    }
+    let (Some(q), Some(kt), Some(v)) = (mats(&inputs[0]), mats(&inputs[1]), mats(&inputs[2])) else { return Ok(None) };
+    let (n, l, e, s, ev) = (q.n, q.rows, q.cols, kt.cols, v.cols);
+    if kt.n != n || v.n != n || kt.rows != e || v.rows != s || [n, l, e, s, ev].contains(&0) {
+        return Ok(None);
+    }
+    let qd = inputs[0].storage_slice::<f32>()?;
+    let kd = inputs[1].storage_slice::<f32>()?;
+    let vd = inputs[2].storage_slice::<f32>()?;
+    let mask = match (spec.mask, inputs.get(3)) {
+        (Mask::None, _) => MaskData::None,
+        (Mask::Fill(_) | Mask::Keep(_), Some(t)) if t.dtype() == DType::Bool => {
+            let Some(ml) = mask_layout(t, n, l, s, spec.mask_heads) else { return Ok(None) };
+            MaskData::Bool(t.storage_slice::<bool>()?, ml)
+        }
+        (Mask::Add, Some(t)) if t.dtype() == DType::F32 => {
+            let Some(ml) = mask_layout(t, n, l, s, spec.mask_heads) else { return Ok(None) };
+            MaskData::F32(t.storage_slice::<f32>()?, ml)
+        }
+        _ => return Ok(None),
+    };
+    let sizes: Vec<usize> = match spec.output {
+        Output::Bmm => vec![n, l, ev],
+        Output::Split(h) if n % h == 0 => vec![n / h, h, l, ev],
+        Output::Permuted(h) if n % h == 0 => vec![n / h, l, h, ev],
+        _ => return Ok(None),
+    };
+    // Where output row `i` of batch `b` starts.
+    let out_row = |b: usize, i: usize| -> usize {
+        match spec.output {
+            Output::Bmm | Output::Split(_) => (b * l + i) * ev,
+            Output::Permuted(h) => ((b / h) * l + i) * h * ev + (b % h) * ev,
+        }
+    };
+    // A boolean mask replaces a score by `fill` where it differs from `keep`.
+    let (fill, keep) = match spec.mask {
+        Mask::Fill(f) => (f, false),
+        Mask::Keep(f) => (f, true),
+        Mask::None | Mask::Add => (0.0, false),
+    };
+    let out = alloc.output(0, DType::F32, &sizes)?;
+    if out.dtype() != DType::F32 || out.sizes() != sizes.as_slice() || !out.is_contiguous() {
+        return Err(KernelError::new(OP, "output buffer has the wrong type or layout"));
+    }
+    let total = out.numel();
+    // The output's elements, written through the storage's own (mutable) pointer; `out` is
+    // contiguous, so they are the `total` elements from its offset.
+    let _ = out.storage_slice::<f32>()?.get(out.offset()..out.offset() + total).ok_or_else(|| KernelError::new(OP, "output reaches past its storage"))?;
+    // SAFETY: checked just above: `offset + total` elements lie inside the storage.
+    let dst = crate::parallel::SharedOut(unsafe { (out.storage().as_ptr() as *mut f32).add(out.offset()) });
+    let rb = row_block(n, l);
+    let blocks = l.div_ceil(rb);
+    let (q_off, k_off, v_off) = (inputs[0].offset(), inputs[1].offset(), inputs[2].offset());
+    let m_off = inputs.get(3).map_or(0, Tensor::offset);
+    crate::parallel::try_for_each(n * blocks, |task| -> Result<()> {
+        let (b, r0) = (task / blocks, (task % blocks) * rb);
+        let rows = rb.min(l - r0);
+        let mut scratch = SCRATCH.take();
+        let sub_max = SUB_ROWS.min(rows);
+        let kt_len = if kt.cs == 1 && kt.rs == s { 0 } else { e * s };
+        let v_len = if v.cs == 1 && v.rs == ev { 0 } else { s * ev };
+        let q_len = if q.cs == 1 && q.rs == e { 0 } else { sub_max * e };
+        let need = kt_len + v_len + q_len + sub_max * (2 * s + ev);
+        if scratch.len() < need {
+            scratch.resize(need, 0.0);
+        }
+        let r = (|| -> Result<()> {
+            let (kbuf, rest) = scratch.split_at_mut(kt_len);
+            let (vbuf, rest) = rest.split_at_mut(v_len);
+            let (qbuf, rest) = rest.split_at_mut(q_len);
+            let (scores_all, rest) = rest.split_at_mut(sub_max * s);
+            let (probs_all, rest) = rest.split_at_mut(sub_max * s);
+            let o_all = &mut rest[..sub_max * ev];
+            // The transposed keys and the values, contiguous (copied once per task unless they
+            // already are), so that both products read their right operand in place: rows
+            // of a projection's output are thousands of bytes apart, which maps a head's rows
+            // onto a few cache sets.
+            let kview = MatView::new(OP, kd, k_off + kt.batch.offset(b), e, s, kt.rs, kt.cs)?;
+            let bt = if kt_len == 0 {
+                kview
+            } else {
+                transpose_into(&kview, kbuf);
+                MatView::new(OP, kbuf, 0, e, s, s, 1)?
+            };
+            let vview = MatView::new(OP, vd, v_off + v.batch.offset(b), s, ev, v.rs, v.cs)?;
+            let vv = if v_len == 0 {
+                vview
+            } else {
+                copy_into(&vview, vbuf);
+                MatView::new(OP, vbuf, 0, s, ev, ev, 1)?
+            };
+            // Blocks of query rows whose scores, probabilities and output rows stay in L1.
+            for i0 in (0..rows).step_by(sub_max) {
+                let (r1, sub) = (r0 + i0, sub_max.min(rows - i0));
+                let scores = &mut scores_all[..sub * s];
+                let probs = &mut probs_all[..sub * s];
+                let o = &mut o_all[..sub * ev];
+                let qview = MatView::new(OP, qd, q_off + q.batch.offset(b) + r1 * q.rs, sub, e, q.rs, q.cs)?;
+                let a = if q_len == 0 {
+                    qview
+                } else {
+                    copy_into(&qview, qbuf);
+                    MatView::new(OP, qbuf, 0, sub, e, e, 1)?
+                };
+                packed::gemm_activations(OP, isa, a, bt, &Epilogue::PLAIN, scores, s)?;
+                // Scale and mask, compiled for the widest vectors (the same bits on every width).
+                super::wide::widest(
+                    #[inline(always)]
+                    || -> Result<()> {
+                        for i in 0..sub {
+                            let row = &mut scores[i * s..(i + 1) * s];
+                            scale_row(row, spec.scale);
+                            match &mask {
+                                MaskData::None => {}
+                                MaskData::Bool(md, ml) => {
+                                    let base = m_off + ml.batch.offset(b) + (r1 + i) * ml.rs;
+                                    match mask_row(md, base, ml.cs, s)? {
+                                        Row::Slice(mr) => {
+                                            // Bit selects (all ones where the score is
+                                            // replaced) vectorize; a branch on a `bool` does not.
+                                            let (fb, flip) = (fill.to_bits(), u32::from(keep));
+                                            for (x, &mk) in row.iter_mut().zip(mr) {
+                                                let sel = (u32::from(mk) ^ flip).wrapping_neg();
+                                                *x = f32::from_bits((x.to_bits() & !sel) | (fb & sel));
+                                            }
+                                        }
+                                        Row::Same(mk) => {
+                                            if mk != keep {
+                                                row.fill(fill);
+                                            }
+                                        }
+                                        Row::Strided(mr) => {
+                                            for (j, x) in row.iter_mut().enumerate() {
+                                                if mr[j * ml.cs] != keep {
+                                                    *x = fill;
+                                                }
+                                            }
+                                        }
+                                    }
+                                }
+                                MaskData::F32(md, ml) => {
+                                    let base = m_off + ml.batch.offset(b) + (r1 + i) * ml.rs;
+                                    match mask_row(md, base, ml.cs, s)? {
+                                        Row::Slice(mr) => {
+                                            for (x, &a) in row.iter_mut().zip(mr) {
+                                                *x += a;
+                                            }
+                                        }
+                                        Row::Same(a) => {
+                                            for x in row.iter_mut() {
+                                                *x += a;
+                                            }
+                                        }
+                                        Row::Strided(mr) => {
+                                            for (j, x) in row.iter_mut().enumerate() {
+                                                *x += mr[j * ml.cs];
+                                            }
+                                        }
+                                    }
+                                }
+                            }
+                        }
+                        Ok(())
+                    },
+                )?;
+                super::reduce::softmax_f32_rows_serial(scores, s, probs);
+                let p = MatView::new(OP, probs, 0, sub, s, s, 1)?;
+                packed::gemm_activations(OP, isa, p, vv, &Epilogue::PLAIN, o, ev)?;
+                for i in 0..sub {
+                    let at = out_row(b, r1 + i);
+                    debug_assert!(at + ev <= total);
+                    // SAFETY: `out` is a contiguous tensor of `total` elements from `dst`; row
+                    // `r1 + i` of batch `b` covers `ev` elements from `at` (`at + ev ≤ total` by the
+                    // output's shape), and no other task writes them (each writes its own rows of
+                    // its own batch).
+                    unsafe { std::ptr::copy_nonoverlapping(o[i * ev..].as_ptr(), dst.get().add(at), ev) };
+                }
+            }
+            Ok(())
+        })();
+        SCRATCH.set(scratch);
+        r
+    })?;
+    Ok(Some(out))
+}
+
+/// Query rows whose scores are computed, masked, softmaxed and multiplied together: with
+/// 128 keys, their scores and probabilities (16 KiB each) stay in L1.
+const SUB_ROWS: usize = 32;
+
+/// Copies the `rows × cols` matrix `src` into `dst` (`rows × cols`, row-major), in square
+/// tiles so that both the strided reads and the writes stay within a few cache lines.
+fn transpose_into(src: &MatView<'_, f32>, dst: &mut [f32]) {
+    const T: usize = 16;
+    let (rows, cols) = (src.rows, src.cols);
+    for r0 in (0..rows).step_by(T) {
+        let r1 = (r0 + T).min(rows);
+        for c in 0..cols {
+            let at = src.off + c * src.cs;
+            for r in r0..r1 {
+                dst[r * cols + c] = src.data[at + r * src.rs];
+            }
+        }
+    }
+}
+
+/// Copies the `rows × cols` matrix `src` into `dst` (row-major).
+fn copy_into(src: &MatView<'_, f32>, dst: &mut [f32]) {
+    let (rows, cols) = (src.rows, src.cols);
+    for (r, d) in dst.chunks_exact_mut(cols).take(rows).enumerate() {
+        let at = src.off + r * src.rs;
+        if src.cs == 1 {
+            d.copy_from_slice(&src.data[at..at + cols]);
+        } else {
+            for (c, x) in d.iter_mut().enumerate() {
+                *x = src.data[at + c * src.cs];
+            }
+        }
+    }
+}
+
+/// A mask row of `s` elements starting at `base`, `cs` apart.
+enum Row<'a, T> {
+    /// Contiguous.
+    Slice(&'a [T]),
+    /// One element broadcast along the row.
+    Same(T),
+    /// From the row's start, read at `j·cs`.
+    Strided(&'a [T]),
+}
+
+/// The mask row at `base`, checked to lie in `data`.
+#[inline(always)]
+fn mask_row<T: Copy>(data: &[T], base: usize, cs: usize, s: usize) -> Result<Row<'_, T>> {
+    let end = (s - 1).checked_mul(cs).and_then(|x| x.checked_add(base + 1));
+    let Some(row) = end.and_then(|e| data.get(base..e)) else {
+        return Err(KernelError::new(OP, "mask view exceeds its storage"));
+    };
+    Ok(match cs {
+        0 => Row::Same(row[0]),
+        1 => Row::Slice(row),
+        _ => Row::Strided(row),
+    })
+}
+
+/// Scales a row of scores in place as the unfused `mul.Scalar`/`div.Scalar` do, in `f32`.
+#[inline(always)]
+fn scale_row(row: &mut [f32], scale: Scale) {
+    match scale {
+        Scale::None => {}
+        Scale::Mul(c) => {
+            for x in row.iter_mut() {
+                *x *= c;
+            }
+        }
+        Scale::Div(c) => {
+            for x in row.iter_mut() {
+                *x /= c;
+            }
+        }
+    }
+}
+
+/// `backend.kernel {kernel = "attention"}` as a [`FusionKernel`]: runs [`attention`], declining
+/// the calls it does not handle.
+#[derive(Debug)]
+pub(crate) struct AttentionKernel {
+    spec: Spec,
+}
+
+impl FusionKernel for AttentionKernel {
+    fn run(&self, inputs: &[Tensor], alloc: &mut dyn OutputAlloc) -> Result<FusionOutcome> {
+        Ok(match attention(&self.spec, inputs, alloc)? {
+            Some(t) => FusionOutcome::Ran(vec![t]),
+            None => FusionOutcome::Declined("operands the attention kernel does not handle".into()),
+        })
+    }
+}
+
+/// The native implementation of the `backend.kernel` op `op` named `name`, if there is one:
+/// `Err` with the reason when there is none (unknown name, attributes it does not read, a
+/// result count other than one); the op's region is then interpreted.
+pub(crate) fn native_kernel(name: &str, m: &Module, op: OpId) -> std::result::Result<Arc<dyn FusionKernel>, String> {
+    match name {
+        "attention" => {
+            if m.results(op).len() != 1 {
+                return Err(format!("attention gives one result, the op has {}", m.results(op).len()));
+            }
+            Ok(Arc::new(AttentionKernel { spec: Spec::of_op(m, op)? }))
+        }
+        other => Err(format!("no native kernel named '{other}'")),
+    }
+}
