@@ -27,9 +27,10 @@ pub(crate) const MIN_ELEMENTS: usize = 1 << 18;
 
 /// Kernels of fewer elements are not fissioned when every cut calls a block routine. The
 /// routines take the transcendental functions out of the code Cranelift compiles, and what
-/// remains is compiled with the single-pass register allocator (see `kernel::isa_for`): the
-/// LSTM cell's gates (32Ki elements) then compile in two thirds of the time of their inline
-/// body and run faster. Below a few blocks the phases' loops would be mostly overhead.
+/// remains (below [`MIN_ELEMENTS`]) is compiled with the single-pass register allocator (see
+/// `kernel::isa_for`): the LSTM cell's gates (32Ki elements) then compile in two thirds of the
+/// time of their inline body and run faster. Below a few blocks the phases' loops would be
+/// mostly overhead.
 pub(crate) const MIN_ELEMENTS_ROUTINES: usize = 1 << 12;
 
 /// The phases of a fissioned body.

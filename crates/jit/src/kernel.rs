@@ -102,12 +102,15 @@ fn isa() -> Result<OwnedTargetIsa, JitError> {
 }
 
 /// The ISA a kernel is compiled with. A body fissioned with every cut calling a block routine
-/// keeps only loads, stores, calls and cheap arithmetic for Cranelift: its loops run at the
-/// routines' and the scratch's pace whatever the register assignment, so the single-pass
-/// allocator (a fraction of the backtracking one's time) serves it. Every other body keeps
-/// the backtracking allocator, whose spill-free inline polynomials it needs.
-fn isa_for(routine_fission: bool) -> Result<OwnedTargetIsa, JitError> {
-    if routine_fission {
+/// keeps only loads, stores, calls and cheap arithmetic for Cranelift, so the single-pass
+/// allocator (a fraction of the backtracking one's time) serves it where compile time weighs
+/// most: below [`fission::MIN_ELEMENTS`], where only the routines make fission pay (the LSTM
+/// cell's gates run as fast either way). Larger kernels run long enough for the backtracking
+/// allocator's code to earn its time back (bench_pointwise's kernel, 4Mi elements, is 9 %
+/// slower with single-pass allocation), and every other body needs it for its spill-free
+/// inline polynomials.
+fn isa_for(quick: bool) -> Result<OwnedTargetIsa, JitError> {
+    if quick {
         QUICK_ISA.get_or_init(|| build_isa(true).0).clone().map_err(JitError::Codegen)
     } else {
         isa()
@@ -511,7 +514,8 @@ fn build_inner(
     lanes: u8,
     options: CodegenOptions,
 ) -> Result<Built, JitError> {
-    let isa = isa_for(fission_plan(g, layout.numel, lanes, options).is_some_and(|(_, routines)| routines))?;
+    let routine_fission = fission_plan(g, layout.numel, lanes, options).is_some_and(|(_, routines)| routines);
+    let isa = isa_for(routine_fission && layout.numel < fission::MIN_ELEMENTS)?;
     let mut module = JITModule::new(JITBuilder::with_isa(isa, default_libcall_names()));
     let ptr = module.target_config().pointer_type();
     let CompileContext { ctx, fctx } = cc;
