@@ -161,17 +161,19 @@ struct MaskLayout {
 }
 
 fn mask_layout(t: &Tensor, n: usize, l: usize, s: usize, heads: usize) -> Option<MaskLayout> {
-    let scores: Vec<usize> = if heads == 0 { vec![n, l, s] } else { vec![n / heads, heads, l, s] };
     if heads != 0 && n % heads != 0 {
         return None;
     }
+    // Arrays, not vectors: this runs on every call.
+    let (dims, r) = if heads == 0 { ([n, l, s, 0], 3) } else { ([n / heads, heads, l, s], 4) };
+    let scores = &dims[..r];
     let (sz, st) = (t.sizes(), t.strides());
     if sz.len() > scores.len() {
         return None;
     }
     // Strides broadcast to the scores' shape (0 along dims the mask lacks or has as 1).
     let lead = scores.len() - sz.len();
-    let mut bst = vec![0usize; scores.len()];
+    let mut bst = [0usize; 4];
     for (i, (&d, &want)) in sz.iter().zip(&scores[lead..]).enumerate() {
         if d == want {
             bst[lead + i] = if d == 1 { 0 } else { st[i] };
@@ -179,7 +181,6 @@ fn mask_layout(t: &Tensor, n: usize, l: usize, s: usize, heads: usize) -> Option
             return None;
         }
     }
-    let r = scores.len();
     let batch = if heads == 0 { Batch { split: 1, hi: bst[0], lo: 0 } } else { Batch { split: heads, hi: bst[0], lo: bst[1] } };
     Some(MaskLayout { batch, rs: bst[r - 2], cs: bst[r - 1] })
 }
@@ -232,12 +233,13 @@ pub(crate) fn attention(spec: &Spec, inputs: &[Tensor], alloc: &mut dyn OutputAl
         }
         _ => return Ok(None),
     };
-    let sizes: Vec<usize> = match spec.output {
-        Output::Bmm => vec![n, l, ev],
-        Output::Split(h) if n % h == 0 => vec![n / h, h, l, ev],
-        Output::Permuted(h) if n % h == 0 => vec![n / h, l, h, ev],
+    let (dims, rank) = match spec.output {
+        Output::Bmm => ([n, l, ev, 0], 3),
+        Output::Split(h) if n % h == 0 => ([n / h, h, l, ev], 4),
+        Output::Permuted(h) if n % h == 0 => ([n / h, l, h, ev], 4),
         _ => return Ok(None),
     };
+    let sizes = &dims[..rank];
     // Where output row `i` of batch `b` starts.
     let out_row = |b: usize, i: usize| -> usize {
         match spec.output {
@@ -251,8 +253,8 @@ pub(crate) fn attention(spec: &Spec, inputs: &[Tensor], alloc: &mut dyn OutputAl
         Mask::Keep(f) => (f, true),
         Mask::None | Mask::Add => (0.0, false),
     };
-    let out = alloc.output(0, DType::F32, &sizes)?;
-    if out.dtype() != DType::F32 || out.sizes() != sizes.as_slice() || !out.is_contiguous() {
+    let out = alloc.output(0, DType::F32, sizes)?;
+    if out.dtype() != DType::F32 || out.sizes() != sizes || !out.is_contiguous() {
         return Err(KernelError::new(OP, "output buffer has the wrong type or layout"));
     }
     let total = out.numel();
