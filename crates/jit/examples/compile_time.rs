@@ -10,8 +10,9 @@ use std::time::{Duration, Instant};
 use jit::KernelSpec;
 use runtime::Tensor;
 
-const POINTWISE: &str = include_str!("../tests/data/bench_pointwise.ir");
-const LSTM_CELL: &str = include_str!("../tests/data/lstm_cell.ir");
+mod common;
+
+use common::{LSTM_CELL, POINTWISE, lstm_inputs};
 
 const SMALL: &str = r#"
 %x = "test.source"() : () -> tensor<64x512xf32>
@@ -23,23 +24,6 @@ const SMALL: &str = r#"
   "prim.Return"(%t) : (tensor<64x512xf32>) -> ()
 }) : (tensor<64x512xf32>, tensor<64x512xf32>) -> tensor<64x512xf32>
 "#;
-
-/// The inputs of the bench_lstm_cell group as the runtime passes them: the gate slices are
-/// views of two 64x2048 products, the bias slices views of two 2048-vectors.
-fn lstm_inputs() -> Result<Vec<Tensor>, Box<dyn std::error::Error>> {
-    let mm = [Tensor::zeros(ir::DType::F32, &[64, 2048])?, Tensor::zeros(ir::DType::F32, &[64, 2048])?];
-    let bias = [Tensor::zeros(ir::DType::F32, &[2048])?, Tensor::zeros(ir::DType::F32, &[2048])?];
-    let mut inputs = Vec::new();
-    for gate in 0..4 {
-        let at = gate as i64 * 512;
-        inputs.push(mm[0].narrow(1, at, 512)?);
-        inputs.push(mm[1].narrow(1, at, 512)?);
-        inputs.push(bias[0].narrow(0, at, 512)?);
-        inputs.push(bias[1].narrow(0, at, 512)?);
-    }
-    inputs.push(Tensor::zeros(ir::DType::F32, &[64, 512])?);
-    Ok(inputs)
-}
 
 fn measure(name: &str, text: &str, rows: usize, cols: usize, n: usize) -> Result<(), Box<dyn std::error::Error>> {
     let inputs = if text == LSTM_CELL {

@@ -10,24 +10,9 @@ use std::time::Instant;
 use jit::KernelSpec;
 use runtime::Tensor;
 
-const POINTWISE: &str = include_str!("../tests/data/bench_pointwise.ir");
-const LSTM_CELL: &str = include_str!("../tests/data/lstm_cell.ir");
+mod common;
 
-/// The inputs of the bench_lstm_cell group as the runtime passes them (see `compile_time`).
-fn lstm_inputs() -> Result<Vec<Tensor>, Box<dyn std::error::Error>> {
-    let mm = [Tensor::zeros(ir::DType::F32, &[64, 2048])?, Tensor::zeros(ir::DType::F32, &[64, 2048])?];
-    let bias = [Tensor::zeros(ir::DType::F32, &[2048])?, Tensor::zeros(ir::DType::F32, &[2048])?];
-    let mut inputs = Vec::new();
-    for gate in 0..4 {
-        let at = gate as i64 * 512;
-        inputs.push(mm[0].narrow(1, at, 512)?);
-        inputs.push(mm[1].narrow(1, at, 512)?);
-        inputs.push(bias[0].narrow(0, at, 512)?);
-        inputs.push(bias[1].narrow(0, at, 512)?);
-    }
-    inputs.push(Tensor::zeros(ir::DType::F32, &[64, 512])?);
-    Ok(inputs)
-}
+use common::{LSTM_CELL, POINTWISE, lstm_inputs};
 
 /// Minor page faults of this process so far (0 where `/proc` is not there).
 fn minor_faults() -> u64 {
