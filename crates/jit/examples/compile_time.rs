@@ -32,12 +32,7 @@ fn measure(name: &str, text: &str, rows: usize, cols: usize, n: usize) -> Result
         let x = Tensor::zeros(ir::DType::F32, &[rows, cols])?;
         vec![x.clone(), x]
     };
-    let mut ctx = ir::Context::new();
-    dialect_prim::register(&mut ctx);
-    dialect_aten::register(&mut ctx);
-    ctx.set_allow_unregistered(true);
-    let m = ir::parse_module(&ctx, text, "group.ir").map_err(|d| d.to_string())?;
-    let g = *jit::find_fusion_groups(&m).first().ok_or("no fusion group")?;
+    let (m, g) = common::group(text)?;
     let spec = KernelSpec::of(&inputs);
     let _ = cranelift_codegen::timing::take_current();
     let mut times: Vec<Duration> = Vec::with_capacity(n);

@@ -9,15 +9,12 @@ use std::time::Instant;
 use jit::{KernelSpec, RunOptions};
 use runtime::Tensor;
 
-const POINTWISE: &str = include_str!("../tests/data/bench_pointwise.ir");
+mod common;
+
+use common::POINTWISE;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let mut ctx = ir::Context::new();
-    dialect_prim::register(&mut ctx);
-    dialect_aten::register(&mut ctx);
-    ctx.set_allow_unregistered(true);
-    let m = ir::parse_module(&ctx, POINTWISE, "group.ir").map_err(|d| d.to_string())?;
-    let g = *jit::find_fusion_groups(&m).first().ok_or("no fusion group")?;
+    let (m, g) = common::group(POINTWISE)?;
     let pool = rayon::ThreadPoolBuilder::new().num_threads(2).build()?;
     let chunk = RunOptions::default().chunk;
     println!("| elements | inline µs | 2 threads, chunks of {chunk} µs |");

@@ -33,12 +33,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
         other => return Err(format!("unknown group '{other}' (lstm or pointwise)").into()),
     };
-    let mut ctx = ir::Context::new();
-    dialect_prim::register(&mut ctx);
-    dialect_aten::register(&mut ctx);
-    ctx.set_allow_unregistered(true);
-    let m = ir::parse_module(&ctx, text, "group.ir").map_err(|d| d.to_string())?;
-    let g = *jit::find_fusion_groups(&m).first().ok_or("no fusion group")?;
+    let (m, g) = common::group(text)?;
     let group = jit::Group::from_op(&m, g)?;
     let spec = KernelSpec::of(&inputs);
     let mut line = format!("{which}: setup {:.3} ms; compiles", jit.stats().setup_time.as_secs_f64() * 1e3);

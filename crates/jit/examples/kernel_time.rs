@@ -8,7 +8,9 @@ use std::time::Instant;
 use jit::{KernelSpec, RunOptions};
 use runtime::Tensor;
 
-const POINTWISE: &str = include_str!("../tests/data/bench_pointwise.ir");
+mod common;
+
+use common::POINTWISE;
 
 /// Deterministic, roughly standard-normal values (sum of uniforms from an LCG).
 fn normal(n: usize, mut seed: u64) -> Vec<f32> {
@@ -24,12 +26,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let t = Instant::now();
     let _jit = jit::Jit::default();
     println!("ISA detection (jit::Jit::default()): {:.3} ms", t.elapsed().as_secs_f64() * 1e3);
-    let mut ctx = ir::Context::new();
-    dialect_prim::register(&mut ctx);
-    dialect_aten::register(&mut ctx);
-    ctx.set_allow_unregistered(true);
-    let m = ir::parse_module(&ctx, POINTWISE, "group.ir").map_err(|d| d.to_string())?;
-    let g = *jit::find_fusion_groups(&m).first().ok_or("no fusion group")?;
+    let (m, g) = common::group(POINTWISE)?;
     let rows: usize = std::env::args().nth(2).and_then(|a| a.parse().ok()).unwrap_or(1024);
     let cols = 4096;
     let x = Tensor::from_vec(normal(rows * cols, 1), &[rows, cols])?;
