@@ -279,6 +279,16 @@ impl Attribute {
         }
     }
 
+    /// A number, integer or float, as `f64` (scalar arguments such as `other` or `alpha` are
+    /// spelled either way).
+    pub fn as_number(&self) -> Option<f64> {
+        match self {
+            Attribute::Int(i) => Some(*i as f64),
+            Attribute::Float(f) => Some(f.get()),
+            _ => None,
+        }
+    }
+
     pub fn as_bool(&self) -> Option<bool> {
         match self {
             Attribute::Bool(b) => Some(*b),

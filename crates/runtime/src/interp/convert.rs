@@ -49,7 +49,7 @@ fn array(items: &[Attribute], elem: Option<&SchemaType>) -> Result<IValue, Strin
             return Ok(IValue::IntList(items.iter().filter_map(Attribute::as_int).collect()));
         }
         return Ok(IValue::FloatList(
-            items.iter().map(|a| a.as_float().or(a.as_int().map(|i| i as f64)).unwrap_or(0.0)).collect(),
+            items.iter().map(|a| a.as_number().unwrap_or(0.0)).collect(),
         ));
     }
     if all(|a| matches!(a, Attribute::Bool(_))) {

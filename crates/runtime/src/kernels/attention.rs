@@ -27,7 +27,7 @@
 
 use std::sync::Arc;
 
-use ir::{DType, Module, OpId};
+use ir::{Attribute, DType, Module, OpId};
 
 use super::linalg::MatView;
 use super::packed::{self, Epilogue, Isa};
@@ -80,7 +80,7 @@ pub(crate) struct Spec {
 impl Spec {
     /// The spec a `backend.kernel {kernel = "attention"}` op's attributes describe.
     pub(crate) fn of_op(m: &Module, op: OpId) -> std::result::Result<Spec, String> {
-        let float = |k: &str| m.attr(op, k).and_then(|a| a.as_float().or_else(|| a.as_int().map(|i| i as f64)));
+        let float = |k: &str| m.attr(op, k).and_then(Attribute::as_number);
         let int = |k: &str| -> std::result::Result<usize, String> {
             let v = m.attr(op, k).and_then(|a| a.as_int()).ok_or_else(|| format!("attribute '{k}' is missing"))?;
             usize::try_from(v).map_err(|_| format!("attribute '{k}' is negative"))

@@ -95,13 +95,11 @@ fn fill_of(m: &Module, v: ValueId) -> Option<(OpId, f64)> {
     if !m.operands(d).is_empty() || dims(m, v).is_none_or(|t| !t.is_empty()) {
         return None;
     }
-    let a = m.attr(d, "s")?;
-    Some((d, a.as_float().or_else(|| a.as_int().map(|i| i as f64))?))
+    Some((d, m.attr(d, "s")?.as_number()?))
 }
 
 fn scalar_attr(m: &Module, op: OpId) -> Option<f64> {
-    let a = m.attr(op, "other")?;
-    a.as_float().or_else(|| a.as_int().map(|i| i as f64))
+    m.attr(op, "other")?.as_number()
 }
 
 /// Matches the attention around the softmax `sm`.
@@ -147,7 +145,7 @@ fn match_at(m: &Module, sm: OpId) -> Option<Found> {
         s = scores;
     } else if let Some(add) = def_is(m, s, "add.Tensor") {
         let [a, b] = *m.operands(add) else { return None };
-        if m.attr(add, "alpha").is_some_and(|al| al.as_float().or_else(|| al.as_int().map(|i| i as f64)) != Some(1.0)) {
+        if m.attr(add, "alpha").is_some_and(|al| al.as_number() != Some(1.0)) {
             return None;
         }
         // The scores are the side computed from a product; the other is the mask.

@@ -349,8 +349,7 @@ fn noop_view(m: &Module, op: OpId) -> Option<ValueId> {
 /// The scalar value of a constant operand or attribute: a number, or a one-element dense tensor.
 fn scalar_of(a: &Attribute, rank: usize) -> Option<f64> {
     match a {
-        Attribute::Int(i) => Some(*i as f64),
-        Attribute::Float(f) => Some(f.get()),
+        Attribute::Int(_) | Attribute::Float(_) => a.as_number(),
         Attribute::Dense(d) if d.num_elements() == 1 && d.dims().len() <= rank => d.element_f64(0),
         _ => None,
     }
