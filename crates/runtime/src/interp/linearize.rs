@@ -133,6 +133,12 @@ struct Liveness {
 /// A fused kernel defined inline (`backend.kernel`), run like a fusion group.
 const BACKEND_KERNEL: &str = "backend.kernel";
 
+/// Whether ops named `name` are fused: a region that is their semantics, run as one
+/// instruction (a fusion group, a `backend.kernel`).
+fn is_fused(name: &str) -> bool {
+    name == dialect_prim::FUSION_GROUP || name == BACKEND_KERNEL
+}
+
 fn is_terminator(name: &str) -> bool {
     matches!(name, ir::builtin::RETURN | dialect_prim::YIELD | dialect_prim::RETURN | super::partition::RETURN)
 }
@@ -403,29 +409,25 @@ impl<'a> Lin<'a> {
                 let r = *m.regions(op).first().ok_or_else(|| self.err_unsupported(op, "`prim.Loop` without a body".into()))?;
                 Kind::Loop { body: self.region_block(op, r)? }
             }
-            dialect_prim::FUSION_GROUP => {
-                let r = *m.regions(op).first().ok_or_else(|| self.err_unsupported(op, "`prim.FusionGroup` without a body".into()))?;
+            dialect_prim::FUSION_GROUP | BACKEND_KERNEL => {
+                let r = *m.regions(op).first().ok_or_else(|| self.err_unsupported(op, format!("`{n}` without a body")))?;
                 let body = self.region_block(op, r)?;
                 let slot = self.slots;
                 self.slots += 1;
-                let kind = Kind::Fusion { body, kernel: self.fusion_kernel(op), slot };
-                let instr = simple(self, kind);
+                let kernel = if n == BACKEND_KERNEL {
+                    // A fused kernel defined inline: its native implementation when the runtime
+                    // has one for its name and attributes, its region interpreted otherwise (and
+                    // for any call the implementation declines), as a fusion group's.
+                    let kname = m.attr(op, "kernel").and_then(|a| a.as_str()).unwrap_or("");
+                    crate::kernels::attention::native_kernel(kname, m, op).ok()
+                } else {
+                    self.fusion_kernel(op)
+                };
+                let instr = simple(self, Kind::Fusion { body, kernel, slot });
                 if self.hoist(op, &instr) {
                     return Ok(None);
                 }
                 return Ok(Some(instr));
-            }
-            BACKEND_KERNEL => {
-                // A fused kernel defined inline: its native implementation when the runtime has
-                // one for its name and attributes, its region interpreted otherwise (and for
-                // any call the implementation declines), as a fusion group's.
-                let r = *m.regions(op).first().ok_or_else(|| self.err_unsupported(op, format!("`{BACKEND_KERNEL}` without a body")))?;
-                let body = self.region_block(op, r)?;
-                let slot = self.slots;
-                self.slots += 1;
-                let kname = m.attr(op, "kernel").and_then(|a| a.as_str()).unwrap_or("");
-                let kernel = crate::kernels::attention::native_kernel(kname, m, op).ok();
-                Kind::Fusion { body, kernel, slot }
             }
             _ => {
                 if let Some(s) = sym_op(n) {
@@ -659,18 +661,20 @@ impl<'a> Lin<'a> {
 
     /// Whether `op` computes the same results on every call and does nothing else: a kernel
     /// declared pure (no written argument, not random) that does not return uninitialised
-    /// memory (`empty` and its kin), or a fusion group whose body holds only such ops.
+    /// memory (`empty` and its kin), or a fused op (a fusion group, a `backend.kernel`) whose
+    /// body holds only such ops.
     fn hoistable(&self, op: OpId) -> bool {
         let m = self.m;
         let name = m.op_name(op);
-        if name == dialect_prim::FUSION_GROUP {
+        if is_fused(name) {
             let mut ok = true;
             for &r in m.regions(op) {
                 for &b in m.region_blocks(r) {
                     for o in m.block_ops(b) {
                         m.walk(o, ir::WalkOrder::PreOrder, &mut |x| {
                             let n = m.op_name(x);
-                            ok &= matches!(n, dialect_prim::CONSTANT | dialect_prim::RETURN) || self.pure_kernel(n);
+                            ok &= matches!(n, dialect_prim::CONSTANT | dialect_prim::RETURN | super::partition::RETURN)
+                                || self.pure_kernel(n);
                         });
                     }
                 }
@@ -699,10 +703,10 @@ impl<'a> Lin<'a> {
 
     /// Follows `v` through every op result that may share its storage (a result with an
     /// alias annotation in the op's schema — views, `Tensor(a)[]` lists —, a container, a
-    /// fusion group result its body may pass through) and says whether any of those values
+    /// fused op's result its body may pass through) and says whether any of those values
     /// may be written (an op with a written argument, an op without a schema, a control-flow
-    /// op taking it, a fusion group whose body writes or is not deterministic) and whether
-    /// any is returned or yielded.
+    /// op taking it, a fused op whose body writes or is not deterministic) and whether any is
+    /// returned or yielded.
     fn alias_flow(&self, v: ValueId) -> (bool, bool) {
         let m = self.m;
         let (mut written, mut escapes) = (false, false);
@@ -715,7 +719,7 @@ impl<'a> Lin<'a> {
                 let follow: Vec<ValueId> = if is_terminator(name) {
                     escapes = true;
                     Vec::new()
-                } else if name == dialect_prim::FUSION_GROUP {
+                } else if is_fused(name) {
                     written |= !self.hoistable(u.op);
                     (0..results.len()).filter(|&k| self.group_result_may_alias(u.op, k)).map(|k| results[k]).collect()
                 } else if !m.regions(u.op).is_empty() {
@@ -747,8 +751,8 @@ impl<'a> Lin<'a> {
         (written, escapes)
     }
 
-    /// Whether result `k` of fusion group `op` may share storage with an operand: its body
-    /// returns a block argument or a result its op's schema lets alias an operand.
+    /// Whether result `k` of fused op `op` may share storage with an operand: its body returns
+    /// a block argument or a result its op's schema lets alias an operand.
     fn group_result_may_alias(&self, op: OpId, k: usize) -> bool {
         let m = self.m;
         let Some(&region) = m.regions(op).first() else { return true };
