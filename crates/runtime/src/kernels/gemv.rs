@@ -151,22 +151,16 @@ pub(crate) fn gemv_on(
     if y.len() < n {
         return Err(KernelError::new(op, "output buffer is too small"));
     }
-    let bias = match ep.bias {
-        Bias::None => None,
-        Bias::PerColumn(v) if v.len() >= n => Some(v),
-        Bias::PerRow(v) if !v.is_empty() => Some(v),
-        _ => return Err(KernelError::new(op, "bias is shorter than the output")),
-    };
-    let per_row = matches!(ep.bias, Bias::PerRow(_));
-    let finish = |j: usize, sum: f32, dst: &mut f32| {
-        let mut v = ep.alpha * sum;
-        if let Some(bv) = bias {
-            v += ep.bias_scale * bv[if per_row { 0 } else { j }];
-        }
-        if ep.beta != 0.0 {
-            v += ep.beta * *dst;
-        }
-        *dst = v;
+    let fin = Finish {
+        alpha: ep.alpha,
+        beta: ep.beta,
+        bias_scale: ep.bias_scale,
+        bias: match ep.bias {
+            Bias::None => None,
+            Bias::PerColumn(v) if v.len() >= n => Some((v, false)),
+            Bias::PerRow(v) if !v.is_empty() => Some((v, true)),
+            _ => return Err(KernelError::new(op, "bias is shorter than the output")),
+        },
     };
     let groups = n.div_ceil(LANES);
     let tasks = tasks.clamp(1, groups.max(1));
@@ -179,16 +173,60 @@ pub(crate) fn gemv_on(
             let j0 = gb * LANES;
             let cols = (count * LANES).min(n - j0);
             block(path, x, &b, j0, cols, &mut sums);
-            for (i, &s) in sums[..cols].iter().enumerate() {
-                // SAFETY: `y` holds `n` elements (checked above) and the tasks' column ranges are
-                // disjoint, so this element is written by this task alone.
-                let dst = unsafe { &mut *out.get().add(j0 + i) };
-                finish(j0 + i, s, dst);
-            }
+            // SAFETY: `y` holds `n ≥ j0 + cols` elements (checked above), the bias `n` (or one
+            // per row), and the tasks' column ranges are disjoint, so these elements are
+            // written by this task alone.
+            unsafe { finish(path, &fin, j0, &sums[..cols], out.get()) };
         }
     };
     crate::parallel::for_each_pinned(tasks, task);
     Ok(())
+}
+
+/// An [`Epilogue`] whose bias was checked against the output: per column (`false`, at least
+/// `n` values) or one value for every column (`true`).
+#[derive(Clone, Copy)]
+struct Finish<'a> {
+    alpha: f32,
+    beta: f32,
+    bias_scale: f32,
+    bias: Option<(&'a [f32], bool)>,
+}
+
+impl Finish<'_> {
+    /// `alpha·sum + bias_scale·bias + beta·dst`, each product and sum rounded in this order.
+    fn scalar(&self, j: usize, sum: f32, dst: &mut f32) {
+        let mut v = self.alpha * sum;
+        if let Some((bv, per_row)) = self.bias {
+            v += self.bias_scale * bv[if per_row { 0 } else { j }];
+        }
+        if self.beta != 0.0 {
+            v += self.beta * *dst;
+        }
+        *dst = v;
+    }
+}
+
+/// Writes the outputs `y[j0..j0 + sums.len()]` from their sums through the epilogue; the
+/// vector form on the AVX-512 path, with the same operations in the same order (a product is
+/// rounded before it is added, as in [`Finish::scalar`]), so the same bits.
+///
+/// # Safety
+/// `y` points at `j0 + sums.len()` writable elements that no one else accesses meanwhile, and a
+/// per-column bias has at least that many.
+unsafe fn finish(path: Path, fin: &Finish<'_>, j0: usize, sums: &[f32], y: *mut f32) {
+    match path {
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: the CPU supports AVX-512F (the path was detected or checked available); the
+        // rest is the caller's contract.
+        Path::Avx512 => unsafe { x86::finish_avx512(fin, j0, sums, y) },
+        _ => {
+            for (i, &s) in sums.iter().enumerate() {
+                // SAFETY: element `j0 + i` is in bounds and this caller's alone (contract).
+                fin.scalar(j0 + i, s, unsafe { &mut *y.add(j0 + i) });
+            }
+        }
+    }
 }
 
 /// The sums of the `cols ≤ GROUPS·16` columns from `j0` (`j0 % 16 == 0`) into `sums[..cols]`.
@@ -254,7 +292,41 @@ fn block_portable(x: &[f32], b: &Columns<'_>, starts: &[usize], last: usize, sum
 mod x86 {
     use std::arch::x86_64::*;
 
-    use super::{Columns, GROUPS, LANES};
+    use super::{Columns, Finish, GROUPS, LANES};
+
+    /// [`super::finish`] in vectors of 16, the last one masked.
+    ///
+    /// # Safety
+    /// The CPU supports AVX-512F; `y[j0..j0 + sums.len()]` is writable and the caller's alone;
+    /// a per-column bias has at least `j0 + sums.len()` values.
+    #[target_feature(enable = "avx512f")]
+    pub(super) unsafe fn finish_avx512(fin: &Finish<'_>, j0: usize, sums: &[f32], y: *mut f32) {
+        let alpha = _mm512_set1_ps(fin.alpha);
+        let beta = _mm512_set1_ps(fin.beta);
+        let bias_scale = _mm512_set1_ps(fin.bias_scale);
+        for (g, s) in sums.chunks(LANES).enumerate() {
+            let j = j0 + g * LANES;
+            let mask: __mmask16 = if s.len() >= LANES { 0xffff } else { ((1u32 << s.len()) - 1) as __mmask16 };
+            // SAFETY: the masked lanes are those of `s`, inside `sums`.
+            let mut v = _mm512_mul_ps(alpha, unsafe { _mm512_maskz_loadu_ps(mask, s.as_ptr()) });
+            if let Some((bv, per_row)) = fin.bias {
+                let b = if per_row {
+                    _mm512_set1_ps(bv[0])
+                } else {
+                    // SAFETY: a per-column bias covers these columns (caller's contract).
+                    unsafe { _mm512_maskz_loadu_ps(mask, bv.as_ptr().add(j)) }
+                };
+                v = _mm512_add_ps(v, _mm512_mul_ps(bias_scale, b));
+            }
+            if fin.beta != 0.0 {
+                // SAFETY: the masked lanes are outputs of this block (caller's contract).
+                let d = unsafe { _mm512_maskz_loadu_ps(mask, y.add(j)) };
+                v = _mm512_add_ps(v, _mm512_mul_ps(beta, d));
+            }
+            // SAFETY: as above.
+            unsafe { _mm512_mask_storeu_ps(y.add(j), mask, v) };
+        }
+    }
 
     /// `G` groups of 16 sums in registers over all of `k`; the last group reads its first
     /// `last` lanes only.
@@ -347,6 +419,10 @@ mod tests {
                 Epilogue { alpha: 1.0, beta: 0.0, bias: Bias::PerColumn(&bias), bias_scale: 1.0 },
                 Epilogue { alpha: -0.5, beta: 2.0, bias: Bias::PerColumn(&bias), bias_scale: 0.25 },
                 Epilogue { alpha: 2.0, beta: 1.0, bias: Bias::PerRow(&bias[..1]), bias_scale: 3.0 },
+                // Factors whose products round: a fused multiply-add anywhere in the epilogue
+                // would change some bits.
+                Epilogue { alpha: 0.3, beta: 0.7, bias: Bias::PerColumn(&bias), bias_scale: 1.1 },
+                Epilogue { alpha: 1.3, beta: -0.9, bias: Bias::PerRow(&bias[n - 1..]), bias_scale: 0.7 },
             ];
             let view = MatView::new("test", &dense, 0, k, n, n, 1).unwrap();
             let packs: Vec<PackedB> = [Isa::Avx512, Isa::Avx2]
