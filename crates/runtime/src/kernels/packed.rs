@@ -950,6 +950,17 @@ unsafe fn drive_panels(
                         bias_scale: ep.bias_scale,
                     }
                 };
+                if !addend.is_null() && pc + kb == raw.k {
+                    // The addend's rows of this tile are read right after it, each from another
+                    // part of memory (the rows are far apart): fetched into L1 while the tile
+                    // runs, they do not stall its post-ops.
+                    for i in 0..rows {
+                        let row = addend.wrapping_add((i0 + i) * add_ld + j0);
+                        for line in (0..cols).step_by(16) {
+                            prefetch_l1(row.wrapping_add(line));
+                        }
+                    }
+                }
                 // SAFETY: forwarded.
                 unsafe { tile(isa, rows, masked, raw.a_packed, &t) };
                 if has_post && pc + kb == raw.k {
@@ -1006,6 +1017,18 @@ unsafe fn tile(isa: Isa, rows: usize, masked: bool, a_packed: bool, t: &Tile) {
             (Isa::Avx2, false) => by_rows!(tile_avx2, false, 1 2 3 4 5; 6),
         }
     }
+}
+
+/// A hint to fetch the cache line holding `p` into L1 (it never faults, whatever `p` is).
+#[inline(always)]
+fn prefetch_l1(p: *const f32) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: a prefetch does not access memory architecturally and never faults.
+    unsafe {
+        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(p.cast::<i8>())
+    };
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = p;
 }
 
 /// Applies the post-ops to a tile of `rows` rows just stored.
