@@ -344,7 +344,7 @@ impl Post<'_> {
     }
 
     /// Rows `i..` of the same post-ops.
-    fn from_row(&self, i: usize) -> Post<'_> {
+    fn rows_from(&self, i: usize) -> Post<'_> {
         let addend = self.addend.map(|r| Addend { data: &r.data[(i * r.ld).min(r.data.len())..], ..r });
         Post { addend, act: self.act }
     }
@@ -468,7 +468,7 @@ pub(crate) fn gemm_packed_b_post(
             other => other,
         };
         let (band_raw, band_ep) = (raw(rows, mr, true, pack.packed(), mr * k, 1, mr), Epilogue { bias, ..*ep });
-        let band_post = post.from_row(r0);
+        let band_post = post.rows_from(r0);
         // SAFETY: as above, with `A`'s rows `r0..r0 + rows` packed (by `drive`, before any tile
         // reads them) in row panels of `mr` (`ceil(rows/mr)·mr·k` elements), row `i` column `p`
         // of block `ib` at `ib·mr·k + p·mr + i`, and `C` and a per-row bias from row `r0 < m`.
@@ -1675,6 +1675,8 @@ pub(crate) mod tests {
                             for j in 0..n {
                                 let v = &mut want[i * n + j];
                                 match first {
+                                    // The addend on the left, as the fused sum keeps it.
+                                    #[allow(clippy::assign_op_pattern)]
                                     Some(true) => *v = r[i * ld + j] + *v,
                                     Some(false) => *v += r[i * ld + j],
                                     None => {}
