@@ -1,7 +1,7 @@
 //! Shape and dtype propagation, decompositions, and the lowerings to the Edge and Backend dialects.
 //!
 //! Passes: `shape-propagation` ([`shape_prop`]), `decompose` ([`decompose`]), `lower-to-edge`
-//! and `verify-edge` ([`edge`]), `fuse-attention` ([`attention`]), `lower-to-backend` ([`backend`]), and `default-pipeline`
+//! and `verify-edge` ([`edge`]), `fuse-attention` ([`attention`]), `fuse-epilogue` ([`epilogue`]), `lower-to-backend` ([`backend`]), and `default-pipeline`
 //! (`{opt-level=0|2}`), which runs [`pipeline_text`]. The stages follow EXIR: ATen as exported
 //! → decomposed core ATen with known types → Edge (explicit dtypes) → backend partitions.
 
@@ -9,6 +9,7 @@ pub mod attention;
 pub mod backend;
 pub mod decompose;
 pub mod edge;
+pub mod epilogue;
 pub mod rewrite;
 pub mod shape_prop;
 
@@ -16,6 +17,7 @@ pub use attention::{FuseAttention, fuse_attention};
 pub use backend::{Backend, InterpreterBackend, LowerToBackend, OpListBackend, partition};
 pub use decompose::{DecompFn, Decompose, DecompositionTable, decompose as decompose_ops};
 pub use edge::{LowerToEdge, VerifyEdge, lower_to_edge, verify_edge};
+pub use epilogue::{FuseEpilogue, fuse_epilogue};
 pub use rewrite::{Arg, OpBuilder, Size};
 pub use shape_prop::{ShapePropagation, propagate_shapes};
 
@@ -33,7 +35,8 @@ const O2_OPTIMIZATIONS: &[&str] = &["cse", "canonicalize", "constant-pooling"];
 ///   interpreter also runs.
 /// - `-O2`: the same with a strict Edge lowering, the optimization passes (`cse`,
 ///   `canonicalize`, `constant-pooling`, each when registered) before and after it, `dce`,
-///   `fuse-attention` (decomposed attention into one `backend.kernel`), `fuse-elementwise` (registered by the `egraph` crate: Edge's elementwise ops carry the
+///   `fuse-attention` (decomposed attention into one `backend.kernel`), `fuse-epilogue` (a
+///   linear layer and the residual add or activation after it into one `backend.kernel`), `fuse-elementwise` (registered by the `egraph` crate: Edge's elementwise ops carry the
 ///   same traits as their aten counterparts, so groups form over Edge ops), then
 ///   `lower-to-backend`, which keeps each `prim.FusionGroup` whole inside its partition.
 ///
@@ -65,6 +68,9 @@ pub fn pipeline_text_for(registry: &PassRegistry, opt_level: u32, skipped: &mut 
         // Attention is matched on the settled Edge ops, before elementwise fusion would take
         // its scale and mask into a fusion group.
         want("fuse-attention", "fuse-attention", &mut passes);
+        // Likewise a linear layer's consumer (a residual add, an activation), which the
+        // product then applies to its tiles.
+        want("fuse-epilogue", "fuse-epilogue", &mut passes);
         // Fusion runs on Edge, after the optimizations have settled the ops and before
         // partitioning, which moves each group whole into a partition.
         want("fuse-elementwise", "fuse-elementwise", &mut passes);
@@ -140,6 +146,11 @@ pub fn register(r: &mut PassRegistry) {
             "fuse-attention",
             "Replace decomposed attention (bmm, scale, mask, softmax, bmm) by a backend.kernel {kernel = \"attention\"}",
             |_| Ok(Box::new(FuseAttention) as Box<dyn Pass>),
+        ),
+        PassInfo::new(
+            "fuse-epilogue",
+            "Fuse addmm with the residual add, gelu or relu that consumes it into a backend.kernel {kernel = \"linear\"}",
+            |_| Ok(Box::new(FuseEpilogue) as Box<dyn Pass>),
         ),
         PassInfo::new("verify-edge", "Check that the program is in the Edge dialect", |_| Ok(Box::new(VerifyEdge) as Box<dyn Pass>)),
         PassInfo::new("lower-to-backend", "Partition function bodies among backends into backend.partition ops", |o| {

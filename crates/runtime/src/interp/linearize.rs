@@ -419,7 +419,13 @@ impl<'a> Lin<'a> {
                     // has one for its name and attributes, its region interpreted otherwise (and
                     // for any call the implementation declines), as a fusion group's.
                     let kname = m.attr(op, "kernel").and_then(|a| a.as_str()).unwrap_or("");
-                    crate::kernels::attention::native_kernel(kname, m, op).ok()
+                    if kname == prepack::LINEAR_KERNEL {
+                        // Its weight is packed now, from the operand's compile-time value.
+                        let consts: Vec<Option<IValue>> = operands.iter().map(|v| self.consts.get(v).cloned()).collect();
+                        prepack::linear_kernel(m, op, &consts).ok()
+                    } else {
+                        crate::kernels::attention::native_kernel(kname, m, op).ok()
+                    }
                 } else {
                     self.fusion_kernel(op)
                 };

@@ -7,17 +7,24 @@
 //! call is of the usual form (so planned and unplanned results come from the same code), and
 //! [`compute`] then multiplies with the packed operand. The original constant stays in the
 //! argument list, so the registered kernel remains the fallback for anything else.
+//!
+//! The same packed weights serve the `backend.kernel {kernel = "linear"}` that
+//! `fuse-epilogue` forms from `addmm` and the op that consumes its result (a residual add, an
+//! activation): [`linear_kernel`] packs the kernel's constant weight when the program is
+//! compiled, and each call applies the consumer to the product's tiles in its epilogue
+//! (`packed::Post`).
 
 use std::sync::Arc;
 
-use ir::DType;
+use ir::{DType, Module, OpId};
 
 use super::Arg;
 use super::out::{OutOp, scalar_or, tensor_arg};
 use crate::kernels::conv::{PackedFilter, conv_compute_packed, out_geometry};
 use crate::kernels::gemv::{Columns, gemv};
 use crate::kernels::linalg::MatView;
-use crate::kernels::packed::{Bias, Epilogue, Isa, PackedB, gemm_packed_b};
+use crate::fusion::{FusionKernel, FusionOutcome, OutputAlloc};
+use crate::kernels::packed::{Activation, Addend, Bias, Epilogue, Isa, PackedB, Post, gemm_packed_b_post};
 use crate::tensor::{KernelError, Result, Tensor};
 use crate::value::IValue;
 
@@ -94,7 +101,7 @@ pub(crate) fn compute(p: &Prepacked, op: OutOp, name: &'static str, args: &[IVal
             // the caller), distinct from the operands (their lifetimes overlap).
             let c = unsafe { out.as_mut_slice::<f32>()? };
             let product = |ep: &Epilogue<'_>, c: &mut [f32]| {
-                if av.rows == 1 { batch1(name, av, b, ep, c) } else { gemm_packed_b(name, av, b, ep, c, n) }
+                if av.rows == 1 { batch1(name, av, b, ep, c) } else { gemm_packed_b_post(name, av, b, ep, &Post::NONE, c, n) }
             };
             if op == OutOp::Mm {
                 return product(&Epilogue::PLAIN, c);
@@ -153,4 +160,170 @@ fn batch1(name: &'static str, a: MatView<'_, f32>, b: &PackedB, ep: &Epilogue<'_
     let n = cols.cols();
     let y = c.get_mut(..n).ok_or_else(|| KernelError::new(name, "output buffer is too small"))?;
     gemv(name, x, cols, ep, y)
+}
+
+/// The name of the fused linear layer `fuse-epilogue` forms.
+pub(crate) const LINEAR_KERNEL: &str = "linear";
+
+/// The native `backend.kernel {kernel = "linear"}`: `addmm(bias, x, w)` with a constant `w`
+/// (packed here, once), its result viewed to the kernel's result shape, then the op the
+/// kernel's `epilogue` attribute names: `"add"` (a residual operand, the fourth, added on the
+/// side `residual` says: `"lhs"` for `add(r, ·)`, `"rhs"` for `add(·, r)`), `"gelu"` (exact)
+/// or `"relu"`.
+#[derive(Debug)]
+struct LinearKernel {
+    packed: PackedB,
+    /// The constant `w` was packed from; a call with another `w` declines.
+    weight: Tensor,
+    beta: f32,
+    alpha: f32,
+    /// `Some(first)` with a residual operand.
+    residual: Option<bool>,
+    act: Activation,
+    /// The sizes of the result (`m × n` elements, `n` the last).
+    sizes: Vec<usize>,
+}
+
+/// The native implementation of the `linear` kernel `op`, whose operands' compile-time values
+/// are `consts` (`None` for a value known only at run time); `Err` with the reason when there
+/// is none (the region is then interpreted): an attribute it does not read, a weight that is
+/// not a constant `f32` matrix, a result shape that is not static, a CPU without a prepacked
+/// path.
+pub(crate) fn linear_kernel(m: &Module, op: OpId, consts: &[Option<IValue>]) -> std::result::Result<Arc<dyn FusionKernel>, String> {
+    let attr = |k: &str| m.attr(op, k).and_then(|a| a.as_str());
+    let (residual, act, operands) = match attr("epilogue") {
+        Some("add") => match attr("residual") {
+            Some("lhs") => (Some(true), Activation::None, 4),
+            Some("rhs") => (Some(false), Activation::None, 4),
+            other => return Err(format!("unknown residual side {other:?}")),
+        },
+        Some("gelu") => (None, Activation::Gelu, 3),
+        Some("relu") => (None, Activation::Relu, 3),
+        other => return Err(format!("unknown epilogue {other:?}")),
+    };
+    if m.operands(op).len() != operands || m.results(op).len() != 1 {
+        return Err(format!("a linear kernel with {} operands and {} results", m.operands(op).len(), m.results(op).len()));
+    }
+    // `beta` and `alpha` are those of the region's product.
+    let body = m.regions(op).first().and_then(|&r| m.region_blocks(r).first().copied()).ok_or("a kernel without a body")?;
+    let addmm = m
+        .block_ops(body)
+        .into_iter()
+        .find(|&o| matches!(m.op_name(o), "edge.addmm" | "aten.addmm"))
+        .ok_or("no addmm in the kernel's region")?;
+    let scalar = |k: &str| m.attr(addmm, k).map_or(Some(1.0), |a| a.as_number()).map(|x| x as f32);
+    let (beta, alpha) = scalar("beta").zip(scalar("alpha")).ok_or("addmm with a non-numeric beta or alpha")?;
+    let sizes: Vec<usize> = m
+        .value_type(m.results(op)[0])
+        .as_tensor()
+        .and_then(|t| t.static_dims())
+        .ok_or("a result of unknown shape")?
+        .into_iter()
+        .map(|d| d as usize)
+        .collect();
+    let weight = match consts.get(2) {
+        Some(Some(IValue::Tensor(t))) if t.dtype() == DType::F32 && t.dim() == 2 => t.clone(),
+        _ => return Err("the weight is not a constant f32 matrix".into()),
+    };
+    let isa = Isa::detect().ok_or("this CPU has no prepacked path")?;
+    let data = weight.storage_slice::<f32>().map_err(|e| e.to_string())?;
+    let (k, n) = (weight.sizes()[0], weight.sizes()[1]);
+    let view = MatView::new("linear", data, weight.offset(), k, n, weight.strides()[0], weight.strides()[1]).map_err(|e| e.to_string())?;
+    let packed = PackedB::pack("linear", isa, view).map_err(|e| e.to_string())?;
+    if sizes.last() != Some(&n) {
+        return Err(format!("a result of shape {sizes:?} from a product of {n} columns"));
+    }
+    Ok(Arc::new(LinearKernel { packed, weight, beta, alpha, residual, act, sizes }))
+}
+
+/// The rows of `t` (of sizes `sizes`, the last `n`) as an `m × n` matrix with unit column
+/// stride: its storage from the first element on and the distance between rows; `None` when
+/// its layout is not of that form (the leading dims do not step by whole rows).
+fn rows_of<'t>(t: &'t Tensor, sizes: &[usize]) -> Option<(&'t [f32], usize)> {
+    if t.sizes() != sizes || t.dtype() != DType::F32 {
+        return None;
+    }
+    let rank = sizes.len();
+    let n = *sizes.last()?;
+    if n > 1 && t.strides()[rank - 1] != 1 {
+        return None;
+    }
+    // Row `r` of the matrix is at `r·ld`: each leading dim must step by the rows below it.
+    let ld = (0..rank - 1).rev().find(|&d| sizes[d] > 1).map_or(n, |d| t.strides()[d]);
+    let mut rows_below = 1;
+    for d in (0..rank - 1).rev() {
+        if sizes[d] > 1 && t.strides()[d] != ld.checked_mul(rows_below)? {
+            return None;
+        }
+        rows_below = rows_below.checked_mul(sizes[d])?;
+    }
+    Some((t.storage_slice::<f32>().ok()?.get(t.offset()..)?, ld))
+}
+
+impl FusionKernel for LinearKernel {
+    fn run(&self, inputs: &[Tensor], alloc: &mut dyn OutputAlloc) -> Result<FusionOutcome> {
+        const OP: &str = "linear";
+        let decline = |why: &str| Ok(FusionOutcome::Declined(why.to_string()));
+        let [bias, x, w, rest @ ..] = inputs else { return decline("too few operands") };
+        if !(Arc::ptr_eq(w.storage(), self.weight.storage())
+            && w.offset() == self.weight.offset()
+            && w.sizes() == self.weight.sizes()
+            && w.strides() == self.weight.strides())
+        {
+            return decline("a weight other than the packed constant");
+        }
+        if x.dtype() != DType::F32 || x.dim() != 2 || bias.dtype() != DType::F32 {
+            return decline("operands other than an f32 matrix and bias");
+        }
+        let (m, n) = (x.sizes()[0], self.packed.cols());
+        if m.checked_mul(n) != Some(self.sizes.iter().product()) {
+            return decline("a product of another shape");
+        }
+        let ep = if self.beta == 0.0 {
+            Epilogue { alpha: self.alpha, ..Epilogue::PLAIN }
+        } else {
+            // One row broadcast down the result, as `prepack::compute` takes it.
+            match bias.as_slice::<f32>() {
+                Ok(src) if src.len() == n && n != 1 || src.len() == 1 && n == 1 => {
+                    Epilogue { alpha: self.alpha, beta: 0.0, bias: Bias::PerColumn(src), bias_scale: self.beta }
+                }
+                _ => return decline("a bias other than one row"),
+            }
+        };
+        let copy: Tensor;
+        let addend = match (self.residual, rest) {
+            (None, []) => None,
+            (Some(first), [r]) => {
+                if r.sizes() != self.sizes.as_slice() || r.dtype() != DType::F32 {
+                    return decline("a residual that is not an f32 tensor of the result's shape");
+                }
+                let (data, ld) = match rows_of(r, &self.sizes) {
+                    Some(rows) => rows,
+                    None => {
+                        // Rows that are not contiguous (a transposed residual): a copy that is.
+                        copy = r.contiguous()?;
+                        rows_of(&copy, &self.sizes)
+                            .ok_or_else(|| KernelError::new(OP, "internal error: a contiguous copy without rows"))?
+                    }
+                };
+                Some(Addend { data, ld, first })
+            }
+            _ => return decline("an operand count other than the kernel's"),
+        };
+        let post = Post { addend, act: self.act };
+        let data = x.storage_slice::<f32>()?;
+        let av = MatView::new(OP, data, x.offset(), m, x.sizes()[1], x.strides()[0], x.strides()[1])?;
+        let out = alloc.output(0, DType::F32, &self.sizes)?;
+        // SAFETY: `out` is a fresh or planned tensor no other handle references; the memory
+        // plan never gives an instruction's result the storage of a value it reads (their
+        // lifetimes overlap at the instruction), so it is distinct from every operand.
+        let c = unsafe { out.as_mut_slice::<f32>()? };
+        if m == 1 {
+            batch1(OP, av, &self.packed, &ep, c)?;
+            post.apply_to(OP, 1, n, c, n)?;
+        } else {
+            gemm_packed_b_post(OP, av, &self.packed, &ep, &post, c, n)?;
+        }
+        Ok(FusionOutcome::Ran(vec![out]))
+    }
 }

@@ -24,6 +24,9 @@ pub(crate) struct Frame {
     /// Per kernel slot of a fusion group, the fresh outputs of its kernel's last call, kept to
     /// be written again by the next call once nothing else holds them (see [`KernelOutputs`]).
     recycled: Vec<Vec<Option<Tensor>>>,
+    /// The operands of the fusion kernel being called, kept across calls so that a call
+    /// allocates no list of them.
+    fusion_inputs: Vec<Tensor>,
 }
 
 fn fill_argbufs(block: &Block, bufs: &mut [Vec<IValue>]) {
@@ -132,12 +135,26 @@ impl Frame {
                 *slot = Some(h);
             }
         }
-        Frame { regs, argbufs, reg_home, view_layouts: vec![None; f.kernel_slots], recycled: vec![Vec::new(); f.kernel_slots] }
+        Frame {
+            regs,
+            argbufs,
+            reg_home,
+            view_layouts: vec![None; f.kernel_slots],
+            recycled: vec![Vec::new(); f.kernel_slots],
+            fusion_inputs: Vec::new(),
+        }
     }
 
     /// A frame with no registers, for [`Frame::eval_detached`].
     pub fn scratch() -> Frame {
-        Frame { regs: Vec::new(), argbufs: Vec::new(), reg_home: Vec::new(), view_layouts: Vec::new(), recycled: Vec::new() }
+        Frame {
+            regs: Vec::new(),
+            argbufs: Vec::new(),
+            reg_home: Vec::new(),
+            view_layouts: Vec::new(),
+            recycled: Vec::new(),
+            fusion_inputs: Vec::new(),
+        }
     }
 
     /// Runs one instruction whose operands are all known when the program is compiled, through
@@ -347,15 +364,13 @@ impl Frame {
             }
             Kind::Loop { body } => self.run_loop(ins, body, plan)?,
             Kind::Fusion { body, kernel, slot } => {
-                let vals = self.take_all(&ins.args);
-                if let Some(k) = kernel {
-                    let kept = self.recycled.get_mut(*slot);
-                    if let Some(outs) = run_fusion_kernel(ins, &**k, &vals, plan, kept)? {
-                        self.set_outs(ins, outs)?;
-                        self.finish(ins, plan);
-                        return Ok(());
-                    }
+                if let Some(k) = kernel
+                    && self.run_fusion_kernel(ins, &**k, *slot, plan)?
+                {
+                    self.finish(ins, plan);
+                    return Ok(());
                 }
+                let vals = self.take_all(&ins.args);
                 if vals.len() != body.args.len() {
                     return Err(runtime_error(ins, "operand count does not match the body's arguments"));
                 }
@@ -413,6 +428,45 @@ impl Frame {
                 Ok(())
             }
             outs => Err(runtime_error(ins, format!("produced 1 value for {} results", outs.len()))),
+        }
+    }
+
+    /// Calls a fusion group's compiled kernel and sets its results; `false` when it declines
+    /// (or an operand is not a tensor), and the group is then interpreted. The operands are
+    /// read in place (values the instruction moves die after the call), so a call allocates
+    /// nothing but what the kernel does.
+    fn run_fusion_kernel(&mut self, ins: &Instr, k: &dyn FusionKernel, slot: usize, plan: &mut PlanState) -> Result<bool, ExecError> {
+        let mut inputs = std::mem::take(&mut self.fusion_inputs);
+        inputs.clear();
+        for a in &ins.args {
+            match self.read(a) {
+                IValue::Tensor(t) => inputs.push(t.clone()),
+                _ => {
+                    self.fusion_inputs = inputs;
+                    return Ok(false);
+                }
+            }
+        }
+        let mut alloc = KernelOutputs { plan, home: ins.home, kept: self.recycled.get_mut(slot) };
+        let outcome = k.run(&inputs, &mut alloc);
+        inputs.clear();
+        self.fusion_inputs = inputs;
+        match outcome.map_err(|e| kernel_error(ins, e))? {
+            FusionOutcome::Ran(outs) => {
+                if outs.len() != ins.outs.len() {
+                    return Err(runtime_error(ins, format!("produced {} values for {} results", outs.len(), ins.outs.len())));
+                }
+                for a in &ins.args {
+                    if let Arg::Reg { reg, mode: Mode::Move } = a {
+                        self.take_reg(*reg);
+                    }
+                }
+                for (&r, t) in ins.outs.iter().zip(outs) {
+                    self.set(r, IValue::Tensor(t));
+                }
+                Ok(true)
+            }
+            FusionOutcome::Declined(_) => Ok(false),
         }
     }
 
@@ -600,29 +654,6 @@ impl OutputAlloc for KernelOutputs<'_> {
         let t = Tensor::zeros(dtype, sizes)?;
         kept[index] = Some(t.clone());
         Ok(t)
-    }
-}
-
-/// Calls a fusion group's compiled kernel; `None` when it declines (or an operand is not a
-/// tensor), and the group is then interpreted.
-fn run_fusion_kernel(
-    ins: &Instr,
-    k: &dyn FusionKernel,
-    vals: &[IValue],
-    plan: &mut PlanState,
-    kept: Option<&mut Vec<Option<Tensor>>>,
-) -> Result<Option<Vec<IValue>>, ExecError> {
-    let mut inputs = Vec::with_capacity(vals.len());
-    for v in vals {
-        match v {
-            IValue::Tensor(t) => inputs.push(t.clone()),
-            _ => return Ok(None),
-        }
-    }
-    let mut alloc = KernelOutputs { plan, home: ins.home, kept };
-    match k.run(&inputs, &mut alloc).map_err(|e| kernel_error(ins, e))? {
-        FusionOutcome::Ran(outs) => Ok(Some(outs.into_iter().map(IValue::Tensor).collect())),
-        FusionOutcome::Declined(_) => Ok(None),
     }
 }
 

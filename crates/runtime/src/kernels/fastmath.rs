@@ -273,6 +273,61 @@ pub fn gelu_erf_f32(x: f32) -> f32 {
     (x * 0.5) * (copysign(e, x) + 1.0)
 }
 
+/// [`gelu_erf_f32`] of `N` vectors of 16 lanes with AVX-512F intrinsics: the same operations
+/// in the same order (the same fused multiply-adds), so the same bits; for a matrix product's
+/// epilogue, which applies it to a tile just stored. The polynomials of the `N` vectors are
+/// evaluated step by step together: each is a chain of 18 dependent multiply-adds, so one
+/// vector at a time waits on the latency of every step, while 4 to 8 chains keep the FMA
+/// units busy.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+#[inline]
+#[allow(clippy::needless_range_loop)]
+pub(crate) fn gelu_erf_f32x16_n<const N: usize>(x: [std::arch::x86_64::__m512; N]) -> [std::arch::x86_64::__m512; N] {
+    use std::arch::x86_64::*;
+    let sign = _mm512_set1_epi32(i32::MIN);
+    let xi: [__m512i; N] = std::array::from_fn(|i| _mm512_castps_si512(x[i]));
+    let t: [__m512; N] = std::array::from_fn(|i| {
+        let a = _mm512_castsi512_ps(_mm512_andnot_si512(sign, xi[i]));
+        _mm512_fmadd_ps(a, _mm512_set1_ps(2.0 / GELU_CUT), _mm512_set1_ps(-1.0))
+    });
+    let mut p = [_mm512_set1_ps(GELU_ERF[GELU_ERF.len() - 1]); N];
+    for &c in GELU_ERF[..GELU_ERF.len() - 1].iter().rev() {
+        let c = _mm512_set1_ps(c);
+        for i in 0..N {
+            p[i] = _mm512_fmadd_ps(p[i], t[i], c);
+        }
+    }
+    std::array::from_fn(|i| {
+        let a = _mm512_castsi512_ps(_mm512_andnot_si512(sign, xi[i]));
+        // Past the cut, and for NaN (the comparison is ordered), 1.
+        let inside = _mm512_cmp_ps_mask::<_CMP_LT_OQ>(a, _mm512_set1_ps(GELU_CUT));
+        let e = _mm512_castps_si512(_mm512_mask_mov_ps(_mm512_set1_ps(1.0), inside, p[i]));
+        let e = _mm512_castsi512_ps(_mm512_or_si512(_mm512_andnot_si512(sign, e), _mm512_and_si512(sign, xi[i])));
+        _mm512_mul_ps(_mm512_mul_ps(x[i], _mm512_set1_ps(0.5)), _mm512_add_ps(e, _mm512_set1_ps(1.0)))
+    })
+}
+
+/// [`gelu_erf_f32`] of 8 lanes with AVX2 and FMA intrinsics (the same bits, as
+/// [`gelu_erf_f32x16_n`]).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+#[inline]
+pub(crate) fn gelu_erf_f32x8(x: std::arch::x86_64::__m256) -> std::arch::x86_64::__m256 {
+    use std::arch::x86_64::*;
+    let sign = _mm256_castsi256_ps(_mm256_set1_epi32(i32::MIN));
+    let a = _mm256_andnot_ps(sign, x);
+    let t = _mm256_fmadd_ps(a, _mm256_set1_ps(2.0 / GELU_CUT), _mm256_set1_ps(-1.0));
+    let mut p = _mm256_set1_ps(GELU_ERF[GELU_ERF.len() - 1]);
+    for &c in GELU_ERF[..GELU_ERF.len() - 1].iter().rev() {
+        p = _mm256_fmadd_ps(p, t, _mm256_set1_ps(c));
+    }
+    let inside = _mm256_cmp_ps::<_CMP_LT_OQ>(a, _mm256_set1_ps(GELU_CUT));
+    let e = _mm256_blendv_ps(_mm256_set1_ps(1.0), p, inside);
+    let e = _mm256_or_ps(_mm256_andnot_ps(sign, e), _mm256_and_ps(sign, x));
+    _mm256_mul_ps(_mm256_mul_ps(x, _mm256_set1_ps(0.5)), _mm256_add_ps(e, _mm256_set1_ps(1.0)))
+}
+
 /// `gelu(x, 'tanh') = 0.5 x (1 + tanh(k (x + 0.044715 x^3)))`.
 #[inline(always)]
 pub fn gelu_tanh_f32(x: f32) -> f32 {
@@ -398,6 +453,58 @@ mod tests {
     /// The 16-lane `exp` against the scalar one, bit for bit, over every 4099th `f32`, a fine
     /// grid around the range it covers, its ends and the special values.
     #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn gelu_vectors_match_the_scalar() {
+        let mut xs: Vec<f32> = (0..=u32::MAX).step_by(4099).map(f32::from_bits).collect();
+        xs.extend((-100_000..=100_000).map(|i| i as f32 * 1e-4));
+        for c in [GELU_CUT, -GELU_CUT] {
+            xs.extend([c, f32::from_bits(c.to_bits() - 1), f32::from_bits(c.to_bits() + 1)]);
+        }
+        xs.extend([0.0, -0.0, f32::INFINITY, f32::NEG_INFINITY, f32::NAN, -f32::NAN, f32::MIN_POSITIVE, -1e-45]);
+        let mut tested = 0;
+        if std::is_x86_feature_detected!("avx512f") {
+            xs.resize(xs.len().next_multiple_of(128), 1.0);
+            let want: Vec<u32> = xs.iter().map(|&x| gelu_erf_f32(x).to_bits()).collect();
+            for (c, w) in xs.chunks_exact(128).zip(want.chunks_exact(128)) {
+                let (mut one, mut eight) = ([0f32; 128], [0f32; 128]);
+                // SAFETY: the CPU has AVX-512F (checked above); `c` and the outputs hold 128
+                // elements.
+                unsafe {
+                    use std::arch::x86_64::*;
+                    let x: [__m512; 8] = std::array::from_fn(|v| _mm512_loadu_ps(c.as_ptr().add(16 * v)));
+                    for (v, y) in gelu_erf_f32x16_n(x).into_iter().enumerate() {
+                        _mm512_storeu_ps(eight.as_mut_ptr().add(16 * v), y);
+                        _mm512_storeu_ps(one.as_mut_ptr().add(16 * v), gelu_erf_f32x16_n([x[v]])[0]);
+                    }
+                }
+                for (((x, y1), y8), w) in c.iter().zip(one).zip(eight).zip(w) {
+                    assert_eq!(y1.to_bits(), *w, "gelu({x:e}) with 16 lanes");
+                    assert_eq!(y8.to_bits(), *w, "gelu({x:e}) with 8 vectors of 16 lanes");
+                }
+            }
+            tested += 1;
+        }
+        if std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("fma") {
+            xs.resize(xs.len().next_multiple_of(8), 1.0);
+            let want: Vec<u32> = xs.iter().map(|&x| gelu_erf_f32(x).to_bits()).collect();
+            for (c, w) in xs.chunks_exact(8).zip(want.chunks_exact(8)) {
+                let mut got = [0f32; 8];
+                // SAFETY: the CPU has AVX2 and FMA (checked above); `c` and `got` hold 8 elements.
+                unsafe {
+                    use std::arch::x86_64::*;
+                    _mm256_storeu_ps(got.as_mut_ptr(), gelu_erf_f32x8(_mm256_loadu_ps(c.as_ptr())));
+                }
+                for ((x, y), w) in c.iter().zip(got).zip(w) {
+                    assert_eq!(y.to_bits(), *w, "gelu({x:e}) with 8 lanes");
+                }
+            }
+            tested += 1;
+        }
+        if tested == 0 {
+            println!("skipping: this CPU has neither AVX-512F nor AVX2 with FMA");
+        }
+    }
+
     #[test]
     fn exp_vector_matches_the_scalar() {
         if !std::is_x86_feature_detected!("avx512f") {

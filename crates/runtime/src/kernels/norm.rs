@@ -74,6 +74,82 @@ fn row_moments<T: Real>(row: &[T]) -> (f64, f64) {
     (mean, var)
 }
 
+/// [`row_moments`], with AVX-512F intrinsics for an `f32` row when the CPU has them: the
+/// same operations in the same order, so the same bits. Compiled from the generic form, the
+/// sums' loop runs on 4-lane vectors (four times the instructions), which made the layer
+/// norms of bench_transformer cost about 0.6 ns per element.
+#[inline(always)]
+fn moments<T: Real>(row: &[T]) -> (f64, f64) {
+    #[cfg(target_arch = "x86_64")]
+    if T::DTYPE == DType::F32 && std::is_x86_feature_detected!("avx512f") {
+        // SAFETY: `T` is `f32` (its dtype says so), so the row is a row of `f32`; the CPU has
+        // AVX-512F (checked just above).
+        return unsafe { x86::row_moments_f32(std::slice::from_raw_parts(row.as_ptr().cast::<f32>(), row.len())) };
+    }
+    row_moments(row)
+}
+
+#[cfg(target_arch = "x86_64")]
+mod x86 {
+    use std::arch::x86_64::*;
+
+    use super::{BLOCK, LANES};
+
+    /// `super::row_moments` of an `f32` row.
+    #[target_feature(enable = "avx512f")]
+    pub(super) fn row_moments_f32(row: &[f32]) -> (f64, f64) {
+        let Some(&x0) = row.first() else {
+            return (f64::NAN, f64::NAN);
+        };
+        let n = row.len() as f64;
+        let x0v = _mm512_set1_ps(x0);
+        let mean = x0 as f64 + lane_sum(row, |v| _mm512_sub_ps(v, x0v), |v| v - x0) / n;
+        let m = mean as f32;
+        let mv = _mm512_set1_ps(m);
+        let var = lane_sum(
+            row,
+            |v| {
+                let d = _mm512_sub_ps(v, mv);
+                _mm512_mul_ps(d, d)
+            },
+            |v| (v - m) * (v - m),
+        ) / n;
+        (mean, var)
+    }
+
+    /// `super::lane_sum` of an `f32` row: `f` of 16 lanes, `f1` of one element (the tail).
+    #[target_feature(enable = "avx512f")]
+    #[inline]
+    fn lane_sum(row: &[f32], f: impl Fn(__m512) -> __m512, f1: impl Fn(f32) -> f32) -> f64 {
+        const _: () = assert!(LANES == 16);
+        let mut total = 0f64;
+        for block in row.chunks(BLOCK) {
+            let mut acc = _mm512_setzero_ps();
+            let mut body = block.chunks_exact(LANES);
+            for c in &mut body {
+                // SAFETY: `c` holds 16 elements.
+                acc = _mm512_add_ps(acc, f(unsafe { _mm512_loadu_ps(c.as_ptr()) }));
+            }
+            let tail = body.remainder().iter().fold(0f32, |s, &v| s + f1(v));
+            total += (fold(acc) + tail) as f64;
+        }
+        total
+    }
+
+    /// `wide::fold_lanes` of 16 lanes: lane `i` takes lane `i + 8`, then `i + 4`, `i + 2`, `i + 1`.
+    #[target_feature(enable = "avx512f")]
+    #[inline]
+    fn fold(acc: __m512) -> f32 {
+        let lo = _mm512_castps512_ps256(acc);
+        let hi = _mm256_castpd_ps(_mm512_extractf64x4_pd::<1>(_mm512_castps_pd(acc)));
+        let s8 = _mm256_add_ps(lo, hi);
+        let s4 = _mm_add_ps(_mm256_castps256_ps128(s8), _mm256_extractf128_ps::<1>(s8));
+        let s2 = _mm_add_ps(s4, _mm_movehl_ps(s4, s4));
+        let s1 = _mm_add_ss(s2, _mm_shuffle_ps::<1>(s2, s2));
+        _mm_cvtss_f32(s1)
+    }
+}
+
 /// Partial sums of [`lane_sum`]: one AVX-512 vector of `f32`, so consecutive additions into
 /// it come from different loads and the row's 16 vectors (`d = 256`) need no reduction inside
 /// the loop.
@@ -178,7 +254,7 @@ fn layer_norm_range<T: Real, P: Real, S: Real>(
         || {
             for r in rows {
                 let row = &x[r * inner..(r + 1) * inner];
-                let (mean, var) = row_moments(row);
+                let (mean, var) = moments(row);
                 let rstd = 1.0 / (var + eps).sqrt();
                 let (m, rs) = (T::of(mean), T::of(rstd));
                 let out = &mut y[r * inner..(r + 1) * inner];
@@ -598,4 +674,38 @@ pub fn register(r: &mut KernelRegistry) {
     r.register("aten.batch_norm", batch_norm);
     r.register("aten.native_group_norm", native_group_norm);
     r.register("aten.group_norm", group_norm);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The statistics of `f32` rows computed with intrinsics have the bits of the generic
+    /// form (compiled here for the baseline), for rows shorter than a vector, of whole and
+    /// partial vectors and blocks, with a mean far from zero, and with non-finite elements.
+    #[test]
+    fn f32_moments_have_the_bits_of_the_generic_form() {
+        if !std::is_x86_feature_detected!("avx512f") {
+            println!("skipping: this CPU has no AVX-512F");
+            return;
+        }
+        let mut s = 0x2545_f491_4f6c_dd1d_u64;
+        let mut next = move || {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            (s >> 40) as f32 / (1u64 << 24) as f32 * 2.0 - 1.0
+        };
+        let bits = |(a, b): (f64, f64)| (a.to_bits(), b.to_bits());
+        for len in [1, 2, 15, 16, 17, 100, 255, 256, 257, 700, 1024] {
+            for (offset, special) in [(0.0, None), (1000.0, None), (0.0, Some(f32::NAN)), (0.0, Some(f32::INFINITY))] {
+                let mut row: Vec<f32> = (0..len).map(|_| next() * 3.0 + offset).collect();
+                if let Some(x) = special {
+                    row[len / 2] = x;
+                }
+                assert_eq!(bits(moments(&row)), bits(row_moments(&row)), "{len} elements, offset {offset}, {special:?}");
+            }
+        }
+        assert!(moments::<f32>(&[]).0.is_nan());
+    }
 }

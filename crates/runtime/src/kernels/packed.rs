@@ -263,6 +263,93 @@ impl Epilogue<'_> {
     pub(crate) const PLAIN: Epilogue<'static> = Epilogue { alpha: 1.0, beta: 0.0, bias: Bias::None, bias_scale: 1.0 };
 }
 
+/// An elementwise function applied to a product's results once every sum is complete.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Activation {
+    None,
+    /// The exact GELU, with the interpreter's bits (`fastmath::gelu_erf_f32`).
+    Gelu,
+    /// `relu`, with the interpreter's bits: `x` when `x > 0` or NaN, `+0` otherwise.
+    Relu,
+}
+
+/// A matrix added to a product's results (a residual connection): element `(i, j)` at
+/// `data[i·ld + j]`.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Addend<'a> {
+    pub data: &'a [f32],
+    pub ld: usize,
+    /// Whether the addend is the left operand of the sum (`r + v` rather than `v + r`: the
+    /// same number, but NaN payloads propagate from the left operand).
+    pub first: bool,
+}
+
+/// What a product does with each result `v` of its [`Epilogue`] once the sum over all of `k`
+/// is complete: `act(v + addend)`, the addend and activation each optional. Applied to a tile
+/// while it is in registers, so a residual add or an activation after a linear layer costs no
+/// pass over the result; the operations are those of the separate ops, in their order, so the
+/// bits are theirs.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Post<'a> {
+    pub addend: Option<Addend<'a>>,
+    pub act: Activation,
+}
+
+impl Post<'_> {
+    /// Nothing after the epilogue.
+    pub(crate) const NONE: Post<'static> = Post { addend: None, act: Activation::None };
+
+    /// The post-ops of one element: `v` is the epilogue's result at row `i`, column `j`.
+    #[inline(always)]
+    pub(crate) fn apply(&self, i: usize, j: usize, v: f32) -> f32 {
+        let v = match self.addend {
+            Some(r) if r.first => r.data[i * r.ld + j] + v,
+            Some(r) => v + r.data[i * r.ld + j],
+            None => v,
+        };
+        match self.act {
+            Activation::None => v,
+            Activation::Gelu => super::fastmath::gelu_erf_f32(v),
+            Activation::Relu => {
+                if v > 0.0 || v.is_nan() {
+                    v
+                } else {
+                    0.0
+                }
+            }
+        }
+    }
+
+    /// Applies the post-ops to the `m × n` results in `c` (rows `ldc` apart), after a product
+    /// that did not (a single row's matrix-vector product).
+    pub(crate) fn apply_to(&self, op: &'static str, m: usize, n: usize, c: &mut [f32], ldc: usize) -> Result<()> {
+        if self.addend.is_none() && self.act == Activation::None {
+            return Ok(());
+        }
+        check_addend(op, m, n, self)?;
+        if m > 0 && n > 0 && (ldc < n || (m - 1).checked_mul(ldc).and_then(|x| x.checked_add(n)).is_none_or(|l| l > c.len())) {
+            return Err(KernelError::new(op, "output buffer is too small"));
+        }
+        super::wide::widest(
+            #[inline(always)]
+            || {
+                for i in 0..m {
+                    for (j, x) in c[i * ldc..i * ldc + n].iter_mut().enumerate() {
+                        *x = self.apply(i, j, *x);
+                    }
+                }
+            },
+        );
+        Ok(())
+    }
+
+    /// Rows `i..` of the same post-ops.
+    fn rows_from(&self, i: usize) -> Post<'_> {
+        let addend = self.addend.map(|r| Addend { data: &r.data[(i * r.ld).min(r.data.len())..], ..r });
+        Post { addend, act: self.act }
+    }
+}
+
 /// The operands of one product in the microkernel's terms. Row block `ib` of `A` (rows
 /// `ib·mr..`) starts at `a + ib·a_blk`, its rows `rsa` apart and its columns `csa` apart;
 /// column panel `jp` of `B` starts at `b + jp·b_pnl`, its rows `rsb` apart and its columns
@@ -320,11 +407,25 @@ pub(crate) fn gemm_packed_b(
     c: &mut [f32],
     ldc: usize,
 ) -> Result<()> {
+    gemm_packed_b_post(op, a, b, ep, &Post::NONE, c, ldc)
+}
+
+/// [`gemm_packed_b`] followed by `post` on every result, applied tile by tile.
+pub(crate) fn gemm_packed_b_post(
+    op: &'static str,
+    a: MatView<'_, f32>,
+    b: &PackedB,
+    ep: &Epilogue<'_>,
+    post: &Post<'_>,
+    c: &mut [f32],
+    ldc: usize,
+) -> Result<()> {
     if a.cols != b.k {
         return Err(KernelError::new(op, format!("cannot multiply {}x{} and {}x{} matrices", a.rows, a.cols, b.k, b.n)));
     }
     let (m, n, k) = (a.rows, b.n, b.k);
-    if settled(op, (m, n, k), ep, c, ldc)? {
+    check_addend(op, m, n, post)?;
+    if settled_post(op, (m, n, k), ep, post, c, ldc)? {
         return Ok(());
     }
     let nr = b.isa.nr();
@@ -351,7 +452,7 @@ pub(crate) fn gemm_packed_b(
         // column `p` is `a + (ib·mr + i)·rs + p·cs` with `ib·mr + i < m` and `p < k`, inside
         // its storage; `c` was checked to hold `m` rows of `ldc ≥ n` elements; `b.isa` was
         // available when the matrix was packed.
-        unsafe { drive(b.isa, &raw(m, mr, false, a_ptr, mr * a.rs, a.rs, a.cs), None, ep, c.as_mut_ptr(), ldc) };
+        unsafe { drive(b.isa, &raw(m, mr, false, a_ptr, mr * a.rs, a.rs, a.cs), None, ep, post, c.as_mut_ptr(), ldc) };
         return Ok(());
     }
     let (mr, band) = band_rows(b.isa, m, k);
@@ -367,10 +468,11 @@ pub(crate) fn gemm_packed_b(
             other => other,
         };
         let (band_raw, band_ep) = (raw(rows, mr, true, pack.packed(), mr * k, 1, mr), Epilogue { bias, ..*ep });
+        let band_post = post.rows_from(r0);
         // SAFETY: as above, with `A`'s rows `r0..r0 + rows` packed (by `drive`, before any tile
         // reads them) in row panels of `mr` (`ceil(rows/mr)·mr·k` elements), row `i` column `p`
         // of block `ib` at `ib·mr·k + p·mr + i`, and `C` and a per-row bias from row `r0 < m`.
-        unsafe { drive(b.isa, &band_raw, Some(&pack), &band_ep, c.as_mut_ptr().add(r0 * ldc), ldc) };
+        unsafe { drive(b.isa, &band_raw, Some(&pack), &band_ep, &band_post, c.as_mut_ptr().add(r0 * ldc), ldc) };
         r0 += rows;
     }
     A_SCRATCH.set(scratch);
@@ -542,7 +644,7 @@ pub(crate) fn gemm_packed_a(
     // SAFETY: the packed panels hold `ceil(m/mr)·k·mr` elements; `B`'s row `p < k` columns
     // `j0..j0+nr` are read whole only when `j0 + nr ≤ n` (the last partial panel is masked),
     // inside its storage; `c` holds `m` rows of `ldc ≥ n`; `a.isa` was available at packing.
-    unsafe { drive(a.isa, &raw, None, ep, c.as_mut_ptr(), ldc) };
+    unsafe { drive(a.isa, &raw, None, ep, &Post::NONE, c.as_mut_ptr(), ldc) };
     Ok(())
 }
 
@@ -602,7 +704,7 @@ pub(crate) fn gemm_activations(
         // `ib·mr + i < m` and `p < k`; `B`'s row `p < k` columns `j0..j0+nr` are read whole only
         // when `j0 + nr ≤ n` (the last partial panel is masked), at `b + p·rs + j`; both inside
         // their storage. `c` holds `m` rows of `ldc ≥ n`; the CPU runs `isa` (checked above).
-        unsafe { drive(isa, &raw, None, ep, c.as_mut_ptr(), ldc) };
+        unsafe { drive(isa, &raw, None, ep, &Post::NONE, c.as_mut_ptr(), ldc) };
         return Ok(());
     }
     let len = checked_len(op, &[n.div_ceil(nr), k, nr])?;
@@ -618,7 +720,19 @@ pub(crate) fn gemm_activations(
 /// Checks that `c` holds `C` (`m` rows of `ldc ≥ n`) and that the bias covers it, then settles
 /// the products with nothing to multiply: `true` when `C` is empty, or when `k == 0` and the
 /// epilogue alone has been applied.
-fn settled(op: &'static str, (m, n, k): (usize, usize, usize), ep: &Epilogue<'_>, c: &mut [f32], ldc: usize) -> Result<bool> {
+fn settled(op: &'static str, mnk: (usize, usize, usize), ep: &Epilogue<'_>, c: &mut [f32], ldc: usize) -> Result<bool> {
+    settled_post(op, mnk, ep, &Post::NONE, c, ldc)
+}
+
+/// [`settled`] with post-ops (applied after the epilogue of an empty sum).
+fn settled_post(
+    op: &'static str,
+    (m, n, k): (usize, usize, usize),
+    ep: &Epilogue<'_>,
+    post: &Post<'_>,
+    c: &mut [f32],
+    ldc: usize,
+) -> Result<bool> {
     if m > 0 && n > 0 && (ldc < n || (m - 1).checked_mul(ldc).and_then(|x| x.checked_add(n)).is_none_or(|l| l > c.len())) {
         return Err(KernelError::new(op, "output buffer is too small"));
     }
@@ -628,9 +742,24 @@ fn settled(op: &'static str, (m, n, k): (usize, usize, usize), ep: &Epilogue<'_>
     }
     if k == 0 {
         epilogue_only(m, n, ep, c, ldc);
+        post.apply_to(op, m, n, c, ldc)?;
         return Ok(true);
     }
     Ok(false)
+}
+
+/// Checks that the addend of `post` covers an `m × n` output.
+fn check_addend(op: &'static str, m: usize, n: usize, post: &Post<'_>) -> Result<()> {
+    match post.addend {
+        Some(r)
+            if m > 0
+                && n > 0
+                && (r.ld < n || (m - 1).checked_mul(r.ld).and_then(|x| x.checked_add(n)).is_none_or(|l| l > r.data.len())) =>
+        {
+            Err(KernelError::new(op, "the addend is smaller than the output"))
+        }
+        _ => Ok(()),
+    }
 }
 
 /// Checks that the bias covers an `m × n` output.
@@ -688,15 +817,29 @@ struct Tile {
     bias_scale: f32,
 }
 
+/// The post-ops of one tile, applied to it once its last block of `k` is stored.
+struct PostTile {
+    /// Valid columns of the tile (`≤ nr`).
+    cols: usize,
+    c: *mut f32,
+    ldc: usize,
+    /// The addend's element `(i0, j0)` (its rows `add_ld` apart), null without one.
+    addend: *const f32,
+    add_ld: usize,
+    add_first: bool,
+    act: Activation,
+}
+
 /// Runs every tile of a product.
 ///
 /// # Safety
 /// `raw` must describe operands that are readable as documented on [`Raw`] (whole panels of
 /// `B` except a masked last one, every row block of `A` up to its `m` rows), `c` must hold
 /// `m` rows of `ldc ≥ n` writable elements, the bias of `ep` at least `n` (per column) or
-/// `m` (per row) elements, and the CPU must support `isa`. With `pack`, `raw.a` is its
+/// `m` (per row) elements, the addend of `post` `m` rows of `ld ≥ n` readable elements, and
+/// the CPU must support `isa`. With `pack`, `raw.a` is its
 /// destination, packed here before any tile reads it.
-unsafe fn drive(isa: Isa, raw: &Raw, pack: Option<&PackA<'_>>, ep: &Epilogue<'_>, c: *mut f32, ldc: usize) {
+unsafe fn drive(isa: Isa, raw: &Raw, pack: Option<&PackA<'_>>, ep: &Epilogue<'_>, post: &Post<'_>, c: *mut f32, ldc: usize) {
     let panels = raw.n.div_ceil(isa.nr());
     let threads = crate::parallel::threads();
     let fmas = raw.m.saturating_mul(raw.n).saturating_mul(raw.k);
@@ -705,7 +848,7 @@ unsafe fn drive(isa: Isa, raw: &Raw, pack: Option<&PackA<'_>>, ep: &Epilogue<'_>
             p.claim();
         }
         // SAFETY: forwarded.
-        unsafe { drive_panels(isa, raw, ep, c, ldc, 0..panels) };
+        unsafe { drive_panels(isa, raw, ep, post, c, ldc, 0..panels) };
         return;
     }
     // One panel a task (up to the most a pinned job has): each thread works through its own
@@ -722,7 +865,7 @@ unsafe fn drive(isa: Isa, raw: &Raw, pack: Option<&PackA<'_>>, ep: &Epilogue<'_>
         }
         let range = panels * t / tasks..panels * (t + 1) / tasks;
         // SAFETY: forwarded; tasks write disjoint column panels of `C`.
-        unsafe { drive_panels(isa, raw, ep, out.get(), ldc, range) };
+        unsafe { drive_panels(isa, raw, ep, post, out.get(), ldc, range) };
     });
 }
 
@@ -744,13 +887,26 @@ unsafe impl Sync for Raw {}
 ///
 /// # Safety
 /// As [`drive`], with `panels` within `0..ceil(n / nr)`.
-unsafe fn drive_panels(isa: Isa, raw: &Raw, ep: &Epilogue<'_>, c: *mut f32, ldc: usize, panels: std::ops::Range<usize>) {
+unsafe fn drive_panels(
+    isa: Isa,
+    raw: &Raw,
+    ep: &Epilogue<'_>,
+    post: &Post<'_>,
+    c: *mut f32,
+    ldc: usize,
+    panels: std::ops::Range<usize>,
+) {
     let (mr, nr) = (raw.mr, isa.nr());
     let (bias_col, bias_row) = match ep.bias {
         Bias::None => (std::ptr::null(), std::ptr::null()),
         Bias::PerColumn(b) => (b.as_ptr(), std::ptr::null()),
         Bias::PerRow(b) => (std::ptr::null(), b.as_ptr()),
     };
+    let (addend, add_ld, add_first) = match post.addend {
+        Some(r) => (r.data.as_ptr(), r.ld, r.first),
+        None => (std::ptr::null(), 0, false),
+    };
+    let has_post = post.addend.is_some() || post.act != Activation::None;
     // Panel by panel, so a packed `B` is read front to back in one stream; within a panel,
     // block by block of `k`, each block reused by every row block of `A`.
     let blocks = raw.m.div_ceil(mr);
@@ -794,8 +950,34 @@ unsafe fn drive_panels(isa: Isa, raw: &Raw, ep: &Epilogue<'_>, c: *mut f32, ldc:
                         bias_scale: ep.bias_scale,
                     }
                 };
+                if !addend.is_null() && pc + kb == raw.k {
+                    // The addend's rows of this tile are read right after it, each from another
+                    // part of memory (the rows are far apart): fetched into L1 while the tile
+                    // runs, they do not stall its post-ops.
+                    for i in 0..rows {
+                        let row = addend.wrapping_add((i0 + i) * add_ld + j0);
+                        for line in (0..cols).step_by(16) {
+                            prefetch_l1(row.wrapping_add(line));
+                        }
+                    }
+                }
                 // SAFETY: forwarded.
                 unsafe { tile(isa, rows, masked, raw.a_packed, &t) };
+                if has_post && pc + kb == raw.k {
+                    // SAFETY: the tile's rows of `C` were just written; the addend holds the
+                    // same rows and columns (caller's contract).
+                    let p = PostTile {
+                        cols,
+                        c: t.c,
+                        ldc,
+                        addend: if addend.is_null() { addend } else { unsafe { addend.add(i0 * add_ld + j0) } },
+                        add_ld,
+                        add_first,
+                        act: post.act,
+                    };
+                    // SAFETY: forwarded.
+                    unsafe { post_tile(isa, rows, &p) };
+                }
             }
             pc += kb;
         }
@@ -837,11 +1019,40 @@ unsafe fn tile(isa: Isa, rows: usize, masked: bool, a_packed: bool, t: &Tile) {
     }
 }
 
+/// A hint to fetch the cache line holding `p` into L1 (it never faults, whatever `p` is).
+#[inline(always)]
+fn prefetch_l1(p: *const f32) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: a prefetch does not access memory architecturally and never faults.
+    unsafe {
+        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(p.cast::<i8>())
+    };
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = p;
+}
+
+/// Applies the post-ops to a tile of `rows` rows just stored.
+///
+/// # Safety
+/// `p.c` holds `rows` rows of `p.cols` written elements (`p.ldc` apart), the addend (when not
+/// null) as many readable ones (`p.add_ld` apart), and the CPU supports `isa`.
+#[allow(unused_variables)]
+unsafe fn post_tile(isa: Isa, rows: usize, p: &PostTile) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: forwarded from the caller.
+    unsafe {
+        match isa {
+            Isa::Avx512 => x86::post_avx512(p, rows),
+            Isa::Avx2 => x86::post_avx2(p, rows),
+        }
+    }
+}
+
 #[cfg(target_arch = "x86_64")]
 mod x86 {
     use std::arch::x86_64::*;
 
-    use super::Tile;
+    use super::{Activation, PostTile, Tile};
 
     /// Lane mask of the first `n` of 16 lanes.
     #[inline(always)]
@@ -939,6 +1150,99 @@ mod x86 {
                         v = _mm512_add_ps(_mm512_maskz_loadu_ps(mask, dst), v);
                     }
                     _mm512_mask_storeu_ps(dst, mask, v);
+                }
+            }
+        }
+    }
+
+    /// The post-ops of a tile of `rows` rows and up to 32 columns with AVX-512F: the addend
+    /// and ReLU vector by vector, the GELU four rows (eight polynomials) at a time, so that
+    /// their chains of multiply-adds overlap. The tile was just stored, so it is read from L1.
+    ///
+    /// # Safety
+    /// As `post_tile`.
+    #[target_feature(enable = "avx512f")]
+    pub(super) unsafe fn post_avx512(p: &PostTile, rows: usize) {
+        let masks = [mask16(p.cols), mask16(p.cols.saturating_sub(16))];
+        let at = |i: usize, h: usize| p.c.wrapping_add(i * p.ldc + 16 * h);
+        // SAFETY (all loads and stores): rows `i < rows`, lanes within `cols` (caller's
+        // contract); masked-off lanes are not touched.
+        let load = |i: usize, h: usize| unsafe {
+            let v = _mm512_maskz_loadu_ps(masks[h], at(i, h));
+            if p.addend.is_null() {
+                return v;
+            }
+            let r = _mm512_maskz_loadu_ps(masks[h], p.addend.add(i * p.add_ld + 16 * h));
+            if p.add_first { _mm512_add_ps(r, v) } else { _mm512_add_ps(v, r) }
+        };
+        let store = |i: usize, h: usize, v: __m512| unsafe { _mm512_mask_storeu_ps(at(i, h), masks[h], v) };
+        let halves = if masks[1] == 0 { 1 } else { 2 };
+        match p.act {
+            Activation::Gelu => {
+                let mut i = 0;
+                while i + 4 <= rows {
+                    let x: [__m512; 8] = std::array::from_fn(|v| load(i + v / 2, v % 2));
+                    let y = crate::kernels::fastmath::gelu_erf_f32x16_n(x);
+                    for (v, y) in y.into_iter().enumerate() {
+                        store(i + v / 2, v % 2, y);
+                    }
+                    i += 4;
+                }
+                for i in i..rows {
+                    let y = crate::kernels::fastmath::gelu_erf_f32x16_n([load(i, 0), load(i, 1)]);
+                    store(i, 0, y[0]);
+                    store(i, 1, y[1]);
+                }
+            }
+            act => {
+                for i in 0..rows {
+                    for h in 0..halves {
+                        let mut v = load(i, h);
+                        if act == Activation::Relu {
+                            // `v > 0` or unordered (NaN) keeps `v`.
+                            let keep = _mm512_cmp_ps_mask::<_CMP_NLE_UQ>(v, _mm512_setzero_ps());
+                            v = _mm512_maskz_mov_ps(keep, v);
+                        }
+                        store(i, h, v);
+                    }
+                }
+            }
+        }
+    }
+
+    /// The post-ops of a tile of `rows` rows and up to 16 columns with AVX2 and FMA, vector by
+    /// vector.
+    ///
+    /// # Safety
+    /// As `post_tile`.
+    #[target_feature(enable = "avx2,fma")]
+    pub(super) unsafe fn post_avx2(p: &PostTile, rows: usize) {
+        let (n0, n1) = (p.cols.min(8), p.cols.saturating_sub(8));
+        // SAFETY: reads of the mask table only.
+        let masks = unsafe { [mask8(n0), mask8(n1)] };
+        for i in 0..rows {
+            for (h, lanes) in [n0, n1].into_iter().enumerate() {
+                if lanes == 0 {
+                    continue;
+                }
+                // SAFETY: row `i < rows`, lanes within `cols` (caller's contract); masked-off
+                // lanes are not touched.
+                unsafe {
+                    let dst = p.c.add(i * p.ldc + 8 * h);
+                    let mut v = _mm256_maskload_ps(dst, masks[h]);
+                    if !p.addend.is_null() {
+                        let r = _mm256_maskload_ps(p.addend.add(i * p.add_ld + 8 * h), masks[h]);
+                        v = if p.add_first { _mm256_add_ps(r, v) } else { _mm256_add_ps(v, r) };
+                    }
+                    match p.act {
+                        Activation::None => {}
+                        Activation::Gelu => v = crate::kernels::fastmath::gelu_erf_f32x8(v),
+                        Activation::Relu => {
+                            let keep = _mm256_cmp_ps::<_CMP_NLE_UQ>(v, _mm256_setzero_ps());
+                            v = _mm256_and_ps(keep, v);
+                        }
+                    }
+                    _mm256_maskstore_ps(dst, masks[h], v);
                 }
             }
         }
@@ -1120,7 +1424,7 @@ pub(crate) unsafe fn gemm_packed_a_panels(
     // SAFETY: the packed panels of `A` hold `ceil(m/mr)·k·mr` elements and `b` holds
     // `ceil(n/nr)·k·nr` (checked above); `c` holds `m` rows of `ldc ≥ n` (caller's contract);
     // `a.isa` was available when `A` was packed.
-    unsafe { drive(a.isa, &raw, None, ep, c, ldc) };
+    unsafe { drive(a.isa, &raw, None, ep, &Post::NONE, c, ldc) };
     Ok(())
 }
 
@@ -1323,6 +1627,99 @@ pub(crate) mod tests {
                 }
             }
         }
+    }
+
+    /// The post-ops give the bits of the product followed by the separate ops (the
+    /// interpreter's `add`, `gelu` and `relu`: `r + v` or `v + r`, `gelu_erf_f32`, `v` when
+    /// `v > 0` or NaN), on every path, for every tile height and column tail, `k` within one
+    /// block, beyond it and empty, a left operand read in place or packed, an addend with rows
+    /// wider than the output on either side of the sum, and non-finite addends; on one thread
+    /// and split across three.
+    #[test]
+    fn post_ops_give_the_bits_of_the_separate_ops() {
+        let mut g = Gen(29);
+        let pools: Vec<_> = [1, 3].into_iter().map(|t| rayon::ThreadPoolBuilder::new().num_threads(t).build().unwrap()).collect();
+        for isa in paths() {
+            let wide = PACK_A_MIN_PANELS * isa.nr() + 3;
+            let mut shapes = Vec::new();
+            for m in [1, 2, 5, 8, 13, 14, 15, 29] {
+                for n in [1, 7, 16, 17, 33, 50] {
+                    for k in [0, 3, KC + 1] {
+                        shapes.push((m, n, k));
+                    }
+                }
+            }
+            // The last: a left operand packed in two bands of rows.
+            shapes.extend([(45, wide, 2 * KC + 5), (3, wide, 17), (128, 300, 400), (1000, wide, 1100)]);
+            for (m, n, k) in shapes {
+                let (ad, aoff, ars, acs) = strided(&mut g, m, k, m % 2 == 1);
+                let a = MatView::new("t", &ad, aoff, m, k, ars, acs).unwrap();
+                let bd: Vec<f32> = g.vec(k * n).iter().map(|x| x * 3.0).collect();
+                let b = MatView::new("t", &bd, 0, k, n, n, 1).unwrap();
+                let packed = PackedB::pack("t", isa, b).unwrap();
+                let bias = g.vec(n);
+                let ep = Epilogue { alpha: 1.0, beta: 0.0, bias: Bias::PerColumn(&bias), bias_scale: 1.0 };
+                let ld = n + 3;
+                let mut r: Vec<f32> = g.vec(m * ld).iter().map(|x| x * 4.0).collect();
+                if r.len() > 9 {
+                    r[0] = f32::NAN;
+                    r[4] = f32::INFINITY;
+                    r[9] = f32::NEG_INFINITY;
+                }
+                let mut plain = vec![0.0; m * n];
+                gemm_packed_b("t", a, &packed, &ep, &mut plain, n).unwrap();
+                for act in [Activation::None, Activation::Gelu, Activation::Relu] {
+                    for first in [None, Some(true), Some(false)] {
+                        let mut want = plain.clone();
+                        for i in 0..m {
+                            for j in 0..n {
+                                let v = &mut want[i * n + j];
+                                match first {
+                                    // The addend on the left, as the fused sum keeps it.
+                                    #[allow(clippy::assign_op_pattern)]
+                                    Some(true) => *v = r[i * ld + j] + *v,
+                                    Some(false) => *v += r[i * ld + j],
+                                    None => {}
+                                }
+                                match act {
+                                    Activation::None => {}
+                                    Activation::Gelu => *v = super::super::fastmath::gelu_erf_f32(*v),
+                                    Activation::Relu => *v = if *v > 0.0 || v.is_nan() { *v } else { 0.0 },
+                                }
+                            }
+                        }
+                        let post = Post { addend: first.map(|first| Addend { data: &r, ld, first }), act };
+                        for pool in &pools {
+                            let mut got = vec![f32::NAN; m * n];
+                            pool.install(|| gemm_packed_b_post("t", a, &packed, &ep, &post, &mut got, n)).unwrap();
+                            let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+                            let what = format!("{isa:?} {m}x{n}x{k} {act:?} {first:?} on {}", pool.current_num_threads());
+                            assert_eq!(bits(&got), bits(&want), "{what}");
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn an_addend_smaller_than_the_output_is_an_error() {
+        let Some(isa) = Isa::detect() else {
+            println!("skipping: this CPU runs no prepacked path");
+            return;
+        };
+        let d = vec![1.0f32; 64];
+        let b = PackedB::pack("t", isa, MatView::new("t", &d, 0, 4, 4, 4, 1).unwrap()).unwrap();
+        let a = MatView::new("t", &d, 0, 3, 4, 4, 1).unwrap();
+        let mut c = vec![0.0; 12];
+        let short = [1.0f32; 11];
+        for (data, ld) in [(&short[..], 4), (&d[..], 3)] {
+            let post = Post { addend: Some(Addend { data, ld, first: true }), act: Activation::None };
+            assert!(gemm_packed_b_post("t", a, &b, &Epilogue::PLAIN, &post, &mut c, 4).is_err(), "ld {ld}");
+        }
+        let post = Post { addend: Some(Addend { data: &d[..12], ld: 4, first: true }), act: Activation::Gelu };
+        assert!(gemm_packed_b_post("t", a, &b, &Epilogue::PLAIN, &post, &mut c, 4).is_ok());
+        assert!(post.apply_to("t", 3, 4, &mut c[..11], 4).is_err());
     }
 
     #[test]
