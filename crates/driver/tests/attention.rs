@@ -191,28 +191,51 @@ fn run(text: &str, fuse: bool, kernel: Option<&str>, threads: usize, ins: &[IVal
 fn assert_close(got: &[f64], want: &[f64], what: &str) {
     assert_eq!(got.len(), want.len(), "{what}: length");
     for (i, (&g, &w)) in got.iter().zip(want).enumerate() {
-        let ok = if w.is_nan() { g.is_nan() } else { (g - w).abs() <= 1e-5 + 1e-4 * w.abs() };
+        let ok = if w.is_nan() { g.is_nan() } else { g == w || (g - w).abs() <= 1e-5 + 1e-4 * w.abs() };
         assert!(ok, "{what}: element {i}: fused {g}, unfused {w}");
     }
 }
 
 fn check(c: Case) {
-    let text = program(&c);
-    let ins = inputs(&c);
-    let (want, _) = run(&text, false, None, 1, &ins);
-    let (got1, fused) = run(&text, true, None, 1, &ins);
-    assert_eq!(fused, 1, "{c:?}: the attention is fused");
-    assert_close(&got1, &want, &format!("{c:?}"));
-    let (got2, _) = run(&text, true, None, 2, &ins);
-    let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
-    assert_eq!(bits(&got1), bits(&got2), "{c:?}: the same bits on one and two threads");
-    // A kernel the runtime does not know runs its region: the unfused ops, bit for bit.
-    let (region, _) = run(&text, true, Some("no-such-kernel"), 1, &ins);
-    assert_eq!(bits(&region), bits(&want), "{c:?}: the region is the unfused ops");
+    let want = check_inputs(&c, &inputs(&c));
     if matches!(c.mask, Mask::Fill | Mask::Keep) && c.l > 1 {
         let row = c.h * c.ev;
         assert!(want[row..2 * row].iter().all(|x| x.is_nan()), "{c:?}: a fully masked row is NaN");
     }
+}
+
+/// Checks the fused attention of `c` on `ins` against the unfused ops, and on one thread
+/// against two; the unfused result.
+fn check_inputs(c: &Case, ins: &[IValue]) -> Vec<f64> {
+    let text = program(c);
+    let (want, _) = run(&text, false, None, 1, ins);
+    let (got1, fused) = run(&text, true, None, 1, ins);
+    assert_eq!(fused, 1, "{c:?}: the attention is fused");
+    assert_close(&got1, &want, &format!("{c:?}"));
+    let (got2, _) = run(&text, true, None, 2, ins);
+    let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+    assert_eq!(bits(&got1), bits(&got2), "{c:?}: the same bits on one and two threads");
+    // A kernel the runtime does not know runs its region: the unfused ops, bit for bit.
+    let (region, _) = run(&text, true, Some("no-such-kernel"), 1, ins);
+    assert_eq!(bits(&region), bits(&want), "{c:?}: the region is the unfused ops");
+    want
+}
+
+/// `c`'s inputs with the boolean mask (`[l, s]`) true where `masked` says.
+fn with_mask(c: &Case, masked: impl Fn(usize, usize) -> bool) -> Vec<IValue> {
+    let mut ins = inputs(c);
+    let m: Vec<bool> = (0..c.l * c.s).map(|x| masked(x / c.s, x % c.s)).collect();
+    ins[3] = IValue::Tensor(Tensor::from_slice(&m, &[c.l, c.s]).unwrap());
+    ins
+}
+
+/// `c`'s inputs with element `at` of input `which` (`[b, ·, h, ·]`) set to `x`.
+fn with_element(mut ins: Vec<IValue>, which: usize, at: usize, x: f32) -> Vec<IValue> {
+    let t = ins[which].as_tensor().unwrap();
+    let mut data = t.to_vec::<f32>().unwrap();
+    data[at] = x;
+    ins[which] = IValue::Tensor(Tensor::from_slice(&data, t.sizes()).unwrap());
+    ins
 }
 
 #[test]
@@ -288,4 +311,53 @@ fn a_constant_mask_read_by_the_fused_kernel_is_hoisted() {
     want_ins.push(IValue::Tensor(Tensor::from_slice(&causal, &[8, 8]).unwrap()));
     let (want, _) = run(&given, false, None, 1, &want_ins);
     assert_close(&got, &want, "hoisted causal mask");
+}
+
+/// Masks whose trailing columns the kernel skips in some blocks of rows (a `-inf` fill), or
+/// in none: the unfused ops' results, NaN rows included.
+#[test]
+fn masks_that_replace_trailing_columns() {
+    let c = Case { b: 2, h: 3, l: 45, s: 77, e: 12, ev: 20, mask: Mask::Fill, scale: 0.3, dtype: "f32" };
+    // Causal, anti-causal, a band, an arbitrary pattern with rows masked whole.
+    check_inputs(&c, &with_mask(&c, |i, j| j > i));
+    check_inputs(&c, &with_mask(&c, |i, j| j < i));
+    check_inputs(&c, &with_mask(&c, |i, j| !(j + 4 >= i && j <= i + 9)));
+    let want = check_inputs(&c, &with_mask(&c, |i, j| (i * 7 + j * 13) % 5 < 2 || (20..=25).contains(&i)));
+    let row = c.h * c.ev;
+    assert!(want[20 * row..26 * row].iter().all(|x| x.is_nan()), "rows masked whole are NaN");
+    let keep = Case { mask: Mask::Keep, ..c };
+    check_inputs(&keep, &with_mask(&keep, |i, j| j <= i + 2));
+    // The transformer's causal attention, keys longer than the queries.
+    let long = Case { b: 1, h: 2, l: 70, s: 600, e: 8, ev: 40, mask: Mask::Fill, scale: 0.125, dtype: "f32" };
+    check_inputs(&long, &with_mask(&long, |i, j| j > i));
+}
+
+/// A NaN or an infinity in a row of the values or keys that a block skips, or in one it
+/// keeps: the unfused ops' NaNs (`0·inf` is NaN in the second product).
+#[test]
+fn nonfinite_values_and_keys_in_skipped_rows() {
+    let c = Case { b: 1, h: 2, l: 70, s: 70, e: 8, ev: 6, mask: Mask::Fill, scale: 0.5, dtype: "f32" };
+    let causal = with_mask(&c, |i, j| j > i);
+    for (row, x) in [(69, f32::NAN), (50, f32::INFINITY), (3, f32::NEG_INFINITY)] {
+        let ins = with_element(causal.clone(), 2, (row * c.h + 1) * c.ev + 2, x);
+        let want = check_inputs(&c, &ins);
+        // Column 2 of head 1 is NaN in the rows that give it probability zero (those before
+        // it), and in the others NaN or infinite as the element is.
+        for i in 0..c.l {
+            let y = want[(i * c.h + 1) * c.ev + 2];
+            assert!(if i < row || x.is_nan() { y.is_nan() } else { y.is_infinite() }, "row {i}, {x} in row {row} of the values: {y}");
+        }
+    }
+    let ins = with_element(causal, 1, (60 * c.h) * c.e + 1, f32::NEG_INFINITY);
+    check_inputs(&c, &ins);
+}
+
+/// An added mask of zeros and `-inf` (kept at full width).
+#[test]
+fn an_added_mask_of_zeros_and_minus_infinity() {
+    let c = Case { b: 1, h: 2, l: 40, s: 40, e: 16, ev: 12, mask: Mask::Add, scale: 0.5, dtype: "f32" };
+    let mut ins = inputs(&c);
+    let m: Vec<f32> = (0..c.h * c.l * c.s).map(|x| if x % c.s > x / c.s % c.l { f32::NEG_INFINITY } else { 0.0 }).collect();
+    ins[3] = IValue::Tensor(Tensor::from_slice(&m, &[c.h, c.l, c.s]).unwrap());
+    check_inputs(&c, &ins);
 }
