@@ -330,16 +330,37 @@ impl Post<'_> {
         if m > 0 && n > 0 && (ldc < n || (m - 1).checked_mul(ldc).and_then(|x| x.checked_add(n)).is_none_or(|l| l > c.len())) {
             return Err(KernelError::new(op, "output buffer is too small"));
         }
-        super::wide::widest(
-            #[inline(always)]
-            || {
-                for i in 0..m {
-                    for (j, x) in c[i * ldc..i * ldc + n].iter_mut().enumerate() {
-                        *x = self.apply(i, j, *x);
-                    }
-                }
-            },
-        );
+        if m == 0 || n == 0 {
+            return Ok(());
+        }
+        if let Some(isa) = Isa::detect() {
+            // Strips of a tile's width, through the tiles' own vector post-ops.
+            let (addend, add_ld, add_first) = match self.addend {
+                Some(r) => (r.data.as_ptr(), r.ld, r.first),
+                None => (std::ptr::null(), 0, false),
+            };
+            for j0 in (0..n).step_by(isa.nr()) {
+                let p = PostTile {
+                    cols: isa.nr().min(n - j0),
+                    c: c[j0..].as_mut_ptr(),
+                    ldc,
+                    addend: if addend.is_null() { addend } else { addend.wrapping_add(j0) },
+                    add_ld,
+                    add_first,
+                    act: self.act,
+                };
+                // SAFETY: `c` holds `m` rows of `n` elements `ldc` apart (checked above), the
+                // addend as many `add_ld` apart (`check_addend`), and the strip's columns are
+                // within `n`; `isa` was detected on this CPU.
+                unsafe { post_tile(isa, m, &p) };
+            }
+            return Ok(());
+        }
+        for i in 0..m {
+            for (j, x) in c[i * ldc..i * ldc + n].iter_mut().enumerate() {
+                *x = self.apply(i, j, *x);
+            }
+        }
         Ok(())
     }
 
@@ -1720,6 +1741,35 @@ pub(crate) mod tests {
         let post = Post { addend: Some(Addend { data: &d[..12], ld: 4, first: true }), act: Activation::Gelu };
         assert!(gemm_packed_b_post("t", a, &b, &Epilogue::PLAIN, &post, &mut c, 4).is_ok());
         assert!(post.apply_to("t", 3, 4, &mut c[..11], 4).is_err());
+    }
+
+    #[test]
+    fn post_ops_after_a_product_give_each_elements_bits() {
+        // `apply_to` runs the tiles' vector post-ops over strips; every element must have the
+        // bits of the one-element form, whatever the strip's tail, the row stride and the side
+        // of the addend.
+        let vals = [-7.5f32, -1.0, -0.0, 0.0, 1e-30, 0.3, 1.0, 4.0, f32::NAN, f32::INFINITY, f32::NEG_INFINITY, -3e38];
+        for (m, n, ldc) in [(1, 1, 1), (1, 17, 17), (3, 33, 40), (2, 70, 70), (5, 16, 19)] {
+            let c0: Vec<f32> = (0..m * ldc).map(|i| vals[i % vals.len()] * (1.0 + i as f32 / 97.0)).collect();
+            let r: Vec<f32> = (0..m * (n + 3)).map(|i| vals[(i * 5) % vals.len()] / 3.0).collect();
+            for act in [Activation::None, Activation::Gelu, Activation::Relu] {
+                for addend in [None, Some(true), Some(false)] {
+                    let post = Post { addend: addend.map(|first| Addend { data: &r, ld: n + 3, first }), act };
+                    let mut c = c0.clone();
+                    post.apply_to("t", m, n, &mut c, ldc).unwrap();
+                    for i in 0..m {
+                        for j in 0..ldc {
+                            let want = if j < n { post.apply(i, j, c0[i * ldc + j]) } else { c0[i * ldc + j] };
+                            let got = c[i * ldc + j];
+                            assert!(
+                                want.to_bits() == got.to_bits() || want.is_nan() && got.is_nan(),
+                                "{m}x{n} ld {ldc} {act:?} {addend:?} ({i}, {j}): {got} for {want}"
+                            );
+                        }
+                    }
+                }
+            }
+        }
     }
 
     #[test]
