@@ -10,6 +10,7 @@ pub mod backend;
 pub mod decompose;
 pub mod edge;
 pub mod epilogue;
+mod kernel;
 pub mod rewrite;
 pub mod shape_prop;
 

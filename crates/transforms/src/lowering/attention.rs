@@ -27,9 +27,11 @@
 //! `fuse-elementwise` (which leaves the kernel's region alone) and `lower-to-backend` (which
 //! moves the kernel whole into a partition).
 
-use ir::{Attribute, Context, Diagnostic, InsertPoint, Module, OpId, OperationState, Type, ValueId, ValueMap, WalkOrder};
+use ir::{Attribute, Context, Diagnostic, Module, OpId, ValueId};
 use pass::{AnalysisManager, Pass, PassResult};
 use std::collections::HashSet;
+
+use super::kernel::{KernelMatch, fuse_matches};
 
 /// The name of the kernel the pass forms.
 pub const KERNEL_NAME: &str = "attention";
@@ -55,16 +57,6 @@ fn single_use(m: &Module, v: ValueId) -> bool {
 /// Whether `t` is `[…lead, r, c]` with rank 3 or 4 and its leading dims multiplying to `n`.
 fn batched(t: &[i64], n: i64, r: i64, c: i64) -> bool {
     matches!(t.len(), 3 | 4) && t[t.len() - 2..] == [r, c] && t[..t.len() - 2].iter().product::<i64>() == n
-}
-
-/// The matched ops of one attention, and what the kernel's attributes record.
-struct Found {
-    ops: Vec<OpId>,
-    operands: Vec<ValueId>,
-    result: ValueId,
-    attrs: Vec<(&'static str, Attribute)>,
-    /// A fill constant also used outside: cloned into the region rather than moved.
-    shared_fill: Option<OpId>,
 }
 
 /// Walks back from `v` (an operand of a batched product, `[n, r, c]`) through single-use
@@ -103,7 +95,7 @@ fn scalar_attr(m: &Module, op: OpId) -> Option<f64> {
 }
 
 /// Matches the attention around the softmax `sm`.
-fn match_at(m: &Module, sm: OpId) -> Option<Found> {
+fn match_at(m: &Module, sm: OpId) -> Option<KernelMatch> {
     let x = *m.operands(sm).first()?;
     let p = *m.results(sm).first()?;
     let xd = dims(m, x)?;
@@ -284,78 +276,12 @@ fn match_at(m: &Module, sm: OpId) -> Option<Found> {
             }
         }
     }
-    Some(Found { ops, operands, result, attrs, shared_fill })
-}
-
-/// Replaces the matched ops by a `backend.kernel` in their place (where the last of them was).
-fn outline(m: &mut Module, f: Found) -> Result<OpId, Diagnostic> {
-    let mut ops = f.ops;
-    let mut order: Vec<(usize, OpId)> = ops.iter().map(|&o| (m.index_in_block(o).unwrap_or(0), o)).collect();
-    order.sort_unstable();
-    ops = order.into_iter().map(|(_, o)| o).collect();
-    let Some(&last) = ops.last() else { return Err(Diagnostic::error(m.loc(m.top()).clone(), "an empty attention match")) };
-    let loc = m.loc(last).clone();
-    let err = |e: ir::IrError| Diagnostic::error(loc.clone(), e.to_string());
-    let mut st = OperationState::new(dialect_backend::KERNEL)
-        .operands(f.operands.iter().copied())
-        .results([m.value_type(f.result).clone()])
-        .attr("kernel", Attribute::str(KERNEL_NAME))
-        .regions(1)
-        .loc(loc.clone());
-    for (k, a) in f.attrs {
-        st = st.attr(k, a);
-    }
-    let k = m.create_op(st);
-    m.insert_op(k, InsertPoint::After(last)).map_err(err)?;
-    let kres = m.results(k)[0];
-    m.replace_all_uses(f.result, kres);
-    let in_types: Vec<Type> = f.operands.iter().map(|&v| m.value_type(v).clone()).collect();
-    let region = m.regions(k)[0];
-    let body = m.append_block(region, &in_types);
-    let mut map = ValueMap::new();
-    if let Some(fill) = f.shared_fill {
-        let c = m.clone_op(fill, &mut map);
-        m.insert_op(c, InsertPoint::End(body)).map_err(err)?;
-    }
-    for &o in &ops {
-        m.move_to_end(o, body).map_err(err)?;
-    }
-    let in_body = move |m: &Module, u: ir::Use| m.parent_op(u.op) == Some(k);
-    let args = m.block_args(body).to_vec();
-    for (&v, &a) in f.operands.iter().zip(&args) {
-        m.replace_uses_where(v, a, in_body);
-    }
-    if let (Some(fill), Some(c)) = (f.shared_fill, f.shared_fill.and_then(|x| map.get(m.results(x)[0]))) {
-        m.replace_uses_where(m.results(fill)[0], c, in_body);
-    }
-    let ret = m.create_op(OperationState::new(dialect_backend::RETURN).operands([f.result]).loc(loc.clone()));
-    m.insert_op(ret, InsertPoint::End(body)).map_err(err)?;
-    Ok(k)
+    Some(KernelMatch { ops, operands, result, attrs, shared: shared_fill })
 }
 
 /// Fuses every attention nested in `root`; returns how many.
 pub fn fuse_attention(m: &mut Module, root: OpId) -> Result<usize, Diagnostic> {
-    let mut softmaxes = Vec::new();
-    m.walk(root, WalkOrder::PreOrder, &mut |o| {
-        if base(m, o) == Some("_softmax") {
-            softmaxes.push(o);
-        }
-    });
-    let mut n = 0;
-    for sm in softmaxes {
-        // Skip ops already inside a fused region (a kernel or a fusion group).
-        if m.parent_op(sm).is_some_and(|p| {
-            let name = m.op_name(p);
-            name == dialect_backend::KERNEL || name == dialect_prim::FUSION_GROUP
-        }) {
-            continue;
-        }
-        if let Some(f) = match_at(m, sm) {
-            outline(m, f)?;
-            n += 1;
-        }
-    }
-    Ok(n)
+    fuse_matches(m, root, KERNEL_NAME, |m, o| base(m, o) == Some("_softmax"), match_at)
 }
 
 /// The `fuse-attention` pass.

@@ -25,8 +25,10 @@
 //! take the consumer into a fusion group; `lower-to-backend` moves the kernel whole into a
 //! partition.
 
-use ir::{Attribute, Context, Diagnostic, InsertPoint, Module, OpId, OperationState, Type, ValueId, WalkOrder};
+use ir::{Attribute, Context, Diagnostic, Module, OpId, ValueId};
 use pass::{AnalysisManager, Pass, PassResult};
+
+use super::kernel::{KernelMatch, fuse_matches};
 
 /// The name of the kernel the pass forms.
 pub const KERNEL_NAME: &str = "linear";
@@ -47,15 +49,6 @@ fn is_f32(m: &Module, v: ValueId) -> bool {
 
 fn single_use(m: &Module, v: ValueId) -> bool {
     m.uses(v).len() == 1
-}
-
-/// A matched linear layer and its consumer.
-struct Found {
-    /// `addmm`, the view if any, then the consumer.
-    ops: Vec<OpId>,
-    operands: Vec<ValueId>,
-    result: ValueId,
-    attrs: Vec<(&'static str, Attribute)>,
 }
 
 /// Walks back from `y` (an operand of the consumer) through one optional single-use view to a
@@ -97,7 +90,7 @@ fn product(m: &Module, y: ValueId, result_dims: &[i64]) -> Option<(Vec<OpId>, [V
 }
 
 /// Matches the linear layer consumed by `op`.
-fn match_at(m: &Module, op: OpId) -> Option<Found> {
+fn match_at(m: &Module, op: OpId) -> Option<KernelMatch> {
     let result = *m.results(op).first()?;
     let rd = dims(m, result)?;
     if !is_f32(m, result) || m.results(op).len() != 1 {
@@ -133,65 +126,12 @@ fn match_at(m: &Module, op: OpId) -> Option<Found> {
     if ops.iter().any(|&o| m.parent_block(o) != m.parent_block(op) || !m.regions(o).is_empty()) {
         return None;
     }
-    Some(Found { ops, operands, result, attrs })
-}
-
-/// Replaces the matched ops by a `backend.kernel` where the consumer was.
-fn outline(m: &mut Module, f: Found) -> Result<OpId, Diagnostic> {
-    let Some(&last) = f.ops.last() else { return Err(Diagnostic::error(m.loc(m.top()).clone(), "an empty linear match")) };
-    let loc = m.loc(last).clone();
-    let err = |e: ir::IrError| Diagnostic::error(loc.clone(), e.to_string());
-    let mut st = OperationState::new(dialect_backend::KERNEL)
-        .operands(f.operands.iter().copied())
-        .results([m.value_type(f.result).clone()])
-        .attr("kernel", Attribute::str(KERNEL_NAME))
-        .regions(1)
-        .loc(loc.clone());
-    for (k, a) in f.attrs {
-        st = st.attr(k, a);
-    }
-    let k = m.create_op(st);
-    m.insert_op(k, InsertPoint::After(last)).map_err(err)?;
-    m.replace_all_uses(f.result, m.results(k)[0]);
-    let in_types: Vec<Type> = f.operands.iter().map(|&v| m.value_type(v).clone()).collect();
-    let region = m.regions(k)[0];
-    let body = m.append_block(region, &in_types);
-    for &o in &f.ops {
-        m.move_to_end(o, body).map_err(err)?;
-    }
-    let in_body = move |m: &Module, u: ir::Use| m.parent_op(u.op) == Some(k);
-    let args = m.block_args(body).to_vec();
-    for (&v, &a) in f.operands.iter().zip(&args) {
-        m.replace_uses_where(v, a, in_body);
-    }
-    let ret = m.create_op(OperationState::new(dialect_backend::RETURN).operands([f.result]).loc(loc.clone()));
-    m.insert_op(ret, InsertPoint::End(body)).map_err(err)?;
-    Ok(k)
+    Some(KernelMatch { ops, operands, result, attrs, shared: None })
 }
 
 /// Fuses every linear layer and its consumer nested in `root`; returns how many.
 pub fn fuse_epilogue(m: &mut Module, root: OpId) -> Result<usize, Diagnostic> {
-    let mut consumers = Vec::new();
-    m.walk(root, WalkOrder::PreOrder, &mut |o| {
-        if matches!(base(m, o), Some("add.Tensor" | "gelu" | "relu")) {
-            consumers.push(o);
-        }
-    });
-    let mut n = 0;
-    for op in consumers {
-        // Skip ops already inside a fused region (a kernel or a fusion group).
-        if m.parent_op(op).is_some_and(|p| {
-            let name = m.op_name(p);
-            name == dialect_backend::KERNEL || name == dialect_prim::FUSION_GROUP
-        }) {
-            continue;
-        }
-        if let Some(f) = match_at(m, op) {
-            outline(m, f)?;
-            n += 1;
-        }
-    }
-    Ok(n)
+    fuse_matches(m, root, KERNEL_NAME, |m, o| matches!(base(m, o), Some("add.Tensor" | "gelu" | "relu")), match_at)
 }
 
 /// The `fuse-epilogue` pass.
