@@ -456,9 +456,13 @@ impl Frame {
                 if outs.len() != ins.outs.len() {
                     return Err(runtime_error(ins, format!("produced {} values for {} results", outs.len(), ins.outs.len())));
                 }
+                // The operands that die here go back to the memory plan (before the results
+                // are set, as a result may take a dying operand's register), so their homes
+                // are reused whole by the next call.
                 for a in &ins.args {
                     if let Arg::Reg { reg, mode: Mode::Move } = a {
-                        self.take_reg(*reg);
+                        let v = self.take_reg(*reg);
+                        self.retire(*reg, v, plan);
                     }
                 }
                 for (&r, t) in ins.outs.iter().zip(outs) {
