@@ -433,8 +433,9 @@ impl Frame {
 
     /// Calls a fusion group's compiled kernel and sets its results; `false` when it declines
     /// (or an operand is not a tensor), and the group is then interpreted. The operands are
-    /// read in place (values the instruction moves die after the call), so a call allocates
-    /// nothing but what the kernel does.
+    /// read in place, so a call allocates nothing but what the kernel does; those the
+    /// instruction moves stay in their registers until [`Frame::finish`] gives them back to
+    /// the memory plan, as for any other instruction.
     fn run_fusion_kernel(&mut self, ins: &Instr, k: &dyn FusionKernel, slot: usize, plan: &mut PlanState) -> Result<bool, ExecError> {
         let mut inputs = std::mem::take(&mut self.fusion_inputs);
         inputs.clear();
@@ -455,15 +456,6 @@ impl Frame {
             FusionOutcome::Ran(outs) => {
                 if outs.len() != ins.outs.len() {
                     return Err(runtime_error(ins, format!("produced {} values for {} results", outs.len(), ins.outs.len())));
-                }
-                // The operands that die here go back to the memory plan (before the results
-                // are set, as a result may take a dying operand's register), so their homes
-                // are reused whole by the next call.
-                for a in &ins.args {
-                    if let Arg::Reg { reg, mode: Mode::Move } = a {
-                        let v = self.take_reg(*reg);
-                        self.retire(*reg, v, plan);
-                    }
                 }
                 for (&r, t) in ins.outs.iter().zip(outs) {
                     self.set(r, IValue::Tensor(t));
