@@ -326,7 +326,8 @@ pub(super) fn tensor_arg<'a>(name: &'static str, args: &'a [IValue], i: usize) -
         .map_err(|e| e.in_op(name))
 }
 
-fn mat<'a, T: Real>(name: &'static str, t: &'a Tensor) -> Result<MatView<'a, T>> {
+/// The 2-d tensor `t` as a matrix view of its storage.
+pub(super) fn mat<'a, T: Real>(name: &'static str, t: &'a Tensor) -> Result<MatView<'a, T>> {
     let data = t.storage_slice::<T>()?;
     MatView::new(name, data, t.offset(), t.sizes()[0], t.sizes()[1], t.strides()[0], t.strides()[1])
 }

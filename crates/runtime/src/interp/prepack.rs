@@ -19,7 +19,7 @@ use std::sync::Arc;
 use ir::{DType, Module, OpId};
 
 use super::Arg;
-use super::out::{OutOp, scalar_or, tensor_arg};
+use super::out::{OutOp, mat, scalar_or, tensor_arg};
 use crate::kernels::conv::{PackedFilter, conv_compute_packed, out_geometry};
 use crate::kernels::gemv::{Columns, gemv};
 use crate::kernels::linalg::MatView;
@@ -56,9 +56,7 @@ pub(crate) fn prepack_for(isa: Isa, op: OutOp, args: &[Arg]) -> Option<Arc<Prepa
     let packed = match op {
         OutOp::Mm | OutOp::Addmm => {
             let b = const_f32(args.get(if op == OutOp::Mm { 1 } else { 2 }), 2)?;
-            let data = b.storage_slice::<f32>().ok()?;
-            let view = MatView::new("prepack", data, b.offset(), b.sizes()[0], b.sizes()[1], b.strides()[0], b.strides()[1]).ok()?;
-            Prepacked::Rhs(PackedB::pack("prepack", isa, view).ok()?)
+            Prepacked::Rhs(PackedB::pack("prepack", isa, mat("prepack", b).ok()?).ok()?)
         }
         OutOp::Convolution => {
             let w = match args.get(1) {
@@ -94,15 +92,12 @@ pub(crate) fn compute(p: &Prepacked, op: OutOp, name: &'static str, args: &[IVal
             if a.dtype() != DType::F32 || a.dim() != 2 {
                 return super::out::compute(op, name, args, out, [false, false]).map(drop);
             }
-            let data = a.storage_slice::<f32>()?;
-            let av = MatView::new(name, data, a.offset(), a.sizes()[0], a.sizes()[1], a.strides()[0], a.strides()[1])?;
+            let av = mat(name, a)?;
             let n = b.cols();
             // SAFETY: `out` is a planned or fresh tensor no other handle references (checked by
             // the caller), distinct from the operands (their lifetimes overlap).
             let c = unsafe { out.as_mut_slice::<f32>()? };
-            let product = |ep: &Epilogue<'_>, c: &mut [f32]| {
-                if av.rows == 1 { batch1(name, av, b, ep, c) } else { gemm_packed_b_post(name, av, b, ep, &Post::NONE, c, n) }
-            };
+            let product = |ep: &Epilogue<'_>, c: &mut [f32]| product(name, av, b, ep, &Post::NONE, c);
             if op == OutOp::Mm {
                 return product(&Epilogue::PLAIN, c);
             }
@@ -110,13 +105,7 @@ pub(crate) fn compute(p: &Prepacked, op: OutOp, name: &'static str, args: &[IVal
             let beta = scalar_or(args.get(3), 1.0) as f32;
             let alpha = scalar_or(args.get(4), 1.0) as f32;
             let src = s.as_slice::<f32>()?;
-            if beta == 0.0 {
-                let ep = Epilogue { alpha, ..Epilogue::PLAIN };
-                return product(&ep, c);
-            }
-            if src.len() == n && n != 1 || src.len() == 1 && n == 1 {
-                // `self` is one row broadcast down the result: the bias of a linear layer.
-                let ep = Epilogue { alpha, beta: 0.0, bias: Bias::PerColumn(src), bias_scale: beta };
+            if let Some(ep) = linear_epilogue(src, n, beta, alpha) {
                 return product(&ep, c);
             }
             if src.len() == c.len() {
@@ -141,6 +130,31 @@ pub(crate) fn compute(p: &Prepacked, op: OutOp, name: &'static str, args: &[IVal
             conv_compute_packed(name, &g, x.as_slice::<f32>()?, w, bias, c)
         }
         _ => Err(KernelError::new(name, "internal error: a prepacked operand of another op")),
+    }
+}
+
+/// The epilogue of `addmm(self, a, b)` (`n` columns) with `beta` and `alpha` when `self`
+/// (`src`) is not read (`beta` is 0) or is one row broadcast down the result, the bias of a
+/// linear layer; `None` for any other `self`.
+fn linear_epilogue(src: &[f32], n: usize, beta: f32, alpha: f32) -> Option<Epilogue<'_>> {
+    if beta == 0.0 {
+        Some(Epilogue { alpha, ..Epilogue::PLAIN })
+    } else if src.len() == n && n != 1 || src.len() == 1 && n == 1 {
+        Some(Epilogue { alpha, beta: 0.0, bias: Bias::PerColumn(src), bias_scale: beta })
+    } else {
+        None
+    }
+}
+
+/// `c = post(ep(a·b))` (`c` of `b.cols()` columns): a single row's matrix-vector product, then
+/// the post-ops over it; more rows through the prepacked GEMM, the post-ops on each tile.
+fn product(name: &'static str, a: MatView<'_, f32>, b: &PackedB, ep: &Epilogue<'_>, post: &Post<'_>, c: &mut [f32]) -> Result<()> {
+    let n = b.cols();
+    if a.rows == 1 {
+        batch1(name, a, b, ep, c)?;
+        post.apply_to(name, 1, n, c, n)
+    } else {
+        gemm_packed_b_post(name, a, b, ep, post, c, n)
     }
 }
 
@@ -226,10 +240,8 @@ pub(crate) fn linear_kernel(m: &Module, op: OpId, consts: &[Option<IValue>]) -> 
         _ => return Err("the weight is not a constant f32 matrix".into()),
     };
     let isa = Isa::detect().ok_or("this CPU has no prepacked path")?;
-    let data = weight.storage_slice::<f32>().map_err(|e| e.to_string())?;
-    let (k, n) = (weight.sizes()[0], weight.sizes()[1]);
-    let view = MatView::new("linear", data, weight.offset(), k, n, weight.strides()[0], weight.strides()[1]).map_err(|e| e.to_string())?;
-    let packed = PackedB::pack("linear", isa, view).map_err(|e| e.to_string())?;
+    let n = weight.sizes()[1];
+    let packed = mat("linear", &weight).and_then(|v| PackedB::pack("linear", isa, v)).map_err(|e| e.to_string())?;
     if sizes.last() != Some(&n) {
         return Err(format!("a result of shape {sizes:?} from a product of {n} columns"));
     }
@@ -279,16 +291,9 @@ impl FusionKernel for LinearKernel {
         if m.checked_mul(n) != Some(self.sizes.iter().product()) {
             return decline("a product of another shape");
         }
-        let ep = if self.beta == 0.0 {
-            Epilogue { alpha: self.alpha, ..Epilogue::PLAIN }
-        } else {
-            // One row broadcast down the result, as `prepack::compute` takes it.
-            match bias.as_slice::<f32>() {
-                Ok(src) if src.len() == n && n != 1 || src.len() == 1 && n == 1 => {
-                    Epilogue { alpha: self.alpha, beta: 0.0, bias: Bias::PerColumn(src), bias_scale: self.beta }
-                }
-                _ => return decline("a bias other than one row"),
-            }
+        // A bias whose elements are not one slice reads as none, which only `beta` 0 accepts.
+        let Some(ep) = linear_epilogue(bias.as_slice::<f32>().unwrap_or(&[]), n, self.beta, self.alpha) else {
+            return decline("a bias other than one row");
         };
         let copy: Tensor;
         let addend = match (self.residual, rest) {
@@ -311,19 +316,13 @@ impl FusionKernel for LinearKernel {
             _ => return decline("an operand count other than the kernel's"),
         };
         let post = Post { addend, act: self.act };
-        let data = x.storage_slice::<f32>()?;
-        let av = MatView::new(OP, data, x.offset(), m, x.sizes()[1], x.strides()[0], x.strides()[1])?;
+        let av = mat(OP, x)?;
         let out = alloc.output(0, DType::F32, &self.sizes)?;
         // SAFETY: `out` is a fresh or planned tensor no other handle references; the memory
         // plan never gives an instruction's result the storage of a value it reads (their
         // lifetimes overlap at the instruction), so it is distinct from every operand.
         let c = unsafe { out.as_mut_slice::<f32>()? };
-        if m == 1 {
-            batch1(OP, av, &self.packed, &ep, c)?;
-            post.apply_to(OP, 1, n, c, n)?;
-        } else {
-            gemm_packed_b_post(OP, av, &self.packed, &ep, &post, c, n)?;
-        }
+        product(OP, av, &self.packed, &ep, &post, c)?;
         Ok(FusionOutcome::Ran(vec![out]))
     }
 }
