@@ -335,20 +335,8 @@ impl Post<'_> {
         }
         if let Some(isa) = Isa::detect() {
             // Strips of a tile's width, through the tiles' own vector post-ops.
-            let (addend, add_ld, add_first) = match self.addend {
-                Some(r) => (r.data.as_ptr(), r.ld, r.first),
-                None => (std::ptr::null(), 0, false),
-            };
             for j0 in (0..n).step_by(isa.nr()) {
-                let p = PostTile {
-                    cols: isa.nr().min(n - j0),
-                    c: c[j0..].as_mut_ptr(),
-                    ldc,
-                    addend: if addend.is_null() { addend } else { addend.wrapping_add(j0) },
-                    add_ld,
-                    add_first,
-                    act: self.act,
-                };
+                let p = self.tile(c[j0..].as_mut_ptr(), ldc, 0, j0, isa.nr().min(n - j0));
                 // SAFETY: `c` holds `m` rows of `n` elements `ldc` apart (checked above), the
                 // addend as many `add_ld` apart (`check_addend`), and the strip's columns are
                 // within `n`; `isa` was detected on this CPU.
@@ -362,6 +350,16 @@ impl Post<'_> {
             }
         }
         Ok(())
+    }
+
+    /// The post-ops of the tile of `cols` columns from row `i0`, column `j0` of the result,
+    /// stored at `c` (its rows `ldc` apart).
+    fn tile(&self, c: *mut f32, ldc: usize, i0: usize, j0: usize, cols: usize) -> PostTile {
+        let (addend, add_ld, add_first) = match self.addend {
+            Some(r) => (r.data.as_ptr().wrapping_add(i0 * r.ld + j0), r.ld, r.first),
+            None => (std::ptr::null(), 0, false),
+        };
+        PostTile { cols, c, ldc, addend, add_ld, add_first, act: self.act }
     }
 
     /// Rows `i..` of the same post-ops.
@@ -923,10 +921,6 @@ unsafe fn drive_panels(
         Bias::PerColumn(b) => (b.as_ptr(), std::ptr::null()),
         Bias::PerRow(b) => (std::ptr::null(), b.as_ptr()),
     };
-    let (addend, add_ld, add_first) = match post.addend {
-        Some(r) => (r.data.as_ptr(), r.ld, r.first),
-        None => (std::ptr::null(), 0, false),
-    };
     let has_post = post.addend.is_some() || post.act != Activation::None;
     // Panel by panel, so a packed `B` is read front to back in one stream; within a panel,
     // block by block of `k`, each block reused by every row block of `A`.
@@ -971,12 +965,15 @@ unsafe fn drive_panels(
                         bias_scale: ep.bias_scale,
                     }
                 };
-                if !addend.is_null() && pc + kb == raw.k {
+                let p = (has_post && pc + kb == raw.k).then(|| post.tile(t.c, ldc, i0, j0, cols));
+                if let Some(p) = &p
+                    && !p.addend.is_null()
+                {
                     // The addend's rows of this tile are read right after it, each from another
                     // part of memory (the rows are far apart): fetched into L1 while the tile
                     // runs, they do not stall its post-ops.
                     for i in 0..rows {
-                        let row = addend.wrapping_add((i0 + i) * add_ld + j0);
+                        let row = p.addend.wrapping_add(i * p.add_ld);
                         for line in (0..cols).step_by(16) {
                             prefetch_l1(row.wrapping_add(line));
                         }
@@ -984,20 +981,10 @@ unsafe fn drive_panels(
                 }
                 // SAFETY: forwarded.
                 unsafe { tile(isa, rows, masked, raw.a_packed, &t) };
-                if has_post && pc + kb == raw.k {
+                if let Some(p) = &p {
                     // SAFETY: the tile's rows of `C` were just written; the addend holds the
                     // same rows and columns (caller's contract).
-                    let p = PostTile {
-                        cols,
-                        c: t.c,
-                        ldc,
-                        addend: if addend.is_null() { addend } else { unsafe { addend.add(i0 * add_ld + j0) } },
-                        add_ld,
-                        add_first,
-                        act: post.act,
-                    };
-                    // SAFETY: forwarded.
-                    unsafe { post_tile(isa, rows, &p) };
+                    unsafe { post_tile(isa, rows, p) };
                 }
             }
             pc += kb;
