@@ -131,22 +131,12 @@ mod x86 {
                 acc = _mm512_add_ps(acc, f(unsafe { _mm512_loadu_ps(c.as_ptr()) }));
             }
             let tail = body.remainder().iter().fold(0f32, |s, &v| s + f1(v));
-            total += (fold(acc) + tail) as f64;
+            let mut lanes = [0f32; LANES];
+            // SAFETY: `lanes` holds 16 elements.
+            unsafe { _mm512_storeu_ps(lanes.as_mut_ptr(), acc) };
+            total += (crate::kernels::wide::fold_lanes(lanes) + tail) as f64;
         }
         total
-    }
-
-    /// `wide::fold_lanes` of 16 lanes: lane `i` takes lane `i + 8`, then `i + 4`, `i + 2`, `i + 1`.
-    #[target_feature(enable = "avx512f")]
-    #[inline]
-    fn fold(acc: __m512) -> f32 {
-        let lo = _mm512_castps512_ps256(acc);
-        let hi = _mm256_castpd_ps(_mm512_extractf64x4_pd::<1>(_mm512_castps_pd(acc)));
-        let s8 = _mm256_add_ps(lo, hi);
-        let s4 = _mm_add_ps(_mm256_castps256_ps128(s8), _mm256_extractf128_ps::<1>(s8));
-        let s2 = _mm_add_ps(s4, _mm_movehl_ps(s4, s4));
-        let s1 = _mm_add_ss(s2, _mm_shuffle_ps::<1>(s2, s2));
-        _mm_cvtss_f32(s1)
     }
 }
 
