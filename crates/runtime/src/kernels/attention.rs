@@ -523,7 +523,7 @@ fn transpose_into(src: &MatView<'_, f32>, dst: &mut [f32]) {
     let (rows, cols) = (src.rows, src.cols);
     assert!(dst.len() >= rows * cols, "transpose_into: destination too short");
     #[cfg(target_arch = "x86_64")]
-    if src.rs == 1 && std::is_x86_feature_detected!("avx512f") {
+    if src.rs == 1 && Isa::Avx512.available() {
         let (r16, c16) = (rows / 16 * 16, cols / 16 * 16);
         // SAFETY: the CPU has AVX-512F (checked just above), and `dst` holds `rows × cols`
         // elements (asserted above).
