@@ -514,7 +514,10 @@ fn build_inner(
     lanes: u8,
     options: CodegenOptions,
 ) -> Result<Built, JitError> {
-    let routine_fission = fission_plan(g, layout.numel, lanes, options).is_some_and(|(_, routines)| routines);
+    // Heavy vector bodies with several transcendental functions run in phases over blocks of
+    // vectors (see `fission`); whether every phase calls a block routine also picks the ISA.
+    let multi_use = multi_use(g);
+    let (plan, routine_fission) = fission_plan(g, &multi_use, layout.numel, lanes, options).map_or((None, false), |(p, r)| (Some(p), r));
     let isa = isa_for(routine_fission && layout.numel < fission::MIN_ELEMENTS)?;
     let mut module = JITModule::new(JITBuilder::with_isa(isa, default_libcall_names()));
     let ptr = module.target_config().pointer_type();
@@ -532,7 +535,7 @@ fn build_inner(
     let pool = {
         let mut b = FunctionBuilder::new(&mut ctx.func, fctx);
         let err = b.declare_var(types::I32);
-        let pool = emit_function(&mut b, g, layout, used, share, lanes, ptr, err, options)?;
+        let pool = emit_function(&mut b, g, layout, used, share, lanes, ptr, err, options, plan.as_ref(), multi_use)?;
         b.seal_all_blocks();
         b.finalize(module.target_config());
         pool
@@ -561,7 +564,8 @@ fn build_inner(
 
 /// Emits the kernel: `used` says which inputs the graph reads, `share` which of those are read
 /// through another input's pointer at a byte distance (see `spec::Alias`), `options` whether
-/// fissioned phases may call the block routines.
+/// fissioned phases may call the block routines, `plan` the phases of a fissioned body and
+/// `multi_use` as `codegen::multi_use`.
 #[allow(clippy::too_many_arguments)]
 fn emit_function(
     b: &mut FunctionBuilder,
@@ -573,6 +577,8 @@ fn emit_function(
     ptr: types::Type,
     err: cranelift_frontend::Variable,
     options: CodegenOptions,
+    plan: Option<&Plan>,
+    multi_use: Vec<bool>,
 ) -> Result<Vec<PoolEntry>, JitError> {
     let n_in = used.len();
     let n_ops = layout.strides.len();
@@ -659,10 +665,7 @@ fn emit_function(
     let inner_stride: Vec<usize> = layout.strides.iter().map(|s| *s.last().unwrap_or(&0)).collect();
 
     let hoist = Hoist::before(entry_end);
-    let mut em = Emitter { b, g, ptr, err, fma: has_fma(), pool: None, multi_use: multi_use(g), hoist, phase: None, carry: Vec::new() };
-    // Heavy vector bodies with several transcendental functions run in phases over blocks of
-    // vectors (see `fission`).
-    let plan = fission_plan(g, layout.numel, lanes, options).map(|(plan, _)| plan);
+    let mut em = Emitter { b, g, ptr, err, fma: has_fma(), pool: None, multi_use, hoist, phase: None, carry: Vec::new() };
     let next_row = em.b.create_block();
     // Light kernels keep a scalar tail (their body is small; the padding code would cost more
     // to compile than the body); heavy ones (a transcendental function, or many ops) run the
@@ -1260,13 +1263,14 @@ fn int_of_size(bytes: i64) -> types::Type {
 
 /// Whether a kernel's body is large enough that one padded vector body beats a vector body and
 /// a scalar tail in compile time: it calls an inline transcendental function or has many ops.
-/// The fission plan of a kernel of `numel` elements (see `fission`), and whether each of its
-/// cuts calls a block routine; `None` when the body runs unfissioned.
-fn fission_plan(g: &Graph, numel: usize, lanes: u8, options: CodegenOptions) -> Option<(Plan, bool)> {
+/// The fission plan of a kernel of `numel` elements (see `fission`; `multi_use` as
+/// `codegen::multi_use`), and whether each of its cuts calls a block routine; `None` when the
+/// body runs unfissioned.
+fn fission_plan(g: &Graph, multi_use: &[bool], numel: usize, lanes: u8, options: CodegenOptions) -> Option<(Plan, bool)> {
     if lanes <= 1 || !heavy(g) {
         return None;
     }
-    let plan = fission::plan(g, &live_nodes(g), &multi_use(g))?;
+    let plan = fission::plan(g, &live_nodes(g), multi_use)?;
     // Routines serve 4-lane (f32) bodies only; see `emit_phases`.
     let routines = options.block_routines && lanes == 4 && plan.cuts.iter().all(|&c| routine_phase(g, c).is_some());
     let min = if routines { fission::MIN_ELEMENTS_ROUTINES } else { fission::MIN_ELEMENTS };
@@ -1411,16 +1415,17 @@ mod tests {
     #[test]
     fn kernels_with_block_routines_are_fissioned_from_fewer_elements() {
         let g = gates();
+        let mu = super::multi_use(&g);
         let on = CodegenOptions { block_routines: true };
         let off = CodegenOptions { block_routines: false };
         let has_routines = crate::block::routine(Unary::Tanh).is_some();
         let min = fission::MIN_ELEMENTS_ROUTINES;
-        assert_eq!(fission_plan(&g, min, 4, on).map(|(_, r)| r), has_routines.then_some(true));
-        assert_eq!(fission_plan(&g, min - 1, 4, on), None);
+        assert_eq!(fission_plan(&g, &mu, min, 4, on).map(|(_, r)| r), has_routines.then_some(true));
+        assert_eq!(fission_plan(&g, &mu, min - 1, 4, on), None);
         // Without routines, or in 2-lane bodies, the inline threshold holds.
-        assert_eq!(fission_plan(&g, min, 4, off), None);
-        assert_eq!(fission_plan(&g, fission::MIN_ELEMENTS, 4, off).map(|(_, r)| r), Some(false));
-        assert_eq!(fission_plan(&g, min, 2, on), None);
+        assert_eq!(fission_plan(&g, &mu, min, 4, off), None);
+        assert_eq!(fission_plan(&g, &mu, fission::MIN_ELEMENTS, 4, off).map(|(_, r)| r), Some(false));
+        assert_eq!(fission_plan(&g, &mu, min, 2, on), None);
     }
 
     /// `x / d` as the code of `udiv_const` computes it.
