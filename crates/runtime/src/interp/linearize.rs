@@ -130,13 +130,10 @@ struct Liveness {
     defined: HashSet<ValueId>,
 }
 
-/// A fused kernel defined inline (`backend.kernel`), run like a fusion group.
-const BACKEND_KERNEL: &str = "backend.kernel";
-
 /// Whether ops named `name` are fused: a region that is their semantics, run as one
 /// instruction (a fusion group, a `backend.kernel`).
 fn is_fused(name: &str) -> bool {
-    name == dialect_prim::FUSION_GROUP || name == BACKEND_KERNEL
+    name == dialect_prim::FUSION_GROUP || name == super::partition::KERNEL
 }
 
 fn is_terminator(name: &str) -> bool {
@@ -409,12 +406,12 @@ impl<'a> Lin<'a> {
                 let r = *m.regions(op).first().ok_or_else(|| self.err_unsupported(op, "`prim.Loop` without a body".into()))?;
                 Kind::Loop { body: self.region_block(op, r)? }
             }
-            dialect_prim::FUSION_GROUP | BACKEND_KERNEL => {
+            dialect_prim::FUSION_GROUP | super::partition::KERNEL => {
                 let r = *m.regions(op).first().ok_or_else(|| self.err_unsupported(op, format!("`{n}` without a body")))?;
                 let body = self.region_block(op, r)?;
                 let slot = self.slots;
                 self.slots += 1;
-                let kernel = if n == BACKEND_KERNEL {
+                let kernel = if n == super::partition::KERNEL {
                     // A fused kernel defined inline: its native implementation when the runtime
                     // has one for its name and attributes, its region interpreted otherwise (and
                     // for any call the implementation declines), as a fusion group's.
@@ -798,7 +795,7 @@ fn fresh_result(kname: &str) -> bool {
 fn fresh_group_results(m: &Module, op: OpId) -> bool {
     let ret_name = match m.op_name(op) {
         dialect_prim::FUSION_GROUP => dialect_prim::RETURN,
-        BACKEND_KERNEL => super::partition::RETURN,
+        super::partition::KERNEL => super::partition::RETURN,
         _ => return false,
     };
     let Some(&region) = m.regions(op).first() else { return false };

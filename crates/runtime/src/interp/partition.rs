@@ -18,6 +18,8 @@ use crate::exec::{ExecError, loc_string};
 pub(crate) const PARTITION: &str = "backend.partition";
 /// The terminator of a partition's body.
 pub(crate) const RETURN: &str = "backend.return";
+/// A fused kernel defined inline, run like a fusion group (its region is its semantics).
+pub(crate) const KERNEL: &str = "backend.kernel";
 
 /// Whether function `func` of `m` holds any partition.
 pub(crate) fn has_partitions(m: &Module, func: OpId) -> bool {
