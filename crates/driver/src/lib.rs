@@ -47,15 +47,3 @@ pub fn normalize_llvm_flags(args: impl IntoIterator<Item = String>) -> Vec<Strin
         })
         .collect()
 }
-
-/// Writes `contents` to `path` through a temporary file in the same directory, so a failure
-/// never leaves a half-written output.
-pub fn write_atomically(path: &std::path::Path, contents: &[u8]) -> std::io::Result<()> {
-    let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(std::path::Path::new("."));
-    let name = path.file_name().map(|n| n.to_string_lossy().to_string()).unwrap_or_else(|| "out".into());
-    let tmp = dir.join(format!(".{name}.tmp{}", std::process::id()));
-    std::fs::write(&tmp, contents)?;
-    std::fs::rename(&tmp, path).inspect_err(|_| {
-        let _ = std::fs::remove_file(&tmp);
-    })
-}

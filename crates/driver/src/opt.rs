@@ -1,6 +1,6 @@
 //! `dialect-opt`: parse (or import) a program, verify it, run a pass pipeline, print it — like `mlir-opt`.
 
-use crate::{default_context, write_atomically};
+use crate::default_context;
 use clap::Parser;
 use ir::diag::check_expected;
 use ir::split::split_input;
@@ -304,12 +304,12 @@ fn pass_manager(opts: &OptArgs, registry: &pass::PassRegistry, stderr: &mut dyn 
     Ok(Some(pm))
 }
 
-/// Writes the result to `-o` (atomically) or standard output; returns the exit code.
+/// Writes the result to `-o` (through `outfile`'s rule) or standard output; returns the exit code.
 fn write_output(opts: &OptArgs, text: &str, stdout: &mut dyn Write, stderr: &mut dyn Write) -> i32 {
     match &opts.output {
         Some(path) if path.as_os_str() != "-" => {
-            if let Err(e) = write_atomically(path, text.as_bytes()) {
-                let _ = writeln!(stderr, "dialect-opt: cannot write '{}': {e}", path.display());
+            if let Err(e) = outfile::write(path, text.as_bytes()) {
+                let _ = writeln!(stderr, "dialect-opt: {e}");
                 return 1;
             }
         }

@@ -13,7 +13,7 @@
 
 use std::fs::File;
 use std::io::{Cursor, Read, Write};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 
 use memmap2::Mmap;
@@ -59,8 +59,8 @@ fn archive_err(path: &Path, message: impl Into<String>) -> ImportError {
     }
 }
 
-/// Saves `program` to `path`. The archive is written to a temporary file beside `path` and
-/// renamed over it, so a failure never leaves a partial archive at `path`.
+/// Saves `program` to `path` through `outfile`: a regular file is replaced atomically, so a
+/// failure never leaves a partial archive at `path`; a device or FIFO is written in place.
 pub fn save(ctx: &ir::Context, program: &Program, path: &Path) -> Result<(), ImportError> {
     let text = ir::print_module(
         ctx,
@@ -106,40 +106,22 @@ pub fn save(ctx: &ir::Context, program: &Program, path: &Path) -> Result<(), Imp
     let manifest =
         serde_json::to_vec_pretty(&manifest).map_err(|e| archive_err(path, e.to_string()))?;
 
-    let tmp = temp_path(path);
-    let result = write_zip(&tmp, &manifest, text.as_bytes(), &blobs).and_then(|_| {
-        std::fs::rename(&tmp, path).map_err(|source| ImportError::Io {
-            path: path.to_path_buf(),
-            source,
-        })
-    });
-    if result.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
-    result
-}
-
-fn temp_path(path: &Path) -> PathBuf {
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    path.with_file_name(format!(".{name}.tmp-{}", std::process::id()))
+    outfile::write_with(path, |sink| write_zip(sink, path, &manifest, text.as_bytes(), &blobs))
 }
 
 fn write_zip(
-    tmp: &Path,
+    sink: &mut outfile::Sink,
+    path: &Path,
     manifest: &[u8],
     program: &[u8],
     blobs: &[(String, &[u8])],
 ) -> Result<(), ImportError> {
-    let io = |source: std::io::Error| ImportError::Io {
-        path: tmp.to_path_buf(),
+    let io = |source: std::io::Error| ImportError::Output(outfile::OutputError::Io {
+        path: path.to_path_buf(),
         source,
-    };
-    let zerr = |e: zip::result::ZipError| archive_err(tmp, e.to_string());
-    let file = File::create(tmp).map_err(io)?;
-    let mut zip = ZipWriter::new(std::io::BufWriter::new(file));
+    });
+    let zerr = |e: zip::result::ZipError| archive_err(path, e.to_string());
+    let mut zip = ZipWriter::new(std::io::BufWriter::new(sink));
     let base = SimpleFileOptions::default()
         .compression_method(CompressionMethod::Stored)
         .last_modified_time(DateTime::default())
@@ -158,9 +140,7 @@ fn write_zip(
         zip.write_all(bytes).map_err(io)?;
     }
     let mut w = zip.finish().map_err(zerr)?;
-    w.flush().map_err(io)?;
-    let file = w.into_inner().map_err(|e| io(e.into_error()))?;
-    file.sync_all().map_err(io)
+    w.flush().map_err(io)
 }
 
 /// The memory map shared by the zip reader and the weights.

@@ -36,6 +36,8 @@ impl std::error::Error for ParseError {}
 /// input is broken and how.
 #[derive(Debug, thiserror::Error)]
 pub enum ImportError {
+    #[error(transparent)]
+    Output(#[from] outfile::OutputError),
     #[error("{}: cannot read: {source}", path.display())]
     Io {
         path: PathBuf,

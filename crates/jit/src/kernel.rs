@@ -549,7 +549,9 @@ fn build_inner(
         if let Some(code) = ctx.compiled_code() {
             eprintln!("jit: {lanes}-lane kernel, {} bytes of code\n{}", code.code_info().total_size, code.vcode.as_deref().unwrap_or(""));
             if let Some(path) = std::env::var_os("JIT_DUMP_BIN") {
-                let _ = std::fs::write(path, code.code_buffer());
+                if let Err(e) = outfile::write(std::path::Path::new(&path), code.code_buffer()) {
+                    eprintln!("jit: {e}");
+                }
             }
         }
     }

@@ -552,7 +552,7 @@ fn run_pass(
                 },
             );
             let repro = Reproducer::new(&reproducer_pipeline(path, &name, options), &ir_text);
-            match std::fs::write(p, repro.to_text(&d.to_string())) {
+            match outfile::write(p, repro.to_text(&d.to_string()).as_bytes()) {
                 Ok(()) => d = d.with_note(
                     Location::Unknown,
                     format!(
@@ -564,7 +564,7 @@ fn run_pass(
                 Err(e) => {
                     d = d.with_note(
                         Location::Unknown,
-                        format!("cannot write reproducer {}: {e}", p.display()),
+                        format!("reproducer not written: {e}"),
                     )
                 }
             }
@@ -594,12 +594,15 @@ fn run_pass(
             String::new()
         };
         std::fs::create_dir_all(&d)
-            .and_then(|_| std::fs::write(&file, text))
             .map_err(|e| {
                 Diagnostic::error(
                     Location::Unknown,
-                    format!("cannot write {}: {e}", file.display()),
+                    format!("cannot create directory {}: {e}", d.display()),
                 )
+            })
+            .and_then(|_| {
+                outfile::write(&file, text.as_bytes())
+                    .map_err(|e| Diagnostic::error(Location::Unknown, e.to_string()))
             })?;
     }
     Ok(())

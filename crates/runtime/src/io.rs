@@ -89,5 +89,5 @@ pub fn save_safetensors_bytes(tensors: &[(String, Tensor)]) -> Result<Vec<u8>> {
 pub fn save_safetensors(path: impl AsRef<Path>, tensors: &[(String, Tensor)]) -> Result<()> {
     let path = path.as_ref();
     let bytes = save_safetensors_bytes(tensors)?;
-    std::fs::write(path, bytes).map_err(|e| KernelError::new("safetensors", format!("cannot write {}: {e}", path.display())))
+    outfile::write(path, &bytes).map_err(|e| KernelError::new("safetensors", e.to_string()))
 }
