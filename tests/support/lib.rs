@@ -1,0 +1,67 @@
+//! Shared helpers of the top-level integration tests: where the workspace, the built tools and
+//! `../shared` are.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+
+/// The workspace root (this package's parent directory).
+pub fn workspace_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().map(Path::to_path_buf).unwrap_or_default()
+}
+
+/// The path of one of the project's command-line tools (`dialect-opt`, `dialect-run`,
+/// `filecheck`), built in this test binary's own profile the first time it is asked for, so
+/// the tests never run a stale tool.
+pub fn tool(name: &str) -> PathBuf {
+    static BUILT: OnceLock<Result<PathBuf, String>> = OnceLock::new();
+    let dir = BUILT.get_or_init(build_tools).as_ref().unwrap_or_else(|e| panic!("cannot build the tools: {e}"));
+    dir.join(format!("{name}{}", std::env::consts::EXE_SUFFIX))
+}
+
+/// Builds the driver's binaries with the profile this test binary was built with; returns
+/// the directory they are in.
+fn build_tools() -> Result<PathBuf, String> {
+    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+    // <target>/<profile>/deps/<test binary>
+    let profile_dir = exe.parent().and_then(Path::parent).ok_or("test binary outside a target directory")?;
+    let target_dir = profile_dir.parent().ok_or("test binary outside a target directory")?;
+    let profile = profile_dir.file_name().and_then(|n| n.to_str()).ok_or("unnamed profile directory")?;
+    let profile = if profile == "debug" { "dev" } else { profile };
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| env!("CARGO").to_string());
+    let out = Command::new(cargo)
+        .args(["build", "--quiet", "-p", "driver", "--bins", "--profile", profile, "--target-dir"])
+        .arg(target_dir)
+        .current_dir(workspace_root())
+        .output()
+        .map_err(|e| format!("cannot run cargo: {e}"))?;
+    if !out.status.success() {
+        return Err(String::from_utf8_lossy(&out.stderr).into_owned());
+    }
+    Ok(profile_dir.to_path_buf())
+}
+
+/// A fresh, empty directory for one test, under the system's temporary directory.
+pub fn scratch_dir(tag: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("dialect-it-{tag}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap_or_else(|e| panic!("cannot create {}: {e}", d.display()));
+    d
+}
+
+/// Whether the process runs as root (user id 0), read from `/proc/self/status`.
+pub fn is_root() -> bool {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| s.lines().find(|l| l.starts_with("Uid:")).map(|l| l.split_whitespace().nth(1) == Some("0")))
+        .unwrap_or(false)
+}
+
+/// Prints why a test is skipped. Under `CI=true` a skip for a missing prerequisite the CI
+/// machine must have is a failure instead: pass `required_in_ci`.
+pub fn skip(test: &str, reason: &str, required_in_ci: bool) {
+    if required_in_ci && std::env::var("CI").as_deref() == Ok("true") {
+        panic!("{test}: {reason}, and CI=true requires it");
+    }
+    eprintln!("skipped {test}: {reason}");
+}
