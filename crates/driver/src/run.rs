@@ -85,6 +85,15 @@ pub struct RunArgs {
     /// Print the output values in full.
     #[arg(long)]
     pub print_outputs: bool,
+    /// The most tensor memory alive at once (`512M`, `8G`; default: `DIALECT_MEMORY_LIMIT`, else
+    /// the machine's physical memory). Inputs, intermediates and outputs that would exceed it are
+    /// errors, not an out-of-memory kill.
+    #[arg(long, value_name = "SIZE", value_parser = parse_memory_limit)]
+    pub memory_limit: Option<usize>,
+}
+
+fn parse_memory_limit(s: &str) -> Result<usize, String> {
+    runtime::memory::parse_size(s)
 }
 
 /// How `dialect-run` executes fusion groups.
@@ -148,6 +157,10 @@ fn parse_kv<'a>(s: &'a str, what: &str) -> Result<(&'a str, &'a str), String> {
 fn run(opts: &RunArgs, stdout: &mut dyn Write, stderr: &mut dyn Write) -> Result<i32, String> {
     if opts.threads == 0 {
         return Err("--threads must be at least 1".into());
+    }
+    runtime::memory::set_limit_from_env()?;
+    if let Some(limit) = opts.memory_limit {
+        runtime::memory::set_limit(limit);
     }
     // A second build of the global pool (in tests) fails harmlessly: the first size stands.
     let _ = rayon::ThreadPoolBuilder::new().num_threads(opts.threads).build_global();
@@ -376,7 +389,8 @@ fn build_inputs(opts: &RunArgs, compiled: &runtime::CompiledProgram, io: &[(Stri
                     }
                 };
                 let dtype = tt.dtype.unwrap_or(DType::F32);
-                out.push(IValue::Tensor(generate(&mut rng, dtype, &sizes)?));
+                let t = generate(&mut rng, dtype, &sizes).map_err(|e| format!("input '{}' (#{pos}): {e}", info.name))?;
+                out.push(IValue::Tensor(t));
             }
             other => return Err(format!("input '{}' of type {:?} cannot be generated; give it in --inputs", info.name, other)),
         }
@@ -402,7 +416,20 @@ impl Rng {
 
 /// Generated inputs: floats uniform in [-2, 2), integers in [0, 10), booleans fair.
 fn generate(rng: &mut Rng, dtype: DType, sizes: &[usize]) -> Result<Tensor, String> {
-    let n: usize = sizes.iter().product();
+    // The tensor, and the f64 values it is made from, must fit the memory limit: checked before
+    // anything is allocated.
+    let n = sizes.iter().try_fold(1usize, |n, &d| n.checked_mul(d));
+    let bytes = n.and_then(|n| n.checked_mul(dtype.size_bytes() + std::mem::size_of::<f64>()));
+    let limit = runtime::memory::limit();
+    let n = match (n, bytes) {
+        (Some(n), Some(b)) if b <= limit.saturating_sub(runtime::memory::live_bytes()) => n,
+        _ => {
+            return Err(format!(
+                "a generated {dtype:?} tensor of shape {sizes:?} does not fit the memory limit of {limit} bytes; \
+                 give smaller --shape/--dim values or raise --memory-limit"
+            ));
+        }
+    };
     let vals: Vec<f64> = (0..n).map(|_| rng.next_f64()).collect();
     let t = match dtype {
         DType::F32 => Tensor::from_vec(vals.iter().map(|v| (v * 4.0 - 2.0) as f32).collect::<Vec<_>>(), sizes),

@@ -3,6 +3,7 @@
 use crate::context::{Context, Traits};
 use crate::diag::Diagnostic;
 use crate::module::{Module, OpId, ValueDef, ValueId, WalkOrder};
+use crate::types::{Dim, Type};
 use std::collections::HashMap;
 
 /// Verifies the whole module; returns the first problem found.
@@ -59,6 +60,7 @@ fn verify_one(ctx: &Context, m: &Module, op: OpId, order: &HashMap<OpId, usize>)
             return Err(op_error(m, op, "belongs to an unregistered dialect"));
         }
     }
+    check_addressable(m, op)?;
     // Operands: defined, and dominating this use.
     for (i, &v) in m.operands(op).iter().enumerate() {
         check_dominance(ctx, m, op, i, v, order)?;
@@ -136,6 +138,50 @@ fn verify_one(ctx: &Context, m: &Module, op: OpId, order: &HashMap<OpId, usize>)
         }
     }
     Ok(())
+}
+
+/// Refuses values whose static tensor type cannot exist in memory: a negative size, or more
+/// bytes than a process can address. Checking here makes every importer and the parser refuse
+/// such a program with the op's location, before anything computes a size from it.
+fn check_addressable(m: &Module, op: OpId) -> Result<(), Diagnostic> {
+    for (i, &v) in m.results(op).iter().enumerate() {
+        if let Some(why) = unaddressable(m.value_type(v)) {
+            return Err(op_error(m, op, format!("result #{i} of type {}: {why}", m.value_type(v))));
+        }
+    }
+    for (r, &region) in m.regions(op).iter().enumerate() {
+        for &b in m.region_blocks(region) {
+            for (i, &v) in m.block_args(b).iter().enumerate() {
+                if let Some(why) = unaddressable(m.value_type(v)) {
+                    return Err(op_error(
+                        m,
+                        op,
+                        format!("region #{r} argument #{i} of type {}: {why}", m.value_type(v)),
+                    ));
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Why a value of type `t` cannot be held in memory, if it cannot.
+fn unaddressable(t: &Type) -> Option<String> {
+    let tt = t.as_tensor()?;
+    let shape = tt.shape.as_ref()?;
+    let elem = tt.dtype.map_or(1, |d| d.size_bytes()) as u128;
+    let mut bytes = elem;
+    for d in shape {
+        if let Dim::Static(n) = d {
+            if *n < 0 {
+                return Some(format!("dimension {n} is negative"));
+            }
+            bytes = bytes.saturating_mul(*n as u128);
+        }
+    }
+    (bytes > isize::MAX as u128).then(|| {
+        format!("its static dimensions need more than {} bytes, more than a process can address", isize::MAX)
+    })
 }
 
 /// Whether the definition of `v` dominates operand `index` of `user`.

@@ -10,6 +10,7 @@ pub mod fusion;
 mod interp;
 pub mod io;
 pub mod kernels;
+pub mod memory;
 pub mod parallel;
 pub mod plan;
 pub mod tensor;

@@ -62,10 +62,13 @@ impl Storage {
         }
         let layout = Layout::from_size_align(nbytes, STORAGE_ALIGN)
             .map_err(|_| KernelError::new("allocate", format!("cannot allocate {nbytes} bytes")))?;
+        crate::memory::reserve(nbytes).map_err(|e| KernelError::new("allocate", e))?;
         // SAFETY: the layout has a non-zero size.
         let raw = unsafe { alloc::alloc_zeroed(layout) };
-        let ptr = NonNull::new(raw)
-            .ok_or_else(|| KernelError::new("allocate", format!("out of memory allocating {nbytes} bytes")))?;
+        let Some(ptr) = NonNull::new(raw) else {
+            crate::memory::release(nbytes);
+            return Err(KernelError::new("allocate", format!("out of memory allocating {nbytes} bytes")));
+        };
         Ok(Storage { ptr, nbytes, backing: Backing::Owned(Some(layout)) })
     }
 
@@ -127,6 +130,7 @@ impl Drop for Storage {
         if let Backing::Owned(Some(layout)) = self.backing {
             // SAFETY: allocated in `zeroed` with exactly this layout.
             unsafe { alloc::dealloc(self.ptr.as_ptr(), layout) };
+            crate::memory::release(layout.size());
         }
     }
 }
