@@ -47,7 +47,7 @@ fn const_f32(arg: Option<&Arg>, dim: usize) -> Option<&Tensor> {
 /// Packs the constant operand of an instruction whose out-variant is `op`, when there is one
 /// this CPU has a prepacked kernel for.
 pub(crate) fn prepack(op: OutOp, args: &[Arg]) -> Option<Arc<Prepacked>> {
-    let isa = Isa::detect()?;
+    let isa = Isa::simd()?;
     prepack_for(isa, op, args)
 }
 
@@ -239,7 +239,7 @@ pub(crate) fn linear_kernel(m: &Module, op: OpId, consts: &[Option<IValue>]) -> 
         Some(Some(IValue::Tensor(t))) if t.dtype() == DType::F32 && t.dim() == 2 => t.clone(),
         _ => return Err("the weight is not a constant f32 matrix".into()),
     };
-    let isa = Isa::detect().ok_or("this CPU has no prepacked path")?;
+    let isa = Isa::simd().ok_or("this CPU has no prepacked path")?;
     let n = weight.sizes()[1];
     let packed = mat("linear", &weight).and_then(|v| PackedB::pack("linear", isa, v)).map_err(|e| e.to_string())?;
     if sizes.last() != Some(&n) {

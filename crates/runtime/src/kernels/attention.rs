@@ -208,7 +208,7 @@ enum MaskData<'a> {
 /// ones this kernel handles (dtype, rank, inconsistent shapes), which the caller then
 /// interprets through the op's region.
 pub(crate) fn attention(spec: &Spec, inputs: &[Tensor], alloc: &mut dyn OutputAlloc) -> Result<Option<Tensor>> {
-    let Some(isa) = Isa::detect() else { return Ok(None) };
+    let Some(isa) = Isa::simd() else { return Ok(None) };
     let want = if spec.mask == Mask::None { 3 } else { 4 };
     if inputs.len() != want || inputs[..3].iter().any(|t| t.dtype() != DType::F32) {
         return Ok(None);

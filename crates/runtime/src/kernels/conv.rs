@@ -13,7 +13,7 @@
 //! and scatter back `im2col` and `col2im` (`F.unfold`/`F.fold`).
 
 use super::linalg::{MatView, Real, gemm, outs, widen_halves};
-use super::packed::{Bias, Epilogue, Isa, PackedA, aligned_start, gemm_packed_a, gemm_packed_a_panels};
+use super::packed::{Bias, Epilogue, Isa, PackedA, Tiles, aligned_start, gemm_packed_a, gemm_packed_a_panels};
 use super::{Args, KernelRegistry};
 use crate::tensor::{KernelError, Result, Tensor};
 use crate::value::IValue;
@@ -1478,7 +1478,7 @@ mod tests {
     /// with the panels split across the team.
     #[test]
     fn prepacked_convolution_matches_the_general_one_on_any_thread_count() {
-        let Some(isa) = Isa::detect() else {
+        let Some(isa) = Isa::simd() else {
             println!("skipping: this CPU runs no prepacked path");
             return;
         };

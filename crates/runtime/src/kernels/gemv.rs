@@ -14,7 +14,7 @@
 //! computes the same columns on every call, so when a program runs the same products again each
 //! core finds its share of the weights where it left them, in its own L2.
 
-use super::packed::{Bias, Epilogue, PackedB};
+use super::packed::{Bias, Epilogue, Isa, PackedB};
 use crate::tensor::{KernelError, Result};
 
 /// Most groups of 16 columns a block keeps in vector registers: eight accumulators cover the
@@ -103,24 +103,25 @@ pub(crate) enum Path {
 impl Path {
     /// The fastest path this CPU runs: the one for the vector extension `wide` picks.
     pub(crate) fn detect() -> Path {
-        match super::wide::Width::detect() {
-            super::wide::Width::Avx512 => Path::Avx512,
-            super::wide::Width::Avx2 => Path::Fma,
-            super::wide::Width::Baseline => Path::Plain,
+        Path::of(Isa::current())
+    }
+
+    /// The path of an instruction set.
+    pub(crate) fn of(isa: Isa) -> Path {
+        match isa {
+            Isa::Avx512 => Path::Avx512,
+            Isa::Avx2 => Path::Fma,
+            Isa::Generic => Path::Plain,
         }
     }
 
-    /// Whether this CPU runs the path.
+    /// Whether this thread may run the path.
     #[cfg(test)]
     pub(crate) fn available(self) -> bool {
         match self {
             Path::Plain => true,
-            #[cfg(target_arch = "x86_64")]
-            Path::Fma => std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("fma"),
-            #[cfg(target_arch = "x86_64")]
-            Path::Avx512 => std::is_x86_feature_detected!("avx512f"),
-            #[cfg(not(target_arch = "x86_64"))]
-            _ => false,
+            Path::Fma => Isa::Avx2.available(),
+            Path::Avx512 => Isa::Avx512.available(),
         }
     }
 }

@@ -160,7 +160,7 @@ simd_loops!(f64, 8, dot_f64_plain, dot_f64_fma, axpy_f64_plain, axpy_f64_fma);
 
 #[cfg(target_arch = "x86_64")]
 fn has_fma() -> bool {
-    std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("fma")
+    ::kernels::Isa::Avx2.available()
 }
 
 macro_rules! real_impl {
@@ -267,7 +267,7 @@ fn gemm_f32_native(
     c: &mut [f32],
     ldc: usize,
 ) -> Option<Result<()>> {
-    let isa = super::packed::Isa::detect()?;
+    let isa = super::packed::Isa::simd()?;
     let ep = super::packed::Epilogue { alpha, beta, ..super::packed::Epilogue::PLAIN };
     Some(super::packed::gemm_activations(op, isa, a, b, &ep, c, ldc))
 }

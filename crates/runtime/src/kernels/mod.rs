@@ -21,7 +21,7 @@ pub mod conv;
 pub mod creation;
 pub mod distance;
 pub mod elementwise;
-pub mod fastmath;
+pub use ::kernels::fastmath;
 pub(crate) mod gemv;
 pub mod index;
 pub mod interp;
@@ -35,7 +35,7 @@ pub mod scalar;
 pub mod shape;
 pub mod sort;
 pub mod unary;
-pub(crate) mod wide;
+pub(crate) use ::kernels::wide;
 
 /// A kernel: arguments in schema order (defaults filled in), results in schema order.
 pub type KernelFn = fn(&[IValue]) -> Result<Vec<IValue>, KernelError>;

@@ -30,6 +30,8 @@
 
 use std::fmt;
 
+pub(crate) use ::kernels::Isa;
+
 use super::linalg::MatView;
 use crate::tensor::{KernelError, Result};
 
@@ -42,60 +44,42 @@ const MAX_MR: usize = 14;
 /// faster).
 pub(crate) const KC: usize = 256;
 
-/// An instruction-set path of the microkernel.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Isa {
-    Avx512,
-    Avx2,
+/// The microkernel's tile sizes on each instruction-set path. The generic path has no
+/// microkernel (nothing is packed for it: [`PackedB::pack`] and [`PackedA::pack`] refuse it);
+/// its sizes are AVX2's, so a layout computed for it is still a valid one.
+pub(crate) trait Tiles {
+    fn mr(self) -> usize;
+    fn mr_in_place(self) -> usize;
+    fn nr(self) -> usize;
 }
 
-impl Isa {
-    /// The best path this CPU runs, if any.
-    pub(crate) fn detect() -> Option<Isa> {
-        [Isa::Avx512, Isa::Avx2].into_iter().find(|i| i.available())
-    }
-
-    /// Whether this CPU runs the path.
-    pub(crate) fn available(self) -> bool {
-        #[cfg(target_arch = "x86_64")]
-        {
-            match self {
-                Isa::Avx512 => std::is_x86_feature_detected!("avx512f"),
-                Isa::Avx2 => std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("fma"),
-            }
-        }
-        #[cfg(not(target_arch = "x86_64"))]
-        {
-            false
-        }
-    }
-
+impl Tiles for Isa {
     /// Most rows of a tile that reads a packed `A` (and of a [`PackedA`] panel): the
     /// accumulators (`MR × 2` vectors), the two vectors of `B` and a broadcast fill the vector
     /// registers (31 of 32 with AVX-512, 15 of 16 with AVX2). Each step of `k` loads the two
     /// vectors of `B` and `MR` broadcasts for `2·MR` multiply-adds; the loads are what keeps
     /// the FMA units from their peak, so the tallest tile that fits is the fastest.
-    pub(crate) const fn mr(self) -> usize {
+    fn mr(self) -> usize {
         match self {
             Isa::Avx512 => 14,
-            Isa::Avx2 => 6,
+            Isa::Avx2 | Isa::Generic => 6,
         }
     }
 
     /// Most rows of a tile that reads `A` in place: it keeps one pointer per row in a general
-    /// register, so the tile is shorter than [`Isa::mr`] where that would run out of them.
-    const fn mr_in_place(self) -> usize {
+    /// register, so the tile is shorter than [`Tiles::mr`] where that would run out of them.
+    fn mr_in_place(self) -> usize {
         match self {
             Isa::Avx512 => 8,
-            Isa::Avx2 => 6,
+            Isa::Avx2 | Isa::Generic => 6,
         }
     }
 
     /// Columns of a tile (and of a [`PackedB`] panel).
-    pub(crate) const fn nr(self) -> usize {
+    fn nr(self) -> usize {
         match self {
             Isa::Avx512 => 32,
-            Isa::Avx2 => 16,
+            Isa::Avx2 | Isa::Generic => 16,
         }
     }
 }
@@ -188,6 +172,7 @@ impl fmt::Debug for PackedB {
 impl PackedB {
     /// Packs `b` for the `isa` path.
     pub(crate) fn pack(op: &'static str, isa: Isa, b: MatView<'_, f32>) -> Result<PackedB> {
+        check_isa(op, isa)?;
         let (k, n) = (b.rows, b.cols);
         let buf = pack_panels(op, b, isa.nr())?;
         Ok(PackedB { isa, k, n, buf })
@@ -202,6 +187,15 @@ impl PackedB {
     pub(crate) fn panels(&self) -> (&[f32], usize, usize, usize) {
         (self.buf.slice(), self.k, self.n, self.isa.nr())
     }
+}
+
+/// Refuses a path this thread may not run, and the generic path, which has no microkernel:
+/// every packed operand and every product is for a path whose microkernels the CPU runs.
+fn check_isa(op: &'static str, isa: Isa) -> Result<()> {
+    if isa == Isa::Generic || !isa.available() {
+        return Err(KernelError::new(op, format!("internal error: the packed GEMM has no {isa} path here")));
+    }
+    Ok(())
 }
 
 /// A constant `m × k` left operand in row panels of `mr ≤ isa.mr()` rows (see [`block_rows`]).
@@ -222,6 +216,7 @@ impl fmt::Debug for PackedA {
 impl PackedA {
     /// Packs `a` for the `isa` path.
     pub(crate) fn pack(op: &'static str, isa: Isa, a: MatView<'_, f32>) -> Result<PackedA> {
+        check_isa(op, isa)?;
         let (m, k) = (a.rows, a.cols);
         let mr = block_rows(m, isa.mr());
         // Row panels of `a` are the column panels of its transpose.
@@ -333,7 +328,7 @@ impl Post<'_> {
         if m == 0 || n == 0 {
             return Ok(());
         }
-        if let Some(isa) = Isa::detect() {
+        if let Some(isa) = Isa::simd() {
             // Strips of a tile's width, through the tiles' own vector post-ops.
             for j0 in (0..n).step_by(isa.nr()) {
                 let p = self.tile(c[j0..].as_mut_ptr(), ldc, 0, j0, isa.nr().min(n - j0));
@@ -691,9 +686,7 @@ pub(crate) fn gemm_activations(
     if a.cols != b.rows {
         return Err(KernelError::new(op, format!("cannot multiply {}x{} and {}x{} matrices", a.rows, a.cols, b.rows, b.cols)));
     }
-    if !isa.available() {
-        return Err(KernelError::new(op, format!("internal error: this CPU does not run the {isa:?} path")));
-    }
+    check_isa(op, isa)?;
     let (m, n, k) = (a.rows, b.cols, a.cols);
     if settled(op, (m, n, k), ep, c, ldc)? {
         return Ok(());
@@ -1023,6 +1016,7 @@ unsafe fn tile(isa: Isa, rows: usize, masked: bool, a_packed: bool, t: &Tile) {
             (Isa::Avx512, false) => by_rows!(tile_avx512, false, 1 2 3 4 5 6 7; 8),
             (Isa::Avx2, true) => by_rows!(tile_avx2, true, 1 2 3 4 5; 6),
             (Isa::Avx2, false) => by_rows!(tile_avx2, false, 1 2 3 4 5; 6),
+            (Isa::Generic, _) => unreachable!("packing refuses the generic path"),
         }
     }
 }
@@ -1052,6 +1046,7 @@ unsafe fn post_tile(isa: Isa, rows: usize, p: &PostTile) {
         match isa {
             Isa::Avx512 => x86::post_avx512(p, rows),
             Isa::Avx2 => x86::post_avx2(p, rows),
+            Isa::Generic => unreachable!("post-ops run in tiles only on a vector path"),
         }
     }
 }
@@ -1712,7 +1707,7 @@ pub(crate) mod tests {
 
     #[test]
     fn an_addend_smaller_than_the_output_is_an_error() {
-        let Some(isa) = Isa::detect() else {
+        let Some(isa) = Isa::simd() else {
             println!("skipping: this CPU runs no prepacked path");
             return;
         };
@@ -1945,7 +1940,7 @@ pub(crate) mod tests {
 
     #[test]
     fn shape_errors_are_reported() {
-        let Some(isa) = Isa::detect() else {
+        let Some(isa) = Isa::simd() else {
             println!("skipping: this CPU runs no prepacked path");
             return;
         };

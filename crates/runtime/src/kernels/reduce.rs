@@ -601,7 +601,7 @@ pub(crate) fn softmax_f32_rows_into(src: &[f32], n: usize, out: &mut [f32]) {
 pub(crate) fn softmax_f32_rows_serial(src: &[f32], n: usize, out: &mut [f32]) {
     let n = n.max(1);
     #[cfg(target_arch = "x86_64")]
-    if std::is_x86_feature_detected!("avx512f") {
+    if ::kernels::Isa::Avx512.available() {
         for (row, o) in src.chunks(n).zip(out.chunks_mut(n)) {
             // SAFETY: the CPU has AVX-512F (checked just above).
             unsafe { softmax_row_avx512(row, o) };
@@ -830,7 +830,7 @@ mod tests {
     #[cfg(target_arch = "x86_64")]
     #[test]
     fn avx512_rows_match_the_portable_rows() {
-        if !std::is_x86_feature_detected!("avx512f") {
+        if !::kernels::Isa::Avx512.available() {
             return;
         }
         let special = [f32::NEG_INFINITY, f32::NAN, 0.0, -0.0, 100.0, -100.0, f32::INFINITY, 1e-40];
@@ -847,7 +847,7 @@ mod tests {
                     })
                     .collect();
                 let (mut want, mut got) = (vec![0f32; n], vec![0f32; n]);
-                super::super::wide::with_width(super::super::wide::Width::Baseline, || softmax_row(&row, &mut want));
+                super::super::wide::compiled_for(::kernels::Isa::Generic, || softmax_row(&row, &mut want));
                 // SAFETY: the CPU has AVX-512F (checked above).
                 unsafe { softmax_row_avx512(&row, &mut got) };
                 // NaN payloads may differ with the order of an addition's operands.
