@@ -21,10 +21,11 @@ use ir::{DType, Module, OpId};
 use super::Arg;
 use super::out::{OutOp, mat, scalar_or, tensor_arg};
 use crate::kernels::conv::{PackedFilter, conv_compute_packed, out_geometry};
-use crate::kernels::gemv::{Columns, gemv};
+use ::kernels::gemv::{Columns, gemv};
 use crate::kernels::linalg::MatView;
 use crate::fusion::{FusionKernel, FusionOutcome, OutputAlloc};
-use crate::kernels::packed::{Activation, Addend, Bias, Epilogue, Isa, PackedB, Post, gemm_packed_b_post};
+use ::kernels::Isa;
+use ::kernels::gemm::{Activation, Addend, Bias, Epilogue, PackedB, Post, gemm_packed_b_post};
 use crate::tensor::{KernelError, Result, Tensor};
 use crate::value::IValue;
 
@@ -152,9 +153,9 @@ fn product(name: &'static str, a: MatView<'_, f32>, b: &PackedB, ep: &Epilogue<'
     let n = b.cols();
     if a.rows == 1 {
         batch1(name, a, b, ep, c)?;
-        post.apply_to(name, 1, n, c, n)
+        Ok(post.apply_to(name, 1, n, c, n)?)
     } else {
-        gemm_packed_b_post(name, a, b, ep, post, c, n)
+        Ok(gemm_packed_b_post(name, a, b, ep, post, c, n)?)
     }
 }
 
@@ -173,7 +174,7 @@ fn batch1(name: &'static str, a: MatView<'_, f32>, b: &PackedB, ep: &Epilogue<'_
     };
     let n = cols.cols();
     let y = c.get_mut(..n).ok_or_else(|| KernelError::new(name, "output buffer is too small"))?;
-    gemv(name, x, cols, ep, y)
+    Ok(gemv(name, x, cols, ep, y)?)
 }
 
 /// The name of the fused linear layer `fuse-epilogue` forms.
@@ -241,7 +242,7 @@ pub(crate) fn linear_kernel(m: &Module, op: OpId, consts: &[Option<IValue>]) -> 
     };
     let isa = Isa::simd().ok_or("this CPU has no prepacked path")?;
     let n = weight.sizes()[1];
-    let packed = mat("linear", &weight).and_then(|v| PackedB::pack("linear", isa, v)).map_err(|e| e.to_string())?;
+    let packed = mat("linear", &weight).and_then(|v| Ok(PackedB::pack("linear", isa, v)?)).map_err(|e| e.to_string())?;
     if sizes.last() != Some(&n) {
         return Err(format!("a result of shape {sizes:?} from a product of {n} columns"));
     }

@@ -30,7 +30,8 @@ use std::sync::Arc;
 use ir::{Attribute, DType, Module, OpId};
 
 use super::linalg::MatView;
-use super::packed::{self, Epilogue, Isa};
+use ::kernels::Isa;
+use ::kernels::gemm::{self as packed, Epilogue};
 use crate::fusion::{FusionKernel, FusionOutcome, OutputAlloc};
 use crate::tensor::{KernelError, Result, Tensor};
 
@@ -395,7 +396,7 @@ pub(crate) fn attention(spec: &Spec, inputs: &[Tensor], alloc: &mut dyn OutputAl
                             Ok(())
                         },
                     )?;
-                    super::reduce::softmax_f32_rows_serial(scores, w, probs);
+                    ::kernels::softmax::rows_serial(scores, w, probs);
                     let p = MatView::new(OP, probs, 0, sub, w, w, 1)?;
                     let vw = MatView::new(OP, vv.data, vv.off, w, ev, vv.rs, vv.cs)?;
                     packed::gemm_activations(OP, isa, p, vw, &Epilogue::PLAIN, o, ev)?;
