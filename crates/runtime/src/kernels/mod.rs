@@ -23,7 +23,7 @@ pub mod distance;
 pub mod elementwise;
 pub use ::kernels::fastmath;
 pub mod index;
-pub mod interp;
+pub mod resample;
 pub mod linalg;
 pub mod norm;
 pub mod pad;
@@ -103,7 +103,7 @@ pub fn register_all(r: &mut KernelRegistry) {
     index::register(r);
     sort::register(r);
     pad::register(r);
-    interp::register(r);
+    resample::register(r);
     scalar::register(r);
     distance::register(r);
 }
