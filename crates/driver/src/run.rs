@@ -162,6 +162,8 @@ fn run(opts: &RunArgs, stdout: &mut dyn Write, stderr: &mut dyn Write) -> Result
     if let Some(limit) = opts.memory_limit {
         runtime::memory::set_limit(limit);
     }
+    // An unknown `DIALECT_ISA` stops the run rather than timing or checking a path not asked for.
+    kernels::isa::from_env().map_err(|e| e.to_string())?;
     // A second build of the global pool (in tests) fails harmlessly: the first size stands.
     let _ = rayon::ThreadPoolBuilder::new().num_threads(opts.threads).build_global();
     let ctx = default_context();
@@ -503,13 +505,14 @@ fn bench(opts: &RunArgs, rt: &mut runtime::Runtime, inputs: &[IValue], stdout: &
     let allocs = (crate::alloc::allocations() - a0) as f64 / opts.iters.max(1) as f64;
     times.sort();
     let pick = |q: f64| times.get(((times.len() as f64 - 1.0) * q).round() as usize).copied().unwrap_or_default();
-    let _ = writeln!(stdout, "| program | threads | calls | median ms | p10 ms | p90 ms | allocations/call |");
-    let _ = writeln!(stdout, "| --- | --- | --- | --- | --- | --- | --- |");
+    let _ = writeln!(stdout, "| program | threads | isa | calls | median ms | p10 ms | p90 ms | allocations/call |");
+    let _ = writeln!(stdout, "| --- | --- | --- | --- | --- | --- | --- | --- |");
     let _ = writeln!(
         stdout,
-        "| {} | {} | {} | {:.4} | {:.4} | {:.4} | {:.1} |",
+        "| {} | {} | {} | {} | {:.4} | {:.4} | {:.4} | {:.1} |",
         opts.program.display(),
         opts.threads,
+        kernels::Isa::process(),
         opts.iters,
         ms(pick(0.5)),
         ms(pick(0.1)),

@@ -33,12 +33,12 @@ impl Default for CodegenOptions {
 /// overlap.
 pub(crate) type BlockFn = unsafe extern "C" fn(src: *const f32, dst: *mut f32, n: usize);
 
-/// The block routine of the f32 function `u`, or `None` when there is none or the host lacks
-/// AVX-512F or FMA.
+/// The block routine of the f32 function `u`, or `None` when there is none or the kernels'
+/// ISA (`kernels::Isa`, which `DIALECT_ISA` may lower) is below AVX-512.
 pub(crate) fn routine(u: Unary) -> Option<BlockFn> {
     #[cfg(target_arch = "x86_64")]
     {
-        if !(std::arch::is_x86_feature_detected!("avx512f") && std::arch::is_x86_feature_detected!("fma")) {
+        if !kernels::Isa::Avx512.available() {
             return None;
         }
         let f: BlockFn = match u {
@@ -60,6 +60,28 @@ pub(crate) fn routine(u: Unary) -> Option<BlockFn> {
         let _ = u;
         None
     }
+}
+
+/// Turns off the Cranelift target flags of every extension above the process's ISA
+/// (`kernels::Isa::process`), so that with `DIALECT_ISA` lowered the JIT's code runs on what
+/// the kernels run on: no AVX-512 below `avx512`, no AVX, AVX2 or FMA on the generic path.
+pub(crate) fn cap_flags(ib: &mut cranelift_codegen::isa::Builder) -> Result<(), String> {
+    use cranelift_codegen::settings::Configurable;
+    const AVX512: &[&str] = &["has_avx512bitalg", "has_avx512dq", "has_avx512f", "has_avx512vl", "has_avx512vbmi", "has_avx512vnni"];
+    const AVX: &[&str] = &["has_avx", "has_avx2", "has_fma", "has_avx_vnni"];
+    if !cfg!(target_arch = "x86_64") {
+        return Ok(());
+    }
+    let isa = kernels::Isa::process();
+    let off: Vec<&str> = match isa {
+        kernels::Isa::Avx512 => Vec::new(),
+        kernels::Isa::Avx2 => AVX512.to_vec(),
+        kernels::Isa::Generic => AVX512.iter().chain(AVX).copied().collect(),
+    };
+    for flag in off {
+        ib.set(flag, "false").map_err(|e| format!("{flag}: {e}"))?;
+    }
+    Ok(())
 }
 
 /// Prefetches, for reading (`write` false) or writing, the `bytes` bytes that follow the

@@ -133,7 +133,8 @@ fn build_isa(single_pass: bool) -> (Result<OwnedTargetIsa, String>, Duration) {
         fb.set("enable_verifier", verify).map_err(|e| e.to_string())?;
         fb.set("is_pic", "false").map_err(|e| e.to_string())?;
         fb.set("use_colocated_libcalls", "false").map_err(|e| e.to_string())?;
-        let ib = cranelift_native::builder().map_err(|e| e.to_string())?;
+        let mut ib = cranelift_native::builder().map_err(|e| e.to_string())?;
+        crate::block::cap_flags(&mut ib)?;
         ib.finish(settings::Flags::new(fb)).map_err(|e| e.to_string())
     })();
     (isa, start.elapsed())

@@ -329,7 +329,7 @@ pub(super) fn tensor_arg<'a>(name: &'static str, args: &'a [IValue], i: usize) -
 /// The 2-d tensor `t` as a matrix view of its storage.
 pub(super) fn mat<'a, T: Real>(name: &'static str, t: &'a Tensor) -> Result<MatView<'a, T>> {
     let data = t.storage_slice::<T>()?;
-    MatView::new(name, data, t.offset(), t.sizes()[0], t.sizes()[1], t.strides()[0], t.strides()[1])
+    Ok(MatView::new(name, data, t.offset(), t.sizes()[0], t.sizes()[1], t.strides()[0], t.strides()[1])?)
 }
 
 fn compute_t<T: Real>(op: OutOp, name: &'static str, args: &[IValue], out: &Tensor, want: [bool; 2]) -> Result<Extra> {

@@ -21,10 +21,11 @@ use ir::{DType, Module, OpId};
 use super::Arg;
 use super::out::{OutOp, mat, scalar_or, tensor_arg};
 use crate::kernels::conv::{PackedFilter, conv_compute_packed, out_geometry};
-use crate::kernels::gemv::{Columns, gemv};
+use ::kernels::gemv::{Columns, gemv};
 use crate::kernels::linalg::MatView;
 use crate::fusion::{FusionKernel, FusionOutcome, OutputAlloc};
-use crate::kernels::packed::{Activation, Addend, Bias, Epilogue, Isa, PackedB, Post, gemm_packed_b_post};
+use ::kernels::Isa;
+use ::kernels::gemm::{Activation, Addend, Bias, Epilogue, PackedB, Post, gemm_packed_b_post};
 use crate::tensor::{KernelError, Result, Tensor};
 use crate::value::IValue;
 
@@ -47,7 +48,7 @@ fn const_f32(arg: Option<&Arg>, dim: usize) -> Option<&Tensor> {
 /// Packs the constant operand of an instruction whose out-variant is `op`, when there is one
 /// this CPU has a prepacked kernel for.
 pub(crate) fn prepack(op: OutOp, args: &[Arg]) -> Option<Arc<Prepacked>> {
-    let isa = Isa::detect()?;
+    let isa = Isa::simd()?;
     prepack_for(isa, op, args)
 }
 
@@ -152,9 +153,9 @@ fn product(name: &'static str, a: MatView<'_, f32>, b: &PackedB, ep: &Epilogue<'
     let n = b.cols();
     if a.rows == 1 {
         batch1(name, a, b, ep, c)?;
-        post.apply_to(name, 1, n, c, n)
+        Ok(post.apply_to(name, 1, n, c, n)?)
     } else {
-        gemm_packed_b_post(name, a, b, ep, post, c, n)
+        Ok(gemm_packed_b_post(name, a, b, ep, post, c, n)?)
     }
 }
 
@@ -173,7 +174,7 @@ fn batch1(name: &'static str, a: MatView<'_, f32>, b: &PackedB, ep: &Epilogue<'_
     };
     let n = cols.cols();
     let y = c.get_mut(..n).ok_or_else(|| KernelError::new(name, "output buffer is too small"))?;
-    gemv(name, x, cols, ep, y)
+    Ok(gemv(name, x, cols, ep, y)?)
 }
 
 /// The name of the fused linear layer `fuse-epilogue` forms.
@@ -239,9 +240,9 @@ pub(crate) fn linear_kernel(m: &Module, op: OpId, consts: &[Option<IValue>]) -> 
         Some(Some(IValue::Tensor(t))) if t.dtype() == DType::F32 && t.dim() == 2 => t.clone(),
         _ => return Err("the weight is not a constant f32 matrix".into()),
     };
-    let isa = Isa::detect().ok_or("this CPU has no prepacked path")?;
+    let isa = Isa::simd().ok_or("this CPU has no prepacked path")?;
     let n = weight.sizes()[1];
-    let packed = mat("linear", &weight).and_then(|v| PackedB::pack("linear", isa, v)).map_err(|e| e.to_string())?;
+    let packed = mat("linear", &weight).and_then(|v| Ok(PackedB::pack("linear", isa, v)?)).map_err(|e| e.to_string())?;
     if sizes.last() != Some(&n) {
         return Err(format!("a result of shape {sizes:?} from a product of {n} columns"));
     }

@@ -30,7 +30,8 @@ use std::sync::Arc;
 use ir::{Attribute, DType, Module, OpId};
 
 use super::linalg::MatView;
-use super::packed::{self, Epilogue, Isa};
+use ::kernels::Isa;
+use ::kernels::gemm::{self as packed, Epilogue};
 use crate::fusion::{FusionKernel, FusionOutcome, OutputAlloc};
 use crate::tensor::{KernelError, Result, Tensor};
 
@@ -208,7 +209,7 @@ enum MaskData<'a> {
 /// ones this kernel handles (dtype, rank, inconsistent shapes), which the caller then
 /// interprets through the op's region.
 pub(crate) fn attention(spec: &Spec, inputs: &[Tensor], alloc: &mut dyn OutputAlloc) -> Result<Option<Tensor>> {
-    let Some(isa) = Isa::detect() else { return Ok(None) };
+    let Some(isa) = Isa::simd() else { return Ok(None) };
     let want = if spec.mask == Mask::None { 3 } else { 4 };
     if inputs.len() != want || inputs[..3].iter().any(|t| t.dtype() != DType::F32) {
         return Ok(None);
@@ -395,7 +396,7 @@ pub(crate) fn attention(spec: &Spec, inputs: &[Tensor], alloc: &mut dyn OutputAl
                             Ok(())
                         },
                     )?;
-                    super::reduce::softmax_f32_rows_serial(scores, w, probs);
+                    ::kernels::softmax::rows_serial(scores, w, probs);
                     let p = MatView::new(OP, probs, 0, sub, w, w, 1)?;
                     let vw = MatView::new(OP, vv.data, vv.off, w, ev, vv.rs, vv.cs)?;
                     packed::gemm_activations(OP, isa, p, vw, &Epilogue::PLAIN, o, ev)?;

@@ -13,7 +13,8 @@
 //! and scatter back `im2col` and `col2im` (`F.unfold`/`F.fold`).
 
 use super::linalg::{MatView, Real, gemm, outs, widen_halves};
-use super::packed::{Bias, Epilogue, Isa, PackedA, aligned_start, gemm_packed_a, gemm_packed_a_panels};
+use ::kernels::Isa;
+use ::kernels::gemm::{Bias, Epilogue, PackedA, Tiles, aligned_start, gemm_packed_a, gemm_packed_a_panels};
 use super::{Args, KernelRegistry};
 use crate::tensor::{KernelError, Result, Tensor};
 use crate::value::IValue;
@@ -410,7 +411,7 @@ impl PackedFilter {
         let cols: usize = w.sizes()[1..].iter().product();
         let per_group = (0..groups)
             .map(|g| PackedA::pack(op, isa, MatView::new(op, data, g * cout_g * cols, cout_g, cols, cols, 1)?))
-            .collect::<Result<_>>()?;
+            .collect::<::kernels::Result<_>>()?;
         Ok(PackedFilter { groups, per_group })
     }
 }
@@ -1313,7 +1314,7 @@ pub fn register(r: &mut KernelRegistry) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::kernels::packed::tests::Gen;
+    use ::kernels::testing::Gen;
 
     /// The column matrix by definition: row `c·K + k`, column `r·ow + xo`.
     fn naive_columns(x: &[f32], g: &Geometry, channels: usize, r0: usize, r1: usize) -> Vec<f32> {
@@ -1478,7 +1479,7 @@ mod tests {
     /// with the panels split across the team.
     #[test]
     fn prepacked_convolution_matches_the_general_one_on_any_thread_count() {
-        let Some(isa) = Isa::detect() else {
+        let Some(isa) = Isa::simd() else {
             println!("skipping: this CPU runs no prepacked path");
             return;
         };

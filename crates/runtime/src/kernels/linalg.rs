@@ -160,7 +160,7 @@ simd_loops!(f64, 8, dot_f64_plain, dot_f64_fma, axpy_f64_plain, axpy_f64_fma);
 
 #[cfg(target_arch = "x86_64")]
 fn has_fma() -> bool {
-    std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("fma")
+    ::kernels::Isa::Avx2.available()
 }
 
 macro_rules! real_impl {
@@ -247,9 +247,9 @@ real_impl!(f32, matrixmultiply::sgemm, dot_f32_plain, dot_f32_fma, axpy_f32_plai
 /// `axpy` loop loads and stores the whole output once per row), and splits the columns of large
 /// products across the intra-op team.
 fn gemv_rows_f32(op: &'static str, x: &[f32], mat: MatView<'_, f32>) -> Result<Vec<f32>> {
-    let cols = super::gemv::Columns::in_place(op, mat.data, mat.off, mat.rows, mat.cols, mat.rs)?;
+    let cols = ::kernels::gemv::Columns::in_place(op, mat.data, mat.off, mat.rows, mat.cols, mat.rs)?;
     let mut y = vec![0.0; mat.cols];
-    super::gemv::gemv(op, x, cols, &super::packed::Epilogue::PLAIN, &mut y)?;
+    ::kernels::gemv::gemv(op, x, cols, &::kernels::gemm::Epilogue::PLAIN, &mut y)?;
     Ok(y)
 }
 
@@ -267,9 +267,9 @@ fn gemm_f32_native(
     c: &mut [f32],
     ldc: usize,
 ) -> Option<Result<()>> {
-    let isa = super::packed::Isa::detect()?;
-    let ep = super::packed::Epilogue { alpha, beta, ..super::packed::Epilogue::PLAIN };
-    Some(super::packed::gemm_activations(op, isa, a, b, &ep, c, ldc))
+    let isa = ::kernels::Isa::simd()?;
+    let ep = ::kernels::gemm::Epilogue { alpha, beta, ..::kernels::gemm::Epilogue::PLAIN };
+    Some(::kernels::gemm::gemm_activations(op, isa, a, b, &ep, c, ldc).map_err(Into::into))
 }
 real_impl!(f64, matrixmultiply::dgemm, dot_f64_plain, dot_f64_fma, axpy_f64_plain, axpy_f64_fma);
 
@@ -301,49 +301,7 @@ macro_rules! with_real {
 }
 pub(crate) use with_real;
 
-/// A strided read-only matrix inside a tensor's storage.
-#[derive(Clone, Copy)]
-pub(crate) struct MatView<'a, T> {
-    pub data: &'a [T],
-    pub off: usize,
-    pub rows: usize,
-    pub cols: usize,
-    pub rs: usize,
-    pub cs: usize,
-}
-
-impl<'a, T: Copy> MatView<'a, T> {
-    /// A view, checked to lie inside `data`.
-    pub fn new(
-        op: &'static str,
-        data: &'a [T],
-        off: usize,
-        rows: usize,
-        cols: usize,
-        rs: usize,
-        cs: usize,
-    ) -> Result<Self> {
-        if rows > 0 && cols > 0 {
-            let last = (rows - 1)
-                .checked_mul(rs)
-                .and_then(|x| x.checked_add((cols - 1).checked_mul(cs)?))
-                .and_then(|x| x.checked_add(off));
-            if last.is_none_or(|l| l >= data.len()) {
-                return Err(KernelError::new(op, "matrix view exceeds its storage"));
-            }
-        }
-        Ok(MatView { data, off, rows, cols, rs, cs })
-    }
-
-    pub fn t(self) -> Self {
-        MatView { rows: self.cols, cols: self.rows, rs: self.cs, cs: self.rs, ..self }
-    }
-
-    #[inline(always)]
-    pub fn at(&self, i: usize, j: usize) -> T {
-        self.data[self.off + i * self.rs + j * self.cs]
-    }
-}
+pub(crate) use ::kernels::mat::MatView;
 
 /// `c[m×n] = alpha·a·b + beta·c`, where `c` is row-major with leading dimension `ldc`. With
 /// `beta == 0`, `c` is not read (NaNs in it do not propagate, as in BLAS and PyTorch).

@@ -21,13 +21,11 @@ pub mod conv;
 pub mod creation;
 pub mod distance;
 pub mod elementwise;
-pub mod fastmath;
-pub(crate) mod gemv;
+pub use ::kernels::fastmath;
 pub mod index;
-pub mod interp;
+pub mod resample;
 pub mod linalg;
 pub mod norm;
-pub(crate) mod packed;
 pub mod pad;
 pub mod pool;
 pub mod reduce;
@@ -35,7 +33,7 @@ pub mod scalar;
 pub mod shape;
 pub mod sort;
 pub mod unary;
-pub(crate) mod wide;
+pub(crate) use ::kernels::wide;
 
 /// A kernel: arguments in schema order (defaults filled in), results in schema order.
 pub type KernelFn = fn(&[IValue]) -> Result<Vec<IValue>, KernelError>;
@@ -105,7 +103,7 @@ pub fn register_all(r: &mut KernelRegistry) {
     index::register(r);
     sort::register(r);
     pad::register(r);
-    interp::register(r);
+    resample::register(r);
     scalar::register(r);
     distance::register(r);
 }

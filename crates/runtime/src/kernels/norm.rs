@@ -81,7 +81,7 @@ fn row_moments<T: Real>(row: &[T]) -> (f64, f64) {
 #[inline(always)]
 fn moments<T: Real>(row: &[T]) -> (f64, f64) {
     #[cfg(target_arch = "x86_64")]
-    if T::DTYPE == DType::F32 && std::is_x86_feature_detected!("avx512f") {
+    if T::DTYPE == DType::F32 && ::kernels::Isa::Avx512.available() {
         // SAFETY: `T` is `f32` (its dtype says so), so the row is a row of `f32`; the CPU has
         // AVX-512F (checked just above).
         return unsafe { x86::row_moments_f32(std::slice::from_raw_parts(row.as_ptr().cast::<f32>(), row.len())) };
@@ -675,7 +675,7 @@ mod tests {
     /// partial vectors and blocks, with a mean far from zero, and with non-finite elements.
     #[test]
     fn f32_moments_have_the_bits_of_the_generic_form() {
-        if !std::is_x86_feature_detected!("avx512f") {
+        if !::kernels::Isa::Avx512.available() {
             println!("skipping: this CPU has no AVX-512F");
             return;
         }

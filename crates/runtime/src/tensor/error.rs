@@ -24,6 +24,12 @@ impl KernelError {
     }
 }
 
+impl From<::kernels::Error> for KernelError {
+    fn from(e: ::kernels::Error) -> KernelError {
+        KernelError::new(e.op, e.message)
+    }
+}
+
 /// The runtime's general error type; tensors and kernels share it.
 pub type RuntimeError = KernelError;
 

@@ -196,7 +196,7 @@ pub fn exp_f32(x: f32) -> f32 {
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f")]
 #[inline]
-pub(crate) fn exp_f32x16(x: std::arch::x86_64::__m512) -> std::arch::x86_64::__m512 {
+pub fn exp_f32x16(x: std::arch::x86_64::__m512) -> std::arch::x86_64::__m512 {
     use std::arch::x86_64::*;
     let (lo, hi) = (_mm512_set1_ps(EXP_LO), _mm512_set1_ps(EXP_HI));
     let magic = _mm512_set1_ps(ROUND_MAGIC);
@@ -283,7 +283,7 @@ pub fn gelu_erf_f32(x: f32) -> f32 {
 #[target_feature(enable = "avx512f")]
 #[inline]
 #[allow(clippy::needless_range_loop)]
-pub(crate) fn gelu_erf_f32x16_n<const N: usize>(x: [std::arch::x86_64::__m512; N]) -> [std::arch::x86_64::__m512; N] {
+pub fn gelu_erf_f32x16_n<const N: usize>(x: [std::arch::x86_64::__m512; N]) -> [std::arch::x86_64::__m512; N] {
     use std::arch::x86_64::*;
     let sign = _mm512_set1_epi32(i32::MIN);
     let xi: [__m512i; N] = std::array::from_fn(|i| _mm512_castps_si512(x[i]));
@@ -313,7 +313,7 @@ pub(crate) fn gelu_erf_f32x16_n<const N: usize>(x: [std::arch::x86_64::__m512; N
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
 #[inline]
-pub(crate) fn gelu_erf_f32x8(x: std::arch::x86_64::__m256) -> std::arch::x86_64::__m256 {
+pub fn gelu_erf_f32x8(x: std::arch::x86_64::__m256) -> std::arch::x86_64::__m256 {
     use std::arch::x86_64::*;
     let sign = _mm256_castsi256_ps(_mm256_set1_epi32(i32::MIN));
     let a = _mm256_andnot_ps(sign, x);
@@ -337,11 +337,11 @@ pub fn gelu_tanh_f32(x: f32) -> f32 {
 
 /// `dst[i] = f(src[i])` over two slices of the same length (the shorter one bounds the loop),
 /// vectorized as wide as the CPU allows (16 lanes with AVX-512F, 8 with AVX2, 4 with SSE2;
-/// see [`super::wide`]). `f` must be a branch-free composition of the functions above for
+/// see [`crate::wide`]). `f` must be a branch-free composition of the functions above for
 /// the loop to vectorize.
 #[inline(always)]
 pub fn map_slice(src: &[f32], dst: &mut [f32], f: impl Fn(f32) -> f32 + Copy) {
-    super::wide::widest(
+    crate::wide::widest(
         #[inline(always)]
         || {
             for (o, &x) in dst.iter_mut().zip(src) {
@@ -354,7 +354,7 @@ pub fn map_slice(src: &[f32], dst: &mut [f32], f: impl Fn(f32) -> f32 + Copy) {
 /// In-place form of [`map_slice`].
 #[inline(always)]
 pub fn map_in_place(data: &mut [f32], f: impl Fn(f32) -> f32 + Copy) {
-    super::wide::widest(
+    crate::wide::widest(
         #[inline(always)]
         || {
             for x in data.iter_mut() {
@@ -367,6 +367,7 @@ pub fn map_in_place(data: &mut [f32], f: impl Fn(f32) -> f32 + Copy) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::isa::{self, Isa};
 
     fn ulp_diff(a: f32, b: f32) -> u32 {
         if a.is_nan() && b.is_nan() || a == b {
@@ -462,7 +463,7 @@ mod tests {
         }
         xs.extend([0.0, -0.0, f32::INFINITY, f32::NEG_INFINITY, f32::NAN, -f32::NAN, f32::MIN_POSITIVE, -1e-45]);
         let mut tested = 0;
-        if std::is_x86_feature_detected!("avx512f") {
+        if Isa::Avx512.available() {
             xs.resize(xs.len().next_multiple_of(128), 1.0);
             let want: Vec<u32> = xs.iter().map(|&x| gelu_erf_f32(x).to_bits()).collect();
             for (c, w) in xs.chunks_exact(128).zip(want.chunks_exact(128)) {
@@ -484,7 +485,7 @@ mod tests {
             }
             tested += 1;
         }
-        if std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("fma") {
+        if Isa::Avx2.available() {
             xs.resize(xs.len().next_multiple_of(8), 1.0);
             let want: Vec<u32> = xs.iter().map(|&x| gelu_erf_f32(x).to_bits()).collect();
             for (c, w) in xs.chunks_exact(8).zip(want.chunks_exact(8)) {
@@ -507,7 +508,7 @@ mod tests {
 
     #[test]
     fn exp_vector_matches_the_scalar() {
-        if !std::is_x86_feature_detected!("avx512f") {
+        if !Isa::Avx512.available() {
             return;
         }
         let mut xs: Vec<f32> = (0..=u32::MAX).step_by(4099).map(f32::from_bits).collect();
@@ -533,15 +534,19 @@ mod tests {
     #[test]
     fn slices_match_scalars() {
         let xs: Vec<f32> = (0..1000).map(|i| (i as f32 - 500.0) * 0.037).collect();
-        let mut out = vec![0.0; xs.len()];
-        map_slice(&xs, &mut out, tanh_f32);
-        for (x, y) in xs.iter().zip(&out) {
-            assert_eq!(y.to_bits(), tanh_f32(*x).to_bits());
-        }
-        let mut inplace = xs.clone();
-        map_in_place(&mut inplace, gelu_erf_f32);
-        for (x, y) in xs.iter().zip(&inplace) {
-            assert_eq!(y.to_bits(), gelu_erf_f32(*x).to_bits());
+        for path in Isa::supported() {
+            isa::with(path, || {
+                let mut out = vec![0.0; xs.len()];
+                map_slice(&xs, &mut out, tanh_f32);
+                for (x, y) in xs.iter().zip(&out) {
+                    assert_eq!(y.to_bits(), tanh_f32(*x).to_bits(), "{path}");
+                }
+                let mut inplace = xs.clone();
+                map_in_place(&mut inplace, gelu_erf_f32);
+                for (x, y) in xs.iter().zip(&inplace) {
+                    assert_eq!(y.to_bits(), gelu_erf_f32(*x).to_bits(), "{path}");
+                }
+            });
         }
     }
 }

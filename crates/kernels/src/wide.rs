@@ -1,8 +1,9 @@
 //! Runs a kernel's loops compiled for the widest vector extension this CPU has.
 //!
 //! The crate is built for baseline x86-64 (SSE2, 4 `f32` lanes). [`widest`] calls its body
-//! from a function compiled with AVX-512F (16 lanes) or, failing that, AVX2 with FMA (8 lanes)
-//! when the CPU has it, chosen at run time; the body and everything it inlines is then
+//! from a function compiled with AVX-512F (16 lanes) or AVX2 with FMA (8 lanes) when the
+//! thread's ISA ([`Isa::current`]) is one of those, and compiled for the baseline on the
+//! generic path; the body and everything it inlines is then
 //! vectorized that wide. Only the vector width changes: Rust never contracts a multiply and an
 //! add into a fused multiply-add, and each lane performs the same IEEE operations in the same
 //! order, so the results are the same bits on every path (tests compare them with the baseline
@@ -14,52 +15,29 @@
 //! the function with wider features (it tail-calls it), and a call that is not inlined runs
 //! the callee as compiled for the baseline.
 
-/// Which vector extension [`widest`] uses on this CPU.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Width {
-    Avx512,
-    Avx2,
-    Baseline,
-}
+use crate::isa::Isa;
 
-impl Width {
-    /// The widest extension this CPU runs.
-    #[inline(always)]
-    pub(crate) fn detect() -> Width {
-        #[cfg(target_arch = "x86_64")]
-        {
-            if std::is_x86_feature_detected!("avx512f") {
-                return Width::Avx512;
-            }
-            if std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("fma") {
-                return Width::Avx2;
-            }
-        }
-        Width::Baseline
-    }
-}
-
-/// `body()`, compiled for the widest vector extension this CPU has.
+/// `body()`, compiled for the widest vector extension this thread may run ([`Isa::current`]).
 #[inline(always)]
-pub(crate) fn widest<R>(body: impl FnOnce() -> R) -> R {
-    with_width(Width::detect(), body)
+pub fn widest<R>(body: impl FnOnce() -> R) -> R {
+    compiled_for(Isa::current(), body)
 }
 
-/// `body()`, compiled for `width` when this CPU runs it (for the baseline otherwise).
+/// `body()`, compiled for `isa` when this thread may run it (for the baseline otherwise).
 #[inline(always)]
-pub(crate) fn with_width<R>(width: Width, body: impl FnOnce() -> R) -> R {
+pub fn compiled_for<R>(isa: Isa, body: impl FnOnce() -> R) -> R {
     #[cfg(target_arch = "x86_64")]
     {
-        if width == Width::Avx512 && std::is_x86_feature_detected!("avx512f") {
-            // SAFETY: the CPU supports AVX-512F (checked just above).
+        if isa == Isa::Avx512 && isa.available() {
+            // SAFETY: the CPU supports AVX-512F (`available` is never above the host's ISA).
             return unsafe { on_avx512(body) };
         }
-        if width == Width::Avx2 && std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("fma") {
-            // SAFETY: the CPU supports AVX2 and FMA (checked just above).
+        if isa == Isa::Avx2 && isa.available() {
+            // SAFETY: the CPU supports AVX2 and FMA (as above).
             return unsafe { on_avx2(body) };
         }
     }
-    let _ = width;
+    let _ = isa;
     body()
 }
 
@@ -84,8 +62,8 @@ mod tests {
     #[test]
     fn every_width_computes_the_same_bits() {
         let xs: Vec<f32> = (0..1037).map(|i| ((i * 7919) % 2003) as f32 * 0.013 - 13.0).collect();
-        let run = |w: Width| {
-            with_width(
+        let run = |w: Isa| {
+            compiled_for(
                 w,
                 #[inline(always)]
                 || {
@@ -99,8 +77,8 @@ mod tests {
                 },
             )
         };
-        let base = run(Width::Baseline);
-        for w in [Width::Avx2, Width::Avx512] {
+        let base = run(Isa::Generic);
+        for w in Isa::supported() {
             assert_eq!(run(w), base, "{w:?}");
         }
         assert!(base.iter().any(|&b| b != 0) && base.contains(&0));
@@ -110,7 +88,7 @@ mod tests {
 /// The sum of `L` interleaved partial sums (`L` a power of two), combined pairwise: lane `i`
 /// takes lane `i + L/2`, then `i + L/4`, … down to one, the same order on every vector width.
 #[inline(always)]
-pub(crate) fn fold_lanes<T: Copy + std::ops::AddAssign, const L: usize>(mut acc: [T; L]) -> T {
+pub fn fold_lanes<T: Copy + std::ops::AddAssign, const L: usize>(mut acc: [T; L]) -> T {
     let mut width = L;
     while width > 1 {
         width /= 2;

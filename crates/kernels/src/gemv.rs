@@ -1,6 +1,6 @@
 //! Batch-1 `f32` matrix-vector products: `y = x·B` for one row `x` of `k` values and a `k × n`
 //! matrix `B` whose rows are contiguous — a constant weight prepacked into the column panels of
-//! `kernels::packed` ([`PackedB`]), or a matrix read in place (`linalg`'s matrix-vector shapes).
+//! `crate::gemm` ([`PackedB`]), or a matrix read in place (`linalg`'s matrix-vector shapes).
 //!
 //! The outputs are computed a block of up to [`GROUPS`] groups of 16 columns at a time: the
 //! block's sums stay in vector registers while the loop streams the block's columns of `B` over
@@ -14,51 +14,52 @@
 //! computes the same columns on every call, so when a program runs the same products again each
 //! core finds its share of the weights where it left them, in its own L2.
 
-use super::packed::{Bias, Epilogue, PackedB};
-use crate::tensor::{KernelError, Result};
+use crate::gemm::{Bias, Epilogue, PackedB};
+use crate::isa::Isa;
+use crate::{Error, Result};
 
 /// Most groups of 16 columns a block keeps in vector registers: eight accumulators cover the
 /// four-cycle latency of a multiply-add on two FMA ports, and leave registers for the broadcast.
-pub(crate) const GROUPS: usize = 8;
+pub const GROUPS: usize = 8;
 
 /// Columns per group: one 512-bit vector of `f32`.
-const LANES: usize = 16;
+pub(crate) const LANES: usize = 16;
 
 /// Products with at least this many multiply-adds (a 256 KiB matrix) split their columns across
 /// the intra-op team.
-pub(crate) const PARALLEL_MIN_FMAS: usize = 1 << 16;
+pub const PARALLEL_MIN_FMAS: usize = 1 << 16;
 
 /// Where the columns of a `k × n` matrix lie in a buffer: element `(p, j)` is at
 /// `off + (j / width)·panel + p·rs + j % width`. A matrix read in place is one panel as wide as
 /// it is; a [`PackedB`] is panels of its path's width, `k × width` each.
 #[derive(Clone, Copy, Debug)]
-pub(crate) struct Columns<'a> {
-    data: &'a [f32],
-    off: usize,
-    k: usize,
-    n: usize,
-    rs: usize,
-    width: usize,
-    panel: usize,
+pub struct Columns<'a> {
+    pub(crate) data: &'a [f32],
+    pub(crate) off: usize,
+    pub(crate) k: usize,
+    pub(crate) n: usize,
+    pub(crate) rs: usize,
+    pub(crate) width: usize,
+    pub(crate) panel: usize,
 }
 
 impl<'a> Columns<'a> {
     /// A `k × n` matrix with contiguous rows `rs` elements apart, from `data[off]`.
-    pub(crate) fn in_place(op: &'static str, data: &'a [f32], off: usize, k: usize, n: usize, rs: usize) -> Result<Self> {
+    pub fn in_place(op: &'static str, data: &'a [f32], off: usize, k: usize, n: usize, rs: usize) -> Result<Self> {
         Columns { data, off, k, n, rs, width: n.max(1), panel: 0 }.checked(op)
     }
 
     /// A prepacked right operand.
-    pub(crate) fn packed(op: &'static str, b: &'a PackedB) -> Result<Self> {
+    pub fn packed(op: &'static str, b: &'a PackedB) -> Result<Self> {
         let (data, k, n, width) = b.panels();
         Columns { data, off: 0, k, n, rs: width, width, panel: k * width }.checked(op)
     }
 
-    pub(crate) fn rows(&self) -> usize {
+    pub fn rows(&self) -> usize {
         self.k
     }
 
-    pub(crate) fn cols(&self) -> usize {
+    pub fn cols(&self) -> usize {
         self.n
     }
 
@@ -71,7 +72,7 @@ impl<'a> Columns<'a> {
     /// lies inside the buffer, which is what the kernels read.
     fn checked(self, op: &'static str) -> Result<Self> {
         if !self.width.is_multiple_of(LANES) && self.width < self.n {
-            return Err(KernelError::new(op, "internal error: column panels not a whole number of vector groups"));
+            return Err(Error::new(op, "internal error: column panels not a whole number of vector groups"));
         }
         if self.k > 0 {
             for j in (0..self.n).step_by(LANES) {
@@ -81,7 +82,7 @@ impl<'a> Columns<'a> {
                     .and_then(|r| r.checked_add(self.group_start(j)))
                     .and_then(|r| r.checked_add(lanes));
                 if last.is_none_or(|l| l > self.data.len()) {
-                    return Err(KernelError::new(op, "matrix view exceeds its storage"));
+                    return Err(Error::new(op, "matrix view exceeds its storage"));
                 }
             }
         }
@@ -89,67 +90,34 @@ impl<'a> Columns<'a> {
     }
 }
 
-/// The instruction paths of the block kernel, all with the same results.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Path {
-    /// 512-bit vectors with AVX-512F.
-    Avx512,
-    /// The portable loop compiled for AVX2 and FMA.
-    Fma,
-    /// The portable loop (`f32::mul_add`, in software where the CPU has no FMA).
-    Plain,
-}
-
-impl Path {
-    /// The fastest path this CPU runs: the one for the vector extension `wide` picks.
-    pub(crate) fn detect() -> Path {
-        match super::wide::Width::detect() {
-            super::wide::Width::Avx512 => Path::Avx512,
-            super::wide::Width::Avx2 => Path::Fma,
-            super::wide::Width::Baseline => Path::Plain,
-        }
-    }
-
-    /// Whether this CPU runs the path.
-    #[cfg(test)]
-    pub(crate) fn available(self) -> bool {
-        match self {
-            Path::Plain => true,
-            #[cfg(target_arch = "x86_64")]
-            Path::Fma => std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("fma"),
-            #[cfg(target_arch = "x86_64")]
-            Path::Avx512 => std::is_x86_feature_detected!("avx512f"),
-            #[cfg(not(target_arch = "x86_64"))]
-            _ => false,
-        }
-    }
-}
-
 /// `y[j] = alpha·Σ_p x[p]·B[p, j] + bias_scale·bias + beta·y[j]` for `j < n`, on the fastest
 /// path of this CPU and split across the intra-op team when the product is large enough. With
 /// `beta == 0`, `y` is not read.
-pub(crate) fn gemv(op: &'static str, x: &[f32], b: Columns<'_>, ep: &Epilogue<'_>, y: &mut [f32]) -> Result<()> {
+pub fn gemv(op: &'static str, x: &[f32], b: Columns<'_>, ep: &Epilogue<'_>, y: &mut [f32]) -> Result<()> {
     let threads = crate::parallel::threads();
     let tasks = if b.k.saturating_mul(b.n) >= PARALLEL_MIN_FMAS { threads } else { 1 };
-    gemv_on(op, Path::detect(), tasks, x, b, ep, y)
+    gemv_on(op, Isa::current(), tasks, x, b, ep, y)
 }
 
 /// [`gemv`] on a given path, its column groups split into `tasks` pinned tasks.
 pub(crate) fn gemv_on(
     op: &'static str,
-    path: Path,
+    path: Isa,
     tasks: usize,
     x: &[f32],
     b: Columns<'_>,
     ep: &Epilogue<'_>,
     y: &mut [f32],
 ) -> Result<()> {
+    if !path.available() {
+        return Err(Error::new(op, format!("internal error: the {path} path is not available here")));
+    }
     let (k, n) = (b.k, b.n);
     if x.len() != k {
-        return Err(KernelError::new(op, format!("cannot multiply 1x{} and {k}x{n} matrices", x.len())));
+        return Err(Error::new(op, format!("cannot multiply 1x{} and {k}x{n} matrices", x.len())));
     }
     if y.len() < n {
-        return Err(KernelError::new(op, "output buffer is too small"));
+        return Err(Error::new(op, "output buffer is too small"));
     }
     let fin = Finish {
         alpha: ep.alpha,
@@ -159,7 +127,7 @@ pub(crate) fn gemv_on(
             Bias::None => None,
             Bias::PerColumn(v) if v.len() >= n => Some((v, false)),
             Bias::PerRow(v) if !v.is_empty() => Some((v, true)),
-            _ => return Err(KernelError::new(op, "bias is shorter than the output")),
+            _ => return Err(Error::new(op, "bias is shorter than the output")),
         },
     };
     let groups = n.div_ceil(LANES);
@@ -186,11 +154,11 @@ pub(crate) fn gemv_on(
 /// An [`Epilogue`] whose bias was checked against the output: per column (`false`, at least
 /// `n` values) or one value for every column (`true`).
 #[derive(Clone, Copy)]
-struct Finish<'a> {
-    alpha: f32,
-    beta: f32,
-    bias_scale: f32,
-    bias: Option<(&'a [f32], bool)>,
+pub(crate) struct Finish<'a> {
+    pub(crate) alpha: f32,
+    pub(crate) beta: f32,
+    pub(crate) bias_scale: f32,
+    pub(crate) bias: Option<(&'a [f32], bool)>,
 }
 
 impl Finish<'_> {
@@ -214,12 +182,12 @@ impl Finish<'_> {
 /// # Safety
 /// `y` points at `j0 + sums.len()` writable elements that no one else accesses meanwhile, and a
 /// per-column bias has at least that many.
-unsafe fn finish(path: Path, fin: &Finish<'_>, j0: usize, sums: &[f32], y: *mut f32) {
+pub(crate) unsafe fn finish(path: Isa, fin: &Finish<'_>, j0: usize, sums: &[f32], y: *mut f32) {
     match path {
         #[cfg(target_arch = "x86_64")]
         // SAFETY: the CPU supports AVX-512F (the path was detected or checked available); the
         // rest is the caller's contract.
-        Path::Avx512 => unsafe { x86::finish_avx512(fin, j0, sums, y) },
+        Isa::Avx512 => unsafe { crate::x86::avx512::gemv_finish(fin, j0, sums, y) },
         _ => {
             for (i, &s) in sums.iter().enumerate() {
                 // SAFETY: element `j0 + i` is in bounds and this caller's alone (contract).
@@ -230,7 +198,7 @@ unsafe fn finish(path: Path, fin: &Finish<'_>, j0: usize, sums: &[f32], y: *mut 
 }
 
 /// The sums of the `cols ≤ GROUPS·16` columns from `j0` (`j0 % 16 == 0`) into `sums[..cols]`.
-fn block(path: Path, x: &[f32], b: &Columns<'_>, j0: usize, cols: usize, sums: &mut [f32; GROUPS * LANES]) {
+fn block(path: Isa, x: &[f32], b: &Columns<'_>, j0: usize, cols: usize, sums: &mut [f32; GROUPS * LANES]) {
     let count = cols.div_ceil(LANES);
     let mut starts = [0usize; GROUPS];
     for (g, s) in starts[..count].iter_mut().enumerate() {
@@ -239,14 +207,14 @@ fn block(path: Path, x: &[f32], b: &Columns<'_>, j0: usize, cols: usize, sums: &
     let last = cols - (count - 1) * LANES;
     match path {
         #[cfg(target_arch = "x86_64")]
-        Path::Avx512 => {
+        Isa::Avx512 => {
             macro_rules! by_count {
                 ($($g:literal)*) => {
                     match count {
                         // SAFETY: the CPU supports AVX-512F (the path was detected or checked
                         // available), `Columns::checked` put every group's rows inside `b.data`,
                         // and `x` has `k` elements.
-                        $($g => unsafe { x86::block_avx512::<$g>(x, b, &starts, last, sums) },)*
+                        $($g => unsafe { crate::x86::avx512::gemv_block::<$g>(x, b, &starts, last, sums) },)*
                         _ => unreachable!("a block has 1 to {GROUPS} groups"),
                     }
                 };
@@ -254,7 +222,7 @@ fn block(path: Path, x: &[f32], b: &Columns<'_>, j0: usize, cols: usize, sums: &
             by_count!(1 2 3 4 5 6 7 8)
         }
         #[cfg(target_arch = "x86_64")]
-        Path::Fma => {
+        Isa::Avx2 => {
             // SAFETY: the CPU supports AVX2 and FMA (the path was detected or checked available).
             unsafe { block_fma(x, b, &starts[..count], last, sums) }
         }
@@ -288,97 +256,11 @@ fn block_portable(x: &[f32], b: &Columns<'_>, starts: &[usize], last: usize, sum
     }
 }
 
-#[cfg(target_arch = "x86_64")]
-mod x86 {
-    use std::arch::x86_64::*;
-
-    use super::{Columns, Finish, GROUPS, LANES};
-
-    /// [`super::finish`] in vectors of 16, the last one masked.
-    ///
-    /// # Safety
-    /// The CPU supports AVX-512F; `y[j0..j0 + sums.len()]` is writable and the caller's alone;
-    /// a per-column bias has at least `j0 + sums.len()` values.
-    #[target_feature(enable = "avx512f")]
-    pub(super) unsafe fn finish_avx512(fin: &Finish<'_>, j0: usize, sums: &[f32], y: *mut f32) {
-        let alpha = _mm512_set1_ps(fin.alpha);
-        let beta = _mm512_set1_ps(fin.beta);
-        let bias_scale = _mm512_set1_ps(fin.bias_scale);
-        for (g, s) in sums.chunks(LANES).enumerate() {
-            let j = j0 + g * LANES;
-            let mask: __mmask16 = if s.len() >= LANES { 0xffff } else { ((1u32 << s.len()) - 1) as __mmask16 };
-            // SAFETY: the masked lanes are those of `s`, inside `sums`.
-            let mut v = _mm512_mul_ps(alpha, unsafe { _mm512_maskz_loadu_ps(mask, s.as_ptr()) });
-            if let Some((bv, per_row)) = fin.bias {
-                let b = if per_row {
-                    _mm512_set1_ps(bv[0])
-                } else {
-                    // SAFETY: a per-column bias covers these columns (caller's contract).
-                    unsafe { _mm512_maskz_loadu_ps(mask, bv.as_ptr().add(j)) }
-                };
-                v = _mm512_add_ps(v, _mm512_mul_ps(bias_scale, b));
-            }
-            if fin.beta != 0.0 {
-                // SAFETY: the masked lanes are outputs of this block (caller's contract).
-                let d = unsafe { _mm512_maskz_loadu_ps(mask, y.add(j)) };
-                v = _mm512_add_ps(v, _mm512_mul_ps(beta, d));
-            }
-            // SAFETY: as above.
-            unsafe { _mm512_mask_storeu_ps(y.add(j), mask, v) };
-        }
-    }
-
-    /// `G` groups of 16 sums in registers over all of `k`; the last group reads its first
-    /// `last` lanes only.
-    ///
-    /// # Safety
-    /// The CPU supports AVX-512F; `starts[..G]` are group starts of `b` (so every row of every
-    /// group lies inside `b.data`, as `Columns::checked` ensured), and `x.len() == b.k`.
-    #[allow(clippy::needless_range_loop)]
-    #[target_feature(enable = "avx512f")]
-    pub(super) unsafe fn block_avx512<const G: usize>(
-        x: &[f32],
-        b: &Columns<'_>,
-        starts: &[usize; GROUPS],
-        last: usize,
-        sums: &mut [f32; GROUPS * LANES],
-    ) {
-        let mask: __mmask16 = if last >= LANES { 0xffff } else { ((1u32 << last) - 1) as __mmask16 };
-        let base = b.data.as_ptr();
-        let mut ptrs = [base; G];
-        for g in 0..G {
-            // SAFETY: a group start is inside `b.data` (caller's contract).
-            ptrs[g] = unsafe { base.add(starts[g]) };
-        }
-        let mut acc = [_mm512_setzero_ps(); G];
-        let mut off = 0usize;
-        for &xp in x {
-            let xv = _mm512_set1_ps(xp);
-            for g in 0..G {
-                // SAFETY: row `p` of group `g` is inside `b.data` (caller's contract); the last
-                // group reads only its `last` lanes.
-                let v = unsafe {
-                    if g + 1 == G { _mm512_maskz_loadu_ps(mask, ptrs[g].add(off)) } else { _mm512_loadu_ps(ptrs[g].add(off)) }
-                };
-                acc[g] = _mm512_fmadd_ps(xv, v, acc[g]);
-            }
-            off += b.rs;
-        }
-        for g in 0..G {
-            // SAFETY: `sums` holds `GROUPS ≥ G` groups of 16.
-            unsafe { _mm512_storeu_ps(sums.as_mut_ptr().add(g * LANES), acc[g]) };
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::kernels::linalg::MatView;
-    use crate::kernels::packed::Isa;
-    use crate::kernels::packed::tests::Gen;
-
-    const PATHS: [Path; 3] = [Path::Avx512, Path::Fma, Path::Plain];
+    use crate::mat::MatView;
+    use crate::testing::Gen;
 
     /// The sums in the documented order, one output at a time.
     fn reference(x: &[f32], b: &[f32], n: usize, ep: &Epilogue<'_>, y0: &[f32]) -> Vec<f32> {
@@ -435,7 +317,7 @@ mod tests {
             for ep in &eps {
                 let want = reference(&x, &dense, n, ep, &y0);
                 for cols in &layouts {
-                    for path in PATHS.into_iter().filter(|p| p.available()) {
+                    for path in Isa::supported() {
                         for tasks in [1, 2, 3, 7] {
                             let mut y = y0.clone();
                             gemv_on("test", path, tasks, &x, *cols, ep, &mut y).unwrap();
@@ -474,7 +356,7 @@ mod tests {
         let x = [1.0f32, 2.0];
         let b = [1.0f32, 2.0, 3.0, 4.0];
         let cols = Columns::in_place("test", &b, 0, 2, 2, 2).unwrap();
-        for path in PATHS.into_iter().filter(|p| p.available()) {
+        for path in Isa::supported() {
             let mut y = [f32::NAN; 2];
             gemv_on("test", path, 1, &x, cols, &Epilogue::PLAIN, &mut y).unwrap();
             assert_eq!(y, [7.0, 10.0]);

@@ -1,5 +1,5 @@
-//! Interpolation kernels: nearest, nearest-exact, (bi/tri)linear and bicubic upsampling
-//! (`upsample_*` with output sizes or scale factors, and their `.vec` forms), and
+//! Resampling kernels (interpolation): nearest, nearest-exact, (bi/tri)linear and bicubic
+//! upsampling (`upsample_*` with output sizes or scale factors, and their `.vec` forms), and
 //! `grid_sampler_2d` (bilinear, nearest and bicubic; zeros, border and reflection padding).
 //!
 //! Source coordinates are computed the way PyTorch's CPU kernels compute them (scales in the

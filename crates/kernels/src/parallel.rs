@@ -20,7 +20,9 @@
 //! borrowed job.
 //!
 //! Results do not depend on the split as long as tasks write disjoint outputs and each output is
-//! computed by one task in a fixed order — the callers' contract.
+//! computed by one task in a fixed order — the callers' contract. A job's tasks run under its
+//! caller's instruction set ([`crate::isa::with`]), so every thread of a split kernel takes the
+//! same path.
 
 use std::any::Any;
 use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
@@ -28,6 +30,8 @@ use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, Ordering}
 use std::sync::{Arc, Condvar, Mutex, OnceLock};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
+
+use crate::isa::Isa;
 
 /// How long an idle worker spins for the next job before it parks: longer than the gap between
 /// two split ops of a program run (the unsplit ops between them), short enough that an idle
@@ -40,7 +44,7 @@ const MAX_WORKERS: usize = 255;
 /// The output a split kernel's tasks share, each writing its own disjoint part of it (a
 /// product's column panels, a batch's entries, a map's chunks, a softmax's rows) through this
 /// pointer.
-pub(crate) struct SharedOut<T>(pub(crate) *mut T);
+pub struct SharedOut<T>(pub *mut T);
 
 impl<T> Clone for SharedOut<T> {
     fn clone(&self) -> Self {
@@ -51,7 +55,7 @@ impl<T> Clone for SharedOut<T> {
 impl<T> Copy for SharedOut<T> {}
 
 impl<T> SharedOut<T> {
-    pub(crate) fn get(self) -> *mut T {
+    pub fn get(self) -> *mut T {
         self.0
     }
 }
@@ -65,7 +69,7 @@ unsafe impl<T: Send> Sync for SharedOut<T> {}
 
 /// [`for_each`] over tasks that can fail: every task runs (a failing one stops only itself),
 /// and the first error recorded is returned.
-pub(crate) fn try_for_each<E: Send>(tasks: usize, f: impl Fn(usize) -> Result<(), E> + Sync) -> Result<(), E> {
+pub fn try_for_each<E: Send>(tasks: usize, f: impl Fn(usize) -> Result<(), E> + Sync) -> Result<(), E> {
     let failure = Mutex::new(None);
     for_each(tasks, |t| {
         if let Err(e) = f(t) {
@@ -100,7 +104,7 @@ pub fn for_each<F: Fn(usize) + Sync>(tasks: usize, f: F) {
 /// preempted worker delays nothing and the tasks at the end of a run balance the threads;
 /// results must not depend on which thread runs a task, as for [`for_each`]. More tasks than
 /// [`MAX_PINNED`] are claimed in turn.
-pub(crate) fn for_each_pinned<F: Fn(usize) + Sync>(tasks: usize, f: F) {
+pub fn for_each_pinned<F: Fn(usize) + Sync>(tasks: usize, f: F) {
     let width = threads();
     if tasks <= 1 || width <= 1 {
         (0..tasks).for_each(f);
@@ -110,7 +114,7 @@ pub(crate) fn for_each_pinned<F: Fn(usize) + Sync>(tasks: usize, f: F) {
 }
 
 /// Most tasks of a pinned job ([`for_each_pinned`]): the bits of `Job::claimed`.
-pub(crate) const MAX_PINNED: usize = 256;
+pub const MAX_PINNED: usize = 256;
 
 /// The number of threads [`for_each`] splits work across: rayon's current thread count (the
 /// pool the caller runs in, or the global one that `--threads` sizes).
@@ -172,6 +176,8 @@ struct Job {
     /// caller's).
     claimed: [AtomicU64; 4],
     panic: Mutex<Option<Box<dyn Any + Send>>>,
+    /// The caller's instruction set, which the workers run the tasks under.
+    isa: Isa,
 }
 
 impl Job {
@@ -298,6 +304,7 @@ impl Team {
             width: helpers + 1,
             claimed: [AtomicU64::new(pinned as u64), AtomicU64::new(0), AtomicU64::new(0), AtomicU64::new(0)],
             panic: Mutex::new(None),
+            isa: Isa::current(),
         };
         let s = &*self.shared;
         s.job.store(&job as *const Job as *mut Job, Ordering::SeqCst);
@@ -404,7 +411,7 @@ fn worker(s: &Shared, mut seen: u64, me: usize) {
             if !job.pinned || me < job.width {
                 let seat = job.seats.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| n.checked_sub(1));
                 if seat.is_ok() {
-                    job.work(me);
+                    crate::isa::with(job.isa, || job.work(me));
                 }
             }
         }

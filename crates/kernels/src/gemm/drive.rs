@@ -1,0 +1,282 @@
+//! The walk over a product's tiles: column panels split across the intra-op team, blocks of
+//! `k`, row blocks, and the dispatch of each tile to the microkernel of its ISA and row count.
+
+use super::*;
+#[cfg(target_arch = "x86_64")]
+use crate::x86::{avx2, avx512};
+
+/// The operands of one product in the microkernel's terms. Row block `ib` of `A` (rows
+/// `ib·mr..`) starts at `a + ib·a_blk`, its rows `rsa` apart and its columns `csa` apart;
+/// column panel `jp` of `B` starts at `b + jp·b_pnl`, its rows `rsb` apart and its columns
+/// contiguous.
+#[derive(Clone, Copy)]
+pub(crate) struct Raw {
+    pub(crate) m: usize,
+    pub(crate) n: usize,
+    pub(crate) k: usize,
+    /// Rows per block of `A` (the last block may have fewer).
+    pub(crate) mr: usize,
+    /// Whether `A` is in row panels of `mr` (`rsa == 1`, `csa == mr`), which the tiles read
+    /// with one pointer; otherwise they keep one pointer per row.
+    pub(crate) a_packed: bool,
+    pub(crate) a: *const f32,
+    pub(crate) a_blk: usize,
+    pub(crate) rsa: usize,
+    pub(crate) csa: usize,
+    pub(crate) b: *const f32,
+    pub(crate) b_pnl: usize,
+    pub(crate) rsb: usize,
+    /// Whether `B` is read in place, so its last, partial panel must be loaded with masks (a
+    /// [`PackedB`] is padded, and its panels lie one after the other, which is what lets a
+    /// tile prefetch the slice read next).
+    pub(crate) b_tail_masked: bool,
+}
+
+/// One tile's worth of pointers and sizes.
+pub(crate) struct Tile {
+    pub(crate) k: usize,
+    pub(crate) a: *const f32,
+    pub(crate) rsa: usize,
+    pub(crate) csa: usize,
+    pub(crate) b: *const f32,
+    pub(crate) rsb: usize,
+    /// The first of `pf_lines` cache lines of `B` to prefetch into L2, one per step of `k`:
+    /// this tile's share of the slice of `B` that the next block of tiles reads.
+    pub(crate) pf: *const f32,
+    pub(crate) pf_lines: usize,
+    /// Valid columns of the tile (`≤ nr`).
+    pub(crate) cols: usize,
+    pub(crate) c: *mut f32,
+    pub(crate) ldc: usize,
+    /// Whether this is the first block of `k` (the epilogue applies) or a later one (adds).
+    pub(crate) first: bool,
+    pub(crate) alpha: f32,
+    pub(crate) beta: f32,
+    /// `bias[j0]` for a per-column bias, null otherwise.
+    pub(crate) bias_col: *const f32,
+    /// `bias[i0]` for a per-row bias, null otherwise.
+    pub(crate) bias_row: *const f32,
+    pub(crate) bias_scale: f32,
+}
+
+/// The post-ops of one tile, applied to it once its last block of `k` is stored.
+pub(crate) struct PostTile {
+    /// Valid columns of the tile (`≤ nr`).
+    pub(crate) cols: usize,
+    pub(crate) c: *mut f32,
+    pub(crate) ldc: usize,
+    /// The addend's element `(i0, j0)` (its rows `add_ld` apart), null without one.
+    pub(crate) addend: *const f32,
+    pub(crate) add_ld: usize,
+    pub(crate) add_first: bool,
+    pub(crate) act: Activation,
+}
+
+/// Runs every tile of a product.
+///
+/// # Safety
+/// `raw` must describe operands that are readable as documented on [`Raw`] (whole panels of
+/// `B` except a masked last one, every row block of `A` up to its `m` rows), `c` must hold
+/// `m` rows of `ldc ≥ n` writable elements, the bias of `ep` at least `n` (per column) or
+/// `m` (per row) elements, the addend of `post` `m` rows of `ld ≥ n` readable elements, and
+/// the CPU must support `isa`. With `pack`, `raw.a` is its
+/// destination, packed here before any tile reads it.
+pub(crate) unsafe fn drive(isa: Isa, raw: &Raw, pack: Option<&PackA<'_>>, ep: &Epilogue<'_>, post: &Post<'_>, c: *mut f32, ldc: usize) {
+    let panels = raw.n.div_ceil(isa.nr());
+    let threads = crate::parallel::threads();
+    let fmas = raw.m.saturating_mul(raw.n).saturating_mul(raw.k);
+    if threads <= 1 || panels < 2 || fmas < PARALLEL_MIN_FMAS {
+        if let Some(p) = pack {
+            p.claim();
+        }
+        // SAFETY: forwarded.
+        unsafe { drive_panels(isa, raw, ep, post, c, ldc, 0..panels) };
+        return;
+    }
+    // One panel a task (up to the most a pinned job has): each thread works through its own
+    // run of panels, so the slice of `B` a tile prefetches is the one its thread reads next,
+    // and a constant `B` is read by the same core call after call; a thread done early takes
+    // single panels from the end of another's run.
+    let tasks = panels.min(crate::parallel::MAX_PINNED);
+    let out = crate::parallel::SharedOut(c);
+    crate::parallel::for_each_pinned(tasks, |t| {
+        // Every task needs all of `A`: the first ones to start pack it together, the others
+        // find it packed.
+        if let Some(p) = pack {
+            p.share();
+        }
+        let range = panels * t / tasks..panels * (t + 1) / tasks;
+        // SAFETY: forwarded; tasks write disjoint column panels of `C`.
+        unsafe { drive_panels(isa, raw, ep, post, out.get(), ldc, range) };
+    });
+}
+
+/// Products with at least this many multiply-adds are split across the intra-op team
+/// (`crate::parallel`), by column panels: each tile is computed whole by one thread, so the
+/// result does not depend on the split. The team's workers spin between ops, so a split costs
+/// about a microsecond when a worker is awake. At 2 threads on a quiet machine (medians of 300
+/// calls, thresholds alternated): 2¹⁹ ran bench_resnet_tiny at 2.00–2.11 ms, slower than one
+/// thread, because its convolutions' bands (~2²² multiply-adds each, between serial im2col
+/// steps) then split; 2²³ ran it at 1.82–1.84 ms and kept the transformer's 2²³-sized products
+/// split (1.43–1.48 ms, against 1.59–1.66 with 2²⁴).
+pub(crate) const PARALLEL_MIN_FMAS: usize = 1 << 23;
+
+// SAFETY: `Raw` only reads through its pointers, and the operands are not written while a
+// product runs.
+unsafe impl Sync for Raw {}
+
+/// Runs the tiles of column panels `panels` of a product.
+///
+/// # Safety
+/// As [`drive`], with `panels` within `0..ceil(n / nr)`.
+pub(crate) unsafe fn drive_panels(
+    isa: Isa,
+    raw: &Raw,
+    ep: &Epilogue<'_>,
+    post: &Post<'_>,
+    c: *mut f32,
+    ldc: usize,
+    panels: std::ops::Range<usize>,
+) {
+    let (mr, nr) = (raw.mr, isa.nr());
+    let (bias_col, bias_row) = match ep.bias {
+        Bias::None => (std::ptr::null(), std::ptr::null()),
+        Bias::PerColumn(b) => (b.as_ptr(), std::ptr::null()),
+        Bias::PerRow(b) => (std::ptr::null(), b.as_ptr()),
+    };
+    let has_post = post.addend.is_some() || post.act != Activation::None;
+    // Panel by panel, so a packed `B` is read front to back in one stream; within a panel,
+    // block by block of `k`, each block reused by every row block of `A`.
+    let blocks = raw.m.div_ceil(mr);
+    for jp in panels {
+        let j0 = jp * nr;
+        let cols = nr.min(raw.n - j0);
+        let masked = raw.b_tail_masked && cols < nr;
+        let mut pc = 0;
+        while pc < raw.k {
+            let kb = KC.min(raw.k - pc);
+            let b = raw.b.wrapping_add(jp * raw.b_pnl + pc * raw.rsb);
+            // A packed `B` is one stream, the slice after this one (of this panel or the next)
+            // being read next. Its lines are prefetched into L2 while this slice is in use,
+            // shared evenly by the row blocks, so the first tile of each slice does not wait
+            // for memory (a weight larger than L2 is read from memory on every call).
+            // Addresses past the end of `B` are only hints: prefetches do not fault.
+            let (next, lines) =
+                if raw.b_tail_masked { (b, 0) } else { (b.wrapping_add(kb * nr), (kb * nr / 16).div_ceil(blocks)) };
+            for ib in 0..blocks {
+                let i0 = ib * mr;
+                let rows = mr.min(raw.m - i0);
+                // SAFETY (all offsets below): in bounds by the caller's contract.
+                let t = unsafe {
+                    Tile {
+                        k: kb,
+                        a: raw.a.add(ib * raw.a_blk + pc * raw.csa),
+                        rsa: raw.rsa,
+                        csa: raw.csa,
+                        b,
+                        rsb: raw.rsb,
+                        pf: next.wrapping_add(ib * lines * 16),
+                        pf_lines: lines.min(kb),
+                        cols,
+                        c: c.add(i0 * ldc + j0),
+                        ldc,
+                        first: pc == 0,
+                        alpha: ep.alpha,
+                        beta: ep.beta,
+                        bias_col: if bias_col.is_null() { bias_col } else { bias_col.add(j0) },
+                        bias_row: if bias_row.is_null() { bias_row } else { bias_row.add(i0) },
+                        bias_scale: ep.bias_scale,
+                    }
+                };
+                let p = (has_post && pc + kb == raw.k).then(|| post.tile(t.c, ldc, i0, j0, cols));
+                if let Some(p) = &p
+                    && !p.addend.is_null()
+                {
+                    // The addend's rows of this tile are read right after it, each from another
+                    // part of memory (the rows are far apart): fetched into L1 while the tile
+                    // runs, they do not stall its post-ops.
+                    for i in 0..rows {
+                        let row = p.addend.wrapping_add(i * p.add_ld);
+                        for line in (0..cols).step_by(16) {
+                            prefetch_l1(row.wrapping_add(line));
+                        }
+                    }
+                }
+                // SAFETY: forwarded.
+                unsafe { tile(isa, rows, masked, raw.a_packed, &t) };
+                if let Some(p) = &p {
+                    // SAFETY: the tile's rows of `C` were just written; the addend holds the
+                    // same rows and columns (caller's contract).
+                    unsafe { post_tile(isa, rows, p) };
+                }
+            }
+            pc += kb;
+        }
+    }
+}
+
+/// Dispatches one tile to the kernel instance for its row count, masking and reading of `A`.
+///
+/// # Safety
+/// As [`drive`]; `rows` is in `1..=isa.mr()` for a packed `A`, `1..=isa.mr_in_place()`
+/// otherwise.
+#[allow(unused_variables)]
+pub(crate) unsafe fn tile(isa: Isa, rows: usize, masked: bool, a_packed: bool, t: &Tile) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        // The last row count also takes the rows it does not list; its masked instance is
+        // exact for unmasked tiles too (a packed `B` is padded, and the masks cover `cols`).
+        macro_rules! by_rows {
+            ($m:ident :: $f:ident, $packed:literal, $($r:literal)*; $last:literal) => {
+                // SAFETY: forwarded from the caller.
+                unsafe {
+                    match (rows, masked) {
+                        $(($r, false) => $m::$f::<$r, false, $packed>(t),
+                        ($r, true) => $m::$f::<$r, true, $packed>(t),)*
+                        ($last, false) => $m::$f::<$last, false, $packed>(t),
+                        _ => $m::$f::<$last, true, $packed>(t),
+                    }
+                }
+            };
+        }
+        debug_assert!(rows >= 1 && rows <= if a_packed { isa.mr() } else { isa.mr_in_place() });
+        debug_assert!(isa.mr() <= MAX_MR && isa.mr_in_place() <= isa.mr());
+        match (isa, a_packed) {
+            (Isa::Avx512, true) => by_rows!(avx512::tile_avx512, true, 1 2 3 4 5 6 7 8 9 10 11 12 13; 14),
+            (Isa::Avx512, false) => by_rows!(avx512::tile_avx512, false, 1 2 3 4 5 6 7; 8),
+            (Isa::Avx2, true) => by_rows!(avx2::tile_avx2, true, 1 2 3 4 5; 6),
+            (Isa::Avx2, false) => by_rows!(avx2::tile_avx2, false, 1 2 3 4 5; 6),
+            (Isa::Generic, _) => unreachable!("packing refuses the generic path"),
+        }
+    }
+}
+
+/// A hint to fetch the cache line holding `p` into L1 (it never faults, whatever `p` is).
+#[inline(always)]
+pub(crate) fn prefetch_l1(p: *const f32) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: a prefetch does not access memory architecturally and never faults.
+    unsafe {
+        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(p.cast::<i8>())
+    };
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = p;
+}
+
+/// Applies the post-ops to a tile of `rows` rows just stored.
+///
+/// # Safety
+/// `p.c` holds `rows` rows of `p.cols` written elements (`p.ldc` apart), the addend (when not
+/// null) as many readable ones (`p.add_ld` apart), and the CPU supports `isa`.
+#[allow(unused_variables)]
+pub(crate) unsafe fn post_tile(isa: Isa, rows: usize, p: &PostTile) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: forwarded from the caller.
+    unsafe {
+        match isa {
+            Isa::Avx512 => avx512::post_avx512(p, rows),
+            Isa::Avx2 => avx2::post_avx2(p, rows),
+            Isa::Generic => unreachable!("post-ops run in tiles only on a vector path"),
+        }
+    }
+}

@@ -1,0 +1,144 @@
+//! The AVX2 + FMA microkernels: the packed GEMM's `R × 16` tiles and their post-ops.
+//!
+//! Every function here requires a CPU with AVX2 and FMA (`Isa::Avx2`); callers choose them only
+//! after asking [`crate::isa`].
+
+use std::arch::x86_64::*;
+
+use crate::gemm::{Activation, PostTile, Tile};
+
+/// The post-ops of a tile of `rows` rows and up to 16 columns with AVX2 and FMA, vector by
+/// vector.
+///
+/// # Safety
+/// As `post_tile`.
+#[target_feature(enable = "avx2,fma")]
+pub(crate) unsafe fn post_avx2(p: &PostTile, rows: usize) {
+    let (n0, n1) = (p.cols.min(8), p.cols.saturating_sub(8));
+    // SAFETY: reads of the mask table only.
+    let masks = unsafe { [mask8(n0), mask8(n1)] };
+    for i in 0..rows {
+        for (h, lanes) in [n0, n1].into_iter().enumerate() {
+            if lanes == 0 {
+                continue;
+            }
+            // SAFETY: row `i < rows`, lanes within `cols` (caller's contract); masked-off
+            // lanes are not touched.
+            unsafe {
+                let dst = p.c.add(i * p.ldc + 8 * h);
+                let mut v = _mm256_maskload_ps(dst, masks[h]);
+                if !p.addend.is_null() {
+                    let r = _mm256_maskload_ps(p.addend.add(i * p.add_ld + 8 * h), masks[h]);
+                    v = if p.add_first { _mm256_add_ps(r, v) } else { _mm256_add_ps(v, r) };
+                }
+                match p.act {
+                    Activation::None => {}
+                    Activation::Gelu => v = crate::fastmath::gelu_erf_f32x8(v),
+                    Activation::Relu => {
+                        let keep = _mm256_cmp_ps::<_CMP_NLE_UQ>(v, _mm256_setzero_ps());
+                        v = _mm256_and_ps(keep, v);
+                    }
+                }
+                _mm256_maskstore_ps(dst, masks[h], v);
+            }
+        }
+    }
+}
+
+
+/// `-1` lanes then `0` lanes: eight consecutive entries starting at `8 - n` mask the
+/// first `n` lanes.
+static MASK_TABLE: [i32; 16] = [-1, -1, -1, -1, -1, -1, -1, -1, 0, 0, 0, 0, 0, 0, 0, 0];
+
+/// Lane mask of the first `n` of 8 lanes.
+#[inline(always)]
+unsafe fn mask8(n: usize) -> __m256i {
+    // SAFETY: `8 - min(n, 8)` is in 0..=8, so eight entries from there are in the table.
+    unsafe { _mm256_loadu_si256(MASK_TABLE.as_ptr().add(8 - n.min(8)) as *const __m256i) }
+}
+
+/// An `R × 16` tile with AVX2 and FMA: two vectors per row of `C`, `A` read as in
+/// `tile_avx512`.
+///
+/// # Safety
+/// As `drive`: every address read or written is in bounds; the CPU supports AVX2 and FMA.
+// The rows are indexed, not iterated or copied whole: see the loops over them.
+#[allow(clippy::needless_range_loop, clippy::manual_memcpy)]
+#[target_feature(enable = "avx2,fma")]
+pub(crate) unsafe fn tile_avx2<const R: usize, const MASKED: bool, const PACKED: bool>(t: &Tile) {
+    let (n0, n1) = (t.cols.min(8), t.cols.saturating_sub(8));
+    // SAFETY: reads of the mask table only.
+    let (m0, m1) = unsafe { (mask8(n0), mask8(n1)) };
+    let mut acc = [[_mm256_setzero_ps(); 2]; R];
+    let rows: [*const f32; R] = std::array::from_fn(|i| t.a.wrapping_add(i * t.rsa));
+    let (mut a, mut off, mut b) = (t.a, 0usize, t.b);
+    // SAFETY: as in `tile_avx512`; masked loads and stores do not touch masked-off lanes.
+    unsafe {
+        macro_rules! step {
+            () => {{
+                let (b0, b1) = if MASKED {
+                    (_mm256_maskload_ps(b, m0), _mm256_maskload_ps(b.wrapping_add(8), m1))
+                } else {
+                    (_mm256_loadu_ps(b), _mm256_loadu_ps(b.add(8)))
+                };
+                for i in 0..R {
+                    let x = _mm256_broadcast_ss(if PACKED { &*a.add(i) } else { &*rows[i].add(off) });
+                    acc[i][0] = _mm256_fmadd_ps(x, b0, acc[i][0]);
+                    acc[i][1] = _mm256_fmadd_ps(x, b1, acc[i][1]);
+                }
+                if PACKED {
+                    a = a.wrapping_add(t.csa);
+                } else {
+                    off += t.csa;
+                }
+                b = b.wrapping_add(t.rsb);
+            }};
+        }
+        let pf_steps = t.pf_lines.min(t.k);
+        let mut pf = t.pf;
+        for _ in 0..pf_steps {
+            _mm_prefetch::<_MM_HINT_T1>(pf.cast::<i8>());
+            pf = pf.wrapping_add(16);
+            step!();
+        }
+        for _ in pf_steps..t.k {
+            step!();
+        }
+        // The epilogue is too long for LLVM to unroll over every row, and an array it
+        // indexes at run time lives in memory; were that `acc`, the loop would store every
+        // accumulator at every step. So the epilogue reads a copy, made row by row.
+        let mut sums = [[_mm256_setzero_ps(); 2]; R];
+        for i in 0..R {
+            sums[i] = acc[i];
+        }
+        let alpha = _mm256_set1_ps(t.alpha);
+        let beta = _mm256_set1_ps(t.beta);
+        let bscale = _mm256_set1_ps(t.bias_scale);
+        for (i, row) in sums.iter().enumerate() {
+            let crow = t.c.add(i * t.ldc);
+            for (h, (&mask, lanes)) in [m0, m1].iter().zip([n0, n1]).enumerate() {
+                if lanes == 0 {
+                    continue;
+                }
+                let dst = crow.add(8 * h);
+                let mut v = _mm256_mul_ps(row[h], alpha);
+                if t.first {
+                    if !t.bias_col.is_null() {
+                        let bias = _mm256_maskload_ps(t.bias_col.add(8 * h), mask);
+                        v = _mm256_add_ps(v, _mm256_mul_ps(bscale, bias));
+                    }
+                    if !t.bias_row.is_null() {
+                        let bias = _mm256_set1_ps(*t.bias_row.add(i));
+                        v = _mm256_add_ps(v, _mm256_mul_ps(bscale, bias));
+                    }
+                    if t.beta != 0.0 {
+                        v = _mm256_add_ps(v, _mm256_mul_ps(beta, _mm256_maskload_ps(dst, mask)));
+                    }
+                } else {
+                    v = _mm256_add_ps(_mm256_maskload_ps(dst, mask), v);
+                }
+                _mm256_maskstore_ps(dst, mask, v);
+            }
+        }
+    }
+}

@@ -1,0 +1,334 @@
+//! The AVX-512F microkernels: the packed GEMM's `R × 32` tiles and their post-ops, the gather
+//! that packs a row panel, and the matrix-vector product's blocks of 8 × 16 columns.
+//!
+//! Every function here requires a CPU with AVX-512F (`Isa::Avx512`); callers choose them only
+//! after asking [`crate::isa`].
+
+use std::arch::x86_64::*;
+
+use crate::gemm::{Activation, PostTile, Tile};
+use crate::gemv::{Columns, Finish, GROUPS, LANES};
+
+/// Lane mask of the first `n` of 16 lanes.
+#[inline(always)]
+fn mask16(n: usize) -> __mmask16 {
+    if n >= 16 { 0xffff } else { ((1u32 << n) - 1) as __mmask16 }
+}
+
+/// An `R × 32` tile with AVX-512F: two vectors per row of `C`. With `PACKED`, `A` is a row
+/// panel (`rsa == 1`), read through one pointer that steps `csa` a step with the
+/// broadcasts at fixed offsets from it (no address arithmetic in the loop but that
+/// pointer's and `B`'s); otherwise through one pointer per row and one running column
+/// offset, so no chain of address additions runs through the loop.
+///
+/// # Safety
+/// As `drive`: every address read or written is in bounds; the CPU supports AVX-512F.
+// The rows are indexed, not iterated or copied whole: see the loops over them.
+#[allow(clippy::needless_range_loop, clippy::manual_memcpy)]
+#[target_feature(enable = "avx512f")]
+pub(crate) unsafe fn tile_avx512<const R: usize, const MASKED: bool, const PACKED: bool>(t: &Tile) {
+    let m0 = mask16(t.cols);
+    let m1 = mask16(t.cols.saturating_sub(16));
+    let mut acc = [[_mm512_setzero_ps(); 2]; R];
+    let rows: [*const f32; R] = std::array::from_fn(|i| t.a.wrapping_add(i * t.rsa));
+    let (mut a, mut off, mut b) = (t.a, 0usize, t.b);
+    // SAFETY: the addresses read are in bounds (caller's contract): `A`'s row `i < R`
+    // column `p < k` and `B`'s row `p` (its masked-off lanes untouched); the pointers are
+    // advanced with `wrapping_add` because they step once past the block; prefetches do
+    // not fault.
+    unsafe {
+        macro_rules! step {
+            () => {{
+                let (b0, b1) = if MASKED {
+                    (_mm512_maskz_loadu_ps(m0, b), _mm512_maskz_loadu_ps(m1, b.wrapping_add(16)))
+                } else {
+                    (_mm512_loadu_ps(b), _mm512_loadu_ps(b.add(16)))
+                };
+                // Indexed, not iterated with `zip`: LLVM then unrolls the loop for every `R`
+                // and keeps the accumulators in registers.
+                for i in 0..R {
+                    let x = _mm512_set1_ps(if PACKED { *a.add(i) } else { *rows[i].add(off) });
+                    acc[i][0] = _mm512_fmadd_ps(x, b0, acc[i][0]);
+                    acc[i][1] = _mm512_fmadd_ps(x, b1, acc[i][1]);
+                }
+                if PACKED {
+                    a = a.wrapping_add(t.csa);
+                } else {
+                    off += t.csa;
+                }
+                b = b.wrapping_add(t.rsb);
+            }};
+        }
+        // The tile's share of the next slice of `B` is prefetched in its first steps, so the
+        // other steps test nothing.
+        let pf_steps = t.pf_lines.min(t.k);
+        let mut pf = t.pf;
+        for _ in 0..pf_steps {
+            _mm_prefetch::<_MM_HINT_T1>(pf.cast::<i8>());
+            pf = pf.wrapping_add(16);
+            step!();
+        }
+        for _ in pf_steps..t.k {
+            step!();
+        }
+        // The epilogue is too long for LLVM to unroll over every row, and an array it
+        // indexes at run time lives in memory; were that `acc`, the loop would store every
+        // accumulator at every step. So the epilogue reads a copy, made row by row.
+        let mut sums = [[_mm512_setzero_ps(); 2]; R];
+        for i in 0..R {
+            sums[i] = acc[i];
+        }
+        let alpha = _mm512_set1_ps(t.alpha);
+        let beta = _mm512_set1_ps(t.beta);
+        let bscale = _mm512_set1_ps(t.bias_scale);
+        for (i, row) in sums.iter().enumerate() {
+            let crow = t.c.add(i * t.ldc);
+            for (h, &mask) in [m0, m1].iter().enumerate() {
+                if mask == 0 {
+                    continue;
+                }
+                let dst = crow.add(16 * h);
+                let mut v = _mm512_mul_ps(row[h], alpha);
+                if t.first {
+                    if !t.bias_col.is_null() {
+                        let bias = _mm512_maskz_loadu_ps(mask, t.bias_col.add(16 * h));
+                        v = _mm512_add_ps(v, _mm512_mul_ps(bscale, bias));
+                    }
+                    if !t.bias_row.is_null() {
+                        let bias = _mm512_set1_ps(*t.bias_row.add(i));
+                        v = _mm512_add_ps(v, _mm512_mul_ps(bscale, bias));
+                    }
+                    if t.beta != 0.0 {
+                        v = _mm512_add_ps(v, _mm512_mul_ps(beta, _mm512_maskz_loadu_ps(mask, dst)));
+                    }
+                } else {
+                    v = _mm512_add_ps(_mm512_maskz_loadu_ps(mask, dst), v);
+                }
+                _mm512_mask_storeu_ps(dst, mask, v);
+            }
+        }
+    }
+}
+
+/// The post-ops of a tile of `rows` rows and up to 32 columns with AVX-512F: the addend
+/// and ReLU vector by vector, the GELU four rows (eight polynomials) at a time, so that
+/// their chains of multiply-adds overlap. The tile was just stored, so it is read from L1.
+///
+/// # Safety
+/// As `post_tile`.
+#[target_feature(enable = "avx512f")]
+pub(crate) unsafe fn post_avx512(p: &PostTile, rows: usize) {
+    let masks = [mask16(p.cols), mask16(p.cols.saturating_sub(16))];
+    let at = |i: usize, h: usize| p.c.wrapping_add(i * p.ldc + 16 * h);
+    // SAFETY (all loads and stores): rows `i < rows`, lanes within `cols` (caller's
+    // contract); masked-off lanes are not touched.
+    let load = |i: usize, h: usize| unsafe {
+        let v = _mm512_maskz_loadu_ps(masks[h], at(i, h));
+        if p.addend.is_null() {
+            return v;
+        }
+        let r = _mm512_maskz_loadu_ps(masks[h], p.addend.add(i * p.add_ld + 16 * h));
+        if p.add_first { _mm512_add_ps(r, v) } else { _mm512_add_ps(v, r) }
+    };
+    let store = |i: usize, h: usize, v: __m512| unsafe { _mm512_mask_storeu_ps(at(i, h), masks[h], v) };
+    let halves = if masks[1] == 0 { 1 } else { 2 };
+    match p.act {
+        Activation::Gelu => {
+            let mut i = 0;
+            while i + 4 <= rows {
+                let x: [__m512; 8] = std::array::from_fn(|v| load(i + v / 2, v % 2));
+                let y = crate::fastmath::gelu_erf_f32x16_n(x);
+                for (v, y) in y.into_iter().enumerate() {
+                    store(i + v / 2, v % 2, y);
+                }
+                i += 4;
+            }
+            for i in i..rows {
+                let y = crate::fastmath::gelu_erf_f32x16_n([load(i, 0), load(i, 1)]);
+                store(i, 0, y[0]);
+                store(i, 1, y[1]);
+            }
+        }
+        act => {
+            for i in 0..rows {
+                for h in 0..halves {
+                    let mut v = load(i, h);
+                    if act == Activation::Relu {
+                        // `v > 0` or unordered (NaN) keeps `v`.
+                        let keep = _mm512_cmp_ps_mask::<_CMP_NLE_UQ>(v, _mm512_setzero_ps());
+                        v = _mm512_maskz_mov_ps(keep, v);
+                    }
+                    store(i, h, v);
+                }
+            }
+        }
+    }
+}
+
+
+/// Packs `rows ≤ mr ≤ 16` rows of `A` (from `a`, `rs` apart, columns `cs` apart) into
+/// one row panel: `dst[p·mr + i] = a[i·rs + p·cs]` for `p < k`, zero for `i ≥ rows`.
+///
+/// # Safety
+/// Those elements of `A` are readable, `dst` holds `k·mr` elements, `(rows - 1)·rs` fits
+/// an `i32`, and the CPU supports AVX-512F.
+#[target_feature(enable = "avx512f")]
+pub(crate) unsafe fn pack_panel_avx512(a: *const f32, rs: usize, cs: usize, rows: usize, k: usize, mr: usize, dst: *mut f32) {
+    let lanes = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+    // Lanes from `rows` on are masked off, so their offsets (which may wrap) are not used.
+    let offsets = _mm512_mullo_epi32(lanes, _mm512_set1_epi32(rs as i32));
+    let (read, write) = (mask16(rows), mask16(mr));
+    for p in 0..k {
+        // SAFETY: the lanes read are rows `i < rows` of column `p`, and the lanes written
+        // the panel's column `p` (caller's contract).
+        unsafe {
+            let v = _mm512_mask_i32gather_ps::<4>(_mm512_setzero_ps(), read, offsets, a.wrapping_add(p * cs));
+            _mm512_mask_storeu_ps(dst.add(p * mr), write, v);
+        }
+    }
+}
+
+
+/// [`crate::gemv::finish`] in vectors of 16, the last one masked.
+///
+/// # Safety
+/// The CPU supports AVX-512F; `y[j0..j0 + sums.len()]` is writable and the caller's alone;
+/// a per-column bias has at least `j0 + sums.len()` values.
+#[target_feature(enable = "avx512f")]
+pub(crate) unsafe fn gemv_finish(fin: &Finish<'_>, j0: usize, sums: &[f32], y: *mut f32) {
+    let alpha = _mm512_set1_ps(fin.alpha);
+    let beta = _mm512_set1_ps(fin.beta);
+    let bias_scale = _mm512_set1_ps(fin.bias_scale);
+    for (g, s) in sums.chunks(LANES).enumerate() {
+        let j = j0 + g * LANES;
+        let mask: __mmask16 = if s.len() >= LANES { 0xffff } else { ((1u32 << s.len()) - 1) as __mmask16 };
+        // SAFETY: the masked lanes are those of `s`, inside `sums`.
+        let mut v = _mm512_mul_ps(alpha, unsafe { _mm512_maskz_loadu_ps(mask, s.as_ptr()) });
+        if let Some((bv, per_row)) = fin.bias {
+            let b = if per_row {
+                _mm512_set1_ps(bv[0])
+            } else {
+                // SAFETY: a per-column bias covers these columns (caller's contract).
+                unsafe { _mm512_maskz_loadu_ps(mask, bv.as_ptr().add(j)) }
+            };
+            v = _mm512_add_ps(v, _mm512_mul_ps(bias_scale, b));
+        }
+        if fin.beta != 0.0 {
+            // SAFETY: the masked lanes are outputs of this block (caller's contract).
+            let d = unsafe { _mm512_maskz_loadu_ps(mask, y.add(j)) };
+            v = _mm512_add_ps(v, _mm512_mul_ps(beta, d));
+        }
+        // SAFETY: as above.
+        unsafe { _mm512_mask_storeu_ps(y.add(j), mask, v) };
+    }
+}
+
+/// `G` groups of 16 sums in registers over all of `k`; the last group reads its first
+/// `last` lanes only.
+///
+/// # Safety
+/// The CPU supports AVX-512F; `starts[..G]` are group starts of `b` (so every row of every
+/// group lies inside `b.data`, as `Columns::checked` ensured), and `x.len() == b.k`.
+#[allow(clippy::needless_range_loop)]
+#[target_feature(enable = "avx512f")]
+pub(crate) unsafe fn gemv_block<const G: usize>(
+    x: &[f32],
+    b: &Columns<'_>,
+    starts: &[usize; GROUPS],
+    last: usize,
+    sums: &mut [f32; GROUPS * LANES],
+) {
+    let mask: __mmask16 = if last >= LANES { 0xffff } else { ((1u32 << last) - 1) as __mmask16 };
+    let base = b.data.as_ptr();
+    let mut ptrs = [base; G];
+    for g in 0..G {
+        // SAFETY: a group start is inside `b.data` (caller's contract).
+        ptrs[g] = unsafe { base.add(starts[g]) };
+    }
+    let mut acc = [_mm512_setzero_ps(); G];
+    let mut off = 0usize;
+    for &xp in x {
+        let xv = _mm512_set1_ps(xp);
+        for g in 0..G {
+            // SAFETY: row `p` of group `g` is inside `b.data` (caller's contract); the last
+            // group reads only its `last` lanes.
+            let v = unsafe {
+                if g + 1 == G { _mm512_maskz_loadu_ps(mask, ptrs[g].add(off)) } else { _mm512_loadu_ps(ptrs[g].add(off)) }
+            };
+            acc[g] = _mm512_fmadd_ps(xv, v, acc[g]);
+        }
+        off += b.rs;
+    }
+    for g in 0..G {
+        // SAFETY: `sums` holds `GROUPS ≥ G` groups of 16.
+        unsafe { _mm512_storeu_ps(sums.as_mut_ptr().add(g * LANES), acc[g]) };
+    }
+}
+
+/// One row of [`crate::softmax::rows_into`] with AVX-512F intrinsics: `softmax::row`'s
+/// operations lane by lane (maxima and sums over 16 lanes, combined in the same order; `exp`
+/// as [`crate::fastmath::exp_f32x16`]; the last partial vector under a mask, its sum taken
+/// element by element as the scalar tail is), so the same bits. Written out because the
+/// compiler, vectorizing `softmax::row` itself, keeps the partial sums in memory (a
+/// store-to-load chain per vector) and reduces the maxima one lane at a time.
+#[target_feature(enable = "avx512f")]
+pub(crate) fn softmax_row(row: &[f32], o: &mut [f32]) {
+    use std::arch::x86_64::*;
+    const LANES: usize = 16;
+    let n = row.len().min(o.len());
+    let (full, rest) = (n / LANES, n % LANES);
+    let tail_mask: __mmask16 = ((1u32 << rest) - 1) as __mmask16;
+    let (src, dst) = (row.as_ptr(), o.as_mut_ptr());
+    // SAFETY (every load and store below): vector `i < full` covers elements `16i..16i+16 <= n`
+    // of `row` and `o`; the masked accesses touch only the `rest` elements from `16·full`.
+    let mut lanes = _mm512_set1_ps(f32::NEG_INFINITY);
+    for i in 0..full {
+        // SAFETY: as above.
+        let x = unsafe { _mm512_loadu_ps(src.add(i * LANES)) };
+        let take = _mm512_cmp_ps_mask::<_CMP_GT_OQ>(x, lanes) | _mm512_cmp_ps_mask::<_CMP_UNORD_Q>(x, x);
+        lanes = _mm512_mask_mov_ps(lanes, take, x);
+    }
+    let mut lane_max = [0f32; LANES];
+    // SAFETY: `lane_max` holds 16 elements.
+    unsafe { _mm512_storeu_ps(lane_max.as_mut_ptr(), lanes) };
+    let pick = |a: f32, b: f32| if b > a || b.is_nan() { b } else { a };
+    let m = row[full * LANES..n].iter().chain(&lane_max).copied().fold(f32::NEG_INFINITY, pick);
+    let m = if m.is_infinite() { 0.0 } else { m };
+    let mv = _mm512_set1_ps(m);
+    let mut sums = _mm512_setzero_ps();
+    for i in 0..full {
+        // SAFETY: as above.
+        let x = unsafe { _mm512_loadu_ps(src.add(i * LANES)) };
+        let e = crate::fastmath::exp_f32x16(_mm512_sub_ps(x, mv));
+        // SAFETY: as above.
+        unsafe { _mm512_storeu_ps(dst.add(i * LANES), e) };
+        sums = _mm512_add_ps(sums, e);
+    }
+    let mut tail = 0f32;
+    if rest > 0 {
+        // SAFETY: as above.
+        unsafe {
+            let x = _mm512_maskz_loadu_ps(tail_mask, src.add(full * LANES));
+            let e = crate::fastmath::exp_f32x16(_mm512_sub_ps(x, mv));
+            _mm512_mask_storeu_ps(dst.add(full * LANES), tail_mask, e);
+        }
+        for &e in &o[full * LANES..n] {
+            tail += e;
+        }
+    }
+    let mut lane_sums = [0f32; LANES];
+    // SAFETY: `lane_sums` holds 16 elements.
+    unsafe { _mm512_storeu_ps(lane_sums.as_mut_ptr(), sums) };
+    let inv = _mm512_set1_ps(1.0 / (crate::wide::fold_lanes(lane_sums) + tail));
+    for i in 0..full {
+        // SAFETY: as above.
+        unsafe { _mm512_storeu_ps(dst.add(i * LANES), _mm512_mul_ps(_mm512_loadu_ps(dst.add(i * LANES)), inv)) };
+    }
+    if rest > 0 {
+        // SAFETY: as above.
+        unsafe {
+            let y = _mm512_maskz_loadu_ps(tail_mask, dst.add(full * LANES));
+            _mm512_mask_storeu_ps(dst.add(full * LANES), tail_mask, _mm512_mul_ps(y, inv));
+        }
+    }
+}
