@@ -82,6 +82,11 @@ pub(crate) struct Pattern {
     fixed: Option<Regex>,
     /// Text compared with the input to find a "possible intended match".
     example: String,
+    /// The longest literal every match contains: when the input lacks it,
+    /// the pattern cannot match and the regex is not run at all. This keeps
+    /// a failing search linear even when the regex is too large for the
+    /// regex crate's DFA.
+    must: Option<String>,
 }
 
 /// A successful match: its byte range and the variables it defines.
@@ -110,11 +115,11 @@ pub(crate) struct MatchError {
 
 impl Pattern {
     pub(crate) fn empty_line() -> Pattern {
-        Pattern { body: Body::EmptyLine, options: PatternOptions::default(), fixed: None, example: String::new() }
+        Pattern { body: Body::EmptyLine, options: PatternOptions::default(), fixed: None, example: String::new(), must: None }
     }
 
     pub(crate) fn end_of_input() -> Pattern {
-        Pattern { body: Body::EndOfInput, options: PatternOptions::default(), fixed: None, example: String::new() }
+        Pattern { body: Body::EndOfInput, options: PatternOptions::default(), fixed: None, example: String::new(), must: None }
     }
 
     /// Parses `text`, found at byte `base` of the check buffer on line `line`.
@@ -138,7 +143,16 @@ impl Pattern {
         } else {
             example_regex(&skeleton)
         };
-        Ok(Pattern { body: Body::Pieces(pieces), options, fixed, example })
+        let must = if options.ignore_case {
+            None
+        } else {
+            pieces
+                .iter()
+                .filter_map(|p| if let Piece::Literal(s) = p { Some(s) } else { None })
+                .max_by_key(|s| s.len())
+                .cloned()
+        };
+        Ok(Pattern { body: Body::Pieces(pieces), options, fixed, example, must })
     }
 
     /// Does the pattern define or use any variable?
@@ -165,12 +179,16 @@ impl Pattern {
             }
             Body::Pieces(pieces) => pieces,
         };
+        if let Some(must) = &self.must
+            && !haystack[start.min(haystack.len())..].contains(must.as_str()) {
+                return Ok(None);
+            }
         let compiled;
         let re = match &self.fixed {
             Some(re) => re,
             None => {
                 let source = regex_source(pieces, &self.options, vars, false)?;
-                compiled = Regex::new(&source).map_err(|e| MatchError { offset: None, message: regex_message(&e) })?;
+                compiled = build_regex(&source).map_err(|e| MatchError { offset: None, message: regex_message(&e) })?;
                 &compiled
             }
         };
@@ -339,8 +357,14 @@ fn example_regex(skeleton: &str) -> String {
     out
 }
 
+/// Compiles a regex with room for patterns as long as a check line can be:
+/// LLVM sets no size limit, so neither does FileCheck here in practice.
+fn build_regex(source: &str) -> Result<Regex, regex::Error> {
+    regex::RegexBuilder::new(source).size_limit(1 << 30).dfa_size_limit(64 << 20).build()
+}
+
 fn compile(source: &str, offset: usize) -> Result<Regex, PatternError> {
-    Regex::new(source).map_err(|e| PatternError { offset, message: format!("invalid regex: {}", regex_message(&e)) })
+    build_regex(source).map_err(|e| PatternError { offset, message: format!("invalid regex: {}", regex_message(&e)) })
 }
 
 /// The one-line summary of a `regex` error (its `Display` quotes the regex).
@@ -461,6 +485,13 @@ impl PatternParser<'_> {
                     return Err(self.error(pos, "found start of regex string with no end '}}'"));
                 };
                 let source = &body[..end];
+                if !source.is_empty() && !source.contains(is_regex_meta) {
+                    // A regex without metacharacters is literal text: joining
+                    // it to the literals around it gives a longer `must`.
+                    self.literal(source);
+                    pos += end + 4;
+                    continue;
+                }
                 let translated = translate_regex(source);
                 compile(&translated, self.base + pos + 2)?;
                 self.pieces.push(Piece::Regex(translated));
@@ -582,6 +613,11 @@ impl PatternParser<'_> {
     fn expr(&self, text: &str, at: usize) -> Result<Expr, PatternError> {
         numeric::parse_expr(text, self.base + at, self.line).map_err(|e| PatternError { offset: e.offset, message: e.message })
     }
+}
+
+/// Does `c` have a meaning in a regex (POSIX extended, as LLVM reads it)?
+fn is_regex_meta(c: char) -> bool {
+    matches!(c, '\\' | '.' | '+' | '*' | '?' | '(' | ')' | '|' | '[' | ']' | '{' | '}' | '^' | '$')
 }
 
 /// Drops an optional `==` matching constraint in front of an expression.

@@ -16,6 +16,9 @@ pub(crate) struct Outcome {
 /// How far the fuzzy search for a "possible intended match" looks.
 const FUZZY_WINDOW: usize = 4096;
 
+/// The longest pattern (for a full window) the fuzzy search is tried for.
+const FUZZY_BUDGET: usize = 2048;
+
 /// Runs `program` over `text` (already canonicalized as the program requires).
 pub(crate) fn run(program: &Program, text: String, input_name: &str) -> Outcome {
     let mut sources = program.sources.clone();
@@ -289,7 +292,9 @@ fn escape(text: &str) -> String {
 /// over the same length (cut at a newline), plus a small cost per line
 /// skipped. `None` when nothing is close, or the best is where scanning began.
 fn fuzzy_match(example: &str, buffer: &str) -> Option<usize> {
-    if example.is_empty() {
+    // Like LLVM, give up when the search would be too costly: the work is
+    // the window times the pattern length, times the line length.
+    if example.is_empty() || FUZZY_WINDOW * FUZZY_BUDGET < buffer.len().min(FUZZY_WINDOW) * example.len() {
         return None;
     }
     let example: Vec<char> = example.chars().collect();
