@@ -56,11 +56,16 @@ pub(crate) struct CheckString {
 pub(crate) struct Program {
     pub(crate) checks: Vec<CheckString>,
     pub(crate) sources: Sources,
+    /// The check file's buffer in `sources`.
+    pub(crate) check_file: FileId,
     /// Variables from `-D`.
     pub(crate) initial_vars: Vars,
     pub(crate) canonicalize: bool,
     pub(crate) enable_var_scope: bool,
     pub(crate) verbose: bool,
+    pub(crate) very_verbose: bool,
+    /// Whether diagnostics are collected for an input dump.
+    pub(crate) collect_dump: bool,
 }
 
 /// Is `b` part of a word, so that a prefix right after it is not a directive?
@@ -108,22 +113,30 @@ pub(crate) fn parse(text: &str, name: &str, config: &Config) -> Result<Program, 
         return Err(FileCheckError::NoCheckStrings(if used.is_empty() { prefixes } else { unused }));
     }
     let pending = std::mem::take(&mut parser.pending);
-    parser.checks.push(CheckString {
+    let check_end = parser.sources.get(parser.file).text.len();
+    // Trailing CHECK-NOT/CHECK-DAG directives hang on an implicit check at
+    // the end of the input, which sits at the end of the check file.
+    if !pending.is_empty() {
+      parser.checks.push(CheckString {
         directive: Directive {
             kind: Kind::EndOfInput,
-            name: prefixes.first().cloned().unwrap_or_default(),
+            name: "implicit EOF".to_string(),
             pattern: Pattern::end_of_input(),
-            span: Span::point(parser.file, 0),
+            span: Span::point(parser.file, check_end),
         },
         dag_nots: pending,
-    });
+      });
+    }
     Ok(Program {
         checks: parser.checks,
         sources: parser.sources,
+        check_file: parser.file,
         initial_vars,
         canonicalize,
         enable_var_scope: config.enable_var_scope,
-        verbose: config.verbose,
+        verbose: config.verbose || config.very_verbose,
+        very_verbose: config.very_verbose,
+        collect_dump: config.dump_input != crate::dump::DumpInput::Never,
     })
 }
 

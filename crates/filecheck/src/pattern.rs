@@ -96,6 +96,9 @@ pub(crate) struct Found {
     pub(crate) end: usize,
     string_defs: Vec<(String, String)>,
     numeric_defs: Vec<(String, NumericValue)>,
+    /// Each defined variable with the input range it was captured from,
+    /// in input order.
+    pub(crate) captures: Vec<(String, usize, usize)>,
 }
 
 impl Found {
@@ -209,9 +212,15 @@ impl Pattern {
     fn accept(&self, pieces: &[Piece], caps: &regex::Captures<'_>, start: usize, end: usize, vars: &Vars) -> Result<Option<Found>, MatchError> {
         let group = |name: &str| caps.name(name).map_or("", |m| m.as_str());
         let mut found = Found::at(start, end);
+
         for piece in pieces {
             match piece {
-                Piece::StringDef { name, group: g, .. } => found.string_defs.push((name.clone(), group(g).to_string())),
+                Piece::StringDef { name, group: g, .. } => {
+                    found.string_defs.push((name.clone(), group(g).to_string()));
+                    if let Some(m) = caps.name(g) {
+                        found.captures.push((name.clone(), m.start(), m.end()));
+                    }
+                }
                 Piece::StringBackref { group: g, def_group, .. }
                     if group(g) != group(def_group) => {
                         return Ok(None);
@@ -224,10 +233,14 @@ impl Pattern {
                     };
                     let value = format.read(group(g)).map_err(|message| MatchError { offset: None, message })?;
                     found.numeric_defs.push((name.clone(), NumericValue { value, format }));
+                    if let Some(m) = caps.name(g) {
+                        found.captures.push((name.clone(), m.start(), m.end()));
+                    }
                 }
                 _ => {}
             }
         }
+        found.captures.sort_by_key(|c| c.1);
         Ok(Some(found))
     }
 
@@ -258,7 +271,7 @@ impl Pattern {
 
 impl Found {
     fn at(start: usize, end: usize) -> Found {
-        Found { start, end, string_defs: Vec::new(), numeric_defs: Vec::new() }
+        Found { start, end, string_defs: Vec::new(), numeric_defs: Vec::new(), captures: Vec::new() }
     }
 }
 

@@ -6,6 +6,14 @@ use std::fmt::Write as _;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct FileId(usize);
 
+impl FileId {
+    /// The buffer's position in its table: 0 is the check file, then one
+    /// buffer per `--implicit-check-not` pattern, then the input.
+    pub(crate) fn index(self) -> usize {
+        self.0
+    }
+}
+
 /// One named text buffer with a line index.
 #[derive(Debug, Clone)]
 pub(crate) struct SourceText {
