@@ -71,7 +71,7 @@ impl CheckFile {
         if input.is_empty() && !self.allow_empty {
             return Err(FileCheckError::EmptyInput(input_name.to_string()));
         }
-        let text = if self.program.canonicalize { source::canonicalize(input) } else { input.to_string() };
+        let text = if self.program.canonicalize { source::canonicalize(input) } else { source::strip_crlf(input) };
         let outcome = run::run(&self.program, text, input_name);
         let mut rendered = source::render(&outcome.sources, &outcome.diagnostics);
         if self.dump_input == DumpInput::Always || (!outcome.passed && self.dump_input == DumpInput::Fail) {

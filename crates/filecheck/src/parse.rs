@@ -90,7 +90,7 @@ pub(crate) fn parse(text: &str, name: &str, config: &Config) -> Result<Program, 
     }
     let initial_vars = parse_defines(&config.defines)?;
     let canonicalize = !config.strict_whitespace;
-    let text = if canonicalize { source::canonicalize(text) } else { text.to_string() };
+    let text = if canonicalize { source::canonicalize(text) } else { source::strip_crlf(text) };
     let mut sources = Sources::default();
     let file = sources.add(SourceText::new(name, text));
     let mut parser = Parser {
@@ -101,6 +101,7 @@ pub(crate) fn parse(text: &str, name: &str, config: &Config) -> Result<Program, 
         diagnostics: Vec::new(),
         checks: Vec::new(),
         pending: Vec::new(),
+        last_line_end: 0,
     };
     parser.implicit_check_nots();
     parser.pending = parser.implicit.clone();
@@ -109,11 +110,13 @@ pub(crate) fn parse(text: &str, name: &str, config: &Config) -> Result<Program, 
         return Err(FileCheckError::InvalidCheckFile(source::render(&parser.sources, &parser.diagnostics)));
     }
     let unused: Vec<String> = prefixes.iter().filter(|p| !used.contains(*p)).cloned().collect();
-    if used.is_empty() || (!config.allow_unused_prefixes && !unused.is_empty()) {
+    // With the default prefix, --implicit-check-not alone is a complete check.
+    let implicit_only = used.is_empty() && !config.implicit_check_not.is_empty() && config.prefixes.is_empty();
+    if (used.is_empty() && !implicit_only) || (!used.is_empty() && !config.allow_unused_prefixes && !unused.is_empty()) {
         return Err(FileCheckError::NoCheckStrings(if used.is_empty() { prefixes } else { unused }));
     }
     let pending = std::mem::take(&mut parser.pending);
-    let check_end = parser.sources.get(parser.file).text.len();
+    let check_end = parser.last_line_end;
     // Trailing CHECK-NOT/CHECK-DAG directives hang on an implicit check at
     // the end of the input, which sits at the end of the check file.
     if !pending.is_empty() {
@@ -186,6 +189,9 @@ struct Parser<'a> {
     checks: Vec<CheckString>,
     /// `CHECK-NOT`/`CHECK-DAG` directives waiting for the next positive one.
     pending: Vec<Directive>,
+    /// Where the line of the last directive (or comment) ends: the place
+    /// of the implicit end-of-input check.
+    last_line_end: usize,
 }
 
 /// A directive recognised after a prefix.
@@ -249,23 +255,33 @@ impl Parser<'_> {
             if self.config.comment_prefixes.iter().any(|c| c == prefix) {
                 if text[end..].starts_with(':') {
                     pos = line_end;
+                    self.last_line_end = line_end;
                 }
                 continue;
             }
             let recognised = match recognise(&text[end..]) {
                 Ok(Some(r)) => r,
                 Ok(None) => continue,
-                Err(offset) => {
-                    self.diagnostics.push(Diagnostic::error(
-                        Span::point(file, end + offset),
-                        format!("invalid count in -COUNT specification on prefix '{prefix}'"),
-                    ));
+                Err(malformed) => {
+                    let (at, message) = match malformed {
+                        Malformed::Count(offset) => {
+                            (end + offset, format!("invalid count in -COUNT specification on prefix '{prefix}'"))
+                        }
+                        Malformed::NotCombo(offset) => {
+                            (end + offset, format!("unsupported -NOT combo on prefix '{prefix}'"))
+                        }
+                        Malformed::Misspelled(len) => {
+                            (start, format!("misspelled directive '{}'", &text[start..end + len]))
+                        }
+                    };
+                    self.diagnostics.push(Diagnostic::error(Span::point(file, at), message));
                     pos = line_end;
                     continue;
                 }
             };
             used.insert(prefix.to_string());
             pos = line_end;
+            self.last_line_end = line_end;
             self.directive(&text, prefix, start, end + recognised.len, line_end, recognised);
         }
         used
@@ -345,9 +361,19 @@ fn directive_name(prefix: &str, kind: Kind) -> String {
     format!("{prefix}{suffix}")
 }
 
+/// Why the text after a prefix is a malformed directive.
+enum Malformed {
+    /// `-COUNT-` without a valid count; the offset of the bad text.
+    Count(usize),
+    /// `-NOT` combined with another suffix; the offset after the `-`.
+    NotCombo(usize),
+    /// `_` where `-` was meant; the length of the directive with its `:`.
+    Misspelled(usize),
+}
+
 /// Recognises the directive suffix after a prefix (`:`, `-NEXT:`,
-/// `-COUNT-3{LITERAL}:` ...). `Err` holds the offset of a malformed count's end.
-fn recognise(rest: &str) -> Result<Option<Recognised>, usize> {
+/// `-COUNT-3{LITERAL}:` ...): `Ok(None)` when the prefix starts no directive.
+fn recognise(rest: &str) -> Result<Option<Recognised>, Malformed> {
     let colon = |after: &str, kind: Kind, used: usize| -> Option<Recognised> {
         if after.starts_with(':') {
             Some(Recognised { kind, literal: false, len: used + 1 })
@@ -360,7 +386,38 @@ fn recognise(rest: &str) -> Result<Option<Recognised>, usize> {
     if let Some(r) = colon(rest, Kind::Plain, 0) {
         return Ok(Some(r));
     }
-    let Some(suffix) = rest.strip_prefix('-') else { return Ok(None) };
+    let misspelled = rest.starts_with('_');
+    let Some(suffix) = rest.strip_prefix('-').or_else(|| rest.strip_prefix('_')) else { return Ok(None) };
+    let found = recognise_suffix(suffix, colon)?;
+    match found {
+        Some(r) if misspelled => Err(Malformed::Misspelled(r.len)),
+        other => Ok(other),
+    }
+}
+
+/// [`recognise`] after the `-` that follows the prefix.
+fn recognise_suffix(
+    suffix: &str,
+    colon: impl Fn(&str, Kind, usize) -> Option<Recognised>,
+) -> Result<Option<Recognised>, Malformed> {
+    if let Some(after) = suffix.strip_prefix("COUNT-") {
+        let digits = after.bytes().take_while(u8::is_ascii_digit).count();
+        let tail = &after[digits..];
+        let count: usize = match after[..digits].parse() {
+            Ok(count) if count > 0 && count <= i32::MAX as usize => count,
+            _ if digits == 0 => return Err(Malformed::Count(7)),
+            _ => return Err(Malformed::Count(7 + digits)),
+        };
+        if !tail.starts_with(':') && !tail.starts_with('{') {
+            return Err(Malformed::Count(7 + digits));
+        }
+        return Ok(colon(tail, Kind::Count(count), 1 + 6 + digits));
+    }
+    const COMBOS: [&str; 8] =
+        ["DAG-NOT:", "NOT-DAG:", "NEXT-NOT:", "NOT-NEXT:", "SAME-NOT:", "NOT-SAME:", "EMPTY-NOT:", "NOT-EMPTY:"];
+    if COMBOS.iter().any(|c| suffix.starts_with(c)) {
+        return Err(Malformed::NotCombo(1));
+    }
     const NAMED: [(&str, Kind); 6] = [
         ("NEXT", Kind::Next),
         ("SAME", Kind::Same),
@@ -373,18 +430,6 @@ fn recognise(rest: &str) -> Result<Option<Recognised>, usize> {
         if let Some(after) = suffix.strip_prefix(word) {
             return Ok(colon(after, kind, 1 + word.len()));
         }
-    }
-    if let Some(after) = suffix.strip_prefix("COUNT-") {
-        let digits = after.bytes().take_while(u8::is_ascii_digit).count();
-        let tail = &after[digits..];
-        if !tail.starts_with(':') && !tail.starts_with("{LITERAL}:") {
-            return if digits == 0 { Ok(None) } else { Err(7 + digits) };
-        }
-        let count: usize = after[..digits].parse().map_err(|_| 7 + digits)?;
-        if count == 0 {
-            return Err(7 + digits);
-        }
-        return Ok(colon(tail, Kind::Count(count), 1 + 6 + digits));
     }
     Ok(None)
 }

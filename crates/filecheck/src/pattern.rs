@@ -114,6 +114,22 @@ pub(crate) struct MatchError {
     /// Offset in the check buffer, when the error points at a variable.
     pub(crate) offset: Option<usize>,
     pub(crate) message: String,
+    /// Further errors found in the same pattern (each undefined variable
+    /// is reported).
+    pub(crate) others: Vec<(Option<usize>, String)>,
+}
+
+impl MatchError {
+    pub(crate) fn new(offset: Option<usize>, message: impl Into<String>) -> MatchError {
+        MatchError { offset, message: message.into(), others: Vec::new() }
+    }
+
+    /// Every error, first one first.
+    pub(crate) fn all(&self) -> Vec<(Option<usize>, String)> {
+        let mut all = vec![(self.offset, self.message.clone())];
+        all.extend(self.others.iter().cloned());
+        all
+    }
 }
 
 impl Pattern {
@@ -130,7 +146,17 @@ impl Pattern {
         let pieces = if options.literal {
             vec![Piece::Literal(text.to_string())]
         } else {
-            PatternParser { text, base, line, pieces: Vec::new(), groups: 0, strings_here: HashMap::new(), numerics_here: HashSet::new() }
+            PatternParser {
+                text,
+                base,
+                line,
+                pieces: Vec::new(),
+                groups: 0,
+                strings_here: HashMap::new(),
+                numerics_here: HashSet::new(),
+                paren: 1,
+                paren_of: HashMap::new(),
+            }
                 .parse()?
         };
         let dynamic = pieces.iter().any(|p| {
@@ -177,21 +203,26 @@ impl Pattern {
         let pieces = match &self.body {
             Body::EndOfInput => return Ok(Some(Found::at(end, end))),
             Body::EmptyLine => {
-                let re = Regex::new(r"(?m)\n$").map_err(|e| MatchError { offset: None, message: e.to_string() })?;
+                let re = Regex::new(r"(?m)\n$").map_err(|e| MatchError::new(None, e.to_string()))?;
                 return Ok(re.find_at(haystack, start).map(|m| Found::at(m.start() + 1, m.end())));
             }
             Body::Pieces(pieces) => pieces,
+        };
+        // Substituting first reports undefined variables even where the
+        // input could not match.
+        let source = match &self.fixed {
+            Some(_) => None,
+            None => Some(regex_source(pieces, &self.options, vars, false)?),
         };
         if let Some(must) = &self.must
             && !haystack[start.min(haystack.len())..].contains(must.as_str()) {
                 return Ok(None);
             }
         let compiled;
-        let re = match &self.fixed {
-            Some(re) => re,
-            None => {
-                let source = regex_source(pieces, &self.options, vars, false)?;
-                compiled = build_regex(&source).map_err(|e| MatchError { offset: None, message: regex_message(&e) })?;
+        let re = match (&self.fixed, source) {
+            (Some(re), _) => re,
+            (None, source) => {
+                compiled = build_regex(&source.unwrap_or_default()).map_err(|e| MatchError::new(None, regex_message(&e)))?;
                 &compiled
             }
         };
@@ -231,7 +262,7 @@ impl Pattern {
                         (None, Some(expr)) => eval(expr, vars)?.1.unwrap_or_default(),
                         (None, None) => Format::default(),
                     };
-                    let value = format.read(group(g)).map_err(|message| MatchError { offset: None, message })?;
+                    let value = format.read(group(g)).map_err(|message| MatchError::new(None, message))?;
                     found.numeric_defs.push((name.clone(), NumericValue { value, format }));
                     if let Some(m) = caps.name(g) {
                         found.captures.push((name.clone(), m.start(), m.end()));
@@ -278,9 +309,9 @@ impl Found {
 fn eval(expr: &Expr, vars: &Vars) -> Result<(i128, Option<Format>), MatchError> {
     expr.eval(&vars.numerics).map_err(|e| match e {
         numeric::EvalError::Undefined { name, offset } => {
-            MatchError { offset: Some(offset), message: format!("undefined variable: {name}") }
+            MatchError::new(Some(offset), format!("undefined variable: {name}"))
         }
-        numeric::EvalError::Overflow => MatchError { offset: None, message: "unable to represent numeric value".to_string() },
+        numeric::EvalError::Overflow => MatchError::new(None, "unable to represent numeric value".to_string()),
     })
 }
 
@@ -288,6 +319,7 @@ fn eval(expr: &Expr, vars: &Vars) -> Result<(i128, Option<Format>), MatchError> 
 /// substituted. With `skeleton`, uses are left empty (used to validate and
 /// to compile patterns without uses).
 fn regex_source(pieces: &[Piece], options: &PatternOptions, vars: &Vars, skeleton: bool) -> Result<String, MatchError> {
+    let mut errors: Vec<MatchError> = Vec::new();
     let mut re = String::from("(?m)");
     if options.ignore_case {
         re.push_str("(?i)");
@@ -309,21 +341,31 @@ fn regex_source(pieces: &[Piece], options: &PatternOptions, vars: &Vars, skeleto
             Piece::StringBackref { regex, group, .. } => re.push_str(&format!("(?P<{group}>{regex})")),
             Piece::StringUse { name, offset } => {
                 if !skeleton {
-                    let value = vars.strings.get(name).ok_or_else(|| MatchError {
-                        offset: Some(*offset),
-                        message: format!("undefined variable: {name}"),
-                    })?;
-                    re.push_str(&regex::escape(value));
+                    match vars.strings.get(name) {
+                        Some(value) => re.push_str(&regex::escape(value)),
+                        None => errors.push(MatchError::new(Some(*offset), format!("undefined variable: {name}"))),
+                    }
                 }
             }
             Piece::NumericUse { expr, format, .. } => {
                 if !skeleton {
+                    let mut used = Vec::new();
+                    expr.vars(&mut used);
+                    let undefined: Vec<MatchError> = used
+                        .into_iter()
+                        .filter(|(name, _)| !vars.numerics.contains_key(name))
+                        .map(|(name, offset)| MatchError::new(Some(offset), format!("undefined variable: {name}")))
+                        .collect();
+                    if !undefined.is_empty() {
+                        errors.extend(undefined);
+                        continue;
+                    }
                     let (value, implicit) = eval(expr, vars)?;
                     let text = format
                         .or(implicit)
                         .unwrap_or_default()
                         .format(value)
-                        .map_err(|message| MatchError { offset: None, message })?;
+                        .map_err(|message| MatchError::new(None, message))?;
                     re.push_str(&regex::escape(&text));
                 }
             }
@@ -335,7 +377,7 @@ fn regex_source(pieces: &[Piece], options: &PatternOptions, vars: &Vars, skeleto
                             .or(implicit)
                             .unwrap_or_default()
                             .format(value)
-                            .map_err(|message| MatchError { offset: None, message })?;
+                            .map_err(|message| MatchError::new(None, message))?;
                         regex::escape(&text)
                     }
                     _ => format.unwrap_or_default().wildcard_regex(),
@@ -352,6 +394,11 @@ fn regex_source(pieces: &[Piece], options: &PatternOptions, vars: &Vars, skeleto
     if options.match_full_lines {
         re.push_str(padding);
         re.push('$');
+    }
+    if !errors.is_empty() {
+        let mut first = errors.remove(0);
+        first.others = errors.into_iter().map(|e| (e.offset, e.message)).collect();
+        return Err(first);
     }
     Ok(re)
 }
@@ -468,6 +515,33 @@ struct PatternParser<'a> {
     /// String variables defined earlier in this pattern: name → (group, regex).
     strings_here: HashMap<String, (String, String)>,
     numerics_here: HashSet<String>,
+    /// The number of the next capturing group as LLVM counts them (for its
+    /// limit on back-references).
+    paren: usize,
+    /// The group number of each string variable defined in this pattern.
+    paren_of: HashMap<String, usize>,
+}
+
+/// How many string variables of a pattern can be referred back to in it.
+const BACKREF_LIMIT: usize = 9;
+
+/// The capturing groups of a regex: unescaped `(` outside brackets.
+fn count_groups(source: &str) -> usize {
+    let mut count = 0;
+    let mut chars = source.chars();
+    let mut in_bracket = false;
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' => {
+                chars.next();
+            }
+            '[' => in_bracket = true,
+            ']' => in_bracket = false,
+            '(' if !in_bracket => count += 1,
+            _ => {}
+        }
+    }
+    count
 }
 
 impl PatternParser<'_> {
@@ -507,6 +581,7 @@ impl PatternParser<'_> {
                 }
                 let translated = translate_regex(source);
                 compile(&translated, self.base + pos + 2)?;
+                self.paren += usize::from(rest.contains('|')) + count_groups(source);
                 self.pieces.push(Piece::Regex(translated));
                 pos += end + 4;
             } else if let Some(body) = rest.strip_prefix("[[") {
@@ -524,26 +599,45 @@ impl PatternParser<'_> {
         Ok(self.pieces)
     }
 
+    /// Reads the variable name that starts `block` (at `at`): its length,
+    /// and whether it is a pseudo variable (`@LINE`).
+    fn variable_name(&self, block: &str, at: usize) -> Result<(usize, bool), PatternError> {
+        let bytes = block.as_bytes();
+        let Some(&first) = bytes.first() else { return Err(self.error(at, "empty variable name")) };
+        let pseudo = first == b'@';
+        let skip = usize::from(first == b'$' || pseudo);
+        if skip == bytes.len() {
+            let kind = if pseudo { "pseudo" } else { "global" };
+            return Err(self.error(at + skip, format!("empty {kind} variable name")));
+        }
+        if !(bytes[skip] == b'_' || bytes[skip].is_ascii_alphabetic()) {
+            return Err(self.error(at, "invalid variable name"));
+        }
+        let len = skip + bytes[skip..].iter().take_while(|b| **b == b'_' || b.is_ascii_alphanumeric()).count();
+        Ok((len, pseudo))
+    }
+
     /// Parses the inside of `[[...]]`, which starts at `at`.
     fn substitution(&mut self, block: &str, at: usize) -> Result<(), PatternError> {
         if let Some(numeric) = block.strip_prefix('#') {
             return self.numeric(numeric, at + 1);
         }
-        let len = numeric::name_len(block);
+        let name_part = block.split(':').next().unwrap_or("");
+        if let Some(space) = name_part.find([' ', '\t']) {
+            return Err(self.error(at + space, "unexpected whitespace"));
+        }
+        let (len, pseudo) = self.variable_name(block, at)?;
         let name = &block[..len];
         let after = &block[len..];
-        if name.starts_with("@LINE") || name.starts_with("$@LINE") {
-            if after.starts_with(':') {
+        if block.contains(':') {
+            if pseudo || !after.starts_with(':') {
                 return Err(self.error(at, "invalid name in string variable definition"));
             }
+        } else if pseudo {
+            // `[[@LINE+1]]`: the legacy spelling of a numeric expression.
             return self.numeric_use(block, at, None);
-        }
-        if len > 0 && after.starts_with([' ', '\t']) {
-            return Err(self.error(at + len, "unexpected whitespace"));
-        }
-        if len == 0 || (!after.is_empty() && !after.starts_with(':')) {
-            let what = if block.contains(':') { "definition" } else { "use" };
-            return Err(self.error(at, format!("invalid name in string variable {what}")));
+        } else if !after.is_empty() {
+            return Err(self.error(at, "invalid name in string variable use"));
         }
         if self.numerics_here.contains(name) {
             return Err(self.error(at, format!("numeric variable with name '{name}' already exists")));
@@ -551,6 +645,9 @@ impl PatternParser<'_> {
         match after.strip_prefix(':') {
             None => {
                 if let Some((def_group, regex)) = self.strings_here.get(name).cloned() {
+                    if self.paren_of.get(name).is_some_and(|&paren| paren > BACKREF_LIMIT) {
+                        return Err(self.error(at, format!("Can't back-reference more than {BACKREF_LIMIT} variables")));
+                    }
                     let group = self.next_group();
                     self.pieces.push(Piece::StringBackref { regex, group, def_group });
                 } else {
@@ -560,6 +657,8 @@ impl PatternParser<'_> {
             Some(source) => {
                 let regex = translate_regex(source);
                 compile(&regex, self.base + at + len + 1)?;
+                self.paren_of.insert(name.to_string(), self.paren);
+                self.paren += 1 + count_groups(source);
                 let group = self.next_group();
                 self.strings_here.insert(name.to_string(), (group.clone(), regex.clone()));
                 self.pieces.push(Piece::StringDef { name: name.to_string(), regex, group });

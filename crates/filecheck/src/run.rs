@@ -108,9 +108,7 @@ impl Runner<'_> {
         let mut last_end = after_dags;
         for attempt in 1..=count {
             let found = self.find_or_report(directive, last_end, end, (attempt, count))?;
-            if !label_scan {
-                self.report_match(directive, &found, (attempt, count));
-            }
+            self.report_match(directive, &found, (attempt, count));
             if attempt == 1 {
                 first = found.start;
             }
@@ -210,9 +208,7 @@ impl Runner<'_> {
                 }
                 Err(error) => {
                     passed = false;
-                    self.record(directive, MatchKind::NoneForInvalidPattern, start, end, None);
-                    self.record(directive, MatchKind::NoneForInvalidPattern, start, start, Some(error.message.clone()));
-                    self.record_substitutions(directive, MatchKind::NoneForInvalidPattern, start);
+                    self.record_invalid(directive, &error, start, end);
                     self.report_match_error(directive, error);
                     self.substitution_notes(directive, start);
                 }
@@ -233,9 +229,7 @@ impl Runner<'_> {
                 None
             }
             Err(error) => {
-                self.record(directive, MatchKind::NoneForInvalidPattern, start, end, None);
-                self.record(directive, MatchKind::NoneForInvalidPattern, start, start, Some(error.message.clone()));
-                self.record_substitutions(directive, MatchKind::NoneForInvalidPattern, start);
+                self.record_invalid(directive, &error, start, end);
                 self.report_match_error(directive, error);
                 self.substitution_notes(directive, start);
                 self.fuzzy_note(directive, start, end);
@@ -366,8 +360,20 @@ impl Runner<'_> {
     }
 
     fn report_match_error(&mut self, directive: &Directive, error: MatchError) {
-        let span = error.offset.map_or(directive.span, |offset| Span::point(directive.span.file, offset));
-        self.diagnostics.push(Diagnostic { severity: Severity::Error, span, message: error.message });
+        for (offset, message) in error.all() {
+            let span = offset.map_or(directive.span, |offset| Span::point(directive.span.file, offset));
+            self.diagnostics.push(Diagnostic { severity: Severity::Error, span, message });
+        }
+    }
+
+    /// Records a pattern that could not be matched (undefined variables,
+    /// overflow) in the dump: the search range, then one note per error.
+    fn record_invalid(&mut self, directive: &Directive, error: &MatchError, start: usize, end: usize) {
+        self.record(directive, MatchKind::NoneForInvalidPattern, start, end, None);
+        for (_, message) in error.all() {
+            self.record(directive, MatchKind::NoneForInvalidPattern, start, start, Some(message));
+        }
+        self.record_substitutions(directive, MatchKind::NoneForInvalidPattern, start);
     }
 
     fn substitution_notes(&mut self, directive: &Directive, at: usize) {

@@ -182,3 +182,8 @@ pub(crate) fn canonicalize(text: &str) -> String {
     }
     out
 }
+
+/// Drops the `\r` of each `\r\n`: done even under `--strict-whitespace`.
+pub(crate) fn strip_crlf(text: &str) -> String {
+    text.replace("\r\n", "\n")
+}
