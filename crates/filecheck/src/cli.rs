@@ -298,7 +298,8 @@ fn apply_flag(options: &mut Options, name: &str, value: bool) -> Result<(), ()> 
         "v" => config.verbose = value,
         "vv" => config.very_verbose = value,
         "help" | "h" => options.help = value,
-        "allow-deprecated-dag-overlap" | "color" | "no-color" => {}
+        "allow-deprecated-dag-overlap" => config.allow_deprecated_dag_overlap = value,
+        "color" | "no-color" => {}
         _ => return Err(()),
     }
     Ok(())

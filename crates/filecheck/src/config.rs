@@ -35,6 +35,9 @@ pub struct Config {
     /// `-vv`: also report the implicit end-of-input match, CHECK-NOT
     /// patterns not found, and discarded CHECK-DAG matches. Implies `verbose`.
     pub very_verbose: bool,
+    /// `--allow-deprecated-dag-overlap`: let the matches of a CHECK-DAG
+    /// group overlap.
+    pub allow_deprecated_dag_overlap: bool,
     /// `--dump-input`: when to print the annotated input.
     pub dump_input: DumpInput,
     /// `--dump-input-filter`; `None` means `error` for `fail` and `all` for `always`.
@@ -58,6 +61,7 @@ impl Default for Config {
             enable_var_scope: false,
             verbose: false,
             very_verbose: false,
+            allow_deprecated_dag_overlap: false,
             dump_input: DumpInput::Fail,
             dump_filter: None,
             dump_context: 5,

@@ -64,6 +64,8 @@ pub(crate) struct Program {
     pub(crate) enable_var_scope: bool,
     pub(crate) verbose: bool,
     pub(crate) very_verbose: bool,
+    /// `--allow-deprecated-dag-overlap`: CHECK-DAG matches of a group may overlap.
+    pub(crate) allow_dag_overlap: bool,
     /// Whether diagnostics are collected for an input dump.
     pub(crate) collect_dump: bool,
 }
@@ -139,6 +141,7 @@ pub(crate) fn parse(text: &str, name: &str, config: &Config) -> Result<Program, 
         enable_var_scope: config.enable_var_scope,
         verbose: config.verbose || config.very_verbose,
         very_verbose: config.very_verbose,
+        allow_dag_overlap: config.allow_deprecated_dag_overlap,
         collect_dump: config.dump_input != crate::dump::DumpInput::Never,
     })
 }

@@ -145,18 +145,30 @@ impl Runner<'_> {
                 continue;
             }
             let mut from = group_start;
+            let very_verbose = self.program.very_verbose;
             let found = loop {
                 let found = self.find_or_report(directive, from, end, (1, 1))?;
+                if very_verbose {
+                    self.report_match(directive, &found, (1, 1));
+                }
                 let after = ranges.iter().position(|r| found.start < r.end);
                 match after {
-                    Some(i) if ranges[i].start < found.end => from = ranges[i].end,
+                    Some(i) if ranges[i].start < found.end && !self.program.allow_dag_overlap => {
+                        let old = ranges[i];
+                        if very_verbose {
+                            self.discard(directive, old);
+                        }
+                        from = old.end;
+                    }
                     _ => {
                         ranges.insert(after.unwrap_or(ranges.len()), Matched { start: found.start, end: found.end });
                         break found;
                     }
                 }
             };
-            self.report_match(directive, &found, (1, 1));
+            if !very_verbose {
+                self.report_match(directive, &found, (1, 1));
+            }
             let group_ends = check.dag_nots.get(index + 1).is_none_or(|d| d.kind == Kind::Not);
             if group_ends {
                 let first = ranges.first().map_or(group_start, |r| r.start);
@@ -341,6 +353,21 @@ impl Runner<'_> {
     fn capture_notes(&mut self, found: &Found) {
         for (name, start, end) in &found.captures {
             self.diagnostics.push(Diagnostic::note(self.input_span(*start, *end), format!("captured var \"{name}\"")));
+        }
+    }
+
+    /// Reports a CHECK-DAG match overlapping the earlier match `old` (with `-vv`).
+    fn discard(&mut self, directive: &Directive, old: Matched) {
+        if let Some(dump) = &mut self.dump {
+            let check = (directive.span.file.index(), directive.span.start);
+            for diag in dump.iter_mut().rev().take_while(|d| d.check == check) {
+                diag.kind = MatchKind::FoundButDiscarded;
+            }
+        } else {
+            self.diagnostics.push(Diagnostic::note(
+                self.input_span(old.start, old.end),
+                "match discarded, overlaps earlier DAG match here",
+            ));
         }
     }
 
