@@ -8,7 +8,7 @@ use regex::Regex;
 use crate::config::Config;
 use crate::error::FileCheckError;
 use crate::numeric::{self, Format, NumericValue};
-use crate::pattern::{Pattern, PatternError, PatternOptions, Vars};
+use crate::pattern::{Names, Pattern, PatternError, PatternOptions, Vars};
 use crate::source::{self, Diagnostic, FileId, SourceText, Sources, Span};
 
 /// The kind of a directive.
@@ -104,6 +104,10 @@ pub(crate) fn parse(text: &str, name: &str, config: &Config) -> Result<Program, 
         checks: Vec::new(),
         pending: Vec::new(),
         last_line_end: 0,
+        names: Names {
+            strings: initial_vars.strings.keys().cloned().collect(),
+            numerics: initial_vars.numerics.iter().map(|(k, v)| (k.clone(), v.format)).collect(),
+        },
     };
     parser.implicit_check_nots();
     parser.pending = parser.implicit.clone();
@@ -166,7 +170,7 @@ fn parse_defines(defines: &[String]) -> Result<Vars, FileCheckError> {
             if name.is_empty() || numeric::name_len(name) != name.len() || name.contains('@') {
                 return Err(bad("invalid numeric variable name"));
             }
-            let expr = numeric::parse_expr(value, 0, 0).map_err(|e| bad(&e.message))?;
+            let expr = numeric::parse_expr(value, 0, 0, false).map_err(|e| bad(&e.message))?;
             let (value, implicit) = expr.eval(&vars.numerics).map_err(|_| bad("invalid expression"))?;
             let format = format.or(implicit).unwrap_or_default();
             vars.numerics.insert(name.to_string(), NumericValue { value, format });
@@ -192,6 +196,8 @@ struct Parser<'a> {
     checks: Vec<CheckString>,
     /// `CHECK-NOT`/`CHECK-DAG` directives waiting for the next positive one.
     pending: Vec<Directive>,
+    /// Variables defined so far (from `-D` and earlier directives).
+    names: Names,
     /// Where the line of the last directive (or comment) ends: the place
     /// of the implicit end-of-input check.
     last_line_end: usize,
@@ -221,7 +227,7 @@ impl Parser<'_> {
         const LEAD: &str = "-implicit-check-not='";
         for pattern in &self.config.implicit_check_not {
             let file = self.sources.add(SourceText::new("command line", format!("{LEAD}{pattern}'")));
-            match Pattern::parse(pattern, LEAD.len(), 1, self.options(Kind::Not, false)) {
+            match Pattern::parse(pattern, LEAD.len(), 1, self.options(Kind::Not, false), &mut self.names) {
                 Ok(compiled) => self.implicit.push(Directive {
                     kind: Kind::Not,
                     name: "IMPLICIT-CHECK-NOT".to_string(),
@@ -327,10 +333,12 @@ impl Parser<'_> {
         let pattern = if r.kind == Kind::Empty {
             Pattern::empty_line()
         } else {
-            match Pattern::parse(pattern_text, pattern_start, line, self.options(r.kind, r.literal)) {
+            match Pattern::parse(pattern_text, pattern_start, line, self.options(r.kind, r.literal), &mut self.names) {
                 Ok(pattern) => pattern,
-                Err(PatternError { offset, message }) => {
-                    self.diagnostics.push(error(offset, message));
+                Err(PatternError { offset, message, blank }) => {
+                    let mut diagnostic = error(offset, message);
+                    diagnostic.blank_after = blank;
+                    self.diagnostics.push(diagnostic);
                     return;
                 }
             }

@@ -5,7 +5,7 @@ use std::collections::{HashMap, HashSet};
 
 use regex::Regex;
 
-use crate::numeric::{self, Expr, Format, NumericValue};
+use crate::numeric::{self, Expr, Format, FormatKind, NumericValue};
 
 /// Variables defined so far in a run.
 #[derive(Debug, Clone, Default)]
@@ -31,6 +31,15 @@ impl Vars {
     }
 }
 
+/// The variables a check file has defined so far, as parsing sees them:
+/// names may not be both string and numeric, and an expression's format
+/// comes from its variables' definitions.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Names {
+    pub(crate) strings: HashSet<String>,
+    pub(crate) numerics: HashMap<String, Format>,
+}
+
 /// How a pattern is to be compiled.
 #[derive(Debug, Clone, Copy, Default)]
 pub(crate) struct PatternOptions {
@@ -46,6 +55,8 @@ pub(crate) struct PatternOptions {
 pub(crate) struct PatternError {
     pub(crate) offset: usize,
     pub(crate) message: String,
+    /// Printed with an empty line after it, as LLVM prints its error values.
+    pub(crate) blank: bool,
 }
 
 #[derive(Debug, Clone)]
@@ -142,11 +153,12 @@ impl Pattern {
     }
 
     /// Parses `text`, found at byte `base` of the check buffer on line `line`.
-    pub(crate) fn parse(text: &str, base: usize, line: usize, options: PatternOptions) -> Result<Pattern, PatternError> {
+    pub(crate) fn parse(text: &str, base: usize, line: usize, options: PatternOptions, names: &mut Names) -> Result<Pattern, PatternError> {
         let pieces = if options.literal {
             vec![Piece::Literal(text.to_string())]
         } else {
             PatternParser {
+                names,
                 text,
                 base,
                 line,
@@ -165,6 +177,7 @@ impl Pattern {
         let skeleton = regex_source(&pieces, &options, &Vars::default(), true).map_err(|e| PatternError {
             offset: e.offset.unwrap_or(base),
             message: e.message,
+            blank: false,
         })?;
         let fixed = if dynamic { None } else { Some(compile(&skeleton, base)?) };
         let example = if pieces.iter().all(|p| matches!(p, Piece::Literal(_))) {
@@ -424,7 +437,7 @@ fn build_regex(source: &str) -> Result<Regex, regex::Error> {
 }
 
 fn compile(source: &str, offset: usize) -> Result<Regex, PatternError> {
-    build_regex(source).map_err(|e| PatternError { offset, message: format!("invalid regex: {}", regex_message(&e)) })
+    build_regex(source).map_err(|e| PatternError { offset, message: format!("invalid regex: {}", regex_message(&e)), blank: false })
 }
 
 /// The one-line summary of a `regex` error (its `Display` quotes the regex).
@@ -507,6 +520,7 @@ fn translate_regex(source: &str) -> String {
 }
 
 struct PatternParser<'a> {
+    names: &'a mut Names,
     text: &'a str,
     base: usize,
     line: usize,
@@ -546,7 +560,13 @@ fn count_groups(source: &str) -> usize {
 
 impl PatternParser<'_> {
     fn error(&self, at: usize, message: impl Into<String>) -> PatternError {
-        PatternError { offset: self.base + at, message: message.into() }
+        PatternError { offset: self.base + at, message: message.into(), blank: false }
+    }
+
+    /// An error of a numeric block or a variable name (LLVM logs these with
+    /// an empty line after them).
+    fn value_error(&self, at: usize, message: impl Into<String>) -> PatternError {
+        PatternError { blank: true, ..self.error(at, message) }
     }
 
     fn next_group(&mut self) -> String {
@@ -603,15 +623,15 @@ impl PatternParser<'_> {
     /// and whether it is a pseudo variable (`@LINE`).
     fn variable_name(&self, block: &str, at: usize) -> Result<(usize, bool), PatternError> {
         let bytes = block.as_bytes();
-        let Some(&first) = bytes.first() else { return Err(self.error(at, "empty variable name")) };
+        let Some(&first) = bytes.first() else { return Err(self.value_error(at, "empty variable name")) };
         let pseudo = first == b'@';
         let skip = usize::from(first == b'$' || pseudo);
         if skip == bytes.len() {
             let kind = if pseudo { "pseudo" } else { "global" };
-            return Err(self.error(at + skip, format!("empty {kind} variable name")));
+            return Err(self.value_error(at + skip, format!("empty {kind} variable name")));
         }
         if !(bytes[skip] == b'_' || bytes[skip].is_ascii_alphabetic()) {
-            return Err(self.error(at, "invalid variable name"));
+            return Err(self.value_error(at, "invalid variable name"));
         }
         let len = skip + bytes[skip..].iter().take_while(|b| **b == b'_' || b.is_ascii_alphanumeric()).count();
         Ok((len, pseudo))
@@ -635,11 +655,12 @@ impl PatternParser<'_> {
             }
         } else if pseudo {
             // `[[@LINE+1]]`: the legacy spelling of a numeric expression.
-            return self.numeric_use(block, at, None);
+            let expr = self.expr(block, at)?;
+            return self.numeric_use(expr, block, None);
         } else if !after.is_empty() {
             return Err(self.error(at, "invalid name in string variable use"));
         }
-        if self.numerics_here.contains(name) {
+        if block.contains(':') && (self.numerics_here.contains(name) || self.names.numerics.contains_key(name)) {
             return Err(self.error(at, format!("numeric variable with name '{name}' already exists")));
         }
         match after.strip_prefix(':') {
@@ -658,6 +679,7 @@ impl PatternParser<'_> {
                 let regex = translate_regex(source);
                 compile(&regex, self.base + at + len + 1)?;
                 self.paren_of.insert(name.to_string(), self.paren);
+                self.names.strings.insert(name.to_string());
                 self.paren += 1 + count_groups(source);
                 let group = self.next_group();
                 self.strings_here.insert(name.to_string(), (group.clone(), regex.clone()));
@@ -669,53 +691,167 @@ impl PatternParser<'_> {
 
     /// Parses `[[#%fmt, NAME: == expr]]` after the `#`, which is at `at`.
     fn numeric(&mut self, block: &str, at: usize) -> Result<(), PatternError> {
-        let (format, body, body_at) = match block.strip_prefix('%') {
-            Some(spec) => {
-                let Some(comma) = spec.find(',') else {
-                    return Err(self.error(at, "invalid matching format specification in expression"));
-                };
-                let format = Format::parse(&spec[..comma]).map_err(|m| self.error(at + 1, m))?;
-                (Some(format), &spec[comma + 1..], at + comma + 2)
-            }
-            None => (None, block, at),
+        const WS: [char; 2] = [' ', '\t'];
+        let mut explicit = None;
+        let mut precision = 0;
+        let (mut rest, mut rest_at) = (block, at);
+        // A comma before any call's parenthesis ends a format specifier.
+        let paren = block.find('(').unwrap_or(usize::MAX);
+        if let Some(comma) = block.find(',').filter(|&c| c < paren) {
+            let spec = &block[..comma];
+            let lead = spec.len() - spec.trim_start_matches(WS).len();
+            let spec_at = at + lead;
+            let spec = spec.trim_matches(WS);
+            let Some(after) = spec.strip_prefix('%') else {
+                return Err(self.value_error(spec_at, "invalid matching format specification in expression"));
+            };
+            (explicit, precision) = self.format_spec(after, spec_at + 1)?;
+            rest = &block[comma + 1..];
+            rest_at = at + comma + 1;
+        }
+        let (def, expr_text, expr_at) = match rest.find(':') {
+            Some(colon) => (Some((&rest[..colon], rest_at)), &rest[colon + 1..], rest_at + colon + 1),
+            None => (None, rest, rest_at),
         };
-        let leading = body.len() - body.trim_start().len();
-        let trimmed = body.trim_start();
-        let len = numeric::name_len(trimmed);
-        let after_name = trimmed[len..].trim_start();
-        if len > 0 && after_name.starts_with(':') {
+        let mut text = expr_text.trim_start_matches(WS);
+        let mut text_at = expr_at + (expr_text.len() - text.len());
+        let constraint = text.starts_with("==");
+        if constraint {
+            let after = text[2..].trim_start_matches(WS);
+            text_at += text.len() - after.len();
+            text = after;
+        }
+        let expr = if text.is_empty() {
+            if constraint {
+                return Err(self.value_error(text_at, "empty numeric expression should not have a constraint"));
+            }
+            None
+        } else {
+            let expr = numeric::parse_expr(text.trim_end_matches(WS), self.base + text_at, self.line, !constraint)
+                .map_err(|e| PatternError { offset: e.offset, message: e.message, blank: true })?;
+            Some(expr)
+        };
+        let format = match (explicit, &expr) {
+            (Some(format), _) => format,
+            (None, Some(expr)) => self.implicit_format(expr)?.unwrap_or(Format { precision, ..Format::default() }),
+            (None, None) => Format { precision, ..Format::default() },
+        };
+        if let Some((def_text, def_at)) = def {
+            let trimmed = def_text.trim_start_matches(WS);
+            let name_at = def_at + (def_text.len() - trimmed.len());
+            let (len, pseudo) = self.variable_name(trimmed, name_at)?;
             let name = &trimmed[..len];
-            if name.contains("@LINE") {
-                return Err(self.error(body_at + leading, "invalid name in numeric variable definition"));
+            if pseudo {
+                return Err(self.value_error(name_at, "definition of pseudo numeric variable unsupported"));
             }
-            if self.strings_here.contains_key(name) {
-                return Err(self.error(body_at + leading, format!("string variable with name '{name}' already exists")));
+            if self.strings_here.contains_key(name) || self.names.strings.contains(name) {
+                return Err(self.value_error(name_at, format!("string variable with name '{name}' already exists")));
             }
-            let rest = &after_name[1..];
-            let rest_at = body_at + (body.len() - rest.len());
-            let (expr_text, expr_at) = strip_constraint(rest, rest_at);
-            let constraint = if expr_text.trim().is_empty() { None } else { Some(self.expr(expr_text, expr_at)?) };
+            let after = trimmed[len..].trim_start_matches(WS);
+            if !after.is_empty() {
+                let after_at = name_at + (trimmed.len() - after.len());
+                return Err(self.value_error(after_at, "unexpected characters after numeric variable name"));
+            }
             self.numerics_here.insert(name.to_string());
+            self.names.numerics.insert(name.to_string(), format);
             let group = self.next_group();
-            self.pieces.push(Piece::NumericDef { name: name.to_string(), format, constraint, group });
+            self.paren += 1;
+            let format = Some(format);
+            self.pieces.push(Piece::NumericDef { name: name.to_string(), format, constraint: expr, group });
             return Ok(());
         }
-        let (expr_text, expr_at) = strip_constraint(body, body_at);
-        if expr_text.trim().is_empty() {
-            self.pieces.push(Piece::NumericAny(format.unwrap_or_default()));
-            return Ok(());
+        match expr {
+            None => {
+                self.pieces.push(Piece::NumericAny(format));
+                Ok(())
+            }
+            Some(expr) => self.numeric_use(expr, text.trim_end_matches(WS), Some(format)),
         }
-        self.numeric_use(expr_text, expr_at, format)
     }
 
-    fn numeric_use(&mut self, text: &str, at: usize, format: Option<Format>) -> Result<(), PatternError> {
-        let expr = self.expr(text, at)?;
+    /// Parses a format specifier after its `%` (at `at`): the format, if a
+    /// conversion letter is given, and the precision.
+    fn format_spec(&self, spec: &str, at: usize) -> Result<(Option<Format>, usize), PatternError> {
+        let alternate = spec.starts_with('#');
+        let mut rest = &spec[usize::from(alternate)..];
+        let mut rest_at = at + usize::from(alternate);
+        let mut precision = 0;
+        if let Some(after) = rest.strip_prefix('.') {
+            let digits = after.bytes().take_while(u8::is_ascii_digit).count();
+            precision = match after[..digits].parse() {
+                Ok(p) => p,
+                Err(_) => return Err(self.value_error(rest_at + 1, "invalid precision in format specifier")),
+            };
+            rest = &after[digits..];
+            rest_at += 1 + digits;
+        }
+        let mut format = None;
+        if let Some(c) = rest.chars().next() {
+            let kind = match c {
+                'u' => FormatKind::Unsigned,
+                'd' => FormatKind::Signed,
+                'x' => FormatKind::HexLower,
+                'X' => FormatKind::HexUpper,
+                _ => return Err(self.value_error(rest_at, "invalid format specifier in expression")),
+            };
+            format = Some(Format { kind, precision, alternate: alternate && matches!(kind, FormatKind::HexLower | FormatKind::HexUpper) });
+            rest = &rest[1..];
+            rest_at += 1;
+        }
+        if alternate && !format.is_some_and(|f| f.alternate) {
+            return Err(self.value_error(at, "alternate form only supported for hex values"));
+        }
+        let after = rest.trim_start_matches([' ', '\t']);
+        if !after.is_empty() {
+            return Err(self.value_error(rest_at + (rest.len() - after.len()), "invalid matching format specification in expression"));
+        }
+        Ok((format, precision))
+    }
+
+    /// The format an expression takes from its variables; an error when two
+    /// operands have different ones.
+    fn implicit_format(&self, expr: &Expr) -> Result<Option<Format>, PatternError> {
+        match expr {
+            Expr::Literal(_) => Ok(None),
+            Expr::Var { name, .. } => Ok(Some(self.names.numerics.get(name).copied().unwrap_or_default())),
+            Expr::Binary { lhs, rhs, span, .. } => {
+                let (left, right) = (self.implicit_format(lhs)?, self.implicit_format(rhs)?);
+                match (left, right) {
+                    (Some(l), Some(r)) if l != r => Err(PatternError {
+                        offset: span.0,
+                        message: format!(
+                            "implicit format conflict between '{}' ({}) and '{}' ({}), need an explicit format specifier",
+                            self.source_of(lhs),
+                            l.spelling(),
+                            self.source_of(rhs),
+                            r.spelling()
+                        ),
+                        blank: true,
+                    }),
+                    _ => Ok(left.or(right)),
+                }
+            }
+        }
+    }
+
+    /// The text of a variable or operation in the pattern.
+    fn source_of(&self, expr: &Expr) -> &str {
+        let (start, end) = match expr {
+            Expr::Var { name, offset } => (*offset, offset + name.len()),
+            Expr::Binary { span, .. } => *span,
+            Expr::Literal(_) => return "",
+        };
+        self.text.get(start - self.base..end - self.base).unwrap_or("").trim_end_matches([' ', '\t'])
+    }
+
+    fn numeric_use(&mut self, expr: Expr, text: &str, format: Option<Format>) -> Result<(), PatternError> {
         let mut used = Vec::new();
         expr.vars(&mut used);
         if let Some((name, offset)) = used.iter().find(|(name, _)| self.numerics_here.contains(name)) {
             return Err(PatternError {
                 offset: *offset,
                 message: format!("numeric variable '{name}' defined earlier in the same CHECK directive"),
+                blank: true,
             });
         }
         self.pieces.push(Piece::NumericUse { expr, text: text.trim().to_string(), format });
@@ -723,7 +859,8 @@ impl PatternParser<'_> {
     }
 
     fn expr(&self, text: &str, at: usize) -> Result<Expr, PatternError> {
-        numeric::parse_expr(text, self.base + at, self.line).map_err(|e| PatternError { offset: e.offset, message: e.message })
+        numeric::parse_expr(text, self.base + at, self.line, false)
+            .map_err(|e| PatternError { offset: e.offset, message: e.message, blank: true })
     }
 }
 
@@ -732,15 +869,6 @@ fn is_regex_meta(c: char) -> bool {
     matches!(c, '\\' | '.' | '+' | '*' | '?' | '(' | ')' | '|' | '[' | ']' | '{' | '}' | '^' | '$')
 }
 
-/// Drops an optional `==` matching constraint in front of an expression.
-fn strip_constraint(text: &str, at: usize) -> (&str, usize) {
-    let trimmed = text.trim_start();
-    let skipped = text.len() - trimmed.len();
-    match trimmed.strip_prefix("==") {
-        Some(rest) => (rest, at + skipped + 2),
-        None => (text, at),
-    }
-}
 
 /// The offset of the `]]` closing a substitution block whose body starts
 /// `text`: brackets nest, and a backslash escapes the next character.

@@ -5,7 +5,7 @@
 use crate::dump::{DumpDiag, MatchKind};
 use crate::parse::{CheckString, Directive, Kind, Program};
 use crate::pattern::{Found, MatchError, Vars};
-use crate::source::{Diagnostic, FileId, Severity, SourceText, Sources, Span};
+use crate::source::{Diagnostic, FileId, SourceText, Sources, Span};
 
 /// What a run produced: whether it passed, every diagnostic in order, and
 /// (when the input dump is wanted) what the dump annotates.
@@ -389,7 +389,7 @@ impl Runner<'_> {
     fn report_match_error(&mut self, directive: &Directive, error: MatchError) {
         for (offset, message) in error.all() {
             let span = offset.map_or(directive.span, |offset| Span::point(directive.span.file, offset));
-            self.diagnostics.push(Diagnostic { severity: Severity::Error, span, message });
+            self.diagnostics.push(Diagnostic::error(span, message));
         }
     }
 

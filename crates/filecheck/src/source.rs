@@ -88,19 +88,22 @@ pub(crate) struct Diagnostic {
     pub(crate) severity: Severity,
     pub(crate) span: Span,
     pub(crate) message: String,
+    /// LLVM prints an empty line after errors it logs as error values
+    /// (those of numeric blocks and variable names).
+    pub(crate) blank_after: bool,
 }
 
 impl Diagnostic {
     pub(crate) fn error(span: Span, message: impl Into<String>) -> Diagnostic {
-        Diagnostic { severity: Severity::Error, span, message: message.into() }
+        Diagnostic { severity: Severity::Error, span, message: message.into(), blank_after: false }
     }
 
     pub(crate) fn note(span: Span, message: impl Into<String>) -> Diagnostic {
-        Diagnostic { severity: Severity::Note, span, message: message.into() }
+        Diagnostic { severity: Severity::Note, span, message: message.into(), blank_after: false }
     }
 
     pub(crate) fn remark(span: Span, message: impl Into<String>) -> Diagnostic {
-        Diagnostic { severity: Severity::Remark, span, message: message.into() }
+        Diagnostic { severity: Severity::Remark, span, message: message.into(), blank_after: false }
     }
 }
 
@@ -124,6 +127,9 @@ pub(crate) fn render(sources: &Sources, diagnostics: &[Diagnostic]) -> String {
         );
         let _ = writeln!(out, "{text}");
         let _ = writeln!(out, "{caret}");
+        if diagnostic.blank_after {
+            out.push('\n');
+        }
     }
     out
 }
