@@ -74,8 +74,15 @@ impl Format {
         };
         let sign = if self.kind == FormatKind::Signed { "-?" } else { "" };
         let prefix = if self.alternate { "0x" } else { "" };
-        let count = if self.precision > 0 { format!("{{{},}}", self.precision) } else { "+".to_string() };
-        format!("{sign}{prefix}{digits}{count}")
+        if self.precision > 0 {
+            let lead = match self.kind {
+                FormatKind::Unsigned | FormatKind::Signed => "[1-9]",
+                FormatKind::HexLower => "[1-9a-f]",
+                FormatKind::HexUpper => "[1-9A-F]",
+            };
+            return format!("{sign}{prefix}(?:{lead}{digits}*)?{digits}{{{}}}", self.precision);
+        }
+        format!("{sign}{prefix}{digits}+")
     }
 
     /// Writes `value` in this format.
@@ -197,8 +204,10 @@ pub(crate) struct ExprError {
 /// Parses an expression. `base` is added to every recorded offset; `line` is
 /// the value of `@LINE`. `maybe_constraint` says the text followed no `==`,
 /// so a bad first operand may be a bad matching constraint.
-pub(crate) fn parse_expr(text: &str, base: usize, line: usize, maybe_constraint: bool) -> Result<Expr, ExprError> {
-    let mut parser = ExprParser { text, pos: 0, base, line, maybe_constraint };
+/// `legacy` is the `[[@LINE+N]]` spelling: `@LINE`, then at most one
+/// operation with a decimal literal.
+pub(crate) fn parse_expr(text: &str, base: usize, line: usize, maybe_constraint: bool, legacy: bool) -> Result<Expr, ExprError> {
+    let mut parser = ExprParser { text, pos: 0, base, line, maybe_constraint, legacy };
     let expr = parser.sum(&[])?;
     Ok(expr)
 }
@@ -227,6 +236,8 @@ struct ExprParser<'a> {
     line: usize,
     /// Whether a bad operand here may be a misspelled `==` constraint.
     maybe_constraint: bool,
+    /// The `[[@LINE+N]]` spelling.
+    legacy: bool,
 }
 
 /// The length of the variable name at the start of `text` (with its `$` or
@@ -303,16 +314,33 @@ impl ExprParser<'_> {
             if self.pos == self.text.len() {
                 return Err(self.error("missing operand in expression".to_string()));
             }
-            let rhs = self.operand()?;
+            let rhs = if self.legacy { self.legacy_literal()? } else { self.operand()? };
             let end = self.base + self.pos;
             lhs = Expr::Binary { op, lhs: Box::new(lhs), rhs: Box::new(rhs), span: (start, end) };
+            if self.legacy && self.pos < self.text.len() {
+                let rest = &self.text[self.pos..];
+                return Err(self.error(format!("unexpected characters at end of expression '{rest}'")));
+            }
         }
+    }
+
+    /// The decimal literal after the operator of `[[@LINE+N]]`.
+    fn legacy_literal(&mut self) -> Result<Expr, ExprError> {
+        let rest = &self.text[self.pos..];
+        let negative = rest.starts_with('-');
+        let digits = rest[usize::from(negative)..].bytes().take_while(u8::is_ascii_digit).count();
+        let value: i128 = rest[usize::from(negative)..usize::from(negative) + digits]
+            .parse()
+            .map_err(|_| self.error("invalid operand format".to_string()))?;
+        self.pos += usize::from(negative) + digits;
+        Ok(Expr::Literal(if negative { -value } else { value }))
     }
 
     fn operand(&mut self) -> Result<Expr, ExprError> {
         self.skip_ws();
         let rest = &self.text[self.pos..];
         if rest.starts_with('(') {
+            self.maybe_constraint = false;
             self.pos += 1;
             self.skip_ws();
             if self.pos == self.text.len() {

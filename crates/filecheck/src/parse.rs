@@ -170,7 +170,7 @@ fn parse_defines(defines: &[String]) -> Result<Vars, FileCheckError> {
             if name.is_empty() || numeric::name_len(name) != name.len() || name.contains('@') {
                 return Err(bad("invalid numeric variable name"));
             }
-            let expr = numeric::parse_expr(value, 0, 0, false).map_err(|e| bad(&e.message))?;
+            let expr = numeric::parse_expr(value, 0, 0, false, false).map_err(|e| bad(&e.message))?;
             let (value, implicit) = expr.eval(&vars.numerics).map_err(|_| bad("invalid expression"))?;
             let format = format.or(implicit).unwrap_or_default();
             vars.numerics.insert(name.to_string(), NumericValue { value, format });

@@ -69,8 +69,10 @@ enum Piece {
     /// A use of a string variable defined earlier in the same pattern: it is
     /// matched with the definition's regex and compared after the match.
     StringBackref { regex: String, group: String, def_group: String },
-    NumericDef { name: String, format: Option<Format>, constraint: Option<Expr>, group: String },
-    NumericUse { expr: Expr, text: String, format: Option<Format> },
+    /// `text` and `offset`: the block as written after `[[#`, and where,
+    /// for notes and errors about the constraint's substitution.
+    NumericDef { name: String, format: Option<Format>, constraint: Option<Expr>, group: String, text: String, offset: usize },
+    NumericUse { expr: Expr, text: String, format: Option<Format>, offset: usize },
     NumericAny(Format),
 }
 
@@ -269,7 +271,7 @@ impl Pattern {
                     if group(g) != group(def_group) => {
                         return Ok(None);
                     }
-                Piece::NumericDef { name, format, constraint, group: g } => {
+                Piece::NumericDef { name, format, constraint, group: g, .. } => {
                     let format = match (format, constraint) {
                         (Some(format), _) => *format,
                         (None, Some(expr)) => eval(expr, vars)?.1.unwrap_or_default(),
@@ -300,7 +302,8 @@ impl Pattern {
                         out.push((name.clone(), value.clone()));
                     }
                 }
-                Piece::NumericUse { expr, text, format } => {
+                Piece::NumericUse { expr, text, format, .. }
+                | Piece::NumericDef { constraint: Some(expr), text, format, .. } => {
                     if let Ok((value, implicit)) = expr.eval(&vars.numerics)
                         && let Ok(shown) = format.or(implicit).unwrap_or_default().format(value) {
                             out.push((text.clone(), shown));
@@ -326,6 +329,25 @@ fn eval(expr: &Expr, vars: &Vars) -> Result<(i128, Option<Format>), MatchError> 
         }
         numeric::EvalError::Overflow => MatchError::new(None, "unable to represent numeric value".to_string()),
     })
+}
+
+/// The text a numeric expression stands for: its value in its format. The
+/// errors are each undefined variable, or an overflow (a value its format
+/// cannot show, a division by zero) reported at the block at `offset`.
+fn substitute(expr: &Expr, format: Option<Format>, vars: &Vars, offset: usize) -> Result<String, Vec<MatchError>> {
+    let mut used = Vec::new();
+    expr.vars(&mut used);
+    let undefined: Vec<MatchError> = used
+        .into_iter()
+        .filter(|(name, _)| !vars.numerics.contains_key(name))
+        .map(|(name, at)| MatchError::new(Some(at), format!("undefined variable: {name}")))
+        .collect();
+    if !undefined.is_empty() {
+        return Err(undefined);
+    }
+    let overflow = || vec![MatchError::new(Some(offset), "unable to substitute variable or numeric expression: overflow error")];
+    let (value, implicit) = eval(expr, vars).map_err(|_| overflow())?;
+    format.or(implicit).unwrap_or_default().format(value).map_err(|_| overflow())
 }
 
 /// Builds the regex for `pieces` with the current variable values
@@ -360,39 +382,23 @@ fn regex_source(pieces: &[Piece], options: &PatternOptions, vars: &Vars, skeleto
                     }
                 }
             }
-            Piece::NumericUse { expr, format, .. } => {
+            Piece::NumericUse { expr, format, offset, .. } => {
                 if !skeleton {
-                    let mut used = Vec::new();
-                    expr.vars(&mut used);
-                    let undefined: Vec<MatchError> = used
-                        .into_iter()
-                        .filter(|(name, _)| !vars.numerics.contains_key(name))
-                        .map(|(name, offset)| MatchError::new(Some(offset), format!("undefined variable: {name}")))
-                        .collect();
-                    if !undefined.is_empty() {
-                        errors.extend(undefined);
-                        continue;
+                    match substitute(expr, *format, vars, *offset) {
+                        Ok(text) => re.push_str(&regex::escape(&text)),
+                        Err(found) => errors.extend(found),
                     }
-                    let (value, implicit) = eval(expr, vars)?;
-                    let text = format
-                        .or(implicit)
-                        .unwrap_or_default()
-                        .format(value)
-                        .map_err(|message| MatchError::new(None, message))?;
-                    re.push_str(&regex::escape(&text));
                 }
             }
-            Piece::NumericDef { format, constraint, group, .. } => {
+            Piece::NumericDef { format, constraint, group, offset, .. } => {
                 let inner = match constraint {
-                    Some(expr) if !skeleton => {
-                        let (value, implicit) = eval(expr, vars)?;
-                        let text = format
-                            .or(implicit)
-                            .unwrap_or_default()
-                            .format(value)
-                            .map_err(|message| MatchError::new(None, message))?;
-                        regex::escape(&text)
-                    }
+                    Some(expr) if !skeleton => match substitute(expr, *format, vars, *offset) {
+                        Ok(text) => regex::escape(&text),
+                        Err(found) => {
+                            errors.extend(found);
+                            continue;
+                        }
+                    },
                     _ => format.unwrap_or_default().wildcard_regex(),
                 };
                 re.push_str(&format!("(?P<{group}>{inner})"));
@@ -655,8 +661,9 @@ impl PatternParser<'_> {
             }
         } else if pseudo {
             // `[[@LINE+1]]`: the legacy spelling of a numeric expression.
-            let expr = self.expr(block, at)?;
-            return self.numeric_use(expr, block, None);
+            let expr = numeric::parse_expr(block, self.base + at, self.line, false, true)
+                .map_err(|e| PatternError { offset: e.offset, message: e.message, blank: true })?;
+            return self.numeric_use(expr, block, at, None);
         } else if !after.is_empty() {
             return Err(self.error(at, "invalid name in string variable use"));
         }
@@ -727,7 +734,7 @@ impl PatternParser<'_> {
             }
             None
         } else {
-            let expr = numeric::parse_expr(text.trim_end_matches(WS), self.base + text_at, self.line, !constraint)
+            let expr = numeric::parse_expr(text.trim_end_matches(WS), self.base + text_at, self.line, !constraint, false)
                 .map_err(|e| PatternError { offset: e.offset, message: e.message, blank: true })?;
             Some(expr)
         };
@@ -757,7 +764,14 @@ impl PatternParser<'_> {
             let group = self.next_group();
             self.paren += 1;
             let format = Some(format);
-            self.pieces.push(Piece::NumericDef { name: name.to_string(), format, constraint: expr, group });
+            self.pieces.push(Piece::NumericDef {
+                name: name.to_string(),
+                format,
+                constraint: expr,
+                group,
+                text: block.to_string(),
+                offset: self.base + at,
+            });
             return Ok(());
         }
         match expr {
@@ -765,7 +779,7 @@ impl PatternParser<'_> {
                 self.pieces.push(Piece::NumericAny(format));
                 Ok(())
             }
-            Some(expr) => self.numeric_use(expr, text.trim_end_matches(WS), Some(format)),
+            Some(expr) => self.numeric_use(expr, block, at, Some(format)),
         }
     }
 
@@ -844,7 +858,7 @@ impl PatternParser<'_> {
         self.text.get(start - self.base..end - self.base).unwrap_or("").trim_end_matches([' ', '\t'])
     }
 
-    fn numeric_use(&mut self, expr: Expr, text: &str, format: Option<Format>) -> Result<(), PatternError> {
+    fn numeric_use(&mut self, expr: Expr, text: &str, at: usize, format: Option<Format>) -> Result<(), PatternError> {
         let mut used = Vec::new();
         expr.vars(&mut used);
         if let Some((name, offset)) = used.iter().find(|(name, _)| self.numerics_here.contains(name)) {
@@ -854,14 +868,10 @@ impl PatternParser<'_> {
                 blank: true,
             });
         }
-        self.pieces.push(Piece::NumericUse { expr, text: text.trim().to_string(), format });
+        self.pieces.push(Piece::NumericUse { expr, text: text.to_string(), format, offset: self.base + at });
         Ok(())
     }
 
-    fn expr(&self, text: &str, at: usize) -> Result<Expr, PatternError> {
-        numeric::parse_expr(text, self.base + at, self.line, false)
-            .map_err(|e| PatternError { offset: e.offset, message: e.message, blank: true })
-    }
 }
 
 /// Does `c` have a meaning in a regex (POSIX extended, as LLVM reads it)?
