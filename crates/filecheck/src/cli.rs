@@ -196,6 +196,7 @@ const VALUED: [&str; 8] = [
 
 fn parse_args(args: impl Iterator<Item = String>, program: &str) -> Result<Options, UsageError> {
     let mut options = Options::default();
+    options.config.dump_input = DumpInput::Fail;
     let mut comment_prefixes: Option<Vec<String>> = None;
     let mut args = args.peekable();
     while let Some(arg) = args.next() {

@@ -3,7 +3,8 @@
 pub use crate::dump::{DumpFilter, DumpInput};
 
 /// Options of a FileCheck run. `Config::default()` behaves like `FileCheck`
-/// with no flags.
+/// with no flags, except that no input dump is rendered (`--dump-input=never`):
+/// the dump is the command line's business, which defaults to `fail`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Config {
     /// Check prefixes (`--check-prefix`, `--check-prefixes`); empty means `CHECK`.
@@ -38,7 +39,7 @@ pub struct Config {
     /// `--allow-deprecated-dag-overlap`: let the matches of a CHECK-DAG
     /// group overlap.
     pub allow_deprecated_dag_overlap: bool,
-    /// `--dump-input`: when to print the annotated input.
+    /// `--dump-input`: when to append the annotated input to the report.
     pub dump_input: DumpInput,
     /// `--dump-input-filter`; `None` means `error` for `fail` and `all` for `always`.
     pub dump_filter: Option<DumpFilter>,
@@ -62,7 +63,7 @@ impl Default for Config {
             verbose: false,
             very_verbose: false,
             allow_deprecated_dag_overlap: false,
-            dump_input: DumpInput::Fail,
+            dump_input: DumpInput::Never,
             dump_filter: None,
             dump_context: 5,
         }

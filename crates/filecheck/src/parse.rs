@@ -75,21 +75,33 @@ fn is_word_byte(b: u8) -> bool {
     b.is_ascii_alphanumeric() || b == b'-' || b == b'_'
 }
 
-fn valid_prefix(prefix: &str) -> bool {
-    prefix.starts_with(|c: char| c.is_ascii_alphabetic())
-        && prefix.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+/// Checks the check prefixes, then the comment prefixes: each must be
+/// non-empty, made of ASCII letters, digits, `-` and `_`, and unique.
+fn validate_prefixes(checks: &[String], comments: &[String]) -> Result<(), FileCheckError> {
+    let mut seen = HashSet::new();
+    for (kind, prefixes) in [("check", checks), ("comment", comments)] {
+        for prefix in prefixes {
+            let problem = if prefix.is_empty() {
+                "must not be the empty string".to_string()
+            } else if !prefix.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_') {
+                format!(
+                    "must start with a letter or digit and contain only ascii alphanumeric characters, hyphens, and underscores: '{prefix}'"
+                )
+            } else if !seen.insert(prefix.as_str()) {
+                format!("must be unique among check and comment prefixes: '{prefix}'")
+            } else {
+                continue;
+            };
+            return Err(FileCheckError::InvalidConfig(format!("error: supplied {kind} prefix {problem}")));
+        }
+    }
+    Ok(())
 }
 
 /// Parses `text` (named `name`) under `config`.
 pub(crate) fn parse(text: &str, name: &str, config: &Config) -> Result<Program, FileCheckError> {
     let prefixes = config.check_prefixes();
-    let all_prefixes: Vec<&String> = prefixes.iter().chain(&config.comment_prefixes).collect();
-    let unique: HashSet<&String> = all_prefixes.iter().copied().collect();
-    if unique.len() != all_prefixes.len() || !all_prefixes.iter().all(|p| valid_prefix(p)) {
-        return Err(FileCheckError::InvalidConfig(
-            "Supplied check-prefix and comment-prefix are invalid! Prefixes must be unique and start with a letter and contain only alphanumeric characters, hyphens and underscores".to_string(),
-        ));
-    }
+    validate_prefixes(&prefixes, &config.comment_prefixes)?;
     let initial_vars = parse_defines(&config.defines)?;
     let canonicalize = !config.strict_whitespace;
     let text = if canonicalize { source::canonicalize(text) } else { source::strip_crlf(text) };
