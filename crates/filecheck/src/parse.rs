@@ -85,7 +85,7 @@ fn validate_prefixes(checks: &[String], comments: &[String]) -> Result<(), FileC
                 "must not be the empty string".to_string()
             } else if !prefix.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_') {
                 format!(
-                    "must start with a letter or digit and contain only ascii alphanumeric characters, hyphens, and underscores: '{prefix}'"
+                    "must start with a letter and contain only alphanumeric characters, hyphens, and underscores: '{prefix}'"
                 )
             } else if !seen.insert(prefix.as_str()) {
                 format!("must be unique among check and comment prefixes: '{prefix}'")
