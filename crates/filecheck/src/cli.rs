@@ -138,7 +138,7 @@ pub fn main_with_io(
         return 2;
     };
     let check_text = match std::fs::read(check_path) {
-        Ok(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
+        Ok(bytes) => text_of(bytes),
         Err(error) => {
             let _ = writeln!(stderr, "Could not open check file '{check_path}': {error}");
             return 2;
@@ -151,10 +151,10 @@ pub fn main_with_io(
                 let _ = writeln!(stderr, "Could not read standard input: {error}");
                 return 2;
             }
-            (String::from_utf8_lossy(&bytes).into_owned(), "<stdin>".to_string())
+            (text_of(bytes), "<stdin>".to_string())
         }
         Some(path) => match std::fs::read(path) {
-            Ok(bytes) => (String::from_utf8_lossy(&bytes).into_owned(), path.to_string()),
+            Ok(bytes) => (text_of(bytes), path.to_string()),
             Err(error) => {
                 let _ = writeln!(stderr, "Could not open input file '{path}': {error}");
                 return 2;
@@ -304,4 +304,10 @@ fn apply_flag(options: &mut Options, name: &str, value: bool) -> Result<(), ()> 
         _ => return Err(()),
     }
     Ok(())
+}
+
+/// The text of a file: as is when it is UTF-8, with replacement characters
+/// for the bytes that are not otherwise.
+fn text_of(bytes: Vec<u8>) -> String {
+    String::from_utf8(bytes).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
 }

@@ -119,6 +119,7 @@ pub(crate) fn parse(text: &str, name: &str, config: &Config) -> Result<Program, 
         names: Names {
             strings: initial_vars.strings.keys().cloned().collect(),
             numerics: initial_vars.numerics.iter().map(|(k, v)| (k.clone(), v.format)).collect(),
+            numeric_uses: HashSet::new(),
         },
     };
     parser.implicit_check_nots();

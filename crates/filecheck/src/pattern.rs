@@ -38,6 +38,9 @@ impl Vars {
 pub(crate) struct Names {
     pub(crate) strings: HashSet<String>,
     pub(crate) numerics: HashMap<String, Format>,
+    /// Names used in numeric expressions before any definition: they are
+    /// numeric variables from then on.
+    pub(crate) numeric_uses: HashSet<String>,
 }
 
 /// How a pattern is to be compiled.
@@ -439,7 +442,7 @@ fn example_regex(skeleton: &str) -> String {
 /// Compiles a regex with room for patterns as long as a check line can be:
 /// LLVM sets no size limit, so neither does FileCheck here in practice.
 fn build_regex(source: &str) -> Result<Regex, regex::Error> {
-    regex::RegexBuilder::new(source).size_limit(1 << 30).dfa_size_limit(64 << 20).build()
+    regex::RegexBuilder::new(source).size_limit(1 << 30).build()
 }
 
 fn compile(source: &str, offset: usize) -> Result<Regex, PatternError> {
@@ -667,7 +670,10 @@ impl PatternParser<'_> {
         } else if !after.is_empty() {
             return Err(self.error(at, "invalid name in string variable use"));
         }
-        if block.contains(':') && (self.numerics_here.contains(name) || self.names.numerics.contains_key(name)) {
+        let numeric = self.numerics_here.contains(name)
+            || self.names.numerics.contains_key(name)
+            || self.names.numeric_uses.contains(name);
+        if block.contains(':') && numeric {
             return Err(self.error(at, format!("numeric variable with name '{name}' already exists")));
         }
         match after.strip_prefix(':') {
@@ -861,6 +867,7 @@ impl PatternParser<'_> {
     fn numeric_use(&mut self, expr: Expr, text: &str, at: usize, format: Option<Format>) -> Result<(), PatternError> {
         let mut used = Vec::new();
         expr.vars(&mut used);
+        self.names.numeric_uses.extend(used.iter().map(|(name, _)| name.clone()));
         if let Some((name, offset)) = used.iter().find(|(name, _)| self.numerics_here.contains(name)) {
             return Err(PatternError {
                 offset: *offset,

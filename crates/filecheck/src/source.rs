@@ -172,21 +172,32 @@ fn quote_line(text: &str, col: usize, len: usize) -> (String, String) {
 /// `--strict-whitespace` is given. Offsets into the result are what every
 /// diagnostic reports, as in LLVM.
 pub(crate) fn canonicalize(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut chars = text.chars().peekable();
-    while let Some(ch) = chars.next() {
-        match ch {
-            ' ' | '\t' => {
-                out.push(' ');
-                while matches!(chars.peek(), Some(' ' | '\t')) {
-                    chars.next();
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        // Copy the run up to the next byte that may change; all are ASCII,
+        // so UTF-8 sequences are copied whole.
+        let run = bytes[i..].iter().position(|&b| matches!(b, b' ' | b'\t' | b'\r')).unwrap_or(bytes.len() - i);
+        out.extend_from_slice(&bytes[i..i + run]);
+        i += run;
+        match bytes.get(i) {
+            Some(b' ' | b'\t') => {
+                out.push(b' ');
+                while matches!(bytes.get(i), Some(b' ' | b'\t')) {
+                    i += 1;
                 }
             }
-            '\r' if chars.peek() == Some(&'\n') => {}
-            _ => out.push(ch),
+            Some(b'\r') => {
+                if bytes.get(i + 1) != Some(&b'\n') {
+                    out.push(b'\r');
+                }
+                i += 1;
+            }
+            _ => {}
         }
     }
-    out
+    String::from_utf8(out).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
 }
 
 /// Drops the `\r` of each `\r\n`: done even under `--strict-whitespace`.
