@@ -334,6 +334,11 @@ impl PatternParser<'_> {
             }
             self.numerics_here.insert(name.to_string());
             self.names.numerics.insert(name.to_string(), format);
+            if let Some(expr) = &expr {
+                let mut used = Vec::new();
+                expr.vars(&mut used);
+                self.names.numeric_uses.extend(used.into_iter().map(|(name, _)| name));
+            }
             let group = self.next_group();
             self.paren += 1;
             let format = Some(format);
