@@ -332,6 +332,10 @@ impl PatternParser<'_> {
                 let after_at = name_at + (trimmed.len() - after.len());
                 return Err(self.value_error(after_at, "unexpected characters after numeric variable name"));
             }
+            if self.names.numerics.get(name).is_some_and(|previous| *previous != format) {
+                let end = def_at + def_text.len();
+                return Err(self.value_error(end, "format different from previous variable definition"));
+            }
             self.numerics_here.insert(name.to_string());
             self.names.numerics.insert(name.to_string(), format);
             if let Some(expr) = &expr {
