@@ -35,7 +35,7 @@ fn collect(dir: &Path, out: &mut Vec<PathBuf>) {
         let p = e.path();
         if p.is_dir() {
             collect(&p, out);
-        } else if p.extension().is_some_and(|x| x == "ir") && !p.to_string_lossy().contains("filecheck") {
+        } else if p.extension().is_some_and(|x| x == "ir") && !p.components().any(|c| c.as_os_str() == "filecheck") {
             out.push(p);
         }
     }
