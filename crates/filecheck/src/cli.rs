@@ -3,7 +3,7 @@
 
 use std::io::{Read, Write};
 
-use crate::{CheckFile, Config, FileCheckError};
+use crate::{CheckFile, Config, DumpFilter, DumpInput, FileCheckError};
 
 const USAGE: &str = "USAGE: filecheck [options] <check-file>
 
@@ -20,23 +20,65 @@ OPTIONS:
   --allow-empty                  Allow an empty input file
   --allow-unused-prefixes        Allow prefixes that no directive uses
   --enable-var-scope             Forget local variables at each CHECK-LABEL
-  --dump-input=<never|fail|always|help>  Accepted for compatibility; no dump is printed
-  -v                             Print a remark for every match
+  --dump-input=<help|always|fail|never>
+                                 When to print the annotated input (default fail)
+  --dump-input-filter=<all|annotation-full|annotation|error>
+                                 Which input lines the dump shows
+  --dump-input-context=<N>       Lines of context around each shown line (default 5)
+  -v, -vv                        Report matches too (into the dump, if any)
+  --allow-deprecated-dag-overlap Accepted; CHECK-DAG matches never overlap
+  --color                        Accepted; output is never colored
+
+Options are also read from the FILECHECK_OPTS environment variable, before
+those of the command line.
 ";
 
-/// A command-line mistake; exit code 2.
+/// What `--dump-input=help` prints: how to read the annotated input dump.
+const DUMP_HELP: &str = "The following description was requested by -dump-input=help to
+explain the input dump printed by FileCheck.
+
+Options that shape the dump:
+
+  - -dump-input=<value> says when the dump is printed
+  - -dump-input-filter=<value> selects the input lines shown
+  - -dump-input-context=<N> sets how many lines surround each shown line
+  - -v and -vv add annotations for successful matches and more
+
+FILECHECK_OPTS takes the same options, for example:
+
+  $ FILECHECK_OPTS='-dump-input-filter=all -vv' cargo test
+
+How the dump is laid out:
+
+  - L:     input line L; a space at its end stands for the newline
+  - T:L    the only result of a pattern of kind T on check-file line L, or
+           of the I-th --implicit-check-not pattern when L is impI
+  - T:L'N  the N-th result of that pattern
+  - ^~~    a good match (shown with -v)
+  - !~~    a bad match: CHECK-NEXT on the wrong line, CHECK-NOT found, or a
+           CHECK-DAG match discarded for overlapping (-vv)
+  - X~~    the range searched when nothing matched: an error for a positive
+           pattern, a success for CHECK-NOT (-vv)
+  - ?      where a pattern that did not match nearly matched
+  - ...    input lines left out by -dump-input-filter and -dump-input-context
+  - colors are not used: the dump is plain text
+";
+
+/// A command-line mistake; exit code 2. Each message follows the program name.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 enum UsageError {
-    #[error("filecheck: Unknown command line argument '{0}'.  Try: 'filecheck --help'")]
-    Unknown(String),
-    #[error("filecheck: for the --{0} option: requires a value!")]
+    #[error("Unknown command line argument '{0}'.  Try: '{1} --help'")]
+    Unknown(String, String),
+    #[error("for the --{0} option: requires a value!")]
     MissingValue(String),
-    #[error("filecheck: for the --{0} option: '{1}' is invalid")]
+    #[error("for the --{0} option: '{1}' is invalid")]
     BadValue(String, String),
-    #[error("filecheck: Too many positional arguments specified!")]
+    #[error("for the --{0} option: Cannot find option named '{1}'!")]
+    NoSuchValue(String, String),
+    #[error("for the --{0} option: '{1}' value invalid for uint argument!")]
+    NotUnsigned(String, String),
+    #[error("Too many positional arguments specified!")]
     TooManyPositionals,
-    #[error("filecheck: Not enough positional command line arguments specified!\nMust specify at least 1 positional argument: See: filecheck --help")]
-    NoCheckFile,
 }
 
 /// The parsed command line.
@@ -46,31 +88,57 @@ struct Options {
     check_file: Option<String>,
     input_file: Option<String>,
     help: bool,
+    /// `--dump-input=help` was given; it wins over every other value.
+    dump_help: bool,
+    /// A `--dump-input` value was given: further ones keep the most verbose.
+    dump_given: bool,
+    /// A `--dump-input-context` was given: further ones keep the largest.
+    context_given: bool,
 }
 
 /// Runs the FileCheck tool. `args` includes the program name first (as
 /// `std::env::args()` does); standard input is read only when no
-/// `--input-file` is given. Returns the process exit code: 0 when the
-/// checks pass, 1 when they fail, 2 on a usage or check-file error.
+/// `--input-file` is given; `--help` and `--dump-input=help` print to
+/// standard output, all else to `stderr`. Returns the process exit code: 0
+/// when the checks pass, 1 when they fail, 2 on a usage or check-file error.
 pub fn main_with_args(args: impl IntoIterator<Item = String>, stdin: &mut dyn Read, stderr: &mut dyn Write) -> i32 {
+    main_with_io(args, stdin, &mut std::io::stdout().lock(), stderr)
+}
+
+/// [`main_with_args`] with standard output given too.
+pub fn main_with_io(
+    args: impl IntoIterator<Item = String>,
+    stdin: &mut dyn Read,
+    stdout: &mut dyn Write,
+    stderr: &mut dyn Write,
+) -> i32 {
     let args: Vec<String> = args.into_iter().collect();
-    let options = match parse_args(args.iter().skip(1).cloned()) {
+    let program = args.first().map_or("filecheck", |a| a.rsplit('/').next().unwrap_or(a)).to_string();
+    // Options from FILECHECK_OPTS come first, so the command line overrides them.
+    let env_args: Vec<String> = std::env::var("FILECHECK_OPTS")
+        .map(|v| v.split_whitespace().map(str::to_string).collect())
+        .unwrap_or_default();
+    let options = match parse_args(env_args.into_iter().chain(args.iter().skip(1).cloned()), &program) {
         Ok(options) => options,
         Err(error) => {
-            let _ = writeln!(stderr, "{error}");
+            let _ = writeln!(stderr, "{program}: {error}");
             return 2;
         }
     };
     if options.help {
-        let _ = write!(stderr, "{USAGE}");
+        let _ = write!(stdout, "{USAGE}");
+        return 0;
+    }
+    if options.dump_help {
+        let _ = write!(stdout, "{DUMP_HELP}");
         return 0;
     }
     let Some(check_path) = options.check_file.as_deref() else {
-        let _ = writeln!(stderr, "{}", UsageError::NoCheckFile);
+        let _ = writeln!(stderr, "<check-file> not specified");
         return 2;
     };
     let check_text = match std::fs::read(check_path) {
-        Ok(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
+        Ok(bytes) => text_of(bytes),
         Err(error) => {
             let _ = writeln!(stderr, "Could not open check file '{check_path}': {error}");
             return 2;
@@ -83,10 +151,10 @@ pub fn main_with_args(args: impl IntoIterator<Item = String>, stdin: &mut dyn Re
                 let _ = writeln!(stderr, "Could not read standard input: {error}");
                 return 2;
             }
-            (String::from_utf8_lossy(&bytes).into_owned(), "<stdin>".to_string())
+            (text_of(bytes), "<stdin>".to_string())
         }
         Some(path) => match std::fs::read(path) {
-            Ok(bytes) => (String::from_utf8_lossy(&bytes).into_owned(), path.to_string()),
+            Ok(bytes) => (text_of(bytes), path.to_string()),
             Err(error) => {
                 let _ = writeln!(stderr, "Could not open input file '{path}': {error}");
                 return 2;
@@ -126,8 +194,9 @@ const VALUED: [&str; 8] = [
     "dump-input-context",
 ];
 
-fn parse_args(args: impl Iterator<Item = String>) -> Result<Options, UsageError> {
+fn parse_args(args: impl Iterator<Item = String>, program: &str) -> Result<Options, UsageError> {
     let mut options = Options::default();
+    options.config.dump_input = DumpInput::Fail;
     let mut comment_prefixes: Option<Vec<String>> = None;
     let mut args = args.peekable();
     while let Some(arg) = args.next() {
@@ -163,7 +232,7 @@ fn parse_args(args: impl Iterator<Item = String>) -> Result<Options, UsageError>
                 Some("false" | "FALSE" | "False" | "0") => false,
                 Some(other) => return Err(UsageError::BadValue(name.to_string(), other.to_string())),
             };
-            apply_flag(&mut options, name, value).map_err(|()| UsageError::Unknown(arg.clone()))?;
+            apply_flag(&mut options, name, value).map_err(|()| UsageError::Unknown(arg.clone(), program.to_string()))?;
         }
     }
     if let Some(prefixes) = comment_prefixes {
@@ -184,14 +253,35 @@ fn apply_valued(options: &mut Options, comments: &mut Option<Vec<String>>, name:
         "comment-prefixes" => comments.get_or_insert_with(Vec::new).extend(split_list(&value)),
         "input-file" => options.input_file = Some(value),
         "implicit-check-not" => config.implicit_check_not.push(value),
-        "dump-input"
-            if !matches!(value.as_str(), "never" | "fail" | "always" | "help") => {
-                return Err(UsageError::BadValue(name.to_string(), value));
-            }
-        "dump-input-context"
-            if value.parse::<usize>().is_err() => {
-                return Err(UsageError::BadValue(name.to_string(), value));
-            }
+        "dump-input" => {
+            let when = match value.as_str() {
+                "help" => {
+                    options.dump_help = true;
+                    return Ok(());
+                }
+                "never" => DumpInput::Never,
+                "fail" => DumpInput::Fail,
+                "always" => DumpInput::Always,
+                _ => return Err(UsageError::NoSuchValue(name.to_string(), value)),
+            };
+            config.dump_input = if options.dump_given { config.dump_input.max(when) } else { when };
+            options.dump_given = true;
+        }
+        "dump-input-filter" => {
+            let filter = match value.as_str() {
+                "all" => DumpFilter::All,
+                "annotation-full" => DumpFilter::AnnotationFull,
+                "annotation" => DumpFilter::Annotation,
+                "error" => DumpFilter::Error,
+                _ => return Err(UsageError::NoSuchValue(name.to_string(), value)),
+            };
+            config.dump_filter = Some(config.dump_filter.map_or(filter, |f| f.max(filter)));
+        }
+        "dump-input-context" => {
+            let context = value.parse::<u32>().map_err(|_| UsageError::NotUnsigned(name.to_string(), value))?;
+            config.dump_context = if options.context_given { config.dump_context.max(context as usize) } else { context as usize };
+            options.context_given = true;
+        }
         _ => {}
     }
     Ok(())
@@ -206,10 +296,18 @@ fn apply_flag(options: &mut Options, name: &str, value: bool) -> Result<(), ()> 
         "allow-empty" => config.allow_empty = value,
         "allow-unused-prefixes" => config.allow_unused_prefixes = value,
         "enable-var-scope" => config.enable_var_scope = value,
-        "v" | "vv" => config.verbose = value,
+        "v" => config.verbose = value,
+        "vv" => config.very_verbose = value,
         "help" | "h" => options.help = value,
-        "allow-deprecated-dag-overlap" | "color" | "no-color" => {}
+        "allow-deprecated-dag-overlap" => config.allow_deprecated_dag_overlap = value,
+        "color" | "no-color" => {}
         _ => return Err(()),
     }
     Ok(())
+}
+
+/// The text of a file: as is when it is UTF-8, with replacement characters
+/// for the bytes that are not otherwise.
+fn text_of(bytes: Vec<u8>) -> String {
+    String::from_utf8(bytes).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
 }

@@ -1,7 +1,10 @@
 //! Options of a FileCheck run, mirroring LLVM FileCheck's command-line flags.
 
+pub use crate::dump::{DumpFilter, DumpInput};
+
 /// Options of a FileCheck run. `Config::default()` behaves like `FileCheck`
-/// with no flags.
+/// with no flags, except that no input dump is rendered (`--dump-input=never`):
+/// the dump is the command line's business, which defaults to `fail`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Config {
     /// Check prefixes (`--check-prefix`, `--check-prefixes`); empty means `CHECK`.
@@ -27,8 +30,21 @@ pub struct Config {
     /// `--enable-var-scope`: variables not starting with `$` are forgotten at
     /// each `CHECK-LABEL`.
     pub enable_var_scope: bool,
-    /// `-v`: report every successful positive match as a remark.
+    /// `-v`: report every successful positive match as a remark (into the
+    /// input dump when one is collected).
     pub verbose: bool,
+    /// `-vv`: also report the implicit end-of-input match, CHECK-NOT
+    /// patterns not found, and discarded CHECK-DAG matches. Implies `verbose`.
+    pub very_verbose: bool,
+    /// `--allow-deprecated-dag-overlap`: let the matches of a CHECK-DAG
+    /// group overlap.
+    pub allow_deprecated_dag_overlap: bool,
+    /// `--dump-input`: when to append the annotated input to the report.
+    pub dump_input: DumpInput,
+    /// `--dump-input-filter`; `None` means `error` for `fail` and `all` for `always`.
+    pub dump_filter: Option<DumpFilter>,
+    /// `--dump-input-context`: lines shown around each line the filter keeps.
+    pub dump_context: usize,
 }
 
 impl Default for Config {
@@ -45,6 +61,11 @@ impl Default for Config {
             allow_unused_prefixes: false,
             enable_var_scope: false,
             verbose: false,
+            very_verbose: false,
+            allow_deprecated_dag_overlap: false,
+            dump_input: DumpInput::Never,
+            dump_filter: None,
+            dump_context: 5,
         }
     }
 }

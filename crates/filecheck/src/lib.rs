@@ -16,6 +16,7 @@
 
 mod cli;
 mod config;
+mod dump;
 mod error;
 mod numeric;
 mod parse;
@@ -23,8 +24,8 @@ mod pattern;
 mod run;
 mod source;
 
-pub use cli::main_with_args;
-pub use config::Config;
+pub use cli::{main_with_args, main_with_io};
+pub use config::{Config, DumpFilter, DumpInput};
 pub use error::FileCheckError;
 
 /// A parsed check file, reusable across inputs.
@@ -32,6 +33,9 @@ pub use error::FileCheckError;
 pub struct CheckFile {
     program: parse::Program,
     allow_empty: bool,
+    dump_input: DumpInput,
+    dump_filter: Option<DumpFilter>,
+    dump_context: usize,
 }
 
 /// The result of a passing run: the `-v` remarks, if any, rendered.
@@ -52,7 +56,13 @@ impl CheckFile {
     /// used in diagnostics.
     pub fn parse(check_text: &str, check_name: &str, config: &Config) -> Result<CheckFile, FileCheckError> {
         let program = parse::parse(check_text, check_name, config)?;
-        Ok(CheckFile { program, allow_empty: config.allow_empty })
+        Ok(CheckFile {
+            program,
+            allow_empty: config.allow_empty,
+            dump_input: config.dump_input,
+            dump_filter: config.dump_filter,
+            dump_context: config.dump_context,
+        })
     }
 
     /// Checks `input`; `input_name` is the name used in diagnostics
@@ -61,9 +71,22 @@ impl CheckFile {
         if input.is_empty() && !self.allow_empty {
             return Err(FileCheckError::EmptyInput(input_name.to_string()));
         }
-        let text = if self.program.canonicalize { source::canonicalize(input) } else { input.to_string() };
+        let text = if self.program.canonicalize { source::canonicalize(input) } else { source::strip_crlf(input) };
         let outcome = run::run(&self.program, text, input_name);
-        let rendered = source::render(&outcome.sources, &outcome.diagnostics);
+        let mut rendered = source::render(&outcome.sources, &outcome.diagnostics);
+        if self.dump_input == DumpInput::Always || (!outcome.passed && self.dump_input == DumpInput::Fail) {
+            let filter = self.dump_filter.unwrap_or(if self.dump_input == DumpInput::Always {
+                DumpFilter::All
+            } else {
+                DumpFilter::Error
+            });
+            let check_name = &outcome.sources.get(self.program.check_file).name;
+            rendered.push_str(&format!(
+                "\nInput file: {input_name}\nCheck file: {check_name}\n\n-dump-input=help explains the following input dump.\n\n"
+            ));
+            let input = outcome.sources.get(outcome.input);
+            rendered.push_str(&dump::render(input, &outcome.dump, filter, self.dump_context));
+        }
         if outcome.passed { Ok(Report { remarks: rendered }) } else { Err(FileCheckError::CheckFailed(rendered)) }
     }
 }

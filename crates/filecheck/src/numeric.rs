@@ -55,6 +55,16 @@ impl Format {
         Ok(Format { kind, precision, alternate })
     }
 
+    /// The format as LLVM names it in messages (`%u`, `%x`...).
+    pub(crate) fn spelling(&self) -> &'static str {
+        match self.kind {
+            FormatKind::Unsigned => "%u",
+            FormatKind::Signed => "%d",
+            FormatKind::HexLower => "%x",
+            FormatKind::HexUpper => "%X",
+        }
+    }
+
     /// A regex matching any number written in this format.
     pub(crate) fn wildcard_regex(&self) -> String {
         let digits = match self.kind {
@@ -64,8 +74,15 @@ impl Format {
         };
         let sign = if self.kind == FormatKind::Signed { "-?" } else { "" };
         let prefix = if self.alternate { "0x" } else { "" };
-        let count = if self.precision > 0 { format!("{{{},}}", self.precision) } else { "+".to_string() };
-        format!("{sign}{prefix}{digits}{count}")
+        if self.precision > 0 {
+            let lead = match self.kind {
+                FormatKind::Unsigned | FormatKind::Signed => "[1-9]",
+                FormatKind::HexLower => "[1-9a-f]",
+                FormatKind::HexUpper => "[1-9A-F]",
+            };
+            return format!("{sign}{prefix}(?:{lead}{digits}*)?{digits}{{{}}}", self.precision);
+        }
+        format!("{sign}{prefix}{digits}+")
     }
 
     /// Writes `value` in this format.
@@ -115,7 +132,9 @@ pub(crate) enum Expr {
     Literal(i128),
     /// A variable use and its byte offset in the check-file line, for diagnostics.
     Var { name: String, offset: usize },
-    Binary { op: BinOp, lhs: Box<Expr>, rhs: Box<Expr> },
+    /// `span` is where the expression is written (absolute offsets), for
+    /// format-conflict messages.
+    Binary { op: BinOp, lhs: Box<Expr>, rhs: Box<Expr>, span: (usize, usize) },
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -145,7 +164,7 @@ impl Expr {
                 .get(name)
                 .map(|v| (v.value, Some(v.format)))
                 .ok_or_else(|| EvalError::Undefined { name: name.clone(), offset: *offset }),
-            Expr::Binary { op, lhs, rhs } => {
+            Expr::Binary { op, lhs, rhs, .. } => {
                 let (a, fa) = lhs.eval(vars)?;
                 let (b, fb) = rhs.eval(vars)?;
                 let value = match op {
@@ -183,14 +202,13 @@ pub(crate) struct ExprError {
 }
 
 /// Parses an expression. `base` is added to every recorded offset; `line` is
-/// the value of `@LINE`.
-pub(crate) fn parse_expr(text: &str, base: usize, line: usize) -> Result<Expr, ExprError> {
-    let mut parser = ExprParser { text, pos: 0, base, line };
-    let expr = parser.sum()?;
-    parser.skip_ws();
-    if let Some(c) = text[parser.pos..].chars().next() {
-        return Err(parser.error(format!("unsupported operation '{c}'")));
-    }
+/// the value of `@LINE`. `maybe_constraint` says the text followed no `==`,
+/// so a bad first operand may be a bad matching constraint.
+/// `legacy` is the `[[@LINE+N]]` spelling: `@LINE`, then at most one
+/// operation with a decimal literal.
+pub(crate) fn parse_expr(text: &str, base: usize, line: usize, maybe_constraint: bool, legacy: bool) -> Result<Expr, ExprError> {
+    let mut parser = ExprParser { text, pos: 0, base, line, maybe_constraint, legacy };
+    let expr = parser.sum(&[])?;
     Ok(expr)
 }
 
@@ -216,6 +234,42 @@ struct ExprParser<'a> {
     pos: usize,
     base: usize,
     line: usize,
+    /// Whether a bad operand here may be a misspelled `==` constraint.
+    maybe_constraint: bool,
+    /// The `[[@LINE+N]]` spelling.
+    legacy: bool,
+}
+
+/// The length of the variable name at the start of `text` (with its `$` or
+/// `@`), if one starts there.
+fn variable_len(text: &str) -> Option<usize> {
+    let bytes = text.as_bytes();
+    let skip = usize::from(matches!(bytes.first(), Some(b'$' | b'@')));
+    let first = *bytes.get(skip)?;
+    if !(first == b'_' || first.is_ascii_alphabetic()) {
+        return None;
+    }
+    Some(skip + bytes[skip..].iter().take_while(|b| **b == b'_' || b.is_ascii_alphanumeric()).count())
+}
+
+/// Reads an unsigned integer at the start of `text` as LLVM does, the radix
+/// sensed from its prefix (`0x` hex, `0b` binary, `0o` or a leading `0`
+/// octal); returns the value and the bytes read.
+fn integer_prefix(text: &str) -> Option<(i128, usize)> {
+    let lower = text.get(..2).map(str::to_ascii_lowercase);
+    let (radix, skip) = match lower.as_deref() {
+        Some("0x") => (16, 2),
+        Some("0b") => (2, 2),
+        Some("0o") => (8, 2),
+        _ if text.starts_with('0') && text[1..].starts_with(|c: char| c.is_ascii_digit()) => (8, 1),
+        _ => (10, 0),
+    };
+    let digits = text[skip..].chars().take_while(|c| c.is_digit(radix)).count();
+    if digits == 0 {
+        return None;
+    }
+    let value = i128::from_str_radix(&text[skip..skip + digits], radix).ok()?;
+    Some((value, skip + digits))
 }
 
 impl ExprParser<'_> {
@@ -239,69 +293,92 @@ impl ExprParser<'_> {
         }
     }
 
-    fn sum(&mut self) -> Result<Expr, ExprError> {
+    /// Parses operands joined by `+`/`-` until the end or one of `stops`.
+    fn sum(&mut self, stops: &[char]) -> Result<Expr, ExprError> {
+        let start = self.base + self.pos;
         let mut lhs = self.operand()?;
+        self.maybe_constraint = false;
         loop {
-            let op = if self.eat('+') {
-                BinOp::Add
-            } else if self.eat('-') {
-                BinOp::Sub
-            } else {
+            self.skip_ws();
+            let Some(c) = self.text[self.pos..].chars().next() else { return Ok(lhs) };
+            if stops.contains(&c) {
                 return Ok(lhs);
+            }
+            let op = match c {
+                '+' => BinOp::Add,
+                '-' => BinOp::Sub,
+                _ => return Err(self.error(format!("unsupported operation '{c}'"))),
             };
-            let rhs = self.operand()?;
-            lhs = Expr::Binary { op, lhs: Box::new(lhs), rhs: Box::new(rhs) };
+            self.pos += 1;
+            self.skip_ws();
+            if self.pos == self.text.len() {
+                return Err(self.error("missing operand in expression".to_string()));
+            }
+            let rhs = if self.legacy { self.legacy_literal()? } else { self.operand()? };
+            let end = self.base + self.pos;
+            lhs = Expr::Binary { op, lhs: Box::new(lhs), rhs: Box::new(rhs), span: (start, end) };
+            if self.legacy && self.pos < self.text.len() {
+                let rest = &self.text[self.pos..];
+                return Err(self.error(format!("unexpected characters at end of expression '{rest}'")));
+            }
         }
+    }
+
+    /// The decimal literal after the operator of `[[@LINE+N]]`.
+    fn legacy_literal(&mut self) -> Result<Expr, ExprError> {
+        let rest = &self.text[self.pos..];
+        let negative = rest.starts_with('-');
+        let digits = rest[usize::from(negative)..].bytes().take_while(u8::is_ascii_digit).count();
+        let value: i128 = rest[usize::from(negative)..usize::from(negative) + digits]
+            .parse()
+            .map_err(|_| self.error("invalid operand format".to_string()))?;
+        self.pos += usize::from(negative) + digits;
+        Ok(Expr::Literal(if negative { -value } else { value }))
     }
 
     fn operand(&mut self) -> Result<Expr, ExprError> {
         self.skip_ws();
         let rest = &self.text[self.pos..];
-        if self.eat('(') {
-            let inner = self.sum()?;
+        if rest.starts_with('(') {
+            self.maybe_constraint = false;
+            self.pos += 1;
+            self.skip_ws();
+            if self.pos == self.text.len() {
+                return Err(self.error("missing operand in expression".to_string()));
+            }
+            let inner = self.sum(&[')'])?;
             if !self.eat(')') {
                 return Err(self.error("missing ')' at end of nested expression".to_string()));
             }
             return Ok(inner);
         }
-        let negative = rest.starts_with('-');
-        let digits_from = usize::from(negative);
-        if rest[digits_from..].starts_with(|c: char| c.is_ascii_digit()) {
-            return self.literal(negative);
-        }
-        let len = name_len(rest);
-        if len == 0 {
-            return Err(self.error(if rest.is_empty() {
-                "expected expression operand".to_string()
-            } else {
-                format!("invalid operand format '{rest}'")
-            }));
-        }
-        let name = &rest[..len];
         let offset = self.base + self.pos;
-        self.pos += len;
-        if name == "@LINE" {
-            return Ok(Expr::Literal(self.line as i128));
+        if let Some(len) = variable_len(rest) {
+            let name = &rest[..len];
+            if name.starts_with('@') && name != "@LINE" {
+                return Err(ExprError { offset, message: format!("invalid pseudo numeric variable '{name}'") });
+            }
+            self.pos += len;
+            if name == "@LINE" {
+                return Ok(Expr::Literal(self.line as i128));
+            }
+            self.skip_ws();
+            if self.text[self.pos..].starts_with('(') {
+                return self.call(name, offset);
+            }
+            return Ok(Expr::Var { name: name.to_string(), offset });
         }
-        self.skip_ws();
-        if self.text[self.pos..].starts_with('(') {
-            return self.call(name, offset);
+        let negative = rest.starts_with('-');
+        match integer_prefix(&rest[usize::from(negative)..]) {
+            Some((value, len)) => {
+                self.pos += usize::from(negative) + len;
+                Ok(Expr::Literal(if negative { -value } else { value }))
+            }
+            None => {
+                let what = if self.maybe_constraint { "matching constraint or " } else { "" };
+                Err(ExprError { offset, message: format!("invalid {what}operand format") })
+            }
         }
-        Ok(Expr::Var { name: name.to_string(), offset })
-    }
-
-    fn literal(&mut self, negative: bool) -> Result<Expr, ExprError> {
-        if negative {
-            self.pos += 1;
-        }
-        let rest = &self.text[self.pos..];
-        let (radix, skip) = if rest.starts_with("0x") { (16, 2) } else { (10, 0) };
-        let body = &rest[skip..];
-        let len = body.find(|c: char| !c.is_ascii_alphanumeric()).unwrap_or(body.len());
-        let value = i128::from_str_radix(&body[..len], radix)
-            .map_err(|_| self.error(format!("invalid literal '{}'", &rest[..skip + len])))?;
-        self.pos += skip + len;
-        Ok(Expr::Literal(if negative { -value } else { value }))
     }
 
     fn call(&mut self, name: &str, offset: usize) -> Result<Expr, ExprError> {
@@ -317,14 +394,33 @@ impl ExprParser<'_> {
             }
         };
         self.eat('(');
-        let lhs = self.sum()?;
-        if !self.eat(',') {
-            return Err(self.error(format!("function '{name}' takes 2 arguments")));
+        self.skip_ws();
+        let mut args = Vec::new();
+        while self.pos < self.text.len() && !self.text[self.pos..].starts_with(')') {
+            if self.text[self.pos..].starts_with(',') {
+                return Err(self.error("missing argument".to_string()));
+            }
+            args.push(self.sum(&[',', ')'])?);
+            self.skip_ws();
+            if !self.eat(',') {
+                break;
+            }
+            self.skip_ws();
+            if self.text[self.pos..].starts_with(')') {
+                return Err(self.error("missing argument".to_string()));
+            }
         }
-        let rhs = self.sum()?;
         if !self.eat(')') {
             return Err(self.error("missing ')' at end of call expression".to_string()));
         }
-        Ok(Expr::Binary { op, lhs: Box::new(lhs), rhs: Box::new(rhs) })
+        if args.len() != 2 {
+            return Err(ExprError { offset, message: format!("function '{name}' takes 2 arguments but {} given", args.len()) });
+        }
+        let rhs = args.pop().map(Box::new);
+        let lhs = args.pop().map(Box::new);
+        match (lhs, rhs) {
+            (Some(lhs), Some(rhs)) => Ok(Expr::Binary { op, lhs, rhs, span: (offset, self.base + self.pos) }),
+            _ => Err(ExprError { offset, message: format!("function '{name}' takes 2 arguments") }),
+        }
     }
 }

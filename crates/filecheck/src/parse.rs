@@ -8,7 +8,7 @@ use regex::Regex;
 use crate::config::Config;
 use crate::error::FileCheckError;
 use crate::numeric::{self, Format, NumericValue};
-use crate::pattern::{Pattern, PatternError, PatternOptions, Vars};
+use crate::pattern::{Names, Pattern, PatternError, PatternOptions, Vars};
 use crate::source::{self, Diagnostic, FileId, SourceText, Sources, Span};
 
 /// The kind of a directive.
@@ -56,11 +56,18 @@ pub(crate) struct CheckString {
 pub(crate) struct Program {
     pub(crate) checks: Vec<CheckString>,
     pub(crate) sources: Sources,
+    /// The check file's buffer in `sources`.
+    pub(crate) check_file: FileId,
     /// Variables from `-D`.
     pub(crate) initial_vars: Vars,
     pub(crate) canonicalize: bool,
     pub(crate) enable_var_scope: bool,
     pub(crate) verbose: bool,
+    pub(crate) very_verbose: bool,
+    /// `--allow-deprecated-dag-overlap`: CHECK-DAG matches of a group may overlap.
+    pub(crate) allow_dag_overlap: bool,
+    /// Whether diagnostics are collected for an input dump.
+    pub(crate) collect_dump: bool,
 }
 
 /// Is `b` part of a word, so that a prefix right after it is not a directive?
@@ -68,24 +75,36 @@ fn is_word_byte(b: u8) -> bool {
     b.is_ascii_alphanumeric() || b == b'-' || b == b'_'
 }
 
-fn valid_prefix(prefix: &str) -> bool {
-    prefix.starts_with(|c: char| c.is_ascii_alphabetic())
-        && prefix.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+/// Checks the check prefixes, then the comment prefixes: each must be
+/// non-empty, made of ASCII letters, digits, `-` and `_`, and unique.
+fn validate_prefixes(checks: &[String], comments: &[String]) -> Result<(), FileCheckError> {
+    let mut seen = HashSet::new();
+    for (kind, prefixes) in [("check", checks), ("comment", comments)] {
+        for prefix in prefixes {
+            let problem = if prefix.is_empty() {
+                "must not be the empty string".to_string()
+            } else if !prefix.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_') {
+                format!(
+                    "must start with a letter and contain only alphanumeric characters, hyphens, and underscores: '{prefix}'"
+                )
+            } else if !seen.insert(prefix.as_str()) {
+                format!("must be unique among check and comment prefixes: '{prefix}'")
+            } else {
+                continue;
+            };
+            return Err(FileCheckError::InvalidConfig(format!("error: supplied {kind} prefix {problem}")));
+        }
+    }
+    Ok(())
 }
 
 /// Parses `text` (named `name`) under `config`.
 pub(crate) fn parse(text: &str, name: &str, config: &Config) -> Result<Program, FileCheckError> {
     let prefixes = config.check_prefixes();
-    let all_prefixes: Vec<&String> = prefixes.iter().chain(&config.comment_prefixes).collect();
-    let unique: HashSet<&String> = all_prefixes.iter().copied().collect();
-    if unique.len() != all_prefixes.len() || !all_prefixes.iter().all(|p| valid_prefix(p)) {
-        return Err(FileCheckError::InvalidConfig(
-            "Supplied check-prefix and comment-prefix are invalid! Prefixes must be unique and start with a letter and contain only alphanumeric characters, hyphens and underscores".to_string(),
-        ));
-    }
+    validate_prefixes(&prefixes, &config.comment_prefixes)?;
     let initial_vars = parse_defines(&config.defines)?;
     let canonicalize = !config.strict_whitespace;
-    let text = if canonicalize { source::canonicalize(text) } else { text.to_string() };
+    let text = if canonicalize { source::canonicalize(text) } else { source::strip_crlf(text) };
     let mut sources = Sources::default();
     let file = sources.add(SourceText::new(name, text));
     let mut parser = Parser {
@@ -96,6 +115,12 @@ pub(crate) fn parse(text: &str, name: &str, config: &Config) -> Result<Program, 
         diagnostics: Vec::new(),
         checks: Vec::new(),
         pending: Vec::new(),
+        last_line_end: 0,
+        names: Names {
+            strings: initial_vars.strings.keys().cloned().collect(),
+            numerics: initial_vars.numerics.iter().map(|(k, v)| (k.clone(), v.format)).collect(),
+            numeric_uses: HashSet::new(),
+        },
     };
     parser.implicit_check_nots();
     parser.pending = parser.implicit.clone();
@@ -104,26 +129,37 @@ pub(crate) fn parse(text: &str, name: &str, config: &Config) -> Result<Program, 
         return Err(FileCheckError::InvalidCheckFile(source::render(&parser.sources, &parser.diagnostics)));
     }
     let unused: Vec<String> = prefixes.iter().filter(|p| !used.contains(*p)).cloned().collect();
-    if used.is_empty() || (!config.allow_unused_prefixes && !unused.is_empty()) {
+    // With the default prefix, --implicit-check-not alone is a complete check.
+    let implicit_only = used.is_empty() && !config.implicit_check_not.is_empty() && config.prefixes.is_empty();
+    if (used.is_empty() && !implicit_only) || (!used.is_empty() && !config.allow_unused_prefixes && !unused.is_empty()) {
         return Err(FileCheckError::NoCheckStrings(if used.is_empty() { prefixes } else { unused }));
     }
     let pending = std::mem::take(&mut parser.pending);
-    parser.checks.push(CheckString {
+    let check_end = parser.last_line_end;
+    // Trailing CHECK-NOT/CHECK-DAG directives hang on an implicit check at
+    // the end of the input, which sits at the end of the check file.
+    if !pending.is_empty() {
+      parser.checks.push(CheckString {
         directive: Directive {
             kind: Kind::EndOfInput,
-            name: prefixes.first().cloned().unwrap_or_default(),
+            name: "implicit EOF".to_string(),
             pattern: Pattern::end_of_input(),
-            span: Span::point(parser.file, 0),
+            span: Span::point(parser.file, check_end),
         },
         dag_nots: pending,
-    });
+      });
+    }
     Ok(Program {
         checks: parser.checks,
         sources: parser.sources,
+        check_file: parser.file,
         initial_vars,
         canonicalize,
         enable_var_scope: config.enable_var_scope,
-        verbose: config.verbose,
+        verbose: config.verbose || config.very_verbose,
+        very_verbose: config.very_verbose,
+        allow_dag_overlap: config.allow_deprecated_dag_overlap,
+        collect_dump: config.dump_input != crate::dump::DumpInput::Never,
     })
 }
 
@@ -147,7 +183,7 @@ fn parse_defines(defines: &[String]) -> Result<Vars, FileCheckError> {
             if name.is_empty() || numeric::name_len(name) != name.len() || name.contains('@') {
                 return Err(bad("invalid numeric variable name"));
             }
-            let expr = numeric::parse_expr(value, 0, 0).map_err(|e| bad(&e.message))?;
+            let expr = numeric::parse_expr(value, 0, 0, false, false).map_err(|e| bad(&e.message))?;
             let (value, implicit) = expr.eval(&vars.numerics).map_err(|_| bad("invalid expression"))?;
             let format = format.or(implicit).unwrap_or_default();
             vars.numerics.insert(name.to_string(), NumericValue { value, format });
@@ -173,6 +209,11 @@ struct Parser<'a> {
     checks: Vec<CheckString>,
     /// `CHECK-NOT`/`CHECK-DAG` directives waiting for the next positive one.
     pending: Vec<Directive>,
+    /// Variables defined so far (from `-D` and earlier directives).
+    names: Names,
+    /// Where the line of the last directive (or comment) ends: the place
+    /// of the implicit end-of-input check.
+    last_line_end: usize,
 }
 
 /// A directive recognised after a prefix.
@@ -199,7 +240,7 @@ impl Parser<'_> {
         const LEAD: &str = "-implicit-check-not='";
         for pattern in &self.config.implicit_check_not {
             let file = self.sources.add(SourceText::new("command line", format!("{LEAD}{pattern}'")));
-            match Pattern::parse(pattern, LEAD.len(), 1, self.options(Kind::Not, false)) {
+            match Pattern::parse(pattern, LEAD.len(), 1, self.options(Kind::Not, false), &mut self.names) {
                 Ok(compiled) => self.implicit.push(Directive {
                     kind: Kind::Not,
                     name: "IMPLICIT-CHECK-NOT".to_string(),
@@ -236,23 +277,33 @@ impl Parser<'_> {
             if self.config.comment_prefixes.iter().any(|c| c == prefix) {
                 if text[end..].starts_with(':') {
                     pos = line_end;
+                    self.last_line_end = line_end;
                 }
                 continue;
             }
             let recognised = match recognise(&text[end..]) {
                 Ok(Some(r)) => r,
                 Ok(None) => continue,
-                Err(offset) => {
-                    self.diagnostics.push(Diagnostic::error(
-                        Span::point(file, end + offset),
-                        format!("invalid count in -COUNT specification on prefix '{prefix}'"),
-                    ));
+                Err(malformed) => {
+                    let (at, message) = match malformed {
+                        Malformed::Count(offset) => {
+                            (end + offset, format!("invalid count in -COUNT specification on prefix '{prefix}'"))
+                        }
+                        Malformed::NotCombo(offset) => {
+                            (end + offset, format!("unsupported -NOT combo on prefix '{prefix}'"))
+                        }
+                        Malformed::Misspelled(len) => {
+                            (start, format!("misspelled directive '{}'", &text[start..end + len]))
+                        }
+                    };
+                    self.diagnostics.push(Diagnostic::error(Span::point(file, at), message));
                     pos = line_end;
                     continue;
                 }
             };
             used.insert(prefix.to_string());
             pos = line_end;
+            self.last_line_end = line_end;
             self.directive(&text, prefix, start, end + recognised.len, line_end, recognised);
         }
         used
@@ -295,10 +346,12 @@ impl Parser<'_> {
         let pattern = if r.kind == Kind::Empty {
             Pattern::empty_line()
         } else {
-            match Pattern::parse(pattern_text, pattern_start, line, self.options(r.kind, r.literal)) {
+            match Pattern::parse(pattern_text, pattern_start, line, self.options(r.kind, r.literal), &mut self.names) {
                 Ok(pattern) => pattern,
-                Err(PatternError { offset, message }) => {
-                    self.diagnostics.push(error(offset, message));
+                Err(PatternError { offset, message, blank }) => {
+                    let mut diagnostic = error(offset, message);
+                    diagnostic.blank_after = blank;
+                    self.diagnostics.push(diagnostic);
                     return;
                 }
             }
@@ -332,9 +385,19 @@ fn directive_name(prefix: &str, kind: Kind) -> String {
     format!("{prefix}{suffix}")
 }
 
+/// Why the text after a prefix is a malformed directive.
+enum Malformed {
+    /// `-COUNT-` without a valid count; the offset of the bad text.
+    Count(usize),
+    /// `-NOT` combined with another suffix; the offset after the `-`.
+    NotCombo(usize),
+    /// `_` where `-` was meant; the length of the directive with its `:`.
+    Misspelled(usize),
+}
+
 /// Recognises the directive suffix after a prefix (`:`, `-NEXT:`,
-/// `-COUNT-3{LITERAL}:` ...). `Err` holds the offset of a malformed count's end.
-fn recognise(rest: &str) -> Result<Option<Recognised>, usize> {
+/// `-COUNT-3{LITERAL}:` ...): `Ok(None)` when the prefix starts no directive.
+fn recognise(rest: &str) -> Result<Option<Recognised>, Malformed> {
     let colon = |after: &str, kind: Kind, used: usize| -> Option<Recognised> {
         if after.starts_with(':') {
             Some(Recognised { kind, literal: false, len: used + 1 })
@@ -347,7 +410,38 @@ fn recognise(rest: &str) -> Result<Option<Recognised>, usize> {
     if let Some(r) = colon(rest, Kind::Plain, 0) {
         return Ok(Some(r));
     }
-    let Some(suffix) = rest.strip_prefix('-') else { return Ok(None) };
+    let misspelled = rest.starts_with('_');
+    let Some(suffix) = rest.strip_prefix('-').or_else(|| rest.strip_prefix('_')) else { return Ok(None) };
+    let found = recognise_suffix(suffix, colon)?;
+    match found {
+        Some(r) if misspelled => Err(Malformed::Misspelled(r.len)),
+        other => Ok(other),
+    }
+}
+
+/// [`recognise`] after the `-` that follows the prefix.
+fn recognise_suffix(
+    suffix: &str,
+    colon: impl Fn(&str, Kind, usize) -> Option<Recognised>,
+) -> Result<Option<Recognised>, Malformed> {
+    if let Some(after) = suffix.strip_prefix("COUNT-") {
+        let digits = after.bytes().take_while(u8::is_ascii_digit).count();
+        let tail = &after[digits..];
+        let count: usize = match after[..digits].parse() {
+            Ok(count) if count > 0 && count <= i32::MAX as usize => count,
+            _ if digits == 0 => return Err(Malformed::Count(7)),
+            _ => return Err(Malformed::Count(7 + digits)),
+        };
+        if !tail.starts_with(':') && !tail.starts_with('{') {
+            return Err(Malformed::Count(7 + digits));
+        }
+        return Ok(colon(tail, Kind::Count(count), 1 + 6 + digits));
+    }
+    const COMBOS: [&str; 8] =
+        ["DAG-NOT:", "NOT-DAG:", "NEXT-NOT:", "NOT-NEXT:", "SAME-NOT:", "NOT-SAME:", "EMPTY-NOT:", "NOT-EMPTY:"];
+    if COMBOS.iter().any(|c| suffix.starts_with(c)) {
+        return Err(Malformed::NotCombo(1));
+    }
     const NAMED: [(&str, Kind); 6] = [
         ("NEXT", Kind::Next),
         ("SAME", Kind::Same),
@@ -360,18 +454,6 @@ fn recognise(rest: &str) -> Result<Option<Recognised>, usize> {
         if let Some(after) = suffix.strip_prefix(word) {
             return Ok(colon(after, kind, 1 + word.len()));
         }
-    }
-    if let Some(after) = suffix.strip_prefix("COUNT-") {
-        let digits = after.bytes().take_while(u8::is_ascii_digit).count();
-        let tail = &after[digits..];
-        if !tail.starts_with(':') && !tail.starts_with("{LITERAL}:") {
-            return if digits == 0 { Ok(None) } else { Err(7 + digits) };
-        }
-        let count: usize = after[..digits].parse().map_err(|_| 7 + digits)?;
-        if count == 0 {
-            return Err(7 + digits);
-        }
-        return Ok(colon(tail, Kind::Count(count), 1 + 6 + digits));
     }
     Ok(None)
 }

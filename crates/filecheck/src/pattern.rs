@@ -7,6 +7,8 @@ use regex::Regex;
 
 use crate::numeric::{self, Expr, Format, NumericValue};
 
+mod parser;
+
 /// Variables defined so far in a run.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Vars {
@@ -31,6 +33,18 @@ impl Vars {
     }
 }
 
+/// The variables a check file has defined so far, as parsing sees them:
+/// names may not be both string and numeric, and an expression's format
+/// comes from its variables' definitions.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Names {
+    pub(crate) strings: HashSet<String>,
+    pub(crate) numerics: HashMap<String, Format>,
+    /// Names used in numeric expressions before any definition: they are
+    /// numeric variables from then on.
+    pub(crate) numeric_uses: HashSet<String>,
+}
+
 /// How a pattern is to be compiled.
 #[derive(Debug, Clone, Copy, Default)]
 pub(crate) struct PatternOptions {
@@ -46,6 +60,8 @@ pub(crate) struct PatternOptions {
 pub(crate) struct PatternError {
     pub(crate) offset: usize,
     pub(crate) message: String,
+    /// Printed with an empty line after it, as LLVM prints its error values.
+    pub(crate) blank: bool,
 }
 
 #[derive(Debug, Clone)]
@@ -58,8 +74,10 @@ enum Piece {
     /// A use of a string variable defined earlier in the same pattern: it is
     /// matched with the definition's regex and compared after the match.
     StringBackref { regex: String, group: String, def_group: String },
-    NumericDef { name: String, format: Option<Format>, constraint: Option<Expr>, group: String },
-    NumericUse { expr: Expr, text: String, format: Option<Format> },
+    /// `text` and `offset`: the block as written after `[[#`, and where,
+    /// for notes and errors about the constraint's substitution.
+    NumericDef { name: String, format: Option<Format>, constraint: Option<Expr>, group: String, text: String, offset: usize },
+    NumericUse { expr: Expr, text: String, format: Option<Format>, offset: usize },
     NumericAny(Format),
 }
 
@@ -82,6 +100,11 @@ pub(crate) struct Pattern {
     fixed: Option<Regex>,
     /// Text compared with the input to find a "possible intended match".
     example: String,
+    /// The longest literal every match contains: when the input lacks it,
+    /// the pattern cannot match and the regex is not run at all. This keeps
+    /// a failing search linear even when the regex is too large for the
+    /// regex crate's DFA.
+    must: Option<String>,
 }
 
 /// A successful match: its byte range and the variables it defines.
@@ -91,6 +114,9 @@ pub(crate) struct Found {
     pub(crate) end: usize,
     string_defs: Vec<(String, String)>,
     numeric_defs: Vec<(String, NumericValue)>,
+    /// Each defined variable with the input range it was captured from,
+    /// in input order.
+    pub(crate) captures: Vec<(String, usize, usize)>,
 }
 
 impl Found {
@@ -106,24 +132,39 @@ pub(crate) struct MatchError {
     /// Offset in the check buffer, when the error points at a variable.
     pub(crate) offset: Option<usize>,
     pub(crate) message: String,
+    /// Further errors found in the same pattern (each undefined variable
+    /// is reported).
+    pub(crate) others: Vec<(Option<usize>, String)>,
+}
+
+impl MatchError {
+    pub(crate) fn new(offset: Option<usize>, message: impl Into<String>) -> MatchError {
+        MatchError { offset, message: message.into(), others: Vec::new() }
+    }
+
+    /// Every error, first one first.
+    pub(crate) fn all(&self) -> Vec<(Option<usize>, String)> {
+        let mut all = vec![(self.offset, self.message.clone())];
+        all.extend(self.others.iter().cloned());
+        all
+    }
 }
 
 impl Pattern {
     pub(crate) fn empty_line() -> Pattern {
-        Pattern { body: Body::EmptyLine, options: PatternOptions::default(), fixed: None, example: String::new() }
+        Pattern { body: Body::EmptyLine, options: PatternOptions::default(), fixed: None, example: String::new(), must: None }
     }
 
     pub(crate) fn end_of_input() -> Pattern {
-        Pattern { body: Body::EndOfInput, options: PatternOptions::default(), fixed: None, example: String::new() }
+        Pattern { body: Body::EndOfInput, options: PatternOptions::default(), fixed: None, example: String::new(), must: None }
     }
 
     /// Parses `text`, found at byte `base` of the check buffer on line `line`.
-    pub(crate) fn parse(text: &str, base: usize, line: usize, options: PatternOptions) -> Result<Pattern, PatternError> {
+    pub(crate) fn parse(text: &str, base: usize, line: usize, options: PatternOptions, names: &mut Names) -> Result<Pattern, PatternError> {
         let pieces = if options.literal {
             vec![Piece::Literal(text.to_string())]
         } else {
-            PatternParser { text, base, line, pieces: Vec::new(), groups: 0, strings_here: HashMap::new(), numerics_here: HashSet::new() }
-                .parse()?
+            parser::parse_pieces(names, text, base, line)?
         };
         let dynamic = pieces.iter().any(|p| {
             matches!(p, Piece::StringUse { .. } | Piece::NumericUse { .. } | Piece::NumericDef { constraint: Some(_), .. })
@@ -131,6 +172,7 @@ impl Pattern {
         let skeleton = regex_source(&pieces, &options, &Vars::default(), true).map_err(|e| PatternError {
             offset: e.offset.unwrap_or(base),
             message: e.message,
+            blank: false,
         })?;
         let fixed = if dynamic { None } else { Some(compile(&skeleton, base)?) };
         let example = if pieces.iter().all(|p| matches!(p, Piece::Literal(_))) {
@@ -138,7 +180,16 @@ impl Pattern {
         } else {
             example_regex(&skeleton)
         };
-        Ok(Pattern { body: Body::Pieces(pieces), options, fixed, example })
+        let must = if options.ignore_case {
+            None
+        } else {
+            pieces
+                .iter()
+                .filter_map(|p| if let Piece::Literal(s) = p { Some(s) } else { None })
+                .max_by_key(|s| s.len())
+                .cloned()
+        };
+        Ok(Pattern { body: Body::Pieces(pieces), options, fixed, example, must })
     }
 
     /// Does the pattern define or use any variable?
@@ -160,17 +211,26 @@ impl Pattern {
         let pieces = match &self.body {
             Body::EndOfInput => return Ok(Some(Found::at(end, end))),
             Body::EmptyLine => {
-                let re = Regex::new(r"(?m)\n$").map_err(|e| MatchError { offset: None, message: e.to_string() })?;
+                let re = Regex::new(r"(?m)\n$").map_err(|e| MatchError::new(None, e.to_string()))?;
                 return Ok(re.find_at(haystack, start).map(|m| Found::at(m.start() + 1, m.end())));
             }
             Body::Pieces(pieces) => pieces,
         };
+        // Substituting first reports undefined variables even where the
+        // input could not match.
+        let source = match &self.fixed {
+            Some(_) => None,
+            None => Some(regex_source(pieces, &self.options, vars, false)?),
+        };
+        if let Some(must) = &self.must
+            && !haystack[start.min(haystack.len())..].contains(must.as_str()) {
+                return Ok(None);
+            }
         let compiled;
-        let re = match &self.fixed {
-            Some(re) => re,
-            None => {
-                let source = regex_source(pieces, &self.options, vars, false)?;
-                compiled = Regex::new(&source).map_err(|e| MatchError { offset: None, message: regex_message(&e) })?;
+        let re = match (&self.fixed, source) {
+            (Some(re), _) => re,
+            (None, source) => {
+                compiled = build_regex(&source.unwrap_or_default()).map_err(|e| MatchError::new(None, regex_message(&e)))?;
                 &compiled
             }
         };
@@ -191,25 +251,35 @@ impl Pattern {
     fn accept(&self, pieces: &[Piece], caps: &regex::Captures<'_>, start: usize, end: usize, vars: &Vars) -> Result<Option<Found>, MatchError> {
         let group = |name: &str| caps.name(name).map_or("", |m| m.as_str());
         let mut found = Found::at(start, end);
+
         for piece in pieces {
             match piece {
-                Piece::StringDef { name, group: g, .. } => found.string_defs.push((name.clone(), group(g).to_string())),
+                Piece::StringDef { name, group: g, .. } => {
+                    found.string_defs.push((name.clone(), group(g).to_string()));
+                    if let Some(m) = caps.name(g) {
+                        found.captures.push((name.clone(), m.start(), m.end()));
+                    }
+                }
                 Piece::StringBackref { group: g, def_group, .. }
                     if group(g) != group(def_group) => {
                         return Ok(None);
                     }
-                Piece::NumericDef { name, format, constraint, group: g } => {
+                Piece::NumericDef { name, format, constraint, group: g, .. } => {
                     let format = match (format, constraint) {
                         (Some(format), _) => *format,
                         (None, Some(expr)) => eval(expr, vars)?.1.unwrap_or_default(),
                         (None, None) => Format::default(),
                     };
-                    let value = format.read(group(g)).map_err(|message| MatchError { offset: None, message })?;
+                    let value = format.read(group(g)).map_err(|message| MatchError::new(None, message))?;
                     found.numeric_defs.push((name.clone(), NumericValue { value, format }));
+                    if let Some(m) = caps.name(g) {
+                        found.captures.push((name.clone(), m.start(), m.end()));
+                    }
                 }
                 _ => {}
             }
         }
+        found.captures.sort_by_key(|c| c.1);
         Ok(Some(found))
     }
 
@@ -225,7 +295,8 @@ impl Pattern {
                         out.push((name.clone(), value.clone()));
                     }
                 }
-                Piece::NumericUse { expr, text, format } => {
+                Piece::NumericUse { expr, text, format, .. }
+                | Piece::NumericDef { constraint: Some(expr), text, format, .. } => {
                     if let Ok((value, implicit)) = expr.eval(&vars.numerics)
                         && let Ok(shown) = format.or(implicit).unwrap_or_default().format(value) {
                             out.push((text.clone(), shown));
@@ -240,23 +311,43 @@ impl Pattern {
 
 impl Found {
     fn at(start: usize, end: usize) -> Found {
-        Found { start, end, string_defs: Vec::new(), numeric_defs: Vec::new() }
+        Found { start, end, string_defs: Vec::new(), numeric_defs: Vec::new(), captures: Vec::new() }
     }
 }
 
 fn eval(expr: &Expr, vars: &Vars) -> Result<(i128, Option<Format>), MatchError> {
     expr.eval(&vars.numerics).map_err(|e| match e {
         numeric::EvalError::Undefined { name, offset } => {
-            MatchError { offset: Some(offset), message: format!("undefined variable: {name}") }
+            MatchError::new(Some(offset), format!("undefined variable: {name}"))
         }
-        numeric::EvalError::Overflow => MatchError { offset: None, message: "unable to represent numeric value".to_string() },
+        numeric::EvalError::Overflow => MatchError::new(None, "unable to represent numeric value".to_string()),
     })
+}
+
+/// The text a numeric expression stands for: its value in its format. The
+/// errors are each undefined variable, or an overflow (a value its format
+/// cannot show, a division by zero) reported at the block at `offset`.
+fn substitute(expr: &Expr, format: Option<Format>, vars: &Vars, offset: usize) -> Result<String, Vec<MatchError>> {
+    let mut used = Vec::new();
+    expr.vars(&mut used);
+    let undefined: Vec<MatchError> = used
+        .into_iter()
+        .filter(|(name, _)| !vars.numerics.contains_key(name))
+        .map(|(name, at)| MatchError::new(Some(at), format!("undefined variable: {name}")))
+        .collect();
+    if !undefined.is_empty() {
+        return Err(undefined);
+    }
+    let overflow = || vec![MatchError::new(Some(offset), "unable to substitute variable or numeric expression: overflow error")];
+    let (value, implicit) = eval(expr, vars).map_err(|_| overflow())?;
+    format.or(implicit).unwrap_or_default().format(value).map_err(|_| overflow())
 }
 
 /// Builds the regex for `pieces` with the current variable values
 /// substituted. With `skeleton`, uses are left empty (used to validate and
 /// to compile patterns without uses).
 fn regex_source(pieces: &[Piece], options: &PatternOptions, vars: &Vars, skeleton: bool) -> Result<String, MatchError> {
+    let mut errors: Vec<MatchError> = Vec::new();
     let mut re = String::from("(?m)");
     if options.ignore_case {
         re.push_str("(?i)");
@@ -278,35 +369,29 @@ fn regex_source(pieces: &[Piece], options: &PatternOptions, vars: &Vars, skeleto
             Piece::StringBackref { regex, group, .. } => re.push_str(&format!("(?P<{group}>{regex})")),
             Piece::StringUse { name, offset } => {
                 if !skeleton {
-                    let value = vars.strings.get(name).ok_or_else(|| MatchError {
-                        offset: Some(*offset),
-                        message: format!("undefined variable: {name}"),
-                    })?;
-                    re.push_str(&regex::escape(value));
-                }
-            }
-            Piece::NumericUse { expr, format, .. } => {
-                if !skeleton {
-                    let (value, implicit) = eval(expr, vars)?;
-                    let text = format
-                        .or(implicit)
-                        .unwrap_or_default()
-                        .format(value)
-                        .map_err(|message| MatchError { offset: None, message })?;
-                    re.push_str(&regex::escape(&text));
-                }
-            }
-            Piece::NumericDef { format, constraint, group, .. } => {
-                let inner = match constraint {
-                    Some(expr) if !skeleton => {
-                        let (value, implicit) = eval(expr, vars)?;
-                        let text = format
-                            .or(implicit)
-                            .unwrap_or_default()
-                            .format(value)
-                            .map_err(|message| MatchError { offset: None, message })?;
-                        regex::escape(&text)
+                    match vars.strings.get(name) {
+                        Some(value) => re.push_str(&regex::escape(value)),
+                        None => errors.push(MatchError::new(Some(*offset), format!("undefined variable: {name}"))),
                     }
+                }
+            }
+            Piece::NumericUse { expr, format, offset, .. } => {
+                if !skeleton {
+                    match substitute(expr, *format, vars, *offset) {
+                        Ok(text) => re.push_str(&regex::escape(&text)),
+                        Err(found) => errors.extend(found),
+                    }
+                }
+            }
+            Piece::NumericDef { format, constraint, group, offset, .. } => {
+                let inner = match constraint {
+                    Some(expr) if !skeleton => match substitute(expr, *format, vars, *offset) {
+                        Ok(text) => regex::escape(&text),
+                        Err(found) => {
+                            errors.extend(found);
+                            continue;
+                        }
+                    },
                     _ => format.unwrap_or_default().wildcard_regex(),
                 };
                 re.push_str(&format!("(?P<{group}>{inner})"));
@@ -321,6 +406,11 @@ fn regex_source(pieces: &[Piece], options: &PatternOptions, vars: &Vars, skeleto
     if options.match_full_lines {
         re.push_str(padding);
         re.push('$');
+    }
+    if !errors.is_empty() {
+        let mut first = errors.remove(0);
+        first.others = errors.into_iter().map(|e| (e.offset, e.message)).collect();
+        return Err(first);
     }
     Ok(re)
 }
@@ -339,8 +429,14 @@ fn example_regex(skeleton: &str) -> String {
     out
 }
 
+/// Compiles a regex with room for patterns as long as a check line can be:
+/// LLVM sets no size limit, so neither does FileCheck here in practice.
+fn build_regex(source: &str) -> Result<Regex, regex::Error> {
+    regex::RegexBuilder::new(source).size_limit(1 << 30).build()
+}
+
 fn compile(source: &str, offset: usize) -> Result<Regex, PatternError> {
-    Regex::new(source).map_err(|e| PatternError { offset, message: format!("invalid regex: {}", regex_message(&e)) })
+    build_regex(source).map_err(|e| PatternError { offset, message: format!("invalid regex: {}", regex_message(&e)), blank: false })
 }
 
 /// The one-line summary of a `regex` error (its `Display` quotes the regex).
@@ -350,265 +446,4 @@ fn regex_message(error: &regex::Error) -> String {
         .rev()
         .find_map(|l| l.trim().strip_prefix("error: "))
         .map_or_else(|| text.lines().last().unwrap_or("").trim().to_string(), str::to_string)
-}
-
-/// Rewrites an LLVM (POSIX extended) regex for the `regex` crate. LLVM
-/// matches with REG_NEWLINE, so negated bracket expressions never match a
-/// newline; inside brackets `[` is literal unless it opens `[:class:]`, and
-/// `&` and `~` are escaped so they are not read as set operations.
-fn translate_regex(source: &str) -> String {
-    let mut out = String::with_capacity(source.len() + 4);
-    let mut chars = source.chars().peekable();
-    while let Some(ch) = chars.next() {
-        match ch {
-            '\\' => {
-                out.push('\\');
-                if let Some(next) = chars.next() {
-                    out.push(next);
-                }
-            }
-            '[' => {
-                out.push('[');
-                let negated = chars.peek() == Some(&'^');
-                if negated {
-                    chars.next();
-                    out.push('^');
-                }
-                if chars.peek() == Some(&']') {
-                    chars.next();
-                    out.push_str("\\]");
-                }
-                let mut closed = false;
-                while let Some(c) = chars.next() {
-                    match c {
-                        ']' => {
-                            closed = true;
-                            break;
-                        }
-                        '\\' => {
-                            out.push('\\');
-                            if let Some(next) = chars.next() {
-                                out.push(next);
-                            }
-                        }
-                        '[' if chars.peek() == Some(&':') => {
-                            out.push_str("[:");
-                            chars.next();
-                            for c in chars.by_ref() {
-                                out.push(c);
-                                if c == ']' {
-                                    break;
-                                }
-                            }
-                        }
-                        '[' | '&' | '~' => {
-                            out.push('\\');
-                            out.push(c);
-                        }
-                        _ => out.push(c),
-                    }
-                }
-                // An unclosed bracket is left unclosed so that compiling reports it.
-                if closed {
-                    if negated {
-                        out.push_str("\\n");
-                    }
-                    out.push(']');
-                }
-            }
-            _ => out.push(ch),
-        }
-    }
-    out
-}
-
-struct PatternParser<'a> {
-    text: &'a str,
-    base: usize,
-    line: usize,
-    pieces: Vec<Piece>,
-    groups: usize,
-    /// String variables defined earlier in this pattern: name → (group, regex).
-    strings_here: HashMap<String, (String, String)>,
-    numerics_here: HashSet<String>,
-}
-
-impl PatternParser<'_> {
-    fn error(&self, at: usize, message: impl Into<String>) -> PatternError {
-        PatternError { offset: self.base + at, message: message.into() }
-    }
-
-    fn next_group(&mut self) -> String {
-        self.groups += 1;
-        format!("fc{}", self.groups)
-    }
-
-    fn literal(&mut self, text: &str) {
-        if let Some(Piece::Literal(last)) = self.pieces.last_mut() {
-            last.push_str(text);
-        } else if !text.is_empty() {
-            self.pieces.push(Piece::Literal(text.to_string()));
-        }
-    }
-
-    fn parse(mut self) -> Result<Vec<Piece>, PatternError> {
-        let text = self.text;
-        let mut pos = 0;
-        while pos < text.len() {
-            let rest = &text[pos..];
-            if let Some(body) = rest.strip_prefix("{{") {
-                let Some(end) = body.find("}}") else {
-                    return Err(self.error(pos, "found start of regex string with no end '}}'"));
-                };
-                let source = &body[..end];
-                let translated = translate_regex(source);
-                compile(&translated, self.base + pos + 2)?;
-                self.pieces.push(Piece::Regex(translated));
-                pos += end + 4;
-            } else if let Some(body) = rest.strip_prefix("[[") {
-                let Some(end) = substitution_end(body) else {
-                    return Err(self.error(pos, "Invalid substitution block, no ]] found"));
-                };
-                self.substitution(&body[..end], pos + 2)?;
-                pos += end + 4;
-            } else {
-                let next = [rest.find("{{"), rest.find("[[")].into_iter().flatten().min().unwrap_or(rest.len());
-                self.literal(&rest[..next]);
-                pos += next;
-            }
-        }
-        Ok(self.pieces)
-    }
-
-    /// Parses the inside of `[[...]]`, which starts at `at`.
-    fn substitution(&mut self, block: &str, at: usize) -> Result<(), PatternError> {
-        if let Some(numeric) = block.strip_prefix('#') {
-            return self.numeric(numeric, at + 1);
-        }
-        let len = numeric::name_len(block);
-        let name = &block[..len];
-        let after = &block[len..];
-        if name.starts_with("@LINE") || name.starts_with("$@LINE") {
-            if after.starts_with(':') {
-                return Err(self.error(at, "invalid name in string variable definition"));
-            }
-            return self.numeric_use(block, at, None);
-        }
-        if len > 0 && after.starts_with([' ', '\t']) {
-            return Err(self.error(at + len, "unexpected whitespace"));
-        }
-        if len == 0 || (!after.is_empty() && !after.starts_with(':')) {
-            let what = if block.contains(':') { "definition" } else { "use" };
-            return Err(self.error(at, format!("invalid name in string variable {what}")));
-        }
-        if self.numerics_here.contains(name) {
-            return Err(self.error(at, format!("numeric variable with name '{name}' already exists")));
-        }
-        match after.strip_prefix(':') {
-            None => {
-                if let Some((def_group, regex)) = self.strings_here.get(name).cloned() {
-                    let group = self.next_group();
-                    self.pieces.push(Piece::StringBackref { regex, group, def_group });
-                } else {
-                    self.pieces.push(Piece::StringUse { name: name.to_string(), offset: self.base + at });
-                }
-            }
-            Some(source) => {
-                let regex = translate_regex(source);
-                compile(&regex, self.base + at + len + 1)?;
-                let group = self.next_group();
-                self.strings_here.insert(name.to_string(), (group.clone(), regex.clone()));
-                self.pieces.push(Piece::StringDef { name: name.to_string(), regex, group });
-            }
-        }
-        Ok(())
-    }
-
-    /// Parses `[[#%fmt, NAME: == expr]]` after the `#`, which is at `at`.
-    fn numeric(&mut self, block: &str, at: usize) -> Result<(), PatternError> {
-        let (format, body, body_at) = match block.strip_prefix('%') {
-            Some(spec) => {
-                let Some(comma) = spec.find(',') else {
-                    return Err(self.error(at, "invalid matching format specification in expression"));
-                };
-                let format = Format::parse(&spec[..comma]).map_err(|m| self.error(at + 1, m))?;
-                (Some(format), &spec[comma + 1..], at + comma + 2)
-            }
-            None => (None, block, at),
-        };
-        let leading = body.len() - body.trim_start().len();
-        let trimmed = body.trim_start();
-        let len = numeric::name_len(trimmed);
-        let after_name = trimmed[len..].trim_start();
-        if len > 0 && after_name.starts_with(':') {
-            let name = &trimmed[..len];
-            if name.contains("@LINE") {
-                return Err(self.error(body_at + leading, "invalid name in numeric variable definition"));
-            }
-            if self.strings_here.contains_key(name) {
-                return Err(self.error(body_at + leading, format!("string variable with name '{name}' already exists")));
-            }
-            let rest = &after_name[1..];
-            let rest_at = body_at + (body.len() - rest.len());
-            let (expr_text, expr_at) = strip_constraint(rest, rest_at);
-            let constraint = if expr_text.trim().is_empty() { None } else { Some(self.expr(expr_text, expr_at)?) };
-            self.numerics_here.insert(name.to_string());
-            let group = self.next_group();
-            self.pieces.push(Piece::NumericDef { name: name.to_string(), format, constraint, group });
-            return Ok(());
-        }
-        let (expr_text, expr_at) = strip_constraint(body, body_at);
-        if expr_text.trim().is_empty() {
-            self.pieces.push(Piece::NumericAny(format.unwrap_or_default()));
-            return Ok(());
-        }
-        self.numeric_use(expr_text, expr_at, format)
-    }
-
-    fn numeric_use(&mut self, text: &str, at: usize, format: Option<Format>) -> Result<(), PatternError> {
-        let expr = self.expr(text, at)?;
-        let mut used = Vec::new();
-        expr.vars(&mut used);
-        if let Some((name, offset)) = used.iter().find(|(name, _)| self.numerics_here.contains(name)) {
-            return Err(PatternError {
-                offset: *offset,
-                message: format!("numeric variable '{name}' defined earlier in the same CHECK directive"),
-            });
-        }
-        self.pieces.push(Piece::NumericUse { expr, text: text.trim().to_string(), format });
-        Ok(())
-    }
-
-    fn expr(&self, text: &str, at: usize) -> Result<Expr, PatternError> {
-        numeric::parse_expr(text, self.base + at, self.line).map_err(|e| PatternError { offset: e.offset, message: e.message })
-    }
-}
-
-/// Drops an optional `==` matching constraint in front of an expression.
-fn strip_constraint(text: &str, at: usize) -> (&str, usize) {
-    let trimmed = text.trim_start();
-    let skipped = text.len() - trimmed.len();
-    match trimmed.strip_prefix("==") {
-        Some(rest) => (rest, at + skipped + 2),
-        None => (text, at),
-    }
-}
-
-/// The offset of the `]]` closing a substitution block whose body starts
-/// `text`: brackets nest, and a backslash escapes the next character.
-fn substitution_end(text: &str) -> Option<usize> {
-    let bytes = text.as_bytes();
-    let mut depth = 0usize;
-    let mut i = 0;
-    while i < bytes.len() {
-        match bytes[i] {
-            b']' if depth == 0 && bytes.get(i + 1) == Some(&b']') => return Some(i),
-            b'\\' => i += 1,
-            b'[' => depth += 1,
-            b']' => depth = depth.saturating_sub(1),
-            _ => {}
-        }
-        i += 1;
-    }
-    None
 }

@@ -2,27 +2,35 @@
 //! CHECK-LABEL blocks first, then each check string with its CHECK-DAG
 //! groups and CHECK-NOT ranges inside its block.
 
+use crate::dump::{DumpDiag, MatchKind};
 use crate::parse::{CheckString, Directive, Kind, Program};
 use crate::pattern::{Found, MatchError, Vars};
-use crate::source::{Diagnostic, FileId, Severity, SourceText, Sources, Span};
+use crate::source::{Diagnostic, FileId, SourceText, Sources, Span};
 
-/// What a run produced: whether it passed and every diagnostic, in order.
+/// What a run produced: whether it passed, every diagnostic in order, and
+/// (when the input dump is wanted) what the dump annotates.
 pub(crate) struct Outcome {
     pub(crate) passed: bool,
     pub(crate) sources: Sources,
+    pub(crate) input: FileId,
     pub(crate) diagnostics: Vec<Diagnostic>,
+    pub(crate) dump: Vec<DumpDiag>,
 }
 
 /// How far the fuzzy search for a "possible intended match" looks.
 const FUZZY_WINDOW: usize = 4096;
 
+/// The longest pattern (for a full window) the fuzzy search is tried for.
+const FUZZY_BUDGET: usize = 2048;
+
 /// Runs `program` over `text` (already canonicalized as the program requires).
 pub(crate) fn run(program: &Program, text: String, input_name: &str) -> Outcome {
     let mut sources = program.sources.clone();
     let input = sources.add(SourceText::new(input_name, text));
-    let mut runner = Runner { program, sources, input, vars: program.initial_vars.clone(), diagnostics: Vec::new() };
+    let dump = if program.collect_dump { Some(Vec::new()) } else { None };
+    let mut runner = Runner { program, sources, input, vars: program.initial_vars.clone(), diagnostics: Vec::new(), dump };
     let passed = runner.run_blocks();
-    Outcome { passed, sources: runner.sources, diagnostics: runner.diagnostics }
+    Outcome { passed, sources: runner.sources, input, diagnostics: runner.diagnostics, dump: runner.dump.unwrap_or_default() }
 }
 
 struct Runner<'a> {
@@ -31,6 +39,8 @@ struct Runner<'a> {
     input: FileId,
     vars: Vars,
     diagnostics: Vec<Diagnostic>,
+    /// What the input dump will annotate; `None` when no dump can be printed.
+    dump: Option<Vec<DumpDiag>>,
 }
 
 /// A matched check string: where its first match starts and its last ends.
@@ -98,19 +108,21 @@ impl Runner<'_> {
         let mut last_end = after_dags;
         for attempt in 1..=count {
             let found = self.find_or_report(directive, last_end, end, (attempt, count))?;
-            if !label_scan {
-                self.report_match(directive, &found, (attempt, count));
-            }
+            self.report_match(directive, &found, (attempt, count));
             if attempt == 1 {
                 first = found.start;
             }
             last_end = found.end;
         }
         if !label_scan {
-            match directive.kind {
-                Kind::Next | Kind::Empty => self.check_next_line(directive, after_dags, first)?,
-                Kind::Same => self.check_same_line(directive, after_dags, first)?,
-                _ => {}
+            let wrong_line = match directive.kind {
+                Kind::Next | Kind::Empty => self.check_next_line(directive, after_dags, first),
+                Kind::Same => self.check_same_line(directive, after_dags, first),
+                _ => Some(()),
+            };
+            if wrong_line.is_none() {
+                self.record_wrong_line(directive, first, last_end);
+                return None;
             }
             if !self.check_nots(&nots, after_dags, first) {
                 return None;
@@ -133,18 +145,30 @@ impl Runner<'_> {
                 continue;
             }
             let mut from = group_start;
+            let very_verbose = self.program.very_verbose;
             let found = loop {
                 let found = self.find_or_report(directive, from, end, (1, 1))?;
+                if very_verbose {
+                    self.report_match(directive, &found, (1, 1));
+                }
                 let after = ranges.iter().position(|r| found.start < r.end);
                 match after {
-                    Some(i) if ranges[i].start < found.end => from = ranges[i].end,
+                    Some(i) if ranges[i].start < found.end && !self.program.allow_dag_overlap => {
+                        let old = ranges[i];
+                        if very_verbose {
+                            self.discard(directive, old);
+                        }
+                        from = old.end;
+                    }
                     _ => {
                         ranges.insert(after.unwrap_or(ranges.len()), Matched { start: found.start, end: found.end });
                         break found;
                     }
                 }
             };
-            self.report_match(directive, &found, (1, 1));
+            if !very_verbose {
+                self.report_match(directive, &found, (1, 1));
+            }
             let group_ends = check.dag_nots.get(index + 1).is_none_or(|d| d.kind == Kind::Not);
             if group_ends {
                 let first = ranges.first().map_or(group_start, |r| r.start);
@@ -166,19 +190,39 @@ impl Runner<'_> {
         let mut passed = true;
         for directive in nots {
             match directive.pattern.find(self.text(), start, end, &self.vars) {
-                Ok(None) => {}
+                Ok(None) => {
+                    if !self.program.very_verbose {
+                        continue;
+                    }
+                    self.record(directive, MatchKind::NoneAndExcluded, start, end, None);
+                    self.record_substitutions(directive, MatchKind::NoneAndExcluded, start);
+                    if self.dump.is_none() {
+                        self.diagnostics.push(Diagnostic::remark(
+                            directive.span,
+                            format!("{}: excluded string not found in input", directive.name),
+                        ));
+                        self.diagnostics.push(Diagnostic::note(self.input_span(start, start), "scanning from here"));
+                        self.substitution_notes(directive, start);
+                    }
+                }
                 Ok(Some(found)) => {
                     passed = false;
+                    self.record(directive, MatchKind::FoundButExcluded, found.start, found.end, None);
+                    self.record_substitutions(directive, MatchKind::FoundButExcluded, found.start);
+                    self.record_captures(directive, MatchKind::FoundButExcluded, &found);
                     self.diagnostics.push(Diagnostic::error(
                         directive.span,
                         format!("{}: excluded string found in input", directive.name),
                     ));
                     self.diagnostics.push(Diagnostic::note(self.input_span(found.start, found.end), "found here"));
                     self.substitution_notes(directive, found.start);
+                    self.capture_notes(&found);
                 }
                 Err(error) => {
                     passed = false;
+                    self.record_invalid(directive, &error, start, end);
                     self.report_match_error(directive, error);
+                    self.substitution_notes(directive, start);
                 }
             }
         }
@@ -197,7 +241,9 @@ impl Runner<'_> {
                 None
             }
             Err(error) => {
+                self.record_invalid(directive, &error, start, end);
                 self.report_match_error(directive, error);
+                self.substitution_notes(directive, start);
                 self.fuzzy_note(directive, start, end);
                 None
             }
@@ -239,16 +285,28 @@ impl Runner<'_> {
         None
     }
 
+    /// Reports a successful positive match: into the dump when there is
+    /// one, as remarks otherwise (with `-v`).
     fn report_match(&mut self, directive: &Directive, found: &Found, attempt: (usize, usize)) {
-        if !self.program.verbose || directive.kind == Kind::EndOfInput {
+        if !self.program.verbose || (directive.kind == Kind::EndOfInput && !self.program.very_verbose) {
+            return;
+        }
+        if self.dump.is_some() {
+            self.record(directive, MatchKind::FoundAndExpected, found.start, found.end, None);
+            self.record_substitutions(directive, MatchKind::FoundAndExpected, found.start);
+            self.record_captures(directive, MatchKind::FoundAndExpected, found);
             return;
         }
         let message = format!("{}: expected string found in input{}", directive.name, out_of(attempt));
         self.diagnostics.push(Diagnostic::remark(directive.span, message));
         self.diagnostics.push(Diagnostic::note(self.input_span(found.start, found.end), "found here"));
+        self.substitution_notes(directive, found.start);
+        self.capture_notes(found);
     }
 
     fn report_not_found(&mut self, directive: &Directive, start: usize, end: usize, attempt: (usize, usize)) {
+        self.record(directive, MatchKind::NoneButExpected, start, end, None);
+        self.record_substitutions(directive, MatchKind::NoneButExpected, start);
         let message = format!("{}: expected string not found in input{}", directive.name, out_of(attempt));
         self.diagnostics.push(Diagnostic::error(directive.span, message));
         self.diagnostics.push(Diagnostic::note(self.input_span(start, start), "scanning from here"));
@@ -259,21 +317,140 @@ impl Runner<'_> {
     fn fuzzy_note(&mut self, directive: &Directive, start: usize, end: usize) {
         if let Some(best) = fuzzy_match(directive.pattern.example(), &self.text()[start..end]) {
             let at = start + best;
+            self.record(directive, MatchKind::Fuzzy, at, at, None);
             self.diagnostics.push(Diagnostic::note(self.input_span(at, at), "possible intended match here"));
         }
     }
 
+    /// Adds one diagnostic to the dump, if a dump is collected.
+    fn record(&mut self, directive: &Directive, kind: MatchKind, start: usize, end: usize, note: Option<String>) {
+        let Some(dump) = &mut self.dump else { return };
+        let file = directive.span.file;
+        let place = if file.index() == 0 {
+            self.sources.get(file).line_col(directive.span.start).0.to_string()
+        } else {
+            format!("imp{}", file.index())
+        };
+        let stem = format!("{}:{place}", abbreviation(directive.kind));
+        dump.push(DumpDiag { stem, check: (file.index(), directive.span.start), kind, start, end, note });
+    }
+
+    fn record_substitutions(&mut self, directive: &Directive, kind: MatchKind, at: usize) {
+        if self.dump.is_none() {
+            return;
+        }
+        for (name, value) in directive.pattern.substitutions(&self.vars) {
+            self.record(directive, kind, at, at, Some(substitution_message(&name, &value)));
+        }
+    }
+
+    fn record_captures(&mut self, directive: &Directive, kind: MatchKind, found: &Found) {
+        for (name, start, end) in &found.captures {
+            self.record(directive, kind, *start, *end, Some(format!("captured var \"{name}\"")));
+        }
+    }
+
+    fn capture_notes(&mut self, found: &Found) {
+        for (name, start, end) in &found.captures {
+            self.diagnostics.push(Diagnostic::note(self.input_span(*start, *end), format!("captured var \"{name}\"")));
+        }
+    }
+
+    /// Reports a CHECK-DAG match overlapping the earlier match `old` (with `-vv`).
+    fn discard(&mut self, directive: &Directive, old: Matched) {
+        if let Some(dump) = &mut self.dump {
+            let check = (directive.span.file.index(), directive.span.start);
+            for diag in dump.iter_mut().rev().take_while(|d| d.check == check) {
+                diag.kind = MatchKind::FoundButDiscarded;
+            }
+        } else {
+            self.diagnostics.push(Diagnostic::note(
+                self.input_span(old.start, old.end),
+                "match discarded, overlaps earlier DAG match here",
+            ));
+        }
+    }
+
+    /// Marks a CHECK-NEXT/SAME/EMPTY match as on the wrong line: with `-v`
+    /// its match annotations are re-marked, otherwise one is added.
+    fn record_wrong_line(&mut self, directive: &Directive, start: usize, end: usize) {
+        if self.program.verbose {
+            if let Some(dump) = &mut self.dump {
+                let check = (directive.span.file.index(), directive.span.start);
+                for diag in dump.iter_mut().rev().take_while(|d| d.check == check) {
+                    diag.kind = MatchKind::FoundButWrongLine;
+                }
+            }
+        } else {
+            self.record(directive, MatchKind::FoundButWrongLine, start, end, None);
+        }
+    }
+
     fn report_match_error(&mut self, directive: &Directive, error: MatchError) {
-        let span = error.offset.map_or(directive.span, |offset| Span::point(directive.span.file, offset));
-        self.diagnostics.push(Diagnostic { severity: Severity::Error, span, message: error.message });
+        for (offset, message) in error.all() {
+            let span = offset.map_or(directive.span, |offset| Span::point(directive.span.file, offset));
+            self.diagnostics.push(Diagnostic::error(span, message));
+        }
+    }
+
+    /// Records a pattern that could not be matched (undefined variables,
+    /// overflow) in the dump: the search range, then one note per error.
+    fn record_invalid(&mut self, directive: &Directive, error: &MatchError, start: usize, end: usize) {
+        self.record(directive, MatchKind::NoneForInvalidPattern, start, end, None);
+        for (_, message) in error.all() {
+            self.record(directive, MatchKind::NoneForInvalidPattern, start, start, Some(message));
+        }
+        self.record_substitutions(directive, MatchKind::NoneForInvalidPattern, start);
     }
 
     fn substitution_notes(&mut self, directive: &Directive, at: usize) {
         for (name, value) in directive.pattern.substitutions(&self.vars) {
-            let message = format!("with \"{}\" equal to \"{}\"", escape(&name), escape(&value));
-            self.diagnostics.push(Diagnostic::note(self.input_span(at, at), message));
+            self.diagnostics.push(Diagnostic::note(self.input_span(at, at), substitution_message(&name, &value)));
         }
     }
+}
+
+/// The dump's short name for a directive kind.
+fn abbreviation(kind: Kind) -> &'static str {
+    match kind {
+        Kind::Plain | Kind::Count(1) => "check",
+        Kind::Count(_) => "count",
+        Kind::Next => "next",
+        Kind::Same => "same",
+        Kind::Not => "not",
+        Kind::Dag => "dag",
+        Kind::Label => "label",
+        Kind::Empty => "empty",
+        Kind::EndOfInput => "eof",
+    }
+}
+
+/// `with "NAME" equal to "VALUE"`: the value is shown as is unless it holds
+/// a quote or an unprintable character, when it is escaped and said to be.
+fn substitution_message(name: &str, value: &str) -> String {
+    let needs_escape = value.bytes().any(|b| !(0x20..0x7f).contains(&b) || b == b'"');
+    if needs_escape {
+        format!("with \"{}\" equal to \"{}\" (escaped value)", escape(name), escape_value(value))
+    } else {
+        format!("with \"{}\" equal to \"{value}\"", escape(name))
+    }
+}
+
+/// Escapes as LLVM's `write_escaped`: backslash, quote, tab, newline, and
+/// other unprintable bytes as three octal digits.
+fn escape_value(text: &str) -> String {
+    let mut out = String::new();
+    for b in text.bytes() {
+        match b {
+            b'\\' => out.push_str("\\\\"),
+            b'\t' => out.push_str("\\t"),
+            b'\n' => out.push_str("\\n"),
+            b'"' => out.push_str("\\\""),
+            0x20..=0x7e => out.push(b as char),
+            _ => out.push_str(&format!("\\{:03o}", b)),
+        }
+    }
+    out
 }
 
 /// ` (2 out of 3)` for CHECK-COUNT directives.
@@ -282,14 +459,16 @@ fn out_of((attempt, count): (usize, usize)) -> String {
 }
 
 fn escape(text: &str) -> String {
-    text.escape_default().to_string()
+    escape_value(text)
 }
 
 /// The offset in `buffer` of the text most like `example`: edit distance
 /// over the same length (cut at a newline), plus a small cost per line
 /// skipped. `None` when nothing is close, or the best is where scanning began.
 fn fuzzy_match(example: &str, buffer: &str) -> Option<usize> {
-    if example.is_empty() {
+    // Like LLVM, give up when the search would be too costly: the work is
+    // the window times the pattern length, times the line length.
+    if example.is_empty() || FUZZY_WINDOW * FUZZY_BUDGET < buffer.len().min(FUZZY_WINDOW) * example.len() {
         return None;
     }
     let example: Vec<char> = example.chars().collect();

@@ -6,6 +6,14 @@ use std::fmt::Write as _;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct FileId(usize);
 
+impl FileId {
+    /// The buffer's position in its table: 0 is the check file, then one
+    /// buffer per `--implicit-check-not` pattern, then the input.
+    pub(crate) fn index(self) -> usize {
+        self.0
+    }
+}
+
 /// One named text buffer with a line index.
 #[derive(Debug, Clone)]
 pub(crate) struct SourceText {
@@ -80,19 +88,22 @@ pub(crate) struct Diagnostic {
     pub(crate) severity: Severity,
     pub(crate) span: Span,
     pub(crate) message: String,
+    /// LLVM prints an empty line after errors it logs as error values
+    /// (those of numeric blocks and variable names).
+    pub(crate) blank_after: bool,
 }
 
 impl Diagnostic {
     pub(crate) fn error(span: Span, message: impl Into<String>) -> Diagnostic {
-        Diagnostic { severity: Severity::Error, span, message: message.into() }
+        Diagnostic { severity: Severity::Error, span, message: message.into(), blank_after: false }
     }
 
     pub(crate) fn note(span: Span, message: impl Into<String>) -> Diagnostic {
-        Diagnostic { severity: Severity::Note, span, message: message.into() }
+        Diagnostic { severity: Severity::Note, span, message: message.into(), blank_after: false }
     }
 
     pub(crate) fn remark(span: Span, message: impl Into<String>) -> Diagnostic {
-        Diagnostic { severity: Severity::Remark, span, message: message.into() }
+        Diagnostic { severity: Severity::Remark, span, message: message.into(), blank_after: false }
     }
 }
 
@@ -116,6 +127,9 @@ pub(crate) fn render(sources: &Sources, diagnostics: &[Diagnostic]) -> String {
         );
         let _ = writeln!(out, "{text}");
         let _ = writeln!(out, "{caret}");
+        if diagnostic.blank_after {
+            out.push('\n');
+        }
     }
     out
 }
@@ -158,19 +172,35 @@ fn quote_line(text: &str, col: usize, len: usize) -> (String, String) {
 /// `--strict-whitespace` is given. Offsets into the result are what every
 /// diagnostic reports, as in LLVM.
 pub(crate) fn canonicalize(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut chars = text.chars().peekable();
-    while let Some(ch) = chars.next() {
-        match ch {
-            ' ' | '\t' => {
-                out.push(' ');
-                while matches!(chars.peek(), Some(' ' | '\t')) {
-                    chars.next();
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        // Copy the run up to the next byte that may change; all are ASCII,
+        // so UTF-8 sequences are copied whole.
+        let run = bytes[i..].iter().position(|&b| matches!(b, b' ' | b'\t' | b'\r')).unwrap_or(bytes.len() - i);
+        out.extend_from_slice(&bytes[i..i + run]);
+        i += run;
+        match bytes.get(i) {
+            Some(b' ' | b'\t') => {
+                out.push(b' ');
+                while matches!(bytes.get(i), Some(b' ' | b'\t')) {
+                    i += 1;
                 }
             }
-            '\r' if chars.peek() == Some(&'\n') => {}
-            _ => out.push(ch),
+            Some(b'\r') => {
+                if bytes.get(i + 1) != Some(&b'\n') {
+                    out.push(b'\r');
+                }
+                i += 1;
+            }
+            _ => {}
         }
     }
-    out
+    String::from_utf8(out).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
+}
+
+/// Drops the `\r` of each `\r\n`: done even under `--strict-whitespace`.
+pub(crate) fn strip_crlf(text: &str) -> String {
+    text.replace("\r\n", "\n")
 }

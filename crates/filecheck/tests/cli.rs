@@ -77,12 +77,20 @@ fn usage_errors_exit_2() {
     assert_eq!(run(&[path, "--allow-empty"], "").0, 1);
 }
 
+/// With `-v`, remarks go to stderr only where no input dump can be printed
+/// (`--dump-input=never`); otherwise they are annotations of the dump, which
+/// a passing run does not print (LLVM's behaviour).
 #[test]
 fn verbose_prints_remarks_on_success() {
     let checks = temp_file("verbose.txt", "CHECK: a\n");
-    let (code, err) = run(&[checks.to_str().unwrap(), "-v"], "a\n");
+    let (code, err) = run(&[checks.to_str().unwrap(), "-v", "--dump-input=never"], "a\n");
     assert_eq!(code, 0);
     assert!(err.contains("remark: CHECK: expected string found in input"), "{err}");
+    assert_eq!(run(&[checks.to_str().unwrap(), "-v"], "a\n"), (0, String::new()));
+    let (code, err) = run(&[checks.to_str().unwrap(), "-v", "--dump-input=always"], "a\n");
+    assert_eq!(code, 0);
+    assert!(!err.contains("remark:"), "{err}");
+    assert!(err.contains("<<<<<<\n         1: a \ncheck:1     ^\n>>>>>>\n"), "{err}");
 }
 
 /// Awkward check files and inputs must produce an exit code, never a panic.
