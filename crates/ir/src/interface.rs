@@ -49,6 +49,13 @@ impl fmt::Display for OpRef {
     }
 }
 
+/// A name written where an op is declared or registered.
+impl From<&'static str> for OpRef {
+    fn from(name: &'static str) -> OpRef {
+        OpRef(name)
+    }
+}
+
 impl From<OpRef> for String {
     fn from(o: OpRef) -> String {
         o.0.to_string()
