@@ -20,7 +20,7 @@ use std::sync::Arc;
 pub struct OpRef(&'static str);
 
 impl OpRef {
-    /// The handle of the op registered as `name` (`"aten.sigmoid"`). Call it only where the op
+    /// The handle of the op registered as `name` (`"mylib.softsign"`). Call it only where the op
     /// is declared; everything else uses the declared constant.
     pub const fn new(name: &'static str) -> OpRef {
         OpRef(name)
