@@ -6,7 +6,8 @@ pub mod run;
 
 use ir::Context;
 
-/// A context with every dialect this project ships registered.
+/// A context with every dialect this project ships registered, and the interfaces the crates
+/// above the dialects attach to their ops (the JIT's lowerings).
 pub fn default_context() -> Context {
     let mut ctx = Context::new();
     dialect_prim::register(&mut ctx);
@@ -14,6 +15,7 @@ pub fn default_context() -> Context {
     dialect_toy::register(&mut ctx);
     dialect_edge::register(&mut ctx);
     dialect_backend::register(&mut ctx);
+    jit::attach(&mut ctx);
     ctx
 }
 

@@ -6,7 +6,8 @@ use crate::lang::{ANY_ATTRS, AttrIndex, Node, Scalar};
 use egg::{Analysis, DidMerge, EGraph, Id};
 use indexmap::IndexSet;
 use ir::module::NamedAttr;
-use ir::{DType, Dim, TensorType, Type, TypeKind};
+use dialect_aten::op;
+use ir::{DType, Dim, OpRef, TensorType, Type, TypeKind};
 
 /// The e-graph type used throughout this crate.
 pub type Graph = EGraph<Node, Facts>;
@@ -139,11 +140,14 @@ impl Analysis<Node> for Facts {
 }
 
 /// Unary ops whose result has the operand's type for floating operands.
-pub const UNARY_FLOAT: &[&str] = &[
-    "aten.exp", "aten.log", "aten.sigmoid", "aten.tanh", "aten.sqrt", "aten.rsqrt", "aten.sin", "aten.cos",
-    "aten.reciprocal", "aten.gelu", "aten.silu", "aten.erf", "aten.log1p", "aten.expm1", "aten.exp2", "aten.log2",
-    "aten.floor", "aten.ceil", "aten.round", "aten.trunc",
+pub const UNARY_FLOAT: &[OpRef] = &[
+    op::EXP, op::LOG, op::SIGMOID, op::TANH, op::SQRT, op::RSQRT, op::SIN, op::COS, op::RECIPROCAL, op::GELU, op::SILU,
+    op::ERF, op::LOG1P, op::EXPM1, op::LOG2, op::FLOOR, op::CEIL, op::ROUND, op::TRUNC,
 ];
+
+fn is_unary_float(name: &str) -> bool {
+    UNARY_FLOAT.iter().any(|o| o.is(name))
+}
 
 /// Unary ops whose result has the operand's type for every dtype.
 pub const UNARY_ANY: &[&str] = &["aten.neg", "aten.abs", "aten.relu", "aten.clone", "aten.alias", "aten.clamp", "aten.clamp_min", "aten.clamp_max", "aten.positive"];
@@ -209,9 +213,9 @@ pub fn promote_tensors(ts: &[&TensorType]) -> Option<DType> {
 
 /// The result type of an op the engine knows, from its operand types.
 pub fn infer_type(name: &str, args: &[Option<&Type>]) -> Option<Type> {
-    if UNARY_ANY.contains(&name) || UNARY_FLOAT.contains(&name) {
+    if UNARY_ANY.contains(&name) || is_unary_float(name) {
         let t = tensor(*args.first()?)?;
-        if UNARY_FLOAT.contains(&name) && !t.dtype?.is_floating() {
+        if is_unary_float(name) && !t.dtype?.is_floating() {
             return None;
         }
         // The operand's own type (shared, not copied).

@@ -4,7 +4,8 @@
 use crate::analysis::Graph;
 use crate::lang::Node;
 use egg::{Id, Language};
-use ir::{Dim, Type, TypeKind};
+use dialect_aten::op;
+use ir::{Dim, OpRef, Type, TypeKind};
 use std::collections::{HashMap, HashSet};
 
 /// Cost of an e-node that cannot be written back (its type is unknown).
@@ -24,13 +25,20 @@ pub const VIEWS: &[&str] = &[
 
 /// Relative compute per element: 1 for simple arithmetic, more for division and transcendentals.
 pub fn compute_weight(name: &str) -> f64 {
-    match name {
-        "aten.div.Tensor" | "aten.reciprocal" | "aten.sqrt" | "aten.rsqrt" | "aten.remainder.Tensor" | "aten.fmod.Tensor" => 4.0,
-        "aten.exp" | "aten.log" | "aten.tanh" | "aten.sigmoid" | "aten.gelu" | "aten.silu" | "aten.erf" | "aten.sin"
-        | "aten.cos" | "aten.pow.Tensor_Scalar" | "aten.pow.Tensor_Tensor" | "aten.log1p" | "aten.expm1" => 8.0,
-        _ => 1.0,
-    }
+    COMPUTE_WEIGHTS.iter().find(|(ops, _)| ops.iter().any(|o| o.is(name))).map_or(1.0, |&(_, w)| w)
 }
+
+/// The ops that cost more than simple arithmetic per element, by weight.
+const COMPUTE_WEIGHTS: &[(&[OpRef], f64)] = &[
+    (&[op::DIV_TENSOR, op::RECIPROCAL, op::SQRT, op::RSQRT, op::REMAINDER_TENSOR, op::FMOD_TENSOR], 4.0),
+    (
+        &[
+            op::EXP, op::LOG, op::TANH, op::SIGMOID, op::GELU, op::SILU, op::ERF, op::SIN, op::COS, op::POW_TENSOR_SCALAR,
+            op::POW_TENSOR_TENSOR, op::LOG1P, op::EXPM1,
+        ],
+        8.0,
+    ),
+];
 
 /// Elements assumed for a dimension whose size is not known at compile time.
 const UNKNOWN_DIM: f64 = 64.0;

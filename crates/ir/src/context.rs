@@ -1,6 +1,7 @@
 //! The context: registered dialects and operation definitions, and the type interner.
 
 use crate::attributes::Attribute;
+use crate::interface::{Interfaces, OpRef};
 use crate::module::{Module, OpId};
 use crate::schema::FunctionSchema;
 use crate::types::{Type, TypeKind};
@@ -171,6 +172,9 @@ pub struct OpDef {
     pub syntax: Syntax,
     /// The ATen schema an op was declared from, if any.
     pub schema: Option<Arc<FunctionSchema>>,
+    /// The op this one mirrors (an Edge op's ATen op): it computes the same function, so it
+    /// runs the same kernels and has the same interfaces unless it is given its own.
+    pub mirrors: Option<OpRef>,
 }
 
 impl OpDef {
@@ -186,6 +190,7 @@ impl OpDef {
             verify: None,
             syntax: Syntax::Default,
             schema: None,
+            mirrors: None,
         }
     }
 
@@ -226,6 +231,12 @@ impl OpDef {
 
     pub fn schema(mut self, s: FunctionSchema) -> Self {
         self.schema = Some(Arc::new(s));
+        self
+    }
+
+    /// Declares the op that this one mirrors (see [`OpDef::mirrors`]).
+    pub fn mirroring(mut self, op: OpRef) -> Self {
+        self.mirrors = Some(op);
         self
     }
 
@@ -280,6 +291,7 @@ pub struct Context {
     ops: HashMap<String, Arc<OpDef>>,
     allow_unregistered: bool,
     types: Mutex<HashSet<Type>>,
+    interfaces: Interfaces,
 }
 
 impl Default for Context {
@@ -296,6 +308,7 @@ impl Context {
             ops: HashMap::new(),
             allow_unregistered: false,
             types: Mutex::new(HashSet::new()),
+            interfaces: Interfaces::default(),
         };
         crate::builtin::register(&mut ctx);
         ctx
@@ -369,5 +382,39 @@ impl Context {
 
     pub fn has_trait(&self, op_name: &str, t: Traits) -> bool {
         self.op_def(op_name).is_some_and(|d| d.has_trait(t))
+    }
+
+    /// Attaches the interface value `value` to `op` (replacing an earlier value of the same
+    /// interface type). Interfaces are attached while the context is built, by the crate that
+    /// implements them; the op need not be registered yet.
+    pub fn attach<I: std::any::Any + Send + Sync>(&mut self, op: impl AsRef<str>, value: I) {
+        self.interfaces.insert(op.as_ref(), value);
+    }
+
+    /// The interface `I` of the op named `op`: its own, else that of the op it mirrors.
+    pub fn interface<I: std::any::Any + Send + Sync>(&self, op: &str) -> Option<&I> {
+        if let Some(i) = self.interfaces.get::<I>(op) {
+            return Some(i);
+        }
+        let mirrored = self.ops.get(op)?.mirrors?;
+        self.interfaces.get::<I>(mirrored.name())
+    }
+
+    /// The interface `I` of the op `op` of `m` (see [`Context::interface`]).
+    pub fn interface_of<I: std::any::Any + Send + Sync>(&self, m: &Module, op: OpId) -> Option<&I> {
+        self.interface::<I>(m.op_name(op))
+    }
+
+    /// Every op with the interface `I` attached directly, with its value (in no particular order).
+    pub fn interfaces<I: std::any::Any + Send + Sync>(&self) -> impl Iterator<Item = (&str, &I)> {
+        self.interfaces.all::<I>()
+    }
+
+    /// The op `name` mirrors (an Edge op's ATen op), or `name` itself.
+    pub fn mirrored<'a>(&self, name: &'a str) -> &'a str {
+        match self.ops.get(name).and_then(|d| d.mirrors) {
+            Some(m) => m.name(),
+            None => name,
+        }
     }
 }

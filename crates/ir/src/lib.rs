@@ -11,6 +11,7 @@ pub mod builtin;
 pub mod context;
 pub mod diag;
 pub mod dtype;
+pub mod interface;
 pub mod location;
 pub mod module;
 pub mod parse;
@@ -25,6 +26,7 @@ pub use builder::Builder;
 pub use context::{Arity, AttrKind, Context, OpDef, Syntax, Traits};
 pub use diag::{Diagnostic, Severity};
 pub use dtype::{DType, DTypeCategory};
+pub use interface::OpRef;
 pub use location::Location;
 pub use module::{
     BlockId, InsertPoint, IrError, Module, OpId, OperationState, RegionId, Use, ValueDef, ValueId, ValueMap, WalkOrder,

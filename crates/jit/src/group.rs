@@ -10,10 +10,11 @@ use std::sync::OnceLock;
 
 use dialect_aten::{ArgSource, bind_args};
 use ir::schema::FunctionSchema;
-use ir::{Attribute, DType, Module, OpId, ValueId};
+use ir::{Attribute, Context, DType, Module, OpId, ValueId};
 use runtime::Scalar;
 
 use crate::error::JitError;
+use crate::lowering::{JitLowering, Lower, Lowerings};
 use crate::spec::KernelSpec;
 
 /// Index of a node in [`Graph::nodes`].
@@ -197,6 +198,8 @@ pub(crate) enum Ref {
 pub(crate) struct GroupOp {
     pub name: String,
     pub args: Vec<Ref>,
+    /// The op's lowering interface, when it has one (otherwise the aten rules lower it).
+    pub lowering: Option<JitLowering>,
 }
 
 pub(crate) fn schema_of(name: &str) -> Option<&'static FunctionSchema> {
@@ -205,8 +208,18 @@ pub(crate) fn schema_of(name: &str) -> Option<&'static FunctionSchema> {
 }
 
 impl Group {
-    /// Captures the body of the `prim.FusionGroup` `op`.
+    /// Captures the body of the `prim.FusionGroup` `op`, lowering ops with the JIT's own rules.
     pub fn from_op(m: &Module, op: OpId) -> Result<Group, JitError> {
+        Group::from_op_with(m, op, Lowerings::builtin())
+    }
+
+    /// Captures the body of the `prim.FusionGroup` `op`, lowering ops with the lowering
+    /// interfaces `ctx` attaches as well as the JIT's own.
+    pub fn from_op_in(ctx: &Context, m: &Module, op: OpId) -> Result<Group, JitError> {
+        Group::from_op_with(m, op, &Lowerings::of_context(ctx))
+    }
+
+    pub(crate) fn from_op_with(m: &Module, op: OpId, lowerings: &Lowerings) -> Result<Group, JitError> {
         if !m.contains_op(op) || m.op_name(op) != dialect_prim::FUSION_GROUP {
             return Err(JitError::Invalid("expected a prim.FusionGroup op".into()));
         }
@@ -234,9 +247,9 @@ impl Group {
         let mut results = None;
         let mut key = format!("{}(", args.len());
         for o in m.block_ops(block) {
-            // Edge ops are core aten ops with explicit casts, declared from the same schemas.
-            let name = match m.op_name(o).strip_prefix("edge.") {
-                Some(rest) => format!("aten.{rest}"),
+            // An Edge op is lowered as the ATen op it mirrors.
+            let name = match dialect_edge::aten_op(m.op_name(o)) {
+                Some(aten) => aten.name().to_string(),
                 None => m.op_name(o).to_string(),
             };
             if name == dialect_prim::RETURN {
@@ -253,8 +266,13 @@ impl Group {
             if !m.regions(o).is_empty() {
                 return Err(JitError::Unsupported(format!("{name}: ops with regions are not compiled")));
             }
-            let schema = schema_of(&name).ok_or_else(|| JitError::Unsupported(format!("{name}: not an aten op")))?;
-            let bound = bind_args(schema, m, o).map_err(|e| JitError::Invalid(format!("{name}: {e}")))?;
+            let lowering = lowerings.get(&name);
+            let bound = match (schema_of(&name), lowering) {
+                (Some(schema), _) => bind_args(schema, m, o).map_err(|e| JitError::Invalid(format!("{name}: {e}")))?,
+                // An op of another dialect with a lowering takes its operands in order.
+                (None, Some(_)) => (0..m.operands(o).len()).map(ArgSource::Operand).collect(),
+                (None, None) => return Err(JitError::Unsupported(format!("{name}: not an aten op"))),
+            };
             let mut refs = Vec::with_capacity(bound.len());
             for b in bound {
                 refs.push(match b {
@@ -271,7 +289,7 @@ impl Group {
             let idx = ops.len();
             map.insert(m.results(o)[0], Ref::Op(idx));
             key.push_str(&format!("{name}{refs:?};"));
-            ops.push(GroupOp { name, args: refs });
+            ops.push(GroupOp { name, args: refs, lowering });
         }
         let results = results.ok_or_else(|| JitError::Invalid("body must end with prim.Return".into()))?;
         if results.is_empty() {
@@ -324,7 +342,10 @@ impl Group {
                     Ref::Const(a) => Arg::Attr(a.clone()),
                 })
                 .collect();
-            let n = b.lower(&op.name, &args)?;
+            let n = match op.lowering {
+                Some(l) => b.lower_with(&op.name, l, &args)?,
+                None => b.lower(&op.name, &args)?,
+            };
             vals.push(n);
         }
         for r in &self.results {
@@ -360,12 +381,12 @@ enum Operand {
     Scalar(Scalar),
 }
 
-struct Builder {
+pub(crate) struct Builder {
     g: Graph,
 }
 
 
-fn float_result(d: DType) -> DType {
+pub(crate) fn float_result(d: DType) -> DType {
     if d.is_floating() { d } else { DType::F32 }
 }
 
@@ -403,7 +424,7 @@ impl Builder {
         &self.g.nodes[n]
     }
 
-    fn dtype(&self, n: NodeId) -> DType {
+    pub(crate) fn dtype(&self, n: NodeId) -> DType {
         self.g.nodes[n].dtype
     }
 
@@ -421,12 +442,12 @@ impl Builder {
         .unwrap_or(DEFAULT_FLOAT)
     }
 
-    fn constant(&mut self, c: Const, dtype: DType, op: &'static str) -> NodeId {
+    pub(crate) fn constant(&mut self, c: Const, dtype: DType, op: &'static str) -> NodeId {
         self.push(NodeKind::Const(c), dtype, vec![], op)
     }
 
     /// Converts node `n` to `dtype` (no node when it already has it).
-    fn cast(&mut self, n: NodeId, dtype: DType, op: &'static str) -> Result<NodeId, JitError> {
+    pub(crate) fn cast(&mut self, n: NodeId, dtype: DType, op: &'static str) -> Result<NodeId, JitError> {
         check_dtype(op, dtype)?;
         if self.dtype(n) == dtype {
             return Ok(n);
@@ -462,12 +483,12 @@ impl Builder {
         }
     }
 
-    fn unary(&mut self, u: Unary, a: NodeId, op: &'static str) -> NodeId {
+    pub(crate) fn unary(&mut self, u: Unary, a: NodeId, op: &'static str) -> NodeId {
         let (d, s) = (self.dtype(a), self.shape(a));
         self.push(NodeKind::Unary(u, a), d, s, op)
     }
 
-    fn binary(&mut self, bop: Binary, a: NodeId, b: NodeId, op: &'static str) -> Result<NodeId, JitError> {
+    pub(crate) fn binary(&mut self, bop: Binary, a: NodeId, b: NodeId, op: &'static str) -> Result<NodeId, JitError> {
         let s = broadcast(op, &self.shape(a), &self.shape(b))?;
         let d = self.dtype(a);
         Ok(self.push(NodeKind::Binary(bop, a, b), d, s, op))
@@ -488,6 +509,31 @@ impl Builder {
         let s = broadcast(op, &broadcast(op, &self.shape(a), &self.shape(b))?, &self.shape(c))?;
         let d = self.dtype(c);
         Ok(self.push(NodeKind::MulAdd(a, b, c), d, s, op))
+    }
+
+    /// Lowers one op through its lowering interface.
+    fn lower_with(&mut self, name: &str, lowering: JitLowering, args: &[Arg]) -> Result<NodeId, JitError> {
+        let op: &'static str = intern(name);
+        let mut tensors = Vec::with_capacity(args.len());
+        for (i, a) in args.iter().enumerate() {
+            match a {
+                Arg::Node(n) => tensors.push(*n),
+                // Schema defaults and attributes the lowering does not read.
+                Arg::Attr(_) if matches!(lowering, JitLowering::FloatUnary(_)) && i > 0 => {}
+                Arg::Attr(a) => {
+                    return Err(JitError::Invalid(format!("{op}: argument {i} must be a tensor, got {}", a.kind_name())));
+                }
+            }
+        }
+        match lowering {
+            JitLowering::FloatUnary(u) => {
+                let t = *tensors.first().ok_or_else(|| JitError::Invalid(format!("{op}: argument 0 must be a tensor")))?;
+                let d = float_result(self.dtype(t));
+                let x = self.cast(t, d, op)?;
+                Ok(self.unary(u, x, op))
+            }
+            JitLowering::Custom(f) => f(&mut Lower { b: self, op }, &tensors),
+        }
     }
 
     /// Lowers one aten op with arguments in schema order.
@@ -726,42 +772,6 @@ impl Builder {
                     _ => Unary::Trunc,
                 };
                 Ok(self.unary(u, t, op))
-            }
-            "aten.exp" | "aten.log" | "aten.sqrt" | "aten.rsqrt" | "aten.reciprocal" | "aten.sin" | "aten.cos"
-            | "aten.tanh" | "aten.sigmoid" | "aten.erf" | "aten.exp2" | "aten.expm1" | "aten.log2" | "aten.log10"
-            | "aten.log1p" | "aten.tan" | "aten.asin" | "aten.acos" | "aten.atan" | "aten.sinh" | "aten.cosh"
-            | "aten.asinh" | "aten.acosh" | "aten.atanh" | "aten.erfc" => {
-                let t = tensor(0)?;
-                let d = float_result(self.dtype(t));
-                let x = self.cast(t, d, op)?;
-                let u = match &base[5..] {
-                    "exp" => Unary::Exp,
-                    "log" => Unary::Log,
-                    "sqrt" => Unary::Sqrt,
-                    "rsqrt" => Unary::Rsqrt,
-                    "reciprocal" => Unary::Recip,
-                    "sin" => Unary::Sin,
-                    "cos" => Unary::Cos,
-                    "tanh" => Unary::Tanh,
-                    "sigmoid" => Unary::Sigmoid,
-                    "erf" => Unary::Erf,
-                    "exp2" => Unary::Lib(LibFn::Exp2),
-                    "expm1" => Unary::Lib(LibFn::Expm1),
-                    "log2" => Unary::Lib(LibFn::Log2),
-                    "log10" => Unary::Lib(LibFn::Log10),
-                    "log1p" => Unary::Lib(LibFn::Log1p),
-                    "tan" => Unary::Lib(LibFn::Tan),
-                    "asin" => Unary::Lib(LibFn::Asin),
-                    "acos" => Unary::Lib(LibFn::Acos),
-                    "atan" => Unary::Lib(LibFn::Atan),
-                    "sinh" => Unary::Lib(LibFn::Sinh),
-                    "cosh" => Unary::Lib(LibFn::Cosh),
-                    "asinh" => Unary::Lib(LibFn::Asinh),
-                    "acosh" => Unary::Lib(LibFn::Acosh),
-                    "atanh" => Unary::Lib(LibFn::Atanh),
-                    _ => Unary::Lib(LibFn::Erfc),
-                };
-                Ok(self.unary(u, x, op))
             }
             "aten.gelu" | "aten.silu" => {
                 let t = tensor(0)?;

@@ -18,6 +18,7 @@ use runtime::{FusionCompiler, FusionKernel, FusionOutcome, KernelError, OutputAl
 
 use crate::cache::{CacheStats, KernelCache};
 use crate::group::{Group, schema_of};
+use crate::lowering::Lowerings;
 use crate::kernel::{Kernel, RunOptions};
 use crate::spec::{KernelSpec, TensorSpec};
 
@@ -78,6 +79,8 @@ pub struct Jit {
     options: JitOptions,
     counters: Arc<Counters>,
     setup_time: Duration,
+    /// The lowering interfaces of the context the JIT was made for, when it was.
+    lowerings: Option<Arc<Lowerings>>,
 }
 
 impl Default for Jit {
@@ -91,7 +94,13 @@ impl Jit {
     /// kernel's compile time is its own; the time that took is [`JitStats::setup_time`].
     pub fn new(options: JitOptions) -> Jit {
         let setup_time = crate::kernel::detect_isa();
-        Jit { cache: Arc::new(KernelCache::new()), options, counters: Arc::default(), setup_time }
+        Jit { cache: Arc::new(KernelCache::new()), options, counters: Arc::default(), setup_time, lowerings: None }
+    }
+
+    /// A JIT that also lowers the ops to which `ctx` attaches a
+    /// [`JitLowering`](crate::JitLowering) (a user's dialect's elementwise ops).
+    pub fn for_context(ctx: &ir::Context, options: JitOptions) -> Jit {
+        Jit { lowerings: Some(Arc::new(Lowerings::of_context(ctx))), ..Jit::new(options) }
     }
 
     /// The cache every kernel of this JIT goes through.
@@ -117,7 +126,8 @@ impl Jit {
     }
 
     fn take(&self, m: &Module, op: OpId) -> Result<JitKernel, String> {
-        let group = Group::from_op(m, op).map_err(|e| e.to_string())?;
+        let lowerings = self.lowerings.as_deref().unwrap_or(Lowerings::builtin());
+        let group = Group::from_op_with(m, op, lowerings).map_err(|e| e.to_string())?;
         let kernel = JitKernel {
             group: Arc::new(group),
             cache: self.cache.clone(),
@@ -144,11 +154,8 @@ fn likely_contiguous(m: &Module, v: ValueId) -> bool {
     if matches!(name, dialect_prim::LIST_UNPACK | dialect_prim::TUPLE_UNPACK | dialect_prim::TUPLE_INDEX) {
         return m.operands(d).first().is_some_and(|&src| likely_contiguous(m, src));
     }
-    let aten = match name.strip_prefix("edge.") {
-        Some(rest) => format!("aten.{rest}"),
-        None => name.to_string(),
-    };
-    schema_of(&aten).is_none_or(|s| s.returns_alias_of(0).is_none())
+    let aten = dialect_edge::aten_op(name).map_or(name, |a| a.name());
+    schema_of(aten).is_none_or(|s| s.returns_alias_of(0).is_none())
 }
 
 /// The spec of contiguous inputs of the group's operand types, when every one is a tensor of

@@ -25,6 +25,17 @@ pub const KERNEL: &str = "backend.kernel";
 pub const ALLOC: &str = "backend.alloc";
 pub const OUT_CALL: &str = "backend.out_call";
 
+/// The kernels a `backend.kernel` can name (its `kernel` attribute): the contract between the
+/// lowerings that form them and the runtimes that implement them natively.
+pub mod kernels {
+    /// The attribute of `backend.kernel` holding the kernel's name.
+    pub const ATTR: &str = "kernel";
+    /// Scaled dot-product attention over `q`, `kᵀ`, `v` and an optional mask.
+    pub const ATTENTION: &str = "attention";
+    /// `addmm` followed by an epilogue (a residual add, `gelu` or `relu`).
+    pub const LINEAR: &str = "linear";
+}
+
 /// The attribute naming the backend that claimed a partition or kernel.
 pub const BACKEND_ATTR: &str = "backend";
 

@@ -18,7 +18,9 @@ mod verify;
 
 pub use verify::{PromotionRule, promotion_rule, verify_edge_op};
 
+use ir::OpRef;
 use ir::schema::{FunctionSchema, parse_schema};
+use std::collections::HashMap;
 use std::sync::OnceLock;
 
 /// The dialect's name.
@@ -55,31 +57,50 @@ pub fn core_schemas() -> &'static [FunctionSchema] {
     })
 }
 
-/// The aten names of the Edge operator set (`aten.add.Tensor`), for constant-time lookup.
-fn core_names() -> &'static std::collections::HashSet<String> {
-    static CELL: OnceLock<std::collections::HashSet<String>> = OnceLock::new();
-    CELL.get_or_init(|| core_schemas().iter().map(|s| s.op_name()).collect())
+/// Edge op name → the ATen op it mirrors, for every op of the Edge operator set.
+fn mirrors() -> &'static HashMap<String, OpRef> {
+    static CELL: OnceLock<HashMap<String, OpRef>> = OnceLock::new();
+    CELL.get_or_init(|| {
+        core_schemas()
+            .iter()
+            .filter_map(|s| {
+                let aten = dialect_aten::op::by_name(&s.op_name())?;
+                Some((edge_name_of(s), aten))
+            })
+            .collect()
+    })
 }
 
-/// `aten.add.Tensor` → `edge.add.Tensor`, for ops in the Edge operator set.
+/// The name an Edge op is declared under: the schema's, in the Edge dialect.
+fn edge_name_of(s: &FunctionSchema) -> String {
+    if s.overload.is_empty() { format!("{DIALECT}.{}", s.name) } else { format!("{DIALECT}.{}.{}", s.name, s.overload) }
+}
+
+/// The Edge op that mirrors the aten op `aten_op`, if it is in the Edge operator set.
 pub fn edge_name(aten_op: &str) -> Option<String> {
-    let rest = aten_op.strip_prefix("aten.")?;
-    core_names().contains(aten_op).then(|| format!("{DIALECT}.{rest}"))
+    static CELL: OnceLock<HashMap<&'static str, String>> = OnceLock::new();
+    CELL.get_or_init(|| mirrors().iter().map(|(e, a)| (a.name(), e.clone())).collect()).get(aten_op).cloned()
 }
 
-/// `edge.add.Tensor` → `aten.add.Tensor` (what a runtime's kernel registry is keyed by).
-pub fn aten_name(edge_op: &str) -> Option<String> {
-    edge_op.strip_prefix("edge.").map(|rest| format!("aten.{rest}"))
+/// The ATen op that the Edge op `edge_op` mirrors (what its kernels and interfaces are).
+pub fn aten_op(edge_op: &str) -> Option<OpRef> {
+    mirrors().get(edge_op).copied()
+}
+
+/// The ATen op `name` is or mirrors: an aten op's handle, or an Edge op's ATen op.
+pub fn as_aten(name: &str) -> Option<OpRef> {
+    dialect_aten::op::by_name(name).or_else(|| aten_op(name))
 }
 
 /// Registers the edge dialect and its ops.
 pub fn register(ctx: &mut ir::Context) {
     ctx.register_dialect(DIALECT, "EXIR's Edge dialect: functional core-ATen ops with explicit dtypes.");
+    let rules = verify::rules();
     for s in core_schemas() {
         let aten = dialect_aten::ops::definition(s);
-        let Some(rest) = aten.name.strip_prefix("aten.") else { continue };
-        let mut def = aten.clone();
-        def.name = format!("{DIALECT}.{rest}");
+        let Some(mirrored) = dialect_aten::op::by_name(&aten.name) else { continue };
+        let mut def = aten.clone().mirroring(mirrored);
+        def.name = edge_name_of(s);
         def.summary = format!("Edge `{}`: core ATen with explicit dtypes.", s.qualified_name());
         let schema_check = aten.verify.clone();
         def.verify = None;
@@ -89,6 +110,9 @@ pub fn register(ctx: &mut ir::Context) {
             }
             verify_edge_op(ctx, m, op)
         });
+        if let Some(&rule) = rules.get(&mirrored) {
+            ctx.attach(&def.name, rule);
+        }
         // Names come from distinct schema lines; a second registration is skipped.
         let _ = ctx.register_op(def);
     }

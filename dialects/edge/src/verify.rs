@@ -1,6 +1,8 @@
 //! The Edge verifier: explicit dtypes and no implicit type promotion.
 
 use dialect_aten::infer::Args;
+use dialect_aten::op;
+use ir::OpRef;
 use ir::{Context, DType, DTypeCategory, Module, OpId, Type};
 
 /// How an op's dtypes must relate in the Edge dialect.
@@ -17,33 +19,44 @@ pub enum PromotionRule {
     Free,
 }
 
-const SAME: &[&str] = &[
-    "add", "sub", "mul", "div", "remainder", "fmod", "pow", "maximum", "minimum", "atan2", "bitwise_and", "bitwise_or",
-    "bitwise_xor", "clamp", "where", "hardtanh", "leaky_relu", "neg", "abs", "relu", "ceil", "floor", "round",
-    "trunc", "sign", "bitwise_not", "masked_scatter", "fill", "scatter", "scatter_add", "scatter_reduce",
-    "index_put", "slice_scatter", "select_scatter", "elu", "gelu",
+/// Ops whose tensor operands and result share one dtype (every overload of each).
+const SAME: &[OpRef] = &[
+    op::ADD_TENSOR, op::SUB_TENSOR, op::MUL_TENSOR, op::DIV_TENSOR, op::REMAINDER_TENSOR, op::FMOD_TENSOR,
+    op::POW_TENSOR_TENSOR, op::MAXIMUM, op::MINIMUM, op::ATAN2, op::BITWISE_AND_TENSOR, op::BITWISE_OR_TENSOR,
+    op::BITWISE_XOR_TENSOR, op::CLAMP, op::WHERE_SELF, op::HARDTANH, op::LEAKY_RELU, op::NEG, op::ABS, op::RELU,
+    op::CEIL, op::FLOOR, op::ROUND, op::TRUNC, op::SIGN, op::BITWISE_NOT, op::MASKED_SCATTER, op::FILL_SCALAR,
+    op::SCATTER_SRC, op::SCATTER_ADD, op::SCATTER_REDUCE_TWO, op::INDEX_PUT, op::SLICE_SCATTER, op::SELECT_SCATTER,
+    op::ELU, op::GELU,
 ];
 
-const COMPARE: &[&str] = &["eq", "ne", "lt", "le", "gt", "ge"];
+/// Comparisons (every overload of each).
+const COMPARE: &[OpRef] = &[op::EQ_TENSOR, op::NE_TENSOR, op::LT_TENSOR, op::LE_TENSOR, op::GT_TENSOR, op::GE_TENSOR];
 
-const FLOAT_UNARY: &[&str] = &[
-    "exp", "expm1", "log", "log1p", "log2", "log10", "sin", "cos", "tan", "tanh", "sigmoid", "sqrt", "rsqrt", "erf",
-    "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "reciprocal",
+/// Floating unary ops (every overload of each).
+const FLOAT_UNARY: &[OpRef] = &[
+    op::EXP, op::EXPM1, op::LOG, op::LOG1P, op::LOG2, op::LOG10, op::SIN, op::COS, op::TAN, op::TANH, op::SIGMOID,
+    op::SQRT, op::RSQRT, op::ERF, op::ASIN, op::ACOS, op::ATAN, op::SINH, op::COSH, op::ASINH, op::ACOSH, op::ATANH,
+    op::RECIPROCAL,
 ];
 
-/// The promotion rule of an edge (or aten) op name.
-pub fn promotion_rule(op_name: &str) -> PromotionRule {
-    let rest = op_name.split_once('.').map(|(_, r)| r).unwrap_or(op_name);
-    let base = rest.split('.').next().unwrap_or(rest);
-    if COMPARE.contains(&base) {
-        PromotionRule::Compare
-    } else if FLOAT_UNARY.contains(&base) {
-        PromotionRule::FloatUnary
-    } else if SAME.contains(&base) {
-        PromotionRule::SameAsResult
-    } else {
-        PromotionRule::Free
+/// The promotion rule of each aten op in a family above (every overload of a listed op).
+pub(crate) fn rules() -> std::collections::HashMap<OpRef, PromotionRule> {
+    let mut out = std::collections::HashMap::new();
+    for (family, rule) in [
+        (SAME, PromotionRule::SameAsResult),
+        (FLOAT_UNARY, PromotionRule::FloatUnary),
+        (COMPARE, PromotionRule::Compare),
+    ] {
+        for o in dialect_aten::family::members(family) {
+            out.insert(o, rule);
+        }
     }
+    out
+}
+
+/// The promotion rule of an edge (or aten) op.
+pub fn promotion_rule(ctx: &Context, op_name: &str) -> PromotionRule {
+    ctx.interface::<PromotionRule>(op_name).copied().unwrap_or(PromotionRule::Free)
 }
 
 fn dtype_of(t: &Type) -> Option<Option<DType>> {
@@ -67,7 +80,7 @@ pub fn verify_edge_op(ctx: &Context, m: &Module, op: OpId) -> Result<(), String>
             return Err(format!("result #{i} has no explicit dtype ({})", m.value_type(v)));
         }
     }
-    let rule = promotion_rule(m.op_name(op));
+    let rule = promotion_rule(ctx, m.op_name(op));
     if rule == PromotionRule::Free {
         return Ok(());
     }

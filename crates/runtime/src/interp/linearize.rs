@@ -9,7 +9,7 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
-use dialect_aten::{ArgSource, bind_args};
+use dialect_aten::{ArgSource, bind_args, op};
 use ir::{Context, Module, OpId, Traits, Type, TypeKind, ValueId};
 
 use super::convert::{attr_for_schema, attr_value};
@@ -140,11 +140,11 @@ fn is_terminator(name: &str) -> bool {
     matches!(name, ir::builtin::RETURN | dialect_prim::YIELD | dialect_prim::RETURN | super::partition::RETURN)
 }
 
-/// The name a kernel is registered under: an Edge op `edge.X` runs the kernel of `aten.X`.
-fn kernel_name(name: &str) -> std::borrow::Cow<'_, str> {
-    match name.strip_prefix("edge.") {
-        Some(rest) => std::borrow::Cow::Owned(format!("aten.{rest}")),
-        None => std::borrow::Cow::Borrowed(name),
+/// The name a kernel is registered under: an Edge op runs the kernel of the ATen op it mirrors.
+fn kernel_name(name: &str) -> &str {
+    match dialect_edge::aten_op(name) {
+        Some(aten) => aten.name(),
+        None => name,
     }
 }
 
@@ -334,7 +334,7 @@ impl<'a> Lin<'a> {
         while let Some(w) = stack.pop() {
             for u in m.uses(w) {
                 op_index.get(&u.op)?;
-                if fresh_result(&kernel_name(m.op_name(u.op))) || fresh_group_results(m, u.op) {
+                if fresh_result(kernel_name(m.op_name(u.op))) || fresh_group_results(m, u.op) {
                     continue;
                 }
                 for &r in m.results(u.op) {
@@ -415,7 +415,7 @@ impl<'a> Lin<'a> {
                     // A fused kernel defined inline: its native implementation when the runtime
                     // has one for its name and attributes, its region interpreted otherwise (and
                     // for any call the implementation declines), as a fusion group's.
-                    let kname = m.attr(op, "kernel").and_then(|a| a.as_str()).unwrap_or("");
+                    let kname = m.attr(op, dialect_backend::kernels::ATTR).and_then(|a| a.as_str()).unwrap_or("");
                     if kname == prepack::LINEAR_KERNEL {
                         // Its weight is packed now, from the operand's compile-time value.
                         let consts: Vec<Option<IValue>> = operands.iter().map(|v| self.consts.get(v).cloned()).collect();
@@ -631,7 +631,7 @@ impl<'a> Lin<'a> {
             }
         }
         let shares = |t: &crate::tensor::Tensor| operand_storages.iter().any(|s| Arc::ptr_eq(s, t.storage()));
-        let transposing = matches!(&*kernel_name(m.op_name(op)), "aten.permute" | "aten.t" | "aten.transpose.int" | "aten.numpy_T");
+        let transposing = [op::PERMUTE, op::T, op::TRANSPOSE_INT].iter().any(|o| o.is(kernel_name(m.op_name(op))));
         let mut hoisted = Vec::with_capacity(outs.len());
         for v in outs {
             let v = match v {
@@ -781,10 +781,7 @@ fn result_may_alias(s: &ir::schema::FunctionSchema, k: usize) -> bool {
 /// alias chains the planner follows).
 fn fresh_result(kname: &str) -> bool {
     out::lookup(kname).is_some_and(|o| !o.is_view())
-        || matches!(
-            kname,
-            "aten.bmm" | "aten.convolution" | "aten._log_softmax" | "aten.div.Tensor" | "aten._adaptive_avg_pool2d"
-        )
+        || [op::BMM, op::CONVOLUTION, op::_LOG_SOFTMAX, op::DIV_TENSOR, op::_ADAPTIVE_AVG_POOL2D].iter().any(|o| o.is(kname))
 }
 
 /// Whether `op` is a fusion group (or a `backend.kernel`) whose results never share storage with its operands. A
@@ -803,7 +800,7 @@ fn fresh_group_results(m: &Module, op: OpId) -> bool {
     let Some(&ret) = m.block_ops(body).last() else { return false };
     m.op_name(ret) == ret_name
         && m.operands(ret).iter().all(|&v| {
-            m.defining_op(v).is_some_and(|d| m.parent_block(d) == Some(body) && fresh_result(&kernel_name(m.op_name(d))))
+            m.defining_op(v).is_some_and(|d| m.parent_block(d) == Some(body) && fresh_result(kernel_name(m.op_name(d))))
         })
 }
 

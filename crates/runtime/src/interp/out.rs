@@ -6,8 +6,10 @@
 //! registered kernel instead. Matrix products go through the kernels' own GEMM entry point,
 //! so planned and unplanned runs compute the same numbers.
 
-use ir::DType;
+use dialect_aten::op;
+use ir::{DType, OpRef};
 
+use crate::kernels::undeclared;
 use crate::kernels::elementwise::{FloatFn, apply_f32_into, apply_f64_into};
 use crate::kernels::linalg::{MatView, Real, gemm, gemm_batched};
 use crate::kernels::unary::{Gelu, Sigmoid, Tanh};
@@ -57,29 +59,40 @@ impl OutOp {
     }
 }
 
-/// The out-variant of an op name, if there is one.
+/// Every out-variant with the ops it computes, the first one naming it in messages: the one
+/// declaration both directions of the correspondence are read from.
+const OUT_VARIANTS: &[(OutOp, &[OpRef])] = &[
+    (OutOp::Mm, &[op::MM]),
+    (OutOp::Addmm, &[op::ADDMM]),
+    (OutOp::Relu, &[op::RELU]),
+    (OutOp::Add, &[op::ADD_TENSOR]),
+    (OutOp::Sub, &[op::SUB_TENSOR]),
+    (OutOp::Mul, &[op::MUL_TENSOR]),
+    (OutOp::Sigmoid, &[op::SIGMOID]),
+    (OutOp::Tanh, &[op::TANH]),
+    (OutOp::Gelu, &[op::GELU]),
+    (OutOp::Bmm, &[op::BMM]),
+    (OutOp::Convolution, &[op::CONVOLUTION]),
+    (OutOp::Clone, &[op::CLONE]),
+    (OutOp::Softmax, &[op::_SOFTMAX]),
+    (OutOp::LayerNorm, &[op::NATIVE_LAYER_NORM]),
+    (OutOp::BatchNormEval, &[op::_NATIVE_BATCH_NORM_LEGIT_NO_TRAINING, undeclared::NATIVE_BATCH_NORM]),
+    (OutOp::View, &[op::VIEW, undeclared::UNSAFE_VIEW]),
+    (OutOp::Permute, &[op::PERMUTE]),
+    (OutOp::Slice, &[op::SLICE_TENSOR]),
+];
+
+/// The out-variant of the op whose kernel is registered as `name`, if there is one.
 pub(crate) fn lookup(name: &str) -> Option<OutOp> {
-    Some(match name {
-        "aten.mm" => OutOp::Mm,
-        "aten.addmm" => OutOp::Addmm,
-        "aten.relu" => OutOp::Relu,
-        "aten.add.Tensor" => OutOp::Add,
-        "aten.sub.Tensor" => OutOp::Sub,
-        "aten.mul.Tensor" => OutOp::Mul,
-        "aten.sigmoid" => OutOp::Sigmoid,
-        "aten.tanh" => OutOp::Tanh,
-        "aten.gelu" => OutOp::Gelu,
-        "aten.bmm" => OutOp::Bmm,
-        "aten.convolution" => OutOp::Convolution,
-        "aten.clone" => OutOp::Clone,
-        "aten._softmax" => OutOp::Softmax,
-        "aten.native_layer_norm" => OutOp::LayerNorm,
-        "aten._native_batch_norm_legit_no_training" | "aten.native_batch_norm" => OutOp::BatchNormEval,
-        "aten.view" | "aten._unsafe_view" => OutOp::View,
-        "aten.permute" => OutOp::Permute,
-        "aten.slice.Tensor" => OutOp::Slice,
-        _ => return None,
-    })
+    OUT_VARIANTS.iter().find(|(_, ops)| ops.iter().any(|o| o.is(name))).map(|&(v, _)| v)
+}
+
+impl OutOp {
+    /// The op an out-variant computes, for messages.
+    pub(crate) fn op(self) -> OpRef {
+        // Every variant is declared in the table; the first entry is a valid fallback.
+        OUT_VARIANTS.iter().find(|(v, _)| *v == self).map_or(op::MM, |(_, ops)| ops[0])
+    }
 }
 
 /// The dtype and shape of a result, without heap allocation.

@@ -14,12 +14,9 @@ use ir::{Module, OpId, WalkOrder};
 
 use crate::exec::{ExecError, loc_string};
 
-/// The partition op's name.
-pub(crate) const PARTITION: &str = "backend.partition";
-/// The terminator of a partition's body.
-pub(crate) const RETURN: &str = "backend.return";
-/// A fused kernel defined inline, run like a fusion group (its region is its semantics).
-pub(crate) const KERNEL: &str = "backend.kernel";
+/// The backend ops the interpreter runs: partitions, their terminator, and fused kernels
+/// defined inline (run like fusion groups: a kernel's region is its semantics).
+pub(crate) use dialect_backend::{KERNEL, PARTITION, RETURN};
 
 /// Whether function `func` of `m` holds any partition.
 pub(crate) fn has_partitions(m: &Module, func: OpId) -> bool {

@@ -178,7 +178,7 @@ fn batch1(name: &'static str, a: MatView<'_, f32>, b: &PackedB, ep: &Epilogue<'_
 }
 
 /// The name of the fused linear layer `fuse-epilogue` forms.
-pub(crate) const LINEAR_KERNEL: &str = "linear";
+pub(crate) const LINEAR_KERNEL: &str = dialect_backend::kernels::LINEAR;
 
 /// The native `backend.kernel {kernel = "linear"}`: `addmm(bias, x, w)` with a constant `w`
 /// (packed here, once), its result viewed to the kernel's result shape, then the op the

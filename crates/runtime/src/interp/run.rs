@@ -583,7 +583,7 @@ impl Frame {
                 return Ok(Produced::Out(t, [None, None]));
             }
         } else if let Some((op, meta)) = out_op.and_then(|op| Some((op, out::meta(op, buf)?))) {
-            let name: &'static str = static_name(op);
+            let name: &'static str = op.op().name();
             let planned = match ins.home {
                 Some(h) => {
                     let t = plan.take_home(h, &meta);
@@ -657,29 +657,6 @@ enum Produced {
     /// An out-variant's result and its further results (the norms' statistics).
     Out(Tensor, out::Extra),
     Many(Vec<IValue>),
-}
-
-fn static_name(op: out::OutOp) -> &'static str {
-    match op {
-        out::OutOp::Mm => "aten.mm",
-        out::OutOp::Addmm => "aten.addmm",
-        out::OutOp::Relu => "aten.relu",
-        out::OutOp::Add => "aten.add.Tensor",
-        out::OutOp::Sub => "aten.sub.Tensor",
-        out::OutOp::Mul => "aten.mul.Tensor",
-        out::OutOp::Sigmoid => "aten.sigmoid",
-        out::OutOp::Tanh => "aten.tanh",
-        out::OutOp::Gelu => "aten.gelu",
-        out::OutOp::Bmm => "aten.bmm",
-        out::OutOp::Convolution => "aten.convolution",
-        out::OutOp::Clone => "aten.clone",
-        out::OutOp::Softmax => "aten._softmax",
-        out::OutOp::LayerNorm => "aten.native_layer_norm",
-        out::OutOp::BatchNormEval => "aten._native_batch_norm_legit_no_training",
-        out::OutOp::View => "aten.view",
-        out::OutOp::Permute => "aten.permute",
-        out::OutOp::Slice => "aten.slice.Tensor",
-    }
 }
 
 fn build_list(kind: ListKind, vals: Vec<IValue>) -> IValue {

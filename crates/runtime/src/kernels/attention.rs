@@ -681,7 +681,7 @@ impl FusionKernel for AttentionKernel {
 /// result count other than one); the op's region is then interpreted.
 pub(crate) fn native_kernel(name: &str, m: &Module, op: OpId) -> std::result::Result<Arc<dyn FusionKernel>, String> {
     match name {
-        "attention" => {
+        dialect_backend::kernels::ATTENTION => {
             if m.results(op).len() != 1 {
                 return Err(format!("attention gives one result, the op has {}", m.results(op).len()));
             }

@@ -12,6 +12,7 @@
 //! Lower-dimensional convolutions run as 3-d ones with leading unit dims. The same gather
 //! and scatter back `im2col` and `col2im` (`F.unfold`/`F.fold`).
 
+use dialect_aten::op;
 use super::linalg::{MatView, Real, gemm, outs, widen_halves};
 use ::kernels::Isa;
 use ::kernels::gemm::{Bias, Epilogue, PackedA, Tiles, aligned_start, gemm_packed_a, gemm_packed_a_panels};
@@ -1298,13 +1299,13 @@ fn col2im_op(args: &[IValue]) -> Result<Vec<IValue>> {
 
 pub fn register(r: &mut KernelRegistry) {
     r.register("aten.im2col", im2col_op);
-    r.register("aten.col2im", col2im_op);
-    r.register("aten.convolution", convolution);
-    r.register("aten.conv1d", conv1d);
-    r.register("aten.conv2d", conv2d);
+    r.register(op::COL2IM, col2im_op);
+    r.register(op::CONVOLUTION, convolution);
+    r.register(op::CONV1D, conv1d);
+    r.register(op::CONV2D, conv2d);
     r.register("aten.conv3d", conv3d);
-    r.register("aten.conv1d.padding", conv1d_padding);
-    r.register("aten.conv2d.padding", conv2d_padding);
+    r.register(op::CONV1D_PADDING, conv1d_padding);
+    r.register(op::CONV2D_PADDING, conv2d_padding);
     r.register("aten.conv3d.padding", conv3d_padding);
     r.register("aten.conv_transpose1d", conv_transpose1d);
     r.register("aten.conv_transpose2d.input", conv_transpose2d);

@@ -1,5 +1,6 @@
 //! Pairwise distances (`_cdist_forward`, `_pdist_forward`) and dropout (`native_dropout`).
 
+use dialect_aten::op;
 use super::{Args, KernelRegistry};
 use crate::tensor::{KernelError, Result, Tensor};
 use crate::value::IValue;
@@ -156,9 +157,9 @@ fn k_native_dropout(args: &[IValue]) -> Result<Vec<IValue>> {
 }
 
 pub fn register(r: &mut KernelRegistry) {
-    r.register("aten._cdist_forward", k_cdist);
-    r.register("aten._pdist_forward", k_pdist);
-    r.register("aten.native_dropout", k_native_dropout);
+    r.register(op::_CDIST_FORWARD, k_cdist);
+    r.register(op::_PDIST_FORWARD, k_pdist);
+    r.register(op::NATIVE_DROPOUT, k_native_dropout);
 }
 
 #[cfg(test)]

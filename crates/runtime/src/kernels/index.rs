@@ -9,6 +9,7 @@
 //! index, the dim and its size. Accumulations follow the element type: floats add in `f64`
 //! and round once, integers wrap, bools act as logical or/and.
 
+use dialect_aten::op;
 use ir::DType;
 
 use super::linalg::outs;
@@ -819,18 +820,18 @@ fn nonzero(args: &[IValue]) -> Result<Vec<IValue>> {
 }
 
 pub fn register(r: &mut KernelRegistry) {
-    r.register("aten.embedding", embedding);
-    r.register("aten.index_select", index_select);
-    r.register("aten.gather", gather);
+    r.register(op::EMBEDDING, embedding);
+    r.register(op::INDEX_SELECT, index_select);
+    r.register(op::GATHER, gather);
     r.register("aten.take", take);
-    r.register("aten.scatter.src", scatter_src);
-    r.register("aten.scatter.value", scatter_value);
+    r.register(op::SCATTER_SRC, scatter_src);
+    r.register(op::SCATTER_VALUE, scatter_value);
     r.register("aten.scatter.reduce", scatter_reduce_legacy);
     r.register("aten.scatter.value_reduce", scatter_value_reduce);
-    r.register("aten.scatter_add", scatter_add);
-    r.register("aten.scatter_reduce.two", scatter_reduce_two);
-    r.register("aten.index.Tensor", index_tensor);
-    r.register("aten.index_put", index_put);
+    r.register(op::SCATTER_ADD, scatter_add);
+    r.register(op::SCATTER_REDUCE_TWO, scatter_reduce_two);
+    r.register(op::INDEX_TENSOR, index_tensor);
+    r.register(op::INDEX_PUT, index_put);
     r.register("aten.index_put.hacked_twin", index_put_hacked_twin);
     r.register("aten._unsafe_index.Tensor", unsafe_index_tensor);
     r.register("aten._unsafe_index_put", unsafe_index_put);
@@ -838,9 +839,9 @@ pub fn register(r: &mut KernelRegistry) {
     r.register("aten.index_copy", index_copy);
     r.register("aten.index_fill.int_Scalar", index_fill_scalar);
     r.register("aten.index_fill.int_Tensor", index_fill_tensor);
-    r.register("aten.masked_scatter", masked_scatter);
-    r.register("aten.select_scatter", select_scatter);
-    r.register("aten.slice_scatter", slice_scatter);
+    r.register(op::MASKED_SCATTER, masked_scatter);
+    r.register(op::SELECT_SCATTER, select_scatter);
+    r.register(op::SLICE_SCATTER, slice_scatter);
     r.register("aten.diagonal_scatter", diagonal_scatter);
-    r.register("aten.nonzero", nonzero);
+    r.register(op::NONZERO, nonzero);
 }

@@ -11,6 +11,7 @@
 //! `f64`) where its rows are. `f16`/`bf16` are computed in `f32`; integer
 //! products use a plain loop with wrapping arithmetic (as PyTorch's integer GEMM does).
 
+use dialect_aten::op;
 use std::ops::{Add, AddAssign, Div, Mul, MulAssign, Neg, Sub, SubAssign};
 
 use ir::DType;
@@ -904,13 +905,13 @@ fn linear(args: &[IValue]) -> Result<Vec<IValue>> {
 }
 
 pub fn register(r: &mut KernelRegistry) {
-    r.register("aten.mm", mm);
-    r.register("aten.addmm", addmm);
-    r.register("aten.bmm", bmm);
+    r.register(op::MM, mm);
+    r.register(op::ADDMM, addmm);
+    r.register(op::BMM, bmm);
     r.register("aten.baddbmm", baddbmm);
     r.register("aten.mv", mv);
     r.register("aten.addmv", addmv);
     r.register("aten.dot", dot);
-    r.register("aten.matmul", matmul);
-    r.register("aten.linear", linear);
+    r.register(op::MATMUL, matmul);
+    r.register(op::LINEAR, linear);
 }

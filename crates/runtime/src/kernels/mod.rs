@@ -35,6 +35,18 @@ pub mod sort;
 pub mod unary;
 pub(crate) use ::kernels::wide;
 
+/// Handles of ops the runtime has kernels for although the aten dialect does not declare them
+/// (they reach the interpreter as unregistered ops), where code other than their registration
+/// names them.
+pub mod undeclared {
+    use ir::OpRef;
+
+    /// `aten.native_batch_norm`.
+    pub const NATIVE_BATCH_NORM: OpRef = OpRef::new("aten.native_batch_norm");
+    /// `aten._unsafe_view`.
+    pub const UNSAFE_VIEW: OpRef = OpRef::new("aten._unsafe_view");
+}
+
 /// A kernel: arguments in schema order (defaults filled in), results in schema order.
 pub type KernelFn = fn(&[IValue]) -> Result<Vec<IValue>, KernelError>;
 
@@ -49,9 +61,10 @@ impl KernelRegistry {
         KernelRegistry::default()
     }
 
-    /// Registers (or replaces) the kernel of `op`.
-    pub fn register(&mut self, op: &'static str, f: KernelFn) {
-        self.kernels.insert(op, f);
+    /// Registers (or replaces) the kernel of `op` (its handle, such as `dialect_aten::op::RELU`,
+    /// or the name of an op declared without one).
+    pub fn register(&mut self, op: impl Into<ir::OpRef>, f: KernelFn) {
+        self.kernels.insert(op.into().name(), f);
     }
 
     pub fn get(&self, op: &str) -> Option<KernelFn> {

@@ -9,6 +9,7 @@
 //! input's dtype. Variances are biased for normalization; the running variance is updated
 //! with the unbiased one, as PyTorch does.
 
+use dialect_aten::op;
 use ir::DType;
 
 use super::linalg::{Real, compute_dtype, outs, with_real};
@@ -653,17 +654,17 @@ fn group_norm(args: &[IValue]) -> Result<Vec<IValue>> {
 }
 
 pub fn register(r: &mut KernelRegistry) {
-    r.register("aten.native_layer_norm", native_layer_norm);
-    r.register("aten.layer_norm", layer_norm);
+    r.register(op::NATIVE_LAYER_NORM, native_layer_norm);
+    r.register(op::LAYER_NORM, layer_norm);
     r.register("aten.rms_norm", rms_norm);
-    r.register("aten.native_batch_norm", native_batch_norm);
-    r.register("aten._native_batch_norm_legit", native_batch_norm_legit);
-    r.register("aten._native_batch_norm_legit.no_stats", native_batch_norm_legit_no_stats);
-    r.register("aten._native_batch_norm_legit_no_training", native_batch_norm_legit_no_training);
+    r.register(super::undeclared::NATIVE_BATCH_NORM, native_batch_norm);
+    r.register(op::_NATIVE_BATCH_NORM_LEGIT, native_batch_norm_legit);
+    r.register(op::_NATIVE_BATCH_NORM_LEGIT_NO_STATS, native_batch_norm_legit_no_stats);
+    r.register(op::_NATIVE_BATCH_NORM_LEGIT_NO_TRAINING, native_batch_norm_legit_no_training);
     r.register("aten._native_batch_norm_legit_functional", native_batch_norm_legit_functional);
-    r.register("aten.batch_norm", batch_norm);
-    r.register("aten.native_group_norm", native_group_norm);
-    r.register("aten.group_norm", group_norm);
+    r.register(op::BATCH_NORM, batch_norm);
+    r.register(op::NATIVE_GROUP_NORM, native_group_norm);
+    r.register(op::GROUP_NORM, group_norm);
 }
 
 #[cfg(test)]

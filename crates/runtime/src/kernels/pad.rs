@@ -6,6 +6,7 @@
 //! mode is an index map from output to input positions along each padded dim (or "no
 //! source" for constant fill), applied to a contiguous copy of the input; all dtypes work.
 
+use dialect_aten::op;
 use super::linalg::outs;
 use super::{Args, KernelRegistry};
 use crate::dispatch_dtype;
@@ -203,12 +204,12 @@ fn pad(args: &[IValue]) -> Result<Vec<IValue>> {
 }
 
 pub fn register(r: &mut KernelRegistry) {
-    r.register("aten.constant_pad_nd", constant_pad_nd);
-    r.register("aten.reflection_pad1d", reflection_pad1d);
-    r.register("aten.reflection_pad2d", reflection_pad2d);
-    r.register("aten.reflection_pad3d", reflection_pad3d);
+    r.register(op::CONSTANT_PAD_ND, constant_pad_nd);
+    r.register(op::REFLECTION_PAD1D, reflection_pad1d);
+    r.register(op::REFLECTION_PAD2D, reflection_pad2d);
+    r.register(op::REFLECTION_PAD3D, reflection_pad3d);
     r.register("aten.replication_pad1d", replication_pad1d);
-    r.register("aten.replication_pad2d", replication_pad2d);
-    r.register("aten.replication_pad3d", replication_pad3d);
+    r.register(op::REPLICATION_PAD2D, replication_pad2d);
+    r.register(op::REPLICATION_PAD3D, replication_pad3d);
     r.register("aten.pad", pad);
 }

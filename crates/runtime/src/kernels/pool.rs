@@ -8,6 +8,7 @@
 //! NaN rule (a NaN wins, and a later NaN replaces an earlier one) and reports flat indices
 //! into each input plane.
 
+use dialect_aten::op;
 use ir::DType;
 
 use super::linalg::{Real, outs};
@@ -640,20 +641,20 @@ fn adaptive_max_pool3d(args: &[IValue]) -> Result<Vec<IValue>> {
 }
 
 pub fn register(r: &mut KernelRegistry) {
-    r.register("aten.max_pool2d_with_indices", max_pool2d_with_indices);
-    r.register("aten.max_pool3d_with_indices", max_pool3d_with_indices);
+    r.register(op::MAX_POOL2D_WITH_INDICES, max_pool2d_with_indices);
+    r.register(op::MAX_POOL3D_WITH_INDICES, max_pool3d_with_indices);
     r.register("aten.max_pool1d", max_pool1d);
-    r.register("aten.max_pool2d", max_pool2d);
+    r.register(op::MAX_POOL2D, max_pool2d);
     r.register("aten.max_pool3d", max_pool3d);
-    r.register("aten.max_pool2d_with_indices_backward", max_pool2d_with_indices_backward);
+    r.register(op::MAX_POOL2D_WITH_INDICES_BACKWARD, max_pool2d_with_indices_backward);
     r.register("aten.max_pool3d_with_indices_backward", max_pool3d_with_indices_backward);
-    r.register("aten.avg_pool1d", avg_pool1d);
-    r.register("aten.avg_pool2d", avg_pool2d);
-    r.register("aten.avg_pool3d", avg_pool3d);
-    r.register("aten.adaptive_avg_pool1d", adaptive_avg_pool1d);
-    r.register("aten._adaptive_avg_pool2d", adaptive_avg_pool2d_core);
-    r.register("aten.adaptive_avg_pool2d", adaptive_avg_pool2d);
-    r.register("aten._adaptive_avg_pool3d", adaptive_avg_pool3d_core);
+    r.register(op::AVG_POOL1D, avg_pool1d);
+    r.register(op::AVG_POOL2D, avg_pool2d);
+    r.register(op::AVG_POOL3D, avg_pool3d);
+    r.register(op::ADAPTIVE_AVG_POOL1D, adaptive_avg_pool1d);
+    r.register(op::_ADAPTIVE_AVG_POOL2D, adaptive_avg_pool2d_core);
+    r.register(op::ADAPTIVE_AVG_POOL2D, adaptive_avg_pool2d);
+    r.register(op::_ADAPTIVE_AVG_POOL3D, adaptive_avg_pool3d_core);
     r.register("aten.adaptive_avg_pool3d", adaptive_avg_pool3d);
     r.register("aten.adaptive_max_pool1d", adaptive_max_pool1d);
     r.register("aten.adaptive_max_pool2d", adaptive_max_pool2d);

@@ -7,6 +7,7 @@
 //! are interpolated in `f32` for `f16`/`bf16`/`f32` and in `f64` for `f64`. The first two dims
 //! are batch and channels; the remaining 1 to 3 are spatial.
 
+use dialect_aten::op;
 use super::linalg::{Real, compute_dtype, outs, with_real};
 use super::{Args, KernelRegistry};
 use crate::tensor::{KernelError, Result, Tensor};
@@ -473,7 +474,7 @@ pub fn register(r: &mut KernelRegistry) {
     r.register("aten.upsample_nearest1d", nearest1d);
     r.register("aten.upsample_nearest1d.vec", nearest1d_vec);
     r.register("aten.upsample_nearest2d", nearest2d);
-    r.register("aten.upsample_nearest2d.vec", nearest2d_vec);
+    r.register(op::UPSAMPLE_NEAREST2D_VEC, nearest2d_vec);
     r.register("aten.upsample_nearest3d", nearest3d);
     r.register("aten.upsample_nearest3d.vec", nearest3d_vec);
     r.register("aten._upsample_nearest_exact1d", exact1d);
@@ -485,10 +486,10 @@ pub fn register(r: &mut KernelRegistry) {
     r.register("aten.upsample_linear1d", linear1d);
     r.register("aten.upsample_linear1d.vec", linear1d_vec);
     r.register("aten.upsample_bilinear2d", bilinear2d);
-    r.register("aten.upsample_bilinear2d.vec", bilinear2d_vec);
+    r.register(op::UPSAMPLE_BILINEAR2D_VEC, bilinear2d_vec);
     r.register("aten.upsample_trilinear3d", trilinear3d);
     r.register("aten.upsample_trilinear3d.vec", trilinear3d_vec);
     r.register("aten.upsample_bicubic2d", bicubic2d);
     r.register("aten.upsample_bicubic2d.vec", bicubic2d_vec);
-    r.register("aten.grid_sampler_2d", grid_sampler_2d);
+    r.register(op::GRID_SAMPLER_2D, grid_sampler_2d);
 }

@@ -1,6 +1,7 @@
 //! TorchScript's scalar and list ops (`aten::add.int`, `aten::gt.float`, `aten::size.int`, list
 //! concatenation and repetition), Python operators on tensors (`__and__`), and metadata asserts.
 
+use dialect_aten::op;
 use super::{Args, KernelRegistry};
 use crate::tensor::{KernelError, Result, Scalar};
 use crate::value::IValue;
@@ -212,14 +213,14 @@ pub fn register(r: &mut KernelRegistry) {
     for op in ["aten.lt", "aten.lt.int", "aten.lt.float", "aten.lt.int_float", "aten.lt.float_int", "aten.lt.str"] {
         r.register(op, k_lt);
     }
-    r.register("aten.add.str", k_add_str);
-    r.register("aten.add.t", k_add_t);
-    r.register("aten.mul.left_t", k_mul_left_t);
-    r.register("aten.mul.right_", k_mul_right);
-    r.register("aten.size.int", k_size_int);
-    r.register("aten.size", k_size);
-    r.register("aten.__and__.Tensor", k_and);
-    r.register("aten._assert_tensor_metadata", k_assert_metadata);
+    r.register(op::ADD_STR, k_add_str);
+    r.register(op::ADD_T, k_add_t);
+    r.register(op::MUL_LEFT_T, k_mul_left_t);
+    r.register(op::MUL_RIGHT_, k_mul_right);
+    r.register(op::SIZE_INT, k_size_int);
+    r.register(op::SIZE, k_size);
+    r.register(op::__AND___TENSOR, k_and);
+    r.register(op::_ASSERT_TENSOR_METADATA, k_assert_metadata);
 }
 
 #[cfg(test)]

@@ -482,7 +482,7 @@ pub fn register(r: &mut KernelRegistry) {
     let table: &[(&'static str, super::KernelFn)] = &[
         ("aten.view", k_view),
         ("aten.reshape", k_reshape),
-        ("aten._unsafe_view", k_unsafe_view),
+        (super::undeclared::UNSAFE_VIEW.name(), k_unsafe_view),
         ("aten.permute", k_permute),
         ("aten.expand", k_expand),
         ("aten.slice.Tensor", k_slice),

@@ -6,6 +6,7 @@
 //! algorithms of PyTorch's CPU kernels (introsort; heap or introselect selection), so equal
 //! elements come out in the same order as in PyTorch.
 
+use dialect_aten::op;
 use std::cmp::Ordering;
 
 use super::linalg::outs;
@@ -385,10 +386,10 @@ mod select {
 }
 
 pub fn register(r: &mut KernelRegistry) {
-    r.register("aten.sort", sort);
+    r.register(op::SORT, sort);
     r.register("aten.sort.stable", sort_stable);
     r.register("aten.argsort", argsort);
     r.register("aten.argsort.stable", argsort_stable);
     r.register("aten.msort", msort);
-    r.register("aten.topk", topk);
+    r.register(op::TOPK, topk);
 }

@@ -27,22 +27,25 @@
 //! `fuse-elementwise` (which leaves the kernel's region alone) and `lower-to-backend` (which
 //! moves the kernel whole into a partition).
 
-use ir::{Attribute, Context, Diagnostic, Module, OpId, ValueId};
+use dialect_aten::op;
+use ir::{Attribute, Context, Diagnostic, Module, OpId, OpRef, ValueId};
 use pass::{AnalysisManager, Pass, PassResult};
 use std::collections::HashSet;
 
 use super::kernel::{KernelMatch, fuse_matches};
 
 /// The name of the kernel the pass forms.
-pub const KERNEL_NAME: &str = "attention";
+pub const KERNEL_NAME: &str = dialect_backend::kernels::ATTENTION;
 
-/// The op's name without its dialect, when it is an Edge or aten op.
-fn base(m: &Module, op: OpId) -> Option<&str> {
-    let n = m.op_name(op);
-    n.strip_prefix("edge.").or_else(|| n.strip_prefix("aten."))
+/// `aten._unsafe_view`, which the aten dialect does not declare (it is met unregistered).
+const UNSAFE_VIEW: &str = "aten._unsafe_view";
+
+/// The ATen op `op` is or mirrors.
+fn base(m: &Module, op: OpId) -> Option<OpRef> {
+    dialect_edge::as_aten(m.op_name(op))
 }
 
-fn def_is(m: &Module, v: ValueId, name: &str) -> Option<OpId> {
+fn def_is(m: &Module, v: ValueId, name: OpRef) -> Option<OpId> {
     m.defining_op(v).filter(|&d| base(m, d) == Some(name))
 }
 
@@ -68,7 +71,8 @@ fn operand_source(m: &Module, v: ValueId, (n, r, c): (i64, i64, i64)) -> Option<
     let mut cur = v;
     loop {
         let Some(d) = m.defining_op(cur) else { break };
-        if !matches!(base(m, d), Some("view" | "clone" | "_unsafe_view" | "reshape")) || !single_use(m, cur) {
+        let view = base(m, d).is_some_and(|b| [op::VIEW, op::CLONE, op::RESHAPE].contains(&b)) || m.op_name(d) == UNSAFE_VIEW;
+        if !view || !single_use(m, cur) {
             break;
         }
         chain.push(d);
@@ -83,7 +87,7 @@ fn operand_source(m: &Module, v: ValueId, (n, r, c): (i64, i64, i64)) -> Option<
 
 /// A scalar fill value: a `scalar_tensor` (0-d) op's `s`.
 fn fill_of(m: &Module, v: ValueId) -> Option<(OpId, f64)> {
-    let d = def_is(m, v, "scalar_tensor")?;
+    let d = def_is(m, v, op::SCALAR_TENSOR)?;
     if !m.operands(d).is_empty() || dims(m, v).is_none_or(|t| !t.is_empty()) {
         return None;
     }
@@ -113,7 +117,7 @@ fn match_at(m: &Module, sm: OpId) -> Option<KernelMatch> {
     let mut mask_heads = 0i64;
     // The mask.
     let mut s = x;
-    if let Some(w) = def_is(m, s, "where.self") {
+    if let Some(w) = def_is(m, s, op::WHERE_SELF) {
         let [c, a, b] = *m.operands(w) else { return None };
         let bool_mask = m.value_type(c).as_tensor().and_then(|t| t.dtype) == Some(ir::DType::Bool);
         let (kind, fill, scores) = match (fill_of(m, a), fill_of(m, b)) {
@@ -135,14 +139,14 @@ fn match_at(m: &Module, sm: OpId) -> Option<KernelMatch> {
         operands_mask = Some(c);
         mask_heads = if xd.len() == 4 { xd[1] } else { 0 };
         s = scores;
-    } else if let Some(add) = def_is(m, s, "add.Tensor") {
+    } else if let Some(add) = def_is(m, s, op::ADD_TENSOR) {
         let [a, b] = *m.operands(add) else { return None };
         if m.attr(add, "alpha").is_some_and(|al| al.as_number() != Some(1.0)) {
             return None;
         }
         // The scores are the side computed from a product; the other is the mask.
         let from_product = |v: ValueId| {
-            m.defining_op(v).is_some_and(|d| matches!(base(m, d), Some("bmm" | "view" | "mul.Scalar" | "div.Scalar")))
+            m.defining_op(v).is_some_and(|d| base(m, d).is_some_and(|b| [op::BMM, op::VIEW, op::MUL_SCALAR, op::DIV_SCALAR].contains(&b)))
         };
         let (scores, mask) = if from_product(a) { (a, b) } else { (b, a) };
         if m.value_type(scores) != m.value_type(s) || m.value_type(mask).as_tensor().and_then(|t| t.dtype) != m.value_type(s).as_tensor().and_then(|t| t.dtype) || !single_use(m, scores) {
@@ -158,7 +162,7 @@ fn match_at(m: &Module, sm: OpId) -> Option<KernelMatch> {
         return None;
     }
     // The scale.
-    for (name, attr) in [("mul.Scalar", "scale"), ("div.Scalar", "divisor")] {
+    for (name, attr) in [(op::MUL_SCALAR, "scale"), (op::DIV_SCALAR, "divisor")] {
         if let Some(d) = def_is(m, s, name) {
             let c = scalar_attr(m, d)?;
             let src = m.operands(d)[0];
@@ -172,7 +176,7 @@ fn match_at(m: &Module, sm: OpId) -> Option<KernelMatch> {
         }
     }
     // Views back to the first product.
-    while let Some(d) = def_is(m, s, "view") {
+    while let Some(d) = def_is(m, s, op::VIEW) {
         let src = m.operands(d)[0];
         if !single_use(m, src) {
             return None;
@@ -180,7 +184,7 @@ fn match_at(m: &Module, sm: OpId) -> Option<KernelMatch> {
         ops.push(d);
         s = src;
     }
-    let bmm1 = def_is(m, s, "bmm")?;
+    let bmm1 = def_is(m, s, op::BMM)?;
     let sd = dims(m, s)?;
     let [n, l, sl] = *sd.as_slice() else { return None };
     if !batched(&xd, n, l, sl) {
@@ -198,14 +202,14 @@ fn match_at(m: &Module, sm: OpId) -> Option<KernelMatch> {
     let bmm2 = loop {
         let u = m.uses(pv).first()?.op;
         match base(m, u) {
-            Some("view") => {
+            Some(op::VIEW) => {
                 ops.push(u);
                 pv = m.results(u)[0];
                 if !single_use(m, pv) {
                     return None;
                 }
             }
-            Some("bmm") if m.operands(u)[0] == pv && m.operands(u)[1] != pv => break u,
+            Some(op::BMM) if m.operands(u)[0] == pv && m.operands(u)[1] != pv => break u,
             _ => return None,
         }
     };
@@ -223,7 +227,7 @@ fn match_at(m: &Module, sm: OpId) -> Option<KernelMatch> {
     if single_use(m, result) {
         let u = m.uses(result)[0].op;
         let ud = m.results(u).first().and_then(|&r| dims(m, r));
-        if base(m, u) == Some("view")
+        if base(m, u) == Some(op::VIEW)
             && let Some(ud) = ud
             && ud.len() == 4
             && ud[0] * ud[1] == n
@@ -235,9 +239,9 @@ fn match_at(m: &Module, sm: OpId) -> Option<KernelMatch> {
             if single_use(m, result) {
                 let pu = m.uses(result)[0].op;
                 let perm = m.attr(pu, "dims").and_then(|a| a.as_int_array());
-                if base(m, pu) == Some("permute") && perm.as_deref() == Some(&[0, 2, 1, 3][..]) {
+                if base(m, pu) == Some(op::PERMUTE) && perm.as_deref() == Some(&[0, 2, 1, 3][..]) {
                     let pr = m.results(pu)[0];
-                    if single_use(m, pr) && base(m, m.uses(pr)[0].op) == Some("clone") {
+                    if single_use(m, pr) && base(m, m.uses(pr)[0].op) == Some(op::CLONE) {
                         let cl = m.uses(pr)[0].op;
                         ops.push(pu);
                         ops.push(cl);
@@ -281,7 +285,7 @@ fn match_at(m: &Module, sm: OpId) -> Option<KernelMatch> {
 
 /// Fuses every attention nested in `root`; returns how many.
 pub fn fuse_attention(m: &mut Module, root: OpId) -> Result<usize, Diagnostic> {
-    fuse_matches(m, root, KERNEL_NAME, |m, o| base(m, o) == Some("_softmax"), match_at)
+    fuse_matches(m, root, KERNEL_NAME, |m, o| base(m, o) == Some(op::_SOFTMAX), match_at)
 }
 
 /// The `fuse-attention` pass.

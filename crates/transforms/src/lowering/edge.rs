@@ -56,7 +56,7 @@ pub fn lower_to_edge(ctx: &Context, m: &mut Module, root: OpId, strict: bool) ->
         if strict && (name == dialect_prim::IF || name == dialect_prim::LOOP) {
             control_flow_has_dtypes(m, op)?;
         }
-        if is_structural(&name) || name.starts_with("edge.") {
+        if is_structural(&name) || is_edge(ctx, &name) {
             continue;
         }
         let target = if name.starts_with("aten.") { edge_name(&name) } else { None };
@@ -118,7 +118,7 @@ fn control_flow_has_dtypes(m: &Module, op: OpId) -> Result<(), Diagnostic> {
 
 /// Inserts `edge._to_copy` casts before `op` so that its operands need no implicit promotion.
 fn make_promotion_explicit(ctx: &Context, m: &mut Module, op: OpId, target: &str) -> Result<usize, Diagnostic> {
-    let rule = promotion_rule(target);
+    let rule = promotion_rule(ctx, target);
     if rule == PromotionRule::Free {
         return Ok(0);
     }
@@ -191,13 +191,19 @@ pub fn cast(m: &mut Module, v: ValueId, to: DType, at: InsertPoint) -> ValueId {
     m.results(c)[0]
 }
 
+/// Whether `name` is an Edge op: one of the Edge dialect's, or an op of another dialect that
+/// declares itself legal in Edge by attaching its [`PromotionRule`].
+fn is_edge(ctx: &Context, name: &str) -> bool {
+    name.split('.').next() == Some(dialect_edge::DIALECT) || ctx.interface::<PromotionRule>(name).is_some()
+}
+
 /// Checks that every op nested in `root` is Edge (or structural) and verifies it.
 pub fn verify_edge(ctx: &Context, m: &Module, root: OpId) -> Result<(), Diagnostic> {
     let mut bad = None;
     m.walk(root, WalkOrder::PreOrder, &mut |o| {
         if bad.is_none() && o != root {
             let n = m.op_name(o);
-            if !(is_structural(n) || n.starts_with("edge.")) {
+            if !(is_structural(n) || is_edge(ctx, n)) {
                 bad = Some(o);
             }
         }

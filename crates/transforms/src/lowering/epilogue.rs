@@ -25,18 +25,18 @@
 //! take the consumer into a fusion group; `lower-to-backend` moves the kernel whole into a
 //! partition.
 
-use ir::{Attribute, Context, Diagnostic, Module, OpId, ValueId};
+use dialect_aten::op;
+use ir::{Attribute, Context, Diagnostic, Module, OpId, OpRef, ValueId};
 use pass::{AnalysisManager, Pass, PassResult};
 
 use super::kernel::{KernelMatch, fuse_matches};
 
 /// The name of the kernel the pass forms.
-pub const KERNEL_NAME: &str = "linear";
+pub const KERNEL_NAME: &str = dialect_backend::kernels::LINEAR;
 
-/// The op's name without its dialect, when it is an Edge or aten op.
-fn base(m: &Module, op: OpId) -> Option<&str> {
-    let n = m.op_name(op);
-    n.strip_prefix("edge.").or_else(|| n.strip_prefix("aten."))
+/// The ATen op `op` is or mirrors.
+fn base(m: &Module, op: OpId) -> Option<OpRef> {
+    dialect_edge::as_aten(m.op_name(op))
 }
 
 fn dims(m: &Module, v: ValueId) -> Option<Vec<i64>> {
@@ -61,7 +61,7 @@ fn product(m: &Module, y: ValueId, result_dims: &[i64]) -> Option<(Vec<OpId>, [V
     let mut ops = Vec::new();
     let mut cur = y;
     let d = m.defining_op(cur)?;
-    if base(m, d) == Some("view") {
+    if base(m, d) == Some(op::VIEW) {
         ops.push(d);
         cur = m.operands(d)[0];
         if !single_use(m, cur) {
@@ -69,7 +69,7 @@ fn product(m: &Module, y: ValueId, result_dims: &[i64]) -> Option<(Vec<OpId>, [V
         }
     }
     let mm = m.defining_op(cur)?;
-    if base(m, mm) != Some("addmm") || m.operands(mm).len() != 3 || m.parent_block(mm) != m.parent_block(d) {
+    if base(m, mm) != Some(op::ADDMM) || m.operands(mm).len() != 3 || m.parent_block(mm) != m.parent_block(d) {
         return None;
     }
     let [bias, x, w] = [m.operands(mm)[0], m.operands(mm)[1], m.operands(mm)[2]];
@@ -97,7 +97,7 @@ fn match_at(m: &Module, op: OpId) -> Option<KernelMatch> {
         return None;
     }
     let (ops, operands, attrs) = match base(m, op)? {
-        "add.Tensor" => {
+        op::ADD_TENSOR => {
             if m.attr(op, "alpha").is_some_and(|a| a.as_number() != Some(1.0)) || m.operands(op).len() != 2 {
                 return None;
             }
@@ -111,12 +111,12 @@ fn match_at(m: &Module, op: OpId) -> Option<KernelMatch> {
             let (ops, [bias, x, w]) = product(m, y, &rd)?;
             (ops, vec![bias, x, w, r], vec![("epilogue", Attribute::str("add")), ("residual", Attribute::str(side))])
         }
-        name @ ("gelu" | "relu") => {
-            if name == "gelu" && m.attr(op, "approximate").is_some_and(|a| a.as_str() != Some("none")) {
+        name @ (op::GELU | op::RELU) => {
+            if name == op::GELU && m.attr(op, "approximate").is_some_and(|a| a.as_str() != Some("none")) {
                 return None;
             }
             let (ops, [bias, x, w]) = product(m, *m.operands(op).first()?, &rd)?;
-            let act = if name == "gelu" { "gelu" } else { "relu" };
+            let act = if name == op::GELU { "gelu" } else { "relu" };
             (ops, vec![bias, x, w], vec![("epilogue", Attribute::str(act))])
         }
         _ => return None,
@@ -131,7 +131,7 @@ fn match_at(m: &Module, op: OpId) -> Option<KernelMatch> {
 
 /// Fuses every linear layer and its consumer nested in `root`; returns how many.
 pub fn fuse_epilogue(m: &mut Module, root: OpId) -> Result<usize, Diagnostic> {
-    fuse_matches(m, root, KERNEL_NAME, |m, o| matches!(base(m, o), Some("add.Tensor" | "gelu" | "relu")), match_at)
+    fuse_matches(m, root, KERNEL_NAME, |m, o| matches!(base(m, o), Some(op::ADD_TENSOR | op::GELU | op::RELU)), match_at)
 }
 
 /// The `fuse-epilogue` pass.

@@ -30,7 +30,7 @@ pub(crate) fn outline_kernel(m: &mut Module, name: &str, f: KernelMatch) -> Resu
     let mut st = OperationState::new(dialect_backend::KERNEL)
         .operands(f.operands.iter().copied())
         .results([m.value_type(f.result).clone()])
-        .attr("kernel", Attribute::str(name))
+        .attr(dialect_backend::kernels::ATTR, Attribute::str(name))
         .regions(1)
         .loc(loc.clone());
     for (k, a) in f.attrs {

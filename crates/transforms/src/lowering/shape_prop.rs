@@ -10,7 +10,7 @@
 //! Inputs that contradict each other (an impossible broadcast) are an error naming the op; with
 //! `strict=true`, so is an annotated type that contradicts the inferred one.
 
-use dialect_aten::infer::{Ranges, infer_op_with, join, refine};
+use dialect_aten::infer::{Ranges, ShapeInference, infer_op_with, join, refine};
 use ir::{Attribute, Context, Diagnostic, Module, OpId, Type, TypeKind, ValueId, WalkOrder};
 use std::collections::HashSet;
 use pass::{AnalysisManager, Pass, PassOptions, PassResult};
@@ -94,7 +94,7 @@ impl Propagator<'_> {
                 Some(TypeKind::Tuple(es)) => Some(es),
                 _ => None,
             }
-        } else if self.ctx.op_def(name).is_some_and(|d| d.schema.is_some()) {
+        } else if self.inferred(name) {
             infer_op_with(self.ctx, m, op, &self.ranges)
                 .map_err(|e| Diagnostic::error(m.loc(op).clone(), format!("'{name}' op shape inference failed: {e}")))?
         } else {
@@ -214,13 +214,18 @@ impl Propagator<'_> {
         Ok(())
     }
 
+    /// Whether `name`'s results are inferred: it has an ATen schema or a [`ShapeInference`].
+    fn inferred(&self, name: &str) -> bool {
+        self.ctx.op_def(name).is_some_and(|d| d.schema.is_some()) || self.ctx.interface::<ShapeInference>(name).is_some()
+    }
+
     /// Whether every user of `v` accepts a more specific type: ops checked against a schema,
     /// returns (the signature follows), the structural ops this pass recomputes, and the
     /// operands of control flow (a branch or an iteration may yield a refinement).
     fn refinable(&self, m: &Module, v: ValueId) -> bool {
         m.uses(v).iter().all(|u| {
             let n = m.op_name(u.op);
-            self.ctx.op_def(n).is_some_and(|d| d.schema.is_some())
+            self.inferred(n)
                 || n == ir::builtin::RETURN && m.parent_op(u.op).is_some_and(|f| !self.is_referenced(m, f))
                 || n == dialect_prim::YIELD && m.parent_op(u.op).is_some_and(|p| matches!(m.op_name(p), dialect_prim::IF | dialect_prim::LOOP))
                 || n == dialect_prim::LOOP && u.index >= 2

@@ -1,0 +1,43 @@
+//! Families of aten ops that share their rules, declared once by op identity, and the
+//! attachment of the rules the aten dialect itself implements (shape and dtype inference).
+//!
+//! A family lists ops by their handle ([`crate::op`]); every overload, in-place (`sigmoid_`)
+//! and out= (`sigmoid.out`) variant of a listed op belongs to the family too, as they compute
+//! the same function. Crates above the dialect attach their own implementations (kernels,
+//! JIT lowerings, costs) to the same handles.
+
+use crate::infer::ShapeInference;
+use crate::op;
+use ir::{Context, OpRef};
+
+/// Unary ops computed in floating point: the result has the operand's shape and its dtype
+/// when floating, the default float dtype otherwise (`exp`, `sigmoid`, `gelu`, …).
+pub const FLOAT_UNARY: &[OpRef] = &[
+    op::EXP, op::EXPM1, op::LOG, op::LOG1P, op::LOG2, op::LOG10, op::SIN, op::COS, op::TAN, op::TANH, op::SIGMOID,
+    op::SQRT, op::RSQRT, op::ERF, op::ASIN, op::ACOS, op::ATAN, op::SINH, op::COSH, op::ASINH, op::ACOSH, op::ATANH,
+    op::RECIPROCAL, op::GELU, op::SILU, op::MISH, op::ELU, op::HARDSWISH, op::HARDSIGMOID,
+];
+
+/// Every op of the data file that is `family`'s member or one of its variants (another
+/// overload, the in-place or the out= form).
+pub fn members(family: &[OpRef]) -> Vec<OpRef> {
+    let schemas = crate::schemas();
+    let names: Vec<String> = schemas.iter().map(|s| s.op_name()).collect();
+    let bases: Vec<&str> = family
+        .iter()
+        .filter_map(|o| names.iter().position(|n| o.is(n)).map(|i| schemas[i].name.as_str()))
+        .collect();
+    schemas
+        .iter()
+        .zip(&names)
+        .filter(|(s, _)| bases.contains(&s.name.trim_end_matches('_')))
+        .filter_map(|(_, n)| op::by_name(n))
+        .collect()
+}
+
+/// Attaches the aten dialect's own interfaces to its ops.
+pub fn attach(ctx: &mut Context) {
+    for o in members(FLOAT_UNARY) {
+        ctx.attach(o, ShapeInference::FloatUnary);
+    }
+}

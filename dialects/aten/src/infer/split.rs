@@ -1,0 +1,109 @@
+//! Slices and splits: the length of a slice and the pieces of `split`/`chunk`/`unbind`.
+
+use super::*;
+
+
+pub(super) fn slice_len(d: &Dim, a: &Args) -> Dim {
+    let start = if a.is_none("start") { Some(0) } else { a.int("start") };
+    let end = if a.is_none("end") { Some(i64::MAX) } else { a.int("end") };
+    let step = a.int("step").unwrap_or(1).max(1);
+    match (d, start, end) {
+        (Dim::Static(n), Some(s), Some(e)) => {
+            let clampi = |x: i64| if x < 0 { (x + n).max(0) } else { x.min(*n) };
+            let (s, e) = (clampi(s), clampi(e));
+            Dim::Static(if e > s { (e - s + step - 1) / step } else { 0 })
+        }
+        (other, Some(0), Some(e)) if step == 1 && e >= i64::MAX / 2 => other.clone(),
+        _ => Dim::Unknown,
+    }
+}
+
+pub(super) fn split_types(key: &str, base: &str, a: &Args, s: Option<&TensorType>) -> Option<Vec<Type>> {
+    let t = s?;
+    let sh = t.shape.clone()?;
+    let dim = a.int("dim").unwrap_or(0);
+    let i = norm_dim(dim, sh.len())?;
+    let n = sh[i].as_static();
+    let sizes: Vec<i64> = match (base, key) {
+        ("split_with_sizes", _) | ("split", "split.sizes") | ("unsafe_split", "unsafe_split.sizes") => a.ints("split_sizes")?,
+        ("split", _) | ("unsafe_split", _) => {
+            let k = a.int("split_size")?;
+            let n = n?;
+            if k <= 0 {
+                return None;
+            }
+            let mut v = vec![k; (n / k) as usize];
+            if n % k != 0 || n == 0 {
+                v.push(n % k);
+            }
+            v
+        }
+        ("chunk", _) => {
+            let c = a.int("chunks")?;
+            let n = n?;
+            if c <= 0 {
+                return None;
+            }
+            let k = (n + c - 1) / c;
+            let k = k.max(1);
+            let mut v = vec![k; (n / k) as usize];
+            if n % k != 0 {
+                v.push(n % k);
+            }
+            v
+        }
+        ("unbind", _) => {
+            let mut out = sh.clone();
+            out.remove(i);
+            let elem = tensor(t.dtype, Some(out));
+            return Some(vec![Type::list(elem)]);
+        }
+        _ => return None,
+    };
+    // A list holds one element type: the shape is exact only when every piece has the same size.
+    let mut out = sh.clone();
+    if sizes.windows(2).all(|w| w[0] == w[1]) && !sizes.is_empty() {
+        out[i] = Dim::Static(sizes[0]);
+    } else {
+        out[i] = Dim::Unknown;
+    }
+    Some(vec![Type::list(tensor(t.dtype, Some(out)))])
+}
+
+/// The sizes each piece of a split gets along the split dimension, when static.
+pub fn split_sizes(key: &str, a: &Args) -> Option<Vec<i64>> {
+    let t = self_or(a)?;
+    let sh = t.shape.clone()?;
+    let dim = a.int("dim").unwrap_or(0);
+    let i = norm_dim(dim, sh.len())?;
+    let n = sh[i].as_static();
+    if key.starts_with("split_with_sizes") || key == "split.sizes" {
+        return a.ints("split_sizes");
+    }
+    if key.starts_with("split") {
+        let k = a.int("split_size")?;
+        let n = n?;
+        if k <= 0 {
+            return None;
+        }
+        let mut v = vec![k; (n / k) as usize];
+        if n % k != 0 || n == 0 {
+            v.push(n % k);
+        }
+        return Some(v);
+    }
+    if key.starts_with("chunk") {
+        let c = a.int("chunks")?;
+        let n = n?;
+        if c <= 0 {
+            return None;
+        }
+        let k = ((n + c - 1) / c).max(1);
+        let mut v = vec![k; (n / k) as usize];
+        if n % k != 0 {
+            v.push(n % k);
+        }
+        return Some(v);
+    }
+    None
+}
