@@ -10,6 +10,11 @@ pub fn workspace_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).parent().map(Path::to_path_buf).unwrap_or_default()
 }
 
+/// The fixture corpus, `../shared/fixtures` beside the workspace (it may be absent).
+pub fn shared_fixtures() -> PathBuf {
+    workspace_root().join("../shared/fixtures")
+}
+
 /// The path of one of the project's command-line tools (`dialect-opt`, `dialect-run`,
 /// `filecheck`), built in this test binary's own profile the first time it is asked for, so
 /// the tests never run a stale tool.

@@ -5,7 +5,6 @@
 //! `parallel` the intra-op parallel-for that kernels split their work with.
 
 pub mod exec;
-pub mod fixture;
 pub mod fusion;
 mod interp;
 pub mod io;

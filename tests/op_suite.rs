@@ -46,7 +46,7 @@ fn declared_result_shapes(m: &ir::Module) -> Vec<Option<Vec<usize>>> {
 
 #[test]
 fn every_op_case_matches_pytorch() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/fixtures/ops");
+    let root = support::shared_fixtures().join("ops");
     if !root.is_dir() {
         assert!(std::env::var("CI").as_deref() != Ok("true"), "CI=true but ../shared/fixtures/ops is missing");
         println!("skipped: {} is absent", root.display());
@@ -83,8 +83,8 @@ fn every_op_case_matches_pytorch() {
                 return Err("RANDOM".to_string());
             }
             let declared = declared_result_shapes(&program.module);
-            let compiled = runtime::fixture::compile_program(&ctx, &program)?;
-            let mut report = runtime::fixture::run_fixture(&compiled, &dir.join("io.safetensors"), 0)?;
+            let compiled = driver::fixture::compile_program(&ctx, &program)?;
+            let mut report = driver::fixture::run_fixture(&compiled, &dir.join("io.safetensors"), 0)?;
             // Where PyTorch's own decomposition declares a result shape that its eager run did not
             // produce, the recorded value cannot be the program's: compare the program's own shape.
             report.outputs.retain(|(key, c)| {

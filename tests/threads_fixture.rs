@@ -4,16 +4,17 @@
 //! recorded outputs. Skips with a reason when `../shared/fixtures` is absent (fails under `CI=true`).
 
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 
-use runtime::{IValue, Tensor, fixture};
+use driver::fixture;
+use runtime::{IValue, Tensor};
 
 const THREADS: usize = 4;
 const RUNS: usize = 1000;
 
 fn fixture_dir() -> Option<PathBuf> {
-    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/fixtures/export/lstm_cell");
+    let p = support::shared_fixtures().join("export/lstm_cell");
     p.is_dir().then_some(p)
 }
 

@@ -8,7 +8,7 @@
 use std::path::{Path, PathBuf};
 
 fn corpus() -> Option<PathBuf> {
-    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/fixtures");
+    let p = support::shared_fixtures();
     p.is_dir().then_some(p)
 }
 
@@ -21,8 +21,8 @@ fn context() -> ir::Context {
 
 fn check(ctx: &ir::Context, program: &Path, io: &Path, call: usize) -> Result<String, String> {
     let p = import::import_file(ctx, program, None).map_err(|e| format!("import: {e}"))?;
-    let compiled = runtime::fixture::compile_program(ctx, &p)?;
-    let report = runtime::fixture::run_fixture(&compiled, io, call)?;
+    let compiled = driver::fixture::compile_program(ctx, &p)?;
+    let report = driver::fixture::run_fixture(&compiled, io, call)?;
     let lines: Vec<String> = report.outputs.iter().map(|(k, c)| format!("{k} {}", c.text)).collect();
     if report.ok() { Ok(lines.join("; ")) } else { Err(lines.join("; ")) }
 }
@@ -56,7 +56,7 @@ fn every_public_fixture_matches_pytorch() {
     for g in graphs {
         let stem = g.file_name().unwrap().to_string_lossy().trim_end_matches(".graph.txt").to_string();
         let io = ts.join(format!("{stem}.io.safetensors"));
-        let meta = runtime::fixture::read_meta(&io).unwrap();
+        let meta = driver::fixture::read_meta(&io).unwrap();
         for call in 0..meta.scalar_calls.len().max(1) {
             cases.push((format!("torchscript/{stem} call {call}"), g.clone(), io.clone(), call));
         }

@@ -7,20 +7,22 @@
 //! intermediates (a plan with shared storage exists) and that running without a plan
 //! allocates more. Skips with a reason when `../shared/fixtures` is absent (fails under `CI=true`).
 
-mod common;
+#[path = "../crates/runtime/tests/common/counting.rs"]
+mod counting;
 
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
-use common::counting::{Counting, count};
-use runtime::{CompileOptions, IValue, Tensor, fixture};
+use counting::{Counting, count};
+use driver::fixture;
+use runtime::{CompileOptions, IValue, Tensor};
 
 #[global_allocator]
 static GLOBAL: Counting = Counting;
 
 
 fn corpus() -> Option<PathBuf> {
-    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/fixtures/export");
+    let p = support::shared_fixtures().join("export");
     p.is_dir().then_some(p)
 }
 
