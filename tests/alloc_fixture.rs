@@ -22,15 +22,7 @@ static GLOBAL: Counting = Counting;
 
 
 fn corpus() -> Option<PathBuf> {
-    let p = support::shared_fixtures().join("export");
-    p.is_dir().then_some(p)
-}
-
-fn context() -> ir::Context {
-    let mut ctx = ir::Context::new();
-    dialect_prim::register(&mut ctx);
-    dialect_aten::register(&mut ctx);
-    ctx
+    support::fixture_dir("export")
 }
 
 /// What one fixture allocates.
@@ -45,7 +37,7 @@ struct Counts {
 
 fn measure(name: &str) -> Result<Counts, String> {
     let dir = corpus().ok_or("corpus missing")?.join(name);
-    let ctx = context();
+    let ctx = support::context();
     let imported = import::import_file(&ctx, &dir.join("core.pt2"), None).map_err(|e| format!("{name}: {e}"))?;
     let weights = fixture::weights_from_import(&imported.weights)?;
     let io_path = dir.join("io.safetensors");

@@ -10,8 +10,7 @@ use std::path::PathBuf;
 static GLOBAL: driver::alloc::Counting = driver::alloc::Counting;
 
 fn bench_dir() -> Option<PathBuf> {
-    let p = support::shared_fixtures().join("bench");
-    p.is_dir().then_some(p)
+    support::fixture_dir("bench")
 }
 
 /// Allocations per call from `dialect-run <program> -O2 --bench --threads 1`.

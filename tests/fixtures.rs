@@ -8,15 +8,7 @@
 use std::path::{Path, PathBuf};
 
 fn corpus() -> Option<PathBuf> {
-    let p = support::shared_fixtures();
-    p.is_dir().then_some(p)
-}
-
-fn context() -> ir::Context {
-    let mut ctx = ir::Context::new();
-    dialect_prim::register(&mut ctx);
-    dialect_aten::register(&mut ctx);
-    ctx
+    support::fixture_dir("")
 }
 
 fn check(ctx: &ir::Context, program: &Path, io: &Path, call: usize) -> Result<String, String> {
@@ -34,7 +26,7 @@ fn every_public_fixture_matches_pytorch() {
         println!("skipped: ../shared/fixtures is absent");
         return;
     };
-    let ctx = context();
+    let ctx = support::context();
     let mut cases: Vec<(String, PathBuf, PathBuf, usize)> = Vec::new();
     for group in ["export", "bench"] {
         let mut dirs: Vec<PathBuf> = std::fs::read_dir(root.join(group)).unwrap().flatten().map(|e| e.path()).collect();

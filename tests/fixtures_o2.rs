@@ -12,8 +12,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 fn corpus() -> Option<PathBuf> {
-    let p = support::shared_fixtures();
-    p.is_dir().then_some(p)
+    support::fixture_dir("")
 }
 
 /// Runs the pipeline of `level`; returns the names of the ops left, sorted and deduplicated.

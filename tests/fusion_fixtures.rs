@@ -17,13 +17,6 @@ fn corpus() -> Option<PathBuf> {
     None
 }
 
-fn ctx() -> ir::Context {
-    let mut c = ir::Context::new();
-    dialect_prim::register(&mut c);
-    dialect_aten::register(&mut c);
-    c
-}
-
 fn run_pipeline(ctx: &ir::Context, m: &mut ir::Module, text: &str) {
     let r = driver::default_pass_registry();
     let mut pm = pass::PassManager::parse(&r, text, pass::PassManagerConfig::default()).expect("pipeline parses");
@@ -71,7 +64,7 @@ fn layout(m: &ir::Module) -> (Vec<String>, Vec<Vec<String>>, Vec<ir::OpId>) {
 /// Imports, fuses, checks the layout (one group, every pointwise op inside, nothing else
 /// elementwise outside), asks the JIT about the group and compares the outputs with PyTorch's.
 fn check(program: &Path, io: &Path, pointwise: usize, torchscript: bool) {
-    let ctx = ctx();
+    let ctx = support::context();
     let mut p = import::import_file(&ctx, program, None).expect("imports");
     if torchscript {
         specialize(&mut p.module, io);

@@ -6,13 +6,6 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-fn context() -> ir::Context {
-    let mut ctx = ir::Context::new();
-    dialect_prim::register(&mut ctx);
-    dialect_aten::register(&mut ctx);
-    ctx
-}
-
 /// Cases whose programs use operators outside ATen (`torch.ops.torch_nn.*`): the importer refuses
 /// them by name, which `import`'s own tests check.
 fn uses_non_aten_ops(dir: &Path) -> bool {
@@ -52,7 +45,7 @@ fn every_op_case_matches_pytorch() {
         println!("skipped: {} is absent", root.display());
         return;
     }
-    let ctx = context();
+    let ctx = support::context();
     let mut dirs: Vec<_> = std::fs::read_dir(&root).unwrap().flatten().map(|e| e.path()).filter(|p| p.is_dir()).collect();
     dirs.sort();
     let filter = std::env::var("OP_SUITE_FILTER").ok();

@@ -14,15 +14,7 @@ const THREADS: usize = 4;
 const RUNS: usize = 1000;
 
 fn fixture_dir() -> Option<PathBuf> {
-    let p = support::shared_fixtures().join("export/lstm_cell");
-    p.is_dir().then_some(p)
-}
-
-fn context() -> ir::Context {
-    let mut ctx = ir::Context::new();
-    dialect_prim::register(&mut ctx);
-    dialect_aten::register(&mut ctx);
-    ctx
+    support::fixture_dir("export/lstm_cell")
 }
 
 /// Outputs as raw bits, so equality is exact (and NaN-safe).
@@ -41,7 +33,7 @@ fn four_threads_run_the_lstm_cell_fixture_identically() -> Result<(), String> {
         println!("skipped: ../shared/fixtures/export/lstm_cell is absent");
         return Ok(());
     };
-    let ctx = context();
+    let ctx = support::context();
     let imported = import::import_file(&ctx, &dir.join("core.pt2"), None).map_err(|e| e.to_string())?;
     let program = Arc::new(fixture::compile_program(&ctx, &imported)?);
 
