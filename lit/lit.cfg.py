@@ -1,7 +1,7 @@
 # Configuration of the project's lit suite for LLVM's own `lit` (pip install lit).
 #
-# The same suite runs under `cargo test -p driver --test lit`, whose settings
-# (crates/driver/tests/lit.rs) this file mirrors: suffixes, features, excluded
+# The same suite runs under `cargo test -p integration-tests --test lit`, whose settings
+# (tests/lit.rs) this file mirrors: suffixes, features, excluded
 # directories and the tools put first on PATH. See lit/README.md.
 
 import os

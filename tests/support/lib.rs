@@ -1,5 +1,6 @@
 //! Shared helpers of the top-level integration tests: where the workspace, the built tools and
-//! `../shared` are.
+//! the fixture corpus in `../shared` are, the context programs are imported into, and the
+//! skip rule.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -8,6 +9,25 @@ use std::sync::OnceLock;
 /// The workspace root (this package's parent directory).
 pub fn workspace_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).parent().map(Path::to_path_buf).unwrap_or_default()
+}
+
+/// The fixture corpus, `../shared/fixtures` beside the workspace (it may be absent).
+pub fn shared_fixtures() -> PathBuf {
+    workspace_root().join("../shared/fixtures")
+}
+
+/// The directory `sub` of the fixture corpus (`""`: the corpus itself), when it is there.
+pub fn fixture_dir(sub: &str) -> Option<PathBuf> {
+    let p = shared_fixtures().join(sub);
+    p.is_dir().then_some(p)
+}
+
+/// A context with the dialects the importers write, `prim` and `aten`.
+pub fn context() -> ir::Context {
+    let mut ctx = ir::Context::new();
+    dialect_prim::register(&mut ctx);
+    dialect_aten::register(&mut ctx);
+    ctx
 }
 
 /// The path of one of the project's command-line tools (`dialect-opt`, `dialect-run`,

@@ -1,7 +1,9 @@
 //! Command-line tools: `dialect-opt`, `dialect-run` and `filecheck`, as libraries the thin binaries call.
 
 pub mod alloc;
+pub mod fixture;
 pub mod opt;
+pub mod pipeline;
 pub mod run;
 
 use ir::Context;
@@ -19,18 +21,17 @@ pub fn default_context() -> Context {
     ctx
 }
 
-/// The passes every tool offers.
+pub use pipeline::pipeline_for_level;
+
+/// The passes every tool offers: the pass manager's own, `transforms`' (`canonicalize` with
+/// its patterns among them), `egraph`'s and `default-pipeline`.
 pub fn default_pass_registry() -> pass::PassRegistry {
-    let mut r = pass::default_registry();
+    let mut r = pass::PassRegistry::new();
+    pass::register_builtin_passes(&mut r);
     transforms::register_passes(&mut r);
     egraph::register_passes(&mut r);
+    pipeline::register(&mut r);
     r
-}
-
-/// The pass pipeline of `-O<level>` over every pass the tools offer: at `-O2` it forms fusion
-/// groups (`fuse-elementwise`) before partitioning.
-pub fn pipeline_for_level(level: u32) -> String {
-    transforms::lowering::pipeline_text_for(&default_pass_registry(), level, &mut Vec::new())
 }
 
 /// Rewrites LLVM-style single-dash long options (`-split-input-file`) to `--split-input-file`,

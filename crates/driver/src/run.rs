@@ -3,7 +3,8 @@
 use crate::{default_context, default_pass_registry};
 use clap::Parser;
 use ir::{DType, Dim, TypeKind};
-use runtime::{CompileOptions, IValue, InputKind, Tensor, fixture};
+use crate::fixture;
+use runtime::{CompileOptions, IValue, InputKind, Tensor};
 use std::collections::HashMap;
 use std::io::Write;
 use std::path::PathBuf;
@@ -45,8 +46,9 @@ pub struct RunArgs {
     #[arg(long, value_name = "PIPELINE", conflicts_with = "opt_level")]
     pub pipeline: Option<String>,
     /// Optimization level: 0 (the default) runs the program as imported; 1 and up run
-    /// `transforms::lowering::pipeline_text_for(N)` before compiling (2: functionalize,
-    /// decompose, optimize, lower to Edge, fuse elementwise ops and partition). Also spelled `-O2`.
+    /// `driver::pipeline_for_level(N)` before compiling, which `default-pipeline{opt-level=N}`
+    /// also runs (functionalize, decompose, optimize, lower to Edge, fuse and partition). Also
+    /// spelled `-O2`.
     #[arg(long = "opt-level", short = 'O', value_name = "N", value_parser = clap::value_parser!(u32).range(0..=3))]
     pub opt_level: Option<u32>,
     /// Print the pass pipeline that runs before compiling (on stdout) and continue.

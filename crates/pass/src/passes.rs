@@ -68,6 +68,21 @@ pub struct Canonicalize {
 }
 
 impl Canonicalize {
+    /// The pass's name.
+    pub const NAME: &str = "canonicalize";
+
+    /// The pass's description.
+    pub const DESCRIPTION: &str = "Apply folders and canonicalization patterns, and remove dead pure operations";
+
+    /// The registration of `canonicalize`, defined here once: `options` are [`Canonicalize::options`]
+    /// and whatever the owner of the patterns adds, and `make` builds the pass from their values.
+    pub fn info(
+        options: PassOptions,
+        make: impl Fn(&PassOptions) -> Result<Box<dyn Pass>, String> + Send + Sync + 'static,
+    ) -> PassInfo {
+        PassInfo::new(Canonicalize::NAME, Canonicalize::DESCRIPTION, make).options(options)
+    }
+
     pub fn new(rewrites: Arc<RewriteSet>) -> Canonicalize {
         Canonicalize {
             rewrites,
@@ -112,11 +127,11 @@ impl Canonicalize {
 
 impl Pass for Canonicalize {
     fn name(&self) -> &str {
-        "canonicalize"
+        Canonicalize::NAME
     }
 
     fn description(&self) -> &str {
-        "Apply folders and canonicalization patterns, and remove dead pure operations"
+        Canonicalize::DESCRIPTION
     }
 
     fn option_text(&self) -> String {
@@ -248,7 +263,8 @@ impl Pass for Verify {
     }
 }
 
-/// A registry with `dce`, `canonicalize` (with no patterns or folders), `print-ir` and `verify`.
+/// A registry with `dce`, `canonicalize` (with no patterns or folders), `print-ir` and `verify`:
+/// the pass manager's passes for a program with no rewrite patterns.
 pub fn default_registry() -> PassRegistry {
     registry_with_rewrites(Arc::new(RewriteSet::new()))
 }
@@ -256,12 +272,18 @@ pub fn default_registry() -> PassRegistry {
 /// [`default_registry`] with `canonicalize` applying `rewrites`.
 pub fn registry_with_rewrites(rewrites: Arc<RewriteSet>) -> PassRegistry {
     let mut r = PassRegistry::new();
-    register_builtin_passes(&mut r, rewrites);
+    register_builtin_passes(&mut r);
+    // The name is valid and free in a registry holding only the builtin passes.
+    let _ = r.register(Canonicalize::info(Canonicalize::options(), move |o| {
+        Ok(Box::new(Canonicalize::with_options(rewrites.clone(), o)?) as Box<dyn Pass>)
+    }));
     r
 }
 
-/// Registers this crate's passes into `r`, skipping names already taken.
-pub fn register_builtin_passes(r: &mut PassRegistry, rewrites: Arc<RewriteSet>) {
+/// Registers this crate's passes other than `canonicalize` (`dce`, `print-ir`, `verify`) into
+/// `r`, skipping names already taken: `canonicalize` is registered by whoever owns the
+/// rewrite patterns it applies ([`Canonicalize::info`]).
+pub fn register_builtin_passes(r: &mut PassRegistry) {
     let infos =
         [
             PassInfo::new(
@@ -269,14 +291,6 @@ pub fn register_builtin_passes(r: &mut PassRegistry, rewrites: Arc<RewriteSet>) 
                 "Erase pure operations whose results are unused",
                 |_| Ok(Box::new(Dce) as Box<dyn Pass>),
             ),
-            PassInfo::new(
-                "canonicalize",
-                "Apply folders and canonicalization patterns, and remove dead pure operations",
-                move |o| {
-                    Ok(Box::new(Canonicalize::with_options(rewrites.clone(), o)?) as Box<dyn Pass>)
-                },
-            )
-            .options(Canonicalize::options()),
             PassInfo::new(
                 "print-ir",
                 "Print the IR to the instrumentation output",

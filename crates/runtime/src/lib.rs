@@ -6,7 +6,6 @@
 //! their work with.
 
 pub mod exec;
-pub mod fixture;
 pub mod fusion;
 mod interp;
 pub mod io;

@@ -13,7 +13,8 @@ pub fn register_passes(r: &mut pass::PassRegistry) {
 
 /// A registry with the pass manager's own passes and every pass of this crate.
 pub fn pass_registry() -> pass::PassRegistry {
-    let mut r = pass::default_registry();
+    let mut r = pass::PassRegistry::new();
+    pass::register_builtin_passes(&mut r);
     register_passes(&mut r);
     r
 }

@@ -1,9 +1,9 @@
 //! Optimization passes: alias analysis, DCE, CSE, folding, canonicalization, inlining, unrolling, functionalization.
 //!
 //! [`register`] adds `cse`, `constant-propagation`, `constant-pooling`, `inline-if`,
-//! `loop-unroll`, `remove-noop-views`, `functionalize` and `test-alias-analysis`, and replaces
-//! the pass crate's `canonicalize` with one that applies the prim and aten folders and the
-//! patterns of [`canon`]. `dce` stays the pass crate's: it erases exactly the unused ops that are
+//! `loop-unroll`, `remove-noop-views`, `functionalize`, `test-alias-analysis`, and the tools'
+//! `canonicalize` (the pass crate's pass, registered with the prim and aten folders and the
+//! patterns of [`canon`]; registries built on `pass::register_builtin_passes` have no other). `dce` stays the pass crate's: it erases exactly the unused ops that are
 //! `PURE`, and every aten op whose schema writes an argument is registered without `PURE`
 //! ([`alias::has_side_effects`] states the rule; a test checks it for every op).
 
@@ -131,18 +131,6 @@ pub fn rewrite_set() -> RewriteSet {
     canon::canonicalize_set(dialect_aten::fold::DEFAULT_MAX_ELEMENTS)
 }
 
-/// Replaces the registration of `info.name` in `r` (or adds it). The pass crate's registry has
-/// no replace operation, so this rebuilds the registry with the other entries unchanged.
-pub fn replace_pass(r: &mut PassRegistry, info: PassInfo) -> Result<(), String> {
-    let old = std::mem::take(r);
-    for p in old.passes() {
-        if p.name != info.name {
-            r.register(p.clone())?;
-        }
-    }
-    r.register(info)
-}
-
 /// The pass infos of this module.
 pub fn pass_infos() -> Vec<PassInfo> {
     const CSE: &str = "Eliminate common subexpressions, never across a write that may change what they read";
@@ -153,7 +141,6 @@ pub fn pass_infos() -> Vec<PassInfo> {
     const PROP: &str = "Fold prim and aten ops with constant operands (small tensors included)";
     const NOOP: &str = "Remove views that do not change their input (same-shape view/expand/reshape, identity permute, alias)";
     const TEST_ALIAS: &str = "Print the alias analysis of each function (a test aid)";
-    const CANON: &str = "Apply folders and canonicalization patterns, and remove dead pure operations";
     vec![
         PassInfo::new("cse", CSE, |_| {
             Ok(func_pass("cse", CSE, String::new(), |ctx, m, op, am| cse::run_cse(ctx, m, op, am)))
@@ -218,22 +205,27 @@ pub fn pass_infos() -> Vec<PassInfo> {
             }))
         })
         .anchor(Anchor::func()),
-        PassInfo::new("canonicalize", CANON, |o| {
-            let set = canon::shared_canonicalize_set(max_elements(o)?);
-            Ok(Box::new(Canonicalize(pass::Canonicalize::with_options(set, o)?)) as Box<dyn Pass>)
-        })
-        .options(pass::Canonicalize::options().int(
-            "max-elements",
-            dialect_aten::fold::DEFAULT_MAX_ELEMENTS as i64,
-            "Fold tensor ops only when the result has at most this many elements",
-        )),
+        pass::Canonicalize::info(
+            pass::Canonicalize::options().int(
+                "max-elements",
+                dialect_aten::fold::DEFAULT_MAX_ELEMENTS as i64,
+                "Fold tensor ops only when the result has at most this many elements",
+            ),
+            |o| {
+                let set = canon::shared_canonicalize_set(max_elements(o)?);
+                Ok(Box::new(Canonicalize(pass::Canonicalize::with_options(set, o)?)) as Box<dyn Pass>)
+            },
+        ),
     ]
 }
 
-/// Registers the optimization passes (replacing `canonicalize`).
+/// Registers the optimization passes, `canonicalize` with this crate's rewrites among them,
+/// skipping names already taken.
 pub fn register(r: &mut PassRegistry) {
     for info in pass_infos() {
-        // Names are valid; `replace_pass` only fails on an invalid name.
-        let _ = replace_pass(r, info);
+        if r.get(&info.name).is_none() {
+            // Names are valid and were just checked to be free.
+            let _ = r.register(info);
+        }
     }
 }

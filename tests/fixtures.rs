@@ -8,21 +8,13 @@
 use std::path::{Path, PathBuf};
 
 fn corpus() -> Option<PathBuf> {
-    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/fixtures");
-    p.is_dir().then_some(p)
-}
-
-fn context() -> ir::Context {
-    let mut ctx = ir::Context::new();
-    dialect_prim::register(&mut ctx);
-    dialect_aten::register(&mut ctx);
-    ctx
+    support::fixture_dir("")
 }
 
 fn check(ctx: &ir::Context, program: &Path, io: &Path, call: usize) -> Result<String, String> {
     let p = import::import_file(ctx, program, None).map_err(|e| format!("import: {e}"))?;
-    let compiled = runtime::fixture::compile_program(ctx, &p)?;
-    let report = runtime::fixture::run_fixture(&compiled, io, call)?;
+    let compiled = driver::fixture::compile_program(ctx, &p)?;
+    let report = driver::fixture::run_fixture(&compiled, io, call)?;
     let lines: Vec<String> = report.outputs.iter().map(|(k, c)| format!("{k} {}", c.text)).collect();
     if report.ok() { Ok(lines.join("; ")) } else { Err(lines.join("; ")) }
 }
@@ -34,7 +26,7 @@ fn every_public_fixture_matches_pytorch() {
         println!("skipped: ../shared/fixtures is absent");
         return;
     };
-    let ctx = context();
+    let ctx = support::context();
     let mut cases: Vec<(String, PathBuf, PathBuf, usize)> = Vec::new();
     for group in ["export", "bench"] {
         let mut dirs: Vec<PathBuf> = std::fs::read_dir(root.join(group)).unwrap().flatten().map(|e| e.path()).collect();
@@ -56,7 +48,7 @@ fn every_public_fixture_matches_pytorch() {
     for g in graphs {
         let stem = g.file_name().unwrap().to_string_lossy().trim_end_matches(".graph.txt").to_string();
         let io = ts.join(format!("{stem}.io.safetensors"));
-        let meta = runtime::fixture::read_meta(&io).unwrap();
+        let meta = driver::fixture::read_meta(&io).unwrap();
         for call in 0..meta.scalar_calls.len().max(1) {
             cases.push((format!("torchscript/{stem} call {call}"), g.clone(), io.clone(), call));
         }

@@ -4,14 +4,13 @@
 //! a change that makes some intermediate fresh again (or a view allocate) fails here. Skips
 //! with a reason when `../shared/fixtures/bench` is absent (fails under `CI=true`).
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 #[global_allocator]
 static GLOBAL: driver::alloc::Counting = driver::alloc::Counting;
 
 fn bench_dir() -> Option<PathBuf> {
-    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/fixtures/bench");
-    p.is_dir().then_some(p)
+    support::fixture_dir("bench")
 }
 
 /// Allocations per call from `dialect-run <program> -O2 --bench --threads 1`.

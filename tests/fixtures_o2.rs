@@ -12,8 +12,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 fn corpus() -> Option<PathBuf> {
-    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/fixtures");
-    p.is_dir().then_some(p)
+    support::fixture_dir("")
 }
 
 /// Runs the pipeline of `level`; returns the names of the ops left, sorted and deduplicated.
@@ -109,7 +108,7 @@ fn check(
         Backend::Interp => None,
         Backend::Jit => Some(jit.clone() as Arc<dyn runtime::FusionCompiler>),
     };
-    let compiled = runtime::fixture::compile_program_with(ctx, p, runtime::CompileOptions { fusion, ..Default::default() })?;
+    let compiled = driver::fixture::compile_program_with(ctx, p, runtime::CompileOptions { fusion, ..Default::default() })?;
     if backend == Backend::Jit {
         for g in compiled.fusion_groups() {
             count.groups += 1;
@@ -119,7 +118,7 @@ fn check(
             }
         }
     }
-    let report = runtime::fixture::run_fixture(&compiled, io, call)?;
+    let report = driver::fixture::run_fixture(&compiled, io, call)?;
     let lines: Vec<String> = report.outputs.iter().map(|(k, c)| format!("{k} {}", c.text)).collect();
     if !report.ok() {
         return Err(lines.join("; "));
@@ -132,16 +131,16 @@ fn check(
 /// intermediates (fusion-group results among them) live in the memory plan's slab; every
 /// run's outputs must equal the first run's, bit for bit.
 fn steady_state_runs_agree(compiled: &runtime::CompiledProgram, io: &Path, call: usize) -> Result<(), String> {
-    let meta = runtime::fixture::read_meta(io)?;
+    let meta = driver::fixture::read_meta(io)?;
     if meta.calls.unwrap_or(1) > 1 {
         return Ok(());
     }
     let tensors: std::collections::HashMap<String, runtime::Tensor> =
         runtime::io::load_safetensors(io).map_err(|e| format!("{}: {e}", io.display()))?.into_iter().collect();
-    let inputs = runtime::fixture::fixture_inputs(&tensors, &meta, call, compiled.input_names().len())?;
+    let inputs = driver::fixture::fixture_inputs(&tensors, &meta, call, compiled.input_names().len())?;
     let mut rt = compiled.runtime();
     let bits = |outs: Vec<runtime::IValue>| -> Vec<Vec<u64>> {
-        runtime::fixture::flatten(outs)
+        driver::fixture::flatten(outs)
             .iter()
             .map(|v| v.as_tensor().map(|t| t.to_vec_f64().iter().map(|x| x.to_bits()).collect()).unwrap_or_default())
             .collect()
@@ -183,7 +182,7 @@ fn cases(root: &Path) -> Vec<(String, PathBuf, PathBuf, usize)> {
     for g in graphs {
         let stem = g.file_name().map(|n| n.to_string_lossy().trim_end_matches(".graph.txt").to_string()).unwrap_or_default();
         let io = ts.join(format!("{stem}.io.safetensors"));
-        let calls = runtime::fixture::read_meta(&io).map(|m| m.scalar_calls.len()).unwrap_or(0);
+        let calls = driver::fixture::read_meta(&io).map(|m| m.scalar_calls.len()).unwrap_or(0);
         for call in 0..calls.max(1) {
             cases.push((format!("torchscript/{stem} call {call}"), g.clone(), io.clone(), call));
         }
@@ -268,9 +267,9 @@ fn buffer_mutation_at_o2_matches_over_two_calls_through_the_jit() {
     lower(&ctx, &mut p.module, 2).expect("-O2");
     let jit: Arc<dyn runtime::FusionCompiler> = Arc::new(jit::Jit::default());
     let compiled =
-        runtime::fixture::compile_program_with(&ctx, &p, runtime::CompileOptions { fusion: Some(jit), ..Default::default() })
+        driver::fixture::compile_program_with(&ctx, &p, runtime::CompileOptions { fusion: Some(jit), ..Default::default() })
             .expect("compile");
-    let report = runtime::fixture::run_fixture(&compiled, &dir.join("io.safetensors"), 0).expect("run");
+    let report = driver::fixture::run_fixture(&compiled, &dir.join("io.safetensors"), 0).expect("run");
     assert!(report.outputs.iter().any(|(k, _)| k.starts_with("call2.")), "no second call compared: {:?}", report.outputs);
     assert!(report.ok(), "{:?}", report.outputs);
 }

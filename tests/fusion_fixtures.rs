@@ -8,7 +8,7 @@
 use std::path::{Path, PathBuf};
 
 fn corpus() -> Option<PathBuf> {
-    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/fixtures");
+    let p = support::shared_fixtures();
     if p.is_dir() {
         return Some(p);
     }
@@ -17,17 +17,8 @@ fn corpus() -> Option<PathBuf> {
     None
 }
 
-fn ctx() -> ir::Context {
-    let mut c = ir::Context::new();
-    dialect_prim::register(&mut c);
-    dialect_aten::register(&mut c);
-    c
-}
-
 fn run_pipeline(ctx: &ir::Context, m: &mut ir::Module, text: &str) {
-    let mut r = pass::default_registry();
-    transforms::register_passes(&mut r);
-    egraph::register_passes(&mut r);
+    let r = driver::default_pass_registry();
     let mut pm = pass::PassManager::parse(&r, text, pass::PassManagerConfig::default()).expect("pipeline parses");
     let mut sink = Vec::new();
     pm.run(ctx, m, &mut sink).unwrap_or_else(|d| panic!("{text}: {d}"));
@@ -73,7 +64,7 @@ fn layout(m: &ir::Module) -> (Vec<String>, Vec<Vec<String>>, Vec<ir::OpId>) {
 /// Imports, fuses, checks the layout (one group, every pointwise op inside, nothing else
 /// elementwise outside), asks the JIT about the group and compares the outputs with PyTorch's.
 fn check(program: &Path, io: &Path, pointwise: usize, torchscript: bool) {
-    let ctx = ctx();
+    let ctx = support::context();
     let mut p = import::import_file(&ctx, program, None).expect("imports");
     if torchscript {
         specialize(&mut p.module, io);
@@ -92,8 +83,8 @@ fn check(program: &Path, io: &Path, pointwise: usize, torchscript: bool) {
         assert!(elementwise(n) || n == "prim.Constant" || n == "prim.Return", "{}: {n} inside the group", program.display());
     }
     assert!(jit::claims(&p.module, ids[0]), "{}: the JIT does not take the group", program.display());
-    let compiled = runtime::fixture::compile_program(&ctx, &p).expect("compiles");
-    let report = runtime::fixture::run_fixture(&compiled, io, 0).expect("runs");
+    let compiled = driver::fixture::compile_program(&ctx, &p).expect("compiles");
+    let report = driver::fixture::run_fixture(&compiled, io, 0).expect("runs");
     assert!(report.ok(), "{}: {:?}", program.display(), report.outputs.iter().map(|(k, c)| format!("{k} {}", c.text)).collect::<Vec<_>>());
 }
 

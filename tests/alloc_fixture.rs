@@ -7,28 +7,22 @@
 //! intermediates (a plan with shared storage exists) and that running without a plan
 //! allocates more. Skips with a reason when `../shared/fixtures` is absent (fails under `CI=true`).
 
-mod common;
+#[path = "../crates/runtime/tests/common/counting.rs"]
+mod counting;
 
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
-use common::counting::{Counting, count};
-use runtime::{CompileOptions, IValue, Tensor, fixture};
+use counting::{Counting, count};
+use driver::fixture;
+use runtime::{CompileOptions, IValue, Tensor};
 
 #[global_allocator]
 static GLOBAL: Counting = Counting;
 
 
 fn corpus() -> Option<PathBuf> {
-    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/fixtures/export");
-    p.is_dir().then_some(p)
-}
-
-fn context() -> ir::Context {
-    let mut ctx = ir::Context::new();
-    dialect_prim::register(&mut ctx);
-    dialect_aten::register(&mut ctx);
-    ctx
+    support::fixture_dir("export")
 }
 
 /// What one fixture allocates.
@@ -43,7 +37,7 @@ struct Counts {
 
 fn measure(name: &str) -> Result<Counts, String> {
     let dir = corpus().ok_or("corpus missing")?.join(name);
-    let ctx = context();
+    let ctx = support::context();
     let imported = import::import_file(&ctx, &dir.join("core.pt2"), None).map_err(|e| format!("{name}: {e}"))?;
     let weights = fixture::weights_from_import(&imported.weights)?;
     let io_path = dir.join("io.safetensors");

@@ -1,9 +1,7 @@
 //! Running programs against recorded PyTorch outputs: weight conversion, pytree flattening,
 //! tolerance comparison and fixture metadata. Used by `dialect-run --compare` and the fixture tests.
 
-use crate::exec::{CompileOptions, CompiledProgram, Weights, compile};
-use crate::tensor::{Scalar, Tensor};
-use crate::value::IValue;
+use runtime::{CompileOptions, CompiledProgram, IValue, Scalar, Tensor, Weights, compile};
 use std::collections::HashMap;
 use std::path::Path;
 
@@ -201,7 +199,7 @@ pub fn compile_program_with(ctx: &ir::Context, program: &import::Program, option
 /// and compares every call's outputs with PyTorch's.
 pub fn run_fixture(compiled: &CompiledProgram, io_path: &Path, ts_call: usize) -> Result<FixtureReport, String> {
     let meta = read_meta(io_path)?;
-    let io: HashMap<String, Tensor> = crate::io::load_safetensors(io_path)
+    let io: HashMap<String, Tensor> = runtime::io::load_safetensors(io_path)
         .map_err(|e| format!("{}: {e}", io_path.display()))?
         .into_iter()
         .collect();

@@ -4,24 +4,17 @@
 //! recorded outputs. Skips with a reason when `../shared/fixtures` is absent (fails under `CI=true`).
 
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 
-use runtime::{IValue, Tensor, fixture};
+use driver::fixture;
+use runtime::{IValue, Tensor};
 
 const THREADS: usize = 4;
 const RUNS: usize = 1000;
 
 fn fixture_dir() -> Option<PathBuf> {
-    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/fixtures/export/lstm_cell");
-    p.is_dir().then_some(p)
-}
-
-fn context() -> ir::Context {
-    let mut ctx = ir::Context::new();
-    dialect_prim::register(&mut ctx);
-    dialect_aten::register(&mut ctx);
-    ctx
+    support::fixture_dir("export/lstm_cell")
 }
 
 /// Outputs as raw bits, so equality is exact (and NaN-safe).
@@ -40,7 +33,7 @@ fn four_threads_run_the_lstm_cell_fixture_identically() -> Result<(), String> {
         println!("skipped: ../shared/fixtures/export/lstm_cell is absent");
         return Ok(());
     };
-    let ctx = context();
+    let ctx = support::context();
     let imported = import::import_file(&ctx, &dir.join("core.pt2"), None).map_err(|e| e.to_string())?;
     let program = Arc::new(fixture::compile_program(&ctx, &imported)?);
 

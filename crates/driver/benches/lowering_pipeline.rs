@@ -1,6 +1,6 @@
 //! Times the full -O2 pipeline on the `bench_transformer` fixture and on synthetic 1k- and 10k-op graphs.
 //!
-//! `cargo bench -p transforms --bench lowering_pipeline` prints milliseconds per run (the best of
+//! `cargo bench -p driver --bench lowering_pipeline` prints milliseconds per run (the best of
 //! several); the target is at most 50 ms per fixture model and time linear in graph size.
 //! `PER_PASS=1` adds each pass's time (and its `--verify-each` verification) on the synthetic
 //! graphs; `SYNTHETIC=N` times only the synthetic graph of `N` ops (for profiling one size).
@@ -43,8 +43,8 @@ fn synthetic(n: usize) -> Module {
 }
 
 fn time(ctx: &ir::Context, m: &Module, runs: usize) -> Duration {
-    let text = transforms::lowering::pipeline_text(2);
-    let reg = transforms::pass_registry();
+    let text = driver::pipeline_for_level(2);
+    let reg = driver::default_pass_registry();
     let mut times = Vec::new();
     for _ in 0..runs {
         let mut copy = m.clone();
@@ -61,10 +61,10 @@ fn time(ctx: &ir::Context, m: &Module, runs: usize) -> Duration {
 /// pass and the `--verify-each` verification after it, from the pass manager's timing, each the
 /// minimum over `runs` runs of the whole pipeline (the least disturbed by other processes).
 fn per_pass(ctx: &ir::Context, m: &Module, runs: usize) -> Vec<(String, f64, f64)> {
-    let text = transforms::lowering::pipeline_text(2);
+    let text = driver::pipeline_for_level(2);
     let inner = text.trim_start_matches("builtin.module(").trim_end_matches(')');
     let passes: Vec<&str> = inner.split(',').collect();
-    let reg = transforms::pass_registry();
+    let reg = driver::default_pass_registry();
     let mut best = vec![(f64::MAX, f64::MAX); passes.len()];
     for _ in 0..runs {
         let mut copy = m.clone();
@@ -81,8 +81,8 @@ fn per_pass(ctx: &ir::Context, m: &Module, runs: usize) -> Vec<(String, f64, f64
 }
 
 fn main() {
-    let ctx = transforms::context();
-    println!("pipeline: {}", transforms::lowering::pipeline_text(2));
+    let ctx = driver::default_context();
+    println!("pipeline: {}", driver::pipeline_for_level(2));
     let fx = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/fixtures/bench");
     // `SYNTHETIC=10000` times only that synthetic graph (for profiling one size).
     let only: Option<usize> = std::env::var("SYNTHETIC").ok().and_then(|s| s.parse().ok());

@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 
 fn fixtures() -> Option<PathBuf> {
-    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/fixtures");
+    let p = support::shared_fixtures();
     if p.is_dir() {
         return Some(p);
     }
@@ -15,7 +15,7 @@ fn fixtures() -> Option<PathBuf> {
 }
 
 fn run(ctx: &ir::Context, m: &mut ir::Module, pipeline: &str) -> Result<(), String> {
-    let mut pm = pass::PassManager::parse(&transforms::pass_registry(), pipeline, pass::PassManagerConfig::default()).map_err(|e| e.message)?;
+    let mut pm = pass::PassManager::parse(&driver::default_pass_registry(), pipeline, pass::PassManagerConfig::default()).map_err(|e| e.message)?;
     pm.run(ctx, m, &mut Vec::new()).map(|_| ()).map_err(|d| d.to_string())
 }
 
@@ -64,7 +64,7 @@ fn every_exported_program_runs_through_o2() {
     for path in programs("export").into_iter().chain(programs("bench")) {
         let Ok(prog) = import::import_file(&ctx, &path, None) else { continue };
         let mut m = prog.module;
-        if let Err(e) = run(&ctx, &mut m, &transforms::lowering::pipeline_text(2)) {
+        if let Err(e) = run(&ctx, &mut m, &driver::pipeline_for_level(2)) {
             failures.push(format!("{}: {e}", path.display()));
             continue;
         }

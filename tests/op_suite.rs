@@ -6,13 +6,6 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-fn context() -> ir::Context {
-    let mut ctx = ir::Context::new();
-    dialect_prim::register(&mut ctx);
-    dialect_aten::register(&mut ctx);
-    ctx
-}
-
 /// Cases whose programs use operators outside ATen (`torch.ops.torch_nn.*`): the importer refuses
 /// them by name, which `import`'s own tests check.
 fn uses_non_aten_ops(dir: &Path) -> bool {
@@ -46,13 +39,13 @@ fn declared_result_shapes(m: &ir::Module) -> Vec<Option<Vec<usize>>> {
 
 #[test]
 fn every_op_case_matches_pytorch() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/fixtures/ops");
+    let root = support::shared_fixtures().join("ops");
     if !root.is_dir() {
         assert!(std::env::var("CI").as_deref() != Ok("true"), "CI=true but ../shared/fixtures/ops is missing");
         println!("skipped: {} is absent", root.display());
         return;
     }
-    let ctx = context();
+    let ctx = support::context();
     let mut dirs: Vec<_> = std::fs::read_dir(&root).unwrap().flatten().map(|e| e.path()).filter(|p| p.is_dir()).collect();
     dirs.sort();
     let filter = std::env::var("OP_SUITE_FILTER").ok();
@@ -83,8 +76,8 @@ fn every_op_case_matches_pytorch() {
                 return Err("RANDOM".to_string());
             }
             let declared = declared_result_shapes(&program.module);
-            let compiled = runtime::fixture::compile_program(&ctx, &program)?;
-            let mut report = runtime::fixture::run_fixture(&compiled, &dir.join("io.safetensors"), 0)?;
+            let compiled = driver::fixture::compile_program(&ctx, &program)?;
+            let mut report = driver::fixture::run_fixture(&compiled, &dir.join("io.safetensors"), 0)?;
             // Where PyTorch's own decomposition declares a result shape that its eager run did not
             // produce, the recorded value cannot be the program's: compare the program's own shape.
             report.outputs.retain(|(key, c)| {

@@ -1,14 +1,15 @@
 //! The interpreter on the benchmark programs of `../shared/fixtures/bench` (`model.pt2`, as
 //! imported, no pass pipeline): median time of one call on the recorded inputs, one thread.
-//! The same numbers `dialect-run <model.pt2> --bench --threads 1` prints, without building
-//! the driver; compare with `python ../shared/bench/torch_reference.py --threads 1` run in
-//! the same minute. `cargo bench -p runtime --bench models [-- name...]`.
+//! The same numbers `dialect-run <model.pt2> --bench --threads 1` prints, in the process
+//! itself; compare with `python ../shared/bench/torch_reference.py --threads 1` run in
+//! the same minute. `cargo bench -p driver --bench models [-- name...]`.
 
 use std::collections::HashMap;
 use std::path::Path;
 use std::time::Instant;
 
-use runtime::{IValue, Tensor, fixture};
+use driver::fixture;
+use runtime::{IValue, Tensor};
 
 fn context() -> ir::Context {
     let mut ctx = ir::Context::new();

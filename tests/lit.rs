@@ -1,8 +1,8 @@
 //! Runs the project's lit suite (`<workspace>/lit`) under `cargo test`, reporting like libtest.
 //!
-//! The binaries of this package (`dialect-opt`, `dialect-run`, `filecheck`) are put first on
+//! The driver's binaries (`dialect-opt`, `dialect-run`, `filecheck`, built by `support::tool`) are put first on
 //! `PATH`. A positional argument filters tests by a substring of their name
-//! (`cargo test -p driver --test lit -- transforms/cse`); other libtest flags are accepted
+//! (`cargo test -p integration-tests --test lit -- transforms/cse`); other libtest flags are accepted
 //! and, where they make sense, honoured (`--test-threads N`, `-q`, `--exact`, `--skip`,
 //! `--list`, `--ignored`). `LIT_TIMEOUT` sets the per-test limit in seconds (default 300,
 //! 0 for none).
@@ -91,21 +91,17 @@ fn main() -> ExitCode {
 
 /// Runs the suite; `Ok(false)` when a test failed.
 fn run(args: Args) -> Result<bool, String> {
-    let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let workspace = support::workspace_root();
     let workspace = std::path::absolute(&workspace).map_err(|err| err.to_string())?;
     let workspace = normalize(&workspace);
     let root = workspace.join("lit");
-    let tools_dir = Path::new(env!("CARGO_BIN_EXE_dialect-opt"))
+    let tools_dir = support::tool("dialect-opt")
         .parent()
         .map(Path::to_path_buf)
         .ok_or("the dialect-opt binary has no parent directory")?;
-    for tool in [
-        env!("CARGO_BIN_EXE_dialect-opt"),
-        env!("CARGO_BIN_EXE_dialect-run"),
-        env!("CARGO_BIN_EXE_filecheck"),
-    ] {
-        if !Path::new(tool).exists() {
-            return Err(format!("tool {tool} was not built"));
+    for tool in ["dialect-opt", "dialect-run", "filecheck"].map(support::tool) {
+        if !tool.exists() {
+            return Err(format!("tool {} was not built", tool.display()));
         }
     }
 
