@@ -536,9 +536,9 @@ struct PanelPlan<'g> {
     /// The spans of the first [`MAX_SPANS`] tap columns (later ones are worked out when asked
     /// for), kept in place so that a call allocates nothing.
     spans: [Span; MAX_SPANS],
-    /// Whether rows are assembled with AVX-512 masked loads (32-wide panels, unit stride along
-    /// rows, a CPU that has AVX-512F).
-    wide: bool,
+    /// The vector path that assembles rows with masked loads, if any: AVX-512 for 32-wide
+    /// panels, AVX2 for 16-wide ones (unit stride along rows, a thread that may run the path).
+    vector: Option<Isa>,
 }
 
 /// Panel columns `d..d + len` are output positions `xo..xo + len` of output row `(z, y)`.
@@ -559,11 +559,17 @@ const MAX_RUNS: usize = 32;
 
 impl<'g> PanelPlan<'g> {
     /// The plan for panels `nr` wide (at most [`MAX_RUNS`]); with `masked`, rows are assembled
-    /// with AVX-512 masked loads where the CPU and the geometry allow it.
+    /// with masked vector loads (AVX-512 for 32-wide panels, AVX2 for 16-wide ones) where the
+    /// thread's ISA and the geometry allow it.
     fn new(g: &'g Geometry, nr: usize, masked: bool) -> PanelPlan<'g> {
         let spans = std::array::from_fn(|e| Self::span_of(g, e));
-        let wide = masked && nr == 32 && g.stride[2] == 1 && Isa::Avx512.available();
-        PanelPlan { g, nr, spans, wide }
+        let vector = match nr {
+            32 => Some(Isa::Avx512),
+            16 => Some(Isa::Avx2),
+            _ => None,
+        }
+        .filter(|isa| masked && g.stride[2] == 1 && cfg!(target_arch = "x86_64") && isa.available());
+        PanelPlan { g, nr, spans, vector }
     }
 
     /// Writes the panel of output positions `j0..j0 + cols` (`cols ≤ nr`) of the column matrix
@@ -584,11 +590,13 @@ impl<'g> PanelPlan<'g> {
         }
         let runs = &runs[..count];
         #[cfg(target_arch = "x86_64")]
-        if self.wide {
-            // SAFETY: `wide` is set only when the CPU has AVX-512F, panels are 32 wide and the
-            // stride along rows is 1.
-            unsafe { x86::pack_avx512(self, x, channels, runs, dst) };
-            return;
+        match self.vector {
+            // SAFETY: `vector` is AVX-512 only when the CPU has AVX-512F and panels are 32
+            // wide, AVX2 only when it has AVX2 and panels are 16 wide; either way the stride
+            // along rows is 1.
+            Some(Isa::Avx512) => return unsafe { x86::pack_avx512(self, x, channels, runs, dst) },
+            Some(Isa::Avx2) => return unsafe { x86::pack_avx2(self, x, channels, runs, dst) },
+            _ => {}
         }
         self.pack_rows(x, channels, runs, dst);
     }
@@ -645,6 +653,17 @@ impl<'g> PanelPlan<'g> {
         let src = if h > l { first + (l - lo) * self.g.stride[2] } else { 0 };
         (l - run.xo, h - run.xo, src)
     }
+
+    /// The panel lanes that `run`'s in-range piece for tap column `e` fills, as a bit mask
+    /// (`0` when none), and the offset from the input row's start of the element lane 0 would
+    /// read (lanes outside the mask are neither read nor changed, so that element need not
+    /// exist).
+    #[inline(always)]
+    fn lanes(&self, run: &Run, e: usize) -> (u32, isize) {
+        let (l, h, src) = self.piece(run, e);
+        let mask = if h > l { (u32::MAX >> (32 - (h - l))) << (run.d + l) } else { 0 };
+        (mask, src as isize - (run.d + l) as isize)
+    }
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -671,16 +690,12 @@ mod x86 {
             // SAFETY: forwarded.
             return unsafe { pack_one_run(plan, x, channels, run, dst) };
         }
-        // Per tap column and run: the lane mask of its in-range piece, and the offset from its
-        // row's start of the input element that lane 0 would read (lanes outside the mask are
-        // neither read nor changed, so that element need not exist).
+        // Per tap column and run: the lanes of its in-range piece ([`PanelPlan::lanes`]).
         let mut pieces = [[(0u32, 0isize); super::MAX_RUNS]; MAX_TAPS];
         let taps = kk.min(MAX_TAPS);
         for (e, per_run) in pieces.iter_mut().enumerate().take(taps) {
             for (piece, run) in per_run.iter_mut().zip(runs) {
-                let (l, h, src) = plan.piece(run, e);
-                let mask = if h > l { (u32::MAX >> (32 - (h - l))) << (run.d + l) } else { 0 };
-                *piece = (mask, src as isize - (run.d + l) as isize);
+                *piece = plan.lanes(run, e);
             }
         }
         if taps < kk {
@@ -742,9 +757,8 @@ mod x86 {
         // from the input row's start of the element lane 0 would read.
         let mut pieces = [(0u16, 0u16, 0isize); MAX_TAPS];
         for (e, piece) in pieces.iter_mut().enumerate().take(kk) {
-            let (l, h, src) = plan.piece(run, e);
-            let mask = if h > l { (u32::MAX >> (32 - (h - l))) << (run.d + l) } else { 0 };
-            *piece = (mask as u16, (mask >> 16) as u16, src as isize - (run.d + l) as isize);
+            let (mask, off) = plan.lanes(run, e);
+            *piece = (mask as u16, (mask >> 16) as u16, off);
         }
         let pieces = &pieces[..kk];
         let rows = channels * ki * kj * kk;
@@ -777,6 +791,141 @@ mod x86 {
                 }
             }
         }
+    }
+    /// [`PanelPlan::pack`] for 16-wide panels and unit stride along rows: each panel row is
+    /// assembled in two 8-lane registers, every in-range piece of a run by one masked load per
+    /// half (AVX2 masked loads zero the lanes they skip, so pieces are merged by `or`), and
+    /// stored whole. The values are copied, so the panel is the same bits as [`PanelPlan::pack_rows`]'s.
+    ///
+    /// # Safety
+    /// The CPU supports AVX2; `plan.nr == 16` and the geometry's stride along rows is 1.
+    #[target_feature(enable = "avx2")]
+    pub(super) unsafe fn pack_avx2(plan: &PanelPlan<'_>, x: &[f32], channels: usize, runs: &[Run], dst: &mut [f32]) {
+        let g = plan.g;
+        let [ki, kj, kk] = g.kernel;
+        let plane = g.input.iter().product::<usize>();
+        if kk > MAX_TAPS || runs.len() > NR_AVX2 {
+            return plan.pack_rows(x, channels, runs, dst);
+        }
+        if let [run] = runs {
+            // SAFETY: forwarded.
+            return unsafe { pack_one_run_avx2(plan, x, channels, run, dst) };
+        }
+        // Per tap column and run: the lanes of its in-range piece ([`PanelPlan::lanes`]).
+        let mut pieces = [[(0u32, 0isize); NR_AVX2]; MAX_TAPS];
+        for (e, per_run) in pieces.iter_mut().enumerate().take(kk) {
+            for (piece, run) in per_run.iter_mut().zip(runs) {
+                *piece = plan.lanes(run, e);
+            }
+        }
+        let rows = channels * ki * kj * kk;
+        let dst = &mut dst[..rows * NR_AVX2];
+        let mut out = dst.as_mut_ptr();
+        for c in 0..channels {
+            let xc = &x[c * plane..(c + 1) * plane];
+            for a in 0..ki {
+                for b in 0..kj {
+                    let mut bases = [None; NR_AVX2];
+                    for (base, run) in bases.iter_mut().zip(runs) {
+                        *base = plan.row_base(run, a, b);
+                    }
+                    for per_run in &pieces[..kk] {
+                        let (mut lo, mut hi) = (_mm256_setzero_ps(), _mm256_setzero_ps());
+                        for (&(mask, off), base) in per_run.iter().zip(&bases[..runs.len()]) {
+                            let Some(base) = *base else { continue };
+                            if mask == 0 {
+                                continue;
+                            }
+                            // The lanes the mask selects read `xc[base + off + lane]`, inside
+                            // the input row (`piece`); the pointer itself may lie before `xc`.
+                            let p = xc.as_ptr().wrapping_offset(base as isize + off);
+                            let (m0, m1) = lane_masks(mask);
+                            // SAFETY: masked-off lanes are not accessed; the others are in bounds.
+                            unsafe {
+                                lo = _mm256_or_ps(lo, _mm256_maskload_ps(p, m0));
+                                hi = _mm256_or_ps(hi, _mm256_maskload_ps(p.wrapping_add(8), m1));
+                            }
+                        }
+                        // SAFETY: `out` walks `dst`'s `rows` rows of 16, one per tap (the loops
+                        // run `rows` times).
+                        unsafe {
+                            _mm256_storeu_ps(out, lo);
+                            _mm256_storeu_ps(out.add(8), hi);
+                            out = out.add(NR_AVX2);
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// [`pack_avx2`] for a panel that lies in one output row (every panel when rows are a
+    /// multiple of 16 long): each panel row is one input row's run at the tap's offset, two
+    /// masked loads and two stores, or two stores of zeros when the row is padding.
+    ///
+    /// # Safety
+    /// As [`pack_avx2`]; `g.kernel[2] <= MAX_TAPS`.
+    #[target_feature(enable = "avx2")]
+    unsafe fn pack_one_run_avx2(plan: &PanelPlan<'_>, x: &[f32], channels: usize, run: &Run, dst: &mut [f32]) {
+        let g = plan.g;
+        let [ki, kj, kk] = g.kernel;
+        let plane = g.input.iter().product::<usize>();
+        // Per tap column: the lane masks of the in-range piece's two halves, and the offset
+        // from the input row's start of the element lane 0 would read.
+        let zeros = _mm256_setzero_si256();
+        let mut pieces = [(zeros, zeros, 0isize); MAX_TAPS];
+        for (e, piece) in pieces.iter_mut().enumerate().take(kk) {
+            let (mask, off) = plan.lanes(run, e);
+            let (m0, m1) = lane_masks(mask);
+            *piece = (m0, m1, off);
+        }
+        let pieces = &pieces[..kk];
+        let rows = channels * ki * kj * kk;
+        let dst = &mut dst[..rows * NR_AVX2];
+        let mut out = dst.as_mut_ptr();
+        let zero = _mm256_setzero_ps();
+        for c in 0..channels {
+            let xc = &x[c * plane..(c + 1) * plane];
+            for a in 0..ki {
+                for b in 0..kj {
+                    let base = plan.row_base(run, a, b);
+                    for &(m0, m1, off) in pieces {
+                        // SAFETY: `out` walks `dst`'s `rows` rows of 16, one per tap (the loops
+                        // run `rows` times); the lanes the masks select read `xc[base + off +
+                        // lane]`, inside the input row (`piece`), the pointer itself may lie
+                        // before `xc`; masked-off lanes are not accessed.
+                        unsafe {
+                            let (lo, hi) = match base {
+                                Some(base) => {
+                                    let p = xc.as_ptr().wrapping_offset(base as isize + off);
+                                    (_mm256_maskload_ps(p, m0), _mm256_maskload_ps(p.wrapping_add(8), m1))
+                                }
+                                None => (zero, zero),
+                            };
+                            _mm256_storeu_ps(out, lo);
+                            _mm256_storeu_ps(out.add(8), hi);
+                            out = out.add(NR_AVX2);
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// The width of the AVX2 path's panels, and so the most runs one of them has.
+    const NR_AVX2: usize = 16;
+
+    /// The two 8-lane masks (all ones where selected) of the low 16 bits of `bits`, one bit
+    /// per lane.
+    #[inline]
+    #[target_feature(enable = "avx2")]
+    fn lane_masks(bits: u32) -> (__m256i, __m256i) {
+        let lanes = _mm256_setr_epi32(1, 2, 4, 8, 16, 32, 64, 128);
+        let half = |b: u32| {
+            let v = _mm256_and_si256(_mm256_set1_epi32(b as i32), lanes);
+            _mm256_cmpeq_epi32(v, lanes)
+        };
+        (half(bits & 0xff), half((bits >> 8) & 0xff))
     }
 }
 
@@ -1440,10 +1589,18 @@ mod tests {
     }
 
     /// Every panel of every geometry, for both panel widths and with the masked rows and
-    /// without, is the column matrix's block by definition, zero past its last column; every
-    /// element of the panel is written (it starts as NaN).
+    /// without, on every ISA the host runs (AVX-512 for 32-wide panels, AVX2 for 16-wide ones,
+    /// the scalar rows otherwise), is the column matrix's block by definition, zero past its
+    /// last column: the same bits on every path. Every element of the panel is written (it
+    /// starts as NaN).
     #[test]
     fn column_panels_match_the_definition() {
+        for isa in Isa::supported() {
+            ::kernels::isa::with(isa, || panels_match_the_definition(isa));
+        }
+    }
+
+    fn panels_match_the_definition(isa: Isa) {
         for g in &panel_geometries() {
             let channels = g.cin;
             let x: Vec<f32> = (0..channels * g.in_numel()).map(|i| i as f32 + 1.0).collect();
@@ -1464,7 +1621,7 @@ mod tests {
                                 let got = panel[r * nr + j];
                                 assert!(
                                     got.to_bits() == want.to_bits(),
-                                    "{g:?} nr={nr} masked={masked} panel at {j0}: row {r} column {j}: got {got}, want {want}"
+                                    "{isa} {g:?} nr={nr} masked={masked} panel at {j0}: row {r} column {j}: got {got}, want {want}"
                                 );
                             }
                         }
