@@ -8,13 +8,7 @@
 use std::path::{Path, PathBuf};
 
 fn corpus() -> Option<PathBuf> {
-    let p = support::shared_fixtures();
-    if p.is_dir() {
-        return Some(p);
-    }
-    assert!(std::env::var("CI").as_deref() != Ok("true"), "CI=true but ../shared/fixtures is missing");
-    println!("skipped: ../shared/fixtures is absent");
-    None
+    support::required_fixture_dir("")
 }
 
 fn run_pipeline(ctx: &ir::Context, m: &mut ir::Module, text: &str) {

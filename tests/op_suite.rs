@@ -39,12 +39,7 @@ fn declared_result_shapes(m: &ir::Module) -> Vec<Option<Vec<usize>>> {
 
 #[test]
 fn every_op_case_matches_pytorch() {
-    let root = support::shared_fixtures().join("ops");
-    if !root.is_dir() {
-        assert!(std::env::var("CI").as_deref() != Ok("true"), "CI=true but ../shared/fixtures/ops is missing");
-        println!("skipped: {} is absent", root.display());
-        return;
-    }
+    let Some(root) = support::required_fixture_dir("ops") else { return };
     let ctx = support::context();
     let mut dirs: Vec<_> = std::fs::read_dir(&root).unwrap().flatten().map(|e| e.path()).filter(|p| p.is_dir()).collect();
     dirs.sort();

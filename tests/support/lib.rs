@@ -22,6 +22,17 @@ pub fn fixture_dir(sub: &str) -> Option<PathBuf> {
     p.is_dir().then_some(p)
 }
 
+/// The directory `sub` of the fixture corpus for a test that needs it: when it is absent, says
+/// that the test is skipped and returns `None`, except under `CI=true`, where the corpus must be
+/// present and its absence fails the test.
+pub fn required_fixture_dir(sub: &str) -> Option<PathBuf> {
+    let found = fixture_dir(sub);
+    if found.is_none() {
+        skip("this test", &format!("{} is absent", shared_fixtures().join(sub).display()), true);
+    }
+    found
+}
+
 /// A context with the dialects the importers write, `prim` and `aten`.
 pub fn context() -> ir::Context {
     let mut ctx = ir::Context::new();
