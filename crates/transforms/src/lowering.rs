@@ -1,5 +1,7 @@
 //! Shape and dtype propagation, decompositions, and the lowerings to the Edge and Backend dialects.
 //!
+//! The composite fallback of executors ([`fallback`]): ops without a kernel become ops with one.
+//!
 //! Passes: `shape-propagation` ([`shape_prop`]), `decompose` ([`decompose`]), `lower-to-edge`
 //! and `verify-edge` ([`edge`]), `fuse-attention` ([`attention`]), `fuse-epilogue` ([`epilogue`]),
 //! and `lower-to-backend` ([`backend`]). The stages follow EXIR: ATen as exported → decomposed
@@ -11,15 +13,17 @@ pub mod backend;
 pub mod decompose;
 pub mod edge;
 pub mod epilogue;
+pub mod fallback;
 mod kernel;
 pub mod rewrite;
 pub mod shape_prop;
 
 pub use attention::{FuseAttention, fuse_attention};
 pub use backend::{Backend, InterpreterBackend, LowerToBackend, OpListBackend, partition};
-pub use decompose::{DecompFn, Decompose, DecompositionTable, decompose as decompose_ops};
+pub use decompose::{DecompFn, Decompose, DecompositionTable, decompose as decompose_ops, decompose_where};
 pub use edge::{LowerToEdge, VerifyEdge, lower_to_edge, verify_edge};
 pub use epilogue::{FuseEpilogue, fuse_epilogue};
+pub use fallback::{FallbackStats, composite_fallback, needs_fallback};
 pub use rewrite::{Arg, OpBuilder, Size};
 pub use shape_prop::{ShapePropagation, propagate_shapes};
 

@@ -13,9 +13,35 @@ use ir::{Context, OpRef};
 /// Unary ops computed in floating point: the result has the operand's shape and its dtype
 /// when floating, the default float dtype otherwise (`exp`, `sigmoid`, `gelu`, …).
 pub const FLOAT_UNARY: &[OpRef] = &[
-    op::EXP, op::EXPM1, op::LOG, op::LOG1P, op::LOG2, op::LOG10, op::SIN, op::COS, op::TAN, op::TANH, op::SIGMOID,
-    op::SQRT, op::RSQRT, op::ERF, op::ASIN, op::ACOS, op::ATAN, op::SINH, op::COSH, op::ASINH, op::ACOSH, op::ATANH,
-    op::RECIPROCAL, op::GELU, op::SILU, op::MISH, op::ELU, op::HARDSWISH, op::HARDSIGMOID,
+    op::EXP,
+    op::EXPM1,
+    op::LOG,
+    op::LOG1P,
+    op::LOG2,
+    op::LOG10,
+    op::SIN,
+    op::COS,
+    op::TAN,
+    op::TANH,
+    op::SIGMOID,
+    op::SQRT,
+    op::RSQRT,
+    op::ERF,
+    op::ASIN,
+    op::ACOS,
+    op::ATAN,
+    op::SINH,
+    op::COSH,
+    op::ASINH,
+    op::ACOSH,
+    op::ATANH,
+    op::RECIPROCAL,
+    op::GELU,
+    op::SILU,
+    op::MISH,
+    op::ELU,
+    op::HARDSWISH,
+    op::HARDSIGMOID,
 ];
 
 /// Every op of the data file that is `family`'s member or one of its variants (another
@@ -25,7 +51,12 @@ pub fn members(family: &[OpRef]) -> Vec<OpRef> {
     let names: Vec<String> = schemas.iter().map(|s| s.op_name()).collect();
     let bases: Vec<&str> = family
         .iter()
-        .filter_map(|o| names.iter().position(|n| o.is(n)).map(|i| schemas[i].name.as_str()))
+        .filter_map(|o| {
+            names
+                .iter()
+                .position(|n| o.is(n))
+                .map(|i| schemas[i].name.as_str())
+        })
         .collect();
     schemas
         .iter()

@@ -33,11 +33,17 @@ const TENSOR_BINARY: [&str; 10] = [
 const TENSOR_UNARY: [&str; 3] = ["aten.neg", "aten.abs", "aten.relu"];
 
 /// Scalar (TorchScript `int`/`float`/`Scalar`) ops folded.
-const SCALAR_BASES: [&str; 9] = ["add", "sub", "mul", "div", "floordiv", "gt", "lt", "ge", "le"];
+const SCALAR_BASES: [&str; 9] = [
+    "add", "sub", "mul", "div", "floordiv", "gt", "lt", "ge", "le",
+];
 
 /// The names of the aten ops with a folder, among those registered in `ctx`.
 pub fn foldable_ops(ctx: &Context) -> Vec<String> {
-    let mut names: Vec<String> = TENSOR_BINARY.iter().chain(TENSOR_UNARY.iter()).map(|s| s.to_string()).collect();
+    let mut names: Vec<String> = TENSOR_BINARY
+        .iter()
+        .chain(TENSOR_UNARY.iter())
+        .map(|s| s.to_string())
+        .collect();
     for def in ctx.ops() {
         if def.dialect() == "aten" && is_scalar_op(ctx, &def.name) {
             names.push(def.name.clone());
@@ -51,17 +57,32 @@ pub fn foldable_ops(ctx: &Context) -> Vec<String> {
 
 /// Whether `name` is a scalar op with a scalar-only schema this module folds.
 fn is_scalar_op(ctx: &Context, name: &str) -> bool {
-    let Some(schema) = ctx.op_def(name).and_then(|d| d.schema.clone()) else { return false };
+    let Some(schema) = ctx.op_def(name).and_then(|d| d.schema.clone()) else {
+        return false;
+    };
     use ir::schema::SchemaType as S;
     SCALAR_BASES.contains(&schema.name.as_str())
         && schema.args.len() == 2
-        && schema.args.iter().all(|a| matches!(a.ty, S::Int | S::Float | S::Scalar | S::SymInt | S::SymFloat))
+        && schema.args.iter().all(|a| {
+            matches!(
+                a.ty,
+                S::Int | S::Float | S::Scalar | S::SymInt | S::SymFloat
+            )
+        })
         && schema.returns.len() == 1
-        && matches!(schema.returns[0].ty, S::Int | S::Float | S::Scalar | S::Bool | S::SymInt | S::SymFloat)
+        && matches!(
+            schema.returns[0].ty,
+            S::Int | S::Float | S::Scalar | S::Bool | S::SymInt | S::SymFloat
+        )
 }
 
 /// Folds an aten op with the default tensor size limit.
-pub fn fold(ctx: &Context, m: &Module, op: OpId, consts: &[Option<Attribute>]) -> Option<Vec<Folded>> {
+pub fn fold(
+    ctx: &Context,
+    m: &Module,
+    op: OpId,
+    consts: &[Option<Attribute>],
+) -> Option<Vec<Folded>> {
     fold_with_limit(ctx, m, op, consts, DEFAULT_MAX_ELEMENTS)
 }
 
@@ -88,7 +109,9 @@ pub fn fold_with_limit(
         .collect();
     let result_ty = m.value_type(m.results(op)[0]).clone();
     let value = if TENSOR_BINARY.contains(&name.as_str()) || TENSOR_UNARY.contains(&name.as_str()) {
-        let TypeKind::Tensor(t) = result_ty.kind() else { return None };
+        let TypeKind::Tensor(t) = result_ty.kind() else {
+            return None;
+        };
         let dtype = t.dtype?;
         let dims = t.static_dims()?;
         fold_tensor(&schema.name, &args, dtype, &dims, max_elements)?
@@ -193,14 +216,24 @@ fn elems(a: &Attribute, dtype: DType, dims: &[i64]) -> Option<Elems> {
             }
             let k = d.num_elements();
             if dtype.is_floating() {
-                (0..k).map(|i| d.element_f64(i)).collect::<Option<Vec<_>>>().map(Elems::F)
+                (0..k)
+                    .map(|i| d.element_f64(i))
+                    .collect::<Option<Vec<_>>>()
+                    .map(Elems::F)
             } else {
-                (0..k).map(|i| d.element_i64(i)).collect::<Option<Vec<_>>>().map(Elems::I)
+                (0..k)
+                    .map(|i| d.element_i64(i))
+                    .collect::<Option<Vec<_>>>()
+                    .map(Elems::I)
             }
         }
-        Attribute::Int(i) if dtype.is_floating() => Some(Elems::F(vec![round_to(dtype, *i as f64)?])),
+        Attribute::Int(i) if dtype.is_floating() => {
+            Some(Elems::F(vec![round_to(dtype, *i as f64)?]))
+        }
         Attribute::Int(i) => Some(Elems::I(vec![*i])),
-        Attribute::Float(f) if dtype.is_floating() => Some(Elems::F(vec![round_to(dtype, f.get())?])),
+        Attribute::Float(f) if dtype.is_floating() => {
+            Some(Elems::F(vec![round_to(dtype, f.get())?]))
+        }
         _ => None,
     }
 }
@@ -226,17 +259,30 @@ fn wrap(dtype: DType, v: i64) -> Option<i64> {
     })
 }
 
-fn fold_tensor(base: &str, args: &[Option<Attribute>], dtype: DType, dims: &[i64], max: usize) -> Option<Attribute> {
+fn fold_tensor(
+    base: &str,
+    args: &[Option<Attribute>],
+    dtype: DType,
+    dims: &[i64],
+    max: usize,
+) -> Option<Attribute> {
     let n = usize::try_from(dims.iter().product::<i64>()).ok()?;
     if n > max || dims.iter().any(|&d| d < 0) {
         return None;
     }
-    if !matches!(dtype, DType::F32 | DType::F64 | DType::I64 | DType::I32 | DType::I16 | DType::I8 | DType::U8) {
+    if !matches!(
+        dtype,
+        DType::F32 | DType::F64 | DType::I64 | DType::I32 | DType::I16 | DType::I8 | DType::U8
+    ) {
         return None;
     }
     let unary = matches!(base, "neg" | "abs" | "relu");
     let x = elems(args.first()?.as_ref()?, dtype, dims)?;
-    let y = if unary { None } else { Some(elems(args.get(1)?.as_ref()?, dtype, dims)?) };
+    let y = if unary {
+        None
+    } else {
+        Some(elems(args.get(1)?.as_ref()?, dtype, dims)?)
+    };
     // `alpha` scales `other` for add and sub; floats fold only without it (ATen may fuse the multiply).
     let alpha = match base {
         "add" | "sub" => match args.get(2).cloned().flatten() {
@@ -261,7 +307,9 @@ fn fold_tensor(base: &str, args: &[Option<Attribute>], dtype: DType, dims: &[i64
                 let a = xs[if xs.len() == 1 { 0 } else { i }];
                 let b = ys.map(|v| v[if v.len() == 1 { 0 } else { i }]);
                 match dtype {
-                    DType::F32 => out.extend(float_op32(base, a as f32, b.map(|b| b as f32))?.to_le_bytes()),
+                    DType::F32 => {
+                        out.extend(float_op32(base, a as f32, b.map(|b| b as f32))?.to_le_bytes())
+                    }
                     _ => out.extend(float_op64(base, a, b)?.to_le_bytes()),
                 }
             }
@@ -290,7 +338,9 @@ fn fold_tensor(base: &str, args: &[Option<Attribute>], dtype: DType, dims: &[i64
             out
         }
     };
-    DenseAttr::new(dtype, dims, bytes.into()).ok().map(Attribute::Dense)
+    DenseAttr::new(dtype, dims, bytes.into())
+        .ok()
+        .map(Attribute::Dense)
 }
 
 fn float_op32(base: &str, a: f32, b: Option<f32>) -> Option<f32> {
@@ -333,11 +383,19 @@ fn relu(a: f64) -> Option<f64> {
 
 /// `maximum` propagates NaN.
 fn nan_max(a: f64, b: f64) -> f64 {
-    if a.is_nan() || b.is_nan() { f64::NAN } else { a.max(b) }
+    if a.is_nan() || b.is_nan() {
+        f64::NAN
+    } else {
+        a.max(b)
+    }
 }
 
 fn nan_min(a: f64, b: f64) -> f64 {
-    if a.is_nan() || b.is_nan() { f64::NAN } else { a.min(b) }
+    if a.is_nan() || b.is_nan() {
+        f64::NAN
+    } else {
+        a.min(b)
+    }
 }
 
 fn int_op(base: &str, a: i64, b: Option<i64>, alpha: i64) -> Option<i64> {

@@ -7,8 +7,9 @@
 //! trailing arguments take their schema defaults ([`bind_args`]).
 
 pub mod family;
-pub mod infer;
 pub mod fold;
+pub mod mutation;
+pub mod infer;
 pub mod ops;
 pub mod rules;
 pub mod signature;
@@ -21,16 +22,22 @@ pub mod op {
 
     /// The handle of the aten op named `name`, if the data file declares it.
     pub fn by_name(name: &str) -> Option<ir::OpRef> {
-        ALL.binary_search_by(|o| o.name().cmp(name)).ok().map(|i| ALL[i])
+        EVERY_OP.binary_search_by(|o| o.name().cmp(name))
+            .ok()
+            .map(|i| EVERY_OP[i])
     }
 }
 
+pub use mutation::{Counterpart, CounterpartError, functional_counterpart};
 pub use ops::{SCHEMAS, definitions, schemas};
 pub use signature::{ArgSource, BindError, bind_args, default_attribute};
 
 /// Registers the aten dialect and all its ops.
 pub fn register(ctx: &mut ir::Context) {
-    ctx.register_dialect("aten", "ATen operators, declared from PyTorch's schema strings.");
+    ctx.register_dialect(
+        "aten",
+        "ATen operators, declared from PyTorch's schema strings.",
+    );
     for def in definitions() {
         // Op names are unique in the data file (checked by its test); a duplicate is skipped.
         let _ = ctx.register_op(def);

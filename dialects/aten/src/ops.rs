@@ -12,27 +12,77 @@ const ELEMENTWISE: &str = include_str!("../tools/elementwise_core_ops.txt");
 
 /// Elementwise ops outside the core list that behave the same way.
 const EXTRA_ELEMENTWISE: &[&str] = &[
-    "gelu", "silu", "hardswish", "hardsigmoid", "relu6", "mish", "leaky_relu", "elu", "hardtanh", "softplus",
-    "rsub", "masked_fill", "where", "lerp", "clamp_min", "clamp_max", "_to_copy", "erfinv", "nan_to_num",
+    "gelu",
+    "silu",
+    "hardswish",
+    "hardsigmoid",
+    "relu6",
+    "mish",
+    "leaky_relu",
+    "elu",
+    "hardtanh",
+    "softplus",
+    "rsub",
+    "masked_fill",
+    "where",
+    "lerp",
+    "clamp_min",
+    "clamp_max",
+    "_to_copy",
+    "erfinv",
+    "nan_to_num",
     "addcmul",
 ];
 
 /// Commutative binary ops.
 const COMMUTATIVE: &[&str] = &[
-    "aten.add.Tensor", "aten.mul.Tensor", "aten.maximum", "aten.minimum", "aten.eq.Tensor", "aten.ne.Tensor",
-    "aten.logical_and", "aten.logical_or", "aten.logical_xor", "aten.bitwise_and.Tensor",
-    "aten.bitwise_or.Tensor", "aten.bitwise_xor.Tensor", "aten.fmax", "aten.fmin", "aten.hypot",
+    "aten.add.Tensor",
+    "aten.mul.Tensor",
+    "aten.maximum",
+    "aten.minimum",
+    "aten.eq.Tensor",
+    "aten.ne.Tensor",
+    "aten.logical_and",
+    "aten.logical_or",
+    "aten.logical_xor",
+    "aten.bitwise_and.Tensor",
+    "aten.bitwise_or.Tensor",
+    "aten.bitwise_xor.Tensor",
+    "aten.fmax",
+    "aten.fmin",
+    "aten.hypot",
 ];
 
 /// Ops whose results depend on a random generator: never pure.
-const RANDOM: &[&str] = &["rand", "randn", "randint", "randperm", "bernoulli", "native_dropout", "dropout", "normal", "uniform", "multinomial", "rand_like", "randn_like", "randint_like", "exponential", "geometric", "cauchy", "log_normal", "random"];
+const RANDOM: &[&str] = &[
+    "rand",
+    "randn",
+    "randint",
+    "randperm",
+    "bernoulli",
+    "native_dropout",
+    "dropout",
+    "normal",
+    "uniform",
+    "multinomial",
+    "rand_like",
+    "randn_like",
+    "randint_like",
+    "exponential",
+    "geometric",
+    "cauchy",
+    "log_normal",
+    "random",
+];
 
 /// The parsed schemas of the data file (parsed once).
 pub fn schemas() -> &'static [FunctionSchema] {
     static CELL: OnceLock<Vec<FunctionSchema>> = OnceLock::new();
     CELL.get_or_init(|| {
         // Every line is checked by the data file's own test; a line that fails to parse is skipped here.
-        registry_lines(SCHEMAS).filter_map(|l| parse_schema(l.schema).ok()).collect()
+        registry_lines(SCHEMAS)
+            .filter_map(|l| parse_schema(l.schema).ok())
+            .collect()
     })
 }
 
@@ -49,7 +99,9 @@ fn is_elementwise(name: &str) -> bool {
 pub fn definition(s: &FunctionSchema) -> OpDef {
     let name = s.op_name();
     let mut traits = Traits::NONE;
-    if !s.is_mutable() && !RANDOM.contains(&s.name.as_str()) && !s.name.starts_with('_') || is_pure_underscore(s) {
+    if !s.is_mutable() && !RANDOM.contains(&s.name.as_str()) && !s.name.starts_with('_')
+        || is_pure_underscore(s)
+    {
         traits = traits | Traits::PURE;
     }
     if is_elementwise(s.name.trim_end_matches('_')) && s.returns.len() == 1 {
@@ -59,7 +111,12 @@ pub fn definition(s: &FunctionSchema) -> OpDef {
         traits = traits | Traits::COMMUTATIVE;
     }
     let summary = format!("ATen `{}`.", s.qualified_name());
-    OpDef::new(name).summary(summary).traits(traits).syntax(Syntax::Default).schema(s.clone()).verifier(crate::verify::verify_aten)
+    OpDef::new(name)
+        .summary(summary)
+        .traits(traits)
+        .syntax(Syntax::Default)
+        .schema(s.clone())
+        .verifier(crate::verify::verify_aten)
 }
 
 /// Underscore-prefixed ops that are still free of side effects.
@@ -67,10 +124,22 @@ fn is_pure_underscore(s: &FunctionSchema) -> bool {
     !s.is_mutable()
         && matches!(
             s.name.as_str(),
-            "_softmax" | "_log_softmax" | "_to_copy" | "_unsafe_view" | "_native_batch_norm_legit_no_training"
-                | "_adaptive_avg_pool2d" | "_adaptive_avg_pool3d" | "_cdist_forward" | "_pdist_forward"
-                | "_embedding_bag" | "_local_scalar_dense" | "_log_softmax_backward_data" | "_softmax_backward_data"
-                | "_safe_softmax" | "_upsample_nearest_exact2d" | "_scaled_dot_product_flash_attention_for_cpu"
+            "_softmax"
+                | "_log_softmax"
+                | "_to_copy"
+                | "_unsafe_view"
+                | "_native_batch_norm_legit_no_training"
+                | "_adaptive_avg_pool2d"
+                | "_adaptive_avg_pool3d"
+                | "_cdist_forward"
+                | "_pdist_forward"
+                | "_embedding_bag"
+                | "_local_scalar_dense"
+                | "_log_softmax_backward_data"
+                | "_softmax_backward_data"
+                | "_safe_softmax"
+                | "_upsample_nearest_exact2d"
+                | "_scaled_dot_product_flash_attention_for_cpu"
                 | "_native_batch_norm_legit"
         )
 }

@@ -35,7 +35,11 @@ pub fn is_metadata_attr(name: &str) -> bool {
 }
 
 /// Binds each schema argument to an operand or a constant.
-pub fn bind_args(schema: &FunctionSchema, m: &Module, op: OpId) -> Result<Vec<ArgSource>, BindError> {
+pub fn bind_args(
+    schema: &FunctionSchema,
+    m: &Module,
+    op: OpId,
+) -> Result<Vec<ArgSource>, BindError> {
     for (k, _) in m.attributes(op) {
         if !is_metadata_attr(k) && schema.arg(k).is_none() {
             return Err(BindError::UnknownAttr(k.to_string()));
@@ -47,7 +51,10 @@ pub fn bind_args(schema: &FunctionSchema, m: &Module, op: OpId) -> Result<Vec<Ar
     for a in &schema.args {
         if let Some(attr) = m.attr(op, &a.name) {
             if matches!(a.ty.unwrap_optional(), SchemaType::Tensor) && *attr != Attribute::None {
-                return Err(BindError::TensorAttr { name: a.name.clone(), expected: a.ty.to_string() });
+                return Err(BindError::TensorAttr {
+                    name: a.name.clone(),
+                    expected: a.ty.to_string(),
+                });
             }
             out.push(ArgSource::Const(attr.clone()));
         } else if next < n_operands {
@@ -55,7 +62,8 @@ pub fn bind_args(schema: &FunctionSchema, m: &Module, op: OpId) -> Result<Vec<Ar
             next += 1;
         } else {
             let c = match &a.default {
-                Some(d) => default_attribute(d, &a.ty).ok_or_else(|| BindError::BadDefault(a.name.clone()))?,
+                Some(d) => default_attribute(d, &a.ty)
+                    .ok_or_else(|| BindError::BadDefault(a.name.clone()))?,
                 None if matches!(a.ty, SchemaType::Optional(_)) => Attribute::None,
                 None => return Err(BindError::Missing(a.name.clone())),
             };
@@ -63,7 +71,10 @@ pub fn bind_args(schema: &FunctionSchema, m: &Module, op: OpId) -> Result<Vec<Ar
         }
     }
     if next < n_operands {
-        return Err(BindError::TooManyOperands { given: n_operands, max: next });
+        return Err(BindError::TooManyOperands {
+            given: n_operands,
+            max: next,
+        });
     }
     Ok(out)
 }
@@ -81,7 +92,9 @@ pub fn default_attribute(d: &DefaultValue, ty: &SchemaType) -> Option<Attribute>
             _ => Attribute::Int(*i),
         },
         DefaultValue::Float(f) => match ty {
-            SchemaType::List { size, .. } => Attribute::array(vec![Attribute::float(*f); size.unwrap_or(1)]),
+            SchemaType::List { size, .. } => {
+                Attribute::array(vec![Attribute::float(*f); size.unwrap_or(1)])
+            }
             _ => Attribute::float(*f),
         },
         DefaultValue::Str(s) => Attribute::str(s),
@@ -90,7 +103,12 @@ pub fn default_attribute(d: &DefaultValue, ty: &SchemaType) -> Option<Attribute>
                 SchemaType::List { elem, .. } => elem.as_ref().clone(),
                 _ => SchemaType::Any,
             };
-            Attribute::array(items.iter().map(|i| default_attribute(i, &elem)).collect::<Option<Vec<_>>>()?)
+            Attribute::array(
+                items
+                    .iter()
+                    .map(|i| default_attribute(i, &elem))
+                    .collect::<Option<Vec<_>>>()?,
+            )
         }
         DefaultValue::Ident(id) => match id.as_str() {
             "contiguous_format" => Attribute::Int(0),
@@ -120,7 +138,9 @@ pub fn value_matches(s: &SchemaType, t: &Type) -> bool {
         (S::Str, TypeKind::Str) => true,
         (S::Device, TypeKind::Device | TypeKind::Str) => true,
         (S::Generator, TypeKind::None) => true,
-        (S::List { elem, .. }, TypeKind::List(e)) => value_matches(elem, e) || *e.kind() == TypeKind::Any,
+        (S::List { elem, .. }, TypeKind::List(e)) => {
+            value_matches(elem, e) || *e.kind() == TypeKind::Any
+        }
         (S::Tuple(items), TypeKind::Tuple(ts)) => {
             items.len() == ts.len() && items.iter().zip(ts).all(|(a, b)| value_matches(a, b))
         }
@@ -138,14 +158,24 @@ pub fn attr_matches(s: &SchemaType, a: &Attribute) -> bool {
         (S::Int | S::SymInt, Attribute::Int(_)) => true,
         (S::Float | S::SymFloat, Attribute::Float(_) | Attribute::Int(_)) => true,
         (S::Bool | S::SymBool, Attribute::Bool(_)) => true,
-        (S::Scalar | S::Number, Attribute::Int(_) | Attribute::Float(_) | Attribute::Bool(_)) => true,
+        (S::Scalar | S::Number, Attribute::Int(_) | Attribute::Float(_) | Attribute::Bool(_)) => {
+            true
+        }
         (S::Str, Attribute::Str(_)) => true,
         (S::ScalarType, Attribute::DType(_) | Attribute::Int(_)) => true,
         (S::Layout | S::MemoryFormat, Attribute::Int(_)) => true,
         (S::Device, Attribute::Device(_) | Attribute::Str(_)) => true,
         // PyTorch takes a list of any length for `int[N]`: N only says that a single int broadcasts.
-        (S::List { elem, .. }, Attribute::Array(items)) => items.iter().all(|i| attr_matches(elem, i)),
-        (S::List { elem, size: Some(_) }, a) => attr_matches(elem, a),
+        (S::List { elem, .. }, Attribute::Array(items)) => {
+            items.iter().all(|i| attr_matches(elem, i))
+        }
+        (
+            S::List {
+                elem,
+                size: Some(_),
+            },
+            a,
+        ) => attr_matches(elem, a),
         (S::Tensor, Attribute::Dense(_)) => true,
         _ => false,
     }

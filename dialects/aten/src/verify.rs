@@ -16,7 +16,10 @@ pub fn verify_aten(ctx: &Context, m: &Module, op: OpId) -> Result<(), String> {
             ArgSource::Operand(i) => {
                 let t = m.value_type(m.operands(op)[*i]);
                 if !value_matches(&arg.ty, t) {
-                    return Err(format!("operand #{i} ('{}') has type {t}, but the schema expects {}", arg.name, arg.ty));
+                    return Err(format!(
+                        "operand #{i} ('{}') has type {t}, but the schema expects {}",
+                        arg.name, arg.ty
+                    ));
                 }
             }
             ArgSource::Const(a) => {
@@ -33,12 +36,19 @@ pub fn verify_aten(ctx: &Context, m: &Module, op: OpId) -> Result<(), String> {
     }
     let results = m.results(op);
     if !schema.is_varret && results.len() != schema.returns.len() {
-        return Err(format!("expected {} result(s), but found {}", schema.returns.len(), results.len()));
+        return Err(format!(
+            "expected {} result(s), but found {}",
+            schema.returns.len(),
+            results.len()
+        ));
     }
     for (i, (r, &v)) in schema.returns.iter().zip(results).enumerate() {
         let t = m.value_type(v);
         if !result_matches(&r.ty, t) {
-            return Err(format!("result #{i} has type {t}, but the schema returns {}", r.ty));
+            return Err(format!(
+                "result #{i} has type {t}, but the schema returns {}",
+                r.ty
+            ));
         }
     }
     Ok(())

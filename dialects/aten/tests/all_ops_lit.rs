@@ -73,7 +73,11 @@ fn function(s: &FunctionSchema) -> Option<String> {
             attrs.push(format!("{} = {}", a.name, attr_value(&a.ty)?));
         }
     }
-    let results: Vec<String> = s.returns.iter().map(|r| value_type(&r.ty)).collect::<Option<_>>()?;
+    let results: Vec<String> = s
+        .returns
+        .iter()
+        .map(|r| value_type(&r.ty))
+        .collect::<Option<_>>()?;
     let mut f = String::new();
     let _ = writeln!(f, "// CHECK-LABEL: func.func @{}", func_name(&op));
     let _ = writeln!(f, "// CHECK-NEXT:    {op}");
@@ -84,8 +88,16 @@ fn function(s: &FunctionSchema) -> Option<String> {
         1 => "%r = ".into(),
         n => format!("%r:{n} = "),
     };
-    let attr_dict = if attrs.is_empty() { String::new() } else { format!(" {{{}}}", attrs.join(", ")) };
-    let result_ty = if results.len() == 1 { results[0].clone() } else { format!("({})", results.join(", ")) };
+    let attr_dict = if attrs.is_empty() {
+        String::new()
+    } else {
+        format!(" {{{}}}", attrs.join(", "))
+    };
+    let result_ty = if results.len() == 1 {
+        results[0].clone()
+    } else {
+        format!("({})", results.join(", "))
+    };
     let _ = writeln!(
         f,
         "  {res}\"{op}\"({}){attr_dict} : ({}) -> {result_ty}",
@@ -129,13 +141,20 @@ fn generated_functions_verify() {
     // The IR has no complex dtype: the complex overloads (declared so TorchScript overload
     // resolution sees the whole set) are the only ones without an instance here.
     let unexpected: Vec<_> = skipped.iter().filter(|n| !n.contains("complex")).collect();
-    assert!(unexpected.is_empty(), "ops with argument types that have no IR spelling: {unexpected:?}");
+    assert!(
+        unexpected.is_empty(),
+        "ops with argument types that have no IR spelling: {unexpected:?}"
+    );
     let mut ctx = ir::Context::new();
     dialect_prim::register(&mut ctx);
     dialect_aten::register(&mut ctx);
-    let m = ir::parse_module(&ctx, &text, "all-ops.ir").unwrap_or_else(|d| panic!("{}", d.render("all-ops.ir", &text)));
+    let m = ir::parse_module(&ctx, &text, "all-ops.ir")
+        .unwrap_or_else(|d| panic!("{}", d.render("all-ops.ir", &text)));
     ir::verify(&ctx, &m).unwrap_or_else(|d| panic!("{}", d.render("all-ops.ir", &text)));
-    assert_eq!(m.functions().len() + skipped.len(), dialect_aten::schemas().len());
+    assert_eq!(
+        m.functions().len() + skipped.len(),
+        dialect_aten::schemas().len()
+    );
 }
 
 #[test]
@@ -150,5 +169,9 @@ fn lit_file_is_up_to_date() {
         return;
     }
     let current = std::fs::read_to_string(&path).unwrap_or_default();
-    assert!(current == text, "{} is stale: run `BLESS=1 cargo test -p dialect-aten --test all_ops_lit`", path.display());
+    assert!(
+        current == text,
+        "{} is stale: run `BLESS=1 cargo test -p dialect-aten --test all_ops_lit`",
+        path.display()
+    );
 }

@@ -17,7 +17,11 @@ fn every_schema_becomes_an_op() {
     assert_eq!(c.ops_of_dialect("aten").len(), n);
     let add = c.op_def("aten.add.Tensor").expect("aten.add.Tensor");
     assert!(add.has_trait(ir::Traits::PURE | ir::Traits::ELEMENTWISE | ir::Traits::COMMUTATIVE));
-    assert!(!c.op_def("aten.add_.Tensor").expect("add_").has_trait(ir::Traits::PURE));
+    assert!(
+        !c.op_def("aten.add_.Tensor")
+            .expect("add_")
+            .has_trait(ir::Traits::PURE)
+    );
     assert!(c.op_def("aten.relu").is_some());
 }
 
@@ -40,13 +44,19 @@ func.func @f(%a: tensor<2x3xf32>, %b: tensor<2x3xf32>, %s: f64) -> tensor<2x3xf3
   func.return %4 : tensor<2x3xf32>
 }"#;
     let out = check(ok).unwrap();
-    assert!(out.contains("%1 = aten.add.Tensor %0, %b {alpha = 2 : i64} : tensor<2x3xf32>"), "{out}");
+    assert!(
+        out.contains("%1 = aten.add.Tensor %0, %b {alpha = 2 : i64} : tensor<2x3xf32>"),
+        "{out}"
+    );
     let e = check("func.func @f(%a: tensor<2xf32>) {\n %0 = aten.relu %a {bogus = 1 : i64} : tensor<2xf32>\n func.return\n}").unwrap_err();
     assert!(e.contains("attribute 'bogus' is not an argument"), "{e}");
     let e = check("func.func @f(%a: tensor<2xf32>) {\n %0 = aten.relu %a, %a : (tensor<2xf32>, tensor<2xf32>) -> tensor<2xf32>\n func.return\n}").unwrap_err();
     assert!(e.contains("has 2 operand(s)"), "{e}");
     let e = check("func.func @f(%a: tensor<2xf32>) {\n %0 = aten.sum.dim_IntList %a {dim = \"x\"} : (tensor<2xf32>) -> tensor<f32>\n func.return\n}").unwrap_err();
     assert!(e.contains("attribute 'dim' is string"), "{e}");
-    let e = check("func.func @f(%a: i64) {\n %0 = aten.relu %a : (i64) -> tensor<2xf32>\n func.return\n}").unwrap_err();
+    let e = check(
+        "func.func @f(%a: i64) {\n %0 = aten.relu %a : (i64) -> tensor<2xf32>\n func.return\n}",
+    )
+    .unwrap_err();
     assert!(e.contains("operand #0 ('self') has type i64"), "{e}");
 }

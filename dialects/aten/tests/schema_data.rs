@@ -169,7 +169,7 @@ fn every_op_the_fixtures_use_is_present() {
 #[test]
 fn file_is_up_to_date() {
     let Some(fixtures) = fixtures() else { return };
-    let generated = match generate(&fixtures, &manifest_dir().join("tools")) {
+    let generated = match generate(&fixtures) {
         Ok(text) => text,
         Err(e) => panic!("cannot generate src/schemas.txt:\n{e}"),
     };
@@ -292,134 +292,47 @@ fn json_string_list(json: &str, key: &str) -> Vec<String> {
         .collect()
 }
 
-/// The lines of an op-list file in `tools/`, comments and blanks removed.
-fn list_file(path: &Path) -> Vec<String> {
-    read(path)
-        .lines()
-        .map(str::trim)
-        .filter(|l| !l.is_empty() && !l.starts_with('#'))
-        .map(str::to_string)
-        .collect()
-}
-
-/// Builds the data file from the registry and fixtures in `fixtures` and the op lists in
-/// `tools`. Fails, listing them, when an op that is asked for is not in the registry.
-fn generate(fixtures: &Path, tools: &Path) -> Result<String, String> {
+/// Builds the data file from the registry in `fixtures`: every schema, the core ones first.
+fn generate(fixtures: &Path) -> Result<String, String> {
     let registry_text = read(&fixtures.join("aten_schemas.txt"));
-    let mut registry: BTreeMap<OpName, (bool, String)> = BTreeMap::new();
+    let mut core = Vec::new();
+    let mut rest = Vec::new();
+    let mut seen: HashSet<OpName> = HashSet::new();
     for line in registry_lines(&registry_text) {
         let schema = parse_schema(line.schema)
             .map_err(|e| format!("aten_schemas.txt:{}: {e}", line.line))?;
-        registry.insert(schema.op(), (line.core, line.schema.to_string()));
-    }
-    let overloads_of = |name: &str| -> Vec<OpName> {
-        registry
-            .keys()
-            .filter(|op| op.namespace == "aten" && op.name == name)
-            .cloned()
-            .collect()
-    };
-    let mut missing = Vec::new();
-    let require = |op: OpName, from: &str, out: &mut Vec<OpName>, missing: &mut Vec<String>| {
-        if registry.contains_key(&op) {
-            out.push(op);
-        } else {
-            missing.push(format!("{op} (from {from})"));
-        }
-    };
-
-    let core: Vec<OpName> = registry
-        .iter()
-        .filter(|(_, (is_core, _))| *is_core)
-        .map(|(op, _)| op.clone())
-        .collect();
-
-    let mut used = Vec::new();
-    let fixture_ops = FixtureOps::collect(fixtures);
-    for (op, from) in &fixture_ops.exact {
-        require(op.clone(), from, &mut used, &mut missing);
-    }
-    for (name, from) in &fixture_ops.by_name {
-        let all = overloads_of(name);
-        if all.is_empty() {
-            missing.push(format!("aten::{name} (from {from})"));
-        }
-        used.extend(all);
-    }
-
-    let mut common = Vec::new();
-    let common_path = tools.join("common_ops.txt");
-    for entry in list_file(&common_path) {
-        let from = common_path.display().to_string();
-        if let Some(name) = entry.strip_suffix(".*") {
-            let name = name.strip_prefix("aten.").unwrap_or(name);
-            let all = overloads_of(name);
-            if all.is_empty() {
-                missing.push(format!("{entry} (from {from})"));
-            }
-            common.extend(all);
-        } else {
-            match OpName::parse(&entry) {
-                Ok(op) => require(op, &from, &mut common, &mut missing),
-                Err(e) => missing.push(format!("{entry} (from {from}): {e}")),
-            }
-        }
-    }
-
-    let mut inplace = Vec::new();
-    let elementwise_path = tools.join("elementwise_core_ops.txt");
-    for name in list_file(&elementwise_path) {
-        if !core.iter().any(|op| op.name == name) {
-            missing.push(format!(
-                "core op aten.{name} (from {})",
-                elementwise_path.display()
+        if schema.namespace != "aten" {
+            return Err(format!(
+                "aten_schemas.txt:{}: not an aten schema",
+                line.line
             ));
         }
-        for op in overloads_of(&format!("{name}_")) {
-            let schema = parse_schema(&registry[&op].1).map_err(|e| e.to_string())?;
-            let first_tensor_written = schema
-                .args
-                .first()
-                .is_some_and(|a| a.ty == ir::schema::SchemaType::Tensor && a.is_written());
-            if first_tensor_written && schema.is_inplace() {
-                inplace.push(op);
-            }
+        if !seen.insert(schema.op()) {
+            return Err(format!(
+                "aten_schemas.txt:{}: {} is registered twice",
+                line.line,
+                schema.op_name()
+            ));
+        }
+        if line.core {
+            core.push(line.schema)
+        } else {
+            rest.push(line.schema)
         }
     }
-    if !missing.is_empty() {
-        return Err(format!("not in the registry:\n{}", missing.join("\n")));
-    }
-
     let groups = [
         (
             "Core ATen: every schema the PyTorch registry tags core (the opset of run_decompositions()).",
             core,
         ),
-        (
-            "Used by the fixtures (export and bench graphs, op-suite metadata, every overload of the ops in TorchScript graphs) and not core.",
-            used,
-        ),
-        ("Met before decomposition (tools/common_ops.txt).", common),
-        (
-            "In-place variants of the core elementwise ops (tools/elementwise_core_ops.txt).",
-            inplace,
-        ),
+        ("Every other schema of the registry.", rest),
     ];
     let mut out = String::from(
-        "# Schemas of the ATen ops the aten dialect declares, one per line in PyTorch's syntax.\n\
-         # Generated by dialects/aten/tests/schema_data.rs from ../shared/fixtures/aten_schemas.txt,\n\
-         # the fixture corpus and the op lists in dialects/aten/tools/; see tools/README.md.\n",
+        "# Schemas of the ATen ops the aten dialect declares, one per line in PyTorch's syntax: every\n\
+         # schema of PyTorch's registry. Generated by dialects/aten/tests/schema_data.rs from\n\
+         # ../shared/fixtures/aten_schemas.txt; see tools/README.md.\n",
     );
-    let mut emitted: HashSet<OpName> = HashSet::new();
-    for (header, ops) in groups {
-        let mut lines: Vec<&str> = ops
-            .into_iter()
-            .filter(|op| emitted.insert(op.clone()))
-            .map(|op| registry[&op].1.as_str())
-            .collect();
-        if lines.is_empty() {
-            continue;
-        }
+    for (header, mut lines) in groups {
         lines.sort_unstable();
         out.push_str(&format!("\n# {header}\n"));
         for line in lines {

@@ -35,6 +35,8 @@ pub enum ExecError {
     Runtime { op: String, loc: String, message: String },
     /// The program raised an exception (`prim.RaiseException`).
     Raised { message: String, loc: String },
+    /// The composite fallback failed to rewrite an op without a kernel.
+    Fallback { loc: String, message: String },
 }
 
 impl fmt::Display for ExecError {
@@ -45,7 +47,7 @@ impl fmt::Display for ExecError {
                     if i > 0 {
                         f.write_str("\n")?;
                     }
-                    write!(f, "`{}` at {}: no kernel", m.op, m.loc)?;
+                    write!(f, "`{}` at {}: no kernel and no decomposition", m.op, m.loc)?;
                 }
                 Ok(())
             }
@@ -58,6 +60,7 @@ impl fmt::Display for ExecError {
             ExecError::Kernel { op, loc, message } => write!(f, "`{op}` at {loc}: {message}"),
             ExecError::Runtime { op, loc, message } => write!(f, "`{op}` at {loc}: {message}"),
             ExecError::Raised { message, loc } => write!(f, "exception raised at {loc}: {message}"),
+            ExecError::Fallback { loc, message } => write!(f, "{loc}: {message}"),
         }
     }
 }

@@ -82,6 +82,10 @@ pub struct CompileOptions {
     /// Compiles `prim.FusionGroup`s to native kernels (the `jit` crate provides one); `None`
     /// interprets every group's region.
     pub fusion: Option<Arc<dyn FusionCompiler>>,
+    /// The composite fallback's decompositions: an op without a kernel that has an entry is
+    /// decomposed before compiling (built-in table by default; embedders add entries for their
+    /// own ops).
+    pub decompositions: Arc<transforms::lowering::DecompositionTable>,
 }
 
 impl Default for CompileOptions {
@@ -94,6 +98,7 @@ impl Default for CompileOptions {
             on_guard_failure: GuardPolicy::Respecialize,
             validate_inputs: true,
             fusion: None,
+            decompositions: Arc::new(transforms::lowering::DecompositionTable::core_aten()),
         }
     }
 }

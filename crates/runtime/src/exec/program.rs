@@ -101,6 +101,20 @@ pub fn compile_with_registry(
     options: CompileOptions,
     reg: &KernelRegistry,
 ) -> Result<CompiledProgram, ExecError> {
+    // Ops without a kernel become ops with one where a functional counterpart or a
+    // decomposition exists (PyTorch's composite fallback); the caller's module is left as it is.
+    let has_kernel = |name: &str| crate::interp::linearize::has_kernel(reg, ctx, name);
+    let rewritten;
+    let module = if transforms::lowering::needs_fallback(ctx, module, module.top(), &options.decompositions, &has_kernel) {
+        let mut m = module.clone();
+        let top = m.top();
+        transforms::lowering::composite_fallback(ctx, &mut m, top, &options.decompositions, &has_kernel)
+            .map_err(|d| ExecError::Fallback { loc: loc_string(&d.loc), message: d.message.clone() })?;
+        rewritten = m;
+        &rewritten
+    } else {
+        module
+    };
     let func = match module.function(&options.function) {
         Some(f) => f,
         None => match module.functions().as_slice() {

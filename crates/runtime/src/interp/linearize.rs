@@ -140,6 +140,13 @@ fn is_terminator(name: &str) -> bool {
     matches!(name, ir::builtin::RETURN | dialect_prim::YIELD | dialect_prim::RETURN | super::partition::RETURN)
 }
 
+/// Whether the interpreter runs ops named `name` without help: a kernel in `reg` (an Edge op's
+/// is its ATen op's), or an op of no schema (structural ops, which the interpreter runs itself or
+/// reports as unsupported).
+pub(crate) fn has_kernel(reg: &KernelRegistry, ctx: &Context, name: &str) -> bool {
+    reg.contains(kernel_name(name)) || sym_op(name).is_some() || ctx.op_def(name).is_none_or(|d| d.schema.is_none())
+}
+
 /// The name a kernel is registered under: an Edge op runs the kernel of the ATen op it mirrors.
 fn kernel_name(name: &str) -> &str {
     match dialect_edge::aten_op(name) {

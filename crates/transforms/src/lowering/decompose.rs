@@ -26,6 +26,12 @@ pub struct DecompositionTable {
     map: BTreeMap<String, DecompFn>,
 }
 
+impl std::fmt::Debug for DecompositionTable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_set().entries(self.map.keys()).finish()
+    }
+}
+
 impl DecompositionTable {
     pub fn new() -> DecompositionTable {
         DecompositionTable::default()
@@ -750,6 +756,17 @@ pub struct DecomposeStats {
 
 /// Decomposes every op nested in `root` that `table` covers, newly created ops included.
 pub fn decompose(ctx: &Context, m: &mut Module, root: OpId, table: &DecompositionTable) -> Result<DecomposeStats, Diagnostic> {
+    decompose_where(ctx, m, root, table, &|_| true)
+}
+
+/// Like [`decompose`], for the ops whose name `select` accepts only.
+pub fn decompose_where(
+    ctx: &Context,
+    m: &mut Module,
+    root: OpId,
+    table: &DecompositionTable,
+    select: &dyn Fn(&str) -> bool,
+) -> Result<DecomposeStats, Diagnostic> {
     let ranges = Ranges::of_module(m);
     let mut stats = DecomposeStats::default();
     let mut work: Vec<OpId> = Vec::new();
@@ -758,57 +775,74 @@ pub fn decompose(ctx: &Context, m: &mut Module, root: OpId, table: &Decompositio
     let mut budget = 64 * (work.len() + 16);
     let mut failed: HashSet<OpId> = HashSet::new();
     while let Some(op) = work.pop() {
-        if !m.contains_op(op) || failed.contains(&op) {
+        if !m.contains_op(op) || failed.contains(&op) || !select(m.op_name(op)) {
             continue;
         }
         let Some(f) = table.get(m.op_name(op)).cloned() else { continue };
         budget = budget.checked_sub(1).ok_or_else(|| {
             Diagnostic::error(m.loc(op).clone(), "decomposition did not terminate (a decomposition keeps producing its own op)")
         })?;
-        let loc = m.loc(op).clone();
-        let name = m.op_name(op).to_string();
-        let mut b = super::rewrite::OpBuilder::before(ctx, m, &ranges, op);
-        let res = f(&mut b, op);
-        let created = std::mem::take(&mut b.created);
-        let repl = match res {
-            Ok(Some(r)) => r,
-            Ok(None) => {
+        match decompose_one(ctx, m, &ranges, op, &f)? {
+            Some(created) => {
+                stats.decomposed += 1;
+                stats.created += created.len();
+                work.extend(created.into_iter().rev());
+            }
+            None => {
                 failed.insert(op);
-                erase_unused(m, &created);
-                continue;
             }
-            Err(e) => {
-                erase_unused(m, &created);
-                return Err(Diagnostic::error(loc, format!("'{name}' op cannot be decomposed: {e}")));
-            }
-        };
-        let results = m.results(op).to_vec();
-        if repl.len() != results.len() {
-            erase_unused(m, &created);
-            return Err(Diagnostic::error(
-                loc,
-                format!("'{name}' op: decomposition gave {} value(s) for {} result(s)", repl.len(), results.len()),
-            ));
-        }
-        let created_set: HashSet<OpId> = created.iter().copied().collect();
-        for (&old, &new) in results.iter().zip(&repl) {
-            let (ot, nt) = (m.value_type(old).clone(), m.value_type(new).clone());
-            if ot != nt && m.defining_op(new).is_some_and(|d| created_set.contains(&d)) {
-                let t = refine(&ot, &nt).map_err(|e| Diagnostic::error(loc.clone(), format!("'{name}' op: decomposition result {e}")))?;
-                // The exported type is authoritative for the value's users (function results).
-                let t = if refine(&t, &ot).is_ok() && t != ot && ot_is_complete(&ot) { ot.clone() } else { t };
-                m.set_value_type(new, t);
-            }
-            m.replace_all_uses(old, new);
-        }
-        m.erase_op(op).map_err(|e| Diagnostic::error(loc.clone(), e.to_string()))?;
-        stats.decomposed += 1;
-        stats.created += created.len();
-        for &c in created.iter().rev() {
-            work.push(c);
         }
     }
     Ok(stats)
+}
+
+/// Replaces `op` by what `f` builds; the created ops, or `None` when `f` leaves the op alone.
+pub(crate) fn decompose_one(ctx: &Context, m: &mut Module, ranges: &Ranges, op: OpId, f: &DecompFn) -> Result<Option<Vec<OpId>>, Diagnostic> {
+    let loc = m.loc(op).clone();
+    let name = m.op_name(op).to_string();
+    let mut b = super::rewrite::OpBuilder::before(ctx, m, ranges, op);
+    let res = f(&mut b, op);
+    let created = std::mem::take(&mut b.created);
+    let repl = match res {
+        Ok(Some(r)) => r,
+        Ok(None) => {
+            erase_unused(m, &created);
+            return Ok(None);
+        }
+        Err(e) => {
+            erase_unused(m, &created);
+            return Err(Diagnostic::error(loc, format!("'{name}' op cannot be decomposed: {e}")));
+        }
+    };
+    replace_results(m, op, &repl, &created)?;
+    Ok(Some(created))
+}
+
+/// Replaces the results of `op` by `repl` (refining the types of values `created` ops define
+/// with the op's own types) and erases `op`.
+pub(crate) fn replace_results(m: &mut Module, op: OpId, repl: &[ValueId], created: &[OpId]) -> Result<(), Diagnostic> {
+    let loc = m.loc(op).clone();
+    let name = m.op_name(op).to_string();
+    let results = m.results(op).to_vec();
+    if repl.len() != results.len() {
+        erase_unused(m, created);
+        return Err(Diagnostic::error(
+            loc,
+            format!("'{name}' op: decomposition gave {} value(s) for {} result(s)", repl.len(), results.len()),
+        ));
+    }
+    let created_set: HashSet<OpId> = created.iter().copied().collect();
+    for (&old, &new) in results.iter().zip(repl) {
+        let (ot, nt) = (m.value_type(old).clone(), m.value_type(new).clone());
+        if ot != nt && m.defining_op(new).is_some_and(|d| created_set.contains(&d)) {
+            let t = refine(&ot, &nt).map_err(|e| Diagnostic::error(loc.clone(), format!("'{name}' op: decomposition result {e}")))?;
+            // The exported type is authoritative for the value's users (function results).
+            let t = if refine(&t, &ot).is_ok() && t != ot && ot_is_complete(&ot) { ot.clone() } else { t };
+            m.set_value_type(new, t);
+        }
+        m.replace_all_uses(old, new);
+    }
+    m.erase_op(op).map_err(|e| Diagnostic::error(loc, e.to_string()))
 }
 
 fn ot_is_complete(t: &ir::Type) -> bool {

@@ -206,50 +206,15 @@ impl State<'_> {
 
     /// The functional counterpart of a writing op, and the schema indices of its written arguments.
     fn counterpart(&self, m: &Module, op: OpId, schema: &FunctionSchema) -> Result<(String, Vec<usize>), Diagnostic> {
-        let name = m.op_name(op);
-        let written: Vec<usize> = (0..schema.args.len()).filter(|&i| schema.arg_is_written(i)).collect();
-        let same_args = |cand: &FunctionSchema, drop: &[usize]| {
-            let want: Vec<&str> =
-                schema.args.iter().enumerate().filter(|(i, _)| !drop.contains(i)).map(|(_, a)| a.name.as_str()).collect();
-            let got: Vec<&str> = cand.args.iter().map(|a| a.name.as_str()).collect();
-            want == got && !cand.is_mutable()
-        };
-        let mut candidates = Vec::new();
-        let drop: Vec<usize>;
-        if schema.is_inplace() && written == [0] {
-            let base = schema.name.trim_end_matches('_');
-            let mut c = format!("{}.{}", schema.namespace, base);
-            if !schema.overload.is_empty() {
-                c.push('.');
-                c.push_str(&schema.overload);
-            }
-            candidates.push(c);
-            drop = Vec::new();
-        } else if schema.is_out() && written == schema.out_args() && written.len() == 1 {
-            let prefix = format!("{}.{}", schema.namespace, schema.name);
-            match schema.overload.strip_suffix("_out") {
-                Some(o) if !o.is_empty() => candidates.push(format!("{prefix}.{o}")),
-                _ => {
-                    candidates.push(prefix.clone());
-                    candidates.push(format!("{prefix}.Tensor"));
-                }
-            }
-            drop = written.clone();
-        } else {
-            return Err(diag(m, op, format!("functionalize: cannot functionalize '{name}': it is neither an in-place nor an out= variant")));
+        match dialect_aten::functional_counterpart(self.ctx, schema) {
+            Ok(c) if c.written.len() == 1 => Ok((c.op, c.written)),
+            Ok(c) => Err(diag(
+                m,
+                op,
+                format!("functionalize: cannot functionalize '{}': it writes {} arguments", m.op_name(op), c.written.len()),
+            )),
+            Err(e) => Err(diag(m, op, format!("functionalize: cannot functionalize '{}': {e}", m.op_name(op)))),
         }
-        for c in &candidates {
-            if let Some(s) = self.ctx.op_def(c).and_then(|d| d.schema.clone()) {
-                if same_args(&s, &drop) {
-                    return Ok((c.clone(), written));
-                }
-            }
-        }
-        Err(diag(
-            m,
-            op,
-            format!("functionalize: cannot functionalize '{name}': no functional counterpart ({}) is registered", candidates.join(" or ")),
-        ))
     }
 
     fn functionalize_op(&mut self, m: &mut Module, op: OpId) -> Result<(), Diagnostic> {

@@ -41,7 +41,12 @@ impl<'a> Args<'a> {
     /// Binds the op's operands and attributes to `schema`.
     pub fn bind(m: &'a Module, op: OpId, schema: &'a FunctionSchema) -> Result<Args<'a>, String> {
         let binding = bind_args(schema, m, op).map_err(|e| e.to_string())?;
-        Ok(Args { m, op, schema, binding })
+        Ok(Args {
+            m,
+            op,
+            schema,
+            binding,
+        })
     }
 
     fn source(&self, name: &str) -> Option<&ArgSource> {
@@ -155,7 +160,9 @@ impl<'a> Args<'a> {
     pub fn dims(&self, name: &str) -> Option<Vec<Dim>> {
         match self.source(name)? {
             ArgSource::Const(a) => match a {
-                Attribute::Array(items) => items.iter().map(|i| i.as_int().map(Dim::Static)).collect(),
+                Attribute::Array(items) => {
+                    items.iter().map(|i| i.as_int().map(Dim::Static)).collect()
+                }
                 Attribute::Int(i) => Some(vec![Dim::Static(*i)]),
                 _ => None,
             },
@@ -163,7 +170,9 @@ impl<'a> Args<'a> {
                 let v = *self.m.operands(self.op).get(*k)?;
                 if let Some(a) = constant_of(self.m, v) {
                     return match a {
-                        Attribute::Array(items) => items.iter().map(|i| i.as_int().map(Dim::Static)).collect(),
+                        Attribute::Array(items) => {
+                            items.iter().map(|i| i.as_int().map(Dim::Static)).collect()
+                        }
                         Attribute::Int(i) => Some(vec![Dim::Static(i)]),
                         _ => None,
                     };
@@ -175,7 +184,13 @@ impl<'a> Args<'a> {
                         if self.m.op_name(def) != dialect_prim::LIST_CONSTRUCT {
                             return None;
                         }
-                        Some(self.m.operands(def).iter().map(|&e| int_dim(self.m, e)).collect())
+                        Some(
+                            self.m
+                                .operands(def)
+                                .iter()
+                                .map(|&e| int_dim(self.m, e))
+                                .collect(),
+                        )
                     }
                     _ => None,
                 }
@@ -195,7 +210,11 @@ impl<'a> Args<'a> {
         if self.m.op_name(def) != dialect_prim::LIST_CONSTRUCT {
             return None;
         }
-        self.m.operands(def).iter().map(|&e| self.m.value_type(e).as_tensor().cloned()).collect()
+        self.m
+            .operands(def)
+            .iter()
+            .map(|&e| self.m.value_type(e).as_tensor().cloned())
+            .collect()
     }
 }
 
@@ -220,22 +239,39 @@ pub(super) fn int_dim_depth(m: &Module, v: ValueId, depth: usize) -> Dim {
     if let Some(Attribute::Int(i)) = constant_of(m, v) {
         return Dim::Static(i);
     }
-    let Some(def) = m.defining_op(v) else { return Dim::Unknown };
+    let Some(def) = m.defining_op(v) else {
+        return Dim::Unknown;
+    };
     let ops = m.operands(def);
     match m.op_name(def) {
         "aten.sym_size.int" | "edge.sym_size.int" => {
-            let Some(t) = ops.first().and_then(|&t| m.value_type(t).as_tensor()) else { return Dim::Unknown };
-            let dim = ops.get(1).and_then(|&d| constant_of(m, d)).or_else(|| m.attr(def, "dim").cloned());
+            let Some(t) = ops.first().and_then(|&t| m.value_type(t).as_tensor()) else {
+                return Dim::Unknown;
+            };
+            let dim = ops
+                .get(1)
+                .and_then(|&d| constant_of(m, d))
+                .or_else(|| m.attr(def, "dim").cloned());
             match (t.shape.as_ref(), dim.and_then(|d| d.as_int())) {
-                (Some(s), Some(d)) => norm_dim(d, s.len()).map(|i| s[i].clone()).unwrap_or(Dim::Unknown),
+                (Some(s), Some(d)) => norm_dim(d, s.len())
+                    .map(|i| s[i].clone())
+                    .unwrap_or(Dim::Unknown),
                 _ => Dim::Unknown,
             }
         }
-        "prim.mul" if ops.len() == 2 => dim_mul(&int_dim_depth(m, ops[0], depth + 1), &int_dim_depth(m, ops[1], depth + 1)),
-        "prim.add" if ops.len() == 2 => dim_add(&int_dim_depth(m, ops[0], depth + 1), &int_dim_depth(m, ops[1], depth + 1)),
-        "prim.floordiv" if ops.len() == 2 => {
-            dim_div_exact(&int_dim_depth(m, ops[0], depth + 1), &int_dim_depth(m, ops[1], depth + 1)).unwrap_or(Dim::Unknown)
-        }
+        "prim.mul" if ops.len() == 2 => dim_mul(
+            &int_dim_depth(m, ops[0], depth + 1),
+            &int_dim_depth(m, ops[1], depth + 1),
+        ),
+        "prim.add" if ops.len() == 2 => dim_add(
+            &int_dim_depth(m, ops[0], depth + 1),
+            &int_dim_depth(m, ops[1], depth + 1),
+        ),
+        "prim.floordiv" if ops.len() == 2 => dim_div_exact(
+            &int_dim_depth(m, ops[0], depth + 1),
+            &int_dim_depth(m, ops[1], depth + 1),
+        )
+        .unwrap_or(Dim::Unknown),
         _ => Dim::Unknown,
     }
 }

@@ -104,10 +104,16 @@ impl Mono {
 
     fn of_dim(d: &Dim) -> Option<Mono> {
         match d {
-            Dim::Static(n) => Some(Mono { coef: *n, factors: Vec::new() }),
+            Dim::Static(n) => Some(Mono {
+                coef: *n,
+                factors: Vec::new(),
+            }),
             Dim::Sym(s) => {
                 if s.contains(['+', '-', '/']) && !s.starts_with('(') {
-                    Some(Mono { coef: 1, factors: vec![format!("({s})")] })
+                    Some(Mono {
+                        coef: 1,
+                        factors: vec![format!("({s})")],
+                    })
                 } else {
                     Mono::parse(s)
                 }
@@ -133,10 +139,14 @@ impl Mono {
 pub fn dim_mul(a: &Dim, b: &Dim) -> Dim {
     match (a, b) {
         (Dim::Static(0), _) | (_, Dim::Static(0)) => Dim::Static(0),
-        (Dim::Static(x), Dim::Static(y)) => x.checked_mul(*y).map(Dim::Static).unwrap_or(Dim::Unknown),
+        (Dim::Static(x), Dim::Static(y)) => {
+            x.checked_mul(*y).map(Dim::Static).unwrap_or(Dim::Unknown)
+        }
         _ => match (Mono::of_dim(a), Mono::of_dim(b)) {
             (Some(x), Some(y)) => {
-                let Some(coef) = x.coef.checked_mul(y.coef) else { return Dim::Unknown };
+                let Some(coef) = x.coef.checked_mul(y.coef) else {
+                    return Dim::Unknown;
+                };
                 let mut factors = x.factors;
                 factors.extend(y.factors);
                 factors.sort();
@@ -167,7 +177,13 @@ pub fn dim_div_exact(a: &Dim, b: &Dim) -> Option<Dim> {
                 let i = factors.iter().position(|g| g == f)?;
                 factors.remove(i);
             }
-            Some(Mono { coef: x.coef / y.coef, factors }.to_dim())
+            Some(
+                Mono {
+                    coef: x.coef / y.coef,
+                    factors,
+                }
+                .to_dim(),
+            )
         }
     }
 }
@@ -175,7 +191,9 @@ pub fn dim_div_exact(a: &Dim, b: &Dim) -> Option<Dim> {
 /// `a + b`, symbolic as `a+b` text.
 pub fn dim_add(a: &Dim, b: &Dim) -> Dim {
     match (a, b) {
-        (Dim::Static(x), Dim::Static(y)) => x.checked_add(*y).map(Dim::Static).unwrap_or(Dim::Unknown),
+        (Dim::Static(x), Dim::Static(y)) => {
+            x.checked_add(*y).map(Dim::Static).unwrap_or(Dim::Unknown)
+        }
         (Dim::Static(0), d) | (d, Dim::Static(0)) => d.clone(),
         (Dim::Unknown, _) | (_, Dim::Unknown) => Dim::Unknown,
         (x, y) => {
@@ -242,8 +260,16 @@ pub fn broadcast_shapes(a: &[Dim], b: &[Dim], r: &Ranges) -> Result<Vec<Dim>, St
     let n = a.len().max(b.len());
     let mut out = Vec::with_capacity(n);
     for i in 0..n {
-        let da = if i + a.len() >= n { a[i + a.len() - n].clone() } else { Dim::Static(1) };
-        let db = if i + b.len() >= n { b[i + b.len() - n].clone() } else { Dim::Static(1) };
+        let da = if i + a.len() >= n {
+            a[i + a.len() - n].clone()
+        } else {
+            Dim::Static(1)
+        };
+        let db = if i + b.len() >= n {
+            b[i + b.len() - n].clone()
+        } else {
+            Dim::Static(1)
+        };
         match broadcast_dim(&da, &db, r) {
             Some(d) => out.push(d),
             None => {
@@ -259,7 +285,10 @@ pub fn broadcast_shapes(a: &[Dim], b: &[Dim], r: &Ranges) -> Result<Vec<Dim>, St
 }
 
 /// Broadcasts optional shapes: an unranked operand makes the result unranked.
-pub(super) fn broadcast_all(shapes: &[Option<Vec<Dim>>], r: &Ranges) -> Result<Option<Vec<Dim>>, String> {
+pub(super) fn broadcast_all(
+    shapes: &[Option<Vec<Dim>>],
+    r: &Ranges,
+) -> Result<Option<Vec<Dim>>, String> {
     let mut acc: Vec<Dim> = Vec::new();
     for s in shapes {
         match s {

@@ -29,7 +29,10 @@ pub use split::*;
 
 use crate::signature::{ArgSource, bind_args};
 use ir::schema::FunctionSchema;
-use ir::{Attribute, Context, DType, DTypeCategory, Dim, Module, OpId, TensorType, Type, TypeKind, ValueId};
+use ir::{
+    Attribute, Context, DType, DTypeCategory, Dim, Module, OpId, TensorType, Type, TypeKind,
+    ValueId,
+};
 use std::collections::HashMap;
 
 /// The module attribute holding range constraints: `{s0 = [lo, hi]}` (`hi` may be absent).
@@ -53,12 +56,21 @@ pub enum ShapeInference {
 }
 
 impl ShapeInference {
-    fn infer(self, ctx: &Context, m: &Module, op: OpId, r: &Ranges) -> Result<Option<Vec<Type>>, String> {
+    fn infer(
+        self,
+        ctx: &Context,
+        m: &Module,
+        op: OpId,
+        r: &Ranges,
+    ) -> Result<Option<Vec<Type>>, String> {
         match self {
             ShapeInference::FloatUnary => {
                 let s = match ctx.op_def(m.op_name(op)).and_then(|d| d.schema.clone()) {
                     Some(schema) => self_or(&Args::bind(m, op, &schema)?),
-                    None => m.operands(op).first().and_then(|&v| m.value_type(v).as_tensor().cloned()),
+                    None => m
+                        .operands(op)
+                        .first()
+                        .and_then(|&v| m.value_type(v).as_tensor().cloned()),
                 };
                 Ok(s.map(|s| vec![tensor(s.dtype.map(float_result), s.shape)]))
             }
@@ -74,18 +86,28 @@ pub fn infer_op(ctx: &Context, m: &Module, op: OpId) -> Result<Option<Vec<Type>>
 }
 
 /// [`infer_op`] with the range constraints already read.
-pub fn infer_op_with(ctx: &Context, m: &Module, op: OpId, r: &Ranges) -> Result<Option<Vec<Type>>, String> {
+pub fn infer_op_with(
+    ctx: &Context,
+    m: &Module,
+    op: OpId,
+    r: &Ranges,
+) -> Result<Option<Vec<Type>>, String> {
     if let Some(i) = ctx.interface_of::<ShapeInference>(m, op)
         && let Some(types) = i.infer(ctx, m, op, r)?
     {
         return Ok(Some(types));
     }
-    let Some(schema) = ctx.op_def(m.op_name(op)).and_then(|d| d.schema.clone()) else { return Ok(None) };
+    let Some(schema) = ctx.op_def(m.op_name(op)).and_then(|d| d.schema.clone()) else {
+        return Ok(None);
+    };
     let a = Args::bind(m, op, &schema)?;
-    let key = if schema.overload.is_empty() { schema.name.clone() } else { format!("{}.{}", schema.name, schema.overload) };
+    let key = if schema.overload.is_empty() {
+        schema.name.clone()
+    } else {
+        format!("{}.{}", schema.name, schema.overload)
+    };
     infer_key(&key, &schema.name, &a, r)
 }
-
 
 #[cfg(test)]
 mod tests {
@@ -98,29 +120,72 @@ mod tests {
     #[test]
     fn broadcasting() {
         let r = Ranges::default();
-        assert_eq!(broadcast_shapes(&st(&[2, 1, 4]), &st(&[3, 1]), &r).unwrap(), st(&[2, 3, 4]));
-        assert!(broadcast_shapes(&st(&[2, 3]), &st(&[4]), &r).unwrap_err().contains("cannot broadcast"));
+        assert_eq!(
+            broadcast_shapes(&st(&[2, 1, 4]), &st(&[3, 1]), &r).unwrap(),
+            st(&[2, 3, 4])
+        );
+        assert!(
+            broadcast_shapes(&st(&[2, 3]), &st(&[4]), &r)
+                .unwrap_err()
+                .contains("cannot broadcast")
+        );
         let s0 = Dim::sym("s0");
-        assert_eq!(broadcast_shapes(&[s0.clone(), Dim::Static(4)], &st(&[1, 4]), &r).unwrap(), vec![s0.clone(), Dim::Static(4)]);
-        assert_eq!(broadcast_shapes(&[s0.clone()], &st(&[5]), &r).unwrap(), st(&[5]));
+        assert_eq!(
+            broadcast_shapes(&[s0.clone(), Dim::Static(4)], &st(&[1, 4]), &r).unwrap(),
+            vec![s0.clone(), Dim::Static(4)]
+        );
+        assert_eq!(
+            broadcast_shapes(&[s0.clone()], &st(&[5]), &r).unwrap(),
+            st(&[5])
+        );
         let mut rr = Ranges::default();
         rr.insert("s0", 2, Some(4));
         assert!(broadcast_shapes(&[s0.clone()], &st(&[5]), &rr).is_err());
-        assert_eq!(broadcast_shapes(&[s0.clone()], &[Dim::sym("s1")], &rr).unwrap(), vec![s0]);
+        assert_eq!(
+            broadcast_shapes(&[s0.clone()], &[Dim::sym("s1")], &rr).unwrap(),
+            vec![s0]
+        );
     }
 
     #[test]
     fn promotion() {
         use DTypeCategory::*;
-        let t = |d, z| PromoteArg::Tensor { dtype: d, zero_dim: z };
-        assert_eq!(result_type(&[t(DType::I32, false), PromoteArg::Scalar(Floating)]), Some(DType::F32));
-        assert_eq!(result_type(&[t(DType::I32, false), PromoteArg::Scalar(Integral)]), Some(DType::I32));
-        assert_eq!(result_type(&[t(DType::Bool, false), PromoteArg::Scalar(Integral)]), Some(DType::I64));
-        assert_eq!(result_type(&[t(DType::F16, false), PromoteArg::Scalar(Floating)]), Some(DType::F16));
-        assert_eq!(result_type(&[t(DType::F32, false), t(DType::F64, true)]), Some(DType::F32));
-        assert_eq!(result_type(&[t(DType::I64, false), t(DType::F64, true)]), Some(DType::F64));
-        assert_eq!(result_type(&[t(DType::I32, false), t(DType::I64, false)]), Some(DType::I64));
-        assert_eq!(result_type(&[t(DType::U8, false), t(DType::I8, false)]), Some(DType::I16));
+        let t = |d, z| PromoteArg::Tensor {
+            dtype: d,
+            zero_dim: z,
+        };
+        assert_eq!(
+            result_type(&[t(DType::I32, false), PromoteArg::Scalar(Floating)]),
+            Some(DType::F32)
+        );
+        assert_eq!(
+            result_type(&[t(DType::I32, false), PromoteArg::Scalar(Integral)]),
+            Some(DType::I32)
+        );
+        assert_eq!(
+            result_type(&[t(DType::Bool, false), PromoteArg::Scalar(Integral)]),
+            Some(DType::I64)
+        );
+        assert_eq!(
+            result_type(&[t(DType::F16, false), PromoteArg::Scalar(Floating)]),
+            Some(DType::F16)
+        );
+        assert_eq!(
+            result_type(&[t(DType::F32, false), t(DType::F64, true)]),
+            Some(DType::F32)
+        );
+        assert_eq!(
+            result_type(&[t(DType::I64, false), t(DType::F64, true)]),
+            Some(DType::F64)
+        );
+        assert_eq!(
+            result_type(&[t(DType::I32, false), t(DType::I64, false)]),
+            Some(DType::I64)
+        );
+        assert_eq!(
+            result_type(&[t(DType::U8, false), t(DType::I8, false)]),
+            Some(DType::I16)
+        );
     }
 
     #[test]
@@ -128,13 +193,29 @@ mod tests {
         let s0 = Dim::sym("s0");
         assert_eq!(dim_mul(&Dim::Static(2), &s0), Dim::sym("2*s0"));
         assert_eq!(dim_mul(&s0, &Dim::Static(2)), Dim::sym("2*s0"));
-        assert_eq!(dim_mul(&Dim::sym("2*s0"), &Dim::sym("s1")), Dim::sym("2*s0*s1"));
-        assert_eq!(dim_div_exact(&Dim::sym("4*s0"), &Dim::Static(4)), Some(s0.clone()));
-        assert_eq!(dim_div_exact(&Dim::sym("4*s0*s1"), &Dim::sym("s1")), Some(Dim::sym("4*s0")));
-        assert_eq!(dim_div_exact(&Dim::sym("3*s0"), &Dim::Static(2)), None);
-        assert_eq!(view_shape(Some(&[s0.clone(), Dim::Static(4)]), &[Dim::Static(-1)]).unwrap(), vec![Dim::sym("4*s0")]);
         assert_eq!(
-            view_shape(Some(&[Dim::Static(2), s0.clone(), Dim::Static(4)]), &[Dim::Static(-1), Dim::Static(4)]).unwrap(),
+            dim_mul(&Dim::sym("2*s0"), &Dim::sym("s1")),
+            Dim::sym("2*s0*s1")
+        );
+        assert_eq!(
+            dim_div_exact(&Dim::sym("4*s0"), &Dim::Static(4)),
+            Some(s0.clone())
+        );
+        assert_eq!(
+            dim_div_exact(&Dim::sym("4*s0*s1"), &Dim::sym("s1")),
+            Some(Dim::sym("4*s0"))
+        );
+        assert_eq!(dim_div_exact(&Dim::sym("3*s0"), &Dim::Static(2)), None);
+        assert_eq!(
+            view_shape(Some(&[s0.clone(), Dim::Static(4)]), &[Dim::Static(-1)]).unwrap(),
+            vec![Dim::sym("4*s0")]
+        );
+        assert_eq!(
+            view_shape(
+                Some(&[Dim::Static(2), s0.clone(), Dim::Static(4)]),
+                &[Dim::Static(-1), Dim::Static(4)]
+            )
+            .unwrap(),
             vec![Dim::sym("2*s0"), Dim::Static(4)]
         );
         assert!(view_shape(Some(&st(&[2, 3])), &st(&[4, -1])).is_err());
@@ -142,10 +223,25 @@ mod tests {
 
     #[test]
     fn refinement() {
-        let old = Type::tensor_of(TensorType { dtype: None, shape: Some(vec![Dim::Unknown, Dim::Static(3)]) });
+        let old = Type::tensor_of(TensorType {
+            dtype: None,
+            shape: Some(vec![Dim::Unknown, Dim::Static(3)]),
+        });
         let new = Type::tensor(DType::F32, &[2, 3]);
         assert_eq!(refine(&old, &new).unwrap(), new);
-        assert!(refine(&Type::tensor(DType::F32, &[2]), &Type::tensor(DType::F32, &[3])).is_err());
-        assert!(refine(&Type::tensor(DType::F32, &[2]), &Type::tensor(DType::I64, &[2])).is_err());
+        assert!(
+            refine(
+                &Type::tensor(DType::F32, &[2]),
+                &Type::tensor(DType::F32, &[3])
+            )
+            .is_err()
+        );
+        assert!(
+            refine(
+                &Type::tensor(DType::F32, &[2]),
+                &Type::tensor(DType::I64, &[2])
+            )
+            .is_err()
+        );
     }
 }

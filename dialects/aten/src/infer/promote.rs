@@ -25,13 +25,23 @@ pub(super) fn combine_categories(higher: Option<DType>, lower: Option<DType>) ->
 
 /// PyTorch's `result_type`: dimensioned tensors, then 0-d tensors, then Python scalars; a lower
 /// group only matters when it is of a higher category (bool < integral < floating).
-pub fn result_type<A: std::borrow::Borrow<PromoteArg>>(args: impl IntoIterator<Item = A>) -> Option<DType> {
-    let (mut dim, mut zero, mut wrapped): (Option<DType>, Option<DType>, Option<DType>) = (None, None, None);
-    let up = |slot: &mut Option<DType>, d: DType| *slot = Some(slot.map_or(d, |s| DType::promote(s, d)));
+pub fn result_type<A: std::borrow::Borrow<PromoteArg>>(
+    args: impl IntoIterator<Item = A>,
+) -> Option<DType> {
+    let (mut dim, mut zero, mut wrapped): (Option<DType>, Option<DType>, Option<DType>) =
+        (None, None, None);
+    let up =
+        |slot: &mut Option<DType>, d: DType| *slot = Some(slot.map_or(d, |s| DType::promote(s, d)));
     for a in args {
         match *a.borrow() {
-            PromoteArg::Tensor { dtype, zero_dim: false } => up(&mut dim, dtype),
-            PromoteArg::Tensor { dtype, zero_dim: true } => up(&mut zero, dtype),
+            PromoteArg::Tensor {
+                dtype,
+                zero_dim: false,
+            } => up(&mut dim, dtype),
+            PromoteArg::Tensor {
+                dtype,
+                zero_dim: true,
+            } => up(&mut zero, dtype),
             PromoteArg::Scalar(c) => up(
                 &mut wrapped,
                 match c {

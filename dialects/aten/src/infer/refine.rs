@@ -8,20 +8,28 @@ pub fn refine(old: &Type, new: &Type) -> Result<Type, String> {
     match (old.kind(), new.kind()) {
         (TypeKind::Tensor(o), TypeKind::Tensor(n)) => {
             let dtype = match (o.dtype, n.dtype) {
-                (Some(x), Some(y)) if x != y => return Err(format!("dtype {x} conflicts with inferred {y}")),
+                (Some(x), Some(y)) if x != y => {
+                    return Err(format!("dtype {x} conflicts with inferred {y}"));
+                }
                 (x, y) => x.or(y),
             };
             let shape = match (&o.shape, &n.shape) {
                 (None, s) | (s, None) => s.clone(),
                 (Some(x), Some(y)) => {
                     if x.len() != y.len() {
-                        return Err(format!("rank {} conflicts with inferred rank {}", x.len(), y.len()));
+                        return Err(format!(
+                            "rank {} conflicts with inferred rank {}",
+                            x.len(),
+                            y.len()
+                        ));
                     }
                     let mut out = Vec::with_capacity(x.len());
                     for (i, (p, q)) in x.iter().zip(y).enumerate() {
                         out.push(match (p, q) {
                             (Dim::Static(a), Dim::Static(b)) if a != b => {
-                                return Err(format!("size {a} of dimension {i} conflicts with inferred size {b}"));
+                                return Err(format!(
+                                    "size {a} of dimension {i} conflicts with inferred size {b}"
+                                ));
                             }
                             (Dim::Static(_), _) => p.clone(),
                             (_, Dim::Static(_)) => q.clone(),
@@ -51,18 +59,24 @@ pub fn join(a: &Type, b: &Type) -> Option<Type> {
         (TypeKind::Tensor(x), TypeKind::Tensor(y)) => {
             let dtype = if x.dtype == y.dtype { x.dtype } else { None };
             let shape = match (&x.shape, &y.shape) {
-                (Some(p), Some(q)) if p.len() == q.len() => {
-                    Some(p.iter().zip(q).map(|(d, e)| if d == e { d.clone() } else { Dim::Unknown }).collect())
-                }
+                (Some(p), Some(q)) if p.len() == q.len() => Some(
+                    p.iter()
+                        .zip(q)
+                        .map(|(d, e)| if d == e { d.clone() } else { Dim::Unknown })
+                        .collect(),
+                ),
                 _ => None,
             };
             Some(Type::tensor_of(TensorType { dtype, shape }))
         }
         (TypeKind::List(x), TypeKind::List(y)) => Some(Type::list(join(x, y)?)),
         (TypeKind::Optional(x), TypeKind::Optional(y)) => Some(Type::optional(join(x, y)?)),
-        (TypeKind::Tuple(xs), TypeKind::Tuple(ys)) if xs.len() == ys.len() => {
-            Some(Type::tuple(xs.iter().zip(ys).map(|(x, y)| join(x, y)).collect::<Option<Vec<_>>>()?))
-        }
+        (TypeKind::Tuple(xs), TypeKind::Tuple(ys)) if xs.len() == ys.len() => Some(Type::tuple(
+            xs.iter()
+                .zip(ys)
+                .map(|(x, y)| join(x, y))
+                .collect::<Option<Vec<_>>>()?,
+        )),
         _ => None,
     }
 }

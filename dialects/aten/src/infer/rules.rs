@@ -9,37 +9,151 @@ pub(super) fn tensor(dtype: Option<DType>, shape: Option<Vec<Dim>>) -> Type {
 }
 
 pub(super) fn promote_arg(t: &TensorType) -> Option<PromoteArg> {
-    Some(PromoteArg::Tensor { dtype: t.dtype?, zero_dim: t.rank() == Some(0) })
+    Some(PromoteArg::Tensor {
+        dtype: t.dtype?,
+        zero_dim: t.rank() == Some(0),
+    })
 }
 
 const SAME_UNARY: &[&str] = &[
-    "neg", "abs", "relu", "relu6", "ceil", "floor", "round", "trunc", "sign", "sgn", "bitwise_not", "clone",
-    "contiguous", "alias", "leaky_relu", "hardtanh", "tril", "triu", "dropout", "detach", "fill", "flip", "roll",
-    "frac", "square", "nan_to_num", "lift_fresh_copy", "fix", "positive", "clamp_min", "clamp_max", "_softmax",
-    "_log_softmax", "alpha_dropout", "feature_dropout", "_safe_softmax", "celu_", "logcumsumexp", "cummax",
-    "_assert_scalar", "copy", "masked_fill", "index_fill", "scatter", "scatter_add", "scatter_reduce", "index_put",
-    "index_add", "index_copy", "masked_scatter", "slice_scatter", "select_scatter", "diagonal_scatter",
-    "constant_pad_nd_same", "layer_norm", "batch_norm", "group_norm", "instance_norm", "rms_norm", "dropout_",
-    "fill_", "zero", "bernoulli", "uniform", "normal_", "rand_like", "randn_like", "empty_like",
+    "neg",
+    "abs",
+    "relu",
+    "relu6",
+    "ceil",
+    "floor",
+    "round",
+    "trunc",
+    "sign",
+    "sgn",
+    "bitwise_not",
+    "clone",
+    "contiguous",
+    "alias",
+    "leaky_relu",
+    "hardtanh",
+    "tril",
+    "triu",
+    "dropout",
+    "detach",
+    "fill",
+    "flip",
+    "roll",
+    "frac",
+    "square",
+    "nan_to_num",
+    "lift_fresh_copy",
+    "fix",
+    "positive",
+    "clamp_min",
+    "clamp_max",
+    "_softmax",
+    "_log_softmax",
+    "alpha_dropout",
+    "feature_dropout",
+    "_safe_softmax",
+    "celu_",
+    "logcumsumexp",
+    "cummax",
+    "_assert_scalar",
+    "copy",
+    "masked_fill",
+    "index_fill",
+    "scatter",
+    "scatter_add",
+    "scatter_reduce",
+    "index_put",
+    "index_add",
+    "index_copy",
+    "masked_scatter",
+    "slice_scatter",
+    "select_scatter",
+    "diagonal_scatter",
+    "constant_pad_nd_same",
+    "layer_norm",
+    "batch_norm",
+    "group_norm",
+    "instance_norm",
+    "rms_norm",
+    "dropout_",
+    "fill_",
+    "zero",
+    "bernoulli",
+    "uniform",
+    "normal_",
+    "rand_like",
+    "randn_like",
+    "empty_like",
 ];
 
-const BOOL_UNARY: &[&str] = &["logical_not", "isnan", "isinf", "isfinite", "signbit", "isneginf", "isposinf"];
+const BOOL_UNARY: &[&str] = &[
+    "logical_not",
+    "isnan",
+    "isinf",
+    "isfinite",
+    "signbit",
+    "isneginf",
+    "isposinf",
+];
 
-const COMPARE: &[&str] = &["eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "logical_xor"];
+const COMPARE: &[&str] = &[
+    "eq",
+    "ne",
+    "lt",
+    "le",
+    "gt",
+    "ge",
+    "logical_and",
+    "logical_or",
+    "logical_xor",
+];
 
 const BINARY: &[&str] = &[
-    "add", "sub", "mul", "rsub", "remainder", "fmod", "maximum", "minimum", "fmax", "fmin", "bitwise_and",
-    "bitwise_or", "bitwise_xor", "__and__", "__or__", "__xor__", "floor_divide", "copysign", "hypot", "atan2",
-    "xlogy", "lerp", "pow", "bitwise_left_shift", "bitwise_right_shift", "__lshift__", "__rshift__", "nextafter",
+    "add",
+    "sub",
+    "mul",
+    "rsub",
+    "remainder",
+    "fmod",
+    "maximum",
+    "minimum",
+    "fmax",
+    "fmin",
+    "bitwise_and",
+    "bitwise_or",
+    "bitwise_xor",
+    "__and__",
+    "__or__",
+    "__xor__",
+    "floor_divide",
+    "copysign",
+    "hypot",
+    "atan2",
+    "xlogy",
+    "lerp",
+    "pow",
+    "bitwise_left_shift",
+    "bitwise_right_shift",
+    "__lshift__",
+    "__rshift__",
+    "nextafter",
 ];
 
 /// Elementwise promotion over the tensor and scalar arguments named in `names`.
-pub(super) fn elementwise(a: &Args, names: &[&str], r: &Ranges) -> Result<(Option<DType>, Option<Vec<Dim>>), String> {
+pub(super) fn elementwise(
+    a: &Args,
+    names: &[&str],
+    r: &Ranges,
+) -> Result<(Option<DType>, Option<Vec<Dim>>), String> {
     let mut shapes = Vec::new();
     let mut pargs = Vec::new();
     let mut unknown_dtype = false;
     for &n in names {
-        if a.is_none(n) && a.schema.arg(n).is_some_and(|(_, arg)| matches!(arg.ty, ir::schema::SchemaType::Optional(_))) {
+        if a.is_none(n)
+            && a.schema
+                .arg(n)
+                .is_some_and(|(_, arg)| matches!(arg.ty, ir::schema::SchemaType::Optional(_)))
+        {
             continue;
         }
         if let Some(t) = a.tensor(n) {
@@ -57,7 +171,11 @@ pub(super) fn elementwise(a: &Args, names: &[&str], r: &Ranges) -> Result<(Optio
         }
     }
     let shape = broadcast_all(&shapes, r)?;
-    let dtype = if unknown_dtype { None } else { result_type(&pargs) };
+    let dtype = if unknown_dtype {
+        None
+    } else {
+        result_type(&pargs)
+    };
     Ok((dtype, shape))
 }
 
@@ -65,12 +183,16 @@ pub(super) fn self_or(a: &Args) -> Option<TensorType> {
     a.tensor("self").or_else(|| a.tensor("input"))
 }
 
-
 pub(super) fn one(t: Type) -> Result<Option<Vec<Type>>, String> {
     Ok(Some(vec![t]))
 }
 
-pub(super) fn infer_key(key: &str, name: &str, a: &Args, r: &Ranges) -> Result<Option<Vec<Type>>, String> {
+pub(super) fn infer_key(
+    key: &str,
+    name: &str,
+    a: &Args,
+    r: &Ranges,
+) -> Result<Option<Vec<Type>>, String> {
     let base = name.trim_end_matches('_');
     let s = self_or(a);
     let sshape = s.as_ref().and_then(|t| t.shape.clone());
@@ -94,7 +216,11 @@ pub(super) fn infer_key(key: &str, name: &str, a: &Args, r: &Ranges) -> Result<O
         }
         "div.Tensor_mode" | "div.Scalar_mode" => {
             let (d, shape) = elementwise(a, &["self", "other"], r)?;
-            let d = if a.is_none("rounding_mode") { d.map(float_result) } else { d };
+            let d = if a.is_none("rounding_mode") {
+                d.map(float_result)
+            } else {
+                d
+            };
             return one(tensor(d, shape));
         }
         _ => {}
@@ -111,7 +237,11 @@ pub(super) fn infer_key(key: &str, name: &str, a: &Args, r: &Ranges) -> Result<O
             names = vec!["self", "exponent"];
         }
         let (d, shape) = elementwise(a, &names, r)?;
-        let d = if base == "atan2" { d.map(float_result) } else { d };
+        let d = if base == "atan2" {
+            d.map(float_result)
+        } else {
+            d
+        };
         return one(tensor(d, shape));
     }
     if SAME_UNARY.contains(&base) && s.is_some() {
@@ -145,12 +275,17 @@ pub(super) fn infer_key(key: &str, name: &str, a: &Args, r: &Ranges) -> Result<O
         "type_as" => tensor(a.tensor("other").and_then(|t| t.dtype), sshape),
         "softmax" | "log_softmax" => tensor(a.dtype("dtype").flatten().or(sdtype), sshape),
         "cumsum" | "cumprod" => {
-            let d = a.dtype("dtype").flatten().or(sdtype.map(|d| if d.is_floating() { d } else { DType::I64 }));
+            let d = a
+                .dtype("dtype")
+                .flatten()
+                .or(sdtype.map(|d| if d.is_floating() { d } else { DType::I64 }));
             tensor(d, sshape)
         }
-        "sum" | "prod" | "mean" | "amax" | "amin" | "any" | "all" | "logsumexp" | "var" | "std" | "argmax" | "argmin"
-        | "nansum" | "norm" | "linalg_vector_norm" => {
-            let dims = if a.schema.arg("dim").is_some_and(|(_, x)| !matches!(x.ty.unwrap_optional(), ir::schema::SchemaType::List { .. })) {
+        "sum" | "prod" | "mean" | "amax" | "amin" | "any" | "all" | "logsumexp" | "var" | "std"
+        | "argmax" | "argmin" | "nansum" | "norm" | "linalg_vector_norm" => {
+            let dims = if a.schema.arg("dim").is_some_and(|(_, x)| {
+                !matches!(x.ty.unwrap_optional(), ir::schema::SchemaType::List { .. })
+            }) {
                 a.int("dim").map(|d| vec![d])
             } else if a.is_none("dim") {
                 None
@@ -166,7 +301,10 @@ pub(super) fn infer_key(key: &str, name: &str, a: &Args, r: &Ranges) -> Result<O
                 None => None,
             };
             let d = match base {
-                "sum" | "prod" | "nansum" => a.dtype("dtype").flatten().or(sdtype.map(|d| if d.is_floating() { d } else { DType::I64 })),
+                "sum" | "prod" | "nansum" => a
+                    .dtype("dtype")
+                    .flatten()
+                    .or(sdtype.map(|d| if d.is_floating() { d } else { DType::I64 })),
                 "mean" | "logsumexp" | "var" | "std" | "norm" | "linalg_vector_norm" => {
                     a.dtype("dtype").flatten().or(sdtype.map(float_result))
                 }
@@ -183,16 +321,27 @@ pub(super) fn infer_key(key: &str, name: &str, a: &Args, r: &Ranges) -> Result<O
                 Some(sh) => Some(reduce_shape(sh, Some(&[dim]), keepdim)?),
                 None => None,
             };
-            return Ok(Some(vec![tensor(sdtype, shape.clone()), tensor(Some(DType::I64), shape)]));
+            return Ok(Some(vec![
+                tensor(sdtype, shape.clone()),
+                tensor(Some(DType::I64), shape),
+            ]));
         }
         "max" | "min" if key == "max" || key == "min" => tensor(sdtype, Some(vec![])),
         "max" | "min" => {
             let (d, shape) = elementwise(a, &["self", "other"], r)?;
             tensor(d, shape)
         }
-        "sort" => return Ok(Some(vec![tensor(sdtype, sshape.clone()), tensor(Some(DType::I64), sshape)])),
+        "sort" => {
+            return Ok(Some(vec![
+                tensor(sdtype, sshape.clone()),
+                tensor(Some(DType::I64), sshape),
+            ]));
+        }
         "topk" => {
-            let k = a.dims("k").and_then(|v| v.first().cloned()).unwrap_or(Dim::Unknown);
+            let k = a
+                .dims("k")
+                .and_then(|v| v.first().cloned())
+                .unwrap_or(Dim::Unknown);
             let dim = a.int("dim").unwrap_or(-1);
             let shape = sshape.map(|mut sh| {
                 if let Some(i) = norm_dim(dim, sh.len()) {
@@ -200,10 +349,23 @@ pub(super) fn infer_key(key: &str, name: &str, a: &Args, r: &Ranges) -> Result<O
                 }
                 sh
             });
-            return Ok(Some(vec![tensor(sdtype, shape.clone()), tensor(Some(DType::I64), shape)]));
+            return Ok(Some(vec![
+                tensor(sdtype, shape.clone()),
+                tensor(Some(DType::I64), shape),
+            ]));
         }
         "mm" | "bmm" | "matmul" | "dot" | "mv" | "vdot" => {
-            let (Some(x), Some(y)) = (s.clone(), a.tensor(if base == "mv" { "vec" } else if base == "mm" || base == "bmm" { "mat2" } else { "other" }).or_else(|| a.tensor("tensor"))) else {
+            let (Some(x), Some(y)) = (
+                s.clone(),
+                a.tensor(if base == "mv" {
+                    "vec"
+                } else if base == "mm" || base == "bmm" {
+                    "mat2"
+                } else {
+                    "other"
+                })
+                .or_else(|| a.tensor("tensor")),
+            ) else {
                 return Ok(None);
             };
             let d = match (x.dtype, y.dtype) {
@@ -213,13 +375,23 @@ pub(super) fn infer_key(key: &str, name: &str, a: &Args, r: &Ranges) -> Result<O
             let shape = match (&x.shape, &y.shape) {
                 (Some(p), Some(q)) => {
                     if base == "mm" && (p.len() != 2 || q.len() != 2) {
-                        return Err(format!("mm expects 2-d operands, got {} and {}", show_shape(p), show_shape(q)));
+                        return Err(format!(
+                            "mm expects 2-d operands, got {} and {}",
+                            show_shape(p),
+                            show_shape(q)
+                        ));
                     }
                     if base == "bmm" {
                         if p.len() != 3 || q.len() != 3 {
-                            return Err(format!("bmm expects 3-d operands, got {} and {}", show_shape(p), show_shape(q)));
+                            return Err(format!(
+                                "bmm expects 3-d operands, got {} and {}",
+                                show_shape(p),
+                                show_shape(q)
+                            ));
                         }
-                        let b = broadcast_dim(&p[0], &q[0], r).ok_or_else(|| format!("bmm batch sizes differ: {} vs {}", p[0], q[0]))?;
+                        let b = broadcast_dim(&p[0], &q[0], r).ok_or_else(|| {
+                            format!("bmm batch sizes differ: {} vs {}", p[0], q[0])
+                        })?;
                         let mut out = matmul_shape(&p[1..], &q[1..], r)?;
                         out.insert(0, b);
                         Some(out)
@@ -232,7 +404,22 @@ pub(super) fn infer_key(key: &str, name: &str, a: &Args, r: &Ranges) -> Result<O
             tensor(d, shape)
         }
         "addmm" | "baddbmm" | "addmv" | "addbmm" => {
-            let (Some(x), Some(y)) = (a.tensor(if base == "addmv" { "mat" } else if base == "addmm" { "mat1" } else { "batch1" }), a.tensor(if base == "addmv" { "vec" } else if base == "addmm" { "mat2" } else { "batch2" })) else {
+            let (Some(x), Some(y)) = (
+                a.tensor(if base == "addmv" {
+                    "mat"
+                } else if base == "addmm" {
+                    "mat1"
+                } else {
+                    "batch1"
+                }),
+                a.tensor(if base == "addmv" {
+                    "vec"
+                } else if base == "addmm" {
+                    "mat2"
+                } else {
+                    "batch2"
+                }),
+            ) else {
                 return Ok(None);
             };
             let shape = match (&x.shape, &y.shape) {
@@ -250,7 +437,9 @@ pub(super) fn infer_key(key: &str, name: &str, a: &Args, r: &Ranges) -> Result<O
             tensor(x.dtype.or(sdtype), shape)
         }
         "linear" => {
-            let (Some(x), Some(w)) = (a.tensor("input"), a.tensor("weight")) else { return Ok(None) };
+            let (Some(x), Some(w)) = (a.tensor("input"), a.tensor("weight")) else {
+                return Ok(None);
+            };
             let shape = match (&x.shape, &w.shape) {
                 (Some(p), Some(q)) if !p.is_empty() => {
                     let mut out = p[..p.len() - 1].to_vec();
@@ -258,7 +447,10 @@ pub(super) fn infer_key(key: &str, name: &str, a: &Args, r: &Ranges) -> Result<O
                         2 => {
                             if let (Dim::Static(k1), Dim::Static(k2)) = (&p[p.len() - 1], &q[1]) {
                                 if k1 != k2 {
-                                    return Err(format!("linear: input features {k1} do not match weight {}", show_shape(q)));
+                                    return Err(format!(
+                                        "linear: input features {k1} do not match weight {}",
+                                        show_shape(q)
+                                    ));
                                 }
                             }
                             out.push(q[0].clone());
@@ -272,17 +464,28 @@ pub(super) fn infer_key(key: &str, name: &str, a: &Args, r: &Ranges) -> Result<O
             };
             tensor(x.dtype, shape)
         }
-        "convolution" | "conv1d" | "conv2d" | "conv3d" | "conv_transpose1d" | "conv_transpose2d" | "conv_transpose3d" => {
-            let (Some(x), Some(w)) = (a.tensor("input"), a.tensor("weight")) else { return Ok(None) };
-            let transposed = a.bool("transposed").unwrap_or(base.starts_with("conv_transpose"));
-            let (Some(xs), Some(ws)) = (x.shape.clone(), w.shape.clone()) else { return one(tensor(x.dtype, None)) };
+        "convolution" | "conv1d" | "conv2d" | "conv3d" | "conv_transpose1d"
+        | "conv_transpose2d" | "conv_transpose3d" => {
+            let (Some(x), Some(w)) = (a.tensor("input"), a.tensor("weight")) else {
+                return Ok(None);
+            };
+            let transposed = a
+                .bool("transposed")
+                .unwrap_or(base.starts_with("conv_transpose"));
+            let (Some(xs), Some(ws)) = (x.shape.clone(), w.shape.clone()) else {
+                return one(tensor(x.dtype, None));
+            };
             if xs.len() < 2 || ws.len() < 2 {
                 return Err("convolution expects input and weight of rank at least 2".into());
             }
             let spatial = ws.len() - 2;
             let batched = xs.len() == ws.len();
             if !batched && xs.len() + 1 != ws.len() {
-                return Err(format!("convolution: input {} and weight {} ranks do not match", show_shape(&xs), show_shape(&ws)));
+                return Err(format!(
+                    "convolution: input {} and weight {} ranks do not match",
+                    show_shape(&xs),
+                    show_shape(&ws)
+                ));
             }
             let off = if batched { 2 } else { 1 };
             let stride = a.ints("stride").unwrap_or_default();
@@ -297,9 +500,18 @@ pub(super) fn infer_key(key: &str, name: &str, a: &Args, r: &Ranges) -> Result<O
             if batched {
                 out.push(xs[0].clone());
             }
-            out.push(if transposed { dim_mul(&ws[1], &Dim::Static(groups)) } else { ws[0].clone() });
+            out.push(if transposed {
+                dim_mul(&ws[1], &Dim::Static(groups))
+            } else {
+                ws[0].clone()
+            });
             for i in 0..spatial {
-                let (k, st, p, d) = (ws[2 + i].as_static(), pick(&stride, i, 1), pick(&padding, i, 0), pick(&dilation, i, 1));
+                let (k, st, p, d) = (
+                    ws[2 + i].as_static(),
+                    pick(&stride, i, 1),
+                    pick(&padding, i, 0),
+                    pick(&dilation, i, 1),
+                );
                 let inp = xs.get(off + i).cloned().unwrap_or(Dim::Unknown);
                 let dim = match (k, &inp) {
                     (Some(k), Dim::Static(n)) if transposed => {
@@ -312,9 +524,24 @@ pub(super) fn infer_key(key: &str, name: &str, a: &Args, r: &Ranges) -> Result<O
             }
             tensor(x.dtype, Some(out))
         }
-        "max_pool1d" | "max_pool2d" | "max_pool3d" | "avg_pool1d" | "avg_pool2d" | "avg_pool3d" | "max_pool2d_with_indices" | "max_pool3d_with_indices" => {
-            let nsp = if base.contains("1d") { 1 } else if base.contains("3d") { 3 } else { 2 };
-            let k = a.ints("kernel_size").ok_or("kernel_size must be constant")?;
+        "max_pool1d"
+        | "max_pool2d"
+        | "max_pool3d"
+        | "avg_pool1d"
+        | "avg_pool2d"
+        | "avg_pool3d"
+        | "max_pool2d_with_indices"
+        | "max_pool3d_with_indices" => {
+            let nsp = if base.contains("1d") {
+                1
+            } else if base.contains("3d") {
+                3
+            } else {
+                2
+            };
+            let k = a
+                .ints("kernel_size")
+                .ok_or("kernel_size must be constant")?;
             let st = a.ints("stride").unwrap_or_default();
             let st = if st.is_empty() { k.clone() } else { st };
             let p = a.ints("padding").unwrap_or_default();
@@ -325,19 +552,39 @@ pub(super) fn infer_key(key: &str, name: &str, a: &Args, r: &Ranges) -> Result<O
                     let lead = sh.len() - nsp;
                     let mut out = sh[..lead].to_vec();
                     for i in 0..nsp {
-                        out.push(pool_out(&sh[lead + i], pick(&k, i, 1), pick(&st, i, 1), pick(&p, i, 0), pick(&d, i, 1), ceil)?);
+                        out.push(pool_out(
+                            &sh[lead + i],
+                            pick(&k, i, 1),
+                            pick(&st, i, 1),
+                            pick(&p, i, 0),
+                            pick(&d, i, 1),
+                            ceil,
+                        )?);
                     }
                     Some(out)
                 }
-                Some(sh) => return Err(format!("pooling needs at least {nsp} spatial dimensions, got {}", show_shape(sh))),
+                Some(sh) => {
+                    return Err(format!(
+                        "pooling needs at least {nsp} spatial dimensions, got {}",
+                        show_shape(sh)
+                    ));
+                }
                 None => None,
             };
             if base.ends_with("with_indices") {
-                return Ok(Some(vec![tensor(sdtype, shape.clone()), tensor(Some(DType::I64), shape)]));
+                return Ok(Some(vec![
+                    tensor(sdtype, shape.clone()),
+                    tensor(Some(DType::I64), shape),
+                ]));
             }
             tensor(sdtype, shape)
         }
-        "adaptive_avg_pool1d" | "adaptive_avg_pool2d" | "adaptive_avg_pool3d" | "_adaptive_avg_pool2d" | "_adaptive_avg_pool3d" | "adaptive_max_pool2d" => {
+        "adaptive_avg_pool1d"
+        | "adaptive_avg_pool2d"
+        | "adaptive_avg_pool3d"
+        | "_adaptive_avg_pool2d"
+        | "_adaptive_avg_pool3d"
+        | "adaptive_max_pool2d" => {
             let os = a.dims("output_size").ok_or("output_size must be known")?;
             let shape = sshape.map(|sh| {
                 let lead = sh.len().saturating_sub(os.len());
@@ -346,7 +593,10 @@ pub(super) fn infer_key(key: &str, name: &str, a: &Args, r: &Ranges) -> Result<O
                 out
             });
             if base == "adaptive_max_pool2d" {
-                return Ok(Some(vec![tensor(sdtype, shape.clone()), tensor(Some(DType::I64), shape)]));
+                return Ok(Some(vec![
+                    tensor(sdtype, shape.clone()),
+                    tensor(Some(DType::I64), shape),
+                ]));
             }
             tensor(sdtype, shape)
         }
@@ -354,7 +604,11 @@ pub(super) fn infer_key(key: &str, name: &str, a: &Args, r: &Ranges) -> Result<O
             if key == "view.dtype" {
                 return one(tensor(a.dtype("dtype").flatten(), None));
             }
-            let Some(sizes) = a.dims(if a.schema.arg("size").is_some() { "size" } else { "shape" }) else {
+            let Some(sizes) = a.dims(if a.schema.arg("size").is_some() {
+                "size"
+            } else {
+                "shape"
+            }) else {
                 return one(tensor(sdtype, None));
             };
             tensor(sdtype, Some(view_shape(sshape.as_deref(), &sizes)?))
@@ -364,12 +618,17 @@ pub(super) fn infer_key(key: &str, name: &str, a: &Args, r: &Ranges) -> Result<O
             let shape = match &sshape {
                 Some(sh) => {
                     if dims.len() != sh.len() {
-                        return Err(format!("permute: {} dims given for a tensor of rank {}", dims.len(), sh.len()));
+                        return Err(format!(
+                            "permute: {} dims given for a tensor of rank {}",
+                            dims.len(),
+                            sh.len()
+                        ));
                     }
                     let mut seen = vec![false; sh.len()];
                     let mut out = Vec::new();
                     for &d in &dims {
-                        let i = norm_dim(d, sh.len()).ok_or_else(|| format!("permute: dimension {d} out of range"))?;
+                        let i = norm_dim(d, sh.len())
+                            .ok_or_else(|| format!("permute: dimension {d} out of range"))?;
                         if std::mem::replace(&mut seen[i], true) {
                             return Err(format!("permute: dimension {d} repeated"));
                         }
@@ -382,12 +641,17 @@ pub(super) fn infer_key(key: &str, name: &str, a: &Args, r: &Ranges) -> Result<O
             tensor(sdtype, shape)
         }
         "transpose" | "swapaxes" | "swapdims" => {
-            let (d0, d1) = (a.int("dim0").ok_or("dims must be constant")?, a.int("dim1").ok_or("dims must be constant")?);
+            let (d0, d1) = (
+                a.int("dim0").ok_or("dims must be constant")?,
+                a.int("dim1").ok_or("dims must be constant")?,
+            );
             let shape = match sshape {
                 Some(mut sh) if sh.is_empty() => Some(std::mem::take(&mut sh)),
                 Some(mut sh) => {
-                    let i = norm_dim(d0, sh.len()).ok_or_else(|| format!("transpose: dimension {d0} out of range"))?;
-                    let j = norm_dim(d1, sh.len()).ok_or_else(|| format!("transpose: dimension {d1} out of range"))?;
+                    let i = norm_dim(d0, sh.len())
+                        .ok_or_else(|| format!("transpose: dimension {d0} out of range"))?;
+                    let j = norm_dim(d1, sh.len())
+                        .ok_or_else(|| format!("transpose: dimension {d1} out of range"))?;
                     sh.swap(i, j);
                     Some(sh)
                 }
@@ -401,17 +665,32 @@ pub(super) fn infer_key(key: &str, name: &str, a: &Args, r: &Ranges) -> Result<O
                     sh.reverse();
                     Some(sh)
                 }
-                Some(sh) => return Err(format!("t() expects a tensor of rank at most 2, got {}", show_shape(&sh))),
+                Some(sh) => {
+                    return Err(format!(
+                        "t() expects a tensor of rank at most 2, got {}",
+                        show_shape(&sh)
+                    ));
+                }
                 None => None,
             };
             tensor(sdtype, shape)
         }
         "expand" | "expand_copy" | "broadcast_to" => {
-            let sizes = a.dims(if base == "broadcast_to" { "size" } else { "size" }).ok_or("sizes must be known")?;
+            let sizes = a
+                .dims(if base == "broadcast_to" {
+                    "size"
+                } else {
+                    "size"
+                })
+                .ok_or("sizes must be known")?;
             let shape = match &sshape {
                 Some(sh) => {
                     if sizes.len() < sh.len() {
-                        return Err(format!("expand: {} sizes for a tensor of rank {}", sizes.len(), sh.len()));
+                        return Err(format!(
+                            "expand: {} sizes for a tensor of rank {}",
+                            sizes.len(),
+                            sh.len()
+                        ));
                     }
                     let lead = sizes.len() - sh.len();
                     let mut out = Vec::new();
@@ -421,7 +700,10 @@ pub(super) fn infer_key(key: &str, name: &str, a: &Args, r: &Ranges) -> Result<O
                                 let cur = &sh[i - lead];
                                 if let (Dim::Static(c), Dim::Static(n)) = (cur, d) {
                                     if *c != 1 && c != n {
-                                        return Err(format!("expand: size {c} of dimension {} cannot become {n}", i - lead));
+                                        return Err(format!(
+                                            "expand: size {c} of dimension {} cannot become {n}",
+                                            i - lead
+                                        ));
                                     }
                                 }
                             }
@@ -432,7 +714,18 @@ pub(super) fn infer_key(key: &str, name: &str, a: &Args, r: &Ranges) -> Result<O
                     }
                     Some(out)
                 }
-                None => Some(sizes.iter().map(|d| if *d == Dim::Static(-1) { Dim::Unknown } else { d.clone() }).collect()),
+                None => Some(
+                    sizes
+                        .iter()
+                        .map(|d| {
+                            if *d == Dim::Static(-1) {
+                                Dim::Unknown
+                            } else {
+                                d.clone()
+                            }
+                        })
+                        .collect(),
+                ),
             };
             tensor(sdtype, shape)
         }
@@ -441,9 +734,12 @@ pub(super) fn infer_key(key: &str, name: &str, a: &Args, r: &Ranges) -> Result<O
             let dim = a.int("dim").unwrap_or(0);
             let shape = match sshape {
                 Some(mut sh) => {
-                    let i = norm_dim(dim, sh.len()).ok_or_else(|| format!("slice: dimension {dim} out of range"))?;
+                    let i = norm_dim(dim, sh.len())
+                        .ok_or_else(|| format!("slice: dimension {dim} out of range"))?;
                     sh[i] = if base == "narrow" {
-                        a.dims("length").and_then(|v| v.first().cloned()).unwrap_or(Dim::Unknown)
+                        a.dims("length")
+                            .and_then(|v| v.first().cloned())
+                            .unwrap_or(Dim::Unknown)
                     } else {
                         slice_len(&sh[i], a)
                     };
@@ -457,10 +753,13 @@ pub(super) fn infer_key(key: &str, name: &str, a: &Args, r: &Ranges) -> Result<O
             let dim = a.int("dim").ok_or("dim must be constant")?;
             let shape = match sshape {
                 Some(mut sh) => {
-                    let i = norm_dim(dim, sh.len()).ok_or_else(|| format!("select: dimension {dim} out of range"))?;
+                    let i = norm_dim(dim, sh.len())
+                        .ok_or_else(|| format!("select: dimension {dim} out of range"))?;
                     if let (Some(idx), Dim::Static(n)) = (a.int("index"), &sh[i]) {
                         if idx >= *n || idx < -n {
-                            return Err(format!("select: index {idx} out of range for dimension of size {n}"));
+                            return Err(format!(
+                                "select: index {idx} out of range for dimension of size {n}"
+                            ));
                         }
                     }
                     sh.remove(i);
@@ -480,7 +779,11 @@ pub(super) fn infer_key(key: &str, name: &str, a: &Args, r: &Ranges) -> Result<O
                 Some(sh) => {
                     let rank = sh.len();
                     let targets: Vec<usize> = match &dims {
-                        Some(ds) => ds.iter().filter_map(|&d| norm_dim(d, rank.max(1))).filter(|&i| i < rank).collect(),
+                        Some(ds) => ds
+                            .iter()
+                            .filter_map(|&d| norm_dim(d, rank.max(1)))
+                            .filter(|&i| i < rank)
+                            .collect(),
                         None => (0..rank).collect(),
                     };
                     if targets.iter().any(|&i| !sh[i].is_static()) {
@@ -488,7 +791,13 @@ pub(super) fn infer_key(key: &str, name: &str, a: &Args, r: &Ranges) -> Result<O
                             return one(tensor(sdtype, None));
                         }
                     }
-                    Some(sh.iter().enumerate().filter(|(i, d)| !(targets.contains(i) && **d == Dim::Static(1))).map(|(_, d)| d.clone()).collect())
+                    Some(
+                        sh.iter()
+                            .enumerate()
+                            .filter(|(i, d)| !(targets.contains(i) && **d == Dim::Static(1)))
+                            .map(|(_, d)| d.clone())
+                            .collect(),
+                    )
                 }
                 None => None,
             };
@@ -498,7 +807,8 @@ pub(super) fn infer_key(key: &str, name: &str, a: &Args, r: &Ranges) -> Result<O
             let dim = a.int("dim").ok_or("dim must be constant")?;
             let shape = match sshape {
                 Some(mut sh) => {
-                    let i = norm_dim_incl(dim, sh.len()).ok_or_else(|| format!("unsqueeze: dimension {dim} out of range"))?;
+                    let i = norm_dim_incl(dim, sh.len())
+                        .ok_or_else(|| format!("unsqueeze: dimension {dim} out of range"))?;
                     sh.insert(i, Dim::Static(1));
                     Some(sh)
                 }
@@ -507,7 +817,10 @@ pub(super) fn infer_key(key: &str, name: &str, a: &Args, r: &Ranges) -> Result<O
             tensor(sdtype, shape)
         }
         "flatten" => {
-            let (sd, ed) = (a.int("start_dim").unwrap_or(0), a.int("end_dim").unwrap_or(-1));
+            let (sd, ed) = (
+                a.int("start_dim").unwrap_or(0),
+                a.int("end_dim").unwrap_or(-1),
+            );
             let shape = match sshape {
                 Some(sh) if sh.is_empty() => Some(vec![Dim::Static(1)]),
                 Some(sh) => {
@@ -542,7 +855,9 @@ pub(super) fn infer_key(key: &str, name: &str, a: &Args, r: &Ranges) -> Result<O
             tensor(sdtype, shape)
         }
         "cat" | "concat" | "concatenate" => {
-            let Some(ts) = a.tensors("tensors") else { return Ok(None) };
+            let Some(ts) = a.tensors("tensors") else {
+                return Ok(None);
+            };
             let dim = a.int("dim").unwrap_or(0);
             let mut dtype = None;
             let mut pargs = Vec::new();
@@ -555,7 +870,10 @@ pub(super) fn infer_key(key: &str, name: &str, a: &Args, r: &Ranges) -> Result<O
                 dtype = ts.iter().filter_map(|t| t.dtype).reduce(DType::promote);
             }
             // Legacy empty 1-d tensors take no part in the shape.
-            let shaped: Vec<&TensorType> = ts.iter().filter(|t| t.shape.as_deref() != Some(&[Dim::Static(0)][..])).collect();
+            let shaped: Vec<&TensorType> = ts
+                .iter()
+                .filter(|t| t.shape.as_deref() != Some(&[Dim::Static(0)][..]))
+                .collect();
             let mut shape: Option<Vec<Dim>> = None;
             let mut unknown = false;
             for t in shaped {
@@ -567,7 +885,11 @@ pub(super) fn infer_key(key: &str, name: &str, a: &Args, r: &Ranges) -> Result<O
                     None => shape = Some(sh.clone()),
                     Some(acc) => {
                         if acc.len() != sh.len() {
-                            return Err(format!("cat: tensors of ranks {} and {}", acc.len(), sh.len()));
+                            return Err(format!(
+                                "cat: tensors of ranks {} and {}",
+                                acc.len(),
+                                sh.len()
+                            ));
                         }
                         let i = norm_dim(dim, acc.len()).ok_or("cat: dim out of range")?;
                         for (k, (x, y)) in acc.iter_mut().zip(sh).enumerate() {
@@ -575,7 +897,9 @@ pub(super) fn infer_key(key: &str, name: &str, a: &Args, r: &Ranges) -> Result<O
                                 *x = dim_add(x, y);
                             } else if let (Dim::Static(p), Dim::Static(q)) = (&*x, y) {
                                 if p != q {
-                                    return Err(format!("cat: sizes differ in dimension {k}: {p} vs {q}"));
+                                    return Err(format!(
+                                        "cat: sizes differ in dimension {k}: {p} vs {q}"
+                                    ));
                                 }
                             } else if *x != *y && x.is_static() {
                             } else if *x != *y {
@@ -587,10 +911,15 @@ pub(super) fn infer_key(key: &str, name: &str, a: &Args, r: &Ranges) -> Result<O
             }
             tensor(dtype, if unknown { None } else { shape })
         }
-        "split" | "split_with_sizes" | "chunk" | "unbind" | "tensor_split" | "unsafe_split" => return Ok(split_types(key, base, a, s.as_ref())),
+        "split" | "split_with_sizes" | "chunk" | "unbind" | "tensor_split" | "unsafe_split" => {
+            return Ok(split_types(key, base, a, s.as_ref()));
+        }
         "index_select" => {
             let dim = a.int("dim").ok_or("dim must be constant")?;
-            let n = a.tensor("index").and_then(|t| t.shape).map(|s| dim_product(&s));
+            let n = a
+                .tensor("index")
+                .and_then(|t| t.shape)
+                .map(|s| dim_product(&s));
             let shape = match (sshape, n) {
                 (Some(mut sh), Some(n)) => {
                     if sh.is_empty() {
@@ -607,7 +936,9 @@ pub(super) fn infer_key(key: &str, name: &str, a: &Args, r: &Ranges) -> Result<O
         }
         "gather" => tensor(sdtype, a.tensor("index").and_then(|t| t.shape)),
         "embedding" => {
-            let (Some(w), Some(idx)) = (a.tensor("weight"), a.tensor("indices")) else { return Ok(None) };
+            let (Some(w), Some(idx)) = (a.tensor("weight"), a.tensor("indices")) else {
+                return Ok(None);
+            };
             let shape = match (w.shape, idx.shape) {
                 (Some(ws), Some(mut is)) if ws.len() == 2 => {
                     is.push(ws[1].clone());
@@ -619,7 +950,9 @@ pub(super) fn infer_key(key: &str, name: &str, a: &Args, r: &Ranges) -> Result<O
         }
         "index" if key == "index.Tensor" => {
             // One index tensor in the first position: gathers rows.
-            let Some(idx) = a.tensors("indices") else { return one(tensor(sdtype, None)) };
+            let Some(idx) = a.tensors("indices") else {
+                return one(tensor(sdtype, None));
+            };
             match (idx.as_slice(), sshape) {
                 ([i], Some(sh)) if !sh.is_empty() && i.dtype != Some(DType::Bool) => {
                     let mut out = i.shape.clone().unwrap_or_default();
@@ -632,8 +965,13 @@ pub(super) fn infer_key(key: &str, name: &str, a: &Args, r: &Ranges) -> Result<O
                 _ => tensor(sdtype, None),
             }
         }
-        "constant_pad_nd" | "pad" | "reflection_pad1d" | "reflection_pad2d" | "replication_pad2d" => {
-            let Some(pad) = a.ints(if base == "constant_pad_nd" || base == "pad" { "pad" } else { "padding" }) else {
+        "constant_pad_nd" | "pad" | "reflection_pad1d" | "reflection_pad2d"
+        | "replication_pad2d" => {
+            let Some(pad) = a.ints(if base == "constant_pad_nd" || base == "pad" {
+                "pad"
+            } else {
+                "padding"
+            }) else {
                 return one(tensor(sdtype, None));
             };
             let shape = sshape.map(|mut sh| {
@@ -658,12 +996,19 @@ pub(super) fn infer_key(key: &str, name: &str, a: &Args, r: &Ranges) -> Result<O
                 let lead = reps.len().saturating_sub(sh.len());
                 reps.iter()
                     .enumerate()
-                    .map(|(i, r)| if i < lead { r.clone() } else { dim_mul(&sh[i - lead], r) })
+                    .map(|(i, r)| {
+                        if i < lead {
+                            r.clone()
+                        } else {
+                            dim_mul(&sh[i - lead], r)
+                        }
+                    })
                     .collect()
             });
             tensor(sdtype, shape)
         }
-        "full" | "zeros" | "ones" | "empty" | "rand" | "randn" | "empty_strided" | "new_full" | "new_zeros" | "new_ones" | "new_empty" => {
+        "full" | "zeros" | "ones" | "empty" | "rand" | "randn" | "empty_strided" | "new_full"
+        | "new_zeros" | "new_ones" | "new_empty" => {
             let size = a.dims("size").ok_or("size must be known")?;
             let d = match a.dtype("dtype").flatten() {
                 Some(d) => Some(d),
@@ -681,22 +1026,47 @@ pub(super) fn infer_key(key: &str, name: &str, a: &Args, r: &Ranges) -> Result<O
         "full_like" | "zeros_like" | "ones_like" | "empty_like" | "rand_like" | "randn_like" => {
             tensor(a.dtype("dtype").flatten().or(sdtype), sshape)
         }
-        "scalar_tensor" => tensor(Some(a.dtype("dtype").flatten().unwrap_or(DEFAULT_FLOAT)), Some(vec![])),
+        "scalar_tensor" => tensor(
+            Some(a.dtype("dtype").flatten().unwrap_or(DEFAULT_FLOAT)),
+            Some(vec![]),
+        ),
         "arange" => {
-            let start = if a.schema.arg("start").is_some() { a.scalar("start") } else { Some(ScalarVal::Int(Some(0))) };
+            let start = if a.schema.arg("start").is_some() {
+                a.scalar("start")
+            } else {
+                Some(ScalarVal::Int(Some(0)))
+            };
             let end = a.scalar("end");
-            let step = if a.schema.arg("step").is_some() { a.scalar("step") } else { Some(ScalarVal::Int(Some(1))) };
-            let any_float = [start, end, step].iter().any(|s| matches!(s, Some(ScalarVal::Float(_))));
-            let d = a.dtype("dtype").flatten().or(Some(if any_float { DEFAULT_FLOAT } else { DType::I64 }));
-            let len = match (start.and_then(ScalarVal::as_f64), end.and_then(ScalarVal::as_f64), step.and_then(ScalarVal::as_f64)) {
-                (Some(b), Some(e), Some(st)) if st != 0.0 => Dim::Static(((e - b) / st).ceil().max(0.0) as i64),
+            let step = if a.schema.arg("step").is_some() {
+                a.scalar("step")
+            } else {
+                Some(ScalarVal::Int(Some(1)))
+            };
+            let any_float = [start, end, step]
+                .iter()
+                .any(|s| matches!(s, Some(ScalarVal::Float(_))));
+            let d = a.dtype("dtype").flatten().or(Some(if any_float {
+                DEFAULT_FLOAT
+            } else {
+                DType::I64
+            }));
+            let len = match (
+                start.and_then(ScalarVal::as_f64),
+                end.and_then(ScalarVal::as_f64),
+                step.and_then(ScalarVal::as_f64),
+            ) {
+                (Some(b), Some(e), Some(st)) if st != 0.0 => {
+                    Dim::Static(((e - b) / st).ceil().max(0.0) as i64)
+                }
                 (Some(_), Some(_), Some(_)) => return Err("arange: step must be nonzero".into()),
                 _ => Dim::Unknown,
             };
             tensor(d, Some(vec![len]))
         }
         "native_layer_norm" => {
-            let ns = a.dims("normalized_shape").ok_or("normalized_shape must be known")?;
+            let ns = a
+                .dims("normalized_shape")
+                .ok_or("normalized_shape must be known")?;
             let stat = sshape.as_ref().map(|sh| {
                 let keep = sh.len().saturating_sub(ns.len());
                 let mut out = sh[..keep].to_vec();
@@ -704,29 +1074,69 @@ pub(super) fn infer_key(key: &str, name: &str, a: &Args, r: &Ranges) -> Result<O
                 out
             });
             let sd = sdtype.map(float_result);
-            return Ok(Some(vec![tensor(sdtype, sshape), tensor(sd, stat.clone()), tensor(sd, stat)]));
+            return Ok(Some(vec![
+                tensor(sdtype, sshape),
+                tensor(sd, stat.clone()),
+                tensor(sd, stat),
+            ]));
         }
         "native_group_norm" => {
-            let (n, g) = (a.dims("N").and_then(|v| v.first().cloned()).unwrap_or(Dim::Unknown), a.int("group").map(Dim::Static).unwrap_or(Dim::Unknown));
+            let (n, g) = (
+                a.dims("N")
+                    .and_then(|v| v.first().cloned())
+                    .unwrap_or(Dim::Unknown),
+                a.int("group").map(Dim::Static).unwrap_or(Dim::Unknown),
+            );
             let stat = Some(vec![n, g]);
-            return Ok(Some(vec![tensor(sdtype, sshape), tensor(sdtype, stat.clone()), tensor(sdtype, stat)]));
+            return Ok(Some(vec![
+                tensor(sdtype, sshape),
+                tensor(sdtype, stat.clone()),
+                tensor(sdtype, stat),
+            ]));
         }
-        "_native_batch_norm_legit_no_training" | "_native_batch_norm_legit" | "native_batch_norm" | "_native_batch_norm_legit_functional" => {
-            let c = sshape.as_ref().and_then(|sh| sh.get(1).cloned()).unwrap_or(Dim::Unknown);
+        "_native_batch_norm_legit_no_training"
+        | "_native_batch_norm_legit"
+        | "native_batch_norm"
+        | "_native_batch_norm_legit_functional" => {
+            let c = sshape
+                .as_ref()
+                .and_then(|sh| sh.get(1).cloned())
+                .unwrap_or(Dim::Unknown);
             let training = a.bool("training").unwrap_or(false);
-            let stat = if training || base == "native_batch_norm" { Some(vec![c]) } else { Some(vec![Dim::Static(0)]) };
-            let mut out = vec![tensor(sdtype, sshape), tensor(sdtype, stat.clone()), tensor(sdtype, stat)];
+            let stat = if training || base == "native_batch_norm" {
+                Some(vec![c])
+            } else {
+                Some(vec![Dim::Static(0)])
+            };
+            let mut out = vec![
+                tensor(sdtype, sshape),
+                tensor(sdtype, stat.clone()),
+                tensor(sdtype, stat),
+            ];
             if base == "_native_batch_norm_legit_functional" {
-                let rm = a.tensor("running_mean").map(Type::tensor_of).unwrap_or_else(Type::unknown_tensor);
-                let rv = a.tensor("running_var").map(Type::tensor_of).unwrap_or_else(Type::unknown_tensor);
+                let rm = a
+                    .tensor("running_mean")
+                    .map(Type::tensor_of)
+                    .unwrap_or_else(Type::unknown_tensor);
+                let rv = a
+                    .tensor("running_var")
+                    .map(Type::tensor_of)
+                    .unwrap_or_else(Type::unknown_tensor);
                 out.push(rm);
                 out.push(rv);
             }
             return Ok(Some(out));
         }
-        "native_dropout" => return Ok(Some(vec![tensor(sdtype, sshape.clone()), tensor(Some(DType::Bool), sshape)])),
+        "native_dropout" => {
+            return Ok(Some(vec![
+                tensor(sdtype, sshape.clone()),
+                tensor(Some(DType::Bool), sshape),
+            ]));
+        }
         "scaled_dot_product_attention" => {
-            let (Some(q), Some(v)) = (a.tensor("query"), a.tensor("value")) else { return Ok(None) };
+            let (Some(q), Some(v)) = (a.tensor("query"), a.tensor("value")) else {
+                return Ok(None);
+            };
             let shape = match (q.shape, v.shape) {
                 (Some(mut qs), Some(vs)) if !qs.is_empty() && !vs.is_empty() => {
                     let n = qs.len();

@@ -2,10 +2,17 @@
 
 use super::*;
 
-
 pub(super) fn slice_len(d: &Dim, a: &Args) -> Dim {
-    let start = if a.is_none("start") { Some(0) } else { a.int("start") };
-    let end = if a.is_none("end") { Some(i64::MAX) } else { a.int("end") };
+    let start = if a.is_none("start") {
+        Some(0)
+    } else {
+        a.int("start")
+    };
+    let end = if a.is_none("end") {
+        Some(i64::MAX)
+    } else {
+        a.int("end")
+    };
     let step = a.int("step").unwrap_or(1).max(1);
     match (d, start, end) {
         (Dim::Static(n), Some(s), Some(e)) => {
@@ -18,14 +25,21 @@ pub(super) fn slice_len(d: &Dim, a: &Args) -> Dim {
     }
 }
 
-pub(super) fn split_types(key: &str, base: &str, a: &Args, s: Option<&TensorType>) -> Option<Vec<Type>> {
+pub(super) fn split_types(
+    key: &str,
+    base: &str,
+    a: &Args,
+    s: Option<&TensorType>,
+) -> Option<Vec<Type>> {
     let t = s?;
     let sh = t.shape.clone()?;
     let dim = a.int("dim").unwrap_or(0);
     let i = norm_dim(dim, sh.len())?;
     let n = sh[i].as_static();
     let sizes: Vec<i64> = match (base, key) {
-        ("split_with_sizes", _) | ("split", "split.sizes") | ("unsafe_split", "unsafe_split.sizes") => a.ints("split_sizes")?,
+        ("split_with_sizes", _)
+        | ("split", "split.sizes")
+        | ("unsafe_split", "unsafe_split.sizes") => a.ints("split_sizes")?,
         ("split", _) | ("unsafe_split", _) => {
             let k = a.int("split_size")?;
             let n = n?;

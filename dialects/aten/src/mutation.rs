@@ -1,0 +1,134 @@
+//! The functional counterpart of a mutating op, read from its schema's alias annotations.
+//!
+//! An in-place variant writes its first argument (`add_.Tensor(Tensor(a!) self, …)`,
+//! `__iand__.Tensor`); its counterpart is the op of the same overload without the trailing `_`
+//! (`add.Tensor`, `__and__.Tensor`). An out variant writes keyword-only arguments
+//! (`add.out(…, *, Tensor(a!) out)`, `max.dim_max(…, *, Tensor(a!) max, Tensor(b!) max_values)`);
+//! its counterpart is the overload of the same name that takes the other arguments and returns
+//! one value per written argument (`add.Tensor`, `max.dim`). Arguments match by position and
+//! type; names may differ (`dropout_` takes `self` where `dropout` takes `input`). Both
+//! `functionalize` and the interpreter's fallback for mutating ops without a kernel use this.
+
+use ir::Context;
+use ir::schema::{FunctionSchema, SchemaType};
+
+/// How a mutating op maps to its functional counterpart.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Counterpart {
+    /// The counterpart's full name (`aten.add.Tensor`).
+    pub op: String,
+    /// The schema indices of the written arguments, in order; the counterpart's results are
+    /// written into them one to one.
+    pub written: Vec<usize>,
+    /// Whether the op is an out variant: its written arguments are not passed to the counterpart.
+    pub is_out: bool,
+}
+
+/// Why a mutating op has no functional counterpart.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum CounterpartError {
+    #[error("it is neither an in-place nor an out= variant")]
+    NotInplaceOrOut,
+    #[error("no functional counterpart ({0}) is registered")]
+    Missing(String),
+}
+
+/// The functional counterpart of the mutating op `schema` among the ops of `ctx`.
+pub fn functional_counterpart(ctx: &Context, schema: &FunctionSchema) -> Result<Counterpart, CounterpartError> {
+    let written: Vec<usize> = (0..schema.args.len()).filter(|&i| schema.arg_is_written(i)).collect();
+    let ns = &schema.namespace;
+    if schema.is_inplace() && written == [0] {
+        let base = match schema.name.strip_prefix("__i").and_then(|n| n.strip_suffix("__")) {
+            Some(dunder) => format!("__{dunder}__"),
+            None => schema.name.trim_end_matches('_').to_string(),
+        };
+        let mut name = format!("{ns}.{base}");
+        if !schema.overload.is_empty() {
+            name.push('.');
+            name.push_str(&schema.overload);
+        }
+        let found = ctx.op_def(&name).and_then(|d| d.schema.as_ref()).is_some_and(|c| takes(c, schema, &[]) && c.returns.len() == 1);
+        return if found { Ok(Counterpart { op: name, written, is_out: false }) } else { Err(CounterpartError::Missing(name)) };
+    }
+    if !schema.is_out() || written != schema.out_args() {
+        return Err(CounterpartError::NotInplaceOrOut);
+    }
+    let prefix = format!("{ns}.{}", schema.name);
+    // The spelled-out guesses first (`Foo_out` → `Foo`; `out` → the default or `Tensor`), then
+    // any overload of the name that fits.
+    let mut guesses: Vec<String> = match schema.overload.strip_suffix("_out") {
+        Some(o) if !o.is_empty() => vec![format!("{prefix}.{o}")],
+        _ => vec![prefix.clone(), format!("{prefix}.Tensor")],
+    };
+    let fits = |c: &FunctionSchema| !c.is_mutable() && takes(c, schema, &written) && c.returns.len() == written.len();
+    for g in &guesses {
+        if ctx.op_def(g).and_then(|d| d.schema.as_ref()).is_some_and(|c| fits(c)) {
+            return Ok(Counterpart { op: g.clone(), written, is_out: true });
+        }
+    }
+    let mut others: Vec<&str> = ctx
+        .ops()
+        .filter(|d| d.schema.as_ref().is_some_and(|c| c.namespace == *ns && c.name == schema.name && fits(c)))
+        .map(|d| d.name.as_str())
+        .collect();
+    others.sort_unstable();
+    match others.first() {
+        Some(op) => Ok(Counterpart { op: op.to_string(), written, is_out: true }),
+        None => {
+            guesses.dedup();
+            Err(CounterpartError::Missing(guesses.join(" or ")))
+        }
+    }
+}
+
+/// Whether `cand` takes exactly the arguments of `schema` other than `drop`, by position and type.
+fn takes(cand: &FunctionSchema, schema: &FunctionSchema, drop: &[usize]) -> bool {
+    let want: Vec<&SchemaType> =
+        schema.args.iter().enumerate().filter(|(i, _)| !drop.contains(i)).map(|(_, a)| &a.ty).collect();
+    let got: Vec<&SchemaType> = cand.args.iter().map(|a| &a.ty).collect();
+    want == got && !cand.is_mutable()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ctx() -> Context {
+        let mut c = Context::new();
+        dialect_prim::register(&mut c);
+        crate::register(&mut c);
+        c
+    }
+
+    fn of(ctx: &Context, name: &str) -> Result<Counterpart, CounterpartError> {
+        let s = ctx.op_def(name).and_then(|d| d.schema.clone()).expect(name);
+        functional_counterpart(ctx, &s)
+    }
+
+    #[test]
+    fn inplace_variants_map_to_the_same_overload() {
+        let c = ctx();
+        assert_eq!(of(&c, "aten.add_.Tensor").unwrap().op, "aten.add.Tensor");
+        assert_eq!(of(&c, "aten.hardswish_").unwrap().op, "aten.hardswish");
+        // The argument is `self` in one and `input` in the other.
+        assert_eq!(of(&c, "aten.dropout_").unwrap().op, "aten.dropout");
+        assert_eq!(of(&c, "aten.__iand__.Tensor").unwrap().op, "aten.__and__.Tensor");
+    }
+
+    #[test]
+    fn out_variants_drop_their_written_arguments() {
+        let c = ctx();
+        let add = of(&c, "aten.add.out").unwrap();
+        assert_eq!(add.op, "aten.add.Tensor");
+        assert!(add.is_out);
+        let max = of(&c, "aten.max.dim_max").unwrap();
+        assert_eq!(max.op, "aten.max.dim");
+        assert_eq!(max.written.len(), 2);
+    }
+
+    #[test]
+    fn functional_ops_have_no_counterpart() {
+        let c = ctx();
+        assert_eq!(of(&c, "aten.add.Tensor"), Err(CounterpartError::NotInplaceOrOut));
+    }
+}
