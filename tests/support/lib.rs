@@ -33,6 +33,17 @@ pub fn required_fixture_dir(sub: &str) -> Option<PathBuf> {
     found
 }
 
+/// The model zoo, `../shared/zoo` beside the workspace, for a test that needs it (the skip rule
+/// of [`required_fixture_dir`]).
+pub fn required_zoo_dir() -> Option<PathBuf> {
+    let p = workspace_root().join("../shared/zoo");
+    if p.is_dir() {
+        return Some(p);
+    }
+    skip("this test", &format!("{} is absent", p.display()), true);
+    None
+}
+
 /// A context with the dialects the importers write, `prim` and `aten`.
 pub fn context() -> ir::Context {
     let mut ctx = ir::Context::new();

@@ -13,10 +13,12 @@ pub const MAX_OPT_LEVEL: u32 = 3;
 
 /// The pass pipeline of optimization level `level`.
 ///
-/// - `0`: `functionalize`, `shape-propagation`, `decompose`, `shape-propagation`,
-///   `lower-to-edge{strict=false}`: what the interpreter needs — no in-place ops, core ops,
-///   explicit casts; ops outside the Edge set stay aten ops, which the interpreter also runs.
-/// - `1` and up: the same with a strict Edge lowering, the optimization passes (`cse`,
+/// - `0`: `functionalize`, `shape-propagation`, `decompose{best-effort=true}`,
+///   `shape-propagation`, `lower-to-edge{strict=false}`: what the interpreter needs — no
+///   in-place ops, core ops, explicit casts. An op whose decomposition fails and ops outside
+///   the Edge set stay aten ops, which the interpreter runs (or the runtime's composite
+///   fallback rewrites), so no level fails on a program that runs as imported.
+/// - `1` and up: the same with the optimization passes (`cse`,
 ///   `canonicalize`, `constant-pooling`) before and after it, `dce`, `fuse-attention`
 ///   (decomposed attention into one `backend.kernel`), `fuse-epilogue` (a linear layer and
 ///   the residual add or activation after it into one `backend.kernel`), `fuse-elementwise`
@@ -26,12 +28,12 @@ pub const MAX_OPT_LEVEL: u32 = 3;
 ///
 /// `dialect-run -O0` runs no pipeline at all: the program as imported.
 pub fn pipeline_for_level(level: u32) -> String {
-    let mut passes: Vec<&str> = vec!["functionalize", "shape-propagation", "decompose", "shape-propagation"];
+    let mut passes: Vec<&str> = vec!["functionalize", "shape-propagation", "decompose{best-effort=true}", "shape-propagation"];
     if level == 0 {
         passes.push("lower-to-edge{strict=false}");
     } else {
         passes.extend(OPTIMIZATIONS);
-        passes.push("lower-to-edge");
+        passes.push("lower-to-edge{strict=false}");
         passes.extend(OPTIMIZATIONS);
         passes.push("dce");
         // Attention is matched on the settled Edge ops, before elementwise fusion would take

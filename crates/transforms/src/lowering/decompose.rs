@@ -153,6 +153,10 @@ impl DecompositionTable {
             .insert("aten.triu", |b, op| tri(b, op, "ge.Scalar"))
             .insert("aten.ones", |b, op| fill_like_new(b, op, 1))
             .insert("aten.zeros", |b, op| fill_like_new(b, op, 0))
+            .insert("aten.new_ones", |b, op| new_filled(b, op, Some(Attribute::Int(1))))
+            .insert("aten.new_zeros", |b, op| new_filled(b, op, Some(Attribute::Int(0))))
+            .insert("aten.new_empty", |b, op| new_filled(b, op, Some(Attribute::Int(0))))
+            .insert("aten.new_full", |b, op| new_filled(b, op, None))
             .insert("aten.ones_like", |b, op| fill_like(b, op, 1))
             .insert("aten.zeros_like", |b, op| fill_like(b, op, 0))
             .insert("aten.arange", arange)
@@ -637,6 +641,32 @@ fn fill_like_new(b: &mut OpBuilder, op: OpId, value: i64) -> DecompResult {
     one(b.call("full", &[size, Arg::A(Attribute::Int(value)), Arg::A(dtype), Arg::A(layout), Arg::A(device), Arg::A(pin)]))
 }
 
+/// `new_ones`, `new_zeros`, `new_empty` (zero-filled: any value is a valid empty tensor) and
+/// `new_full` (`value` `None`: its `fill_value`): a `full` whose dtype defaults to `self`'s.
+fn new_filled(b: &mut OpBuilder, op: OpId, value: Option<Attribute>) -> DecompResult {
+    let x = input(b, op, "self")?;
+    let (size_attr, size_val, fill, rest) = b.with_args(op, |a| {
+        (
+            a.constant("size"),
+            a.value("size"),
+            a.constant("fill_value"),
+            ["dtype", "layout", "device", "pin_memory"].map(|n| a.constant(n).unwrap_or(Attribute::None)),
+        )
+    })?;
+    let size = match (size_val, size_attr) {
+        (Some(v), _) => Arg::V(v),
+        (None, Some(a)) => Arg::A(a),
+        _ => return Err("size is missing".into()),
+    };
+    let value = value.or(fill).ok_or("new_full: the fill value must be constant")?;
+    let [dtype, layout, device, pin] = rest;
+    let dtype = match dtype {
+        Attribute::None => Attribute::DType(b.dtype(x).ok_or("the dtype of self is unknown")?),
+        d => d,
+    };
+    one(b.call("full", &[size, Arg::A(value), Arg::A(dtype), Arg::A(layout), Arg::A(device), Arg::A(pin)]))
+}
+
 fn fill_like(b: &mut OpBuilder, op: OpId, value: i64) -> DecompResult {
     let x = input(b, op, "self")?;
     let rest = b.with_args(op, |a| {
@@ -748,10 +778,12 @@ fn sdpa(b: &mut OpBuilder, op: OpId) -> DecompResult {
 // ----- the driver -----
 
 /// Statistics of one decomposition run.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default)]
 pub struct DecomposeStats {
     pub decomposed: usize,
     pub created: usize,
+    /// Why ops were kept when their decomposition failed (best-effort runs only).
+    pub kept: Vec<Diagnostic>,
 }
 
 /// Decomposes every op nested in `root` that `table` covers, newly created ops included.
@@ -766,6 +798,19 @@ pub fn decompose_where(
     root: OpId,
     table: &DecompositionTable,
     select: &dyn Fn(&str) -> bool,
+) -> Result<DecomposeStats, Diagnostic> {
+    decompose_impl(ctx, m, root, table, select, false)
+}
+
+/// The decomposition driver; with `keep_on_error`, an op whose decomposition fails stays as it
+/// is (counted in [`DecomposeStats::kept`]) instead of failing the run.
+fn decompose_impl(
+    ctx: &Context,
+    m: &mut Module,
+    root: OpId,
+    table: &DecompositionTable,
+    select: &dyn Fn(&str) -> bool,
+    keep_on_error: bool,
 ) -> Result<DecomposeStats, Diagnostic> {
     let ranges = Ranges::of_module(m);
     let mut stats = DecomposeStats::default();
@@ -782,7 +827,14 @@ pub fn decompose_where(
         budget = budget.checked_sub(1).ok_or_else(|| {
             Diagnostic::error(m.loc(op).clone(), "decomposition did not terminate (a decomposition keeps producing its own op)")
         })?;
-        match decompose_one(ctx, m, &ranges, op, &f)? {
+        let outcome = match decompose_one(ctx, m, &ranges, op, &f) {
+            Err(d) if keep_on_error => {
+                stats.kept.push(d);
+                None
+            }
+            other => other?,
+        };
+        match outcome {
             Some(created) => {
                 stats.decomposed += 1;
                 stats.created += created.len();
@@ -861,18 +913,20 @@ fn erase_unused(m: &mut Module, created: &[OpId]) {
 /// The `decompose` pass.
 pub struct Decompose {
     table: DecompositionTable,
+    best_effort: bool,
     options: String,
 }
 
 impl Decompose {
     pub fn new(table: DecompositionTable) -> Decompose {
-        Decompose { table, options: String::new() }
+        Decompose { table, best_effort: false, options: String::new() }
     }
 
     pub fn options() -> PassOptions {
         PassOptions::new()
             .list("ops", &[], "Decompose only these ops (`linear,aten.matmul`); all of the table when empty")
             .list("exclude", &[], "Keep these ops")
+            .bool("best-effort", false, "Keep an op whose decomposition fails (the pass log says why) instead of failing")
     }
 
     pub fn with_options(o: &PassOptions) -> Decompose {
@@ -884,7 +938,7 @@ impl Decompose {
             let keep: Vec<String> = table.names().filter(|n| !ex.iter().any(|e| e == n || format!("aten.{e}") == *n)).map(String::from).collect();
             table.retain(&keep);
         }
-        Decompose { table, options: o.to_option_text() }
+        Decompose { table, best_effort: o.get_bool("best-effort").unwrap_or(false), options: o.to_option_text() }
     }
 }
 
@@ -902,7 +956,10 @@ impl Pass for Decompose {
     }
 
     fn run(&mut self, ctx: &Context, m: &mut Module, op: OpId, am: &mut AnalysisManager) -> Result<PassResult, Diagnostic> {
-        let s = decompose(ctx, m, op, &self.table)?;
+        let s = decompose_impl(ctx, m, op, &self.table, &|_| true, self.best_effort)?;
+        for d in &s.kept {
+            pass::log!(am, pass::LogLevel::Dump, "{}: kept: {}", d.loc, d.message);
+        }
         pass::log!(am, pass::LogLevel::Dump, "decomposed {} op(s) into {} op(s)", s.decomposed, s.created);
         Ok(PassResult::from_changed(s.decomposed > 0))
     }
