@@ -21,6 +21,18 @@ pub fn default_context() -> Context {
     ctx
 }
 
+/// [`default_context`] with the operators of the op libraries at `paths` declared
+/// (`--op-library`: one schema per line, [`dialect_aten::register_library`]).
+pub fn context_with_libraries(paths: &[std::path::PathBuf]) -> Result<Context, String> {
+    let mut ctx = default_context();
+    for p in paths {
+        let text = std::fs::read_to_string(p).map_err(|e| format!("{}: {e}", p.display()))?;
+        dialect_aten::register_library(&mut ctx, &text, &p.display().to_string()).map_err(|e| e.to_string())?;
+    }
+    Ok(ctx)
+}
+
+pub mod coverage;
 pub use pipeline::pipeline_for_level;
 
 /// The passes every tool offers: the pass manager's own, `transforms`' (`canonicalize` with

@@ -1,6 +1,5 @@
 //! `dialect-opt`: parse (or import) a program, verify it, run a pass pipeline, print it — like `mlir-opt`.
 
-use crate::default_context;
 use clap::Parser;
 use ir::diag::check_expected;
 use ir::split::split_input;
@@ -92,6 +91,14 @@ pub struct OptArgs {
     /// List the registered dialects and exit.
     #[arg(long)]
     pub show_dialects: bool,
+    /// Declare the operators of an op library: a file of schemas, one per line
+    /// (`mylib::foo(Tensor x) -> Tensor`), for programs that use custom operators. Repeatable.
+    #[arg(long, value_name = "FILE")]
+    pub op_library: Vec<PathBuf>,
+    /// Print the coverage of every ATen op (declared, kernel and its dtypes, out-variant,
+    /// decomposition, JIT-fusible), as `docs/op-coverage.md` records it, and exit.
+    #[arg(long)]
+    pub op_coverage: bool,
     /// List the ops of a dialect with their summaries and exit.
     #[arg(long, value_name = "DIALECT")]
     pub list_ops: Option<String>,
@@ -121,7 +128,13 @@ pub fn main_with_args(args: Vec<String>, stdout: &mut dyn Write, stderr: &mut dy
         }
         opts.pass_pipeline = Some(format!("builtin.module({})", pass_flags.join(",")));
     }
-    let mut ctx = default_context();
+    let mut ctx = match crate::context_with_libraries(&opts.op_library) {
+        Ok(c) => c,
+        Err(e) => {
+            let _ = writeln!(stderr, "dialect-opt: {e}");
+            return 1;
+        }
+    };
     ctx.set_allow_unregistered(opts.allow_unregistered_dialect);
     if opts.show_dialects {
         let mut names: Vec<_> = ctx.dialects().map(|d| (d.name.clone(), d.summary.clone())).collect();
@@ -130,6 +143,10 @@ pub fn main_with_args(args: Vec<String>, stdout: &mut dyn Write, stderr: &mut dy
         for (n, s) in names {
             let _ = writeln!(stdout, "  {n:<10} {s}");
         }
+        return 0;
+    }
+    if opts.op_coverage {
+        let _ = write!(stdout, "{}", crate::coverage::report(&ctx));
         return 0;
     }
     if let Some(d) = &opts.list_ops {

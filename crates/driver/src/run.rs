@@ -1,6 +1,6 @@
 //! `dialect-run`: import a program, compile it, run it on inputs, compare with expected outputs, benchmark.
 
-use crate::{default_context, default_pass_registry};
+use crate::default_pass_registry;
 use clap::Parser;
 use ir::{DType, Dim, TypeKind};
 use crate::fixture;
@@ -92,6 +92,11 @@ pub struct RunArgs {
     /// errors, not an out-of-memory kill.
     #[arg(long, value_name = "SIZE", value_parser = parse_memory_limit)]
     pub memory_limit: Option<usize>,
+    /// Declare the operators of an op library: a file of schemas, one per line
+    /// (`mylib::foo(Tensor x) -> Tensor`), for programs that use custom operators. Running them
+    /// needs a kernel or decomposition registered by an embedder. Repeatable.
+    #[arg(long, value_name = "FILE")]
+    pub op_library: Vec<PathBuf>,
 }
 
 fn parse_memory_limit(s: &str) -> Result<usize, String> {
@@ -168,7 +173,7 @@ fn run(opts: &RunArgs, stdout: &mut dyn Write, stderr: &mut dyn Write) -> Result
     kernels::isa::from_env().map_err(|e| e.to_string())?;
     // A second build of the global pool (in tests) fails harmlessly: the first size stands.
     let _ = rayon::ThreadPoolBuilder::new().num_threads(opts.threads).build_global();
-    let ctx = default_context();
+    let ctx = crate::context_with_libraries(&opts.op_library)?;
     let format = match &opts.import {
         Some(n) => Some(import::Format::from_name(n).ok_or_else(|| format!("unknown input format '{n}' (expected one of {})", import::Format::NAMES))?),
         None => None,

@@ -112,7 +112,7 @@ pub enum ImportError {
     UnknownWeight { path: PathBuf, name: String },
     #[error("{}:{error}", path.display())]
     Parse { path: PathBuf, error: ParseError },
-    #[error("{}: node `{node}`: unknown operator target `{target}`", path.display())]
+    #[error("{}: node `{node}`: unknown operator target `{target}`{}", path.display(), unknown_target_hint(target))]
     UnknownTarget {
         path: PathBuf,
         node: String,
@@ -157,4 +157,15 @@ pub enum ImportError {
     Archive { path: PathBuf, message: String },
     #[error("{}: cannot tell the input format from the file name; name one ({})", path.display(), crate::Format::NAMES)]
     UnknownFormat { path: PathBuf },
+}
+
+/// What to do about an operator the context does not declare: a custom op (a namespace other
+/// than `aten`) needs its schema.
+fn unknown_target_hint(target: &str) -> String {
+    match target.strip_prefix("torch.ops.").and_then(|r| r.split_once('.')) {
+        Some((ns, _)) if ns != "aten" && ns != "higher_order" => format!(
+            " (`{ns}` is not a registered namespace: declare its operators' schemas with `--op-library FILE`, or `dialect_aten::library::register_library` when embedding)"
+        ),
+        _ => String::new(),
+    }
 }

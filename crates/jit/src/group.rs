@@ -369,7 +369,7 @@ fn check_dtype(op: &str, d: DType) -> Result<(), JitError> {
 
 /// An argument of an aten op during lowering.
 #[derive(Clone, Debug)]
-enum Arg {
+pub(crate) enum Arg {
     Node(NodeId),
     Attr(Attribute),
 }
@@ -415,6 +415,16 @@ fn broadcast(op: &str, a: &[usize], b: &[usize]) -> Result<Vec<usize>, JitError>
 }
 
 impl Builder {
+    /// An empty graph.
+    pub(crate) fn new() -> Builder {
+        Builder { g: Graph::default() }
+    }
+
+    /// Input `i` of the graph.
+    pub(crate) fn input(&mut self, i: usize, dtype: DType, shape: Vec<usize>) -> NodeId {
+        self.push(NodeKind::Input(i), dtype, shape, "input")
+    }
+
     fn push(&mut self, kind: NodeKind, dtype: DType, shape: Vec<usize>, op: &'static str) -> NodeId {
         self.g.nodes.push(Node { kind, dtype, shape, op });
         self.g.nodes.len() - 1
@@ -512,7 +522,7 @@ impl Builder {
     }
 
     /// Lowers one op through its lowering interface.
-    fn lower_with(&mut self, name: &str, lowering: JitLowering, args: &[Arg]) -> Result<NodeId, JitError> {
+    pub(crate) fn lower_with(&mut self, name: &str, lowering: JitLowering, args: &[Arg]) -> Result<NodeId, JitError> {
         let op: &'static str = intern(name);
         let mut tensors = Vec::with_capacity(args.len());
         for (i, a) in args.iter().enumerate() {
@@ -537,7 +547,7 @@ impl Builder {
     }
 
     /// Lowers one aten op with arguments in schema order.
-    fn lower(&mut self, name: &str, args: &[Arg]) -> Result<NodeId, JitError> {
+    pub(crate) fn lower(&mut self, name: &str, args: &[Arg]) -> Result<NodeId, JitError> {
         let op: &'static str = intern(name);
         let bad = |m: &str| JitError::Invalid(format!("{op}: {m}"));
         let arg = |i: usize| args.get(i).cloned().unwrap_or(Arg::Attr(Attribute::None));

@@ -45,6 +45,7 @@ mod hook;
 mod kernel;
 mod lowering;
 mod math;
+mod probe;
 mod shims;
 mod spec;
 
@@ -55,6 +56,7 @@ pub use error::JitError;
 pub use group::{Binary, Group, LibFn, NodeId, Unary};
 pub use hook::{Jit, JitOptions, JitStats};
 pub use kernel::{Kernel, RunOptions};
+pub use probe::lowers;
 pub use lowering::{FLOAT_UNARY, JitLowering, Lower, LowerFn, attach};
 pub use spec::{Alias, KernelSpec, TensorSpec};
 

@@ -8,6 +8,7 @@
 
 pub mod family;
 pub mod fold;
+pub mod library;
 pub mod mutation;
 pub mod infer;
 pub mod ops;
@@ -28,8 +29,9 @@ pub mod op {
     }
 }
 
+pub use library::{LibraryError, register_library};
 pub use mutation::{Counterpart, CounterpartError, functional_counterpart};
-pub use ops::{SCHEMAS, definitions, schemas};
+pub use ops::{SCHEMAS, core_schemas, definitions, export_decompositions, schemas};
 pub use signature::{ArgSource, BindError, bind_args, default_attribute};
 
 /// Registers the aten dialect and all its ops.

@@ -75,6 +75,17 @@ const RANDOM: &[&str] = &[
     "random",
 ];
 
+/// The ops of PyTorch's default export decomposition table (`tools/export_decompositions.txt`).
+pub fn export_decompositions() -> impl Iterator<Item = &'static str> {
+    include_str!("../tools/export_decompositions.txt").lines().map(str::trim).filter(|l| !l.is_empty() && !l.starts_with('#'))
+}
+
+/// The schemas the registry tags core (the data file's `core ` lines).
+pub fn core_schemas() -> impl Iterator<Item = &'static FunctionSchema> {
+    static CELL: OnceLock<Vec<FunctionSchema>> = OnceLock::new();
+    CELL.get_or_init(|| registry_lines(SCHEMAS).filter(|l| l.core).filter_map(|l| parse_schema(l.schema).ok()).collect()).iter()
+}
+
 /// The parsed schemas of the data file (parsed once).
 pub fn schemas() -> &'static [FunctionSchema] {
     static CELL: OnceLock<Vec<FunctionSchema>> = OnceLock::new();

@@ -18,7 +18,7 @@ use ir::{
 };
 
 use super::{
-    Arg, aten_op_name, aten_schema, check_context, device_attr, dtype_of, emit_aten, insert,
+    Arg, aten_schema, target_op_name, check_context, device_attr, dtype_of, emit_aten, insert,
     layout_code, memory_format_code, name_value, symint_op, type_of_schema, verify_module,
 };
 use crate::ImportError;
@@ -262,9 +262,7 @@ impl Cx<'_> {
     fn call(&mut self, n: &FxNode, block: BlockId) -> Result<(), ImportError> {
         let loc = self.loc(&n.name, n.line);
         let target = n.target.as_str();
-        if let Some(rest) = target.strip_prefix("torch.ops.aten.") {
-            let (op, overload) = rest.rsplit_once('.').unwrap_or((rest, "default"));
-            let op_name = aten_op_name(op, overload);
+        if let Some(op_name) = target_op_name(target) {
             let Some(schema) = aten_schema(self.ctx, &op_name) else {
                 return Err(ImportError::UnknownTarget {
                     path: self.path.to_path_buf(),

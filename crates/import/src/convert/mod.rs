@@ -65,7 +65,20 @@ pub(crate) fn aten_op_name(name: &str, overload: &str) -> String {
     }
 }
 
-/// The schema of a registered aten op.
+/// The op name of a `torch.ops.<namespace>.<op>.<overload>` target (`torch.ops.aten.add.Tensor`
+/// → `aten.add.Tensor`, `torch.ops.mylib.foo.default` → `mylib.foo`); `None` for other targets
+/// and for higher-order ops, which are not operators with a schema.
+pub(crate) fn target_op_name(target: &str) -> Option<String> {
+    let rest = target.strip_prefix("torch.ops.")?;
+    let (ns, rest) = rest.split_once('.')?;
+    if ns == "higher_order" || ns.is_empty() {
+        return None;
+    }
+    let (op, overload) = rest.rsplit_once('.').unwrap_or((rest, "default"));
+    Some(if overload.is_empty() || overload == "default" { format!("{ns}.{op}") } else { format!("{ns}.{op}.{overload}") })
+}
+
+/// The schema of a registered op (ATen, or an op a library declared).
 pub(crate) fn aten_schema(ctx: &Context, op_name: &str) -> Option<Arc<FunctionSchema>> {
     ctx.op_def(op_name).and_then(|d| d.schema.clone())
 }

@@ -12,7 +12,7 @@ use ir::{
 };
 
 use super::{
-    Arg, aten_op_name, aten_schema, check_context, device_attr, dtype_of, emit_aten,
+    Arg, aten_schema, target_op_name, check_context, device_attr, dtype_of, emit_aten,
     finish_function, insert, join_types, layout_code, memory_format_code, name_value,
     srepr_to_text, symint_op, trace_location, type_of_schema, verify_module,
 };
@@ -453,9 +453,7 @@ impl Cx<'_> {
             metadata.push((program::ATTR_TORCH_FN, Attribute::str(s)));
         }
         let target = node.target.as_str();
-        if let Some(rest) = target.strip_prefix("torch.ops.aten.") {
-            let (op, overload) = rest.rsplit_once('.').unwrap_or((rest, "default"));
-            let op_name = aten_op_name(op, overload);
+        if let Some(op_name) = target_op_name(target) {
             let Some(schema) = aten_schema(self.ctx, &op_name) else {
                 return Err(self.unknown(&name, target));
             };

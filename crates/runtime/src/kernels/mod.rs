@@ -28,6 +28,7 @@ pub mod linalg;
 pub mod norm;
 pub mod pad;
 pub mod pool;
+pub mod probe;
 pub mod reduce;
 pub mod scalar;
 pub mod shape;
@@ -45,6 +46,12 @@ pub mod undeclared {
     pub const NATIVE_BATCH_NORM: OpRef = OpRef::new("aten.native_batch_norm");
     /// `aten._unsafe_view`.
     pub const UNSAFE_VIEW: OpRef = OpRef::new("aten._unsafe_view");
+}
+
+/// Whether the memory planner runs `op` through an out-variant (its result written into a
+/// planned buffer).
+pub fn has_out_variant(op: &str) -> bool {
+    crate::interp::out::lookup(op).is_some()
 }
 
 /// A kernel: arguments in schema order (defaults filled in), results in schema order.
