@@ -10,6 +10,7 @@
 
 pub mod attention;
 pub mod backend;
+pub mod composite;
 pub mod decompose;
 pub mod edge;
 pub mod epilogue;

@@ -90,6 +90,12 @@ pub fn sub(op: &str, a: Operand, b: Operand, alpha: Scalar) -> Result<Tensor> {
             "subtraction, the `-` operator, with two bool tensors is not supported; use `^` or logical_xor() instead",
         ));
     }
+    if is_bool(&a) || is_bool(&b) {
+        return Err(KernelError::new(
+            op.to_string(),
+            "subtraction, the `-` operator, with a bool tensor is not supported; to invert a mask use `~` or logical_not()",
+        ));
+    }
     let neg = match alpha {
         Scalar::Float(f) => Scalar::Float(-f),
         s => Scalar::Int(s.to_i64().wrapping_neg()),
@@ -513,13 +519,8 @@ fn masked_fill(op: &str, t: &Tensor, mask: &Tensor, value: Scalar) -> Result<Ten
     if mask.dtype() != DType::Bool {
         return Err(KernelError::new(op.to_string(), format!("expected a bool mask, got {}", mask.dtype().torch_name())));
     }
-    let shape = crate::tensor::broadcast_shapes(t.sizes(), mask.sizes()).map_err(|e| e.in_op(op.to_string()))?;
-    if shape != t.sizes() {
-        return Err(KernelError::new(
-            op.to_string(),
-            format!("mask of shape {:?} cannot be broadcast to self of shape {:?}", mask.sizes(), t.sizes()),
-        ));
-    }
+    // Out of place, self and mask broadcast together, as in PyTorch; the in-place form's
+    // write-back refuses a result larger than self.
     dispatch_dtype!(t.dtype(), T => {
         let v: T = value.to_element();
         super::elementwise::map2::<T, bool, T>(op, t, mask, |x, m| if m { v } else { x })

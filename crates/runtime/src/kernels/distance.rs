@@ -5,7 +5,6 @@ use super::{Args, KernelRegistry};
 use crate::tensor::{KernelError, Result, Tensor};
 use crate::value::IValue;
 use ir::DType;
-use std::cell::Cell;
 
 /// The p-norm of the differences between two rows; p = 0 counts differing elements, p = inf takes the max.
 fn p_distance(a: &[f64], b: &[f64], p: f64) -> f64 {
@@ -97,35 +96,6 @@ fn k_pdist(args: &[IValue]) -> Result<Vec<IValue>> {
     Ok(vec![IValue::Tensor(Tensor::from_vec(out, &[len])?.to_dtype(dtype)?)])
 }
 
-thread_local! {
-    /// The dropout generator of this thread (xorshift64*), seeded per thread.
-    static RNG: Cell<u64> = Cell::new(0x9E37_79B9_7F4A_7C15 ^ (std::thread::current().id().as_u64_hash()));
-}
-
-trait ThreadIdHash {
-    fn as_u64_hash(&self) -> u64;
-}
-
-impl ThreadIdHash for std::thread::ThreadId {
-    fn as_u64_hash(&self) -> u64 {
-        use std::hash::{Hash, Hasher};
-        let mut h = std::collections::hash_map::DefaultHasher::new();
-        self.hash(&mut h);
-        h.finish() | 1
-    }
-}
-
-fn next_uniform() -> f64 {
-    RNG.with(|c| {
-        let mut x = c.get();
-        x ^= x >> 12;
-        x ^= x << 25;
-        x ^= x >> 27;
-        c.set(x);
-        (x.wrapping_mul(0x2545_F491_4F6C_DD1D) >> 11) as f64 / (1u64 << 53) as f64
-    })
-}
-
 /// `native_dropout(input, p, train) -> (output, mask)`. Outside training, or with p = 0, it is the
 /// identity with an all-true mask; with p = 1 everything is dropped; otherwise each element is
 /// kept with probability 1 - p (drawn from this runtime's own generator, not PyTorch's) and
@@ -144,7 +114,7 @@ fn k_native_dropout(args: &[IValue]) -> Result<Vec<IValue>> {
     } else if p == 1.0 {
         vec![false; n]
     } else {
-        (0..n).map(|_| next_uniform() >= p).collect()
+        (0..n).map(|_| super::random::next_uniform() >= p).collect()
     };
     let mask = Tensor::from_vec(keep.clone(), x.sizes())?;
     if !train {

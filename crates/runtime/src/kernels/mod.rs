@@ -21,6 +21,7 @@ pub mod conv;
 pub mod creation;
 pub mod distance;
 pub mod elementwise;
+pub mod embedding_bag;
 pub use ::kernels::fastmath;
 pub mod index;
 pub mod resample;
@@ -29,6 +30,7 @@ pub mod norm;
 pub mod pad;
 pub mod pool;
 pub mod probe;
+pub mod random;
 pub mod reduce;
 pub mod scalar;
 pub mod shape;
@@ -126,6 +128,8 @@ pub fn register_all(r: &mut KernelRegistry) {
     resample::register(r);
     scalar::register(r);
     distance::register(r);
+    random::register(r);
+    embedding_bag::register(r);
 }
 
 /// Typed access to a kernel's arguments, with errors naming the op and the argument position.

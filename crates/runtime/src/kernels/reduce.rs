@@ -593,7 +593,8 @@ fn k_log_softmax(args: &[IValue]) -> Result<Vec<IValue>> {
 fn softmax_int(op: &'static str, args: &[IValue], log: bool) -> Result<Vec<IValue>> {
     let a = Args::new(op, args, 2)?;
     let t = a.tensor(0)?;
-    let out = a.opt_dtype(2)?.unwrap_or(if t.dtype().is_floating() { t.dtype() } else { DType::F32 });
+    // Without a dtype the input's is kept, and softmax of integers is refused, as in PyTorch.
+    let out = a.opt_dtype(2)?.unwrap_or(t.dtype());
     ret(softmax(op, t, a.int(1)?, log, out)?)
 }
 

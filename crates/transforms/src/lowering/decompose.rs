@@ -117,16 +117,16 @@ impl DecompositionTable {
             .insert("aten.log_softmax.int", |b, op| softmax(b, op, "_log_softmax"))
             .insert("aten.scaled_dot_product_attention", sdpa)
             .insert("aten.silu", |b, op| {
-                let x = input(b, op, "self")?;
+                let x = float_input(b, op, "silu")?;
                 let s = b.call("sigmoid", &[x.into()])?;
                 one(b.call("mul.Tensor", &[x.into(), s.into()]))
             })
             .insert("aten.hardsigmoid", |b, op| {
-                let x = input(b, op, "self")?;
+                let x = float_input(b, op, "hardsigmoid")?;
                 one(hardsigmoid(b, x))
             })
             .insert("aten.hardswish", |b, op| {
-                let x = input(b, op, "self")?;
+                let x = float_input(b, op, "hardswish")?;
                 let h = hardsigmoid(b, x)?;
                 one(b.call("mul.Tensor", &[x.into(), h.into()]))
             })
@@ -135,7 +135,7 @@ impl DecompositionTable {
                 one(b.call("clamp", &[x.into(), Arg::A(Attribute::Int(0)), Arg::A(Attribute::Int(6))]))
             })
             .insert("aten.mish", |b, op| {
-                let x = input(b, op, "self")?;
+                let x = float_input(b, op, "mish")?;
                 let sp = softplus(b, x)?;
                 let t = b.call("tanh", &[sp.into()])?;
                 one(b.call("mul.Tensor", &[x.into(), t.into()]))
@@ -146,7 +146,7 @@ impl DecompositionTable {
                 if beta != 1.0 || th != 20.0 {
                     return Ok(None);
                 }
-                let x = input(b, op, "self")?;
+                let x = float_input(b, op, "softplus")?;
                 one(softplus(b, x))
             })
             .insert("aten.tril", |b, op| tri(b, op, "le.Scalar"))
@@ -193,6 +193,8 @@ impl DecompositionTable {
             })
             .insert("aten.square", |b, op| {
                 let x = input(b, op, "self")?;
+                // A bool tensor squares as int64, as `pow(x, 2)` promotes it.
+                let x = if b.dtype(x) == Some(DType::Bool) { b.call("_to_copy", &[x.into(), Arg::A(Attribute::DType(DType::I64))])? } else { x };
                 one(b.call("mul.Tensor", &[x.into(), x.into()]))
             })
             .insert("aten.clamp_min", |b, op| {
@@ -205,24 +207,34 @@ impl DecompositionTable {
                 let v = b.with_args(op, |a| a.constant("max"))?.ok_or("clamp_max: bound must be constant")?;
                 one(b.call("clamp", &[x.into(), Arg::A(Attribute::None), Arg::A(v)]))
             });
+        super::composite::add(&mut t);
         t
     }
 }
 
-fn one(v: Result<ValueId, String>) -> DecompResult {
+pub(super) fn one(v: Result<ValueId, String>) -> DecompResult {
     Ok(Some(vec![v?]))
 }
 
 /// The tensor operand bound to argument `name`.
-fn input(b: &OpBuilder, op: OpId, name: &str) -> Result<ValueId, String> {
+pub(super) fn input(b: &OpBuilder, op: OpId, name: &str) -> Result<ValueId, String> {
     b.with_args(op, |a| a.value(name))?.ok_or_else(|| format!("argument '{name}' must be a value"))
 }
 
-fn opt_input(b: &OpBuilder, op: OpId, name: &str) -> Result<Option<ValueId>, String> {
+/// The `self` operand of a floating-point-only op (activations PyTorch refuses on integers).
+fn float_input(b: &OpBuilder, op: OpId, name: &str) -> Result<ValueId, String> {
+    let x = input(b, op, "self")?;
+    match b.dtype(x) {
+        Some(d) if !d.is_floating() => Err(format!("{name} is not implemented for {}", d.torch_name())),
+        _ => Ok(x),
+    }
+}
+
+pub(super) fn opt_input(b: &OpBuilder, op: OpId, name: &str) -> Result<Option<ValueId>, String> {
     b.with_args(op, |a| if a.is_none(name) { None } else { a.value(name) })
 }
 
-fn rank_of(b: &OpBuilder, v: ValueId) -> Result<usize, String> {
+pub(super) fn rank_of(b: &OpBuilder, v: ValueId) -> Result<usize, String> {
     b.rank(v).ok_or_else(|| "the operand's rank is unknown (run shape-propagation first)".to_string())
 }
 
@@ -338,6 +350,9 @@ fn rsub_tensor(b: &mut OpBuilder, op: OpId) -> DecompResult {
 
 fn rsub_scalar(b: &mut OpBuilder, op: OpId) -> DecompResult {
     let x = input(b, op, "self")?;
+    if b.dtype(x) == Some(DType::Bool) {
+        return Err("subtraction with a bool tensor is not supported".into());
+    }
     let (other, alpha) = b.with_args(op, |a| (a.constant("other"), a.scalar("alpha")))?;
     let other = other.ok_or("rsub: the scalar must be constant")?;
     let scaled = match alpha {
@@ -401,13 +416,18 @@ fn linear(b: &mut OpBuilder, op: OpId) -> DecompResult {
 }
 
 fn matmul(b: &mut OpBuilder, op: OpId) -> DecompResult {
+    if b.with_args(op, |a| a.value("self"))?.and_then(|x| b.dtype(x)) == Some(DType::Bool) {
+        return Err("matmul is not implemented for bool".into());
+    }
     let (x, y) = (input(b, op, "self")?, input(b, op, "other")?);
     let (rx, ry) = (rank_of(b, x)?, rank_of(b, y)?);
     let i = |k: i64| Arg::A(Attribute::Int(k));
     match (rx, ry) {
         (1, 1) => {
             let p = b.call("mul.Tensor", &[x.into(), y.into()])?;
-            one(b.call("sum.dim_IntList", &[p.into(), Arg::A(Attribute::ints(&[0]))]))
+            // The dot product keeps the operands' dtype (an integer sum would widen to int64).
+            let d = b.dtype(p).map_or(Attribute::None, Attribute::DType);
+            one(b.call("sum.dim_IntList", &[p.into(), Arg::A(Attribute::ints(&[0])), Arg::A(Attribute::Bool(false)), Arg::A(d)]))
         }
         (2, 2) => one(b.call("mm", &[x.into(), y.into()])),
         (1, 2) => {
@@ -888,8 +908,10 @@ pub(crate) fn replace_results(m: &mut Module, op: OpId, repl: &[ValueId], create
         let (ot, nt) = (m.value_type(old).clone(), m.value_type(new).clone());
         if ot != nt && m.defining_op(new).is_some_and(|d| created_set.contains(&d)) {
             let t = refine(&ot, &nt).map_err(|e| Diagnostic::error(loc.clone(), format!("'{name}' op: decomposition result {e}")))?;
-            // The exported type is authoritative for the value's users (function results).
-            let t = if refine(&t, &ot).is_ok() && t != ot && ot_is_complete(&ot) { ot.clone() } else { t };
+            // The exported type is authoritative for the value's users (function results), and
+            // a function result keeps its declared type until shape propagation refines both.
+            let returned = m.uses(old).iter().any(|u| m.op_name(u.op) == ir::builtin::RETURN);
+            let t = if refine(&t, &ot).is_ok() && t != ot && (ot_is_complete(&ot) || returned) { ot.clone() } else { t };
             m.set_value_type(new, t);
         }
         m.replace_all_uses(old, new);

@@ -40,13 +40,10 @@ const SAME_UNARY: &[&str] = &[
     "flip",
     "roll",
     "frac",
-    "square",
     "nan_to_num",
     "lift_fresh_copy",
     "fix",
     "positive",
-    "clamp_min",
-    "clamp_max",
     "_softmax",
     "_log_softmax",
     "alpha_dropout",
@@ -261,7 +258,8 @@ pub(super) fn infer_key(
             let (_, shape) = elementwise(a, &["condition", "self", "other"], r)?;
             tensor(d, shape)
         }
-        "clamp" => {
+        // The bounds take part in type promotion: an int tensor clamped by a float is float.
+        "clamp" | "clamp_min" | "clamp_max" => {
             let (d, shape) = elementwise(a, &["self", "min", "max"], r)?;
             tensor(d, shape)
         }
@@ -273,6 +271,8 @@ pub(super) fn infer_key(
             tensor(d, sshape)
         }
         "type_as" => tensor(a.tensor("other").and_then(|t| t.dtype), sshape),
+        // `pow(x, 2)`: a bool tensor squares as int64.
+        "square" => tensor(sdtype.map(|d| if d == DType::Bool { DType::I64 } else { d }), sshape),
         "softmax" | "log_softmax" => tensor(a.dtype("dtype").flatten().or(sdtype), sshape),
         "cumsum" | "cumprod" => {
             let d = a

@@ -1,0 +1,136 @@
+//! `_embedding_bag` (core ATen) and `resize_`.
+//!
+//! `_embedding_bag(weight, indices, offsets, …, mode, …, per_sample_weights,
+//! include_last_offset, padding_idx)` reduces the rows of `weight` named by each bag of
+//! `indices` (bag `b` is `indices[offsets[b]..offsets[b + 1]]`) with sum (mode 0, optionally
+//! weighted per sample), mean (1) or max (2); rows equal to `padding_idx` are skipped and empty
+//! bags give zeros. It returns the output, each index's bag (`offset2bag`), each bag's size and,
+//! for max, the row each maximum came from (zeros otherwise). Accumulation is in f64.
+
+
+use super::{Args, KernelRegistry, ret};
+use crate::tensor::{KernelError, Result, Tensor};
+use crate::value::IValue;
+use dialect_aten::op;
+
+fn k_embedding_bag(args: &[IValue]) -> Result<Vec<IValue>> {
+    let a = Args::new("aten._embedding_bag", args, 3)?;
+    let weight = a.tensor(0)?;
+    let err = |m: String| KernelError::new(a.op, m);
+    let [rows, dim] = weight.sizes() else { return Err(err(format!("weight must be 2-D, got shape {:?}", weight.sizes()))) };
+    let (rows, dim) = (*rows, *dim);
+    let indices = a.tensor(1)?.to_vec_i64();
+    let offsets = a.tensor(2)?.to_vec_i64();
+    let mode = a.opt_int(4)?.unwrap_or(0);
+    let psw = a.opt_tensor(6)?.map(|t| t.to_vec_f64());
+    let include_last = a.opt_bool(7)?.unwrap_or(false);
+    let padding = a.opt_int(8)?.unwrap_or(-1);
+    if !(0..=2).contains(&mode) {
+        return Err(err(format!("mode must be 0 (sum), 1 (mean) or 2 (max), got {mode}")));
+    }
+    if psw.is_some() && mode != 0 {
+        return Err(err("per_sample_weights are only supported with mode sum".into()));
+    }
+    let bags = if include_last { offsets.len().saturating_sub(1) } else { offsets.len() };
+    let w = weight.contiguous()?.to_vec_f64();
+    let mut out = vec![0.0f64; bags * dim];
+    let mut offset2bag = vec![0i64; indices.len()];
+    let mut bag_size = vec![0i64; bags];
+    let mut max_idx = vec![0i64; if mode == 2 { bags * dim } else { bags }];
+    for b in 0..bags {
+        let start = usize::try_from(offsets[b]).map_err(|_| err(format!("offset {} is negative", offsets[b])))?;
+        let end = if b + 1 < offsets.len() { offsets[b + 1] as usize } else { indices.len() };
+        if start > end || end > indices.len() {
+            return Err(err(format!("offsets must be non-decreasing and within the {} indices", indices.len())));
+        }
+        let row = &mut out[b * dim..(b + 1) * dim];
+        let mut first = true;
+        for k in start..end {
+            offset2bag[k] = b as i64;
+            let i = indices[k];
+            if i == padding {
+                continue;
+            }
+            let r = usize::try_from(i).ok().filter(|&r| r < rows).ok_or_else(|| err(format!("index {i} is out of range for {rows} rows")))?;
+            let src = &w[r * dim..(r + 1) * dim];
+            let scale = psw.as_ref().map_or(1.0, |p| p[k]);
+            for j in 0..dim {
+                if mode == 2 {
+                    if first || src[j] > row[j] {
+                        row[j] = src[j];
+                        max_idx[b * dim + j] = i;
+                    }
+                } else {
+                    row[j] += scale * src[j];
+                }
+            }
+            first = false;
+            bag_size[b] += 1;
+        }
+        if mode == 1 && bag_size[b] > 0 {
+            row.iter_mut().for_each(|x| *x /= bag_size[b] as f64);
+        }
+    }
+    let out = Tensor::from_vec(out, &[bags, dim])?.to_dtype(weight.dtype())?;
+    let max_shape: Vec<usize> = if mode == 2 { vec![bags, dim] } else { vec![bags] };
+    Ok(vec![
+        IValue::Tensor(out),
+        IValue::Tensor(Tensor::from_vec(offset2bag, &[indices.len()])?),
+        IValue::Tensor(Tensor::from_vec(bag_size, &[bags])?),
+        IValue::Tensor(Tensor::from_vec(max_idx, &max_shape)?),
+    ])
+}
+
+/// `resize_(self, size)`: `self` with `size`, keeping its leading elements in order; elements
+/// beyond the old ones are zero. The result is a new tensor: the interpreter passes it on as
+/// the op's result, which is what later ops read.
+fn k_resize_(args: &[IValue]) -> Result<Vec<IValue>> {
+    let a = Args::new("aten.resize_", args, 2)?;
+    let t = a.tensor(0)?;
+    let sizes = a.sizes(1)?;
+    let n: usize = sizes.iter().product();
+    let flat = t.contiguous()?.reshape(&[t.numel() as i64])?;
+    let out = Tensor::zeros(t.dtype(), &[n])?;
+    let dims: Vec<i64> = sizes.iter().map(|&d| d as i64).collect();
+    let keep = n.min(t.numel());
+    if keep > 0 {
+        out.narrow(0, 0, keep)?.copy_(&flat.narrow(0, 0, keep)?)?;
+    }
+    ret(out.reshape(&dims)?)
+}
+
+pub fn register(r: &mut KernelRegistry) {
+    r.register(op::_EMBEDDING_BAG, k_embedding_bag);
+    r.register(op::RESIZE_, k_resize_);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bags_sum_mean_and_max() {
+        let w = Tensor::from_vec(vec![1.0f32, 2.0, 3.0, 4.0, 5.0, 6.0], &[3, 2]).unwrap();
+        let idx = Tensor::from_vec(vec![0i64, 2, 1, 2], &[4]).unwrap();
+        let off = Tensor::from_vec(vec![0i64, 2], &[2]).unwrap();
+        let run = |mode: i64| {
+            let args = [IValue::Tensor(w.clone()), IValue::Tensor(idx.clone()), IValue::Tensor(off.clone()), IValue::Bool(false), IValue::Int(mode)];
+            match &k_embedding_bag(&args).unwrap()[0] {
+                IValue::Tensor(t) => t.to_vec_f64(),
+                _ => unreachable!(),
+            }
+        };
+        assert_eq!(run(0), vec![6.0, 8.0, 8.0, 10.0]);
+        assert_eq!(run(1), vec![3.0, 4.0, 4.0, 5.0]);
+        assert_eq!(run(2), vec![5.0, 6.0, 5.0, 6.0]);
+    }
+
+    #[test]
+    fn resize_keeps_leading_elements() {
+        let t = Tensor::from_vec(vec![1.0f32, 2.0, 3.0], &[3]).unwrap();
+        let r = k_resize_(&[IValue::Tensor(t), IValue::IntList(vec![2, 2])]).unwrap();
+        let IValue::Tensor(r) = &r[0] else { unreachable!() };
+        assert_eq!((r.sizes(), r.to_vec_f64()), (&[2usize, 2][..], vec![1.0, 2.0, 3.0, 0.0]));
+        assert_eq!(r.dtype(), ir::DType::F32);
+    }
+}

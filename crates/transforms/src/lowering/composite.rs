@@ -1,0 +1,698 @@
+//! Decompositions of PyTorch's composite ops (those `torch.export` may leave and its default
+//! decomposition table rewrites): aliases, activations, losses, comparisons, stacking.
+//!
+//! An alias takes exactly its target's arguments (`arctan2` is `atan2`, `divide.Tensor` is
+//! `div.Tensor`) and is rewritten to it argument for argument ([`ALIASES`], checked against
+//! both schemas by a test); the others are written with core ops and follow PyTorch's
+//! definitions, dtype rules included (comparisons give `bool`, losses reduce with `reduction`
+//! 0 = none, 1 = mean, 2 = sum).
+
+use super::decompose::{DecompResult, DecompositionTable, input, one, opt_input, rank_of};
+use super::rewrite::{Arg, OpBuilder};
+use dialect_aten::{ArgSource, bind_args};
+use ir::{Attribute, DType, OpId, ValueId};
+
+/// `(alias, target)`: ops that are another op under another name, with the same arguments.
+pub const ALIASES: &[(&str, &str)] = &[
+    ("aten.absolute", "aten.abs"),
+    ("aten.arccos", "aten.acos"),
+    ("aten.arccosh", "aten.acosh"),
+    ("aten.arcsin", "aten.asin"),
+    ("aten.arcsinh", "aten.asinh"),
+    ("aten.arctan", "aten.atan"),
+    ("aten.arctan2", "aten.atan2"),
+    ("aten.arctanh", "aten.atanh"),
+    ("aten.clip", "aten.clamp"),
+    ("aten.clip.Tensor", "aten.clamp.Tensor"),
+    ("aten.concat", "aten.cat"),
+    ("aten.concatenate", "aten.cat"),
+    ("aten.divide.Scalar", "aten.div.Scalar"),
+    ("aten.divide.Scalar_mode", "aten.div.Scalar_mode"),
+    ("aten.divide.Tensor", "aten.div.Tensor"),
+    ("aten.divide.Tensor_mode", "aten.div.Tensor_mode"),
+    ("aten.true_divide.Scalar", "aten.div.Scalar"),
+    ("aten.true_divide.Tensor", "aten.div.Tensor"),
+    ("aten.multiply.Scalar", "aten.mul.Scalar"),
+    ("aten.multiply.Tensor", "aten.mul.Tensor"),
+    ("aten.subtract.Scalar", "aten.sub.Scalar"),
+    ("aten.subtract.Tensor", "aten.sub.Tensor"),
+    ("aten.negative", "aten.neg"),
+    ("aten.greater.Scalar", "aten.gt.Scalar"),
+    ("aten.greater.Tensor", "aten.gt.Tensor"),
+    ("aten.greater_equal.Scalar", "aten.ge.Scalar"),
+    ("aten.greater_equal.Tensor", "aten.ge.Tensor"),
+    ("aten.less.Scalar", "aten.lt.Scalar"),
+    ("aten.less.Tensor", "aten.lt.Tensor"),
+    ("aten.less_equal.Scalar", "aten.le.Scalar"),
+    ("aten.less_equal.Tensor", "aten.le.Tensor"),
+    ("aten.not_equal.Scalar", "aten.ne.Scalar"),
+    ("aten.not_equal.Tensor", "aten.ne.Tensor"),
+    ("aten.max.other", "aten.maximum"),
+    ("aten.min.other", "aten.minimum"),
+    ("aten.fix", "aten.trunc"),
+    ("aten.__and__.Scalar", "aten.bitwise_and.Scalar"),
+    ("aten.__or__.Scalar", "aten.bitwise_or.Scalar"),
+    ("aten.__xor__.Scalar", "aten.bitwise_xor.Scalar"),
+    ("aten.special_erf", "aten.erf"),
+    ("aten.special_erfc", "aten.erfc"),
+    ("aten.special_erfinv", "aten.erfinv"),
+    ("aten.special_exp2", "aten.exp2"),
+    ("aten.special_expit", "aten.sigmoid"),
+    ("aten.special_expm1", "aten.expm1"),
+    ("aten.special_log1p", "aten.log1p"),
+    ("aten.special_round", "aten.round.decimals"),
+    ("aten.special_sinc", "aten.sinc"),
+    ("aten.special_digamma", "aten.digamma"),
+    ("aten.special_psi", "aten.digamma"),
+    ("aten.special_gammaln", "aten.lgamma"),
+    ("aten.special_logsumexp", "aten.logsumexp"),
+    ("aten.special_softmax", "aten.softmax.int"),
+    ("aten.special_log_softmax", "aten.log_softmax.int"),
+    ("aten.special_logit", "aten.logit"),
+    ("aten.special_xlogy", "aten.xlogy.Tensor"),
+    ("aten.ger", "aten.outer"),
+    ("aten.row_stack", "aten.vstack"),
+    ("aten.unsafe_split.Tensor", "aten.split.Tensor"),
+    ("aten.unsafe_split_with_sizes", "aten.split_with_sizes"),
+    ("aten.cdist", "aten._cdist_forward"),
+    ("aten.pdist", "aten._pdist_forward"),
+];
+
+/// The casts `_cast_<Type>(self, non_blocking)`.
+const CASTS: &[(&str, DType)] = &[
+    ("aten._cast_Byte", DType::U8),
+    ("aten._cast_Char", DType::I8),
+    ("aten._cast_Double", DType::F64),
+    ("aten._cast_Float", DType::F32),
+    ("aten._cast_Half", DType::F16),
+    ("aten._cast_Int", DType::I32),
+    ("aten._cast_Long", DType::I64),
+    ("aten._cast_Short", DType::I16),
+];
+
+/// Adds the composite ops' decompositions to `t`.
+pub(super) fn add(t: &mut DecompositionTable) {
+    for &(alias, target) in ALIASES {
+        t.insert(alias, move |b, op| rename(b, op, target));
+    }
+    for &(name, d) in CASTS {
+        t.insert(name, move |b, op| {
+            let x = input(b, op, "self")?;
+            cast(b, x, d).map(|v| Some(vec![v]))
+        });
+    }
+    t.insert("aten.clamp_min.Tensor", |b, op| {
+        let (x, m) = (input(b, op, "self")?, input(b, op, "min")?);
+        one(b.call("clamp.Tensor", &[x.into(), m.into()]))
+    })
+    .insert("aten.clamp_max.Tensor", |b, op| {
+        let (x, m) = (input(b, op, "self")?, input(b, op, "max")?);
+        one(b.call("clamp.Tensor", &[x.into(), Arg::A(Attribute::None), m.into()]))
+    })
+    .insert("aten.celu", |b, op| {
+        let x = input(b, op, "self")?;
+        let alpha = b.with_args(op, |a| a.float("alpha"))?.unwrap_or(1.0);
+        if alpha == 0.0 {
+            return Err("celu: alpha must not be 0".into());
+        }
+        one(b.call("elu", &[x.into(), f(alpha), f(1.0), f(1.0 / alpha)]))
+    })
+    .insert("aten.selu", |b, op| {
+        let x = input(b, op, "self")?;
+        one(b.call("elu", &[x.into(), f(1.673_263_242_354_377_3), f(1.050_700_987_355_480_5), f(1.0)]))
+    })
+    .insert("aten.glu", glu)
+    .insert("aten.hardshrink", |b, op| {
+        let x = input(b, op, "self")?;
+        let l = b.with_args(op, |a| a.float("lambd"))?.unwrap_or(0.5);
+        let ax = b.call("abs", &[x.into()])?;
+        let keep = b.call("gt.Scalar", &[ax.into(), f(l)])?;
+        let zero = zeros_like(b, x)?;
+        one(b.call("where.self", &[keep.into(), x.into(), zero.into()]))
+    })
+    .insert("aten.softshrink", |b, op| {
+        let x = input(b, op, "self")?;
+        let l = b.with_args(op, |a| a.float("lambd"))?.unwrap_or(0.5);
+        let hi = b.call("gt.Scalar", &[x.into(), f(l)])?;
+        let lo = b.call("lt.Scalar", &[x.into(), f(-l)])?;
+        let minus = b.call("sub.Scalar", &[x.into(), f(l)])?;
+        let plus = b.call("add.Scalar", &[x.into(), f(l)])?;
+        let zero = zeros_like(b, x)?;
+        let inner = b.call("where.self", &[lo.into(), plus.into(), zero.into()])?;
+        one(b.call("where.self", &[hi.into(), minus.into(), inner.into()]))
+    })
+    .insert("aten.threshold", |b, op| {
+        let x = input(b, op, "self")?;
+        let (th, v) = b.with_args(op, |a| (a.constant("threshold"), a.constant("value")))?;
+        let (Some(th), Some(v)) = (th, v) else { return Err("threshold: threshold and value must be constant".into()) };
+        let keep = b.call("gt.Scalar", &[x.into(), Arg::A(th)])?;
+        let d = b.dtype(x).ok_or("threshold: unknown dtype")?;
+        let fill = b.call("scalar_tensor", &[Arg::A(v), Arg::A(Attribute::DType(d))])?;
+        one(b.call("where.self", &[keep.into(), x.into(), fill.into()]))
+    })
+    .insert("aten.log_sigmoid", |b, op| {
+        // log σ(x) = min(x, 0) − log1p(exp(−|x|)), stable for every x.
+        let x = input(b, op, "self")?;
+        let zero = zeros_like(b, x)?;
+        let m = b.call("minimum", &[x.into(), zero.into()])?;
+        let ax = b.call("abs", &[x.into()])?;
+        let na = b.call("neg", &[ax.into()])?;
+        let e = b.call("exp", &[na.into()])?;
+        let l = b.call("log1p", &[e.into()])?;
+        one(b.call("sub.Tensor", &[m.into(), l.into()]))
+    })
+    .insert("aten.logaddexp", |b, op| logaddexp(b, op, false))
+    .insert("aten.logaddexp2", |b, op| logaddexp(b, op, true))
+    .insert("aten.logit", |b, op| {
+        let x = input(b, op, "self")?;
+        let eps = b.with_args(op, |a| a.float("eps"))?;
+        let x = match eps {
+            Some(e) => b.call("clamp", &[x.into(), f(e), f(1.0 - e)])?,
+            None => x,
+        };
+        let one_minus = b.call("rsub.Scalar", &[x.into(), f(1.0)])?;
+        let q = b.call("div.Tensor", &[x.into(), one_minus.into()])?;
+        one(b.call("log", &[q.into()]))
+    })
+    .insert("aten.heaviside", |b, op| {
+        let (x, v) = (input(b, op, "self")?, input(b, op, "values")?);
+        let d = b.dtype(x).ok_or("heaviside: unknown dtype")?;
+        let pos = b.call("gt.Scalar", &[x.into(), Arg::A(Attribute::Int(0))])?;
+        let pos = cast(b, pos, d)?;
+        let z = b.call("eq.Scalar", &[x.into(), Arg::A(Attribute::Int(0))])?;
+        one(b.call("where.self", &[z.into(), v.into(), pos.into()]))
+    })
+    .insert("aten.outer", |b, op| {
+        let (x, y) = (input(b, op, "self")?, input(b, op, "vec2")?);
+        let col = b.call("unsqueeze", &[x.into(), Arg::A(Attribute::Int(1))])?;
+        one(b.call("mul.Tensor", &[col.into(), y.into()]))
+    })
+    .insert("aten.addr", |b, op| {
+        let (x, v1, v2) = (input(b, op, "self")?, input(b, op, "vec1")?, input(b, op, "vec2")?);
+        let (beta, alpha) = b.with_args(op, |a| (a.constant("beta"), a.constant("alpha")))?;
+        let col = b.call("unsqueeze", &[v1.into(), Arg::A(Attribute::Int(1))])?;
+        let outer = b.call("mul.Tensor", &[col.into(), v2.into()])?;
+        let outer = b.call("mul.Scalar", &[outer.into(), Arg::A(alpha.unwrap_or(Attribute::Int(1)))])?;
+        let x = b.call("mul.Scalar", &[x.into(), Arg::A(beta.unwrap_or(Attribute::Int(1)))])?;
+        one(b.call("add.Tensor", &[x.into(), outer.into()]))
+    })
+    .insert("aten.dot", dot)
+    .insert("aten.vdot", dot)
+    .insert("aten.inner", |b, op| {
+        let (x, y) = (input(b, op, "self")?, input(b, op, "other")?);
+        if rank_of(b, x)? == 1 && rank_of(b, y)? == 1 {
+            let p = b.call("mul.Tensor", &[x.into(), y.into()])?;
+            return one(b.call("sum", &[p.into()]));
+        }
+        Ok(None)
+    })
+    .insert("aten.trace", |b, op| {
+        let x = input(b, op, "self")?;
+        let d = b.call("diagonal", &[x.into()])?;
+        one(b.call("sum", &[d.into()]))
+    })
+    .insert("aten.mse_loss", |b, op| {
+        let (x, y) = (input(b, op, "self")?, input(b, op, "target")?);
+        let d = b.call("sub.Tensor", &[x.into(), y.into()])?;
+        let sq = b.call("mul.Tensor", &[d.into(), d.into()])?;
+        reduce(b, op, sq)
+    })
+    .insert("aten.l1_loss", |b, op| {
+        let (x, y) = (input(b, op, "self")?, input(b, op, "target")?);
+        let d = b.call("sub.Tensor", &[x.into(), y.into()])?;
+        let ad = b.call("abs", &[d.into()])?;
+        reduce(b, op, ad)
+    })
+    .insert("aten.smooth_l1_loss", |b, op| {
+        let beta = b.with_args(op, |a| a.float("beta"))?.unwrap_or(1.0);
+        piecewise_loss(b, op, beta, 0.5 / beta.max(f64::MIN_POSITIVE), 0.5 * beta, 1.0, beta == 0.0)
+    })
+    .insert("aten.huber_loss", |b, op| {
+        let delta = b.with_args(op, |a| a.float("delta"))?.unwrap_or(1.0);
+        piecewise_loss(b, op, delta, 0.5, 0.5 * delta * delta, delta, false)
+    })
+    .insert("aten.binary_cross_entropy", bce)
+    .insert("aten.binary_cross_entropy_with_logits", bce_with_logits)
+    .insert("aten.kl_div", |b, op| {
+        let (x, y) = (input(b, op, "self")?, input(b, op, "target")?);
+        let log_target = b.with_args(op, |a| a.bool("log_target"))?.unwrap_or(false);
+        let v = if log_target {
+            let e = b.call("exp", &[y.into()])?;
+            let d = b.call("sub.Tensor", &[y.into(), x.into()])?;
+            b.call("mul.Tensor", &[e.into(), d.into()])?
+        } else {
+            let yl = b.call("xlogy.Tensor", &[y.into(), y.into()])?;
+            let yx = b.call("mul.Tensor", &[y.into(), x.into()])?;
+            b.call("sub.Tensor", &[yl.into(), yx.into()])?
+        };
+        reduce(b, op, v)
+    })
+    .insert("aten.xlogy.Tensor", |b, op| {
+        // 0 where x == 0 (unless y is NaN), x·log(y) elsewhere.
+        let (x, y) = (input(b, op, "self")?, input(b, op, "other")?);
+        let l = b.call("log", &[y.into()])?;
+        let p = b.call("mul.Tensor", &[x.into(), l.into()])?;
+        let z = b.call("eq.Scalar", &[x.into(), Arg::A(Attribute::Int(0))])?;
+        let ny = b.call("isnan", &[y.into()])?;
+        let nny = b.call("logical_not", &[ny.into()])?;
+        let zero_case = b.call("logical_and", &[z.into(), nny.into()])?;
+        let zero = zeros_like(b, p)?;
+        one(b.call("where.self", &[zero_case.into(), zero.into(), p.into()]))
+    })
+    .insert("aten.cosine_similarity", |b, op| {
+        let (x1, x2) = (input(b, op, "x1")?, input(b, op, "x2")?);
+        let (dim, eps) = b.with_args(op, |a| (a.int("dim"), a.float("eps")))?;
+        let dim = Arg::A(Attribute::ints(&[dim.unwrap_or(1)]));
+        let eps = eps.unwrap_or(1e-8);
+        let p = b.call("mul.Tensor", &[x1.into(), x2.into()])?;
+        let num = b.call("sum.dim_IntList", &[p.into(), dim.clone()])?;
+        let s1 = b.call("mul.Tensor", &[x1.into(), x1.into()])?;
+        let n1 = b.call("sum.dim_IntList", &[s1.into(), dim.clone()])?;
+        let s2 = b.call("mul.Tensor", &[x2.into(), x2.into()])?;
+        let n2 = b.call("sum.dim_IntList", &[s2.into(), dim])?;
+        let den = b.call("mul.Tensor", &[n1.into(), n2.into()])?;
+        let den = b.call("clamp", &[den.into(), f(eps * eps)])?;
+        let den = b.call("sqrt", &[den.into()])?;
+        one(b.call("div.Tensor", &[num.into(), den.into()]))
+    })
+    .insert("aten.pairwise_distance", |b, op| {
+        let (x1, x2) = (input(b, op, "x1")?, input(b, op, "x2")?);
+        let (p, eps, keep) = b.with_args(op, |a| (a.float("p"), a.float("eps"), a.bool("keepdim")))?;
+        let d = b.call("sub.Tensor", &[x1.into(), x2.into()])?;
+        let d = b.call("add.Scalar", &[d.into(), f(eps.unwrap_or(1e-6))])?;
+        let p = p.unwrap_or(2.0);
+        if p != 2.0 {
+            return Ok(None);
+        }
+        let sq = b.call("mul.Tensor", &[d.into(), d.into()])?;
+        let s = b.call("sum.dim_IntList", &[sq.into(), Arg::A(Attribute::ints(&[-1])), Arg::A(Attribute::Bool(keep.unwrap_or(false)))])?;
+        one(b.call("sqrt", &[s.into()]))
+    })
+    .insert("aten.count_nonzero", |b, op| {
+        let x = input(b, op, "self")?;
+        let nz = b.call("ne.Scalar", &[x.into(), Arg::A(Attribute::Int(0))])?;
+        let r = rank_of(b, x)? as i64;
+        let dims: Vec<i64> = (0..r).collect();
+        one(b.call("sum.dim_IntList", &[nz.into(), Arg::A(Attribute::ints(&dims)), Arg::A(Attribute::Bool(false)), Arg::A(Attribute::DType(DType::I64))]))
+    })
+    .insert("aten.count_nonzero.dim_IntList", |b, op| {
+        let x = input(b, op, "self")?;
+        let dims = b.with_args(op, |a| a.ints("dim"))?.ok_or("count_nonzero: dims must be constant")?;
+        let nz = b.call("ne.Scalar", &[x.into(), Arg::A(Attribute::Int(0))])?;
+        one(b.call("sum.dim_IntList", &[nz.into(), Arg::A(Attribute::ints(&dims)), Arg::A(Attribute::Bool(false)), Arg::A(Attribute::DType(DType::I64))]))
+    })
+    .insert("aten.nansum", |b, op| {
+        let x = input(b, op, "self")?;
+        let (dims, keep) = b.with_args(op, |a| (a.ints("dim"), a.bool("keepdim")))?;
+        let clean = without_nan(b, x)?;
+        let dims = match dims {
+            Some(d) if !d.is_empty() => d,
+            _ => (0..rank_of(b, x)? as i64).collect(),
+        };
+        one(b.call("sum.dim_IntList", &[clean.into(), Arg::A(Attribute::ints(&dims)), Arg::A(Attribute::Bool(keep.unwrap_or(false)))]))
+    })
+    .insert("aten.isclose", |b, op| {
+        let (x, y) = (input(b, op, "self")?, input(b, op, "other")?);
+        let (rtol, atol, equal_nan) = b.with_args(op, |a| (a.float("rtol"), a.float("atol"), a.bool("equal_nan")))?;
+        let d = b.call("sub.Tensor", &[x.into(), y.into()])?;
+        let ad = b.call("abs", &[d.into()])?;
+        let ay = b.call("abs", &[y.into()])?;
+        let tol = b.call("mul.Scalar", &[ay.into(), f(rtol.unwrap_or(1e-5))])?;
+        let tol = b.call("add.Scalar", &[tol.into(), f(atol.unwrap_or(1e-8))])?;
+        let close = b.call("le.Tensor", &[ad.into(), tol.into()])?;
+        let eq = b.call("eq.Tensor", &[x.into(), y.into()])?;
+        let mut r = b.call("logical_or", &[close.into(), eq.into()])?;
+        if equal_nan == Some(true) {
+            let nx = b.call("isnan", &[x.into()])?;
+            let ny = b.call("isnan", &[y.into()])?;
+            let both = b.call("logical_and", &[nx.into(), ny.into()])?;
+            r = b.call("logical_or", &[r.into(), both.into()])?;
+        }
+        one(Ok(r))
+    })
+    .insert("aten.fliplr", |b, op| {
+        let x = input(b, op, "self")?;
+        one(b.call("flip", &[x.into(), Arg::A(Attribute::ints(&[1]))]))
+    })
+    .insert("aten.flipud", |b, op| {
+        let x = input(b, op, "self")?;
+        one(b.call("flip", &[x.into(), Arg::A(Attribute::ints(&[0]))]))
+    })
+    .insert("aten.tile", |b, op| {
+        let x = input(b, op, "self")?;
+        let dims = b.with_args(op, |a| a.ints("dims"))?.ok_or("tile: dims must be constant")?;
+        let r = rank_of(b, x)?;
+        let mut reps = vec![1i64; r.saturating_sub(dims.len())];
+        reps.extend(&dims);
+        one(b.call("repeat", &[x.into(), Arg::A(Attribute::ints(&reps))]))
+    })
+    .insert("aten.prelu", |b, op| {
+        let (x, w) = (input(b, op, "self")?, input(b, op, "weight")?);
+        let r = rank_of(b, x)?;
+        let w = if r >= 2 && rank_of(b, w)? == 1 {
+            let mut shape = vec![-1i64];
+            shape.extend(std::iter::repeat_n(1, r - 2));
+            b.call("view", &[w.into(), Arg::A(Attribute::ints(&shape))])?
+        } else {
+            w
+        };
+        let pos = b.call("gt.Scalar", &[x.into(), Arg::A(Attribute::Int(0))])?;
+        let neg = b.call("mul.Tensor", &[x.into(), w.into()])?;
+        one(b.call("where.self", &[pos.into(), x.into(), neg.into()]))
+    })
+    .insert("aten.aminmax", |b, op| {
+        let x = input(b, op, "self")?;
+        let (dim, keep) = b.with_args(op, |a| (a.int("dim"), a.bool("keepdim")))?;
+        let keep = Arg::A(Attribute::Bool(keep.unwrap_or(false)));
+        let dims = match dim {
+            Some(d) => vec![d],
+            None => (0..rank_of(b, x)? as i64).collect(),
+        };
+        let lo = b.call("amin", &[x.into(), Arg::A(Attribute::ints(&dims)), keep.clone()])?;
+        let hi = b.call("amax", &[x.into(), Arg::A(Attribute::ints(&dims)), keep])?;
+        Ok(Some(vec![lo, hi]))
+    })
+    .insert("aten.zero", |b, op| {
+        let x = input(b, op, "self")?;
+        one(zeros_like(b, x))
+    })
+    .insert("aten.float_power.Tensor_Tensor", |b, op| {
+        let (x, y) = (input(b, op, "self")?, input(b, op, "exponent")?);
+        let (x, y) = (cast(b, x, DType::F64)?, cast(b, y, DType::F64)?);
+        one(b.call("pow.Tensor_Tensor", &[x.into(), y.into()]))
+    })
+    .insert("aten.float_power.Tensor_Scalar", |b, op| {
+        let x = input(b, op, "self")?;
+        let e = b.with_args(op, |a| a.float("exponent"))?.ok_or("float_power: the exponent must be constant")?;
+        let x = cast(b, x, DType::F64)?;
+        one(b.call("pow.Tensor_Scalar", &[x.into(), f(e)]))
+    })
+    .insert("aten.hann_window", |b, op| hann(b, op, true))
+    .insert("aten.hann_window.periodic", |b, op| hann(b, op, false))
+    .insert("aten.diff", |b, op| {
+        let x = input(b, op, "self")?;
+        let (n, dim) = b.with_args(op, |a| (a.int("n"), a.int("dim")))?;
+        if opt_input(b, op, "prepend")?.is_some() || opt_input(b, op, "append")?.is_some() {
+            return Ok(None);
+        }
+        let dim = Attribute::Int(dim.unwrap_or(-1));
+        let mut v = x;
+        for _ in 0..n.unwrap_or(1) {
+            let hi = b.call("slice.Tensor", &[v.into(), Arg::A(dim.clone()), Arg::A(Attribute::Int(1)), Arg::A(Attribute::Int(i64::MAX))])?;
+            let lo = b.call("slice.Tensor", &[v.into(), Arg::A(dim.clone()), Arg::A(Attribute::Int(0)), Arg::A(Attribute::Int(-1))])?;
+            v = if b.dtype(x) == Some(DType::Bool) {
+                b.call("logical_xor", &[hi.into(), lo.into()])?
+            } else {
+                b.call("sub.Tensor", &[hi.into(), lo.into()])?
+            };
+        }
+        one(Ok(v))
+    })
+    .insert("aten.squeeze_copy", |b, op| {
+        let x = input(b, op, "self")?;
+        let s = b.call("squeeze", &[x.into()])?;
+        one(b.call("clone", &[s.into()]))
+    })
+    .insert("aten.squeeze_copy.dim", |b, op| {
+        let x = input(b, op, "self")?;
+        let d = b.with_args(op, |a| a.constant("dim"))?.ok_or("squeeze_copy: dim must be constant")?;
+        let s = b.call("squeeze.dim", &[x.into(), Arg::A(d)])?;
+        one(b.call("clone", &[s.into()]))
+    })
+    .insert("aten.isreal", |b, op| {
+        // No complex dtype: every element is real.
+        let x = input(b, op, "self")?;
+        one(b.call("ones_like", &[x.into(), Arg::A(Attribute::DType(DType::Bool))]))
+    })
+    .insert("aten.channel_shuffle", channel_shuffle)
+    .insert("aten.native_channel_shuffle", channel_shuffle)
+    .insert("aten.pixel_shuffle", |b, op| pixel_shuffle(b, op, true))
+    .insert("aten.pixel_unshuffle", |b, op| pixel_shuffle(b, op, false));
+}
+
+fn f(v: f64) -> Arg {
+    Arg::A(Attribute::float(v))
+}
+
+fn cast(b: &mut OpBuilder, x: ValueId, d: DType) -> Result<ValueId, String> {
+    if b.dtype(x) == Some(d) {
+        return Ok(x);
+    }
+    b.call("_to_copy", &[x.into(), Arg::A(Attribute::DType(d))])
+}
+
+fn zeros_like(b: &mut OpBuilder, x: ValueId) -> Result<ValueId, String> {
+    b.call("zeros_like", &[x.into()])
+}
+
+fn without_nan(b: &mut OpBuilder, x: ValueId) -> Result<ValueId, String> {
+    let n = b.call("isnan", &[x.into()])?;
+    let z = zeros_like(b, x)?;
+    b.call("where.self", &[n.into(), z.into(), x.into()])
+}
+
+/// An alias: the same arguments, passed to `target`.
+fn rename(b: &mut OpBuilder, op: OpId, target: &str) -> DecompResult {
+    let schema = b.ctx.op_def(b.module().op_name(op)).and_then(|d| d.schema.clone()).ok_or("no schema")?;
+    let binding = bind_args(&schema, b.module(), op).map_err(|e| e.to_string())?;
+    let operands = b.module().operands(op).to_vec();
+    let args: Vec<Arg> = binding
+        .into_iter()
+        .map(|s| match s {
+            ArgSource::Operand(i) => Arg::V(operands[i]),
+            ArgSource::Const(a) => Arg::A(a),
+        })
+        .collect();
+    Ok(Some(b.call_n(target, &args)?))
+}
+
+/// Applies a loss's `reduction` (0 none, 1 mean, 2 sum) to `v`.
+fn reduce(b: &mut OpBuilder, op: OpId, v: ValueId) -> DecompResult {
+    match b.with_args(op, |a| a.int("reduction"))?.unwrap_or(1) {
+        0 => Ok(Some(vec![v])),
+        1 => one(b.call("mean", &[v.into()])),
+        2 => one(b.call("sum", &[v.into()])),
+        r => Err(format!("reduction must be 0, 1 or 2, got {r}")),
+    }
+}
+
+/// `|d| < t ? a·d² : |d| − c` scaled by `s` on the linear side (smooth L1 and Huber), with
+/// `d = self − target`; `l1` (beta 0) is plain L1.
+fn piecewise_loss(b: &mut OpBuilder, op: OpId, t: f64, a: f64, c: f64, s: f64, l1: bool) -> DecompResult {
+    let (x, y) = (input(b, op, "self")?, input(b, op, "target")?);
+    let d = b.call("sub.Tensor", &[x.into(), y.into()])?;
+    let ad = b.call("abs", &[d.into()])?;
+    if l1 {
+        return reduce(b, op, ad);
+    }
+    let sq = b.call("mul.Tensor", &[ad.into(), ad.into()])?;
+    let quad = b.call("mul.Scalar", &[sq.into(), f(a)])?;
+    let lin = b.call("sub.Scalar", &[ad.into(), f(c / s)])?;
+    let lin = b.call("mul.Scalar", &[lin.into(), f(s)])?;
+    let small = b.call("lt.Scalar", &[ad.into(), f(t)])?;
+    let v = b.call("where.self", &[small.into(), quad.into(), lin.into()])?;
+    reduce(b, op, v)
+}
+
+/// `−w·(y·max(log x, −100) + (1 − y)·max(log(1 − x), −100))`, PyTorch's clamped log.
+fn bce(b: &mut OpBuilder, op: OpId) -> DecompResult {
+    let (x, y) = (input(b, op, "self")?, input(b, op, "target")?);
+    let w = opt_input(b, op, "weight")?;
+    let lx = b.call("log", &[x.into()])?;
+    let lx = b.call("clamp", &[lx.into(), f(-100.0)])?;
+    let one_minus = b.call("rsub.Scalar", &[x.into(), f(1.0)])?;
+    let l1x = b.call("log", &[one_minus.into()])?;
+    let l1x = b.call("clamp", &[l1x.into(), f(-100.0)])?;
+    let ny = b.call("rsub.Scalar", &[y.into(), f(1.0)])?;
+    let a = b.call("mul.Tensor", &[y.into(), lx.into()])?;
+    let c = b.call("mul.Tensor", &[ny.into(), l1x.into()])?;
+    let s = b.call("add.Tensor", &[a.into(), c.into()])?;
+    let mut v = b.call("neg", &[s.into()])?;
+    if let Some(w) = w {
+        v = b.call("mul.Tensor", &[v.into(), w.into()])?;
+    }
+    reduce(b, op, v)
+}
+
+/// `(1 − y)·x + (1 + (pw − 1)·y)·(log1p(exp(−|x|)) + max(−x, 0))`, times `weight`.
+fn bce_with_logits(b: &mut OpBuilder, op: OpId) -> DecompResult {
+    let (x, y) = (input(b, op, "self")?, input(b, op, "target")?);
+    let (w, pw) = (opt_input(b, op, "weight")?, opt_input(b, op, "pos_weight")?);
+    let ax = b.call("abs", &[x.into()])?;
+    let nax = b.call("neg", &[ax.into()])?;
+    let e = b.call("exp", &[nax.into()])?;
+    let l = b.call("log1p", &[e.into()])?;
+    let nx = b.call("neg", &[x.into()])?;
+    let zero = zeros_like(b, x)?;
+    let m = b.call("maximum", &[nx.into(), zero.into()])?;
+    let sp = b.call("add.Tensor", &[l.into(), m.into()])?;
+    let ny = b.call("rsub.Scalar", &[y.into(), f(1.0)])?;
+    let lin = b.call("mul.Tensor", &[ny.into(), x.into()])?;
+    let coef = match pw {
+        Some(pw) => {
+            let pm1 = b.call("sub.Scalar", &[pw.into(), f(1.0)])?;
+            let t = b.call("mul.Tensor", &[pm1.into(), y.into()])?;
+            Some(b.call("add.Scalar", &[t.into(), f(1.0)])?)
+        }
+        None => None,
+    };
+    let sp = match coef {
+        Some(c) => b.call("mul.Tensor", &[c.into(), sp.into()])?,
+        None => sp,
+    };
+    let mut v = b.call("add.Tensor", &[lin.into(), sp.into()])?;
+    if let Some(w) = w {
+        v = b.call("mul.Tensor", &[v.into(), w.into()])?;
+    }
+    reduce(b, op, v)
+}
+
+/// `max(a, b) + log1p(exp(−|a − b|))` (base 2 with `two`).
+fn logaddexp(b: &mut OpBuilder, op: OpId, two: bool) -> DecompResult {
+    let (x, y) = (input(b, op, "self")?, input(b, op, "other")?);
+    let m = b.call("maximum", &[x.into(), y.into()])?;
+    let d = b.call("sub.Tensor", &[x.into(), y.into()])?;
+    let ad = b.call("abs", &[d.into()])?;
+    let nad = b.call("neg", &[ad.into()])?;
+    let t = if two {
+        let p = b.call("exp2", &[nad.into()])?;
+        let l = b.call("log1p", &[p.into()])?;
+        b.call("mul.Scalar", &[l.into(), f(std::f64::consts::LOG2_E)])?
+    } else {
+        let p = b.call("exp", &[nad.into()])?;
+        b.call("log1p", &[p.into()])?
+    };
+    one(b.call("add.Tensor", &[m.into(), t.into()]))
+}
+
+fn dot(b: &mut OpBuilder, op: OpId) -> DecompResult {
+    let x = input(b, op, "self")?;
+    // `dot` names its second argument `tensor`, `vdot` names it `other`.
+    let y = b.with_args(op, |a| a.value_at(1))?.ok_or("dot: the second argument must be a value")?;
+    if rank_of(b, x)? != 1 || rank_of(b, y)? != 1 {
+        return Err("dot: both operands must be 1-D".into());
+    }
+    if b.dtype(x) == Some(DType::Bool) {
+        return Err("dot is not implemented for bool".into());
+    }
+    let p = b.call("mul.Tensor", &[x.into(), y.into()])?;
+    // The product keeps its dtype (integer sums would widen to int64).
+    let d = b.dtype(p).ok_or("dot: unknown dtype")?;
+    one(b.call("sum", &[p.into(), Arg::A(Attribute::DType(d))]))
+}
+
+/// `glu(x, dim)`: the first half of `x` along `dim` times the sigmoid of the second.
+fn glu(b: &mut OpBuilder, op: OpId) -> DecompResult {
+    let x = input(b, op, "self")?;
+    let dim = b.with_args(op, |a| a.int("dim"))?.unwrap_or(-1);
+    let shape = b.shape(x).ok_or("glu: the shape is unknown")?;
+    let r = shape.len() as i64;
+    let d = if dim < 0 { dim + r } else { dim };
+    let n = match shape.get(d as usize) {
+        Some(ir::Dim::Static(n)) if n % 2 == 0 => *n,
+        _ => return Err("glu: the halved dimension must be static and even".into()),
+    };
+    let first = b.call("slice.Tensor", &[x.into(), Arg::A(Attribute::Int(d)), Arg::A(Attribute::Int(0)), Arg::A(Attribute::Int(n / 2))])?;
+    let second = b.call("slice.Tensor", &[x.into(), Arg::A(Attribute::Int(d)), Arg::A(Attribute::Int(n / 2)), Arg::A(Attribute::Int(n))])?;
+    let s = b.call("sigmoid", &[second.into()])?;
+    one(b.call("mul.Tensor", &[first.into(), s.into()]))
+}
+
+/// `hann_window(n)`: `sin²(π k / N)` for `k < n`, `N = n` when periodic, `n − 1` otherwise.
+fn hann(b: &mut OpBuilder, op: OpId, default_overload: bool) -> DecompResult {
+    let (n, periodic, dtype) = b.with_args(op, |a| (a.int("window_length"), a.bool("periodic"), a.constant("dtype")))?;
+    let n = n.ok_or("hann_window: the length must be constant")?;
+    let periodic = if default_overload { true } else { periodic.unwrap_or(true) };
+    let dtype = match dtype {
+        Some(Attribute::DType(d)) => d,
+        _ => DType::F32,
+    };
+    if n <= 1 {
+        return one(b.call("ones", &[Arg::A(Attribute::ints(&[n])), Arg::A(Attribute::DType(dtype))]));
+    }
+    let den = if periodic { n } else { n - 1 } as f64;
+    let k = b.call("arange", &[Arg::A(Attribute::Int(n)), Arg::A(Attribute::DType(DType::F64))])?;
+    let a = b.call("mul.Scalar", &[k.into(), f(std::f64::consts::PI / den)])?;
+    let s = b.call("sin", &[a.into()])?;
+    let s2 = b.call("mul.Tensor", &[s.into(), s.into()])?;
+    one(cast(b, s2, dtype))
+}
+
+/// Static sizes of `x`, or an error naming `what`.
+fn static_shape(b: &OpBuilder, x: ValueId, what: &str) -> Result<Vec<i64>, String> {
+    b.shape(x)
+        .ok_or(format!("{what}: the shape is unknown"))?
+        .iter()
+        .map(|d| match d {
+            ir::Dim::Static(n) => Ok(*n),
+            _ => Err(format!("{what}: the shape must be static")),
+        })
+        .collect()
+}
+
+/// `channel_shuffle(x, groups)`: `[n, g, c/g, …]`, the two group axes swapped, back to `[n, c, …]`.
+fn channel_shuffle(b: &mut OpBuilder, op: OpId) -> DecompResult {
+    let x = input(b, op, "self")?;
+    let g = b.with_args(op, |a| a.int("groups"))?.ok_or("channel_shuffle: groups must be constant")?;
+    let s = static_shape(b, x, "channel_shuffle")?;
+    if s.len() < 2 || g <= 0 || s[1] % g != 0 {
+        return Err("channel_shuffle: the channels must divide into the groups".into());
+    }
+    let mut split = vec![s[0], g, s[1] / g];
+    split.extend(&s[2..]);
+    let c = b.call("clone", &[x.into(), Arg::A(Attribute::Int(0))])?;
+    let v = b.call("view", &[c.into(), Arg::A(Attribute::ints(&split))])?;
+    let mut perm: Vec<i64> = (0..split.len() as i64).collect();
+    perm.swap(1, 2);
+    let p = b.call("permute", &[v.into(), Arg::A(Attribute::ints(&perm))])?;
+    let p = b.call("clone", &[p.into(), Arg::A(Attribute::Int(0))])?;
+    one(b.call("view", &[p.into(), Arg::A(Attribute::ints(&s))]))
+}
+
+/// `pixel_shuffle(x, r)` (`[.., c·r², h, w]` → `[.., c, h·r, w·r]`) and its inverse.
+fn pixel_shuffle(b: &mut OpBuilder, op: OpId, shuffle: bool) -> DecompResult {
+    let x = input(b, op, "self")?;
+    let r = b.with_args(op, |a| a.int(if shuffle { "upscale_factor" } else { "downscale_factor" }))?.ok_or("pixel_shuffle: the factor must be constant")?;
+    let s = static_shape(b, x, "pixel_shuffle")?;
+    if s.len() < 3 || r <= 0 {
+        return Err("pixel_shuffle: needs at least 3 dimensions and a positive factor".into());
+    }
+    let k = s.len() - 3;
+    let (lead, c, h, w) = (&s[..k], s[k], s[k + 1], s[k + 2]);
+    let (split, perm_tail, out): (Vec<i64>, [i64; 5], Vec<i64>) = if shuffle {
+        if c % (r * r) != 0 {
+            return Err("pixel_shuffle: the channels must divide by the factor squared".into());
+        }
+        ([lead, &[c / (r * r), r, r, h, w]].concat(), [0, 3, 1, 4, 2], [lead, &[c / (r * r), h * r, w * r]].concat())
+    } else {
+        if h % r != 0 || w % r != 0 {
+            return Err("pixel_unshuffle: the height and width must divide by the factor".into());
+        }
+        ([lead, &[c, h / r, r, w / r, r]].concat(), [0, 2, 4, 1, 3], [lead, &[c * r * r, h / r, w / r]].concat())
+    };
+    let mut perm: Vec<i64> = (0..k as i64).collect();
+    perm.extend(perm_tail.iter().map(|p| p + k as i64));
+    let c0 = b.call("clone", &[x.into(), Arg::A(Attribute::Int(0))])?;
+    let v = b.call("view", &[c0.into(), Arg::A(Attribute::ints(&split))])?;
+    let p = b.call("permute", &[v.into(), Arg::A(Attribute::ints(&perm))])?;
+    let p = b.call("clone", &[p.into(), Arg::A(Attribute::Int(0))])?;
+    one(b.call("view", &[p.into(), Arg::A(Attribute::ints(&out))]))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An alias and its target take the same arguments, in the same order and of the same types.
+    #[test]
+    fn aliases_take_their_targets_arguments() {
+        let schema = |n: &str| dialect_aten::schemas().iter().find(|s| s.op_name() == n).unwrap_or_else(|| panic!("{n} is declared"));
+        for &(alias, target) in ALIASES {
+            let (a, t) = (schema(alias), schema(target));
+            let ta: Vec<_> = a.args.iter().map(|x| &x.ty).collect();
+            let tt: Vec<_> = t.args.iter().map(|x| &x.ty).collect();
+            assert_eq!(ta, tt, "{alias} and {target}");
+            assert_eq!(a.returns.len(), t.returns.len(), "{alias} and {target}");
+        }
+    }
+}
