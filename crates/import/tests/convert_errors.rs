@@ -141,7 +141,8 @@ fn fx_text_errors_have_line_numbers() {
     let ts = dir.join("bad.graph.txt");
     std::fs::write(
         &ts,
-        "graph(%x.1 : Tensor):\n  %y : Tensor = aten::relu(%x.1, %x.1)\n  return (%y)\n",
+        // Three tensors: no overload of relu takes them (`relu.out` takes two, the second its `out`).
+        "graph(%x.1 : Tensor):\n  %y : Tensor = aten::relu(%x.1, %x.1, %x.1)\n  return (%y)\n",
     )
     .unwrap();
     let e = import::import_file(&c, &ts, None).unwrap_err();
