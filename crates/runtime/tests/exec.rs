@@ -98,6 +98,32 @@ module attributes {prim.out_spec = "TreeSpec(dict, ['sum', 'pair'], [*, TreeSpec
     assert_eq!(tree.leaves().len(), 4);
 }
 
+/// The spelling the `.pt2` importer writes nests the outputs as PyTorch's printed one does.
+#[test]
+fn outputs_follow_the_importers_out_spec() {
+    let src = r#"
+module attributes {prim.out_spec = "{\"sum\": *, \"pair\": (*, [*, *])}"} {
+  func.func @forward(%x: tensor<2xf32>, %y: tensor<2xf32>) -> (tensor<2xf32>, tensor<2xf32>, tensor<2xf32>, tensor<2xf32>) {
+    %a = aten.add.Tensor %x, %y : (tensor<2xf32>, tensor<2xf32>) -> tensor<2xf32>
+    %m = aten.mul.Tensor %x, %y : (tensor<2xf32>, tensor<2xf32>) -> tensor<2xf32>
+    %s = aten.sub.Tensor %x, %y : (tensor<2xf32>, tensor<2xf32>) -> tensor<2xf32>
+    %r = aten.relu %s : (tensor<2xf32>) -> tensor<2xf32>
+    func.return %a, %m, %s, %r : tensor<2xf32>, tensor<2xf32>, tensor<2xf32>, tensor<2xf32>
+  }
+}
+"#;
+    let p = compile_ok(src, &Weights::new());
+    let mut rt = p.runtime();
+    let tree = rt.run_tree(&[t(&[1.0, 5.0], &[2]), t(&[3.0, 2.0], &[2])]).unwrap();
+    assert_close(&vals(tree.get("sum").unwrap().value().unwrap()), &[4.0, 7.0]);
+    let pair = tree.get("pair").unwrap();
+    assert_close(&vals(pair.index(0).unwrap().value().unwrap()), &[3.0, 10.0]);
+    let list = pair.index(1).unwrap();
+    assert!(matches!(list, runtime::Outputs::List(xs) if xs.len() == 2));
+    assert_close(&vals(list.index(1).unwrap().value().unwrap()), &[0.0, 3.0]);
+    assert_eq!(tree.leaves().len(), 4);
+}
+
 const TYPED: &str = r#"
 module attributes {prim.range_constraints = {s0 = [2, 8]}} {
   func.func @forward(%x: tensor<?x4xf32, #prim.sym<s0>> {prim.input = "x"}, %y: tensor<?x4xf32, #prim.sym<s0>> {prim.input = "y"}) -> tensor<?x4xf32, #prim.sym<s0>> {

@@ -17,7 +17,8 @@ use super::{
     srepr_to_text, symint_op, trace_location, type_of_schema, verify_module,
 };
 use crate::ImportError;
-use crate::program::{self, Program, TreeSpec, Weight, Weights};
+use crate::program::{self, Program, Weight, Weights};
+use crate::treespec::TreeSpec;
 use crate::pt2::Pt2Archive;
 use crate::pt2::schema::{
     Argument, ExportedProgram, Graph, InputSpec, Node, OptionalTensorArgument, OutputSpec,
