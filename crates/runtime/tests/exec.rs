@@ -75,34 +75,20 @@ fn missing_weight_is_a_compile_error() {
 
 #[test]
 fn outputs_follow_the_out_spec() {
-    let src = r#"
-module attributes {prim.out_spec = "TreeSpec(dict, ['sum', 'pair'], [*, TreeSpec(tuple, None, [*, TreeSpec(list, None, [*, *])])])"} {
-  func.func @forward(%x: tensor<2xf32>, %y: tensor<2xf32>) -> (tensor<2xf32>, tensor<2xf32>, tensor<2xf32>, tensor<2xf32>) {
-    %a = aten.add.Tensor %x, %y : (tensor<2xf32>, tensor<2xf32>) -> tensor<2xf32>
-    %m = aten.mul.Tensor %x, %y : (tensor<2xf32>, tensor<2xf32>) -> tensor<2xf32>
-    %s = aten.sub.Tensor %x, %y : (tensor<2xf32>, tensor<2xf32>) -> tensor<2xf32>
-    %r = aten.relu %s : (tensor<2xf32>) -> tensor<2xf32>
-    func.return %a, %m, %s, %r : tensor<2xf32>, tensor<2xf32>, tensor<2xf32>, tensor<2xf32>
-  }
-}
-"#;
-    let p = compile_ok(src, &Weights::new());
-    let mut rt = p.runtime();
-    let tree = rt.run_tree(&[t(&[1.0, 5.0], &[2]), t(&[3.0, 2.0], &[2])]).unwrap();
-    assert_close(&vals(tree.get("sum").unwrap().value().unwrap()), &[4.0, 7.0]);
-    let pair = tree.get("pair").unwrap();
-    assert_close(&vals(pair.index(0).unwrap().value().unwrap()), &[3.0, 10.0]);
-    let list = pair.index(1).unwrap();
-    assert!(matches!(list, runtime::Outputs::List(xs) if xs.len() == 2));
-    assert_close(&vals(list.index(1).unwrap().value().unwrap()), &[0.0, 3.0]);
-    assert_eq!(tree.leaves().len(), 4);
+    check_nested_outputs("TreeSpec(dict, ['sum', 'pair'], [*, TreeSpec(tuple, None, [*, TreeSpec(list, None, [*, *])])])");
 }
 
 /// The spelling the `.pt2` importer writes nests the outputs as PyTorch's printed one does.
 #[test]
 fn outputs_follow_the_importers_out_spec() {
-    let src = r#"
-module attributes {prim.out_spec = "{\"sum\": *, \"pair\": (*, [*, *])}"} {
+    check_nested_outputs("{\"sum\": *, \"pair\": (*, [*, *])}");
+}
+
+/// Runs a program of four outputs whose module declares `spec` (the outputs nested as
+/// `{"sum": *, "pair": (*, [*, *])}`) and checks the nesting.
+fn check_nested_outputs(spec: &str) {
+    let head = format!("module attributes {{prim.out_spec = {}}} {{", ir::Attribute::str(spec));
+    let src = head + r#"
   func.func @forward(%x: tensor<2xf32>, %y: tensor<2xf32>) -> (tensor<2xf32>, tensor<2xf32>, tensor<2xf32>, tensor<2xf32>) {
     %a = aten.add.Tensor %x, %y : (tensor<2xf32>, tensor<2xf32>) -> tensor<2xf32>
     %m = aten.mul.Tensor %x, %y : (tensor<2xf32>, tensor<2xf32>) -> tensor<2xf32>
@@ -112,7 +98,7 @@ module attributes {prim.out_spec = "{\"sum\": *, \"pair\": (*, [*, *])}"} {
   }
 }
 "#;
-    let p = compile_ok(src, &Weights::new());
+    let p = compile_ok(&src, &Weights::new());
     let mut rt = p.runtime();
     let tree = rt.run_tree(&[t(&[1.0, 5.0], &[2]), t(&[3.0, 2.0], &[2])]).unwrap();
     assert_close(&vals(tree.get("sum").unwrap().value().unwrap()), &[4.0, 7.0]);
