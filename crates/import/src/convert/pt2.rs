@@ -1,5 +1,6 @@
 //! `torch.export` programs (`.pt2`) to IR: the graph becomes `func.func @forward`, its state
-//! becomes [`Weights`] read lazily from the archive.
+//! becomes [`Weights`] read lazily from the archive. One file because it is one conversion:
+//! every node kind is converted by the same state (`Cx`), in the graph's order.
 
 use std::collections::HashMap;
 use std::path::Path;
