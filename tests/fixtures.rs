@@ -63,3 +63,52 @@ fn every_public_fixture_matches_pytorch() {
     assert!(cases.len() >= 49, "only {} fixture programs found", cases.len());
     assert!(failures.is_empty(), "fixtures not matching PyTorch: {failures:?}");
 }
+
+/// A spec with every node of another type reduced to its type's last name and its children,
+/// since PyTorch prints such a node's context differently from how it serializes it.
+fn comparable(spec: &import::TreeSpec) -> import::TreeSpec {
+    use import::TreeSpec as T;
+    let all = |c: &[T]| c.iter().map(comparable).collect();
+    match spec {
+        T::Leaf | T::None => spec.clone(),
+        T::Tuple(c) => T::Tuple(all(c)),
+        T::List(c) => T::List(all(c)),
+        T::Dict(items) => T::Dict(items.iter().map(|(k, s)| (k.clone(), comparable(s))).collect()),
+        T::Other { ty, children, .. } => {
+            T::Other { ty: ty.rsplit('.').next().unwrap_or_default().to_string(), context: String::new(), children: all(children) }
+        }
+    }
+}
+
+/// The output spec the `.pt2` importer reads from each core-ATen archive is the one PyTorch printed into
+/// the fixture's `meta.json`, and a compiled program nests its outputs by it.
+#[test]
+fn imported_output_specs_match_pytorch() {
+    let Some(root) = corpus() else { return };
+    let ctx = support::context();
+    let mut dirs: Vec<PathBuf> = ["export", "bench", "../zoo"]
+        .iter()
+        .filter_map(|g| std::fs::read_dir(root.join(g)).ok())
+        .flat_map(|r| r.flatten().map(|e| e.path()))
+        .filter(|d| d.join("core.pt2").is_file())
+        .collect();
+    dirs.sort();
+    let mut checked = 0;
+    for d in dirs {
+        let meta: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(d.join("meta.json")).unwrap()).unwrap();
+        let Some(printed) = meta["output_tree"].as_str() else { continue };
+        let expected = import::TreeSpec::parse(printed).unwrap_or_else(|e| panic!("{}: {e}", d.display()));
+        let p = import::import_file(&ctx, &d.join("core.pt2"), None).unwrap_or_else(|e| panic!("{}: {e}", d.display()));
+        let attr = p.module.attr(p.module.top(), import::program::ATTR_OUT_SPEC).unwrap_or_else(|| panic!("{}: no output spec", d.display()));
+        let imported = import::TreeSpec::from_attribute(attr).unwrap();
+        assert_eq!(comparable(&imported), comparable(&expected), "{}", d.display());
+        if d.ends_with("multi_out") {
+            let compiled = driver::fixture::compile_program(&ctx, &p).unwrap();
+            assert_eq!(compiled.out_spec(), &expected);
+            assert!(matches!(compiled.out_spec(), import::TreeSpec::Dict(items) if items.len() == 2));
+        }
+        checked += 1;
+    }
+    println!("{checked} output specs match PyTorch's");
+    assert!(checked >= 20, "only {checked} output specs checked");
+}

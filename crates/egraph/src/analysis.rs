@@ -145,19 +145,19 @@ pub const UNARY_FLOAT: &[OpRef] = &[
     op::ERF, op::LOG1P, op::EXPM1, op::LOG2, op::FLOOR, op::CEIL, op::ROUND, op::TRUNC,
 ];
 
-fn is_unary_float(name: &str) -> bool {
-    UNARY_FLOAT.iter().any(|o| o.is(name))
+/// Whether `name` is one of `family`'s ops.
+fn is_in(family: &[OpRef], name: &str) -> bool {
+    family.iter().any(|o| o.is(name))
 }
 
 /// Unary ops whose result has the operand's type for every dtype.
-pub const UNARY_ANY: &[&str] = &["aten.neg", "aten.abs", "aten.relu", "aten.clone", "aten.alias", "aten.clamp", "aten.clamp_min", "aten.clamp_max", "aten.positive"];
+pub const UNARY_ANY: &[OpRef] = &[op::NEG, op::ABS, op::RELU, op::CLONE, op::ALIAS, op::CLAMP];
 
 /// Binary arithmetic with broadcasting and type promotion.
-pub const BINARY: &[&str] = &["aten.add.Tensor", "aten.sub.Tensor", "aten.mul.Tensor", "aten.maximum", "aten.minimum", "aten.fma_like"];
+pub const BINARY: &[OpRef] = &[op::ADD_TENSOR, op::SUB_TENSOR, op::MUL_TENSOR, op::MAXIMUM, op::MINIMUM];
 
 /// Comparisons with broadcasting, producing bool.
-pub const COMPARE: &[&str] =
-    &["aten.eq.Tensor", "aten.ne.Tensor", "aten.lt.Tensor", "aten.le.Tensor", "aten.gt.Tensor", "aten.ge.Tensor"];
+pub const COMPARE: &[OpRef] = &[op::EQ_TENSOR, op::NE_TENSOR, op::LT_TENSOR, op::LE_TENSOR, op::GT_TENSOR, op::GE_TENSOR];
 
 fn tensor(t: Option<&Type>) -> Option<&TensorType> {
     t?.as_tensor()
@@ -213,28 +213,30 @@ pub fn promote_tensors(ts: &[&TensorType]) -> Option<DType> {
 
 /// The result type of an op the engine knows, from its operand types.
 pub fn infer_type(name: &str, args: &[Option<&Type>]) -> Option<Type> {
-    if UNARY_ANY.contains(&name) || is_unary_float(name) {
+    let unary_float = is_in(UNARY_FLOAT, name);
+    if unary_float || is_in(UNARY_ANY, name) {
         let t = tensor(*args.first()?)?;
-        if is_unary_float(name) && !t.dtype?.is_floating() {
+        if unary_float && !t.dtype?.is_floating() {
             return None;
         }
         // The operand's own type (shared, not copied).
         return args.first().copied().flatten().cloned();
     }
-    let binary = BINARY.contains(&name) || name == "aten.div.Tensor";
-    let compare = COMPARE.contains(&name);
-    if binary || compare || name == "aten.where.self" || name == "aten.addcmul" {
+    let div = op::DIV_TENSOR.is(name);
+    let select = op::WHERE_SELF.is(name);
+    let compare = is_in(COMPARE, name);
+    if div || compare || select || is_in(BINARY, name) || op::ADDCMUL.is(name) {
         let ts: Option<smallvec::SmallVec<[&TensorType; 3]>> = args.iter().map(|a| tensor(*a)).collect();
         let ts = ts?;
         let shapes: Option<smallvec::SmallVec<[&[Dim]; 3]>> = ts.iter().map(|t| t.shape.as_deref()).collect();
         let shape = broadcast_dims(&shapes?)?;
         let dtype = if compare {
             DType::Bool
-        } else if name == "aten.where.self" {
+        } else if select {
             promote_tensors(ts.get(1..)?)?
         } else {
             let d = promote_tensors(&ts)?;
-            if name == "aten.div.Tensor" && !d.is_floating() { DType::F32 } else { d }
+            if div && !d.is_floating() { DType::F32 } else { d }
         };
         // An operand's type when it is the result's (shared, not copied: the common case).
         if let Some(i) = ts.iter().position(|t| t.dtype == Some(dtype) && t.shape.as_deref() == Some(shape.as_slice())) {
@@ -278,20 +280,21 @@ fn wrap_int(v: i64, dtype: DType) -> Option<Scalar> {
 /// for `+ - * /`). Returns `None` when unsure: NaN results, signed-zero corner cases,
 /// transcendental functions, narrow dtypes.
 pub fn fold(name: &str, ks: &[Scalar], ty: &Type) -> Option<Scalar> {
+    let o = op::by_name(name)?;
     let dtype = dtype_of(ty)?;
     let ints = ks.iter().all(|k| matches!(k, Scalar::Int(_)));
     let out = if dtype.is_floating() {
         let v: Vec<f64> = ks.iter().map(|k| k.as_f64()).collect();
-        let r = match (name, v.as_slice()) {
-            ("aten.neg", [a]) => -a,
-            ("aten.abs", [a]) => a.abs(),
-            ("aten.add.Tensor", [a, b]) => a + b,
-            ("aten.sub.Tensor", [a, b]) => a - b,
-            ("aten.mul.Tensor", [a, b]) => a * b,
-            ("aten.div.Tensor", [a, b]) => a / b,
-            ("aten.relu", [a]) if *a != 0.0 => a.max(0.0),
-            ("aten.maximum", [a, b]) if *a != 0.0 || *b != 0.0 => a.max(*b),
-            ("aten.minimum", [a, b]) if *a != 0.0 || *b != 0.0 => a.min(*b),
+        let r = match (o, v.as_slice()) {
+            (op::NEG, [a]) => -a,
+            (op::ABS, [a]) => a.abs(),
+            (op::ADD_TENSOR, [a, b]) => a + b,
+            (op::SUB_TENSOR, [a, b]) => a - b,
+            (op::MUL_TENSOR, [a, b]) => a * b,
+            (op::DIV_TENSOR, [a, b]) => a / b,
+            (op::RELU, [a]) if *a != 0.0 => a.max(0.0),
+            (op::MAXIMUM, [a, b]) if *a != 0.0 || *b != 0.0 => a.max(*b),
+            (op::MINIMUM, [a, b]) if *a != 0.0 || *b != 0.0 => a.min(*b),
             _ => return None,
         };
         if r.is_nan() || v.iter().any(|x| x.is_nan()) {
@@ -301,15 +304,15 @@ pub fn fold(name: &str, ks: &[Scalar], ty: &Type) -> Option<Scalar> {
         round_to(r, dtype)?
     } else if dtype.is_integral() && ints {
         let v: Vec<i64> = ks.iter().map(|k| if let Scalar::Int(i) = k { *i } else { 0 }).collect();
-        let r = match (name, v.as_slice()) {
-            ("aten.neg", [a]) => a.wrapping_neg(),
-            ("aten.abs", [a]) => a.wrapping_abs(),
-            ("aten.relu", [a]) => (*a).max(0),
-            ("aten.add.Tensor", [a, b]) => a.wrapping_add(*b),
-            ("aten.sub.Tensor", [a, b]) => a.wrapping_sub(*b),
-            ("aten.mul.Tensor", [a, b]) => a.wrapping_mul(*b),
-            ("aten.maximum", [a, b]) => *a.max(b),
-            ("aten.minimum", [a, b]) => *a.min(b),
+        let r = match (o, v.as_slice()) {
+            (op::NEG, [a]) => a.wrapping_neg(),
+            (op::ABS, [a]) => a.wrapping_abs(),
+            (op::RELU, [a]) => (*a).max(0),
+            (op::ADD_TENSOR, [a, b]) => a.wrapping_add(*b),
+            (op::SUB_TENSOR, [a, b]) => a.wrapping_sub(*b),
+            (op::MUL_TENSOR, [a, b]) => a.wrapping_mul(*b),
+            (op::MAXIMUM, [a, b]) => *a.max(b),
+            (op::MINIMUM, [a, b]) => *a.min(b),
             _ => return None,
         };
         wrap_int(r, dtype)?

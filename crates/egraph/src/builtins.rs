@@ -5,7 +5,8 @@ use crate::lang::{Node, Scalar};
 use crate::rules::{RuleLibrary, attr, tensor_dtype_is};
 use egg::{Id, Symbol};
 use ir::module::NamedAttr;
-use ir::{Attribute, DType};
+use dialect_aten::op;
+use ir::{Attribute, DType, OpRef};
 
 /// Registers every built-in condition and applier.
 pub fn register(lib: &mut RuleLibrary) {
@@ -22,7 +23,7 @@ pub fn register(lib: &mut RuleLibrary) {
     lib.add_condition("plain-copy", |g, root, a| {
         let Some(&x) = a.first() else { return false };
         same_type(g, root, x)
-            && ops_over(g, root, &["aten._to_copy", "aten.to.dtype", "aten.clone"], x)
+            && ops_over(g, root, &[op::_TO_COPY, op::TO_DTYPE, op::CLONE], x)
                 .iter()
                 .all(|n| !has_attr(g, n, "device"))
     });
@@ -32,7 +33,7 @@ pub fn register(lib: &mut RuleLibrary) {
         if !same_type(g, root, x) {
             return Vec::new();
         }
-        let identity = ops_over(g, root, &["aten.permute"], x)
+        let identity = ops_over(g, root, &[op::PERMUTE], x)
             .iter()
             .any(|n| perm_of(g, n).is_some_and(|p| p.iter().enumerate().all(|(i, &d)| i == d)));
         if identity { vec![x] } else { Vec::new() }
@@ -53,12 +54,12 @@ pub fn same_type(g: &Graph, a: Id, b: Id) -> bool {
 }
 
 /// The nodes of class `root` that are one of `names` applied to class `child` (first operand).
-pub fn ops_over(g: &Graph, root: Id, names: &[&str], child: Id) -> Vec<Node> {
+pub fn ops_over(g: &Graph, root: Id, ops: &[OpRef], child: Id) -> Vec<Node> {
     let child = g.find(child);
     g[root]
         .nodes
         .iter()
-        .filter(|n| n.op_name().is_some_and(|o| names.contains(&o)) && n.children().first().is_some_and(|&c| g.find(c) == child))
+        .filter(|n| n.op_name().is_some_and(|name| ops.iter().any(|o| o.is(name))) && n.children().first().is_some_and(|&c| g.find(c) == child))
         .cloned()
         .collect()
 }
@@ -89,9 +90,9 @@ fn perm_of(g: &Graph, n: &Node) -> Option<Vec<usize>> {
 }
 
 /// `None` when the e-graph's attribute table is full.
-fn op_with_attrs(g: &mut Graph, name: &str, attrs: Vec<NamedAttr>, args: Vec<Id>) -> Option<Id> {
+fn op_with_attrs(g: &mut Graph, o: OpRef, attrs: Vec<NamedAttr>, args: Vec<Id>) -> Option<Id> {
     let attrs = g.analysis.attr_index(attrs)?;
-    Some(g.add(Node::Op { name: Symbol::from(name), attrs, args: args.into() }))
+    Some(g.add(Node::Op { name: Symbol::from(o.name()), attrs, args: args.into() }))
 }
 
 /// permute(permute(x, p1), p2) = permute(x, q) with q[j] = p1[p2[j]]; x itself when q is the identity.
@@ -99,11 +100,11 @@ fn compose_permute(g: &mut Graph, root: Id, a: &[Id]) -> Vec<Id> {
     let Some(&x) = a.first() else { return Vec::new() };
     let x = g.find(x);
     let mut out = Vec::new();
-    let outers: Vec<Node> = g[root].nodes.iter().filter(|n| n.op_name() == Some("aten.permute")).cloned().collect();
+    let outers: Vec<Node> = g[root].nodes.iter().filter(|n| n.op_name().is_some_and(|name| op::PERMUTE.is(name))).cloned().collect();
     for outer in outers {
         let Some(p2) = perm_of(g, &outer) else { continue };
         let mid = outer.children()[0];
-        for inner in ops_over(g, mid, &["aten.permute"], x) {
+        for inner in ops_over(g, mid, &[op::PERMUTE], x) {
             let Some(p1) = perm_of(g, &inner) else { continue };
             if p1.len() != p2.len() {
                 continue;
@@ -115,7 +116,7 @@ fn compose_permute(g: &mut Graph, root: Id, a: &[Id]) -> Vec<Id> {
                 }
             } else {
                 let dims = Attribute::ints(&q.iter().map(|&d| d as i64).collect::<Vec<_>>());
-                out.extend(op_with_attrs(g, "aten.permute", vec![("dims".into(), dims)], vec![x]));
+                out.extend(op_with_attrs(g, op::PERMUTE, vec![("dims".into(), dims)], vec![x]));
             }
         }
     }
@@ -127,11 +128,11 @@ fn compose_view(g: &mut Graph, root: Id, a: &[Id]) -> Vec<Id> {
     let Some(&x) = a.first() else { return Vec::new() };
     let x = g.find(x);
     let mut out = Vec::new();
-    let outers: Vec<Node> = g[root].nodes.iter().filter(|n| n.op_name() == Some("aten.view")).cloned().collect();
+    let outers: Vec<Node> = g[root].nodes.iter().filter(|n| n.op_name().is_some_and(|name| op::VIEW.is(name))).cloned().collect();
     for outer in outers {
         let Node::Op { attrs, args, .. } = &outer else { continue };
-        if !ops_over(g, args[0], &["aten.view"], x).is_empty() {
-            out.push(g.add(Node::Op { name: Symbol::from("aten.view"), attrs: *attrs, args: smallvec::smallvec![x] }));
+        if !ops_over(g, args[0], &[op::VIEW], x).is_empty() {
+            out.push(g.add(Node::Op { name: Symbol::from(op::VIEW.name()), attrs: *attrs, args: smallvec::smallvec![x] }));
         }
     }
     out
@@ -150,10 +151,10 @@ fn transpose_transpose(g: &mut Graph, root: Id, a: &[Id]) -> Vec<Id> {
         let d1 = norm(attr(&g.analysis, n, "dim1")?.as_int()?);
         Some((d0.min(d1), d0.max(d1)))
     };
-    let outers: Vec<Node> = g[root].nodes.iter().filter(|n| n.op_name() == Some("aten.transpose.int")).cloned().collect();
+    let outers: Vec<Node> = g[root].nodes.iter().filter(|n| n.op_name().is_some_and(|name| op::TRANSPOSE_INT.is(name))).cloned().collect();
     for outer in outers {
         let Some(po) = pair(g, &outer) else { continue };
-        for inner in ops_over(g, outer.children()[0], &["aten.transpose.int"], x) {
+        for inner in ops_over(g, outer.children()[0], &[op::TRANSPOSE_INT], x) {
             if pair(g, &inner) == Some(po) {
                 return vec![x];
             }
@@ -177,11 +178,11 @@ fn merge_clamp(g: &mut Graph, root: Id, a: &[Id]) -> Vec<Id> {
     if !same_type(g, root, x) {
         return Vec::new();
     }
-    let outers: Vec<Node> = g[root].nodes.iter().filter(|n| n.op_name() == Some("aten.clamp")).cloned().collect();
+    let outers: Vec<Node> = g[root].nodes.iter().filter(|n| n.op_name().is_some_and(|name| op::CLAMP.is(name))).cloned().collect();
     let mut out = Vec::new();
     for outer in outers {
         let (Some(c), Some(d)) = (bound(attr(&g.analysis, &outer, "min")), bound(attr(&g.analysis, &outer, "max"))) else { continue };
-        for inner in ops_over(g, outer.children()[0], &["aten.clamp"], x) {
+        for inner in ops_over(g, outer.children()[0], &[op::CLAMP], x) {
             let (Some(a0), Some(b0)) = (bound(attr(&g.analysis, &inner, "min")), bound(attr(&g.analysis, &inner, "max"))) else { continue };
             let lo = match (a0, c) {
                 (Some(p), Some(q)) => Some(p.max(q)),
@@ -210,7 +211,7 @@ fn merge_clamp(g: &mut Graph, root: Id, a: &[Id]) -> Vec<Id> {
             if let Some(l) = lo_attr {
                 attrs.push(("min".into(), l));
             }
-            out.extend(op_with_attrs(g, "aten.clamp", attrs, vec![x]));
+            out.extend(op_with_attrs(g, op::CLAMP, attrs, vec![x]));
         }
     }
     out
@@ -246,5 +247,5 @@ fn div_to_mul(g: &mut Graph, root: Id, a: &[Id], exact: bool) -> Vec<Id> {
     let r = if cd == DType::F32 { r as f32 as f64 } else { r };
     let ty = g.analysis.type_index(&cty);
     let k = g.add(Node::Const { ty, value: Scalar::float(r) });
-    vec![g.add(Node::Op { name: Symbol::from("aten.mul.Tensor"), attrs: 0, args: smallvec::smallvec![x, k] })]
+    vec![g.add(Node::Op { name: Symbol::from(op::MUL_TENSOR.name()), attrs: 0, args: smallvec::smallvec![x, k] })]
 }

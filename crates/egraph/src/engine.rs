@@ -8,7 +8,7 @@
 //! effectful op. Values of the run used after it are the roots.
 
 use crate::analysis::{Data, Facts, Graph, dtype_of};
-use crate::extract::{self, Choice, Extractor, VIEWS};
+use crate::extract::{self, Choice, Extractor};
 use crate::lang::{Node, Scalar};
 use egg::{BackoffScheduler, Id, Language, Rewrite, Runner, SimpleScheduler, StopReason, Symbol};
 use ir::module::NamedAttr;
@@ -210,7 +210,7 @@ pub fn normalized_attrs(ctx: &Context, m: &Module, op: OpId) -> Vec<NamedAttr> {
 pub fn constant_of(m: &Module, op: OpId) -> Option<(Type, Scalar)> {
     let ty = m.value_type(*m.results(op).first()?).clone();
     match m.op_name(op) {
-        "prim.Constant" => {
+        dialect_prim::CONSTANT => {
             let v = match m.attr(op, "value")? {
                 Attribute::Int(i) if *ty.kind() == TypeKind::Int => Scalar::Int(*i),
                 Attribute::Float(f) if *ty.kind() == TypeKind::Float => Scalar::Float(f.0),
@@ -230,7 +230,7 @@ pub fn constant_of(m: &Module, op: OpId) -> Option<(Type, Scalar)> {
             };
             Some((ty, v))
         }
-        "aten.scalar_tensor" => {
+        name if dialect_aten::op::SCALAR_TENSOR.is(name) => {
             if !m.operands(op).is_empty() {
                 return None;
             }
@@ -486,7 +486,7 @@ pub fn rewrite_run(
             continue;
         }
         for &o in &w.created[seen_created..] {
-            if !VIEWS.contains(&m.op_name(o)) {
+            if !extract::is_view(m.op_name(o)) {
                 fresh.extend(m.results(o).iter().copied());
             }
         }

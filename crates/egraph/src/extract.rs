@@ -15,13 +15,25 @@ pub const INFINITE: f64 = f64::INFINITY;
 const COST_CAP: f64 = 1e200;
 
 /// Ops that only make a new view of their operand's storage: metadata, no data movement.
-pub const VIEWS: &[&str] = &[
-    "aten.t", "aten.permute", "aten.view", "aten.reshape", "aten.expand", "aten.expand_as", "aten.transpose.int",
-    "aten.alias", "aten.squeeze", "aten.squeeze.dim", "aten.squeeze.dims", "aten.unsqueeze", "aten.slice.Tensor",
-    "aten.select.int", "aten.chunk", "aten.split.Tensor", "aten.split_with_sizes", "aten._unsafe_view",
-    "aten.unflatten.int", "aten.flatten.using_ints", "aten.narrow", "prim.ListUnpack", "prim.ListConstruct",
-    "prim.TupleConstruct", "prim.TupleUnpack", "prim.TupleIndex",
+pub const VIEWS: &[OpRef] = &[
+    op::T, op::PERMUTE, op::VIEW, op::RESHAPE, op::EXPAND, op::EXPAND_AS, op::TRANSPOSE_INT, op::ALIAS, op::SQUEEZE_DIM,
+    op::SQUEEZE_DIMS, op::UNSQUEEZE, op::SLICE_TENSOR, op::SELECT_INT, op::CHUNK, op::SPLIT_TENSOR, op::SPLIT_WITH_SIZES,
+    op::UNFLATTEN_INT, op::FLATTEN_USING_INTS,
 ];
+
+/// The prim ops that only build or take apart lists and tuples of values: no data movement.
+const PRIM_VIEWS: &[&str] = &[
+    dialect_prim::LIST_UNPACK,
+    dialect_prim::LIST_CONSTRUCT,
+    dialect_prim::TUPLE_CONSTRUCT,
+    dialect_prim::TUPLE_UNPACK,
+    dialect_prim::TUPLE_INDEX,
+];
+
+/// Whether the op named `name` only makes a view ([`VIEWS`]) or moves values without data.
+pub fn is_view(name: &str) -> bool {
+    VIEWS.iter().any(|o| o.is(name)) || PRIM_VIEWS.contains(&name)
+}
 
 /// Relative compute per element: 1 for simple arithmetic, more for division and transcendentals.
 pub fn compute_weight(name: &str) -> f64 {
@@ -72,7 +84,7 @@ pub fn node_cost(g: &Graph, class: Id, n: &Node) -> f64 {
     let out = g[class].data.ty.as_ref().map(size_of);
     let name = if let Node::Op { name, .. } = n { name.as_str() } else { "" };
     let args = n.children().iter().map(|&a| g[a].data.ty.as_ref().map(size_of));
-    cost_with(n, out, (VIEWS.contains(&name), compute_weight(name)), args)
+    cost_with(n, out, (is_view(name), compute_weight(name)), args)
 }
 
 /// [`node_cost`] from the sizes of the class's value (`out`, `None`: type unknown) and of the
@@ -169,7 +181,7 @@ impl Flat {
             for n in &class.nodes {
                 let own = matches!(n, Node::Leaf(_) | Node::Proj { .. }) || prefer.contains(n);
                 let op = match n {
-                    Node::Op { name, .. } => *ops.entry(*name).or_insert_with(|| (VIEWS.contains(&name.as_str()), compute_weight(name.as_str()))),
+                    Node::Op { name, .. } => *ops.entry(*name).or_insert_with(|| (is_view(name.as_str()), compute_weight(name.as_str()))),
                     _ => (false, 1.0),
                 };
                 f.kid_start.push(f.kids.len() as u32);

@@ -14,10 +14,12 @@ pub mod fx;
 pub mod program;
 pub mod pt2;
 pub mod torchscript;
+pub mod treespec;
 
 mod error;
 mod file;
 
 pub use error::{ImportError, ParseError};
 pub use file::{Format, import_file};
-pub use program::{Program, TreeSpec, Weight, Weights};
+pub use program::{Program, Weight, Weights};
+pub use treespec::{DictKey, TreeSpec};

@@ -1,4 +1,6 @@
 //! The IR store: operations, values, blocks and regions in slotmaps, with use lists and O(1) block order edits.
+//! One file because it is one concept whose invariants (exact use lists, the intrusive block
+//! order, erasure refused while results are used) hold only if every mutation is written here.
 
 use crate::attributes::Attribute;
 use crate::location::Location;

@@ -5,7 +5,7 @@
 //! ([`FLOAT_UNARY`]); [`attach`] puts them on a context, and a user's dialect attaches a
 //! [`JitLowering`] to its own ops the same way. A [`Jit`](crate::Jit) made with
 //! [`Jit::for_context`](crate::Jit::for_context) lowers every op with an attached lowering;
-//! ops without one are lowered by the rules of the aten ops in `group.rs`.
+//! ops without one are lowered by the rules of the aten ops in `group/aten.rs`.
 
 use std::collections::HashMap;
 use std::fmt;

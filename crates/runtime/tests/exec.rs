@@ -75,8 +75,20 @@ fn missing_weight_is_a_compile_error() {
 
 #[test]
 fn outputs_follow_the_out_spec() {
-    let src = r#"
-module attributes {prim.out_spec = "TreeSpec(dict, ['sum', 'pair'], [*, TreeSpec(tuple, None, [*, TreeSpec(list, None, [*, *])])])"} {
+    check_nested_outputs("TreeSpec(dict, ['sum', 'pair'], [*, TreeSpec(tuple, None, [*, TreeSpec(list, None, [*, *])])])");
+}
+
+/// The spelling the `.pt2` importer writes nests the outputs as PyTorch's printed one does.
+#[test]
+fn outputs_follow_the_importers_out_spec() {
+    check_nested_outputs("{\"sum\": *, \"pair\": (*, [*, *])}");
+}
+
+/// Runs a program of four outputs whose module declares `spec` (the outputs nested as
+/// `{"sum": *, "pair": (*, [*, *])}`) and checks the nesting.
+fn check_nested_outputs(spec: &str) {
+    let head = format!("module attributes {{prim.out_spec = {}}} {{", ir::Attribute::str(spec));
+    let src = head + r#"
   func.func @forward(%x: tensor<2xf32>, %y: tensor<2xf32>) -> (tensor<2xf32>, tensor<2xf32>, tensor<2xf32>, tensor<2xf32>) {
     %a = aten.add.Tensor %x, %y : (tensor<2xf32>, tensor<2xf32>) -> tensor<2xf32>
     %m = aten.mul.Tensor %x, %y : (tensor<2xf32>, tensor<2xf32>) -> tensor<2xf32>
@@ -86,7 +98,7 @@ module attributes {prim.out_spec = "TreeSpec(dict, ['sum', 'pair'], [*, TreeSpec
   }
 }
 "#;
-    let p = compile_ok(src, &Weights::new());
+    let p = compile_ok(&src, &Weights::new());
     let mut rt = p.runtime();
     let tree = rt.run_tree(&[t(&[1.0, 5.0], &[2]), t(&[3.0, 2.0], &[2])]).unwrap();
     assert_close(&vals(tree.get("sum").unwrap().value().unwrap()), &[4.0, 7.0]);

@@ -1,5 +1,6 @@
 //! `torch.export` programs (`.pt2`) to IR: the graph becomes `func.func @forward`, its state
-//! becomes [`Weights`] read lazily from the archive.
+//! becomes [`Weights`] read lazily from the archive. One file because it is one conversion:
+//! every node kind is converted by the same state (`Cx`), in the graph's order.
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -17,7 +18,8 @@ use super::{
     srepr_to_text, symint_op, trace_location, type_of_schema, verify_module,
 };
 use crate::ImportError;
-use crate::program::{self, Program, TreeSpec, Weight, Weights};
+use crate::program::{self, Program, Weight, Weights};
+use crate::treespec::TreeSpec;
 use crate::pt2::Pt2Archive;
 use crate::pt2::schema::{
     Argument, ExportedProgram, Graph, InputSpec, Node, OptionalTensorArgument, OutputSpec,

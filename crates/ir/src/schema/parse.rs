@@ -1,4 +1,5 @@
 //! The schema parser: a hand-written recursive-descent parser over the characters of one line.
+//! One file because it is one grammar: its productions call each other and share one cursor.
 
 use super::{
     AliasInfo, Argument, DefaultValue, FunctionSchema, OpName, Return, SchemaError, SchemaType,

@@ -142,10 +142,10 @@ fn build(g: &Graph, layout: &Layout, used: &[bool], share: &[Option<(usize, i32)
         // which it does not; should it, the inner compilation gets a context of its own.
         let Ok(mut slot) = slot.try_borrow_mut() else {
             let mut fresh = CompileContext { ctx: cranelift_codegen::Context::new(), fctx: FunctionBuilderContext::new() };
-            return build_guarded(&mut fresh, g, layout, used, share, lanes, options);
+            return build_guarded(|| build_inner(&mut fresh, g, layout, used, share, lanes, options));
         };
         let cc = slot.get_or_insert_with(|| CompileContext { ctx: cranelift_codegen::Context::new(), fctx: FunctionBuilderContext::new() });
-        let r = build_guarded(cc, g, layout, used, share, lanes, options);
+        let r = build_guarded(|| build_inner(cc, g, layout, used, share, lanes, options));
         if r.is_err() {
             // A failed compilation may leave the builder mid-function: start the next afresh.
             *slot = None;
@@ -154,17 +154,9 @@ fn build(g: &Graph, layout: &Layout, used: &[bool], share: &[Option<(usize, i32)
     })
 }
 
-#[allow(clippy::too_many_arguments)]
-fn build_guarded(
-    cc: &mut CompileContext,
-    g: &Graph,
-    layout: &Layout,
-    used: &[bool],
-    share: &[Option<(usize, i32)>],
-    lanes: u8,
-    options: CodegenOptions,
-) -> Result<Built, JitError> {
-    match catch_unwind(AssertUnwindSafe(|| build_inner(cc, g, layout, used, share, lanes, options))) {
+/// Runs one compilation, turning a panic of the code generator into an error value.
+fn build_guarded(compile: impl FnOnce() -> Result<Built, JitError>) -> Result<Built, JitError> {
+    match catch_unwind(AssertUnwindSafe(compile)) {
         Ok(r) => r,
         Err(_) => Err(JitError::Codegen("code generator panicked".into())),
     }

@@ -8,6 +8,9 @@
 //! supported. Index values are checked: an out-of-range index is an error naming the op, the
 //! index, the dim and its size. Accumulations follow the element type: floats add in `f64`
 //! and round once, integers wrap, bools act as logical or/and.
+//!
+//! One file because every kernel here shares the index checking and the accumulation rules
+//! above; it stays near the size limit for that reason.
 
 use dialect_aten::op;
 use ir::DType;

@@ -2,17 +2,10 @@
 
 use super::*;
 
+
 pub(super) fn slice_len(d: &Dim, a: &Args) -> Dim {
-    let start = if a.is_none("start") {
-        Some(0)
-    } else {
-        a.int("start")
-    };
-    let end = if a.is_none("end") {
-        Some(i64::MAX)
-    } else {
-        a.int("end")
-    };
+    let start = if a.is_none("start") { Some(0) } else { a.int("start") };
+    let end = if a.is_none("end") { Some(i64::MAX) } else { a.int("end") };
     let step = a.int("step").unwrap_or(1).max(1);
     match (d, start, end) {
         (Dim::Static(n), Some(s), Some(e)) => {
@@ -25,47 +18,16 @@ pub(super) fn slice_len(d: &Dim, a: &Args) -> Dim {
     }
 }
 
-pub(super) fn split_types(
-    key: &str,
-    base: &str,
-    a: &Args,
-    s: Option<&TensorType>,
-) -> Option<Vec<Type>> {
+pub(super) fn split_types(key: &str, base: &str, a: &Args, s: Option<&TensorType>) -> Option<Vec<Type>> {
     let t = s?;
     let sh = t.shape.clone()?;
     let dim = a.int("dim").unwrap_or(0);
     let i = norm_dim(dim, sh.len())?;
     let n = sh[i].as_static();
     let sizes: Vec<i64> = match (base, key) {
-        ("split_with_sizes", _)
-        | ("split", "split.sizes")
-        | ("unsafe_split", "unsafe_split.sizes") => a.ints("split_sizes")?,
-        ("split", _) | ("unsafe_split", _) => {
-            let k = a.int("split_size")?;
-            let n = n?;
-            if k <= 0 {
-                return None;
-            }
-            let mut v = vec![k; (n / k) as usize];
-            if n % k != 0 || n == 0 {
-                v.push(n % k);
-            }
-            v
-        }
-        ("chunk", _) => {
-            let c = a.int("chunks")?;
-            let n = n?;
-            if c <= 0 {
-                return None;
-            }
-            let k = (n + c - 1) / c;
-            let k = k.max(1);
-            let mut v = vec![k; (n / k) as usize];
-            if n % k != 0 {
-                v.push(n % k);
-            }
-            v
-        }
+        ("split_with_sizes", _) | ("split", "split.sizes") | ("unsafe_split", "unsafe_split.sizes") => a.ints("split_sizes")?,
+        ("split", _) | ("unsafe_split", _) => split_pieces(n?, a.int("split_size")?)?,
+        ("chunk", _) => chunk_pieces(n?, a.int("chunks")?)?,
         ("unbind", _) => {
             let mut out = sh.clone();
             out.remove(i);
@@ -95,29 +57,37 @@ pub fn split_sizes(key: &str, a: &Args) -> Option<Vec<i64>> {
         return a.ints("split_sizes");
     }
     if key.starts_with("split") {
-        let k = a.int("split_size")?;
-        let n = n?;
-        if k <= 0 {
-            return None;
-        }
-        let mut v = vec![k; (n / k) as usize];
-        if n % k != 0 || n == 0 {
-            v.push(n % k);
-        }
-        return Some(v);
+        return split_pieces(n?, a.int("split_size")?);
     }
     if key.starts_with("chunk") {
-        let c = a.int("chunks")?;
-        let n = n?;
-        if c <= 0 {
-            return None;
-        }
-        let k = ((n + c - 1) / c).max(1);
-        let mut v = vec![k; (n / k) as usize];
-        if n % k != 0 {
-            v.push(n % k);
-        }
-        return Some(v);
+        return chunk_pieces(n?, a.int("chunks")?);
     }
     None
+}
+
+/// The pieces of `n` elements split into pieces of `k` (the last one shorter; one empty piece
+/// when `n` is 0); `None` when `k` is not positive.
+fn split_pieces(n: i64, k: i64) -> Option<Vec<i64>> {
+    if k <= 0 {
+        return None;
+    }
+    let mut v = vec![k; (n / k) as usize];
+    if n % k != 0 || n == 0 {
+        v.push(n % k);
+    }
+    Some(v)
+}
+
+/// The pieces of `n` elements cut into at most `c` chunks of equal size (the last one
+/// shorter); `None` when `c` is not positive.
+fn chunk_pieces(n: i64, c: i64) -> Option<Vec<i64>> {
+    if c <= 0 {
+        return None;
+    }
+    let k = ((n + c - 1) / c).max(1);
+    let mut v = vec![k; (n / k) as usize];
+    if n % k != 0 {
+        v.push(n % k);
+    }
+    Some(v)
 }

@@ -1,0 +1,279 @@
+//! Convolution with a prepacked `f32` filter: each panel of consecutive output positions is
+//! gathered straight into the packed GEMM's panel layout and multiplied while in L1, the panels
+//! split across the intra-op team.
+
+use super::*;
+
+/// The weight of a forward convolution prepacked for the `f32` GEMM: one packed
+/// `[cout/groups, cin/groups · K]` matrix per group.
+#[derive(Debug)]
+pub(crate) struct PackedFilter {
+    pub groups: usize,
+    pub per_group: Vec<PackedA>,
+}
+
+impl PackedFilter {
+    /// Packs a contiguous `f32` weight `[cout, cin/groups, k...]` for `groups` groups.
+    pub(crate) fn pack(op: &'static str, isa: Isa, w: &Tensor, groups: usize) -> Result<PackedFilter> {
+        if w.dim() < 3 || groups == 0 || !w.sizes()[0].is_multiple_of(groups) {
+            return Err(KernelError::new(op, format!("cannot prepack a weight of shape {:?} in {groups} groups", w.sizes())));
+        }
+        let wc = w.contiguous()?;
+        let data = wc.as_slice::<f32>()?;
+        let cout_g = w.sizes()[0] / groups;
+        let cols: usize = w.sizes()[1..].iter().product();
+        let per_group = (0..groups)
+            .map(|g| PackedA::pack(op, isa, MatView::new(op, data, g * cout_g * cols, cout_g, cols, cols, 1)?))
+            .collect::<::kernels::Result<_>>()?;
+        Ok(PackedFilter { groups, per_group })
+    }
+}
+
+/// [`conv_compute`] for `f32` with the weight prepacked: the bias is added in the GEMM's
+/// epilogue instead of a pass of its own.
+pub(crate) fn conv_compute_packed(
+    op: &'static str,
+    g: &Geometry,
+    x: &[f32],
+    w: &PackedFilter,
+    bias: Option<&[f32]>,
+    out: &mut [f32],
+) -> Result<()> {
+    let (cin_g, cout_g) = (g.cin / g.groups, g.cout / g.groups);
+    let k = g.kernel_numel();
+    let (lin, lout) = (g.in_numel(), g.out_numel());
+    if g.transposed || w.groups != g.groups || w.per_group.iter().any(|a| a.rows() != cout_g || a.cols() != cin_g * k) {
+        return Err(KernelError::new(op, "internal error: the prepacked weight does not match the convolution"));
+    }
+    if x.len() < g.n * g.cin * lin || out.len() < g.n * g.cout * lout || bias.is_some_and(|b| b.len() < g.cout) {
+        return Err(KernelError::new(op, "internal error: convolution buffers are too small"));
+    }
+    if cout_g == 0 || lout == 0 {
+        return Ok(());
+    }
+    if g.direct() {
+        for n in 0..g.n {
+            for (grp, a) in w.per_group.iter().enumerate() {
+                let xg = &x[(n * g.cin + grp * cin_g) * lin..(n * g.cin + (grp + 1) * cin_g) * lin];
+                let b = MatView::new(op, xg, 0, cin_g, lout, lout, 1)?;
+                let o = (n * g.cout + grp * cout_g) * lout;
+                gemm_packed_a(op, a, b, &group_epilogue(bias, grp, cout_g), &mut out[o..o + cout_g * lout], lout)?;
+            }
+        }
+        return Ok(());
+    }
+    by_panels(op, g, x, w, bias, out)
+}
+
+/// The epilogue of group `grp`'s product: its channels' share of the bias.
+pub(super) fn group_epilogue(bias: Option<&[f32]>, grp: usize, cout_g: usize) -> Epilogue<'_> {
+    Epilogue {
+        bias: match bias {
+            Some(b) => Bias::PerRow(&b[grp * cout_g..(grp + 1) * cout_g]),
+            None => Bias::None,
+        },
+        ..Epilogue::PLAIN
+    }
+}
+
+thread_local! {
+    /// The column panel of the prepacked convolution, kept per thread across calls: packing
+    /// writes every element of it, so the buffer is never cleared, and steady-state calls
+    /// neither allocate nor fault in fresh pages.
+    static PANEL_SCRATCH: std::cell::RefCell<Vec<f32>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// Convolutions with at least this many multiply-adds split their column panels across the
+/// intra-op team.
+pub(super) const PARALLEL_MIN_FMAS: usize = 1 << 20;
+
+/// Tasks per thread of a split convolution: more than one, so a thread that starts late takes
+/// a smaller share instead of holding the caller up.
+pub(super) const PARALLEL_TASKS_PER_THREAD: usize = 4;
+
+/// The forward convolution as products of the filter with column panels: for every image,
+/// group and panel of `nr` consecutive output positions, the panel's columns of the column
+/// matrix are written straight into the packed layout of the GEMM ([`pack_panel`]), a `K × nr`
+/// block that stays in L1 while the tile rows of the filter pass over it, and multiplied into
+/// the output's columns at once. Every output element is computed by one tile over the whole
+/// of `K` in one order, so splitting the panels across threads does not change the bits.
+pub(super) fn by_panels(
+    op: &'static str,
+    g: &Geometry,
+    x: &[f32],
+    w: &PackedFilter,
+    bias: Option<&[f32]>,
+    out: &mut [f32],
+) -> Result<()> {
+    let (cin_g, cout_g) = (g.cin / g.groups, g.cout / g.groups);
+    let (k, lin, lout) = (cin_g * g.kernel_numel(), g.in_numel(), g.out_numel());
+    let Some(first) = w.per_group.first() else { return Ok(()) };
+    let isa = first.isa();
+    let nr = isa.nr();
+    let panels = lout.div_ceil(nr);
+    let units = g.n * g.groups * panels;
+    let fmas = g.n.saturating_mul(g.cout).saturating_mul(lout).saturating_mul(k);
+    let threads = crate::parallel::threads();
+    let split = threads > 1 && fmas >= PARALLEL_MIN_FMAS;
+    let tasks = if split { (threads * PARALLEL_TASKS_PER_THREAD).min(units) } else { 1 };
+    let plan = PanelPlan::new(g, nr, true);
+    let dst = crate::parallel::SharedOut(out.as_mut_ptr());
+    crate::parallel::try_for_each(tasks, |t| {
+        PANEL_SCRATCH.with_borrow_mut(|buf| -> Result<()> {
+            let start = aligned_start(buf, k * nr);
+            let panel = &mut buf[start..start + k * nr];
+            for u in units * t / tasks..units * (t + 1) / tasks {
+                let (image_group, p) = (u / panels, u % panels);
+                let (n, grp) = (image_group / g.groups, image_group % g.groups);
+                let xg = &x[(n * g.cin + grp * cin_g) * lin..(n * g.cin + (grp + 1) * cin_g) * lin];
+                let (j0, cols) = (p * nr, nr.min(lout - p * nr));
+                plan.pack(xg, cin_g, j0, cols, panel);
+                let o = (n * g.cout + grp * cout_g) * lout + j0;
+                let ep = group_epilogue(bias, grp, cout_g);
+                // SAFETY: `out` holds `g.n·g.cout·lout` elements (checked by the caller), so the
+                // `cout_g` rows of `cols ≤ lout - j0` elements from `o`, `lout` apart, lie inside
+                // it; each (image, group, panel) is one unit, computed by one task.
+                unsafe { gemm_packed_a_panels(op, &w.per_group[grp], panel, cols, &ep, dst.get().add(o), lout)? };
+            }
+            Ok(())
+        })
+    })
+}
+
+/// How the column panels of one convolution are packed: the in-range interval of every tap
+/// column ([`Span`]), worked out once per call.
+pub(super) struct PanelPlan<'g> {
+    pub(super) g: &'g Geometry,
+    pub(super) nr: usize,
+    /// The spans of the first [`MAX_SPANS`] tap columns (later ones are worked out when asked
+    /// for), kept in place so that a call allocates nothing.
+    pub(super) spans: [Span; MAX_SPANS],
+    /// The vector path that assembles rows with masked loads, if any: AVX-512 for 32-wide
+    /// panels, AVX2 for 16-wide ones (unit stride along rows, a thread that may run the path).
+    pub(super) vector: Option<Isa>,
+}
+
+/// Panel columns `d..d + len` are output positions `xo..xo + len` of output row `(z, y)`.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Run {
+    pub(super) d: usize,
+    pub(super) len: usize,
+    pub(super) z: usize,
+    pub(super) y: usize,
+    pub(super) xo: usize,
+}
+
+/// Tap columns whose spans a [`PanelPlan`] keeps.
+pub(super) const MAX_SPANS: usize = 16;
+
+/// Most runs a panel can have: one per column.
+pub(super) const MAX_RUNS: usize = 32;
+
+impl<'g> PanelPlan<'g> {
+    /// The plan for panels `nr` wide (at most [`MAX_RUNS`]); with `masked`, rows are assembled
+    /// with masked vector loads (AVX-512 for 32-wide panels, AVX2 for 16-wide ones) where the
+    /// thread's ISA and the geometry allow it.
+    pub(super) fn new(g: &'g Geometry, nr: usize, masked: bool) -> PanelPlan<'g> {
+        let spans = std::array::from_fn(|e| Self::span_of(g, e));
+        let vector = match nr {
+            32 => Some(Isa::Avx512),
+            16 => Some(Isa::Avx2),
+            _ => None,
+        }
+        .filter(|isa| masked && g.stride[2] == 1 && cfg!(target_arch = "x86_64") && isa.available());
+        PanelPlan { g, nr, spans, vector }
+    }
+
+    /// Writes the panel of output positions `j0..j0 + cols` (`cols ≤ nr`) of the column matrix
+    /// of `channels` input channels `x` to `dst` (`channels·K` rows of `nr`; columns past
+    /// `cols` zero): row `c·K + k` (channel, kernel offset), as [`im2col`] orders them.
+    pub(super) fn pack(&self, x: &[f32], channels: usize, j0: usize, cols: usize, dst: &mut [f32]) {
+        let [_, oh, ow] = self.g.output;
+        let mut runs = [Run { d: 0, len: 0, z: 0, y: 0, xo: 0 }; MAX_RUNS];
+        let mut count = 0;
+        let mut d = 0;
+        while d < cols && count < MAX_RUNS {
+            let q = j0 + d;
+            let (r, xo) = (q / ow, q % ow);
+            let len = (ow - xo).min(cols - d);
+            runs[count] = Run { d, len, z: r / oh, y: r % oh, xo };
+            count += 1;
+            d += len;
+        }
+        let runs = &runs[..count];
+        #[cfg(target_arch = "x86_64")]
+        match self.vector {
+            // SAFETY: `vector` is AVX-512 only when the CPU has AVX-512F and panels are 32
+            // wide, AVX2 only when it has AVX2 and panels are 16 wide; either way the stride
+            // along rows is 1.
+            Some(Isa::Avx512) => return unsafe { x86::pack_avx512(self, x, channels, runs, dst) },
+            Some(Isa::Avx2) => return unsafe { x86::pack_avx2(self, x, channels, runs, dst) },
+            _ => {}
+        }
+        self.pack_rows(x, channels, runs, dst);
+    }
+
+    /// The in-range interval of tap column `e`.
+    pub(super) fn span_of(g: &Geometry, e: usize) -> Span {
+        Span::new(e * g.dilation[2], g.stride[2], g.pad_lo[2], g.input[2], g.output[2])
+    }
+
+    /// [`PanelPlan::pack`] one element at a time (any stride, any panel width).
+    pub(super) fn pack_rows(&self, x: &[f32], channels: usize, runs: &[Run], dst: &mut [f32]) {
+        let g = self.g;
+        let [ki, kj, kk] = g.kernel;
+        let [id, ih, iw] = g.input;
+        let plane = id * ih * iw;
+        let mut rows = dst.chunks_exact_mut(self.nr);
+        for c in 0..channels {
+            for a in 0..ki {
+                for b in 0..kj {
+                    for e in 0..kk {
+                        let Some(row) = rows.next() else { return };
+                        row.fill(0.0);
+                        for run in runs {
+                            let Some(base) = self.row_base(run, a, b) else { continue };
+                            let (l, h, src) = self.piece(run, e);
+                            let src = c * plane + base + src;
+                            for (t, v) in row[run.d + l..run.d + h].iter_mut().enumerate() {
+                                *v = x[src + t * g.stride[2]];
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// The start of the input row that taps `(a, b)` of `run` read, relative to its channel's
+    /// plane, or `None` when that row lies in the padding.
+    #[inline(always)]
+    pub(super) fn row_base(&self, run: &Run, a: usize, b: usize) -> Option<usize> {
+        let g = self.g;
+        let iz = (run.z * g.stride[0] + a * g.dilation[0]).checked_sub(g.pad_lo[0]).filter(|&v| v < g.input[0])?;
+        let iy = (run.y * g.stride[1] + b * g.dilation[1]).checked_sub(g.pad_lo[1]).filter(|&v| v < g.input[1])?;
+        Some((iz * g.input[1] + iy) * g.input[2])
+    }
+
+    /// The in-range columns of `run` for tap column `e`: the run's columns `l..h` (relative to
+    /// its start) read the input row from column `src` on (`l == h` when none does).
+    #[inline(always)]
+    pub(super) fn piece(&self, run: &Run, e: usize) -> (usize, usize, usize) {
+        let Span { lo, hi, first } = if e < MAX_SPANS { self.spans[e] } else { Self::span_of(self.g, e) };
+        let l = lo.clamp(run.xo, run.xo + run.len);
+        let h = hi.clamp(l, run.xo + run.len);
+        let src = if h > l { first + (l - lo) * self.g.stride[2] } else { 0 };
+        (l - run.xo, h - run.xo, src)
+    }
+
+    /// The panel lanes that `run`'s in-range piece for tap column `e` fills, as a bit mask
+    /// (`0` when none), and the offset from the input row's start of the element lane 0 would
+    /// read (lanes outside the mask are neither read nor changed, so that element need not
+    /// exist).
+    #[inline(always)]
+    pub(super) fn lanes(&self, run: &Run, e: usize) -> (u32, isize) {
+        let (l, h, src) = self.piece(run, e);
+        let mask = if h > l { (u32::MAX >> (32 - (h - l))) << (run.d + l) } else { 0 };
+        (mask, src as isize - (run.d + l) as isize)
+    }
+}

@@ -1,0 +1,224 @@
+//! Tests of the convolution kernels against convolution by definition, on every ISA path.
+
+use super::*;
+use ::kernels::testing::Gen;
+
+/// The column matrix by definition: row `c·K + k`, column `r·ow + xo`.
+fn naive_columns(x: &[f32], g: &Geometry, channels: usize, r0: usize, r1: usize) -> Vec<f32> {
+    let [ki, kj, kk] = g.kernel;
+    let [id, ih, iw] = g.input;
+    let [_, oh, ow] = g.output;
+    let mut out = Vec::new();
+    for c in 0..channels {
+        for a in 0..ki {
+            for b in 0..kj {
+                for e in 0..kk {
+                    for r in r0..r1 {
+                        for xo in 0..ow {
+                            let iz = (r / oh * g.stride[0] + a * g.dilation[0]) as isize - g.pad_lo[0] as isize;
+                            let iy = (r % oh * g.stride[1] + b * g.dilation[1]) as isize - g.pad_lo[1] as isize;
+                            let ix = (xo * g.stride[2] + e * g.dilation[2]) as isize - g.pad_lo[2] as isize;
+                            let inside = (0..id as isize).contains(&iz)
+                                && (0..ih as isize).contains(&iy)
+                                && (0..iw as isize).contains(&ix);
+                            out.push(if inside {
+                                x[((c * id + iz as usize) * ih + iy as usize) * iw + ix as usize]
+                            } else {
+                                0.0
+                            });
+                        }
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
+fn geometry3(
+    input: [usize; 3],
+    kernel: [usize; 3],
+    stride: [usize; 3],
+    pad: [usize; 3],
+    dil: [usize; 3],
+) -> Geometry {
+    let output: [usize; 3] =
+        std::array::from_fn(|i| (input[i] + 2 * pad[i] - dil[i] * (kernel[i] - 1) - 1) / stride[i] + 1);
+    Geometry {
+        n: 1,
+        cin: 2,
+        cout: 1,
+        groups: 1,
+        input,
+        kernel,
+        output,
+        stride,
+        pad_lo: pad,
+        dilation: dil,
+        transposed: false,
+    }
+}
+
+/// Every band of every geometry, merged runs ("same" convolutions) and per-row copies
+/// alike, matches the definition exactly, including bands that start and end inside a
+/// plane of a 3-d output and positions that an earlier band's garbage occupied.
+#[test]
+fn column_bands_match_the_definition() {
+    let cases = [
+        // 3×3, padding 1, stride 1: rows merge; 5×5 with padding 2; dilated 3×3 with
+        // padding 2 (each also "same").
+        geometry3([1, 7, 6], [1, 3, 3], [1, 1, 1], [0, 1, 1], [1, 1, 1]),
+        geometry3([1, 6, 9], [1, 5, 5], [1, 1, 1], [0, 2, 2], [1, 1, 1]),
+        geometry3([1, 8, 5], [1, 3, 3], [1, 1, 1], [0, 2, 2], [1, 2, 2]),
+        // 3-d "same": runs stop at each plane's last row.
+        geometry3([3, 4, 5], [3, 3, 3], [1, 1, 1], [1, 1, 1], [1, 1, 1]),
+        // Not merged: strided, unpadded, padded only along rows, padding wider than taps.
+        geometry3([1, 9, 9], [1, 3, 3], [1, 2, 2], [0, 1, 1], [1, 1, 1]),
+        geometry3([1, 6, 7], [1, 3, 3], [1, 1, 1], [0, 0, 0], [1, 1, 1]),
+        geometry3([1, 6, 7], [1, 3, 2], [1, 1, 1], [0, 1, 0], [1, 1, 1]),
+        geometry3([1, 3, 4], [1, 2, 2], [1, 1, 1], [0, 3, 3], [1, 1, 1]),
+    ];
+    for g in &cases {
+        let channels = g.cin;
+        let x: Vec<f32> = (0..channels * g.in_numel()).map(|i| i as f32 + 1.0).collect();
+        let rows = g.output[0] * g.output[1];
+        for band in 1..=rows {
+            let per = channels * g.kernel_numel() * band * g.output[2];
+            // A tile full of garbage: every element must be written.
+            let mut col = vec![f32::NAN; per];
+            let mut r0 = 0;
+            while r0 < rows {
+                let r1 = (r0 + band).min(rows);
+                let len = channels * g.kernel_numel() * (r1 - r0) * g.output[2];
+                im2col_rows(&x, g, channels, r0, r1, &mut col[..len]);
+                let want = naive_columns(&x, g, channels, r0, r1);
+                assert!(
+                    col[..len].iter().zip(&want).all(|(a, b)| a.to_bits() == b.to_bits()),
+                    "{g:?}, rows {r0}..{r1}"
+                );
+                r0 = r1;
+            }
+        }
+    }
+}
+
+/// Geometries covering the cases the column panels distinguish: runs of a panel that
+/// span several output rows (rows shorter than a panel, a panel ending mid-row), rows
+/// wholly in the padding, strides and dilations along every dim, 3-d and 1-d outputs,
+/// and a kernel row wider than the masked path keeps pieces for.
+fn panel_geometries() -> Vec<Geometry> {
+    vec![
+        geometry3([1, 7, 6], [1, 3, 3], [1, 1, 1], [0, 1, 1], [1, 1, 1]),
+        geometry3([1, 6, 40], [1, 3, 3], [1, 1, 1], [0, 1, 1], [1, 1, 1]),
+        geometry3([1, 5, 64], [1, 3, 3], [1, 1, 1], [0, 1, 1], [1, 1, 1]),
+        geometry3([1, 6, 9], [1, 5, 5], [1, 1, 1], [0, 2, 2], [1, 1, 1]),
+        geometry3([1, 8, 35], [1, 3, 3], [1, 1, 1], [0, 2, 2], [1, 2, 2]),
+        geometry3([3, 4, 5], [3, 3, 3], [1, 1, 1], [1, 1, 1], [1, 1, 1]),
+        geometry3([1, 9, 37], [1, 3, 3], [1, 2, 2], [0, 1, 1], [1, 1, 1]),
+        geometry3([5, 9, 9], [2, 3, 3], [2, 1, 2], [1, 0, 1], [2, 1, 1]),
+        geometry3([1, 6, 7], [1, 3, 3], [1, 1, 1], [0, 0, 0], [1, 1, 1]),
+        geometry3([1, 6, 7], [1, 3, 2], [1, 1, 1], [0, 1, 0], [1, 1, 1]),
+        geometry3([1, 3, 4], [1, 2, 2], [1, 1, 1], [0, 3, 3], [1, 1, 1]),
+        geometry3([1, 1, 70], [1, 1, 5], [1, 1, 1], [0, 0, 2], [1, 1, 3]),
+        geometry3([1, 4, 1], [1, 3, 1], [1, 1, 1], [0, 1, 0], [1, 1, 1]),
+        geometry3([1, 3, 20], [1, 1, 19], [1, 1, 1], [0, 0, 9], [1, 1, 1]),
+    ]
+}
+
+/// Every panel of every geometry, for both panel widths and with the masked rows and
+/// without, on every ISA the host runs (AVX-512 for 32-wide panels, AVX2 for 16-wide ones,
+/// the scalar rows otherwise), is the column matrix's block by definition, zero past its
+/// last column: the same bits on every path. Every element of the panel is written (it
+/// starts as NaN).
+#[test]
+fn column_panels_match_the_definition() {
+    for isa in Isa::supported() {
+        ::kernels::isa::with(isa, || panels_match_the_definition(isa));
+    }
+}
+
+fn panels_match_the_definition(isa: Isa) {
+    for g in &panel_geometries() {
+        let channels = g.cin;
+        let x: Vec<f32> = (0..channels * g.in_numel()).map(|i| i as f32 + 1.0).collect();
+        let rows = g.output[0] * g.output[1];
+        let lout = g.out_numel();
+        let col = naive_columns(&x, g, channels, 0, rows);
+        let k = channels * g.kernel_numel();
+        for nr in [16, 32] {
+            for masked in [false, true] {
+                let plan = PanelPlan::new(g, nr, masked);
+                for j0 in (0..lout).step_by(nr) {
+                    let cols = nr.min(lout - j0);
+                    let mut panel = vec![f32::NAN; k * nr];
+                    plan.pack(&x, channels, j0, cols, &mut panel);
+                    for r in 0..k {
+                        for j in 0..nr {
+                            let want = if j < cols { col[r * lout + j0 + j] } else { 0.0 };
+                            let got = panel[r * nr + j];
+                            assert!(
+                                got.to_bits() == want.to_bits(),
+                                "{isa} {g:?} nr={nr} masked={masked} panel at {j0}: row {r} column {j}: got {got}, want {want}"
+                            );
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The prepacked convolution (column panels, or the input itself for 1×1 stride-1 ones)
+/// agrees with the general one on batches, groups, strides, padding, dilation, 1×1 and
+/// odd sizes, with and without bias; and gives the same bits on one thread and on three,
+/// with the panels split across the team.
+#[test]
+fn prepacked_convolution_matches_the_general_one_on_any_thread_count() {
+    let Some(isa) = Isa::simd() else {
+        println!("skipping: this CPU runs no prepacked path");
+        return;
+    };
+    let one = rayon::ThreadPoolBuilder::new().num_threads(1).build().unwrap();
+    let three = rayon::ThreadPoolBuilder::new().num_threads(3).build().unwrap();
+    let mut rng = Gen(0x51_7cc1_b727_220a);
+    // (n, cin, cout, groups, input, kernel, stride, pad, dilation)
+    type Case = (usize, usize, usize, usize, [usize; 3], [usize; 3], [usize; 3], [usize; 3], [usize; 3]);
+    let cases: [Case; 9] = [
+        (1, 3, 32, 1, [1, 64, 64], [1, 3, 3], [1, 1, 1], [0, 1, 1], [1, 1, 1]),
+        (2, 8, 12, 2, [1, 13, 21], [1, 3, 3], [1, 1, 1], [0, 1, 1], [1, 1, 1]),
+        (3, 4, 9, 1, [1, 11, 10], [1, 3, 3], [1, 2, 2], [0, 1, 1], [1, 1, 1]),
+        (2, 6, 6, 3, [1, 9, 33], [1, 3, 5], [1, 1, 1], [0, 2, 2], [1, 2, 1]),
+        (2, 5, 7, 1, [1, 6, 50], [1, 1, 1], [1, 1, 1], [0, 0, 0], [1, 1, 1]),
+        (1, 5, 7, 1, [1, 6, 50], [1, 1, 1], [1, 2, 2], [0, 0, 0], [1, 1, 1]),
+        (2, 4, 5, 1, [4, 5, 6], [3, 3, 3], [1, 1, 1], [1, 1, 1], [1, 1, 1]),
+        (1, 2, 3, 1, [1, 1, 97], [1, 1, 7], [1, 1, 3], [0, 0, 3], [1, 1, 1]),
+        (1, 32, 32, 1, [1, 64, 64], [1, 3, 3], [1, 1, 1], [0, 1, 1], [1, 1, 1]),
+    ];
+    for (n, cin, cout, groups, input, kernel, stride, pad, dil) in cases {
+        let g = Geometry { n, cin, cout, groups, ..geometry3(input, kernel, stride, pad, dil) };
+        let x = rng.vec(n * cin * g.in_numel());
+        let mut wsizes = vec![cout, cin / groups];
+        wsizes.extend(kernel);
+        let wd = rng.vec(wsizes.iter().product());
+        let wt = Tensor::from_vec(wd.clone(), &wsizes).unwrap();
+        let filter = PackedFilter::pack("t", isa, &wt, groups).unwrap();
+        let bias = rng.vec(cout);
+        for b in [None, Some(&bias[..])] {
+            let len = n * cout * g.out_numel();
+            let mut want = vec![0.0f32; len];
+            conv_compute("t", &g, &x, &wd, b, &mut want).unwrap();
+            let run = |pool: &rayon::ThreadPool| {
+                let mut got = vec![f32::NAN; len];
+                pool.install(|| conv_compute_packed("t", &g, &x, &filter, b, &mut got)).unwrap();
+                got
+            };
+            let (single, split) = (run(&one), run(&three));
+            let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+            assert_eq!(bits(&single), bits(&split), "{g:?} bias={}", b.is_some());
+            let k = (cin / groups * g.kernel_numel()) as f32;
+            for (i, (s, w)) in single.iter().zip(&want).enumerate() {
+                assert!((s - w).abs() <= 1e-5 * (k + 4.0) * (1.0 + w.abs()), "{g:?} element {i}: got {s}, want {w}");
+            }
+        }
+    }
+}

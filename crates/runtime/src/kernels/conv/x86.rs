@@ -1,0 +1,262 @@
+//! The AVX2 and AVX-512 gathers of the packed path: runs of a panel's input positions loaded
+//! with masked vector loads.
+
+use std::arch::x86_64::*;
+
+use super::{PanelPlan, Run};
+
+/// [`PanelPlan::pack`] for 32-wide panels and unit stride along rows: each panel row is
+/// assembled in two vector registers, every in-range piece of a run by one masked load per
+/// half (lanes outside the piece keep their zero), and stored whole.
+///
+/// # Safety
+/// The CPU supports AVX-512F; `plan.nr == 32` and the geometry's stride along rows is 1.
+#[target_feature(enable = "avx512f")]
+pub(super) unsafe fn pack_avx512(plan: &PanelPlan<'_>, x: &[f32], channels: usize, runs: &[Run], dst: &mut [f32]) {
+    let g = plan.g;
+    let [ki, kj, kk] = g.kernel;
+    let [id, ih, iw] = g.input;
+    let plane = id * ih * iw;
+    if let [run] = runs
+        && kk <= MAX_TAPS
+    {
+        // SAFETY: forwarded.
+        return unsafe { pack_one_run(plan, x, channels, run, dst) };
+    }
+    // Per tap column and run: the lanes of its in-range piece ([`PanelPlan::lanes`]).
+    let mut pieces = [[(0u32, 0isize); super::MAX_RUNS]; MAX_TAPS];
+    let taps = kk.min(MAX_TAPS);
+    for (e, per_run) in pieces.iter_mut().enumerate().take(taps) {
+        for (piece, run) in per_run.iter_mut().zip(runs) {
+            *piece = plan.lanes(run, e);
+        }
+    }
+    if taps < kk {
+        return plan.pack_rows(x, channels, runs, dst);
+    }
+    let mut row = 0;
+    for c in 0..channels {
+        let xc = &x[c * plane..(c + 1) * plane];
+        for a in 0..ki {
+            for b in 0..kj {
+                let mut bases = [None; super::MAX_RUNS];
+                for (base, run) in bases.iter_mut().zip(runs) {
+                    *base = plan.row_base(run, a, b);
+                }
+                for per_run in &pieces[..kk] {
+                    let (mut lo, mut hi) = (_mm512_setzero_ps(), _mm512_setzero_ps());
+                    for (&(mask, off), base) in per_run.iter().zip(&bases[..runs.len()]) {
+                        let Some(base) = *base else { continue };
+                        if mask == 0 {
+                            continue;
+                        }
+                        // The lanes the mask selects read `xc[base + off + lane]`, inside
+                        // the input row (`piece`); the pointer itself may lie before `xc`.
+                        let p = xc.as_ptr().wrapping_offset(base as isize + off);
+                        // SAFETY: masked-off lanes are not accessed; the others are in bounds.
+                        unsafe {
+                            lo = _mm512_mask_loadu_ps(lo, mask as __mmask16, p);
+                            hi = _mm512_mask_loadu_ps(hi, (mask >> 16) as __mmask16, p.wrapping_add(16));
+                        }
+                    }
+                    let out = &mut dst[row * 32..row * 32 + 32];
+                    // SAFETY: `out` holds 32 elements.
+                    unsafe {
+                        _mm512_storeu_ps(out.as_mut_ptr(), lo);
+                        _mm512_storeu_ps(out.as_mut_ptr().add(16), hi);
+                    }
+                    row += 1;
+                }
+            }
+        }
+    }
+}
+
+/// Most tap columns the masked path keeps pieces for; wider kernels take the scalar path.
+const MAX_TAPS: usize = 16;
+
+/// [`pack_avx512`] for a panel that lies in one output row (every panel when rows are a
+/// multiple of 32 long): each panel row is one input row's run at the tap's offset, two
+/// zero-masked loads and two stores, or two stores of zeros when the row is padding.
+///
+/// # Safety
+/// As [`pack_avx512`]; `g.kernel[2] <= MAX_TAPS`.
+#[target_feature(enable = "avx512f")]
+unsafe fn pack_one_run(plan: &PanelPlan<'_>, x: &[f32], channels: usize, run: &Run, dst: &mut [f32]) {
+    let g = plan.g;
+    let [ki, kj, kk] = g.kernel;
+    let plane = g.input.iter().product::<usize>();
+    // Per tap column: the lane masks of the in-range piece's two halves, and the offset
+    // from the input row's start of the element lane 0 would read.
+    let mut pieces = [(0u16, 0u16, 0isize); MAX_TAPS];
+    for (e, piece) in pieces.iter_mut().enumerate().take(kk) {
+        let (mask, off) = plan.lanes(run, e);
+        *piece = (mask as u16, (mask >> 16) as u16, off);
+    }
+    let pieces = &pieces[..kk];
+    let rows = channels * ki * kj * kk;
+    let dst = &mut dst[..rows * 32];
+    let mut out = dst.as_mut_ptr();
+    let zero = _mm512_setzero_ps();
+    for c in 0..channels {
+        let xc = &x[c * plane..(c + 1) * plane];
+        for a in 0..ki {
+            for b in 0..kj {
+                let base = plan.row_base(run, a, b);
+                for &(m0, m1, off) in pieces {
+                    // SAFETY: `out` walks `dst`'s `rows` rows of 32, one per tap (the loops
+                    // run `rows` times); the lanes the masks select read `xc[base + off +
+                    // lane]`, inside the input row (`piece`), the pointer itself may lie
+                    // before `xc`; masked-off lanes are not accessed.
+                    unsafe {
+                        let (lo, hi) = match base {
+                            Some(base) => {
+                                let p = xc.as_ptr().wrapping_offset(base as isize + off);
+                                (_mm512_maskz_loadu_ps(m0, p), _mm512_maskz_loadu_ps(m1, p.wrapping_add(16)))
+                            }
+                            None => (zero, zero),
+                        };
+                        _mm512_storeu_ps(out, lo);
+                        _mm512_storeu_ps(out.add(16), hi);
+                        out = out.add(32);
+                    }
+                }
+            }
+        }
+    }
+}
+/// [`PanelPlan::pack`] for 16-wide panels and unit stride along rows: each panel row is
+/// assembled in two 8-lane registers, every in-range piece of a run by one masked load per
+/// half (AVX2 masked loads zero the lanes they skip, so pieces are merged by `or`), and
+/// stored whole. The values are copied, so the panel is the same bits as [`PanelPlan::pack_rows`]'s.
+///
+/// # Safety
+/// The CPU supports AVX2; `plan.nr == 16` and the geometry's stride along rows is 1.
+#[target_feature(enable = "avx2")]
+pub(super) unsafe fn pack_avx2(plan: &PanelPlan<'_>, x: &[f32], channels: usize, runs: &[Run], dst: &mut [f32]) {
+    let g = plan.g;
+    let [ki, kj, kk] = g.kernel;
+    let plane = g.input.iter().product::<usize>();
+    if kk > MAX_TAPS || runs.len() > NR_AVX2 {
+        return plan.pack_rows(x, channels, runs, dst);
+    }
+    if let [run] = runs {
+        // SAFETY: forwarded.
+        return unsafe { pack_one_run_avx2(plan, x, channels, run, dst) };
+    }
+    // Per tap column and run: the lanes of its in-range piece ([`PanelPlan::lanes`]).
+    let mut pieces = [[(0u32, 0isize); NR_AVX2]; MAX_TAPS];
+    for (e, per_run) in pieces.iter_mut().enumerate().take(kk) {
+        for (piece, run) in per_run.iter_mut().zip(runs) {
+            *piece = plan.lanes(run, e);
+        }
+    }
+    let rows = channels * ki * kj * kk;
+    let dst = &mut dst[..rows * NR_AVX2];
+    let mut out = dst.as_mut_ptr();
+    for c in 0..channels {
+        let xc = &x[c * plane..(c + 1) * plane];
+        for a in 0..ki {
+            for b in 0..kj {
+                let mut bases = [None; NR_AVX2];
+                for (base, run) in bases.iter_mut().zip(runs) {
+                    *base = plan.row_base(run, a, b);
+                }
+                for per_run in &pieces[..kk] {
+                    let (mut lo, mut hi) = (_mm256_setzero_ps(), _mm256_setzero_ps());
+                    for (&(mask, off), base) in per_run.iter().zip(&bases[..runs.len()]) {
+                        let Some(base) = *base else { continue };
+                        if mask == 0 {
+                            continue;
+                        }
+                        // The lanes the mask selects read `xc[base + off + lane]`, inside
+                        // the input row (`piece`); the pointer itself may lie before `xc`.
+                        let p = xc.as_ptr().wrapping_offset(base as isize + off);
+                        let (m0, m1) = lane_masks(mask);
+                        // SAFETY: masked-off lanes are not accessed; the others are in bounds.
+                        unsafe {
+                            lo = _mm256_or_ps(lo, _mm256_maskload_ps(p, m0));
+                            hi = _mm256_or_ps(hi, _mm256_maskload_ps(p.wrapping_add(8), m1));
+                        }
+                    }
+                    // SAFETY: `out` walks `dst`'s `rows` rows of 16, one per tap (the loops
+                    // run `rows` times).
+                    unsafe {
+                        _mm256_storeu_ps(out, lo);
+                        _mm256_storeu_ps(out.add(8), hi);
+                        out = out.add(NR_AVX2);
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// [`pack_avx2`] for a panel that lies in one output row (every panel when rows are a
+/// multiple of 16 long): each panel row is one input row's run at the tap's offset, two
+/// masked loads and two stores, or two stores of zeros when the row is padding.
+///
+/// # Safety
+/// As [`pack_avx2`]; `g.kernel[2] <= MAX_TAPS`.
+#[target_feature(enable = "avx2")]
+unsafe fn pack_one_run_avx2(plan: &PanelPlan<'_>, x: &[f32], channels: usize, run: &Run, dst: &mut [f32]) {
+    let g = plan.g;
+    let [ki, kj, kk] = g.kernel;
+    let plane = g.input.iter().product::<usize>();
+    // Per tap column: the lane masks of the in-range piece's two halves, and the offset
+    // from the input row's start of the element lane 0 would read.
+    let zeros = _mm256_setzero_si256();
+    let mut pieces = [(zeros, zeros, 0isize); MAX_TAPS];
+    for (e, piece) in pieces.iter_mut().enumerate().take(kk) {
+        let (mask, off) = plan.lanes(run, e);
+        let (m0, m1) = lane_masks(mask);
+        *piece = (m0, m1, off);
+    }
+    let pieces = &pieces[..kk];
+    let rows = channels * ki * kj * kk;
+    let dst = &mut dst[..rows * NR_AVX2];
+    let mut out = dst.as_mut_ptr();
+    let zero = _mm256_setzero_ps();
+    for c in 0..channels {
+        let xc = &x[c * plane..(c + 1) * plane];
+        for a in 0..ki {
+            for b in 0..kj {
+                let base = plan.row_base(run, a, b);
+                for &(m0, m1, off) in pieces {
+                    // SAFETY: `out` walks `dst`'s `rows` rows of 16, one per tap (the loops
+                    // run `rows` times); the lanes the masks select read `xc[base + off +
+                    // lane]`, inside the input row (`piece`), the pointer itself may lie
+                    // before `xc`; masked-off lanes are not accessed.
+                    unsafe {
+                        let (lo, hi) = match base {
+                            Some(base) => {
+                                let p = xc.as_ptr().wrapping_offset(base as isize + off);
+                                (_mm256_maskload_ps(p, m0), _mm256_maskload_ps(p.wrapping_add(8), m1))
+                            }
+                            None => (zero, zero),
+                        };
+                        _mm256_storeu_ps(out, lo);
+                        _mm256_storeu_ps(out.add(8), hi);
+                        out = out.add(NR_AVX2);
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The width of the AVX2 path's panels, and so the most runs one of them has.
+const NR_AVX2: usize = 16;
+
+/// The two 8-lane masks (all ones where selected) of the low 16 bits of `bits`, one bit
+/// per lane.
+#[inline]
+#[target_feature(enable = "avx2")]
+fn lane_masks(bits: u32) -> (__m256i, __m256i) {
+    let lanes = _mm256_setr_epi32(1, 2, 4, 8, 16, 32, 64, 128);
+    let half = |b: u32| {
+        let v = _mm256_and_si256(_mm256_set1_epi32(b as i32), lanes);
+        _mm256_cmpeq_epi32(v, lanes)
+    };
+    (half(bits & 0xff), half((bits >> 8) & 0xff))
+}
