@@ -151,7 +151,7 @@ fn is_in(family: &[OpRef], name: &str) -> bool {
 }
 
 /// Unary ops whose result has the operand's type for every dtype.
-pub const UNARY_ANY: &[OpRef] = &[op::NEG, op::ABS, op::RELU, op::CLONE, op::ALIAS, op::CLAMP];
+pub const UNARY_ANY: &[OpRef] = &[op::NEG, op::ABS, op::RELU, op::CLONE, op::ALIAS, op::CLAMP, op::POSITIVE];
 
 /// Binary arithmetic with broadcasting and type promotion.
 pub const BINARY: &[OpRef] = &[op::ADD_TENSOR, op::SUB_TENSOR, op::MUL_TENSOR, op::MAXIMUM, op::MINIMUM];

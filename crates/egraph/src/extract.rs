@@ -18,7 +18,7 @@ const COST_CAP: f64 = 1e200;
 pub const VIEWS: &[OpRef] = &[
     op::T, op::PERMUTE, op::VIEW, op::RESHAPE, op::EXPAND, op::EXPAND_AS, op::TRANSPOSE_INT, op::ALIAS, op::SQUEEZE_DIM,
     op::SQUEEZE_DIMS, op::UNSQUEEZE, op::SLICE_TENSOR, op::SELECT_INT, op::CHUNK, op::SPLIT_TENSOR, op::SPLIT_WITH_SIZES,
-    op::UNFLATTEN_INT, op::FLATTEN_USING_INTS,
+    op::UNFLATTEN_INT, op::FLATTEN_USING_INTS, op::SQUEEZE, op::_UNSAFE_VIEW, op::NARROW,
 ];
 
 /// The prim ops that only build or take apart lists and tuples of values: no data movement.

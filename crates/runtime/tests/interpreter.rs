@@ -206,7 +206,7 @@ module {
     reg.register("aten.relu", runtime::registry().get("aten.relu").unwrap());
     let (c, m) = parse(src);
     let err = runtime::compile_with_registry(&m, &c, &Weights::new(), CompileOptions::default(), &reg).unwrap_err();
-    assert_eq!(err.to_string(), "`aten.tanh` at model.py:12:4: no kernel");
+    assert_eq!(err.to_string(), "`aten.tanh` at model.py:12:4: no kernel and no decomposition");
     assert_eq!(err.missing_kernels().len(), 1);
 }
 

@@ -34,6 +34,15 @@ pub use mutation::{Counterpart, CounterpartError, functional_counterpart};
 pub use ops::{SCHEMAS, core_schemas, definitions, export_decompositions, schemas};
 pub use signature::{ArgSource, BindError, bind_args, default_attribute};
 
+/// A context with `prim` and `aten`, for this crate's unit tests.
+#[cfg(test)]
+pub(crate) fn test_context() -> ir::Context {
+    let mut c = ir::Context::new();
+    dialect_prim::register(&mut c);
+    register(&mut c);
+    c
+}
+
 /// Registers the aten dialect and all its ops.
 pub fn register(ctx: &mut ir::Context) {
     ctx.register_dialect(

@@ -56,10 +56,7 @@ mod tests {
     use super::*;
 
     fn ctx() -> Context {
-        let mut c = Context::new();
-        dialect_prim::register(&mut c);
-        crate::register(&mut c);
-        c
+        crate::test_context()
     }
 
     #[test]

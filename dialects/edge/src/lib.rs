@@ -19,7 +19,7 @@ mod verify;
 pub use verify::{PromotionRule, promotion_rule, verify_edge_op};
 
 use ir::OpRef;
-use ir::schema::{FunctionSchema, parse_schema};
+use ir::schema::FunctionSchema;
 use std::collections::HashMap;
 use std::sync::OnceLock;
 
@@ -30,30 +30,10 @@ pub const DIALECT: &str = "edge";
 pub fn core_schemas() -> &'static [FunctionSchema] {
     static CELL: OnceLock<Vec<FunctionSchema>> = OnceLock::new();
     CELL.get_or_init(|| {
-        let mut out = Vec::new();
-        let mut in_core = false;
-        for line in dialect_aten::SCHEMAS.lines() {
-            let l = line.trim();
-            if let Some(h) = l.strip_prefix('#') {
-                let h = h.trim();
-                if h.starts_with("Core ATen") {
-                    in_core = true;
-                } else if !h.is_empty() && in_core && !h.starts_with("Schemas") && !h.starts_with("Generated") {
-                    in_core = h.starts_with("Core");
-                }
-                continue;
-            }
-            if !in_core || l.is_empty() {
-                continue;
-            }
-            // Lines that fail to parse are reported by the aten data file's own test.
-            if let Ok(s) = parse_schema(l) {
-                if !s.is_mutable() && s.args.iter().all(|a| a.alias.as_ref().is_none_or(|x| !x.is_written())) {
-                    out.push(s);
-                }
-            }
-        }
-        out
+        dialect_aten::core_schemas()
+            .filter(|s| !s.is_mutable() && s.args.iter().all(|a| a.alias.as_ref().is_none_or(|x| !x.is_written())))
+            .cloned()
+            .collect()
     })
 }
 

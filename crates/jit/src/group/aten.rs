@@ -47,6 +47,10 @@ impl Builder {
                     if is_bool(&a) && is_bool(&b) || self.result_type(&[a, b]) == DType::Bool {
                         return Err(bad("subtraction with two bool tensors is not supported"));
                     }
+                    // PyTorch refuses a bool operand on either side, even with a number.
+                    if is_bool(&a) || is_bool(&b) {
+                        return Err(bad("subtraction with a bool tensor is not supported"));
+                    }
                     alpha = match alpha {
                         Scalar::Float(f) => Scalar::Float(-f),
                         s => Scalar::Int(s.to_i64().wrapping_neg()),

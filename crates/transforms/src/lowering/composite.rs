@@ -109,6 +109,11 @@ pub(super) fn add(t: &mut DecompositionTable) {
         let (x, m) = (input(b, op, "self")?, input(b, op, "max")?);
         one(b.call("clamp.Tensor", &[x.into(), Arg::A(Attribute::None), m.into()]))
     })
+    .insert("aten.floor_divide.Scalar", |b, op| {
+        let x = input(b, op, "self")?;
+        let s = b.with_args(op, |a| a.constant("other"))?.ok_or("floor_divide: the divisor must be constant")?;
+        one(b.call("div.Scalar_mode", &[x.into(), Arg::A(s), Arg::A(Attribute::str("floor"))]))
+    })
     .insert("aten.celu", |b, op| {
         let x = input(b, op, "self")?;
         let alpha = b.with_args(op, |a| a.float("alpha"))?.unwrap_or(1.0);
