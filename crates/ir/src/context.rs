@@ -332,6 +332,19 @@ impl Context {
         Ok(())
     }
 
+    /// Registers a definition shared with other contexts (a dialect that declares thousands of
+    /// ops builds their definitions once per process and registers the same ones in each).
+    pub fn register_shared(&mut self, def: Arc<OpDef>) -> Result<(), RegistryError> {
+        if !self.dialects.contains_key(def.dialect()) {
+            return Err(RegistryError::UnknownDialect { op: def.name.clone(), dialect: def.dialect().to_string() });
+        }
+        if self.ops.contains_key(&def.name) {
+            return Err(RegistryError::DuplicateOp(def.name.clone()));
+        }
+        self.ops.insert(def.name.clone(), def);
+        Ok(())
+    }
+
     pub fn op_def(&self, name: &str) -> Option<&Arc<OpDef>> {
         self.ops.get(name)
     }

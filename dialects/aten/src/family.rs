@@ -66,9 +66,15 @@ pub fn members(family: &[OpRef]) -> Vec<OpRef> {
         .collect()
 }
 
+/// [`members`] of [`FLOAT_UNARY`], found once per process.
+pub fn float_unary_members() -> &'static [OpRef] {
+    static CELL: std::sync::OnceLock<Vec<OpRef>> = std::sync::OnceLock::new();
+    CELL.get_or_init(|| members(FLOAT_UNARY))
+}
+
 /// Attaches the aten dialect's own interfaces to its ops.
 pub fn attach(ctx: &mut Context) {
-    for o in members(FLOAT_UNARY) {
+    for &o in float_unary_members() {
         ctx.attach(o, ShapeInference::FloatUnary);
     }
 }

@@ -49,9 +49,9 @@ pub fn register(ctx: &mut ir::Context) {
         "aten",
         "ATen operators, declared from PyTorch's schema strings.",
     );
-    for def in definitions() {
+    for def in ops::shared_definitions() {
         // Op names are unique in the data file (checked by its test); a duplicate is skipped.
-        let _ = ctx.register_op(def);
+        let _ = ctx.register_shared(def.clone());
     }
     family::attach(ctx);
 }

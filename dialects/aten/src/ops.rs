@@ -98,12 +98,16 @@ pub fn schemas() -> &'static [FunctionSchema] {
 }
 
 fn is_elementwise(name: &str) -> bool {
-    ELEMENTWISE
-        .lines()
-        .map(str::trim)
-        .filter(|l| !l.is_empty() && !l.starts_with('#'))
-        .chain(EXTRA_ELEMENTWISE.iter().copied())
-        .any(|n| n == name)
+    static SET: OnceLock<std::collections::HashSet<&'static str>> = OnceLock::new();
+    SET.get_or_init(|| {
+        ELEMENTWISE
+            .lines()
+            .map(str::trim)
+            .filter(|l| !l.is_empty() && !l.starts_with('#'))
+            .chain(EXTRA_ELEMENTWISE.iter().copied())
+            .collect()
+    })
+    .contains(name)
 }
 
 /// The op definition for one schema.
@@ -158,4 +162,10 @@ fn is_pure_underscore(s: &FunctionSchema) -> bool {
 /// Definitions of every op in the data file.
 pub fn definitions() -> Vec<OpDef> {
     schemas().iter().map(definition).collect()
+}
+
+/// [`definitions`], built once per process and shared by every context that registers them.
+pub fn shared_definitions() -> &'static [std::sync::Arc<OpDef>] {
+    static CELL: OnceLock<Vec<std::sync::Arc<OpDef>>> = OnceLock::new();
+    CELL.get_or_init(|| schemas().iter().map(|s| std::sync::Arc::new(definition(s))).collect())
 }

@@ -39,19 +39,23 @@ const FLOAT_UNARY: &[OpRef] = &[
     op::RECIPROCAL,
 ];
 
-/// The promotion rule of each aten op in a family above (every overload of a listed op).
-pub(crate) fn rules() -> std::collections::HashMap<OpRef, PromotionRule> {
-    let mut out = std::collections::HashMap::new();
-    for (family, rule) in [
-        (SAME, PromotionRule::SameAsResult),
-        (FLOAT_UNARY, PromotionRule::FloatUnary),
-        (COMPARE, PromotionRule::Compare),
-    ] {
-        for o in dialect_aten::family::members(family) {
-            out.insert(o, rule);
+/// The promotion rule of each aten op in a family above (every overload of a listed op),
+/// found once per process.
+pub(crate) fn rules() -> &'static std::collections::HashMap<OpRef, PromotionRule> {
+    static CELL: std::sync::OnceLock<std::collections::HashMap<OpRef, PromotionRule>> = std::sync::OnceLock::new();
+    CELL.get_or_init(|| {
+        let mut out = std::collections::HashMap::new();
+        for (family, rule) in [
+            (SAME, PromotionRule::SameAsResult),
+            (FLOAT_UNARY, PromotionRule::FloatUnary),
+            (COMPARE, PromotionRule::Compare),
+        ] {
+            for o in dialect_aten::family::members(family) {
+                out.insert(o, rule);
+            }
         }
-    }
-    out
+        out
+    })
 }
 
 /// The promotion rule of an edge (or aten) op.
