@@ -14,6 +14,7 @@ use ir::{Context, OpRef};
 /// when floating, the default float dtype otherwise (`exp`, `sigmoid`, `gelu`, …).
 pub const FLOAT_UNARY: &[OpRef] = &[
     op::EXP,
+    op::EXP2,
     op::EXPM1,
     op::LOG,
     op::LOG1P,

@@ -803,6 +803,30 @@ pub(super) fn infer_key(
             };
             tensor(sdtype, shape)
         }
+        // The two dimensions go; the diagonal's length is appended.
+        "diagonal" | "diagonal_copy" => {
+            let (offset, d1, d2) = (a.int("offset").unwrap_or(0), a.int("dim1").unwrap_or(0), a.int("dim2").unwrap_or(1));
+            let shape = match sshape {
+                Some(sh) => {
+                    let (i, j) = match (norm_dim(d1, sh.len()), norm_dim(d2, sh.len())) {
+                        (Some(i), Some(j)) if i != j => (i, j),
+                        _ => return Err(format!("diagonal: dimensions {d1} and {d2} must differ and be in range")),
+                    };
+                    let len = match (sh[i].as_static(), sh[j].as_static()) {
+                        (Some(r), Some(c)) => {
+                            let (r, c) = if offset >= 0 { (r, c - offset) } else { (r + offset, c) };
+                            Dim::Static(r.min(c).max(0))
+                        }
+                        _ => Dim::Unknown,
+                    };
+                    let mut out: Vec<Dim> = sh.iter().enumerate().filter(|(k, _)| *k != i && *k != j).map(|(_, d)| d.clone()).collect();
+                    out.push(len);
+                    Some(out)
+                }
+                None => None,
+            };
+            tensor(sdtype, shape)
+        }
         "unsqueeze" | "unsqueeze_copy" => {
             let dim = a.int("dim").ok_or("dim must be constant")?;
             let shape = match sshape {
