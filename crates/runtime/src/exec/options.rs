@@ -98,7 +98,7 @@ impl Default for CompileOptions {
             on_guard_failure: GuardPolicy::Respecialize,
             validate_inputs: true,
             fusion: None,
-            decompositions: Arc::new(transforms::lowering::DecompositionTable::core_aten()),
+            decompositions: transforms::lowering::DecompositionTable::core_aten_shared(),
         }
     }
 }

@@ -7,7 +7,7 @@
 //! definitions, dtype rules included (comparisons give `bool`, losses reduce with `reduction`
 //! 0 = none, 1 = mean, 2 = sum).
 
-use super::decompose::{DecompResult, DecompositionTable, input, one, opt_input, rank_of};
+use super::decompose::{DecompResult, DecompositionTable, cast, input, one, opt_input, rank_of};
 use super::rewrite::{Arg, OpBuilder};
 use dialect_aten::{ArgSource, bind_args};
 use ir::{Attribute, DType, OpId, ValueId};
@@ -437,13 +437,6 @@ pub(super) fn add(t: &mut DecompositionTable) {
 
 fn f(v: f64) -> Arg {
     Arg::A(Attribute::float(v))
-}
-
-fn cast(b: &mut OpBuilder, x: ValueId, d: DType) -> Result<ValueId, String> {
-    if b.dtype(x) == Some(d) {
-        return Ok(x);
-    }
-    b.call("_to_copy", &[x.into(), Arg::A(Attribute::DType(d))])
 }
 
 fn zeros_like(b: &mut OpBuilder, x: ValueId) -> Result<ValueId, String> {

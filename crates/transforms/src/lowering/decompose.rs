@@ -69,6 +69,13 @@ impl DecompositionTable {
         self.map.is_empty()
     }
 
+    /// [`DecompositionTable::core_aten`], built once per process and shared (what
+    /// `runtime::CompileOptions` starts from).
+    pub fn core_aten_shared() -> Arc<DecompositionTable> {
+        static TABLE: std::sync::OnceLock<Arc<DecompositionTable>> = std::sync::OnceLock::new();
+        TABLE.get_or_init(|| Arc::new(DecompositionTable::core_aten())).clone()
+    }
+
     /// The built-in table: the non-core ops `torch.export` leaves and those users meet most.
     pub fn core_aten() -> DecompositionTable {
         let mut t = DecompositionTable::new();
@@ -194,7 +201,7 @@ impl DecompositionTable {
             .insert("aten.square", |b, op| {
                 let x = input(b, op, "self")?;
                 // A bool tensor squares as int64, as `pow(x, 2)` promotes it.
-                let x = if b.dtype(x) == Some(DType::Bool) { b.call("_to_copy", &[x.into(), Arg::A(Attribute::DType(DType::I64))])? } else { x };
+                let x = if b.dtype(x) == Some(DType::Bool) { cast(b, x, DType::I64)? } else { x };
                 one(b.call("mul.Tensor", &[x.into(), x.into()]))
             })
             .insert("aten.clamp_min", |b, op| {
@@ -365,11 +372,18 @@ fn rsub_scalar(b: &mut OpBuilder, op: OpId) -> DecompResult {
 }
 
 fn cast_to(b: &mut OpBuilder, x: ValueId, d: Option<DType>) -> DecompResult {
-    match (b.dtype(x), d) {
-        (Some(have), Some(want)) if have == want => Ok(Some(vec![x])),
-        (_, Some(want)) => one(b.call("_to_copy", &[x.into(), Arg::A(Attribute::DType(want))])),
-        _ => Ok(None),
+    match d {
+        Some(want) => one(cast(b, x, want)),
+        None => Ok(None),
     }
+}
+
+/// `x` as `d`: itself when it already is, else a `_to_copy`.
+pub(super) fn cast(b: &mut OpBuilder, x: ValueId, d: DType) -> Result<ValueId, String> {
+    if b.dtype(x) == Some(d) {
+        return Ok(x);
+    }
+    b.call("_to_copy", &[x.into(), Arg::A(Attribute::DType(d))])
 }
 
 fn to_dtype(b: &mut OpBuilder, op: OpId) -> DecompResult {
