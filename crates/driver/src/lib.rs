@@ -33,7 +33,7 @@ pub fn context_with_libraries(paths: &[std::path::PathBuf]) -> Result<Context, S
 }
 
 pub mod coverage;
-pub use pipeline::pipeline_for_level;
+pub use pipeline::{pipeline_for_level, pipeline_stages};
 
 /// The passes every tool offers: the pass manager's own, `transforms`' (`canonicalize` with
 /// its patterns among them), `egraph`'s and `default-pipeline`.

@@ -28,26 +28,36 @@ pub const MAX_OPT_LEVEL: u32 = 3;
 ///
 /// `dialect-run -O0` runs no pipeline at all: the program as imported.
 pub fn pipeline_for_level(level: u32) -> String {
-    let mut passes: Vec<&str> = vec!["functionalize", "shape-propagation", "decompose{best-effort=true}", "shape-propagation"];
+    let (to_edge, after) = pipeline_stages(level);
+    let passes: Vec<&str> = to_edge.into_iter().chain(after).collect();
+    format!("builtin.module({})", passes.join(","))
+}
+
+/// The passes of [`pipeline_for_level`]`(level)` in two stages: up to and including the lowering
+/// to Edge (and the optimizations that settle it), and the rest (fusion and partitioning into
+/// backend kernels; empty at level 0). Tools that show a program "at Edge" stop between them.
+pub fn pipeline_stages(level: u32) -> (Vec<&'static str>, Vec<&'static str>) {
+    let mut passes: Vec<&'static str> = vec!["functionalize", "shape-propagation", "decompose{best-effort=true}", "shape-propagation"];
+    let mut after = Vec::new();
     if level == 0 {
         passes.push("lower-to-edge{strict=false}");
     } else {
         passes.extend(OPTIMIZATIONS);
         passes.push("lower-to-edge{strict=false}");
         passes.extend(OPTIMIZATIONS);
-        passes.push("dce");
+        after.push("dce");
         // Attention is matched on the settled Edge ops, before elementwise fusion would take
         // its scale and mask into a fusion group.
-        passes.push("fuse-attention");
+        after.push("fuse-attention");
         // Likewise a linear layer's consumer (a residual add, an activation), which the
         // product then applies to its tiles.
-        passes.push("fuse-epilogue");
+        after.push("fuse-epilogue");
         // Fusion runs on Edge, after the optimizations have settled the ops and before
         // partitioning, which moves each group whole into a partition.
-        passes.push("fuse-elementwise");
-        passes.push("lower-to-backend");
+        after.push("fuse-elementwise");
+        after.push("lower-to-backend");
     }
-    format!("builtin.module({})", passes.join(","))
+    (passes, after)
 }
 
 /// The `default-pipeline{opt-level=N}` pass: runs [`pipeline_for_level`]`(N)` as a nested

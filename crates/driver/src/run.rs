@@ -474,25 +474,44 @@ fn describe(v: &IValue, full: bool) -> String {
     }
 }
 
-fn bench(opts: &RunArgs, rt: &mut runtime::Runtime, inputs: &[IValue], stdout: &mut dyn Write, stderr: &mut dyn Write) -> Result<(), String> {
-    // The calls run on a worker of rayon's pool (`rayon::scope` from outside the pool moves its
-    // body there), so a kernel that splits its work across the pool runs one part on the
-    // calling thread and wakes only the other workers, as PyTorch's intra-op pool does, instead
-    // of parking this thread and waking a worker for every split kernel. The body runs in
-    // chunks of about two seconds so the progress line can be written between them.
+/// What [`time_calls`] measured.
+#[derive(Clone, Copy, Debug)]
+pub struct Timing {
+    /// Timed calls.
+    pub calls: usize,
+    pub median: Duration,
+    pub p10: Duration,
+    pub p90: Duration,
+    /// Heap allocations per call (zero unless the process installed [`crate::alloc::Counting`]).
+    pub allocations_per_call: f64,
+}
+
+/// Times `iters` calls of `rt` on `inputs` after `warmup` untimed ones. `progress` is told the
+/// calls done and the time spent about every two seconds of a long run.
+///
+/// The calls run on a worker of rayon's pool (`rayon::scope` from outside the pool moves its
+/// body there), so a kernel that splits its work across the pool runs one part on the calling
+/// thread and wakes only the other workers, as PyTorch's intra-op pool does, instead of parking
+/// this thread and waking a worker for every split kernel. The body runs in chunks of about two
+/// seconds so that progress can be reported between them.
+pub fn time_calls(
+    rt: &mut runtime::Runtime,
+    inputs: &[IValue],
+    iters: usize,
+    warmup: usize,
+    progress: &mut dyn FnMut(usize, Duration),
+) -> Result<Timing, String> {
     let mut outs = Vec::new();
-    let warmup = opts.warmup;
     rayon::scope(|_| -> Result<(), String> {
         for _ in 0..warmup {
             rt.run_into(inputs, &mut outs).map_err(|e| e.to_string())?;
         }
         Ok(())
     })?;
-    let mut times = Vec::with_capacity(opts.iters);
+    let mut times = Vec::with_capacity(iters);
     let a0 = crate::alloc::allocations();
     let start = Instant::now();
-    while times.len() < opts.iters {
-        let iters = opts.iters;
+    while times.len() < iters {
         rayon::scope(|_| -> Result<(), String> {
             let chunk = Instant::now();
             while times.len() < iters && chunk.elapsed() < Duration::from_secs(2) {
@@ -502,16 +521,25 @@ fn bench(opts: &RunArgs, rt: &mut runtime::Runtime, inputs: &[IValue], stdout: &
             }
             Ok(())
         })?;
-        if times.len() < opts.iters {
-            let _ = write!(stderr, "\r{}/{} calls, {:.1} s", times.len(), opts.iters, start.elapsed().as_secs_f64());
+        if times.len() < iters {
+            progress(times.len(), start.elapsed());
         }
     }
-    if start.elapsed() > Duration::from_secs(2) {
-        let _ = writeln!(stderr);
-    }
-    let allocs = (crate::alloc::allocations() - a0) as f64 / opts.iters.max(1) as f64;
+    let allocations_per_call = (crate::alloc::allocations() - a0) as f64 / iters.max(1) as f64;
     times.sort();
     let pick = |q: f64| times.get(((times.len() as f64 - 1.0) * q).round() as usize).copied().unwrap_or_default();
+    Ok(Timing { calls: iters, median: pick(0.5), p10: pick(0.1), p90: pick(0.9), allocations_per_call })
+}
+
+fn bench(opts: &RunArgs, rt: &mut runtime::Runtime, inputs: &[IValue], stdout: &mut dyn Write, stderr: &mut dyn Write) -> Result<(), String> {
+    let mut long = false;
+    let timing = time_calls(rt, inputs, opts.iters, opts.warmup, &mut |done, spent| {
+        long = true;
+        let _ = write!(stderr, "\r{done}/{} calls, {:.1} s", opts.iters, spent.as_secs_f64());
+    })?;
+    if long {
+        let _ = writeln!(stderr);
+    }
     let _ = writeln!(stdout, "| program | threads | isa | calls | median ms | p10 ms | p90 ms | allocations/call |");
     let _ = writeln!(stdout, "| --- | --- | --- | --- | --- | --- | --- | --- |");
     let _ = writeln!(
@@ -520,11 +548,11 @@ fn bench(opts: &RunArgs, rt: &mut runtime::Runtime, inputs: &[IValue], stdout: &
         opts.program.display(),
         opts.threads,
         kernels::Isa::process(),
-        opts.iters,
-        ms(pick(0.5)),
-        ms(pick(0.1)),
-        ms(pick(0.9)),
-        allocs
+        timing.calls,
+        ms(timing.median),
+        ms(timing.p10),
+        ms(timing.p90),
+        timing.allocations_per_call
     );
     Ok(())
 }

@@ -157,6 +157,10 @@ pub enum ImportError {
     Archive { path: PathBuf, message: String },
     #[error("{}: cannot tell the input format from the file name; name one ({})", path.display(), crate::Format::NAMES)]
     UnknownFormat { path: PathBuf },
+
+    /// A format that is read from a file only, handed over as bytes.
+    #[error("{}: a {format} cannot be read from memory; give its file", path.display())]
+    UnsupportedInMemory { path: PathBuf, format: &'static str },
 }
 
 /// What to do about an operator the context does not declare: a custom op (a namespace other

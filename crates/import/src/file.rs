@@ -77,31 +77,66 @@ pub fn import_file(
             let archive = crate::pt2::Pt2Archive::open(path)?;
             crate::convert::pt2::import(ctx, Arc::new(archive))
         }
-        Format::Fx => {
-            let graph = crate::fx::parse_file(path)?;
-            let module = crate::convert::fx::convert_graph(ctx, &graph, path)?;
-            Ok(Program {
-                module,
-                weights: Weights::new(),
-            })
-        }
-        Format::TorchScript => {
-            let graph = crate::torchscript::parse_file(path)?;
-            let module = crate::convert::torchscript::convert_graph(ctx, &graph, path)?;
-            Ok(Program {
-                module,
-                weights: Weights::new(),
-            })
-        }
         Format::Archive => crate::archive::load(ctx, path),
-        Format::Ir => {
+        Format::Fx | Format::TorchScript | Format::Ir => {
             let text = std::fs::read_to_string(path).map_err(|source| ImportError::Io {
                 path: path.to_path_buf(),
                 source,
             })?;
+            import_text(ctx, path, &text, format)
+        }
+    }
+}
+
+/// Imports a program held in memory: the bytes of a `.pt2` archive (as `torch.export.save`
+/// writes into a buffer), or FX, TorchScript or IR text. `name` stands for the file in
+/// messages. A program archive (`.dar`) is read from its file only, which it maps.
+pub fn import_bytes(
+    ctx: &ir::Context,
+    name: &Path,
+    bytes: Vec<u8>,
+    format: Format,
+) -> Result<Program, ImportError> {
+    match format {
+        Format::Pt2 => {
+            let archive = crate::pt2::Pt2Archive::from_bytes(name, bytes)?;
+            crate::convert::pt2::import(ctx, Arc::new(archive))
+        }
+        Format::Archive => Err(ImportError::UnsupportedInMemory {
+            path: name.to_path_buf(),
+            format: "program archive",
+        }),
+        Format::Fx | Format::TorchScript | Format::Ir => {
+            let text = String::from_utf8(bytes).map_err(|e| ImportError::Io {
+                path: name.to_path_buf(),
+                source: std::io::Error::new(std::io::ErrorKind::InvalidData, e),
+            })?;
+            import_text(ctx, name, &text, format)
+        }
+    }
+}
+
+/// Imports FX, TorchScript or IR text; `path` names it in messages.
+fn import_text(ctx: &ir::Context, path: &Path, text: &str, format: Format) -> Result<Program, ImportError> {
+    let module = match format {
+        Format::Fx => {
+            let graph = crate::fx::parse(text).map_err(|error| ImportError::Parse {
+                path: path.to_path_buf(),
+                error,
+            })?;
+            crate::convert::fx::convert_graph(ctx, &graph, path)?
+        }
+        Format::TorchScript => {
+            let graph = crate::torchscript::parse(text).map_err(|error| ImportError::Parse {
+                path: path.to_path_buf(),
+                error,
+            })?;
+            crate::convert::torchscript::convert_graph(ctx, &graph, path)?
+        }
+        _ => {
             let name = path.to_string_lossy();
             let module =
-                ir::parse_module(ctx, &text, &name).map_err(|d| ImportError::IrSyntax {
+                ir::parse_module(ctx, text, &name).map_err(|d| ImportError::IrSyntax {
                     path: path.to_path_buf(),
                     message: d
                         .to_string()
@@ -113,10 +148,11 @@ pub fn import_file(
                 path: path.to_path_buf(),
                 message: d.to_string(),
             })?;
-            Ok(Program {
-                module,
-                weights: Weights::new(),
-            })
+            module
         }
-    }
+    };
+    Ok(Program {
+        module,
+        weights: Weights::new(),
+    })
 }

@@ -20,6 +20,6 @@ mod error;
 mod file;
 
 pub use error::{ImportError, ParseError};
-pub use file::{Format, import_file};
+pub use file::{Format, import_bytes, import_file};
 pub use program::{Program, Weight, Weights};
 pub use treespec::{DictKey, TreeSpec};

@@ -116,10 +116,30 @@ pub fn for_each_pinned<F: Fn(usize) + Sync>(tasks: usize, f: F) {
 /// Most tasks of a pinned job ([`for_each_pinned`]): the bits of `Job::claimed`.
 pub const MAX_PINNED: usize = 256;
 
-/// The number of threads [`for_each`] splits work across: rayon's current thread count (the
-/// pool the caller runs in, or the global one that `--threads` sizes).
+thread_local! {
+    /// The width [`with_threads`] set for this thread, if any.
+    static WIDTH: std::cell::Cell<Option<usize>> = const { std::cell::Cell::new(None) };
+}
+
+/// The number of threads [`for_each`] splits work across: the width [`with_threads`] set on
+/// this thread, else rayon's current thread count (the pool the caller runs in, or the global
+/// one that `--threads` sizes).
 pub fn threads() -> usize {
-    rayon::current_num_threads()
+    WIDTH.with(|w| w.get()).unwrap_or_else(rayon::current_num_threads)
+}
+
+/// Runs `f` on this thread with [`for_each`] splitting work across `threads` threads (this one
+/// included), whatever rayon's pool says: an embedder that calls one program from several of
+/// its own threads gives each call its width without moving it onto a pool.
+pub fn with_threads<R>(threads: usize, f: impl FnOnce() -> R) -> R {
+    struct Restore(Option<usize>);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            WIDTH.with(|w| w.set(self.0));
+        }
+    }
+    let _restore = Restore(WIDTH.with(|w| w.replace(Some(threads.max(1)))));
+    f()
 }
 
 /// The process-wide team used by [`for_each`]; its workers start on first use.

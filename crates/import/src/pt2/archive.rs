@@ -83,13 +83,20 @@ struct Payload {
     inflated: OnceLock<Vec<u8>>,
 }
 
-/// The memory map, shared by the archive handle and the zip reader.
+/// The archive's bytes, shared by the archive handle and the zip reader: a memory-mapped
+/// file, or bytes handed over in memory (a program serialized by PyTorch in the same process).
 #[derive(Clone)]
-struct MapBytes(Arc<Mmap>);
+enum MapBytes {
+    Mapped(Arc<Mmap>),
+    Owned(Arc<[u8]>),
+}
 
 impl AsRef<[u8]> for MapBytes {
     fn as_ref(&self) -> &[u8] {
-        &self.0
+        match self {
+            MapBytes::Mapped(m) => m,
+            MapBytes::Owned(b) => b,
+        }
     }
 }
 
@@ -138,7 +145,16 @@ impl Pt2Archive {
         // SAFETY: the map is only read. Like every reader of a memory-mapped file, this assumes
         // no other process truncates or rewrites the archive while it is open.
         let map = unsafe { Mmap::map(&file) }.map_err(io_err)?;
-        let map = MapBytes(Arc::new(map));
+        Pt2Archive::from_map(path, MapBytes::Mapped(Arc::new(map)))
+    }
+
+    /// Opens an archive held in memory (`torch.export.save` into a buffer). `name` stands for
+    /// the file's path in messages.
+    pub fn from_bytes(name: impl Into<PathBuf>, bytes: impl Into<Arc<[u8]>>) -> Result<Pt2Archive, ImportError> {
+        Pt2Archive::from_map(name.into(), MapBytes::Owned(bytes.into()))
+    }
+
+    fn from_map(path: PathBuf, map: MapBytes) -> Result<Pt2Archive, ImportError> {
         let mut zip =
             ZipArchive::new(Cursor::new(map.clone())).map_err(|e| ImportError::NotZip {
                 path: path.clone(),

@@ -44,6 +44,9 @@ pub(super) enum OutputRole {
     User(usize),
     /// Written back into buffer `k` of the runtime's state.
     Mutation(usize),
+    /// The new value of user input `i`, copied into the caller's tensor after the run (what
+    /// PyTorch's exported program does for an input it mutates in place).
+    InputMutation(usize),
 }
 
 /// Range constraints of symbolic sizes: name → (min, max).
@@ -200,6 +203,14 @@ pub fn compile_with_registry(
                     name: name.to_string(),
                 })?;
                 outputs.push(OutputRole::Mutation(b));
+            }
+            None if dict_str(d, "prim.input_mutation").is_some() => {
+                let name = dict_str(d, "prim.input_mutation").unwrap_or_default();
+                let i = user_args.iter().position(|(_, n)| n == name).ok_or_else(|| ExecError::MissingWeight {
+                    kind: "mutated user input",
+                    name: name.to_string(),
+                })?;
+                outputs.push(OutputRole::InputMutation(i));
             }
             None => {
                 let i = outputs.iter().filter(|o| matches!(o, OutputRole::User(_))).count();

@@ -147,7 +147,9 @@ impl Runtime {
         }
         outputs.resize(prog.n_user_outputs, IValue::None);
         let state = &mut self.state;
+        let mut input_writes: Vec<(usize, IValue)> = Vec::new();
         self.frame.emit_results(&prog.func.body, |k, v| match prog.outputs.get(k) {
+            Some(OutputRole::InputMutation(i)) => input_writes.push((*i, v)),
             Some(OutputRole::User(i)) => {
                 if let Some(o) = outputs.get_mut(*i) {
                     *o = v;
@@ -160,6 +162,15 @@ impl Runtime {
             }
             None => {}
         });
+        for (i, v) in input_writes {
+            if let (Some(IValue::Tensor(dst)), IValue::Tensor(src)) = (inputs.get(i), &v) {
+                dst.copy_(src).map_err(|e| ExecError::Input {
+                    name: prog.user_inputs.get(i).map(|(_, _, n)| n.clone()).unwrap_or_default(),
+                    index: i,
+                    message: format!("writing back the program's in-place update: {e}"),
+                })?;
+            }
+        }
         if prog.options.memory_plan && local.plan.needs_plan() {
             local.plan.install(&prog.intervals, None);
             if let Some((p, metas)) = local.plan.snapshot() {

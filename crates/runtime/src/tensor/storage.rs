@@ -1,7 +1,8 @@
 //! Tensor storage: a 64-byte-aligned byte buffer shared by a tensor and all its views.
 //!
-//! A `Storage` either owns its buffer or is a region carved out of another storage (a slab),
-//! which it keeps alive. A memory planner allocates one slab and hands out regions of it; the
+//! A `Storage` owns its buffer, is a region carved out of another storage (a slab), which it
+//! keeps alive, or borrows memory that an embedder owns (a NumPy array or a PyTorch tensor
+//! handed in without a copy), whose owner it keeps alive. A memory planner allocates one slab and hands out regions of it; the
 //! tensors over those regions behave like any other tensor.
 //!
 //! Storage is shared and mutable, like PyTorch's: views alias it and in-place kernels write
@@ -29,6 +30,8 @@ enum Backing {
     Owned(Option<Layout>),
     /// A region of a parent storage, which is kept alive.
     Region(#[allow(dead_code)] Arc<Storage>),
+    /// Memory owned by someone else, kept alive by holding its owner.
+    External(#[allow(dead_code)] Box<dyn Send + Sync>),
 }
 
 /// A contiguous byte buffer holding tensor elements.
@@ -49,6 +52,7 @@ impl std::fmt::Debug for Storage {
         let kind = match self.backing {
             Backing::Owned(_) => "owned",
             Backing::Region(_) => "region",
+            Backing::External(_) => "external",
         };
         write!(f, "Storage({} bytes, {kind})", self.nbytes)
     }
@@ -100,6 +104,19 @@ impl Storage {
         let ptr = unsafe { NonNull::new_unchecked(slab.ptr.as_ptr().add(offset)) };
         let ptr = if nbytes == 0 { aligned_dangling() } else { ptr };
         Ok(Storage { ptr, nbytes, backing: Backing::Region(slab.clone()) })
+    }
+
+    /// A storage over `nbytes` bytes at `ptr` that `owner` keeps alive: memory an embedder hands
+    /// in without copying. Its elements need only their natural alignment, not 64 bytes.
+    ///
+    /// # Safety
+    ///
+    /// `ptr` must be valid for reads and writes of `nbytes` bytes for as long as `owner` lives,
+    /// and nothing may write to that memory while the runtime uses the storage (the rule every
+    /// storage follows: racing writes are a program error).
+    pub unsafe fn external(ptr: *mut u8, nbytes: usize, owner: Box<dyn Send + Sync>) -> Storage {
+        let ptr = if nbytes == 0 { aligned_dangling() } else { NonNull::new(ptr).unwrap_or_else(aligned_dangling) };
+        Storage { ptr, nbytes, backing: Backing::External(owner) }
     }
 
     /// Size of the buffer in bytes.
