@@ -1,0 +1,115 @@
+"""Tensors across the boundary without copies.
+
+An input ``torch.Tensor`` or NumPy array is described to the native module by its owner, data
+address, dtype, sizes and element strides; the runtime reads its memory in place and keeps the
+owner alive while it holds it. An output is a native tensor whose ``__array_interface__`` NumPy
+shares, and ``torch.from_numpy`` shares in turn. Only what the runtime cannot address is copied:
+tensors off the CPU, arrays with negative or unaligned strides, or of a byte order or element type
+it lacks.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ._native import DialectError
+
+# NumPy's element types the runtime has, by PyTorch's name.
+_NUMPY_DTYPES = {
+    np.dtype(np.bool_): "bool",
+    np.dtype(np.uint8): "uint8",
+    np.dtype(np.int8): "int8",
+    np.dtype(np.int16): "int16",
+    np.dtype(np.int32): "int32",
+    np.dtype(np.int64): "int64",
+    np.dtype(np.float16): "float16",
+    np.dtype(np.float32): "float32",
+    np.dtype(np.float64): "float64",
+}
+
+
+def _torch():
+    try:
+        import torch
+    except ImportError:
+        return None
+    return torch
+
+
+def is_torch_tensor(x) -> bool:
+    torch = _torch()
+    return torch is not None and isinstance(x, torch.Tensor)
+
+
+def describe(x):
+    """The native module's description of one flat input (see ``values::input`` in the crate)."""
+    if isinstance(x, np.ndarray):
+        return _describe_numpy(x)
+    if isinstance(x, np.generic):
+        return _describe_numpy(np.asarray(x))
+    if is_torch_tensor(x):
+        return _describe_torch(x)
+    if x is None or isinstance(x, (bool, int, float)):
+        return x
+    if isinstance(x, (list, tuple)) and all(is_torch_tensor(t) or isinstance(t, np.ndarray) for t in x):
+        return [describe(t) for t in x]
+    raise DialectError(f"unsupported input of type {type(x).__name__}")
+
+
+def _describe_numpy(a: np.ndarray):
+    dtype = _NUMPY_DTYPES.get(a.dtype.newbyteorder("=")) if a.dtype.byteorder in "=|<" else None
+    if dtype is None:
+        native = a.dtype.newbyteorder("=")
+        if native not in _NUMPY_DTYPES:
+            raise DialectError(f"unsupported NumPy element type {a.dtype}")
+        a = a.astype(native)
+        dtype = _NUMPY_DTYPES[native]
+    item = a.itemsize
+    if any(s < 0 or s % item for s in a.strides) or a.ctypes.data % item:
+        a = np.ascontiguousarray(a)
+    strides = [s // item for s in a.strides]
+    return (a, a.ctypes.data, dtype, list(a.shape), strides)
+
+
+def _describe_torch(t):
+    torch = _torch()
+    if t.device.type != "cpu":
+        t = t.cpu()
+    t = t.detach()
+    if t.is_conj():
+        t = t.resolve_conj()
+    if t.is_neg():
+        t = t.resolve_neg()
+    if t.layout != torch.strided:
+        t = t.to_dense()
+    dtype = str(t.dtype).removeprefix("torch.")
+    return (t, t.data_ptr(), dtype, list(t.shape), list(t.stride()))
+
+
+def to_numpy(native):
+    """A NumPy array sharing a native output's memory (bfloat16 as its ``uint16`` bits)."""
+    return np.asarray(native)
+
+
+def to_torch(native):
+    """A ``torch.Tensor`` sharing a native output's memory."""
+    torch = _torch()
+    t = torch.from_numpy(np.asarray(native))
+    if native.dtype == "bfloat16":
+        t = t.view(torch.bfloat16)
+    return t
+
+
+def convert_output(x, as_torch: bool):
+    """Turns the native module's flat outputs into tensors of the caller's kind."""
+    if isinstance(x, list):
+        return [convert_output(v, as_torch) for v in x]
+    if type(x).__name__ == "Tensor" and type(x).__module__ == "dialect._native":
+        if as_torch:
+            return to_torch(x)
+        if x.dtype == "bfloat16":
+            if _torch() is None:
+                raise DialectError("a bfloat16 output needs PyTorch (NumPy has no bfloat16)")
+            return to_torch(x)
+        return to_numpy(x)
+    return x
