@@ -20,13 +20,14 @@ class Program:
         self._native = native
         self._in_spec = native.in_spec
         self._out_spec = native.out_spec
+        self._descriptions = _tensors.DescriptionCache()
 
     def _flat_inputs(self, args, kwargs):
         leaves = _pytree.flatten_args(self._in_spec, args, kwargs)
         as_torch = any(_tensors.is_torch_tensor(x) for x in leaves) or any(
             isinstance(x, (list, tuple)) and any(_tensors.is_torch_tensor(t) for t in x) for x in leaves
         )
-        return [_tensors.describe(x) for x in leaves], as_torch
+        return [self._descriptions.describe(i, x) for i, x in enumerate(leaves)], as_torch
 
     def __call__(self, *args, **kwargs):
         flat, as_torch = self._flat_inputs(args, kwargs)

@@ -66,7 +66,10 @@ def _flatten(spec, x, out, where):
 
 
 def unflatten(spec, leaves):
-    """Nests ``leaves`` as ``spec`` says."""
+    """Nests ``leaves`` as ``spec`` says; without a spec, one leaf is returned as it is and
+    several as a tuple."""
+    if spec is None:
+        return leaves[0] if len(leaves) == 1 else tuple(leaves)
     return _build(spec, iter(leaves))
 
 

@@ -28,6 +28,9 @@ _NUMPY_DTYPES = {
 }
 
 
+_TORCH_TENSOR = None
+
+
 def _torch():
     try:
         import torch
@@ -37,8 +40,32 @@ def _torch():
 
 
 def is_torch_tensor(x) -> bool:
-    torch = _torch()
-    return torch is not None and isinstance(x, torch.Tensor)
+    global _TORCH_TENSOR
+    if _TORCH_TENSOR is None:
+        torch = _torch()
+        # A class no value is an instance of, when PyTorch is absent.
+        _TORCH_TENSOR = torch.Tensor if torch is not None else type("NoTorch", (), {})
+    return isinstance(x, _TORCH_TENSOR)
+
+
+class DescriptionCache:
+    """The descriptions of a program's last inputs, by position. A call that passes the same
+    tensor object again at a position (Dynamo passes a model's parameters on every call), still
+    over the same memory and shape, reuses its description: the runtime reads the tensor's memory
+    in place, so what the description points at is the tensor's current contents."""
+
+    def __init__(self):
+        self._entries = {}
+
+    def describe(self, i, x):
+        if is_torch_tensor(x):
+            hit = self._entries.get(i)
+            if hit is not None and hit[0] is x and hit[1] == x.data_ptr() and hit[2] == x.shape:
+                return hit[3]
+            d = describe(x)
+            self._entries[i] = (x, x.data_ptr(), x.shape, d)
+            return d
+        return describe(x)
 
 
 def describe(x):

@@ -26,6 +26,15 @@ _graph_ids = itertools.count()
 compile_log: list[dict] = []
 
 
+def backend_with(**options):
+    """The backend with options fixed: ``torch.compile(m, backend=backend_with(threads=2))``."""
+
+    def configured(gm, example_inputs):
+        return backend(gm, example_inputs, options=options)
+
+    return configured
+
+
 def backend(gm, example_inputs, options: dict | None = None, **kwargs):
     """Compiles one Dynamo graph; returns a callable with the graph's calling convention."""
     import torch

@@ -138,11 +138,11 @@ fn import_text(ctx: &ir::Context, path: &Path, text: &str, format: Format) -> Re
             let module =
                 ir::parse_module(ctx, text, &name).map_err(|d| ImportError::IrSyntax {
                     path: path.to_path_buf(),
-                    message: d
-                        .to_string()
-                        .strip_prefix(name.as_ref())
-                        .unwrap_or(&d.to_string())
-                        .to_string(),
+                    message: {
+                        let text = d.to_string();
+                        let rest = text.strip_prefix(name.as_ref()).unwrap_or(&text);
+                        rest.strip_prefix(':').unwrap_or(rest).to_string()
+                    },
                 })?;
             ir::verify(ctx, &module).map_err(|d| ImportError::Verify {
                 path: path.to_path_buf(),

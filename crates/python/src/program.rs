@@ -62,6 +62,9 @@ struct Inner {
     threads: usize,
     stages: Mutex<Stages>,
     in_spec: Option<import::TreeSpec>,
+    /// Whether the program names its output tree (an exported program does; a function from
+    /// text returns its results as they are).
+    has_out_spec: bool,
     times: [Duration; 3],
 }
 
@@ -160,6 +163,7 @@ fn build(ctx: Context, program: import::Program, options: &Options, import_time:
         .map(import::TreeSpec::from_attribute)
         .transpose()
         .map_err(|e| format!("the program's input spec: {e}"))?;
+    let has_out_spec = module.attr(module.top(), import::program::ATTR_OUT_SPEC).is_some();
     // `-O0` runs the program as imported, as `dialect-run -O0` does; its Edge stage is still
     // shown on request.
     let (to_edge, after) = driver::pipeline_stages(options.opt_level);
@@ -187,6 +191,7 @@ fn build(ctx: Context, program: import::Program, options: &Options, import_time:
         threads: options.threads,
         stages: Mutex::new(Stages { ctx, imported, edge, backend }),
         in_spec,
+        has_out_spec,
         times: [import_time, lower_time, compile_time],
     })
 }
@@ -237,10 +242,14 @@ impl Program {
         self.inner.in_spec.as_ref().map(|s| values::spec(py, s)).transpose()
     }
 
-    /// The output pytree spec.
+    /// The output pytree spec, when the program has one; without it a call returns its one
+    /// result, or a tuple of several.
     #[getter]
-    fn out_spec(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
-        values::spec(py, self.inner.compiled.out_spec())
+    fn out_spec(&self, py: Python<'_>) -> PyResult<Option<Py<PyAny>>> {
+        if !self.inner.has_out_spec {
+            return Ok(None);
+        }
+        values::spec(py, self.inner.compiled.out_spec()).map(Some)
     }
 
     /// What compiling took and what the JIT did, as a dict.
