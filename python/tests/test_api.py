@@ -273,3 +273,50 @@ def test_torch_compile_options():
     bad = torch.compile(net, backend="dialect", options={"opt-level": 2})
     with pytest.raises(Exception, match="unknown torch.compile option"):
         bad(x)
+
+
+def test_every_text_format_loads(tmp_path):
+    torch = pytest.importorskip("torch")
+    from safetensors.torch import load_file
+
+    # FX text (a graph without state or tensor types, so it runs as imported).
+    case = Case(shared_dir("fixtures", "export", "pointwise"))
+    fx = dialect.load(case.dir / "graph.fx.txt", opt_level=0)
+    assert_close(fx(*case.inputs), case.expected()[0], case.rtol, case.atol, "pointwise from FX text")
+
+    # TorchScript IR text, with scalar inputs as its calls recorded them.
+    ts_dir = shared_dir("fixtures", "torchscript")
+    meta = __import__("json").loads((ts_dir / "scalar_branch.meta.json").read_text())
+    io = load_file(str(ts_dir / "scalar_branch.io.safetensors"))
+    program = dialect.load(ts_dir / "scalar_branch.graph.txt", opt_level=0)
+    for k, call in enumerate(meta["calls"]):
+        scalars = {int(pos): v for pos, v in call["scalar_inputs"].items()}
+        n = 1 + len(scalars)
+        args = [scalars[i] if i in scalars else io[f"call{k}.in.{i}"] for i in range(n)]
+        got = program(*args)
+        outs = [io[key] for key in sorted(io) if key.startswith(f"call{k}.out.")]
+        assert_close(got if isinstance(got, torch.Tensor) else got[0], outs[0], 1e-5, 1e-6, f"scalar_branch call {k}")
+
+    # IR text from a file, and .pt2 bytes.
+    ir_file = tmp_path / "fused.ir"
+    ir_file.write_text(FUSED_IR)
+    x = np.full((2, 3), 0.5, dtype=np.float32)
+    np.testing.assert_allclose(dialect.load(ir_file)(x, x), np.tanh((x + x) * x), rtol=1e-6)
+    raw = (case.dir / "model.pt2").read_bytes()
+    from_bytes = dialect.compile(raw, format="pt2")
+    assert_close(from_bytes(*case.inputs), case.expected()[0], case.rtol, case.atol, "pointwise from .pt2 bytes")
+
+
+def test_a_program_archive_loads(tmp_path):
+    import subprocess
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    tool = root / "target" / "release" / "dialect-opt"
+    if not tool.is_file():
+        pytest.skip(f"{tool} is not built (cargo build --release builds it)")
+    case = Case(shared_dir("fixtures", "export", "mlp"))
+    archive = tmp_path / "mlp.dar"
+    subprocess.run([str(tool), str(case.dir / "model.pt2"), "--emit-archive", str(archive), "-o", "/dev/null"], check=True)
+    program = dialect.load(archive)
+    assert_close(program(*case.inputs), case.expected()[0], case.rtol, case.atol, "mlp from a program archive")

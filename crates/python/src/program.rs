@@ -50,7 +50,9 @@ impl Options {
 struct Stages {
     ctx: Context,
     imported: Module,
-    edge: Module,
+    /// Made on first request at -O0, which runs the program as imported (a program without
+    /// tensor types, such as FX text, runs but cannot be lowered).
+    edge: Option<Module>,
     backend: Module,
 }
 
@@ -168,12 +170,10 @@ fn build(ctx: Context, program: import::Program, options: &Options, import_time:
     // shown on request.
     let (to_edge, after) = driver::pipeline_stages(options.opt_level);
     let edge = if options.opt_level == 0 {
-        let mut edge = module.clone();
-        run_passes(&ctx, &mut edge, &to_edge)?;
-        edge
+        None
     } else {
         run_passes(&ctx, &mut module, &to_edge)?;
-        module.clone()
+        Some(module.clone())
     };
     run_passes(&ctx, &mut module, &after)?;
     let lower_time = t_lower.elapsed();
@@ -214,12 +214,18 @@ impl Program {
     /// Edge) or `backend` (what was compiled: fused and partitioned at -O1 and up).
     #[pyo3(signature = (stage="backend", generic=false))]
     fn ir(&self, stage: &str, generic: bool) -> PyResult<String> {
-        let stages = self.inner.stages.lock().unwrap_or_else(|e| e.into_inner());
-        let module = match stage {
-            "as-imported" => &stages.imported,
-            "edge" => &stages.edge,
-            "backend" => &stages.backend,
-            other => return Err(error(format!("unknown stage '{other}' (expected 'as-imported', 'edge' or 'backend')"))),
+        let mut guard = self.inner.stages.lock().unwrap_or_else(|e| e.into_inner());
+        let stages = &mut *guard;
+        if stage == "edge" && stages.edge.is_none() {
+            let mut edge = stages.imported.clone();
+            run_passes(&stages.ctx, &mut edge, &driver::pipeline_stages(0).0).map_err(error)?;
+            stages.edge = Some(edge);
+        }
+        let module = match (stage, &stages.edge) {
+            ("as-imported", _) => &stages.imported,
+            ("edge", Some(edge)) => edge,
+            ("backend", _) => &stages.backend,
+            (other, _) => return Err(error(format!("unknown stage '{other}' (expected 'as-imported', 'edge' or 'backend')"))),
         };
         Ok(ir::print_module(&stages.ctx, module, PrintOptions { generic, debug_info: false }))
     }
