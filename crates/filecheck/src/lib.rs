@@ -16,6 +16,7 @@
 
 mod cli;
 mod config;
+mod defines;
 mod dump;
 mod error;
 mod numeric;

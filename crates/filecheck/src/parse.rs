@@ -7,7 +7,7 @@ use regex::Regex;
 
 use crate::config::Config;
 use crate::error::FileCheckError;
-use crate::numeric::{self, Format, NumericValue};
+
 use crate::pattern::{Names, Pattern, PatternError, PatternOptions, Vars};
 use crate::source::{self, Diagnostic, FileId, SourceText, Sources, Span};
 
@@ -102,7 +102,7 @@ fn validate_prefixes(checks: &[String], comments: &[String]) -> Result<(), FileC
 pub(crate) fn parse(text: &str, name: &str, config: &Config) -> Result<Program, FileCheckError> {
     let prefixes = config.check_prefixes();
     validate_prefixes(&prefixes, &config.comment_prefixes)?;
-    let initial_vars = parse_defines(&config.defines)?;
+    let initial_vars = crate::defines::parse_defines(&config.defines)?;
     let canonicalize = !config.strict_whitespace;
     let text = if canonicalize { source::canonicalize(text) } else { source::strip_crlf(text) };
     let mut sources = Sources::default();
@@ -161,43 +161,6 @@ pub(crate) fn parse(text: &str, name: &str, config: &Config) -> Result<Program, 
         allow_dag_overlap: config.allow_deprecated_dag_overlap,
         collect_dump: config.dump_input != crate::dump::DumpInput::Never,
     })
-}
-
-/// Turns `-D` definitions into initial variables.
-fn parse_defines(defines: &[String]) -> Result<Vars, FileCheckError> {
-    let mut vars = Vars::default();
-    for define in defines {
-        let bad = |message: &str| FileCheckError::InvalidConfig(format!("error: {message} in definition '-D{define}'"));
-        let Some((lhs, value)) = define.split_once('=') else {
-            return Err(bad("missing equal sign"));
-        };
-        if let Some(numeric) = lhs.strip_prefix('#') {
-            let (format, name) = match numeric.strip_prefix('%') {
-                Some(spec) => {
-                    let (spec, name) = spec.split_once(',').ok_or_else(|| bad("invalid format specifier"))?;
-                    (Some(Format::parse(spec).map_err(|m| bad(&m))?), name)
-                }
-                None => (None, numeric),
-            };
-            let name = name.trim();
-            if name.is_empty() || numeric::name_len(name) != name.len() || name.contains('@') {
-                return Err(bad("invalid numeric variable name"));
-            }
-            let expr = numeric::parse_expr(value, 0, 0, false, false).map_err(|e| bad(&e.message))?;
-            let (value, implicit) = expr.eval(&vars.numerics).map_err(|_| bad("invalid expression"))?;
-            let format = format.or(implicit).unwrap_or_default();
-            vars.numerics.insert(name.to_string(), NumericValue { value, format });
-        } else {
-            if lhs.is_empty() {
-                return Err(bad("empty variable name"));
-            }
-            if numeric::name_len(lhs) != lhs.len() || lhs.contains('@') {
-                return Err(bad("invalid variable name"));
-            }
-            vars.strings.insert(lhs.to_string(), value.to_string());
-        }
-    }
-    Ok(vars)
 }
 
 struct Parser<'a> {

@@ -9,6 +9,8 @@ use crate::numeric::{self, Expr, Format, NumericValue};
 
 mod parser;
 
+pub(crate) use parser::{parse_numeric_definition, parse_string_definition_name};
+
 /// Variables defined so far in a run.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Vars {
