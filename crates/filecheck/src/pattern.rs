@@ -100,6 +100,9 @@ pub(crate) struct Pattern {
     options: PatternOptions,
     /// The regex when the pattern uses no variables.
     fixed: Option<Regex>,
+    /// The text when the pattern is plain text matched as is: it is looked
+    /// for with a substring search, no regex is built.
+    plain: Option<String>,
     /// Text compared with the input to find a "possible intended match".
     example: String,
     /// The longest literal every match contains: when the input lacks it,
@@ -154,11 +157,11 @@ impl MatchError {
 
 impl Pattern {
     pub(crate) fn empty_line() -> Pattern {
-        Pattern { body: Body::EmptyLine, options: PatternOptions::default(), fixed: None, example: String::new(), must: None }
+        Pattern { body: Body::EmptyLine, options: PatternOptions::default(), fixed: None, plain: None, example: String::new(), must: None }
     }
 
     pub(crate) fn end_of_input() -> Pattern {
-        Pattern { body: Body::EndOfInput, options: PatternOptions::default(), fixed: None, example: String::new(), must: None }
+        Pattern { body: Body::EndOfInput, options: PatternOptions::default(), fixed: None, plain: None, example: String::new(), must: None }
     }
 
     /// Parses `text`, found at byte `base` of the check buffer on line `line`.
@@ -176,12 +179,11 @@ impl Pattern {
             message: e.message,
             blank: false,
         })?;
-        let fixed = if dynamic { None } else { Some(compile(&skeleton, base)?) };
-        let example = if pieces.iter().all(|p| matches!(p, Piece::Literal(_))) {
-            pieces.iter().filter_map(|p| if let Piece::Literal(s) = p { Some(s.as_str()) } else { None }).collect()
-        } else {
-            example_regex(&skeleton)
-        };
+        let all_literal = pieces.iter().all(|p| matches!(p, Piece::Literal(_)));
+        let literal_text = || pieces.iter().filter_map(|p| if let Piece::Literal(s) = p { Some(s.as_str()) } else { None }).collect();
+        let plain = (all_literal && !options.ignore_case && !options.match_full_lines).then(literal_text);
+        let fixed = if dynamic || plain.is_some() { None } else { Some(compile(&skeleton, base)?) };
+        let example = if all_literal { literal_text() } else { example_regex(&skeleton) };
         let must = if options.ignore_case {
             None
         } else {
@@ -191,7 +193,7 @@ impl Pattern {
                 .max_by_key(|s| s.len())
                 .cloned()
         };
-        Ok(Pattern { body: Body::Pieces(pieces), options, fixed, example, must })
+        Ok(Pattern { body: Body::Pieces(pieces), options, fixed, plain, example, must })
     }
 
     /// Does the pattern define or use any variable?
@@ -218,6 +220,10 @@ impl Pattern {
             }
             Body::Pieces(pieces) => pieces,
         };
+        if let Some(plain) = &self.plain {
+            let from = start.min(haystack.len());
+            return Ok(haystack[from..].find(plain.as_str()).map(|at| Found::at(from + at, from + at + plain.len())));
+        }
         // Substituting first reports undefined variables even where the
         // input could not match.
         let source = match &self.fixed {
@@ -438,12 +444,26 @@ fn build_regex(source: &str) -> Result<Regex, regex::Error> {
 }
 
 fn compile(source: &str, offset: usize) -> Result<Regex, PatternError> {
-    build_regex(source).map_err(|e| PatternError { offset, message: format!("invalid regex: {}", regex_message(&e)), blank: false })
+    build_regex(source).map_err(|e| invalid_regex(offset, &e.to_string()))
+}
+
+/// Checks that a regex block is valid: only its parse, which reports every
+/// syntax error a compile would, without building a matcher.
+fn validate(source: &str, offset: usize) -> Result<(), PatternError> {
+    regex_syntax::Parser::new().parse(source).map(drop).map_err(|e| invalid_regex(offset, &e.to_string()))
+}
+
+fn invalid_regex(offset: usize, error: &str) -> PatternError {
+    PatternError { offset, message: format!("invalid regex: {}", error_summary(error)), blank: false }
 }
 
 /// The one-line summary of a `regex` error (its `Display` quotes the regex).
 fn regex_message(error: &regex::Error) -> String {
-    let text = error.to_string();
+    error_summary(&error.to_string())
+}
+
+/// The `error:` line of a regex error's text.
+fn error_summary(text: &str) -> String {
     text.lines()
         .rev()
         .find_map(|l| l.trim().strip_prefix("error: "))

@@ -14,30 +14,39 @@ impl FileId {
     }
 }
 
-/// One named text buffer with a line index.
+/// One named text buffer with a line index, built the first time a line
+/// number is asked for (a run that reports nothing never needs it).
 #[derive(Debug, Clone)]
 pub(crate) struct SourceText {
     pub(crate) name: String,
     pub(crate) text: String,
-    line_starts: Vec<usize>,
+    line_starts: std::cell::OnceCell<Vec<usize>>,
 }
 
 impl SourceText {
     pub(crate) fn new(name: &str, text: String) -> SourceText {
-        let mut line_starts = vec![0];
-        line_starts.extend(text.match_indices('\n').map(|(i, _)| i + 1));
-        SourceText { name: name.to_string(), text, line_starts }
+        SourceText { name: name.to_string(), text, line_starts: std::cell::OnceCell::new() }
+    }
+
+    /// Where each line starts.
+    fn line_starts(&self) -> &[usize] {
+        self.line_starts.get_or_init(|| {
+            let mut starts = vec![0];
+            starts.extend(memchr::memchr_iter(b'\n', self.text.as_bytes()).map(|i| i + 1));
+            starts
+        })
     }
 
     /// The 1-based line and byte column of `offset`.
     pub(crate) fn line_col(&self, offset: usize) -> (usize, usize) {
-        let line = self.line_starts.partition_point(|&s| s <= offset).max(1);
-        (line, offset - self.line_starts[line - 1] + 1)
+        let starts = self.line_starts();
+        let line = starts.partition_point(|&s| s <= offset).max(1);
+        (line, offset - starts[line - 1] + 1)
     }
 
     /// The text of 1-based line `line`, without its newline.
     pub(crate) fn line_text(&self, line: usize) -> &str {
-        let start = self.line_starts.get(line - 1).copied().unwrap_or(self.text.len());
+        let start = self.line_starts().get(line - 1).copied().unwrap_or(self.text.len());
         let end = self.text[start..].find('\n').map_or(self.text.len(), |e| start + e);
         self.text[start..end].strip_suffix('\r').unwrap_or(&self.text[start..end])
     }
@@ -174,29 +183,36 @@ fn quote_line(text: &str, col: usize, len: usize) -> (String, String) {
 pub(crate) fn canonicalize(text: &str) -> String {
     let bytes = text.as_bytes();
     let mut out = Vec::with_capacity(bytes.len());
+    // Bytes are copied in runs up to the next place that changes: a tab, a
+    // `\r`, or a space followed by a space or a tab. All are ASCII, so UTF-8
+    // sequences are copied whole.
+    let mut copied = 0;
     let mut i = 0;
     while i < bytes.len() {
-        // Copy the run up to the next byte that may change; all are ASCII,
-        // so UTF-8 sequences are copied whole.
-        let run = bytes[i..].iter().position(|&b| matches!(b, b' ' | b'\t' | b'\r')).unwrap_or(bytes.len() - i);
-        out.extend_from_slice(&bytes[i..i + run]);
-        i += run;
-        match bytes.get(i) {
-            Some(b' ' | b'\t') => {
-                out.push(b' ');
-                while matches!(bytes.get(i), Some(b' ' | b'\t')) {
-                    i += 1;
-                }
+        let changes = match bytes[i] {
+            b'\t' | b'\r' => true,
+            b' ' => matches!(bytes.get(i + 1), Some(b' ' | b'\t')),
+            _ => false,
+        };
+        if !changes {
+            i += 1;
+            continue;
+        }
+        out.extend_from_slice(&bytes[copied..i]);
+        if bytes[i] == b'\r' {
+            if bytes.get(i + 1) != Some(&b'\n') {
+                out.push(b'\r');
             }
-            Some(b'\r') => {
-                if bytes.get(i + 1) != Some(&b'\n') {
-                    out.push(b'\r');
-                }
+            i += 1;
+        } else {
+            out.push(b' ');
+            while matches!(bytes.get(i), Some(b' ' | b'\t')) {
                 i += 1;
             }
-            _ => {}
         }
+        copied = i;
     }
+    out.extend_from_slice(&bytes[copied..]);
     String::from_utf8(out).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
 }
 

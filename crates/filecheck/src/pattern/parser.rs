@@ -4,7 +4,7 @@
 
 use std::collections::{HashMap, HashSet};
 
-use super::{Names, PatternError, Piece, compile};
+use super::{Names, PatternError, Piece, validate};
 use crate::numeric::{self, Expr, Format, FormatKind};
 
 /// Rewrites an LLVM (POSIX extended) regex for the `regex` crate. LLVM
@@ -207,7 +207,7 @@ impl<'a> PatternParser<'a> {
                     continue;
                 }
                 let translated = translate_regex(source);
-                compile(&translated, self.base + pos + 2)?;
+                validate(&translated, self.base + pos + 2)?;
                 self.paren += usize::from(rest.contains('|')) + count_groups(source);
                 self.pieces.push(Piece::Regex(translated));
                 pos += end + 4;
@@ -288,7 +288,7 @@ impl<'a> PatternParser<'a> {
             }
             Some(source) => {
                 let regex = translate_regex(source);
-                compile(&regex, self.base + at + len + 1)?;
+                validate(&regex, self.base + at + len + 1)?;
                 self.paren_of.insert(name.to_string(), self.paren);
                 self.names.strings.insert(name.to_string());
                 self.paren += 1 + count_groups(source);
