@@ -27,7 +27,7 @@ OPTIONS:
   --dump-input-context=<N>       Lines of context around each shown line (default 5)
   -v, -vv                        Report matches too (into the dump, if any)
   --allow-deprecated-dag-overlap Accepted; CHECK-DAG matches never overlap
-  --color                        Accepted; output is never colored
+  --color                        Color diagnostics and the dump as LLVM does
 
 Options are also read from the FILECHECK_OPTS environment variable, before
 those of the command line.
@@ -61,7 +61,7 @@ How the dump is laid out:
            pattern, a success for CHECK-NOT (-vv)
   - ?      where a pattern that did not match nearly matched
   - ...    input lines left out by -dump-input-filter and -dump-input-context
-  - colors are not used: the dump is plain text
+  - colors (with -color): green good, red error, magenta near miss, cyan discarded or (-v) unmatched input
 ";
 
 /// A command-line mistake; exit code 1, as LLVM's option parser exits.
@@ -185,7 +185,8 @@ pub fn main_with_io(
         Err(error) => {
             let text = error.to_string();
             let _ = write!(stderr, "{text}");
-            if !text.ends_with('\n') {
+            // A colored report ends with the escape that resets the color.
+            if !text.trim_end_matches("\x1b[0m").ends_with('\n') {
                 let _ = writeln!(stderr);
             }
             if matches!(error, FileCheckError::EmptyInput(_)) {
@@ -356,7 +357,8 @@ fn apply_flag(options: &mut Options, name: &str, value: bool) -> Result<(), ()> 
         "vv" => config.very_verbose = value,
         "help" | "h" => options.help = value,
         "allow-deprecated-dag-overlap" => config.allow_deprecated_dag_overlap = value,
-        "color" | "no-color" => {}
+        "color" => config.color = value,
+        "no-color" => config.color = !value,
         _ => return Err(()),
     }
     Ok(())

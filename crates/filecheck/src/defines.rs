@@ -4,6 +4,7 @@
 //! mistake is reported at its place there, with the pattern parser's words.
 
 use crate::FileCheckError;
+use crate::color::Paint;
 use crate::numeric::{EvalError, NumericValue};
 use crate::pattern::{self, Names, Vars};
 use crate::source::{self, Diagnostic, SourceText, Sources, Span};
@@ -43,7 +44,7 @@ fn global_defines_buffer(defines: &[String]) -> (String, Vec<Place>) {
 
 /// Turns `-D` definitions into the variables a run starts with. Every
 /// mistake is reported, in order, before the run gives up.
-pub(crate) fn parse_defines(defines: &[String]) -> Result<Vars, FileCheckError> {
+pub(crate) fn parse_defines(defines: &[String], paint: Paint) -> Result<Vars, FileCheckError> {
     let (buffer, places) = global_defines_buffer(defines);
     let mut sources = Sources::default();
     let file = sources.add(SourceText::new("Global defines", buffer.clone()));
@@ -52,7 +53,7 @@ pub(crate) fn parse_defines(defines: &[String]) -> Result<Vars, FileCheckError> 
     let mut report = String::new();
     let error_at = |report: &mut String, at: usize, message: String| {
         let diagnostic = Diagnostic { blank_after: true, ..Diagnostic::error(Span::point(file, at), message) };
-        report.push_str(&source::render(&sources, &[diagnostic]));
+        report.push_str(&source::render(&sources, &[diagnostic], paint));
     };
     for (start, len) in places {
         let Some(len) = len.filter(|&len| len > 0) else {

@@ -15,6 +15,7 @@
 //! [`main_with_args`] is the whole command-line tool.
 
 mod cli;
+mod color;
 mod config;
 mod defines;
 mod dump;
@@ -37,6 +38,7 @@ pub struct CheckFile {
     dump_input: DumpInput,
     dump_filter: Option<DumpFilter>,
     dump_context: usize,
+    paint: color::Paint,
 }
 
 /// The result of a passing run: the `-v` remarks, if any, rendered.
@@ -63,6 +65,7 @@ impl CheckFile {
             dump_input: config.dump_input,
             dump_filter: config.dump_filter,
             dump_context: config.dump_context,
+            paint: color::Paint::new(config.color),
         })
     }
 
@@ -74,7 +77,7 @@ impl CheckFile {
         }
         let text = if self.program.canonicalize { source::canonicalize(input) } else { source::strip_crlf(input) };
         let outcome = run::run(&self.program, text, input_name);
-        let mut rendered = source::render(&outcome.sources, &outcome.diagnostics);
+        let mut rendered = source::render(&outcome.sources, &outcome.diagnostics, self.paint);
         if self.dump_input == DumpInput::Always || (!outcome.passed && self.dump_input == DumpInput::Fail) {
             let filter = self.dump_filter.unwrap_or(if self.dump_input == DumpInput::Always {
                 DumpFilter::All
@@ -86,7 +89,8 @@ impl CheckFile {
                 "\nInput file: {input_name}\nCheck file: {check_name}\n\n-dump-input=help explains the following input dump.\n\n"
             ));
             let input = outcome.sources.get(outcome.input);
-            rendered.push_str(&dump::render(input, &outcome.dump, filter, self.dump_context));
+            let style = dump::Style { filter, context: self.dump_context, verbose: self.program.verbose, paint: self.paint };
+            rendered.push_str(&dump::render(input, &outcome.dump, style));
         }
         if outcome.passed { Ok(Report { remarks: rendered }) } else { Err(FileCheckError::CheckFailed(rendered)) }
     }

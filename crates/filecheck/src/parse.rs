@@ -5,6 +5,7 @@ use std::collections::HashSet;
 
 use regex::Regex;
 
+use crate::color::Paint;
 use crate::config::Config;
 use crate::error::FileCheckError;
 
@@ -102,7 +103,7 @@ fn validate_prefixes(checks: &[String], comments: &[String]) -> Result<(), FileC
 pub(crate) fn parse(text: &str, name: &str, config: &Config) -> Result<Program, FileCheckError> {
     let prefixes = config.check_prefixes();
     validate_prefixes(&prefixes, &config.comment_prefixes)?;
-    let initial_vars = crate::defines::parse_defines(&config.defines)?;
+    let initial_vars = crate::defines::parse_defines(&config.defines, Paint::new(config.color))?;
     let canonicalize = !config.strict_whitespace;
     let text = if canonicalize { source::canonicalize(text) } else { source::strip_crlf(text) };
     let mut sources = Sources::default();
@@ -126,7 +127,7 @@ pub(crate) fn parse(text: &str, name: &str, config: &Config) -> Result<Program, 
     parser.pending = parser.implicit.clone();
     let used = parser.scan(&prefixes);
     if !parser.diagnostics.is_empty() {
-        return Err(FileCheckError::InvalidCheckFile(source::render(&parser.sources, &parser.diagnostics)));
+        return Err(FileCheckError::InvalidCheckFile(source::render(&parser.sources, &parser.diagnostics, Paint::new(config.color))));
     }
     let unused: Vec<String> = prefixes.iter().filter(|p| !used.contains(*p)).cloned().collect();
     // With the default prefix, --implicit-check-not alone is a complete check.

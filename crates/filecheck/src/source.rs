@@ -2,6 +2,8 @@
 
 use std::fmt::Write as _;
 
+use crate::color::{Color, Paint};
+
 /// Index of a buffer in a [`Sources`] table.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct FileId(usize);
@@ -117,25 +119,31 @@ impl Diagnostic {
 }
 
 /// Renders diagnostics the way LLVM's `SourceMgr` prints them: a
-/// `file:line:col: kind: message` header, the source line, and a caret line.
-pub(crate) fn render(sources: &Sources, diagnostics: &[Diagnostic]) -> String {
+/// `file:line:col: kind: message` header, the source line, and a caret line,
+/// colored as LLVM colors them when `paint` is on.
+pub(crate) fn render(sources: &Sources, diagnostics: &[Diagnostic], paint: Paint) -> String {
     let mut out = String::new();
     for diagnostic in diagnostics {
         let source = sources.get(diagnostic.span.file);
         let (line, col) = source.line_col(diagnostic.span.start);
-        let kind = match diagnostic.severity {
-            Severity::Error => "error",
-            Severity::Note => "note",
-            Severity::Remark => "remark",
+        let (kind, color) = match diagnostic.severity {
+            Severity::Error => ("error", Color::Red),
+            Severity::Note => ("note", Color::Black),
+            Severity::Remark => ("remark", Color::Blue),
         };
-        let _ = writeln!(out, "{}:{line}:{col}: {kind}: {}", source.name, diagnostic.message);
+        let (bold, reset) = (paint.bold(), paint.reset());
+        let _ = write!(out, "{bold}{}:{line}:{col}: {reset}", source.name);
+        let _ = write!(out, "{}{kind}: {reset}", paint.fg(color));
+        let _ = writeln!(out, "{bold}{}", diagnostic.message);
+        out.push_str(reset);
         let (text, caret) = quote_line(
             source.line_text(line),
             col - 1,
             diagnostic.span.end.saturating_sub(diagnostic.span.start),
         );
         let _ = writeln!(out, "{text}");
-        let _ = writeln!(out, "{caret}");
+        let _ = writeln!(out, "{}{caret}", paint.fg(Color::Green));
+        out.push_str(reset);
         if diagnostic.blank_after {
             out.push('\n');
         }
