@@ -176,7 +176,7 @@ pub fn main_with_io(
             }
         },
     };
-    let result = CheckFile::parse(&check_text, check_path, &options.config).and_then(|file| file.run(&input, &input_name));
+    let result = CheckFile::parse(&check_text, check_path, &options.config).and_then(|file| file.run_owned(input, &input_name));
     match result {
         Ok(report) => {
             let _ = write!(stderr, "{}", report.remarks());

@@ -72,10 +72,16 @@ impl CheckFile {
     /// Checks `input`; `input_name` is the name used in diagnostics
     /// (`<stdin>` for standard input).
     pub fn run(&self, input: &str, input_name: &str) -> Result<Report, FileCheckError> {
+        self.run_owned(input.to_string(), input_name)
+    }
+
+    /// [`CheckFile::run`] on an input the caller gives up, which saves a
+    /// copy of it.
+    pub fn run_owned(&self, input: String, input_name: &str) -> Result<Report, FileCheckError> {
         if input.is_empty() && !self.allow_empty {
             return Err(FileCheckError::EmptyInput(input_name.to_string()));
         }
-        let text = if self.program.canonicalize { source::canonicalize(input) } else { source::strip_crlf(input) };
+        let text = if self.program.canonicalize { source::canonicalize(input) } else { source::strip_crlf(&input) };
         let outcome = run::run(&self.program, text, input_name);
         let mut rendered = source::render(&outcome.sources, &outcome.diagnostics, self.paint);
         if self.dump_input == DumpInput::Always || (!outcome.passed && self.dump_input == DumpInput::Fail) {

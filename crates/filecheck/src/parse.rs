@@ -105,7 +105,7 @@ pub(crate) fn parse(text: &str, name: &str, config: &Config) -> Result<Program, 
     validate_prefixes(&prefixes, &config.comment_prefixes)?;
     let initial_vars = crate::defines::parse_defines(&config.defines, Paint::new(config.color))?;
     let canonicalize = !config.strict_whitespace;
-    let text = if canonicalize { source::canonicalize(text) } else { source::strip_crlf(text) };
+    let text = if canonicalize { source::canonicalize(text.to_string()) } else { source::strip_crlf(text) };
     let mut sources = Sources::default();
     let file = sources.add(SourceText::new(name, text));
     let mut parser = Parser {

@@ -188,12 +188,13 @@ fn quote_line(text: &str, col: usize, len: usize) -> (String, String) {
 /// `\r\n`, as LLVM does to both the check file and the input unless
 /// `--strict-whitespace` is given. Offsets into the result are what every
 /// diagnostic reports, as in LLVM.
-pub(crate) fn canonicalize(text: &str) -> String {
-    let bytes = text.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    // Bytes are copied in runs up to the next place that changes: a tab, a
-    // `\r`, or a space followed by a space or a tab. All are ASCII, so UTF-8
-    // sequences are copied whole.
+pub(crate) fn canonicalize(text: String) -> String {
+    let mut bytes = text.into_bytes();
+    // The text only shrinks, so it is rewritten in place: runs up to the
+    // next place that changes (a tab, a `\r`, or a space followed by a space
+    // or a tab) move down to where the output has got to. All those bytes
+    // are ASCII, so UTF-8 sequences move whole.
+    let mut written = 0;
     let mut copied = 0;
     let mut i = 0;
     while i < bytes.len() {
@@ -206,25 +207,51 @@ pub(crate) fn canonicalize(text: &str) -> String {
             i += 1;
             continue;
         }
-        out.extend_from_slice(&bytes[copied..i]);
+        bytes.copy_within(copied..i, written);
+        written += i - copied;
         if bytes[i] == b'\r' {
-            if bytes.get(i + 1) != Some(&b'\n') {
-                out.push(b'\r');
-            }
             i += 1;
+            if bytes.get(i) != Some(&b'\n') {
+                bytes[written] = b'\r';
+                written += 1;
+            }
         } else {
-            out.push(b' ');
+            bytes[written] = b' ';
+            written += 1;
             while matches!(bytes.get(i), Some(b' ' | b'\t')) {
                 i += 1;
             }
         }
         copied = i;
     }
-    out.extend_from_slice(&bytes[copied..]);
-    String::from_utf8(out).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
+    bytes.copy_within(copied.., written);
+    written += bytes.len() - copied;
+    bytes.truncate(written);
+    String::from_utf8(bytes).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
 }
 
 /// Drops the `\r` of each `\r\n`: done even under `--strict-whitespace`.
 pub(crate) fn strip_crlf(text: &str) -> String {
     text.replace("\r\n", "\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::canonicalize;
+
+    #[test]
+    fn canonicalize_collapses_blanks_and_drops_crlf_carriage_returns() {
+        let cases = [
+            ("a  b\t\tc\r\nd\re  \t f", "a b c\nd\re f"),
+            ("  lead", " lead"),
+            ("trail \t", "trail "),
+            ("\r\n\r\n", "\n\n"),
+            ("\r", "\r"),
+            ("é  ü\tß", "é ü ß"),
+            ("", ""),
+        ];
+        for (input, want) in cases {
+            assert_eq!(canonicalize(input.to_string()), want, "{input:?}");
+        }
+    }
 }
