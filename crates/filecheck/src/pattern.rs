@@ -4,6 +4,7 @@
 use std::collections::{HashMap, HashSet};
 
 use regex::Regex;
+use regex_automata::{Input, meta};
 
 use crate::numeric::{self, Expr, Format, NumericValue};
 
@@ -222,7 +223,8 @@ impl Pattern {
         };
         if let Some(plain) = &self.plain {
             let from = start.min(haystack.len());
-            return Ok(haystack[from..].find(plain.as_str()).map(|at| Found::at(from + at, from + at + plain.len())));
+            let at = memchr::memmem::find(&haystack.as_bytes()[from..], plain.as_bytes());
+            return Ok(at.map(|at| Found::at(from + at, from + at + plain.len())));
         }
         // Substituting first reports undefined variables even where the
         // input could not match.
@@ -231,22 +233,44 @@ impl Pattern {
             None => Some(regex_source(pieces, &self.options, vars, false)?),
         };
         if let Some(must) = &self.must
-            && !haystack[start.min(haystack.len())..].contains(must.as_str()) {
+            && memchr::memmem::find(&haystack.as_bytes()[start.min(haystack.len())..], must.as_bytes()).is_none() {
                 return Ok(None);
             }
-        let compiled;
         let re = match (&self.fixed, source) {
             (Some(re), _) => re,
             (None, source) => {
-                compiled = build_regex(&source.unwrap_or_default()).map_err(|e| MatchError::new(None, regex_message(&e)))?;
-                &compiled
+                let source = source.unwrap_or_default();
+                // A pattern built for one search of a short range is built
+                // without the engines that pay off only over long texts.
+                if end.saturating_sub(start) <= SHORT_RANGE {
+                    let re = build_light_regex(&source).map_err(|e| MatchError::new(None, error_summary(&e.to_string())))?;
+                    return self.find_light(&re, pieces, haystack, start, vars);
+                }
+                &build_regex(&source).map_err(|e| MatchError::new(None, regex_message(&e)))?
             }
         };
         let mut from = start;
         while from <= haystack.len() {
             let Some(caps) = re.captures_at(haystack, from) else { return Ok(None) };
             let Some(whole) = caps.get(0) else { return Ok(None) };
-            if let Some(found) = self.accept(pieces, &caps, whole.start(), whole.end(), vars)? {
+            let group = |name: &str| caps.name(name).map(|m| (m.start(), m.end()));
+            if let Some(found) = self.accept(pieces, &group, haystack, whole.start(), whole.end(), vars)? {
+                return Ok(Some(found));
+            }
+            from = whole.start() + haystack[whole.start()..].chars().next().map_or(1, char::len_utf8);
+        }
+        Ok(None)
+    }
+
+    /// [`Pattern::find`]'s search loop with a light regex.
+    fn find_light(&self, re: &meta::Regex, pieces: &[Piece], haystack: &str, start: usize, vars: &Vars) -> Result<Option<Found>, MatchError> {
+        let mut caps = re.create_captures();
+        let mut from = start;
+        while from <= haystack.len() {
+            re.search_captures(&Input::new(haystack).range(from..), &mut caps);
+            let Some(whole) = caps.get_match() else { return Ok(None) };
+            let group = |name: &str| caps.get_group_by_name(name).map(|span| (span.start, span.end));
+            if let Some(found) = self.accept(pieces, &group, haystack, whole.start(), whole.end(), vars)? {
                 return Ok(Some(found));
             }
             from = whole.start() + haystack[whole.start()..].chars().next().map_or(1, char::len_utf8);
@@ -255,21 +279,29 @@ impl Pattern {
     }
 
     /// Checks a regex match against same-pattern back-references and reads
-    /// the variables it defines.
-    fn accept(&self, pieces: &[Piece], caps: &regex::Captures<'_>, start: usize, end: usize, vars: &Vars) -> Result<Option<Found>, MatchError> {
-        let group = |name: &str| caps.name(name).map_or("", |m| m.as_str());
+    /// the variables it defines; `group` gives where each named group matched.
+    fn accept(
+        &self,
+        pieces: &[Piece],
+        group: &dyn Fn(&str) -> Option<(usize, usize)>,
+        haystack: &str,
+        start: usize,
+        end: usize,
+        vars: &Vars,
+    ) -> Result<Option<Found>, MatchError> {
+        let text = |name: &str| group(name).map_or("", |(s, e)| &haystack[s..e]);
         let mut found = Found::at(start, end);
 
         for piece in pieces {
             match piece {
                 Piece::StringDef { name, group: g, .. } => {
-                    found.string_defs.push((name.clone(), group(g).to_string()));
-                    if let Some(m) = caps.name(g) {
-                        found.captures.push((name.clone(), m.start(), m.end()));
+                    found.string_defs.push((name.clone(), text(g).to_string()));
+                    if let Some((s, e)) = group(g) {
+                        found.captures.push((name.clone(), s, e));
                     }
                 }
                 Piece::StringBackref { group: g, def_group, .. }
-                    if group(g) != group(def_group) => {
+                    if text(g) != text(def_group) => {
                         return Ok(None);
                     }
                 Piece::NumericDef { name, format, constraint, group: g, .. } => {
@@ -278,10 +310,10 @@ impl Pattern {
                         (None, Some(expr)) => eval(expr, vars)?.1.unwrap_or_default(),
                         (None, None) => Format::default(),
                     };
-                    let value = format.read(group(g)).map_err(|message| MatchError::new(None, message))?;
+                    let value = format.read(text(g)).map_err(|message| MatchError::new(None, message))?;
                     found.numeric_defs.push((name.clone(), NumericValue { value, format }));
-                    if let Some(m) = caps.name(g) {
-                        found.captures.push((name.clone(), m.start(), m.end()));
+                    if let Some((s, e)) = group(g) {
+                        found.captures.push((name.clone(), s, e));
                     }
                 }
                 _ => {}
@@ -435,6 +467,17 @@ fn example_regex(skeleton: &str) -> String {
     }
     out.push_str(rest);
     out
+}
+
+/// The longest range searched with a light regex (see [`build_light_regex`]).
+const SHORT_RANGE: usize = 1 << 16;
+
+/// Builds a regex for one search of a short range: no lazy DFA (whose
+/// states would be built for this search alone), no one-pass DFA; the
+/// bounded backtracker or the PikeVM runs the search.
+fn build_light_regex(source: &str) -> Result<meta::Regex, meta::BuildError> {
+    let config = meta::Config::new().nfa_size_limit(Some(1 << 30)).hybrid(false).dfa(false).onepass(false);
+    meta::Regex::builder().configure(config).build(source)
 }
 
 /// Compiles a regex with room for patterns as long as a check line can be:
