@@ -243,7 +243,7 @@ impl Pattern {
                 // A pattern built for one search of a short range is built
                 // without the engines that pay off only over long texts.
                 if end.saturating_sub(start) <= SHORT_RANGE {
-                    let re = build_light_regex(&source).map_err(|e| MatchError::new(None, error_summary(&e.to_string())))?;
+                    let re = build_light_regex(&source).map_err(|message| MatchError::new(None, message))?;
                     return self.find_light(&re, pieces, haystack, start, vars);
                 }
                 &build_regex(&source).map_err(|e| MatchError::new(None, regex_message(&e)))?
@@ -257,7 +257,7 @@ impl Pattern {
             if let Some(found) = self.accept(pieces, &group, haystack, whole.start(), whole.end(), vars)? {
                 return Ok(Some(found));
             }
-            from = whole.start() + haystack[whole.start()..].chars().next().map_or(1, char::len_utf8);
+            from = next_start(haystack, whole.start());
         }
         Ok(None)
     }
@@ -273,7 +273,7 @@ impl Pattern {
             if let Some(found) = self.accept(pieces, &group, haystack, whole.start(), whole.end(), vars)? {
                 return Ok(Some(found));
             }
-            from = whole.start() + haystack[whole.start()..].chars().next().map_or(1, char::len_utf8);
+            from = next_start(haystack, whole.start());
         }
         Ok(None)
     }
@@ -353,6 +353,12 @@ impl Found {
     fn at(start: usize, end: usize) -> Found {
         Found { start, end, string_defs: Vec::new(), numeric_defs: Vec::new(), captures: Vec::new() }
     }
+}
+
+/// Where the search goes on after a match at `at` that was not accepted:
+/// the next character.
+fn next_start(haystack: &str, at: usize) -> usize {
+    at + haystack[at..].chars().next().map_or(1, char::len_utf8)
 }
 
 fn eval(expr: &Expr, vars: &Vars) -> Result<(i128, Option<Format>), MatchError> {
@@ -475,9 +481,10 @@ const SHORT_RANGE: usize = 1 << 16;
 /// Builds a regex for one search of a short range: no lazy DFA (whose
 /// states would be built for this search alone), no one-pass DFA; the
 /// bounded backtracker or the PikeVM runs the search.
-fn build_light_regex(source: &str) -> Result<meta::Regex, meta::BuildError> {
+/// An error is given as its one-line summary.
+fn build_light_regex(source: &str) -> Result<meta::Regex, String> {
     let config = meta::Config::new().nfa_size_limit(Some(1 << 30)).hybrid(false).dfa(false).onepass(false);
-    meta::Regex::builder().configure(config).build(source)
+    meta::Regex::builder().configure(config).build(source).map_err(|e| error_summary(&e.to_string()))
 }
 
 /// Compiles a regex with room for patterns as long as a check line can be:
