@@ -27,7 +27,7 @@ OPTIONS:
   --dump-input-context=<N>       Lines of context around each shown line (default 5)
   -v, -vv                        Report matches too (into the dump, if any)
   --allow-deprecated-dag-overlap Accepted; CHECK-DAG matches never overlap
-  --color                        Accepted; output is never colored
+  --color                        Color diagnostics and the dump as LLVM does
 
 Options are also read from the FILECHECK_OPTS environment variable, before
 those of the command line.
@@ -61,24 +61,34 @@ How the dump is laid out:
            pattern, a success for CHECK-NOT (-vv)
   - ?      where a pattern that did not match nearly matched
   - ...    input lines left out by -dump-input-filter and -dump-input-context
-  - colors are not used: the dump is plain text
+  - colors (with -color): green good, red error, magenta near miss, cyan discarded or (-v) unmatched input
 ";
 
-/// A command-line mistake; exit code 2. Each message follows the program name.
+/// A command-line mistake; exit code 1, as LLVM's option parser exits.
+/// Each message follows the program name; an option is named with one dash
+/// when its name is one letter, with two otherwise.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 enum UsageError {
     #[error("Unknown command line argument '{0}'.  Try: '{1} --help'")]
     Unknown(String, String),
-    #[error("for the --{0} option: requires a value!")]
+    #[error("for the {} option: requires a value!", dashed(.0))]
     MissingValue(String),
-    #[error("for the --{0} option: '{1}' is invalid")]
+    #[error("for the {name} option: '{value}' is invalid value for boolean argument! Try 0 or 1", name = dashed(.0), value = .1)]
     BadValue(String, String),
-    #[error("for the --{0} option: Cannot find option named '{1}'!")]
+    #[error("for the {name} option: Cannot find option named '{value}'!", name = dashed(.0), value = .1)]
     NoSuchValue(String, String),
-    #[error("for the --{0} option: '{1}' value invalid for uint argument!")]
+    #[error("for the {name} option: '{value}' value invalid for uint argument!", name = dashed(.0), value = .1)]
     NotUnsigned(String, String),
-    #[error("Too many positional arguments specified!")]
-    TooManyPositionals,
+    #[error("Too many positional arguments specified!\nCan specify at most 1 positional arguments: See: {0} --help")]
+    TooManyPositionals(String),
+}
+
+/// The exit code of a command-line mistake.
+const USAGE_EXIT: i32 = 1;
+
+/// An option's name as LLVM's messages spell it.
+fn dashed(name: &str) -> String {
+    if name.len() == 1 { format!("-{name}") } else { format!("--{name}") }
 }
 
 /// The parsed command line.
@@ -120,11 +130,16 @@ pub fn main_with_io(
         .unwrap_or_default();
     let options = match parse_args(env_args.into_iter().chain(args.iter().skip(1).cloned()), &program) {
         Ok(options) => options,
-        Err(error) => {
-            let _ = writeln!(stderr, "{program}: {error}");
-            return 2;
+        Err(errors) => {
+            for error in errors {
+                let _ = writeln!(stderr, "{program}: {error}");
+            }
+            return USAGE_EXIT;
         }
     };
+    if let Some(code) = check_defines(&options.config.defines, stderr) {
+        return code;
+    }
     if options.help {
         let _ = write!(stdout, "{USAGE}");
         return 0;
@@ -161,7 +176,7 @@ pub fn main_with_io(
             }
         },
     };
-    let result = CheckFile::parse(&check_text, check_path, &options.config).and_then(|file| file.run(&input, &input_name));
+    let result = CheckFile::parse(&check_text, check_path, &options.config).and_then(|file| file.run_owned(input, &input_name));
     match result {
         Ok(report) => {
             let _ = write!(stderr, "{}", report.remarks());
@@ -170,7 +185,8 @@ pub fn main_with_io(
         Err(error) => {
             let text = error.to_string();
             let _ = write!(stderr, "{text}");
-            if !text.ends_with('\n') {
+            // A colored report ends with the escape that resets the color.
+            if !text.trim_end_matches("\x1b[0m").ends_with('\n') {
                 let _ = writeln!(stderr);
             }
             if matches!(error, FileCheckError::EmptyInput(_)) {
@@ -194,51 +210,92 @@ const VALUED: [&str; 8] = [
     "dump-input-context",
 ];
 
-fn parse_args(args: impl Iterator<Item = String>, program: &str) -> Result<Options, UsageError> {
+/// Reads the options; like LLVM's option parser, it reports every mistake
+/// rather than the first.
+fn parse_args(args: impl Iterator<Item = String>, program: &str) -> Result<Options, Vec<UsageError>> {
     let mut options = Options::default();
     options.config.dump_input = DumpInput::Fail;
     let mut comment_prefixes: Option<Vec<String>> = None;
+    let mut errors = Vec::new();
+    let mut positionals = 0;
     let mut args = args.peekable();
     while let Some(arg) = args.next() {
-        let Some(flag) = arg.strip_prefix("--").or_else(|| arg.strip_prefix('-')).filter(|f| !f.is_empty()) else {
-            if options.check_file.is_some() {
-                return Err(UsageError::TooManyPositionals);
-            }
-            options.check_file = Some(arg);
-            continue;
-        };
-        if let Some(define) = flag.strip_prefix('D') {
-            let define = if define.is_empty() {
-                args.next().ok_or_else(|| UsageError::MissingValue("D".to_string()))?
-            } else {
-                define.to_string()
-            };
-            options.config.defines.push(define);
-            continue;
+        if let Err(error) = parse_arg(&mut options, &mut comment_prefixes, &mut positionals, arg, &mut args, program) {
+            errors.push(error);
         }
-        let (name, inline_value) = match flag.split_once('=') {
-            Some((name, value)) => (name, Some(value.to_string())),
-            None => (flag, None),
-        };
-        if VALUED.contains(&name) {
-            let value = match inline_value {
-                Some(value) => value,
-                None => args.next().ok_or_else(|| UsageError::MissingValue(name.to_string()))?,
-            };
-            apply_valued(&mut options, &mut comment_prefixes, name, value)?;
-        } else {
-            let value = match inline_value.as_deref() {
-                None | Some("true" | "TRUE" | "True" | "1") => true,
-                Some("false" | "FALSE" | "False" | "0") => false,
-                Some(other) => return Err(UsageError::BadValue(name.to_string(), other.to_string())),
-            };
-            apply_flag(&mut options, name, value).map_err(|()| UsageError::Unknown(arg.clone(), program.to_string()))?;
-        }
+    }
+    if positionals > 1 {
+        errors.push(UsageError::TooManyPositionals(program.to_string()));
+    }
+    if !errors.is_empty() {
+        return Err(errors);
     }
     if let Some(prefixes) = comment_prefixes {
         options.config.comment_prefixes = prefixes;
     }
     Ok(options)
+}
+
+/// Reads one argument (and the value after it, for a valued flag given alone).
+fn parse_arg(
+    options: &mut Options,
+    comment_prefixes: &mut Option<Vec<String>>,
+    positionals: &mut usize,
+    arg: String,
+    args: &mut dyn Iterator<Item = String>,
+    program: &str,
+) -> Result<(), UsageError> {
+    let Some(flag) = arg.strip_prefix("--").or_else(|| arg.strip_prefix('-')).filter(|f| !f.is_empty()) else {
+        *positionals += 1;
+        if options.check_file.is_none() {
+            options.check_file = Some(arg);
+        }
+        return Ok(());
+    };
+    if let Some(define) = flag.strip_prefix('D') {
+        // `-D` is a prefix option: its value is never the next argument.
+        if define.is_empty() {
+            return Err(UsageError::MissingValue("D".to_string()));
+        }
+        options.config.defines.push(define.to_string());
+        return Ok(());
+    }
+    let (name, inline_value) = match flag.split_once('=') {
+        Some((name, value)) => (name, Some(value.to_string())),
+        None => (flag, None),
+    };
+    if VALUED.contains(&name) {
+        let value = match inline_value {
+            Some(value) => value,
+            None => args.next().ok_or_else(|| UsageError::MissingValue(name.to_string()))?,
+        };
+        apply_valued(options, comment_prefixes, name, value)?;
+    } else {
+        let value = match inline_value.as_deref() {
+            None | Some("true" | "TRUE" | "True" | "1") => true,
+            Some("false" | "FALSE" | "False" | "0") => false,
+            Some(other) => return Err(UsageError::BadValue(name.to_string(), other.to_string())),
+        };
+        apply_flag(options, name, value).map_err(|()| UsageError::Unknown(arg.clone(), program.to_string()))?;
+    }
+    Ok(())
+}
+
+/// LLVM's tool checks the shape of each `-D` before anything else: a
+/// definition needs an `=` and a name before it. Prints every mistake and
+/// returns the exit code when there is one.
+fn check_defines(defines: &[String], stderr: &mut dyn Write) -> Option<i32> {
+    let mut failed = false;
+    for define in defines {
+        let problem = match define.find('=') {
+            None => "Missing equal sign",
+            Some(0) => "Missing variable name",
+            Some(_) => continue,
+        };
+        let _ = writeln!(stderr, "{problem} in command-line definition '-D{define}'");
+        failed = true;
+    }
+    failed.then_some(2)
 }
 
 fn split_list(value: &str) -> Vec<String> {
@@ -300,7 +357,8 @@ fn apply_flag(options: &mut Options, name: &str, value: bool) -> Result<(), ()> 
         "vv" => config.very_verbose = value,
         "help" | "h" => options.help = value,
         "allow-deprecated-dag-overlap" => config.allow_deprecated_dag_overlap = value,
-        "color" | "no-color" => {}
+        "color" => config.color = value,
+        "no-color" => config.color = !value,
         _ => return Err(()),
     }
     Ok(())

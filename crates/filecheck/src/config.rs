@@ -45,6 +45,8 @@ pub struct Config {
     pub dump_filter: Option<DumpFilter>,
     /// `--dump-input-context`: lines shown around each line the filter keeps.
     pub dump_context: usize,
+    /// `--color`: diagnostics and the dump with LLVM's ANSI colors.
+    pub color: bool,
 }
 
 impl Default for Config {
@@ -66,6 +68,7 @@ impl Default for Config {
             dump_input: DumpInput::Never,
             dump_filter: None,
             dump_context: 5,
+            color: false,
         }
     }
 }

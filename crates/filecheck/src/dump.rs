@@ -4,6 +4,7 @@
 
 use std::fmt::Write as _;
 
+use crate::color::{Color, Paint};
 use crate::source::SourceText;
 
 /// When the dump is printed.
@@ -46,6 +47,20 @@ pub(crate) enum MatchKind {
 }
 
 impl MatchKind {
+    /// The color of the kind's marker lines.
+    fn color(self) -> Color {
+        match self {
+            MatchKind::FoundAndExpected | MatchKind::NoneAndExcluded => Color::Green,
+            MatchKind::FoundButDiscarded => Color::Cyan,
+            MatchKind::Fuzzy => Color::Magenta,
+            MatchKind::FoundButExcluded
+            | MatchKind::FoundButWrongLine
+            | MatchKind::FoundErrorNote
+            | MatchKind::NoneButExpected
+            | MatchKind::NoneForInvalidPattern => Color::Red,
+        }
+    }
+
     /// The marker character, its default note, and whether it counts as an
     /// error for `--dump-input-filter=error`.
     fn style(self) -> (char, &'static str, bool) {
@@ -88,10 +103,25 @@ struct Annotation {
     lead: char,
     note: String,
     is_error: bool,
+    color: Color,
+    /// Part of a good match for an expected pattern (left unhighlighted
+    /// under `-v` with colors).
+    good_match: bool,
+}
+
+/// How the dump is shown: which lines, how much context, and whether `-v`
+/// highlighting and colors are on.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Style {
+    pub(crate) filter: DumpFilter,
+    pub(crate) context: usize,
+    pub(crate) verbose: bool,
+    pub(crate) paint: Paint,
 }
 
 /// Renders the dump of `input` (the text as matched) with `diags`.
-pub(crate) fn render(input: &SourceText, diags: &[DumpDiag], filter: DumpFilter, context: usize) -> String {
+pub(crate) fn render(input: &SourceText, diags: &[DumpDiag], style: Style) -> String {
+    let Style { filter, context, verbose, paint } = style;
     let mut annotations = annotate(input, diags);
     let label_width = annotations.iter().map(|a| a.label.len()).max().unwrap_or(0);
     annotations.sort_by_key(|a| (a.line, a.diag));
@@ -104,6 +134,9 @@ pub(crate) fn render(input: &SourceText, diags: &[DumpDiag], filter: DumpFilter,
     let width = label_width.max(number_width) + 3;
 
     let mut out = String::from("Input was:\n<<<<<<\n");
+    // LLVM probes whether its stream takes colors by coloring nothing.
+    out.push_str(paint.bold());
+    out.push_str(paint.reset());
     let mut elided = String::new();
     let mut previous_in_filter = 0usize;
     let mut next_in_filter = 0usize;
@@ -120,27 +153,49 @@ pub(crate) fn render(input: &SourceText, diags: &[DumpDiag], filter: DumpFilter,
         let hidden = (previous_in_filter == 0 || previous_in_filter + context < line)
             && (next_in_filter == usize::MAX || line + context < next_in_filter);
         if !hidden {
-            flush_elided(&mut out, &mut elided, width);
+            flush_elided(&mut out, &mut elided, width, paint);
         }
         let sink = if hidden { &mut elided } else { &mut out };
-        let _ = write!(sink, "{line:>width$}: ");
+        let _ = write!(sink, "{}{line:>width$}: {}", paint.fg(Color::Black), paint.reset());
+        // With -v and colors, what no good match covers is highlighted.
+        let good: Vec<&Annotation> = if verbose && paint.enabled {
+            annotations[next..].iter().take_while(|a| a.line == line).filter(|a| a.good_match).collect()
+        } else {
+            Vec::new()
+        };
         let line_start = pos;
         let mut shown = Vec::new();
+        shown.extend_from_slice(paint.bold().as_bytes());
+        let highlight = paint.bg(Color::Cyan);
+        if verbose {
+            shown.extend_from_slice(highlight.as_bytes());
+        }
+        let mut in_match = false;
+        let mut col = 1;
         while pos < text.len() {
             let byte = text[pos];
             pos += 1;
+            let was_in_match = in_match;
+            in_match = good.iter().any(|a| a.start_col <= col && col < a.end_col);
+            if in_match && !was_in_match {
+                shown.extend_from_slice(paint.reset().as_bytes());
+            } else if was_in_match && !in_match {
+                shown.extend_from_slice(highlight.as_bytes());
+            }
+            col += 1;
             if byte == b'\n' {
                 shown.push(b' ');
                 break;
             }
             shown.push(byte);
         }
+        shown.extend_from_slice(paint.reset().as_bytes());
         sink.push_str(&String::from_utf8_lossy(&shown));
         sink.push('\n');
         let line_width = pos - line_start;
         while next < annotations.len() && annotations[next].line == line {
             let a = &annotations[next];
-            let _ = write!(sink, "{:<width$}  ", a.label);
+            let _ = write!(sink, "{}{:<width$}  ", paint.fg(a.color), a.label);
             sink.extend(std::iter::repeat_n(' ', a.start_col - 1));
             sink.push(a.lead);
             let mut col = a.start_col + 1;
@@ -157,23 +212,24 @@ pub(crate) fn render(input: &SourceText, diags: &[DumpDiag], filter: DumpFilter,
                 sink.push_str(&a.note);
             }
             sink.push('\n');
+            sink.push_str(paint.reset());
             next += 1;
         }
         line += 1;
     }
-    flush_elided(&mut out, &mut elided, width);
+    flush_elided(&mut out, &mut elided, width, paint);
     out.push_str(">>>>>>\n");
     out
 }
 
 /// Prints the lines held back, or an ellipsis when that is shorter.
-fn flush_elided(out: &mut String, elided: &mut String, width: usize) {
+fn flush_elided(out: &mut String, elided: &mut String, width: usize, paint: Paint) {
     if elided.is_empty() {
         return;
     }
     if elided.matches('\n').count() > 3 {
         for _ in 0..3 {
-            let _ = writeln!(out, "{:>width$}", ".");
+            let _ = writeln!(out, "{}{:>width$}{}", paint.fg(Color::Black), ".", paint.reset());
         }
     } else {
         out.push_str(elided);
@@ -243,6 +299,8 @@ fn annotate(input: &SourceText, diags: &[DumpDiag]) -> Vec<Annotation> {
             lead,
             note,
             is_error,
+            color: diag.kind.color(),
+            good_match: diag.kind == MatchKind::FoundAndExpected,
         };
         annotations.push(first);
         for line in start_line + 1..=end_line {
@@ -259,6 +317,8 @@ fn annotate(input: &SourceText, diags: &[DumpDiag]) -> Vec<Annotation> {
                 lead: '~',
                 note: String::new(),
                 is_error,
+                color: diag.kind.color(),
+                good_match: diag.kind == MatchKind::FoundAndExpected,
             });
         }
     }

@@ -15,7 +15,9 @@
 //! [`main_with_args`] is the whole command-line tool.
 
 mod cli;
+mod color;
 mod config;
+mod defines;
 mod dump;
 mod error;
 mod numeric;
@@ -36,6 +38,7 @@ pub struct CheckFile {
     dump_input: DumpInput,
     dump_filter: Option<DumpFilter>,
     dump_context: usize,
+    paint: color::Paint,
 }
 
 /// The result of a passing run: the `-v` remarks, if any, rendered.
@@ -62,18 +65,25 @@ impl CheckFile {
             dump_input: config.dump_input,
             dump_filter: config.dump_filter,
             dump_context: config.dump_context,
+            paint: color::Paint::new(config.color),
         })
     }
 
     /// Checks `input`; `input_name` is the name used in diagnostics
     /// (`<stdin>` for standard input).
     pub fn run(&self, input: &str, input_name: &str) -> Result<Report, FileCheckError> {
+        self.run_owned(input.to_string(), input_name)
+    }
+
+    /// [`CheckFile::run`] on an input the caller gives up, which saves a
+    /// copy of it.
+    pub fn run_owned(&self, input: String, input_name: &str) -> Result<Report, FileCheckError> {
         if input.is_empty() && !self.allow_empty {
             return Err(FileCheckError::EmptyInput(input_name.to_string()));
         }
-        let text = if self.program.canonicalize { source::canonicalize(input) } else { source::strip_crlf(input) };
+        let text = if self.program.canonicalize { source::canonicalize(input) } else { source::strip_crlf(&input) };
         let outcome = run::run(&self.program, text, input_name);
-        let mut rendered = source::render(&outcome.sources, &outcome.diagnostics);
+        let mut rendered = source::render(&outcome.sources, &outcome.diagnostics, self.paint);
         if self.dump_input == DumpInput::Always || (!outcome.passed && self.dump_input == DumpInput::Fail) {
             let filter = self.dump_filter.unwrap_or(if self.dump_input == DumpInput::Always {
                 DumpFilter::All
@@ -85,7 +95,8 @@ impl CheckFile {
                 "\nInput file: {input_name}\nCheck file: {check_name}\n\n-dump-input=help explains the following input dump.\n\n"
             ));
             let input = outcome.sources.get(outcome.input);
-            rendered.push_str(&dump::render(input, &outcome.dump, filter, self.dump_context));
+            let style = dump::Style { filter, context: self.dump_context, verbose: self.program.verbose, paint: self.paint };
+            rendered.push_str(&dump::render(input, &outcome.dump, style));
         }
         if outcome.passed { Ok(Report { remarks: rendered }) } else { Err(FileCheckError::CheckFailed(rendered)) }
     }

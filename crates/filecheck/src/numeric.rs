@@ -27,34 +27,6 @@ impl Default for Format {
 }
 
 impl Format {
-    /// Parses the text between `%` and the `,` of a format specifier, e.g. `#.4x`.
-    pub(crate) fn parse(spec: &str) -> Result<Format, String> {
-        let mut rest = spec.trim();
-        let alternate = rest.starts_with('#');
-        if alternate {
-            rest = &rest[1..];
-        }
-        let mut precision = 0;
-        if let Some(after_dot) = rest.strip_prefix('.') {
-            let digits = after_dot.chars().take_while(char::is_ascii_digit).count();
-            precision = after_dot[..digits]
-                .parse()
-                .map_err(|_| "invalid precision in format specifier".to_string())?;
-            rest = &after_dot[digits..];
-        }
-        let kind = match rest {
-            "u" => FormatKind::Unsigned,
-            "d" => FormatKind::Signed,
-            "x" => FormatKind::HexLower,
-            "X" => FormatKind::HexUpper,
-            _ => return Err("invalid format specifier in expression".to_string()),
-        };
-        if alternate && !matches!(kind, FormatKind::HexLower | FormatKind::HexUpper) {
-            return Err("alternate form only supported for hex numbers".to_string());
-        }
-        Ok(Format { kind, precision, alternate })
-    }
-
     /// The format as LLVM names it in messages (`%u`, `%x`...).
     pub(crate) fn spelling(&self) -> &'static str {
         match self.kind {
@@ -210,23 +182,6 @@ pub(crate) fn parse_expr(text: &str, base: usize, line: usize, maybe_constraint:
     let mut parser = ExprParser { text, pos: 0, base, line, maybe_constraint, legacy };
     let expr = parser.sum(&[])?;
     Ok(expr)
-}
-
-/// Is `c` allowed in a variable name after its first character?
-pub(crate) fn is_name_char(c: char) -> bool {
-    c.is_ascii_alphanumeric() || c == '_'
-}
-
-/// The length of the variable name (with an optional leading `$`, or `@LINE`)
-/// at the start of `text`, or 0 when there is none.
-pub(crate) fn name_len(text: &str) -> usize {
-    let rest = text.strip_prefix('$').unwrap_or(text);
-    let skip = text.len() - rest.len();
-    match rest.chars().next() {
-        Some(c) if c.is_ascii_alphabetic() || c == '_' => skip + rest.find(|c| !is_name_char(c)).unwrap_or(rest.len()),
-        Some('@') if rest.starts_with("@LINE") => skip + 5,
-        _ => 0,
-    }
 }
 
 struct ExprParser<'a> {

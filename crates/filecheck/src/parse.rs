@@ -5,9 +5,10 @@ use std::collections::HashSet;
 
 use regex::Regex;
 
+use crate::color::Paint;
 use crate::config::Config;
 use crate::error::FileCheckError;
-use crate::numeric::{self, Format, NumericValue};
+
 use crate::pattern::{Names, Pattern, PatternError, PatternOptions, Vars};
 use crate::source::{self, Diagnostic, FileId, SourceText, Sources, Span};
 
@@ -102,9 +103,9 @@ fn validate_prefixes(checks: &[String], comments: &[String]) -> Result<(), FileC
 pub(crate) fn parse(text: &str, name: &str, config: &Config) -> Result<Program, FileCheckError> {
     let prefixes = config.check_prefixes();
     validate_prefixes(&prefixes, &config.comment_prefixes)?;
-    let initial_vars = parse_defines(&config.defines)?;
+    let initial_vars = crate::defines::parse_defines(&config.defines, Paint::new(config.color))?;
     let canonicalize = !config.strict_whitespace;
-    let text = if canonicalize { source::canonicalize(text) } else { source::strip_crlf(text) };
+    let text = if canonicalize { source::canonicalize(text.to_string()) } else { source::strip_crlf(text) };
     let mut sources = Sources::default();
     let file = sources.add(SourceText::new(name, text));
     let mut parser = Parser {
@@ -126,7 +127,7 @@ pub(crate) fn parse(text: &str, name: &str, config: &Config) -> Result<Program, 
     parser.pending = parser.implicit.clone();
     let used = parser.scan(&prefixes);
     if !parser.diagnostics.is_empty() {
-        return Err(FileCheckError::InvalidCheckFile(source::render(&parser.sources, &parser.diagnostics)));
+        return Err(FileCheckError::InvalidCheckFile(source::render(&parser.sources, &parser.diagnostics, Paint::new(config.color))));
     }
     let unused: Vec<String> = prefixes.iter().filter(|p| !used.contains(*p)).cloned().collect();
     // With the default prefix, --implicit-check-not alone is a complete check.
@@ -161,43 +162,6 @@ pub(crate) fn parse(text: &str, name: &str, config: &Config) -> Result<Program, 
         allow_dag_overlap: config.allow_deprecated_dag_overlap,
         collect_dump: config.dump_input != crate::dump::DumpInput::Never,
     })
-}
-
-/// Turns `-D` definitions into initial variables.
-fn parse_defines(defines: &[String]) -> Result<Vars, FileCheckError> {
-    let mut vars = Vars::default();
-    for define in defines {
-        let bad = |message: &str| FileCheckError::InvalidConfig(format!("error: {message} in definition '-D{define}'"));
-        let Some((lhs, value)) = define.split_once('=') else {
-            return Err(bad("missing equal sign"));
-        };
-        if let Some(numeric) = lhs.strip_prefix('#') {
-            let (format, name) = match numeric.strip_prefix('%') {
-                Some(spec) => {
-                    let (spec, name) = spec.split_once(',').ok_or_else(|| bad("invalid format specifier"))?;
-                    (Some(Format::parse(spec).map_err(|m| bad(&m))?), name)
-                }
-                None => (None, numeric),
-            };
-            let name = name.trim();
-            if name.is_empty() || numeric::name_len(name) != name.len() || name.contains('@') {
-                return Err(bad("invalid numeric variable name"));
-            }
-            let expr = numeric::parse_expr(value, 0, 0, false, false).map_err(|e| bad(&e.message))?;
-            let (value, implicit) = expr.eval(&vars.numerics).map_err(|_| bad("invalid expression"))?;
-            let format = format.or(implicit).unwrap_or_default();
-            vars.numerics.insert(name.to_string(), NumericValue { value, format });
-        } else {
-            if lhs.is_empty() {
-                return Err(bad("empty variable name"));
-            }
-            if numeric::name_len(lhs) != lhs.len() || lhs.contains('@') {
-                return Err(bad("invalid variable name"));
-            }
-            vars.strings.insert(lhs.to_string(), value.to_string());
-        }
-    }
-    Ok(vars)
 }
 
 struct Parser<'a> {

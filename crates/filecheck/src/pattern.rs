@@ -4,10 +4,13 @@
 use std::collections::{HashMap, HashSet};
 
 use regex::Regex;
+use regex_automata::{Input, meta};
 
 use crate::numeric::{self, Expr, Format, NumericValue};
 
 mod parser;
+
+pub(crate) use parser::{parse_numeric_definition, parse_string_definition_name};
 
 /// Variables defined so far in a run.
 #[derive(Debug, Clone, Default)]
@@ -98,6 +101,9 @@ pub(crate) struct Pattern {
     options: PatternOptions,
     /// The regex when the pattern uses no variables.
     fixed: Option<Regex>,
+    /// The text when the pattern is plain text matched as is: it is looked
+    /// for with a substring search, no regex is built.
+    plain: Option<String>,
     /// Text compared with the input to find a "possible intended match".
     example: String,
     /// The longest literal every match contains: when the input lacks it,
@@ -152,11 +158,11 @@ impl MatchError {
 
 impl Pattern {
     pub(crate) fn empty_line() -> Pattern {
-        Pattern { body: Body::EmptyLine, options: PatternOptions::default(), fixed: None, example: String::new(), must: None }
+        Pattern { body: Body::EmptyLine, options: PatternOptions::default(), fixed: None, plain: None, example: String::new(), must: None }
     }
 
     pub(crate) fn end_of_input() -> Pattern {
-        Pattern { body: Body::EndOfInput, options: PatternOptions::default(), fixed: None, example: String::new(), must: None }
+        Pattern { body: Body::EndOfInput, options: PatternOptions::default(), fixed: None, plain: None, example: String::new(), must: None }
     }
 
     /// Parses `text`, found at byte `base` of the check buffer on line `line`.
@@ -174,12 +180,11 @@ impl Pattern {
             message: e.message,
             blank: false,
         })?;
-        let fixed = if dynamic { None } else { Some(compile(&skeleton, base)?) };
-        let example = if pieces.iter().all(|p| matches!(p, Piece::Literal(_))) {
-            pieces.iter().filter_map(|p| if let Piece::Literal(s) = p { Some(s.as_str()) } else { None }).collect()
-        } else {
-            example_regex(&skeleton)
-        };
+        let all_literal = pieces.iter().all(|p| matches!(p, Piece::Literal(_)));
+        let literal_text = || pieces.iter().filter_map(|p| if let Piece::Literal(s) = p { Some(s.as_str()) } else { None }).collect();
+        let plain = (all_literal && !options.ignore_case && !options.match_full_lines).then(literal_text);
+        let fixed = if dynamic || plain.is_some() { None } else { Some(compile(&skeleton, base)?) };
+        let example = if all_literal { literal_text() } else { example_regex(&skeleton) };
         let must = if options.ignore_case {
             None
         } else {
@@ -189,7 +194,7 @@ impl Pattern {
                 .max_by_key(|s| s.len())
                 .cloned()
         };
-        Ok(Pattern { body: Body::Pieces(pieces), options, fixed, example, must })
+        Ok(Pattern { body: Body::Pieces(pieces), options, fixed, plain, example, must })
     }
 
     /// Does the pattern define or use any variable?
@@ -216,6 +221,11 @@ impl Pattern {
             }
             Body::Pieces(pieces) => pieces,
         };
+        if let Some(plain) = &self.plain {
+            let from = start.min(haystack.len());
+            let at = memchr::memmem::find(&haystack.as_bytes()[from..], plain.as_bytes());
+            return Ok(at.map(|at| Found::at(from + at, from + at + plain.len())));
+        }
         // Substituting first reports undefined variables even where the
         // input could not match.
         let source = match &self.fixed {
@@ -223,45 +233,75 @@ impl Pattern {
             None => Some(regex_source(pieces, &self.options, vars, false)?),
         };
         if let Some(must) = &self.must
-            && !haystack[start.min(haystack.len())..].contains(must.as_str()) {
+            && memchr::memmem::find(&haystack.as_bytes()[start.min(haystack.len())..], must.as_bytes()).is_none() {
                 return Ok(None);
             }
-        let compiled;
         let re = match (&self.fixed, source) {
             (Some(re), _) => re,
             (None, source) => {
-                compiled = build_regex(&source.unwrap_or_default()).map_err(|e| MatchError::new(None, regex_message(&e)))?;
-                &compiled
+                let source = source.unwrap_or_default();
+                // A pattern built for one search of a short range is built
+                // without the engines that pay off only over long texts.
+                if end.saturating_sub(start) <= SHORT_RANGE {
+                    let re = build_light_regex(&source).map_err(|message| MatchError::new(None, message))?;
+                    return self.find_light(&re, pieces, haystack, start, vars);
+                }
+                &build_regex(&source).map_err(|e| MatchError::new(None, regex_message(&e)))?
             }
         };
         let mut from = start;
         while from <= haystack.len() {
             let Some(caps) = re.captures_at(haystack, from) else { return Ok(None) };
             let Some(whole) = caps.get(0) else { return Ok(None) };
-            if let Some(found) = self.accept(pieces, &caps, whole.start(), whole.end(), vars)? {
+            let group = |name: &str| caps.name(name).map(|m| (m.start(), m.end()));
+            if let Some(found) = self.accept(pieces, &group, haystack, whole.start(), whole.end(), vars)? {
                 return Ok(Some(found));
             }
-            from = whole.start() + haystack[whole.start()..].chars().next().map_or(1, char::len_utf8);
+            from = next_start(haystack, whole.start());
+        }
+        Ok(None)
+    }
+
+    /// [`Pattern::find`]'s search loop with a light regex.
+    fn find_light(&self, re: &meta::Regex, pieces: &[Piece], haystack: &str, start: usize, vars: &Vars) -> Result<Option<Found>, MatchError> {
+        let mut caps = re.create_captures();
+        let mut from = start;
+        while from <= haystack.len() {
+            re.search_captures(&Input::new(haystack).range(from..), &mut caps);
+            let Some(whole) = caps.get_match() else { return Ok(None) };
+            let group = |name: &str| caps.get_group_by_name(name).map(|span| (span.start, span.end));
+            if let Some(found) = self.accept(pieces, &group, haystack, whole.start(), whole.end(), vars)? {
+                return Ok(Some(found));
+            }
+            from = next_start(haystack, whole.start());
         }
         Ok(None)
     }
 
     /// Checks a regex match against same-pattern back-references and reads
-    /// the variables it defines.
-    fn accept(&self, pieces: &[Piece], caps: &regex::Captures<'_>, start: usize, end: usize, vars: &Vars) -> Result<Option<Found>, MatchError> {
-        let group = |name: &str| caps.name(name).map_or("", |m| m.as_str());
+    /// the variables it defines; `group` gives where each named group matched.
+    fn accept(
+        &self,
+        pieces: &[Piece],
+        group: &dyn Fn(&str) -> Option<(usize, usize)>,
+        haystack: &str,
+        start: usize,
+        end: usize,
+        vars: &Vars,
+    ) -> Result<Option<Found>, MatchError> {
+        let text = |name: &str| group(name).map_or("", |(s, e)| &haystack[s..e]);
         let mut found = Found::at(start, end);
 
         for piece in pieces {
             match piece {
                 Piece::StringDef { name, group: g, .. } => {
-                    found.string_defs.push((name.clone(), group(g).to_string()));
-                    if let Some(m) = caps.name(g) {
-                        found.captures.push((name.clone(), m.start(), m.end()));
+                    found.string_defs.push((name.clone(), text(g).to_string()));
+                    if let Some((s, e)) = group(g) {
+                        found.captures.push((name.clone(), s, e));
                     }
                 }
                 Piece::StringBackref { group: g, def_group, .. }
-                    if group(g) != group(def_group) => {
+                    if text(g) != text(def_group) => {
                         return Ok(None);
                     }
                 Piece::NumericDef { name, format, constraint, group: g, .. } => {
@@ -270,10 +310,10 @@ impl Pattern {
                         (None, Some(expr)) => eval(expr, vars)?.1.unwrap_or_default(),
                         (None, None) => Format::default(),
                     };
-                    let value = format.read(group(g)).map_err(|message| MatchError::new(None, message))?;
+                    let value = format.read(text(g)).map_err(|message| MatchError::new(None, message))?;
                     found.numeric_defs.push((name.clone(), NumericValue { value, format }));
-                    if let Some(m) = caps.name(g) {
-                        found.captures.push((name.clone(), m.start(), m.end()));
+                    if let Some((s, e)) = group(g) {
+                        found.captures.push((name.clone(), s, e));
                     }
                 }
                 _ => {}
@@ -313,6 +353,12 @@ impl Found {
     fn at(start: usize, end: usize) -> Found {
         Found { start, end, string_defs: Vec::new(), numeric_defs: Vec::new(), captures: Vec::new() }
     }
+}
+
+/// Where the search goes on after a match at `at` that was not accepted:
+/// the next character.
+fn next_start(haystack: &str, at: usize) -> usize {
+    at + haystack[at..].chars().next().map_or(1, char::len_utf8)
 }
 
 fn eval(expr: &Expr, vars: &Vars) -> Result<(i128, Option<Format>), MatchError> {
@@ -429,6 +475,18 @@ fn example_regex(skeleton: &str) -> String {
     out
 }
 
+/// The longest range searched with a light regex (see [`build_light_regex`]).
+const SHORT_RANGE: usize = 1 << 16;
+
+/// Builds a regex for one search of a short range: no lazy DFA (whose
+/// states would be built for this search alone), no one-pass DFA; the
+/// bounded backtracker or the PikeVM runs the search.
+/// An error is given as its one-line summary.
+fn build_light_regex(source: &str) -> Result<meta::Regex, String> {
+    let config = meta::Config::new().nfa_size_limit(Some(1 << 30)).hybrid(false).dfa(false).onepass(false);
+    meta::Regex::builder().configure(config).build(source).map_err(|e| error_summary(&e.to_string()))
+}
+
 /// Compiles a regex with room for patterns as long as a check line can be:
 /// LLVM sets no size limit, so neither does FileCheck here in practice.
 fn build_regex(source: &str) -> Result<Regex, regex::Error> {
@@ -436,12 +494,26 @@ fn build_regex(source: &str) -> Result<Regex, regex::Error> {
 }
 
 fn compile(source: &str, offset: usize) -> Result<Regex, PatternError> {
-    build_regex(source).map_err(|e| PatternError { offset, message: format!("invalid regex: {}", regex_message(&e)), blank: false })
+    build_regex(source).map_err(|e| invalid_regex(offset, &e.to_string()))
+}
+
+/// Checks that a regex block is valid: only its parse, which reports every
+/// syntax error a compile would, without building a matcher.
+fn validate(source: &str, offset: usize) -> Result<(), PatternError> {
+    regex_syntax::Parser::new().parse(source).map(drop).map_err(|e| invalid_regex(offset, &e.to_string()))
+}
+
+fn invalid_regex(offset: usize, error: &str) -> PatternError {
+    PatternError { offset, message: format!("invalid regex: {}", error_summary(error)), blank: false }
 }
 
 /// The one-line summary of a `regex` error (its `Display` quotes the regex).
 fn regex_message(error: &regex::Error) -> String {
-    let text = error.to_string();
+    error_summary(&error.to_string())
+}
+
+/// The `error:` line of a regex error's text.
+fn error_summary(text: &str) -> String {
     text.lines()
         .rev()
         .find_map(|l| l.trim().strip_prefix("error: "))

@@ -2,6 +2,8 @@
 
 use std::fmt::Write as _;
 
+use crate::color::{Color, Paint};
+
 /// Index of a buffer in a [`Sources`] table.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct FileId(usize);
@@ -14,30 +16,39 @@ impl FileId {
     }
 }
 
-/// One named text buffer with a line index.
+/// One named text buffer with a line index, built the first time a line
+/// number is asked for (a run that reports nothing never needs it).
 #[derive(Debug, Clone)]
 pub(crate) struct SourceText {
     pub(crate) name: String,
     pub(crate) text: String,
-    line_starts: Vec<usize>,
+    line_starts: std::cell::OnceCell<Vec<usize>>,
 }
 
 impl SourceText {
     pub(crate) fn new(name: &str, text: String) -> SourceText {
-        let mut line_starts = vec![0];
-        line_starts.extend(text.match_indices('\n').map(|(i, _)| i + 1));
-        SourceText { name: name.to_string(), text, line_starts }
+        SourceText { name: name.to_string(), text, line_starts: std::cell::OnceCell::new() }
+    }
+
+    /// Where each line starts.
+    fn line_starts(&self) -> &[usize] {
+        self.line_starts.get_or_init(|| {
+            let mut starts = vec![0];
+            starts.extend(memchr::memchr_iter(b'\n', self.text.as_bytes()).map(|i| i + 1));
+            starts
+        })
     }
 
     /// The 1-based line and byte column of `offset`.
     pub(crate) fn line_col(&self, offset: usize) -> (usize, usize) {
-        let line = self.line_starts.partition_point(|&s| s <= offset).max(1);
-        (line, offset - self.line_starts[line - 1] + 1)
+        let starts = self.line_starts();
+        let line = starts.partition_point(|&s| s <= offset).max(1);
+        (line, offset - starts[line - 1] + 1)
     }
 
     /// The text of 1-based line `line`, without its newline.
     pub(crate) fn line_text(&self, line: usize) -> &str {
-        let start = self.line_starts.get(line - 1).copied().unwrap_or(self.text.len());
+        let start = self.line_starts().get(line - 1).copied().unwrap_or(self.text.len());
         let end = self.text[start..].find('\n').map_or(self.text.len(), |e| start + e);
         self.text[start..end].strip_suffix('\r').unwrap_or(&self.text[start..end])
     }
@@ -108,25 +119,31 @@ impl Diagnostic {
 }
 
 /// Renders diagnostics the way LLVM's `SourceMgr` prints them: a
-/// `file:line:col: kind: message` header, the source line, and a caret line.
-pub(crate) fn render(sources: &Sources, diagnostics: &[Diagnostic]) -> String {
+/// `file:line:col: kind: message` header, the source line, and a caret line,
+/// colored as LLVM colors them when `paint` is on.
+pub(crate) fn render(sources: &Sources, diagnostics: &[Diagnostic], paint: Paint) -> String {
     let mut out = String::new();
     for diagnostic in diagnostics {
         let source = sources.get(diagnostic.span.file);
         let (line, col) = source.line_col(diagnostic.span.start);
-        let kind = match diagnostic.severity {
-            Severity::Error => "error",
-            Severity::Note => "note",
-            Severity::Remark => "remark",
+        let (kind, color) = match diagnostic.severity {
+            Severity::Error => ("error", Color::Red),
+            Severity::Note => ("note", Color::Black),
+            Severity::Remark => ("remark", Color::Blue),
         };
-        let _ = writeln!(out, "{}:{line}:{col}: {kind}: {}", source.name, diagnostic.message);
+        let (bold, reset) = (paint.bold(), paint.reset());
+        let _ = write!(out, "{bold}{}:{line}:{col}: {reset}", source.name);
+        let _ = write!(out, "{}{kind}: {reset}", paint.fg(color));
+        let _ = writeln!(out, "{bold}{}", diagnostic.message);
+        out.push_str(reset);
         let (text, caret) = quote_line(
             source.line_text(line),
             col - 1,
             diagnostic.span.end.saturating_sub(diagnostic.span.start),
         );
         let _ = writeln!(out, "{text}");
-        let _ = writeln!(out, "{caret}");
+        let _ = writeln!(out, "{}{caret}", paint.fg(Color::Green));
+        out.push_str(reset);
         if diagnostic.blank_after {
             out.push('\n');
         }
@@ -171,36 +188,134 @@ fn quote_line(text: &str, col: usize, len: usize) -> (String, String) {
 /// `\r\n`, as LLVM does to both the check file and the input unless
 /// `--strict-whitespace` is given. Offsets into the result are what every
 /// diagnostic reports, as in LLVM.
-pub(crate) fn canonicalize(text: &str) -> String {
-    let bytes = text.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
+pub(crate) fn canonicalize(text: String) -> String {
+    let mut bytes = text.into_bytes();
+    // The text only shrinks, so it is rewritten in place: runs up to the
+    // next place that changes (a tab, a `\r`, or a space followed by a space
+    // or a tab) move down to where the output has got to. All those bytes
+    // are ASCII, so UTF-8 sequences move whole.
+    let mut written = 0;
+    let mut copied = 0;
     let mut i = 0;
     while i < bytes.len() {
-        // Copy the run up to the next byte that may change; all are ASCII,
-        // so UTF-8 sequences are copied whole.
-        let run = bytes[i..].iter().position(|&b| matches!(b, b' ' | b'\t' | b'\r')).unwrap_or(bytes.len() - i);
-        out.extend_from_slice(&bytes[i..i + run]);
-        i += run;
-        match bytes.get(i) {
-            Some(b' ' | b'\t') => {
-                out.push(b' ');
-                while matches!(bytes.get(i), Some(b' ' | b'\t')) {
-                    i += 1;
-                }
+        if i + 9 <= bytes.len() && chunk_unchanged(&bytes[i..i + 9]) {
+            i += 8;
+            continue;
+        }
+        let changes = match bytes[i] {
+            b'\t' | b'\r' => true,
+            b' ' => matches!(bytes.get(i + 1), Some(b' ' | b'\t')),
+            _ => false,
+        };
+        if !changes {
+            i += 1;
+            continue;
+        }
+        bytes.copy_within(copied..i, written);
+        written += i - copied;
+        if bytes[i] == b'\r' {
+            i += 1;
+            if bytes.get(i) != Some(&b'\n') {
+                bytes[written] = b'\r';
+                written += 1;
             }
-            Some(b'\r') => {
-                if bytes.get(i + 1) != Some(&b'\n') {
-                    out.push(b'\r');
-                }
+        } else {
+            bytes[written] = b' ';
+            written += 1;
+            while matches!(bytes.get(i), Some(b' ' | b'\t')) {
                 i += 1;
             }
-            _ => {}
         }
+        copied = i;
     }
-    String::from_utf8(out).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
+    bytes.copy_within(copied.., written);
+    written += bytes.len() - copied;
+    bytes.truncate(written);
+    String::from_utf8(bytes).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
+}
+
+/// The high bit of each byte of `word` that is zero.
+fn zero_bytes(word: u64) -> u64 {
+    const LOW7: u64 = 0x7f7f_7f7f_7f7f_7f7f;
+    !(((word & LOW7) + LOW7) | word | LOW7)
+}
+
+/// The high bit of each byte of `word` that equals `byte`.
+fn bytes_equal(word: u64, byte: u8) -> u64 {
+    zero_bytes(word ^ (u64::from(byte) * 0x0101_0101_0101_0101))
+}
+
+/// Whether canonicalization leaves the first 8 of these 9 bytes as they are:
+/// no tab, no `\r`, no space followed by a space or a tab (the 9th byte is
+/// the one after a space in the 8th place). Eight bytes are tested at once.
+fn chunk_unchanged(nine: &[u8]) -> bool {
+    let mut eight = [0u8; 8];
+    eight.copy_from_slice(&nine[..8]);
+    let word = u64::from_le_bytes(eight);
+    let next = (word >> 8) | (u64::from(nine[8]) << 56);
+    let blank_next = bytes_equal(next, b' ') | bytes_equal(next, b'\t');
+    (bytes_equal(word, b'\t') | bytes_equal(word, b'\r') | (bytes_equal(word, b' ') & blank_next)) == 0
 }
 
 /// Drops the `\r` of each `\r\n`: done even under `--strict-whitespace`.
 pub(crate) fn strip_crlf(text: &str) -> String {
     text.replace("\r\n", "\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::canonicalize;
+
+    #[test]
+    fn canonicalize_collapses_blanks_and_drops_crlf_carriage_returns() {
+        let cases = [
+            ("a  b\t\tc\r\nd\re  \t f", "a b c\nd\re f"),
+            ("  lead", " lead"),
+            ("trail \t", "trail "),
+            ("\r\n\r\n", "\n\n"),
+            ("\r", "\r"),
+            ("é  ü\tß", "é ü ß"),
+            ("", ""),
+            ("0123456 x\t89abcdef  g h\r\r\n", "0123456 x 89abcdef g h\r\n"),
+            ("01234567 \t89abcdef ", "01234567 89abcdef "),
+        ];
+        for (input, want) in cases {
+            assert_eq!(canonicalize(input.to_string()), want, "{input:?}");
+        }
+    }
+
+    /// Canonicalizing eight bytes at a time gives what one byte at a time
+    /// gives, wherever the blanks fall.
+    #[test]
+    fn canonicalize_matches_a_byte_at_a_time() {
+        fn reference(text: &str) -> String {
+            let mut out = String::new();
+            let mut chars = text.chars().peekable();
+            while let Some(c) = chars.next() {
+                match c {
+                    ' ' | '\t' => {
+                        out.push(' ');
+                        while matches!(chars.peek(), Some(' ' | '\t')) {
+                            chars.next();
+                        }
+                    }
+                    '\r' if chars.peek() == Some(&'\n') => {}
+                    _ => out.push(c),
+                }
+            }
+            out
+        }
+        let alphabet = [' ', '\t', '\r', '\n', 'a', 'é'];
+        let mut seed = 0x2545_f491_4f6c_dd1du64;
+        for _ in 0..2000 {
+            let mut text = String::new();
+            for _ in 0..(seed % 40) {
+                seed ^= seed << 13;
+                seed ^= seed >> 7;
+                seed ^= seed << 17;
+                text.push(alphabet[(seed % alphabet.len() as u64) as usize]);
+            }
+            assert_eq!(canonicalize(text.clone()), reference(&text), "{text:?}");
+        }
+    }
 }

@@ -42,13 +42,18 @@ fn flag_spellings() {
     let inline = format!("--input-file={input}");
     let spellings: [Vec<&str>; 3] = [
         vec!["--check-prefixes=FOO,BAR", "-DV=x", "-D#N=3", "--input-file", input],
-        vec!["-check-prefixes", "FOO,BAR", "-D", "V=x", "-D", "#N=3", "-input-file", input],
+        vec!["-check-prefixes", "FOO,BAR", "-DV=x", "-D#N=3", "-input-file", input],
         vec!["--check-prefix=FOO", "--check-prefix", "BAR", "-DV=x", "-D#N=3", "--strict-whitespace=false", &inline],
     ];
     for args in spellings {
         let full: Vec<&str> = std::iter::once(path).chain(args).collect();
         assert_eq!(run(&full, ""), (0, String::new()), "{full:?}");
     }
+    // `-D` is a prefix option, as in LLVM: `-D V=x` is a missing value and a
+    // second positional argument.
+    let (code, err) = run(&[path, "-D", "V=x", "--input-file", input], "");
+    assert_eq!(code, 1);
+    assert!(err.starts_with("filecheck: for the -D option: requires a value!\n"), "{err}");
 }
 
 #[test]
@@ -60,15 +65,18 @@ fn input_file_name_in_diagnostics() {
     assert!(err.contains(&format!("{}:1:1: note: scanning from here", input.display())), "{err}");
 }
 
+/// Mistakes the option parser finds exit with 1, as LLVM's option parser
+/// exits; those found later (no check file, a bad prefix, empty input) with 2.
 #[test]
-fn usage_errors_exit_2() {
+fn usage_errors_exit_codes() {
     let checks = temp_file("usage.txt", "CHECK: a\n");
     let path = checks.to_str().unwrap();
     assert_eq!(run(&[], "a\n").0, 2);
-    assert_eq!(run(&[path, "--no-such-flag"], "a\n").0, 2);
-    assert_eq!(run(&[path, "--dump-input=sometimes"], "a\n").0, 2);
-    assert_eq!(run(&[path, "--check-prefix"], "a\n").0, 2);
-    assert_eq!(run(&[path, path], "a\n").0, 2);
+    assert_eq!(run(&[path, "--no-such-flag"], "a\n").0, 1);
+    assert_eq!(run(&[path, "--dump-input=sometimes"], "a\n").0, 1);
+    assert_eq!(run(&[path, "--check-prefix"], "a\n").0, 1);
+    assert_eq!(run(&[path, path], "a\n").0, 1);
+    assert_eq!(run(&[path, "-D"], "a\n").0, 1);
     assert_eq!(run(&["/nonexistent/checks.txt"], "a\n").0, 2);
     assert_eq!(run(&[path, "--check-prefix=1bad"], "a\n").0, 2);
     let (code, err) = run(&[path], "");
@@ -120,4 +128,22 @@ fn never_panics() {
         let strict = filecheck::Config { strict_whitespace: true, match_full_lines: true, ..filecheck::Config::default() };
         let _ = filecheck::check(&checks, "fuzz.txt", &input, "<stdin>", &strict);
     }
+}
+
+/// The option parser reports every mistake, each after the program's name,
+/// before giving up; `-D` never takes the next argument as its value.
+#[test]
+fn every_option_mistake_is_reported() {
+    let checks = temp_file("mistakes.txt", "CHECK: a\n");
+    let path = checks.to_str().unwrap();
+    let (code, err) = run(&[path, "--dump-input=x", "--strict-whitespace=maybe", "-D", path], "a\n");
+    assert_eq!(code, 1);
+    assert_eq!(
+        err,
+        "filecheck: for the --dump-input option: Cannot find option named 'x'!\n\
+         filecheck: for the --strict-whitespace option: 'maybe' is invalid value for boolean argument! Try 0 or 1\n\
+         filecheck: for the -D option: requires a value!\n\
+         filecheck: Too many positional arguments specified!\n\
+         Can specify at most 1 positional arguments: See: filecheck --help\n"
+    );
 }

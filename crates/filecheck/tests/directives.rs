@@ -264,3 +264,18 @@ fn check_file_is_reusable() {
     assert!(file.run("cd\ncd\n", "two").is_ok());
     assert!(file.run("cd\nab\n", "three").is_err());
 }
+
+/// Patterns that substitute variables match the same whether the range they
+/// search is short or spans a long input (the two are built differently).
+#[test]
+fn substituted_patterns_over_short_and_long_ranges() {
+    let checks = "CHECK: first [[#N:]] [[S:[a-z]+]]\nCHECK: last [[#N+1]] [[S]]{{$}}\n";
+    for filler_lines in [0, 10, 20_000] {
+        let filler: String = (0..filler_lines).map(|i| format!("filler {i} last 7 abcd\n")).collect();
+        let input = format!("first 6 abc\n{filler}last 7 abc\n");
+        assert!(run(&[], checks, &input).is_ok(), "{filler_lines} filler lines");
+        let wrong = format!("first 6 abc\n{filler}last 8 abc\n");
+        let err = run(&[], checks, &wrong).expect_err("no line has 7 and abc");
+        assert!(err.to_string().contains("with \"N+1\" equal to \"7\""), "{err}");
+    }
+}

@@ -4,7 +4,7 @@
 
 use std::collections::{HashMap, HashSet};
 
-use super::{Names, PatternError, Piece, compile};
+use super::{Names, PatternError, Piece, validate};
 use crate::numeric::{self, Expr, Format, FormatKind};
 
 /// Rewrites an LLVM (POSIX extended) regex for the `regex` crate. LLVM
@@ -80,19 +80,35 @@ fn translate_regex(source: &str) -> String {
 /// Parses the text of a (non-literal) pattern, found at byte `base` of its
 /// buffer on line `line`, into pieces.
 pub(super) fn parse_pieces(names: &mut Names, text: &str, base: usize, line: usize) -> Result<Vec<Piece>, PatternError> {
-    PatternParser {
-        names,
-        text,
-        base,
-        line,
-        pieces: Vec::new(),
-        groups: 0,
-        strings_here: HashMap::new(),
-        numerics_here: HashSet::new(),
-        paren: 1,
-        paren_of: HashMap::new(),
+    PatternParser::new(names, text, base, line).parse()
+}
+
+/// Parses a command-line numeric definition, `%fmt,NAME:expr` (the text of
+/// `-D#` with its `=` read as `:`), found at byte `base` of its buffer: the
+/// variable's name, its format, and the expression of its value.
+pub(crate) fn parse_numeric_definition(
+    names: &mut Names,
+    text: &str,
+    base: usize,
+) -> Result<(String, Format, Option<Expr>), PatternError> {
+    let mut parser = PatternParser::new(names, text, base, 0);
+    parser.numeric(text, 0)?;
+    match parser.pieces.pop() {
+        Some(Piece::NumericDef { name, format, constraint, .. }) => Ok((name, format.unwrap_or_default(), constraint)),
+        _ => Err(parser.value_error(0, "invalid variable name")),
     }
-    .parse()
+}
+
+/// Checks the name of a command-line string definition, found at byte
+/// `base` of its buffer: a plain variable name, nothing after it.
+pub(crate) fn parse_string_definition_name(name: &str, base: usize) -> Result<(), PatternError> {
+    let mut names = Names::default();
+    let parser = PatternParser::new(&mut names, name, base, 0);
+    let (len, pseudo) = parser.variable_name(name, 0)?;
+    if pseudo || len != name.len() {
+        return Err(parser.value_error(0, format!("invalid name in string variable definition '{name}'")));
+    }
+    Ok(())
 }
 
 struct PatternParser<'a> {
@@ -134,7 +150,22 @@ fn count_groups(source: &str) -> usize {
     count
 }
 
-impl PatternParser<'_> {
+impl<'a> PatternParser<'a> {
+    fn new(names: &'a mut Names, text: &'a str, base: usize, line: usize) -> PatternParser<'a> {
+        PatternParser {
+            names,
+            text,
+            base,
+            line,
+            pieces: Vec::new(),
+            groups: 0,
+            strings_here: HashMap::new(),
+            numerics_here: HashSet::new(),
+            paren: 1,
+            paren_of: HashMap::new(),
+        }
+    }
+
     fn error(&self, at: usize, message: impl Into<String>) -> PatternError {
         PatternError { offset: self.base + at, message: message.into(), blank: false }
     }
@@ -176,7 +207,7 @@ impl PatternParser<'_> {
                     continue;
                 }
                 let translated = translate_regex(source);
-                compile(&translated, self.base + pos + 2)?;
+                validate(&translated, self.base + pos + 2)?;
                 self.paren += usize::from(rest.contains('|')) + count_groups(source);
                 self.pieces.push(Piece::Regex(translated));
                 pos += end + 4;
@@ -257,7 +288,7 @@ impl PatternParser<'_> {
             }
             Some(source) => {
                 let regex = translate_regex(source);
-                compile(&regex, self.base + at + len + 1)?;
+                validate(&regex, self.base + at + len + 1)?;
                 self.paren_of.insert(name.to_string(), self.paren);
                 self.names.strings.insert(name.to_string());
                 self.paren += 1 + count_groups(source);
