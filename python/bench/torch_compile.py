@@ -1,7 +1,8 @@
 """Compile time and speed of ``torch.compile(backend="dialect")`` against Inductor on the zoo.
 
 For each model of ``../shared/zoo``: the first call through each backend (Dynamo's capture, the
-backend's compile, one run; ``torch._dynamo.reset()`` before each so nothing is cached), the
+backend's compile, one run; ``torch._dynamo.reset()`` before each and Inductor's on-disk caches
+disabled, so nothing is reused), the
 backend's own share of it, and the median time of later calls, with eager PyTorch's for
 reference. Prints a Markdown table.
 
@@ -12,9 +13,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import time
 from pathlib import Path
+
+# Inductor keeps compiled graphs and kernels in an on-disk cache across processes; a first call
+# served from it is not a compile. Measure cold compiles.
+os.environ.setdefault("TORCHINDUCTOR_FORCE_DISABLE_CACHES", "1")
 
 import torch
 from safetensors.torch import load_file
