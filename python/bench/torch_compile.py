@@ -4,7 +4,8 @@ For each model of ``../shared/zoo``: the first call through each backend (Dynamo
 backend's compile, one run; ``torch._dynamo.reset()`` before each and Inductor's on-disk caches
 disabled, so nothing is reused), the
 backend's own share of it, and the median time of later calls, with eager PyTorch's for
-reference. Prints a Markdown table.
+reference, and this backend's with the model's parameters frozen (``options={"freeze": True}``).
+Prints a Markdown table.
 
     python python/bench/torch_compile.py [--threads N] [--iters N] [MODEL ...]
 """
@@ -87,18 +88,20 @@ def main():
             export_ms = sum(g["export_ms"] for g in graphs)
             compile_ms = sum(g["compile_ms"] for g in graphs)
             ours_run = median_ms(ours, args, kwargs, opts.iters)
+            _, frozen = first_call_ms(module, dialect.dynamo.backend_with(threads=opts.threads, freeze=True), args, kwargs)
+            frozen_run = median_ms(frozen, args, kwargs, opts.iters)
             inductor_first, inductor = first_call_ms(module, "inductor", args, kwargs)
             inductor_run = median_ms(inductor, args, kwargs, opts.iters)
             eager_run = median_ms(module, args, kwargs, opts.iters)
-            rows.append((name, len(graphs), ours_first, export_ms, compile_ms, inductor_first, eager_run, inductor_run, ours_run))
+            rows.append((name, len(graphs), ours_first, export_ms, compile_ms, inductor_first, eager_run, inductor_run, ours_run, frozen_run))
             print(json.dumps(rows[-1]), flush=True)
     print()
     print(f"threads: {opts.threads}; ISA path: {dialect.isa()}")
     print()
-    print("| model | graphs | dialect first call ms | of which export + decompose ms | of which dialect compile ms | Inductor first call ms | eager ms | Inductor ms | dialect ms |")
-    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    print("| model | graphs | dialect first call ms | of which export + decompose ms | of which dialect compile ms | Inductor first call ms | eager ms | Inductor ms | dialect ms | dialect, frozen ms |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for r in rows:
-        print(f"| {r[0]} | {r[1]} | {r[2]:.0f} | {r[3]:.0f} | {r[4]:.1f} | {r[5]:.0f} | {r[6]:.3f} | {r[7]:.3f} | {r[8]:.3f} |")
+        print(f"| {r[0]} | {r[1]} | {r[2]:.0f} | {r[3]:.0f} | {r[4]:.1f} | {r[5]:.0f} | {r[6]:.3f} | {r[7]:.3f} | {r[8]:.3f} | {r[9]:.3f} |")
 
 
 if __name__ == "__main__":

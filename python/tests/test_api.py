@@ -269,6 +269,14 @@ def test_torch_compile_options():
         torch.testing.assert_close(compiled(x), net(x))
     log = dialect.dynamo.compile_log[-1]
     assert log["stats"]["backend"] == "interp"
+    # Frozen parameters: compiled in as constants, the program takes the input alone.
+    torch._dynamo.reset()
+    frozen = torch.compile(net, backend="dialect", options={"freeze": True})
+    with torch.no_grad():
+        torch.testing.assert_close(frozen(x), net(x))
+        torch.testing.assert_close(frozen(2 * x), net(2 * x))
+    log = dialect.dynamo.compile_log[-1]
+    assert log["frozen"] == 2 and log["inputs"] == 1, log
     torch._dynamo.reset()
     bad = torch.compile(net, backend="dialect", options={"opt-level": 2})
     with pytest.raises(Exception, match="unknown torch.compile option"):

@@ -71,14 +71,15 @@ def test_zoo_exported_program(name):
 
 
 @pytest.mark.parametrize("name", ZOO)
-def test_zoo_torch_compile(name):
+@pytest.mark.parametrize("freeze", [False, True])
+def test_zoo_torch_compile(name, freeze):
     needs_transformers(name)
     case = Case(shared_dir("zoo", name))
     module = case.exported().module()
     args, kwargs = case.call_args(dialect.compile(case.exported(), opt_level=0))
     eager = module(*args, **kwargs)
     torch._dynamo.reset()
-    compiled = torch.compile(module, backend="dialect")
+    compiled = torch.compile(module, backend="dialect", options={"freeze": freeze})
     got = compiled(*args, **kwargs)
     check_outputs(case, got, what=name)
     for i, (g, e) in enumerate(zip(leaves(got), leaves(eager))):
