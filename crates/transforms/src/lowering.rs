@@ -18,6 +18,8 @@ pub mod fallback;
 mod kernel;
 pub mod rewrite;
 pub mod shape_prop;
+mod stacking;
+mod losses;
 
 pub use attention::{FuseAttention, fuse_attention};
 pub use backend::{Backend, InterpreterBackend, LowerToBackend, OpListBackend, partition};

@@ -60,14 +60,107 @@ CASES = [
     ("clip", "aten.clip {min = -0.5 : f64, max = 0.5 : f64}", [A], lambda a: torch.clip(a, -0.5, 0.5)),
 ]
 
+# Cases whose inputs form one Tensor[] operand (LIST_IN), or whose op returns several tensors,
+# as a tuple (MULTI) or as a Tensor[] (LIST_OUT).
+LIST_IN, MULTI, LIST_OUT = {"list_in": True}, {}, {"list_out": True}
+S = torch.tensor(0.7)  # a 0-d tensor
+I2 = torch.randint(0, 9, (2, 3))
+LP = torch.log_softmax(torch.randn(5, 4), 1)  # log-probabilities, 5 samples of 4 classes
+TG = torch.tensor([0, 3, 1, 3, 2])  # their classes
+LP3 = torch.log_softmax(torch.randn(2, 4, 3, 2), 1)
+TG3 = torch.randint(0, 4, (2, 3, 2))
+CW = torch.rand(4) + 0.5  # class weights
+Y = torch.tensor([1.0, -1.0, 1.0])  # ±1 targets for 3 samples
+AN = torch.where(A > 1, torch.nan, A)
+MORE = [
+    ("vstack", "aten.vstack", [V, torch.randn(2, 4)], lambda *t: torch.vstack(t), LIST_IN),
+    ("vstack_int", "aten.vstack", [I2, I2 + 1], lambda *t: torch.vstack(t), LIST_IN),
+    ("hstack_1d", "aten.hstack", [V, W], lambda *t: torch.hstack(t), LIST_IN),
+    ("hstack_2d", "aten.hstack", [A, torch.randn(3, 2)], lambda *t: torch.hstack(t), LIST_IN),
+    ("dstack", "aten.dstack", [V, V + 1], lambda *t: torch.dstack(t), LIST_IN),
+    ("dstack_2d", "aten.dstack", [A, B], lambda *t: torch.dstack(t), LIST_IN),
+    ("column_stack", "aten.column_stack", [torch.randn(3), A, S.expand(3).clone()], lambda *t: torch.column_stack(t), LIST_IN),
+    ("row_stack", "aten.row_stack", [A, B], lambda *t: torch.vstack(t), LIST_IN),
+    ("atleast_1d", "aten.atleast_1d.Sequence", [S, V], lambda *t: torch.atleast_1d(t), {**LIST_IN, **LIST_OUT}),
+    ("atleast_2d", "aten.atleast_2d.Sequence", [S, V, A], lambda *t: torch.atleast_2d(t), {**LIST_IN, **LIST_OUT}),
+    ("atleast_3d", "aten.atleast_3d.Sequence", [S, V, A, X4], lambda *t: torch.atleast_3d(t), {**LIST_IN, **LIST_OUT}),
+    ("meshgrid", "aten.meshgrid", [V, W, S], lambda *t: torch.meshgrid(*t, indexing="ij"), {**LIST_IN, **LIST_OUT}),
+    ("meshgrid_xy", 'aten.meshgrid.indexing {indexing = "xy"}', [V, W, torch.randn(2)], lambda *t: torch.meshgrid(*t, indexing="xy"), {**LIST_IN, **LIST_OUT}),
+    ("broadcast_tensors", "aten.broadcast_tensors", [V, torch.randn(3, 1), S], lambda *t: torch.broadcast_tensors(*t), {**LIST_IN, **LIST_OUT}),
+    ("block_diag", "aten.block_diag", [A, V, S, torch.randn(2, 2)], lambda *t: torch.block_diag(*t), LIST_IN),
+    ("kron", "aten.kron", [A, torch.randn(2, 3)], torch.kron),
+    ("kron_ranks", "aten.kron", [V, torch.randn(2, 2, 3)], torch.kron),
+    ("diag_vector", "aten.diag {diagonal = 1 : i64}", [V], lambda v: torch.diag(v, 1)),
+    ("diag_vector_below", "aten.diag {diagonal = -2 : i64}", [I2[0]], lambda v: torch.diag(v, -2)),
+    ("diag_matrix", "aten.diag {diagonal = -1 : i64}", [A], lambda a: torch.diag(a, -1)),
+    ("diag_embed", "aten.diag_embed {offset = 1 : i64, dim1 = 0 : i64, dim2 = 2 : i64}", [A], lambda a: torch.diag_embed(a, 1, 0, 2)),
+    ("diag_embed_default", "aten.diag_embed", [A], torch.diag_embed),
+    ("diagflat", "aten.diagflat {offset = -1 : i64}", [torch.randn(2, 2)], lambda a: torch.diagflat(a, -1)),
+    ("rot90", "aten.rot90 {k = 1 : i64, dims = [0, 1]}", [A], lambda a: torch.rot90(a, 1, [0, 1])),
+    ("rot90_k3", "aten.rot90 {k = -1 : i64, dims = [2, 0]}", [torch.randn(2, 3, 4)], lambda a: torch.rot90(a, -1, [2, 0])),
+    ("rot90_k2", "aten.rot90 {k = 2 : i64, dims = [0, 1]}", [A], lambda a: torch.rot90(a, 2, [0, 1])),
+    ("take_along_dim", "aten.take_along_dim {dim = 1 : i64}", [A, torch.randint(0, 4, (1, 5))], lambda a, i: torch.take_along_dim(a, i, 1)),
+    ("take_along_dim_flat", "aten.take_along_dim", [A, torch.randint(0, 12, (5,))], torch.take_along_dim),
+    ("repeat_interleave", "aten.repeat_interleave.self_int {repeats = 3 : i64, dim = 1 : i64}", [A], lambda a: torch.repeat_interleave(a, 3, 1)),
+    ("repeat_interleave_flat", "aten.repeat_interleave.self_int {repeats = 2 : i64}", [I2], lambda a: torch.repeat_interleave(a, 2)),
+    ("one_hot", "aten.one_hot {num_classes = 10 : i64}", [I2], lambda i: F.one_hot(i, 10)),
+    ("cross", "aten.cross {dim = 1 : i64}", [torch.randn(2, 3), torch.randn(2, 3)], lambda a, b: torch.cross(a, b, 1)),
+    ("linalg_cross", "aten.linalg_cross {dim = 0 : i64}", [torch.randn(3, 2), torch.randn(3, 1)], lambda a, b: torch.linalg.cross(a, b, dim=0)),
+    ("tensordot", "aten.tensordot {dims_self = [0, 2], dims_other = [1, 0]}", [torch.randn(2, 3, 4), torch.randn(4, 2, 5)], lambda a, b: torch.tensordot(a, b, ([0, 2], [1, 0]))),
+    ("var_mean", "aten.var_mean {unbiased = false}", [A], lambda a: torch.var_mean(a, unbiased=False), MULTI),
+    ("var_mean_dim", "aten.var_mean.dim {dim = [1], unbiased = true, keepdim = true}", [A], lambda a: torch.var_mean(a, 1, unbiased=True, keepdim=True), MULTI),
+    ("std_mean", "aten.std_mean", [A], torch.std_mean, MULTI),
+    ("std_mean_dim", "aten.std_mean.dim {dim = [0], unbiased = false, keepdim = false}", [A], lambda a: torch.std_mean(a, 0, unbiased=False), MULTI),
+    ("std_mean_correction", "aten.std_mean.correction {dim = [1], correction = 2 : i64, keepdim = false}", [A], lambda a: torch.std_mean(a, 1, correction=2), MULTI),
+    ("nanmean", "aten.nanmean {dim = [1], keepdim = false}", [AN], lambda a: torch.nanmean(a, 1)),
+    ("nanmean_all", "aten.nanmean", [AN], torch.nanmean),
+    ("instance_norm", "aten.instance_norm {use_input_stats = true, momentum = 0.1 : f64, eps = 1.0e-5 : f64, cudnn_enabled = false}", [X4, torch.randn(8), torch.randn(8)], lambda x, w, b: F.instance_norm(x, weight=w, bias=b)),
+    ("renorm", "aten.renorm {p = 2.0 : f64, dim = 0 : i64, maxnorm = 1.0 : f64}", [A], lambda a: torch.renorm(a, 2, 0, 1.0)),
+    ("renorm_p1", "aten.renorm {p = 1.0 : f64, dim = 1 : i64, maxnorm = 1.5 : f64}", [A], lambda a: torch.renorm(a, 1, 1, 1.5)),
+    ("nll_loss", "aten.nll_loss {reduction = 1 : i64, ignore_index = 3 : i64}", [LP, TG], lambda x, t: F.nll_loss(x, t, ignore_index=3)),
+    ("nll_loss_weight", "aten.nll_loss {reduction = 1 : i64, ignore_index = -100 : i64}", [LP, TG, CW], lambda x, t, w: F.nll_loss(x, t, w)),
+    ("nll_loss_weight_ignore_none", "aten.nll_loss {reduction = 0 : i64, ignore_index = 1 : i64}", [LP, TG, CW], lambda x, t, w: F.nll_loss(x, t, w, ignore_index=1, reduction="none")),
+    ("nll_loss_sum", "aten.nll_loss {reduction = 2 : i64, ignore_index = -100 : i64}", [LP, TG], lambda x, t: F.nll_loss(x, t, reduction="sum")),
+    ("nll_loss_unbatched", "aten.nll_loss {reduction = 1 : i64, ignore_index = -100 : i64}", [LP[0], TG[1]], F.nll_loss),
+    ("nll_loss2d", "aten.nll_loss2d {reduction = 1 : i64, ignore_index = 2 : i64}", [LP3, TG3, CW], lambda x, t, w: F.nll_loss(x, t, w, ignore_index=2)),
+    ("nll_loss_nd", "aten.nll_loss_nd {reduction = 0 : i64, ignore_index = -100 : i64}", [LP3, TG3], lambda x, t: F.nll_loss(x, t, reduction="none")),
+    ("cross_entropy", "aten.cross_entropy_loss {reduction = 1 : i64, ignore_index = -100 : i64, label_smoothing = 0.0 : f64}", [A.T.contiguous(), TG[:4].clamp(max=2)], F.cross_entropy),
+    ("cross_entropy_weight", "aten.cross_entropy_loss {reduction = 1 : i64, ignore_index = 0 : i64, label_smoothing = 0.0 : f64}", [LP3 * 3, TG3, CW], lambda x, t, w: F.cross_entropy(x, t, w, ignore_index=0)),
+    ("margin_ranking_loss", "aten.margin_ranking_loss {margin = 0.3 : f64, reduction = 1 : i64}", [V[:3], W[:3], Y], lambda a, b, y: F.margin_ranking_loss(a, b, y, 0.3)),
+    ("hinge_embedding_loss", "aten.hinge_embedding_loss {margin = 0.8 : f64, reduction = 0 : i64}", [A, torch.sign(B)], lambda a, y: F.hinge_embedding_loss(a, y, 0.8, reduction="none")),
+    ("soft_margin_loss", "aten.soft_margin_loss {reduction = 1 : i64}", [A, torch.sign(B)], F.soft_margin_loss),
+    ("cosine_embedding_loss", "aten.cosine_embedding_loss {margin = 0.2 : f64, reduction = 0 : i64}", [A, B, Y], lambda a, b, y: F.cosine_embedding_loss(a, b, y, 0.2, reduction="none")),
+    ("poisson_nll_loss", "aten.poisson_nll_loss {log_input = true, full = false, eps = 1.0e-8 : f64, reduction = 1 : i64}", [A, P * 3], F.poisson_nll_loss),
+    ("poisson_nll_loss_full", "aten.poisson_nll_loss {log_input = false, full = true, eps = 1.0e-8 : f64, reduction = 0 : i64}", [P, P * 3], lambda x, t: F.poisson_nll_loss(x, t, log_input=False, full=True, reduction="none")),
+    ("triplet_margin_loss", "aten.triplet_margin_loss {margin = 1.0 : f64, p = 2.0 : f64, eps = 1.0e-6 : f64, swap = false, reduction = 1 : i64}", [A, B, A * 0.5], F.triplet_margin_loss),
+    ("triplet_margin_loss_p1_swap", "aten.triplet_margin_loss {margin = 2.0 : f64, p = 1.0 : f64, eps = 1.0e-6 : f64, swap = true, reduction = 0 : i64}", [A, B, A * 0.5], lambda a, p, n: F.triplet_margin_loss(a, p, n, 2.0, 1.0, swap=True, reduction="none")),
+    ("special_entr", "aten.special_entr", [torch.cat([A.flatten(), torch.tensor([0.0, torch.nan])])], torch.special.entr),
+    ("special_ndtr", "aten.special_ndtr", [A * 3], torch.special.ndtr),
+    ("special_log_ndtr", "aten.special_log_ndtr", [torch.tensor([-60.0, -25.0, -19.0, -5.0, -1.0, 0.0, 0.5, 3.0, 12.0])], torch.special.log_ndtr),
+    ("special_log_ndtr_f64", "aten.special_log_ndtr", [torch.tensor([-40.0, -21.0, -2.5, 7.0], dtype=torch.float64)], torch.special.log_ndtr),
+    ("special_xlog1py", "aten.special_xlog1py", [T, P], torch.special.xlog1py),
+    ("special_xlog1py_self_scalar", "aten.special_xlog1py.self_scalar {self = 2.0 : f64}", [P], lambda p: torch.special.xlog1py(2.0, p)),
+    ("special_xlog1py_other_scalar", "aten.special_xlog1py.other_scalar {other = 3 : i64}", [I2], lambda i: torch.special.xlog1py(i, 3)),
+    ("xlogy_scalar_other", "aten.xlogy.Scalar_Other {other = 0.5 : f64}", [T], lambda t: torch.xlogy(t, 0.5)),
+    ("xlogy_scalar_self", "aten.xlogy.Scalar_Self {self = 0 : i64}", [torch.tensor([1.0, torch.nan, 0.0, 2.0], dtype=torch.float64)], lambda y: torch.xlogy(0, y)),
+    ("special_xlogy_other_scalar", "aten.special_xlogy.other_scalar {other = 2.5 : f64}", [A], lambda a: torch.special.xlogy(a, 2.5)),
+    ("float_power_scalar", "aten.float_power.Scalar {self = 1.5 : f64}", [A], lambda a: torch.float_power(1.5, a)),
+]
+
 tensors = {}
 cases = []
-for name, op, inputs, ref in CASES:
+for name, op, inputs, ref, *form in CASES + MORE:
     for i, t in enumerate(inputs):
         tensors[f"{name}.in.{i}"] = t.clone().contiguous()
     out = ref(*inputs)
-    tensors[f"{name}.out"] = out.clone().contiguous()
-    cases.append({"name": name, "op": op, "inputs": len(inputs)})
+    case = {"name": name, "op": op, "inputs": len(inputs), **(form[0] if form else {})}
+    if isinstance(out, torch.Tensor):
+        tensors[f"{name}.out"] = out.clone().contiguous()
+    else:
+        for i, o in enumerate(out):
+            tensors[f"{name}.out.{i}"] = o.clone().contiguous()
+        case["outputs"] = len(out)
+    cases.append(case)
 
 save_file(tensors, "io.safetensors")
 with open("cases.json", "w") as f:
