@@ -20,6 +20,7 @@ pub mod rewrite;
 pub mod shape_prop;
 mod stacking;
 mod losses;
+mod reductions;
 
 pub use attention::{FuseAttention, fuse_attention};
 pub use backend::{Backend, InterpreterBackend, LowerToBackend, OpListBackend, partition};

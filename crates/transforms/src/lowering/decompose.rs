@@ -217,6 +217,7 @@ impl DecompositionTable {
         super::composite::add(&mut t);
         super::stacking::add(&mut t);
         super::losses::add(&mut t);
+        super::reductions::add(&mut t);
         t
     }
 }

@@ -8,6 +8,7 @@
 //! tensors (the statistics) are refused here too.
 
 use super::composite::{f, reduce, zeros_like};
+use super::reductions::p_norm;
 use super::decompose::{DecompResult, DecompositionTable, cast, input, one, opt_input, rank_of};
 use super::rewrite::{Arg, OpBuilder};
 use dialect_aten::infer::{PromoteArg, float_result, result_type};
@@ -23,10 +24,12 @@ pub(super) fn add(t: &mut DecompositionTable) {
         .insert("aten.nanmean", nanmean)
         .insert("aten.instance_norm", instance_norm)
         .insert("aten.renorm", renorm)
-        .insert("aten.nll_loss", |b, op| nll(b, op, false))
-        .insert("aten.nll_loss_nd", |b, op| nll(b, op, false))
-        .insert("aten.nll_loss2d", |b, op| nll(b, op, false))
-        .insert("aten.cross_entropy_loss", |b, op| nll(b, op, true))
+        .insert("aten.nll_loss", |b, op| nll(b, op, false, false))
+        .insert("aten.nll_loss_nd", |b, op| nll(b, op, false, false))
+        .insert("aten.nll_loss2d", |b, op| nll(b, op, false, false))
+        .insert("aten.nll_loss_forward", |b, op| nll(b, op, false, true))
+        .insert("aten.nll_loss2d_forward", |b, op| nll(b, op, false, true))
+        .insert("aten.cross_entropy_loss", |b, op| nll(b, op, true, false))
         .insert("aten.margin_ranking_loss", |b, op| {
             let (x1, x2, y) = (input(b, op, "input1")?, input(b, op, "input2")?, input(b, op, "target")?);
             let margin = b.with_args(op, |a| a.float("margin"))?.unwrap_or(0.0);
@@ -213,29 +216,6 @@ fn instance_norm(b: &mut OpBuilder, op: OpId) -> DecompResult {
     one(Ok(y))
 }
 
-/// The `p`-norm of `x` over `dims` (`p = ∞` is the largest magnitude), `p` positive.
-fn p_norm(b: &mut OpBuilder, x: ValueId, p: f64, dims: &[i64], keep: bool) -> Result<ValueId, String> {
-    let ax = b.call("abs", &[x.into()])?;
-    let keep = Arg::A(Attribute::Bool(keep));
-    if p == f64::INFINITY {
-        return b.call("amax", &[ax.into(), ints(dims), keep]);
-    }
-    if !(p > 0.0 && p.is_finite()) {
-        return Err(format!("norm: p = {p} is not supported (positive p or infinity)"));
-    }
-    if p == 2.0 {
-        let sq = b.call("mul.Tensor", &[x.into(), x.into()])?;
-        let s = b.call("sum.dim_IntList", &[sq.into(), ints(dims), keep])?;
-        return b.call("sqrt", &[s.into()]);
-    }
-    let pw = if p == 1.0 { ax } else { b.call("pow.Tensor_Scalar", &[ax.into(), f(p)])? };
-    let s = b.call("sum.dim_IntList", &[pw.into(), ints(dims), keep])?;
-    if p == 1.0 {
-        return Ok(s);
-    }
-    b.call("pow.Tensor_Scalar", &[s.into(), f(1.0 / p)])
-}
-
 /// `renorm(x, p, dim, maxnorm)`: each slice along `dim` whose `p`-norm exceeds `maxnorm` is
 /// scaled to `maxnorm / (norm + 1e-7)`.
 fn renorm(b: &mut OpBuilder, op: OpId) -> DecompResult {
@@ -260,8 +240,9 @@ fn renorm(b: &mut OpBuilder, op: OpId) -> DecompResult {
 
 /// `nll_loss` (and `cross_entropy_loss`, which takes `log_softmax` first): for class indices
 /// `t`, `−w[t]·x[t]` along the class dimension (1, or 0 for an unbatched input), zero where
-/// `t == ignore_index`; the mean divides by the sum of the weights taken.
-fn nll(b: &mut OpBuilder, op: OpId, log_softmax: bool) -> DecompResult {
+/// `t == ignore_index`; the mean divides by the sum of the weights taken. The `_forward` ops
+/// (`forward`) also return that sum (0 without reduction).
+fn nll(b: &mut OpBuilder, op: OpId, log_softmax: bool, forward: bool) -> DecompResult {
     let (x, t) = (input(b, op, "self")?, input(b, op, "target")?);
     let w = opt_input(b, op, "weight")?;
     let (red, ignore) = b.with_args(op, |a| (a.int("reduction"), a.int("ignore_index")))?;
@@ -307,16 +288,16 @@ fn nll(b: &mut OpBuilder, op: OpId, log_softmax: bool) -> DecompResult {
     }
     let p = b.call("mul.Tensor", &[picked.into(), wt.into()])?;
     let loss = b.call("neg", &[p.into()])?;
-    match red {
-        0 => one(Ok(loss)),
-        1 => {
+    let (out, total) = match red {
+        0 => (loss, b.call("scalar_tensor", &[int(0), Arg::A(Attribute::DType(d))])?),
+        1 | 2 => {
             let s = b.call("sum", &[loss.into()])?;
             let n = b.call("sum", &[wt.into()])?;
-            one(b.call("div.Tensor", &[s.into(), n.into()]))
+            (if red == 1 { b.call("div.Tensor", &[s.into(), n.into()])? } else { s }, n)
         }
-        2 => one(b.call("sum", &[loss.into()])),
-        r => Err(format!("reduction must be 0, 1 or 2, got {r}")),
-    }
+        r => return Err(format!("reduction must be 0, 1 or 2, got {r}")),
+    };
+    Ok(Some(if forward { vec![out, total] } else { vec![out] }))
 }
 
 /// `1 − cos(x1, x2)` where `y == 1`, `max(0, cos − margin)` where `y == −1`, the squared
