@@ -21,6 +21,7 @@ pub mod shape_prop;
 mod stacking;
 mod losses;
 mod reductions;
+mod layers;
 
 pub use attention::{FuseAttention, fuse_attention};
 pub use backend::{Backend, InterpreterBackend, LowerToBackend, OpListBackend, partition};

@@ -218,6 +218,7 @@ impl DecompositionTable {
         super::stacking::add(&mut t);
         super::losses::add(&mut t);
         super::reductions::add(&mut t);
+        super::layers::add(&mut t);
         t
     }
 }

@@ -1,6 +1,7 @@
 //! Decompositions of PyTorch's composite reductions: vector norms (`norm` overloads,
-//! `frobenius_norm`), the trapezoidal rule (`trapezoid`, `trapz`), `sum_to_size` and
-//! `_safe_softmax` (softmax whose fully masked rows are zero).
+//! `frobenius_norm`, `norm_except_dim` and the weight normalization built on it, Euclidean
+//! distances), the trapezoidal rule (`trapezoid`, `trapz`, `cumulative_trapezoid`),
+//! `sum_to_size` and `_safe_softmax` (softmax whose fully masked rows are zero).
 
 use super::decompose::{DecompResult, DecompositionTable, cast, input, one, rank_of};
 use super::rewrite::{Arg, OpBuilder};
@@ -18,10 +19,25 @@ pub(super) fn add(t: &mut DecompositionTable) {
             let dims = all_if_empty(b, x, dims.unwrap_or_default())?;
             one(p_norm(b, x, 2.0, &dims, keep.unwrap_or(false)))
         })
-        .insert("aten.trapezoid.dx", |b, op| trapezoid_dx(b, op))
-        .insert("aten.trapz.dx", |b, op| trapezoid_dx(b, op))
-        .insert("aten.trapezoid.x", trapezoid_x)
-        .insert("aten.trapz.x", trapezoid_x)
+        .insert("aten.norm_except_dim", |b, op| {
+            let v = input(b, op, "v")?;
+            let (p, dim) = b.with_args(op, |a| (a.int("pow"), a.int("dim")))?;
+            one(norm_except_dim(b, v, p.unwrap_or(2) as f64, dim.unwrap_or(0)))
+        })
+        .insert("aten._weight_norm", |b, op| {
+            let (v, g) = (input(b, op, "v")?, input(b, op, "g")?);
+            let dim = b.with_args(op, |a| a.int("dim"))?.unwrap_or(0);
+            let n = norm_except_dim(b, v, 2.0, dim)?;
+            let s = b.call("div.Tensor", &[g.into(), n.into()])?;
+            one(b.call("mul.Tensor", &[v.into(), s.into()]))
+        })
+        .insert("aten._euclidean_dist", euclidean_dist)
+        .insert("aten.trapezoid.dx", |b, op| trapezoid_dx(b, op, false))
+        .insert("aten.trapz.dx", |b, op| trapezoid_dx(b, op, false))
+        .insert("aten.cumulative_trapezoid.dx", |b, op| trapezoid_dx(b, op, true))
+        .insert("aten.trapezoid.x", |b, op| trapezoid_x(b, op, false))
+        .insert("aten.trapz.x", |b, op| trapezoid_x(b, op, false))
+        .insert("aten.cumulative_trapezoid.x", |b, op| trapezoid_x(b, op, true))
         .insert("aten.sum_to_size", sum_to_size)
         .insert("aten._safe_softmax", safe_softmax);
 }
@@ -93,8 +109,8 @@ fn norm(b: &mut OpBuilder, op: OpId, with_dims: bool, with_dtype: bool) -> Decom
     one(p_norm(b, x, p, &dims, keep.unwrap_or(false)))
 }
 
-/// `Σ (y[i+1] + y[i]) / 2 · dx[i]` along `dim`, where `y` is the first operand.
-fn trapezoid_sum(b: &mut OpBuilder, y: ValueId, dx: Arg, dim: i64) -> Result<ValueId, String> {
+/// `Σ (y[i+1] + y[i]) / 2 · dx[i]` along `dim` (its running sum with `cumulative`).
+fn trapezoid_sum(b: &mut OpBuilder, y: ValueId, dx: Arg, dim: i64, cumulative: bool) -> Result<ValueId, String> {
     let hi = b.call("slice.Tensor", &[y.into(), Arg::A(Attribute::Int(dim)), Arg::A(Attribute::Int(1)), Arg::A(Attribute::Int(i64::MAX))])?;
     let lo = b.call("slice.Tensor", &[y.into(), Arg::A(Attribute::Int(dim)), Arg::A(Attribute::Int(0)), Arg::A(Attribute::Int(-1))])?;
     let s = b.call("add.Tensor", &[hi.into(), lo.into()])?;
@@ -102,19 +118,19 @@ fn trapezoid_sum(b: &mut OpBuilder, y: ValueId, dx: Arg, dim: i64) -> Result<Val
         Arg::V(dx) => b.call("mul.Tensor", &[s.into(), dx.into()])?,
         a => b.call("mul.Scalar", &[s.into(), a])?,
     };
-    let s = b.call("sum.dim_IntList", &[s.into(), ints(&[dim])])?;
+    let s = if cumulative { b.call("cumsum", &[s.into(), Arg::A(Attribute::Int(dim))])? } else { b.call("sum.dim_IntList", &[s.into(), ints(&[dim])])? };
     b.call("mul.Scalar", &[s.into(), f(0.5)])
 }
 
-fn trapezoid_dx(b: &mut OpBuilder, op: OpId) -> DecompResult {
+fn trapezoid_dx(b: &mut OpBuilder, op: OpId, cumulative: bool) -> DecompResult {
     let y = input(b, op, "y")?;
     let (dx, dim) = b.with_args(op, |a| (a.constant("dx"), a.int("dim")))?;
     let dx = dx.unwrap_or(Attribute::Int(1));
-    one(trapezoid_sum(b, y, Arg::A(dx), dim.unwrap_or(-1)))
+    one(trapezoid_sum(b, y, Arg::A(dx), dim.unwrap_or(-1), cumulative))
 }
 
 /// `trapezoid(y, x, dim)`: the spacings are the differences of `x` (1-d: along `dim`).
-fn trapezoid_x(b: &mut OpBuilder, op: OpId) -> DecompResult {
+fn trapezoid_x(b: &mut OpBuilder, op: OpId, cumulative: bool) -> DecompResult {
     let (y, x) = (input(b, op, "y")?, input(b, op, "x")?);
     let dim = b.with_args(op, |a| a.int("dim"))?.unwrap_or(-1);
     let (ry, rx) = (rank_of(b, y)? as i64, rank_of(b, x)?);
@@ -132,7 +148,44 @@ fn trapezoid_x(b: &mut OpBuilder, op: OpId) -> DecompResult {
     let hi = b.call("slice.Tensor", &[x.into(), Arg::A(Attribute::Int(xd)), Arg::A(Attribute::Int(1)), Arg::A(Attribute::Int(i64::MAX))])?;
     let lo = b.call("slice.Tensor", &[x.into(), Arg::A(Attribute::Int(xd)), Arg::A(Attribute::Int(0)), Arg::A(Attribute::Int(-1))])?;
     let dx = b.call("sub.Tensor", &[hi.into(), lo.into()])?;
-    one(trapezoid_sum(b, y, Arg::V(dx), d))
+    one(trapezoid_sum(b, y, Arg::V(dx), d, cumulative))
+}
+
+/// `norm_except_dim(v, p, dim)`: the `p`-norm over every dimension but `dim`, kept as size-1
+/// axes (over all of `v`, a 0-d result, when `dim` is −1).
+fn norm_except_dim(b: &mut OpBuilder, v: ValueId, p: f64, dim: i64) -> Result<ValueId, String> {
+    let r = rank_of(b, v)? as i64;
+    if dim == -1 {
+        let all: Vec<i64> = (0..r).collect();
+        return p_norm(b, v, p, &all, false);
+    }
+    if dim < 0 || dim >= r {
+        return Err(format!("norm_except_dim: dimension {dim} is out of range for rank {r}"));
+    }
+    let dims: Vec<i64> = (0..r).filter(|&i| i != dim).collect();
+    p_norm(b, v, p, &dims, true)
+}
+
+/// `_euclidean_dist(x1, x2)`: `sqrt(max(|a|² + |b|² − 2a·b, 0))` for every row pair.
+fn euclidean_dist(b: &mut OpBuilder, op: OpId) -> DecompResult {
+    let (x1, x2) = (input(b, op, "x1")?, input(b, op, "x2")?);
+    let r = rank_of(b, x2)?;
+    if r < 2 || rank_of(b, x1)? < 2 {
+        return Err("_euclidean_dist: expects tensors of at least 2 dimensions".into());
+    }
+    let keep = Arg::A(Attribute::Bool(true));
+    let s1 = b.call("mul.Tensor", &[x1.into(), x1.into()])?;
+    let n1 = b.call("sum.dim_IntList", &[s1.into(), ints(&[-1]), keep.clone()])?;
+    let s2 = b.call("mul.Tensor", &[x2.into(), x2.into()])?;
+    let n2 = b.call("sum.dim_IntList", &[s2.into(), ints(&[-1]), keep])?;
+    let n2 = b.call("transpose.int", &[n2.into(), Arg::A(Attribute::Int(-1)), Arg::A(Attribute::Int(-2))])?;
+    let x2t = b.call("transpose.int", &[x2.into(), Arg::A(Attribute::Int(-1)), Arg::A(Attribute::Int(-2))])?;
+    let dot = b.call("matmul", &[x1.into(), x2t.into()])?;
+    let dot = b.call("mul.Scalar", &[dot.into(), f(-2.0)])?;
+    let d = b.call("add.Tensor", &[n1.into(), n2.into()])?;
+    let d = b.call("add.Tensor", &[d.into(), dot.into()])?;
+    let d = b.call("clamp", &[d.into(), f(0.0)])?;
+    one(b.call("sqrt", &[d.into()]))
 }
 
 /// `sum_to_size(x, size)`: sums the leading dimensions `size` lacks and, keeping them, the

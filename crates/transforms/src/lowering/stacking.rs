@@ -1,8 +1,8 @@
 //! Decompositions of PyTorch's composite shape ops: stacking (`vstack`, `hstack`, `dstack`,
 //! `column_stack`, `atleast_*d`), grids and broadcasting (`meshgrid`, `broadcast_tensors`),
 //! block and diagonal matrices (`block_diag`, `kron`, `diag`, `diag_embed`, `diagflat`),
-//! rearrangements (`rot90`, `take_along_dim`, `repeat_interleave`, `cross`, `tensordot`) and
-//! `one_hot`.
+//! rearrangements (`rot90`, `take_along_dim`, `repeat_interleave`, `cross`, `tensordot`),
+//! `one_hot`, `vander` and `_dim_arange`.
 //!
 //! Each follows PyTorch's definition with the static shapes shape propagation gives; an op
 //! whose result shape would depend on tensor data (`one_hot` without `num_classes`) is refused.
@@ -57,7 +57,15 @@ pub(super) fn add(t: &mut DecompositionTable) {
             let dim = b.with_args(op, |a| a.int("dim"))?;
             cross(b, op, dim)
         })
-        .insert("aten.tensordot", tensordot);
+        .insert("aten.tensordot", tensordot)
+        .insert("aten.vander", vander)
+        .insert("aten._dim_arange", |b, op| {
+            let x = input(b, op, "like")?;
+            let dim = b.with_args(op, |a| a.int("dim"))?.ok_or("_dim_arange: dim must be constant")?;
+            let s = static_shape(b, x, "_dim_arange")?;
+            let n = s[norm_dim(dim, s.len(), "_dim_arange")?];
+            one(b.call("arange", &[int(n), Arg::A(Attribute::DType(DType::I64))]))
+        });
 }
 
 fn int(i: i64) -> Arg {
@@ -436,4 +444,25 @@ fn tensordot(b: &mut OpBuilder, op: OpId) -> DecompResult {
     let p = b.call("mm", &[xm.into(), ym.into()])?;
     let out: Vec<i64> = free_x.iter().map(|&i| sx[i]).chain(free_y.iter().map(|&i| sy[i])).collect();
     one(b.call("reshape", &[p.into(), ints(&out)]))
+}
+
+/// `vander(x, N, increasing)`: column `k` is `x^(N−1−k)` (`x^k` when increasing), in `x`'s dtype
+/// promoted with int64.
+fn vander(b: &mut OpBuilder, op: OpId) -> DecompResult {
+    let x = input(b, op, "x")?;
+    let (n, inc) = b.with_args(op, |a| (a.int("N"), a.bool("increasing")))?;
+    let s = static_shape(b, x, "vander")?;
+    let [len] = s[..] else { return Err("vander: expects a 1-d tensor".into()) };
+    let n = n.unwrap_or(len);
+    if n < 0 {
+        return Err("vander: N must be non-negative".into());
+    }
+    let d = DType::promote(b.dtype(x).ok_or("vander: unknown dtype")?, DType::I64);
+    let x = cast(b, x, d)?;
+    let mut k = b.call("arange", &[int(n), Arg::A(Attribute::DType(d))])?;
+    if !inc.unwrap_or(false) {
+        k = b.call("flip", &[k.into(), ints(&[0])])?;
+    }
+    let col = b.call("unsqueeze", &[x.into(), int(1)])?;
+    one(b.call("pow.Tensor_Tensor", &[col.into(), k.into()]))
 }
