@@ -1,12 +1,13 @@
 //! Decompositions of PyTorch's composite layer ops: `bilinear`, `chain_matmul`,
-//! `max_pool1d_with_indices` (as a 2-d pool over a unit height), `_prelu_kernel` and `rrelu`
-//! in evaluation mode (a leaky ReLU with the mean slope; training draws random slopes).
+//! `max_pool1d_with_indices` (as a 2-d pool over a unit height), `_prelu_kernel`, `rrelu`
+//! in evaluation mode (a leaky ReLU with the mean slope; training draws random slopes),
+//! `log_sigmoid_forward`, `_fused_rms_norm` and padding by mode (`_pad_enum`, `_pad_circular`).
 
 use super::composite::static_shape;
 use super::decompose::{DecompResult, DecompositionTable, input, one, opt_input, rank_of};
 use super::rewrite::{Arg, OpBuilder};
 use super::stacking::tensor_list;
-use ir::{Attribute, OpId};
+use ir::{Attribute, DType, OpId, ValueId};
 
 /// Adds the layers' decompositions to `t`.
 pub(super) fn add(t: &mut DecompositionTable) {
@@ -42,7 +43,23 @@ pub(super) fn add(t: &mut DecompositionTable) {
         one(Ok(acc))
     })
     .insert("aten.bilinear", bilinear)
-    .insert("aten.max_pool1d_with_indices", max_pool1d_with_indices);
+    .insert("aten.max_pool1d_with_indices", max_pool1d_with_indices)
+    .insert("aten.log_sigmoid_forward", |b, op| {
+        // The buffer is `exp(−|x|)`, what PyTorch's CPU kernel keeps for the backward.
+        let x = input(b, op, "self")?;
+        let out = b.call("log_sigmoid", &[x.into()])?;
+        let ax = b.call("abs", &[x.into()])?;
+        let nax = b.call("neg", &[ax.into()])?;
+        let buf = b.call("exp", &[nax.into()])?;
+        Ok(Some(vec![out, buf]))
+    })
+    .insert("aten._fused_rms_norm", fused_rms_norm)
+    .insert("aten._pad_circular", |b, op| {
+        let x = input(b, op, "self")?;
+        let pad = b.with_args(op, |a| a.ints("pad"))?.ok_or("_pad_circular: the padding must be constant")?;
+        one(pad_circular(b, x, &pad))
+    })
+    .insert("aten._pad_enum", pad_enum);
 }
 
 /// `bilinear(x1, x2, W, b)`: `y[…, o] = Σᵢⱼ x1[…, i]·W[o, i, j]·x2[…, j] + b[o]`, as `x1`
@@ -92,4 +109,85 @@ fn max_pool1d_with_indices(b: &mut OpBuilder, op: OpId) -> DecompResult {
         out.push(b.call("squeeze.dim", &[v.into(), Arg::A(Attribute::Int(-2))])?);
     }
     Ok(Some(out))
+}
+
+/// `_fused_rms_norm(x, shape, w, eps)`: `x·rsqrt(mean(x²) + eps)·w` over the trailing `shape`
+/// dimensions, and that reciprocal root (kept as size-1 axes); `eps` defaults to the dtype's
+/// machine epsilon.
+fn fused_rms_norm(b: &mut OpBuilder, op: OpId) -> DecompResult {
+    let x = input(b, op, "input")?;
+    let w = opt_input(b, op, "weight")?;
+    let (shape, eps) = b.with_args(op, |a| (a.ints("normalized_shape"), a.float("eps")))?;
+    let n = shape.ok_or("_fused_rms_norm: normalized_shape must be constant")?.len() as i64;
+    let r = rank_of(b, x)? as i64;
+    if n > r {
+        return Err("_fused_rms_norm: normalized_shape has more dimensions than the input".into());
+    }
+    let eps = match (eps, b.dtype(x)) {
+        (Some(e), _) => e,
+        (None, Some(DType::F64)) => f64::EPSILON,
+        (None, Some(DType::F16)) => 0.000_976_562_5,
+        (None, Some(DType::BF16)) => 0.007_812_5,
+        (None, _) => f32::EPSILON as f64,
+    };
+    let dims: Vec<i64> = (r - n..r).collect();
+    let sq = b.call("mul.Tensor", &[x.into(), x.into()])?;
+    let ms = b.call("mean.dim", &[sq.into(), Arg::A(Attribute::ints(&dims)), Arg::A(Attribute::Bool(true))])?;
+    let ms = b.call("add.Scalar", &[ms.into(), Arg::A(Attribute::float(eps))])?;
+    let rstd = b.call("rsqrt", &[ms.into()])?;
+    let mut y = b.call("mul.Tensor", &[x.into(), rstd.into()])?;
+    if let Some(w) = w {
+        y = b.call("mul.Tensor", &[y.into(), w.into()])?;
+    }
+    Ok(Some(vec![y, rstd]))
+}
+
+/// Circular padding: along each padded dimension (the last first), the last `l` elements go
+/// before and the first `r` after.
+fn pad_circular(b: &mut OpBuilder, x: ValueId, pad: &[i64]) -> Result<ValueId, String> {
+    let s = static_shape(b, x, "_pad_circular")?;
+    if pad.len() % 2 != 0 || pad.len() / 2 > s.len() {
+        return Err("_pad_circular: expects a (left, right) pair per padded dimension".into());
+    }
+    let mut v = x;
+    for (i, lr) in pad.chunks(2).enumerate() {
+        let d = (s.len() - 1 - i) as i64;
+        let (l, r, n) = (lr[0], lr[1], s[d as usize]);
+        if l < 0 || r < 0 || l > n || r > n {
+            return Err("_pad_circular: each padding must be between 0 and the dimension's size".into());
+        }
+        let at = |a: i64| Arg::A(Attribute::Int(a));
+        let mut parts = Vec::new();
+        if l > 0 {
+            parts.push(b.call("slice.Tensor", &[v.into(), at(d), at(n - l), at(n)])?);
+        }
+        parts.push(v);
+        if r > 0 {
+            parts.push(b.call("slice.Tensor", &[v.into(), at(d), at(0), at(r)])?);
+        }
+        if parts.len() > 1 {
+            let l = b.list(parts)?;
+            v = b.call("cat", &[l.into(), at(d)])?;
+        }
+    }
+    Ok(v)
+}
+
+/// `_pad_enum(x, pad, mode, value)`: mode 0 reflects, 1 replicates, 2 wraps around and 3
+/// fills with `value` (0 when absent).
+fn pad_enum(b: &mut OpBuilder, op: OpId) -> DecompResult {
+    let x = input(b, op, "self")?;
+    let (pad, mode, value) = b.with_args(op, |a| (a.ints("pad"), a.int("mode"), a.float("value")))?;
+    let pad = pad.ok_or("_pad_enum: the padding must be constant")?;
+    let padding = Arg::A(Attribute::ints(&pad));
+    let k = pad.len() / 2;
+    match mode {
+        Some(0) | Some(1) if (1..=3).contains(&k) && pad.len() % 2 == 0 => {
+            let kind = if mode == Some(0) { "reflection" } else { "replication" };
+            one(b.call(&format!("{kind}_pad{k}d"), &[x.into(), padding]))
+        }
+        Some(2) => one(pad_circular(b, x, &pad)),
+        Some(3) => one(b.call("constant_pad_nd", &[x.into(), padding, Arg::A(Attribute::float(value.unwrap_or(0.0)))])),
+        _ => Err(format!("_pad_enum: unsupported mode {mode:?} for {} padded dimensions", k)),
+    }
 }

@@ -1,7 +1,8 @@
 //! Decompositions of PyTorch's composite reductions: vector norms (`norm` overloads,
 //! `frobenius_norm`, `norm_except_dim` and the weight normalization built on it, Euclidean
 //! distances), the trapezoidal rule (`trapezoid`, `trapz`, `cumulative_trapezoid`),
-//! `sum_to_size` and `_safe_softmax` (softmax whose fully masked rows are zero).
+//! `sum_to_size`, `_safe_softmax` (softmax whose fully masked rows are zero), and the
+//! covariance and correlation matrices (`cov` without weights, `corrcoef`).
 
 use super::decompose::{DecompResult, DecompositionTable, cast, input, one, rank_of};
 use super::rewrite::{Arg, OpBuilder};
@@ -39,7 +40,28 @@ pub(super) fn add(t: &mut DecompositionTable) {
         .insert("aten.trapz.x", |b, op| trapezoid_x(b, op, false))
         .insert("aten.cumulative_trapezoid.x", |b, op| trapezoid_x(b, op, true))
         .insert("aten.sum_to_size", sum_to_size)
-        .insert("aten._safe_softmax", safe_softmax);
+        .insert("aten._safe_softmax", safe_softmax)
+        .insert("aten.cov", |b, op| {
+            let x = input(b, op, "self")?;
+            let c = b.with_args(op, |a| a.int("correction"))?.unwrap_or(1);
+            if b.with_args(op, |a| !a.is_none("fweights") || !a.is_none("aweights"))? {
+                return Err("cov: frequency and observation weights are not supported".into());
+            }
+            one(cov(b, x, c))
+        })
+        .insert("aten.corrcoef", |b, op| {
+            let x = input(b, op, "self")?;
+            let c = cov(b, x, 1)?;
+            if rank_of(b, c)? == 0 {
+                return one(b.call("div.Tensor", &[c.into(), c.into()]));
+            }
+            let d = b.call("diagonal", &[c.into()])?;
+            let sd = b.call("sqrt", &[d.into()])?;
+            let col = b.call("unsqueeze", &[sd.into(), Arg::A(Attribute::Int(1))])?;
+            let c = b.call("div.Tensor", &[c.into(), col.into()])?;
+            let c = b.call("div.Tensor", &[c.into(), sd.into()])?;
+            one(b.call("clamp", &[c.into(), f(-1.0), f(1.0)]))
+        });
 }
 
 fn ints(v: &[i64]) -> Arg {
@@ -237,4 +259,23 @@ fn safe_softmax(b: &mut OpBuilder, op: OpId) -> DecompResult {
     let masked = b.call("eq.Scalar", &[top.into(), f(f64::NEG_INFINITY)])?;
     let zero = b.call("scalar_tensor", &[Arg::A(Attribute::Int(0)), Arg::A(Attribute::DType(b.dtype(sm).unwrap_or(DType::F32)))])?;
     one(b.call("where.self", &[masked.into(), zero.into(), sm.into()]))
+}
+
+/// `cov(x, correction)`: variables are rows (a vector is one variable, giving a 0-d result),
+/// observations columns; `(x − mean)(x − mean)ᵀ / (N − correction)` in floating point.
+fn cov(b: &mut OpBuilder, x: ValueId, correction: i64) -> Result<ValueId, String> {
+    let d = b.dtype(x).ok_or("cov: unknown dtype")?;
+    let x = cast(b, x, dialect_aten::infer::float_result(d))?;
+    let s = super::composite::static_shape(b, x, "cov")?;
+    let (x, n) = match s[..] {
+        [n] => (b.call("unsqueeze", &[x.into(), Arg::A(Attribute::Int(0))])?, n),
+        [_, n] => (x, n),
+        _ => return Err("cov: expects a 1-d or 2-d tensor".into()),
+    };
+    let m = b.call("mean.dim", &[x.into(), ints(&[1]), Arg::A(Attribute::Bool(true))])?;
+    let xm = b.call("sub.Tensor", &[x.into(), m.into()])?;
+    let xt = b.call("permute", &[xm.into(), ints(&[1, 0])])?;
+    let c = b.call("mm", &[xm.into(), xt.into()])?;
+    let c = b.call("div.Scalar", &[c.into(), Arg::A(Attribute::Int(n - correction))])?;
+    if s.len() == 1 { b.call("squeeze", &[c.into()]) } else { Ok(c) }
 }
