@@ -214,11 +214,9 @@ impl DecompositionTable {
                 let v = b.with_args(op, |a| a.constant("max"))?.ok_or("clamp_max: bound must be constant")?;
                 one(b.call("clamp", &[x.into(), Arg::A(Attribute::None), Arg::A(v)]))
             });
-        super::composite::add(&mut t);
-        super::stacking::add(&mut t);
-        super::losses::add(&mut t);
-        super::reductions::add(&mut t);
-        super::layers::add(&mut t);
+        for add in [super::composite::add, super::stacking::add, super::losses::add, super::reductions::add, super::layers::add] {
+            add(&mut t);
+        }
         t
     }
 }

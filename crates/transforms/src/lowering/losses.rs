@@ -9,6 +9,7 @@
 
 use super::composite::{f, reduce, zeros_like};
 use super::reductions::p_norm;
+use super::stacking::{int, ints};
 use super::decompose::{DecompResult, DecompositionTable, cast, input, one, opt_input, rank_of};
 use super::rewrite::{Arg, OpBuilder};
 use dialect_aten::infer::{PromoteArg, float_result, result_type};
@@ -87,22 +88,15 @@ pub(super) fn add(t: &mut DecompositionTable) {
         });
 }
 
-fn int(i: i64) -> Arg {
-    Arg::A(Attribute::Int(i))
-}
-
-fn ints(v: &[i64]) -> Arg {
-    Arg::A(Attribute::ints(v))
-}
-
 /// `x` in its floating result dtype (integers and bool compute in the default float dtype).
 fn float_of(b: &mut OpBuilder, x: ValueId) -> Result<ValueId, String> {
     let d = b.dtype(x).ok_or("unknown dtype")?;
     cast(b, x, float_result(d))
 }
 
-/// The `self` operand of a statistic, refused unless it is floating point.
-fn float_only(b: &OpBuilder, op: OpId, what: &str) -> Result<ValueId, String> {
+/// The `self` operand of an op PyTorch computes only in floating point (statistics, norms),
+/// refused otherwise.
+pub(super) fn float_only(b: &OpBuilder, op: OpId, what: &str) -> Result<ValueId, String> {
     let x = input(b, op, "self")?;
     match b.dtype(x) {
         Some(d) if d.is_floating() => Ok(x),

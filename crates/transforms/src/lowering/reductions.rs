@@ -4,6 +4,9 @@
 //! `sum_to_size`, `_safe_softmax` (softmax whose fully masked rows are zero), and the
 //! covariance and correlation matrices (`cov` without weights, `corrcoef`).
 
+use super::composite::f;
+use super::losses::float_only;
+use super::stacking::ints;
 use super::decompose::{DecompResult, DecompositionTable, cast, input, one, rank_of};
 use super::rewrite::{Arg, OpBuilder};
 use ir::{Attribute, DType, OpId, ValueId};
@@ -15,7 +18,7 @@ pub(super) fn add(t: &mut DecompositionTable) {
         .insert("aten.norm.ScalarOpt_dim", |b, op| norm(b, op, true, false))
         .insert("aten.norm.ScalarOpt_dim_dtype", |b, op| norm(b, op, true, true))
         .insert("aten.frobenius_norm.dim", |b, op| {
-            let x = float_input(b, op, "frobenius_norm")?;
+            let x = float_only(b, op, "frobenius_norm")?;
             let (dims, keep) = b.with_args(op, |a| (a.ints("dim"), a.bool("keepdim")))?;
             let dims = all_if_empty(b, x, dims.unwrap_or_default())?;
             one(p_norm(b, x, 2.0, &dims, keep.unwrap_or(false)))
@@ -64,24 +67,6 @@ pub(super) fn add(t: &mut DecompositionTable) {
         });
 }
 
-fn ints(v: &[i64]) -> Arg {
-    Arg::A(Attribute::ints(v))
-}
-
-fn f(v: f64) -> Arg {
-    Arg::A(Attribute::float(v))
-}
-
-/// The `self` operand of an op PyTorch computes only in floating point.
-fn float_input(b: &OpBuilder, op: OpId, what: &str) -> Result<ValueId, String> {
-    let x = input(b, op, "self")?;
-    match b.dtype(x) {
-        Some(d) if d.is_floating() => Ok(x),
-        Some(d) => Err(format!("{what}: expected a floating-point tensor, got {}", d.torch_name())),
-        None => Err(format!("{what}: unknown dtype")),
-    }
-}
-
 /// `dims`, or every dimension when it is empty.
 fn all_if_empty(b: &OpBuilder, x: ValueId, dims: Vec<i64>) -> Result<Vec<i64>, String> {
     if dims.is_empty() { Ok((0..rank_of(b, x)? as i64).collect()) } else { Ok(dims) }
@@ -120,7 +105,7 @@ pub(super) fn p_norm(b: &mut OpBuilder, x: ValueId, p: f64, dims: &[i64], keep: 
 /// `norm(x, p, dim, keepdim, dtype)`: `p` defaults to 2 and `dim` to every dimension; with
 /// `dtype` the input is converted first.
 fn norm(b: &mut OpBuilder, op: OpId, with_dims: bool, with_dtype: bool) -> DecompResult {
-    let x = float_input(b, op, "norm")?;
+    let x = float_only(b, op, "norm")?;
     let (p, dims, keep, dtype) = b.with_args(op, |a| (a.float("p"), a.ints("dim"), a.bool("keepdim"), a.dtype("dtype").flatten()))?;
     let p = if b.with_args(op, |a| a.is_none("p"))? { 2.0 } else { p.ok_or("norm: p must be constant")? };
     let x = match dtype {

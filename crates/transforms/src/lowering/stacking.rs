@@ -68,11 +68,11 @@ pub(super) fn add(t: &mut DecompositionTable) {
         });
 }
 
-fn int(i: i64) -> Arg {
+pub(super) fn int(i: i64) -> Arg {
     Arg::A(Attribute::Int(i))
 }
 
-fn ints(v: &[i64]) -> Arg {
+pub(super) fn ints(v: &[i64]) -> Arg {
     Arg::A(Attribute::ints(v))
 }
 
