@@ -185,6 +185,9 @@ MORE = [
     ("cov_int", "aten.cov {correction = 1 : i64}", [I2.int()], torch.cov),
     ("cov_vector", "aten.cov {correction = 1 : i64}", [W], torch.cov),
     ("corrcoef", "aten.corrcoef", [A], torch.corrcoef),
+    ("multi_margin_loss", "aten.multi_margin_loss {p = 1 : i64, margin = 1.0 : f64, reduction = 1 : i64}", [A, torch.tensor([1, 0, 3])], F.multi_margin_loss),
+    ("multi_margin_loss_p2_weight", "aten.multi_margin_loss {p = 2 : i64, margin = 0.5 : f64, reduction = 0 : i64}", [A, torch.tensor([1, 0, 3]), CW], lambda x, y, w: F.multi_margin_loss(x, y, 2, 0.5, w, reduction="none")),
+    ("multi_margin_loss_unbatched", "aten.multi_margin_loss {p = 1 : i64, margin = 1.0 : f64, reduction = 0 : i64}", [V, torch.tensor(2)], lambda x, y: F.multi_margin_loss(x, y, reduction="none")),
     # PyTorch refuses these; the decompositions must refuse them too.
     ("var_mean_int", "aten.var_mean", [I2], torch.var_mean),
     ("std_mean_int", "aten.std_mean.dim {dim = [1], unbiased = true, keepdim = false}", [I2], lambda i: torch.std_mean(i, 1)),

@@ -1,6 +1,6 @@
 //! Decompositions of PyTorch's composite losses (`nll_loss` and `cross_entropy_loss` with
-//! class weights and `ignore_index`, margin, hinge, soft-margin, cosine-embedding, Poisson and
-//! triplet losses), statistics (`var_mean`, `std_mean`, `nanmean`, `instance_norm`, `renorm`)
+//! class weights and `ignore_index`, margin, multi-class margin, hinge, soft-margin,
+//! cosine-embedding, Poisson and triplet losses), statistics (`var_mean`, `std_mean`, `nanmean`, `instance_norm`, `renorm`)
 //! and special functions (`entr`, `ndtr`, `log_ndtr`, `xlog1py`, `xlogy` with a scalar,
 //! `float_power` of a scalar).
 //!
@@ -64,6 +64,7 @@ pub(super) fn add(t: &mut DecompositionTable) {
             reduce(b, op, v)
         })
         .insert("aten.cosine_embedding_loss", cosine_embedding_loss)
+        .insert("aten.multi_margin_loss", multi_margin_loss)
         .insert("aten.poisson_nll_loss", poisson_nll_loss)
         .insert("aten.triplet_margin_loss", triplet_margin_loss)
         .insert("aten.special_entr", special_entr)
@@ -292,6 +293,48 @@ fn nll(b: &mut OpBuilder, op: OpId, log_softmax: bool, forward: bool) -> DecompR
         r => return Err(format!("reduction must be 0, 1 or 2, got {r}")),
     };
     Ok(Some(if forward { vec![out, total] } else { vec![out] }))
+}
+
+/// `multi_margin_loss(x, y, p, margin, w)`: for each sample, `Σ_{c ≠ y} max(0, margin − x[y] +
+/// x[c])^p · w[y] / C` (`p` is 1 or 2); a 1-d input is one sample.
+fn multi_margin_loss(b: &mut OpBuilder, op: OpId) -> DecompResult {
+    let x = float_only(b, op, "multi_margin_loss")?;
+    let (y, w) = (input(b, op, "target")?, opt_input(b, op, "weight")?);
+    let (p, margin) = b.with_args(op, |a| (a.int("p"), a.float("margin")))?;
+    let p = p.unwrap_or(1);
+    if p != 1 && p != 2 {
+        return Err("multi_margin_loss: only p == 1 and p == 2 are supported".into());
+    }
+    let ys = b.shape(y).ok_or("multi_margin_loss: unknown target shape")?;
+    let ys: Vec<i64> = ys.iter().map(|d| d.as_static().ok_or("multi_margin_loss: the target shape must be static")).collect::<Result<_, _>>()?;
+    let c = match super::composite::static_shape(b, x, "multi_margin_loss")?[..] {
+        [c] => c,
+        [_, c] => c,
+        _ => return Err("multi_margin_loss: expects a 1-d or 2-d input".into()),
+    };
+    let x = b.call("reshape", &[x.into(), ints(&[-1, c])])?;
+    let t = b.call("reshape", &[y.into(), ints(&[-1, 1])])?;
+    let xy = b.call("gather", &[x.into(), int(1), t.into()])?;
+    let z = b.call("sub.Tensor", &[x.into(), xy.into()])?;
+    let z = b.call("add.Scalar", &[z.into(), f(margin.unwrap_or(1.0))])?;
+    let mut z = b.call("clamp", &[z.into(), f(0.0)])?;
+    if p == 2 {
+        z = b.call("mul.Tensor", &[z.into(), z.into()])?;
+    }
+    if let Some(w) = w {
+        let flat = b.call("reshape", &[t.into(), ints(&[-1])])?;
+        let wy = b.call("index_select", &[w.into(), int(0), flat.into()])?;
+        let wy = b.call("unsqueeze", &[wy.into(), int(1)])?;
+        z = b.call("mul.Tensor", &[z.into(), wy.into()])?;
+    }
+    let classes = b.call("arange", &[int(c), Arg::A(Attribute::DType(DType::I64))])?;
+    let own = b.call("eq.Tensor", &[classes.into(), t.into()])?;
+    let zero = zeros_like(b, z)?;
+    let z = b.call("where.self", &[own.into(), zero.into(), z.into()])?;
+    let s = b.call("sum.dim_IntList", &[z.into(), ints(&[1])])?;
+    let s = b.call("div.Scalar", &[s.into(), int(c)])?;
+    let v = b.call("reshape", &[s.into(), ints(&ys)])?;
+    reduce(b, op, v)
 }
 
 /// `1 − cos(x1, x2)` where `y == 1`, `max(0, cos − margin)` where `y == −1`, the squared
