@@ -18,6 +18,10 @@ pub mod fallback;
 mod kernel;
 pub mod rewrite;
 pub mod shape_prop;
+mod stacking;
+mod losses;
+mod reductions;
+mod layers;
 
 pub use attention::{FuseAttention, fuse_attention};
 pub use backend::{Backend, InterpreterBackend, LowerToBackend, OpListBackend, partition};

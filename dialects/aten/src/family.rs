@@ -28,6 +28,7 @@ pub const FLOAT_UNARY: &[OpRef] = &[
     op::SQRT,
     op::RSQRT,
     op::ERF,
+    op::ERFC,
     op::ASIN,
     op::ACOS,
     op::ATAN,

@@ -151,7 +151,9 @@ pub fn list_construct(_: &Context, m: &Module, op: OpId) -> R {
     let TypeKind::List(elem) = t.kind() else { return Err(format!("result must be a list, but is {t}")) };
     for (i, &v) in m.operands(op).iter().enumerate() {
         let vt = m.value_type(v);
-        let ok = vt == elem || matches!(elem.kind(), TypeKind::Optional(e) if e == vt) || *elem.kind() == TypeKind::Any;
+        // An element may be more refined than the list's element type (a shaped tensor in a
+        // list of tensors), as a `prim.If` branch may yield a refinement of the result type.
+        let ok = type_refines(vt, elem) || matches!(elem.kind(), TypeKind::Optional(e) if e == vt);
         if !ok {
             return Err(format!("element #{i} has type {vt}, but the list holds {elem}"));
         }

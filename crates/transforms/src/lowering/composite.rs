@@ -70,6 +70,8 @@ pub const ALIASES: &[(&str, &str)] = &[
     ("aten.special_log_softmax", "aten.log_softmax.int"),
     ("aten.special_logit", "aten.logit"),
     ("aten.special_xlogy", "aten.xlogy.Tensor"),
+    ("aten.special_xlogy.self_scalar", "aten.xlogy.Scalar_Self"),
+    ("aten.special_xlogy.other_scalar", "aten.xlogy.Scalar_Other"),
     ("aten.ger", "aten.outer"),
     ("aten.row_stack", "aten.vstack"),
     ("aten.unsafe_split.Tensor", "aten.split.Tensor"),
@@ -253,16 +255,8 @@ pub(super) fn add(t: &mut DecompositionTable) {
         reduce(b, op, v)
     })
     .insert("aten.xlogy.Tensor", |b, op| {
-        // 0 where x == 0 (unless y is NaN), x·log(y) elsewhere.
         let (x, y) = (input(b, op, "self")?, input(b, op, "other")?);
-        let l = b.call("log", &[y.into()])?;
-        let p = b.call("mul.Tensor", &[x.into(), l.into()])?;
-        let z = b.call("eq.Scalar", &[x.into(), Arg::A(Attribute::Int(0))])?;
-        let ny = b.call("isnan", &[y.into()])?;
-        let nny = b.call("logical_not", &[ny.into()])?;
-        let zero_case = b.call("logical_and", &[z.into(), nny.into()])?;
-        let zero = zeros_like(b, p)?;
-        one(b.call("where.self", &[zero_case.into(), zero.into(), p.into()]))
+        one(super::losses::xlog(b, x, y, "log"))
     })
     .insert("aten.cosine_similarity", |b, op| {
         let (x1, x2) = (input(b, op, "x1")?, input(b, op, "x2")?);
@@ -435,11 +429,11 @@ pub(super) fn add(t: &mut DecompositionTable) {
     .insert("aten.pixel_unshuffle", |b, op| pixel_shuffle(b, op, false));
 }
 
-fn f(v: f64) -> Arg {
+pub(super) fn f(v: f64) -> Arg {
     Arg::A(Attribute::float(v))
 }
 
-fn zeros_like(b: &mut OpBuilder, x: ValueId) -> Result<ValueId, String> {
+pub(super) fn zeros_like(b: &mut OpBuilder, x: ValueId) -> Result<ValueId, String> {
     b.call("zeros_like", &[x.into()])
 }
 
@@ -465,7 +459,7 @@ fn rename(b: &mut OpBuilder, op: OpId, target: &str) -> DecompResult {
 }
 
 /// Applies a loss's `reduction` (0 none, 1 mean, 2 sum) to `v`.
-fn reduce(b: &mut OpBuilder, op: OpId, v: ValueId) -> DecompResult {
+pub(super) fn reduce(b: &mut OpBuilder, op: OpId, v: ValueId) -> DecompResult {
     match b.with_args(op, |a| a.int("reduction"))?.unwrap_or(1) {
         0 => Ok(Some(vec![v])),
         1 => one(b.call("mean", &[v.into()])),
@@ -617,7 +611,7 @@ fn hann(b: &mut OpBuilder, op: OpId, default_overload: bool) -> DecompResult {
 }
 
 /// Static sizes of `x`, or an error naming `what`.
-fn static_shape(b: &OpBuilder, x: ValueId, what: &str) -> Result<Vec<i64>, String> {
+pub(super) fn static_shape(b: &OpBuilder, x: ValueId, what: &str) -> Result<Vec<i64>, String> {
     b.shape(x)
         .ok_or(format!("{what}: the shape is unknown"))?
         .iter()

@@ -214,7 +214,9 @@ impl DecompositionTable {
                 let v = b.with_args(op, |a| a.constant("max"))?.ok_or("clamp_max: bound must be constant")?;
                 one(b.call("clamp", &[x.into(), Arg::A(Attribute::None), Arg::A(v)]))
             });
-        super::composite::add(&mut t);
+        for add in [super::composite::add, super::stacking::add, super::losses::add, super::reductions::add, super::layers::add] {
+            add(&mut t);
+        }
         t
     }
 }
@@ -922,10 +924,12 @@ pub(crate) fn replace_results(m: &mut Module, op: OpId, repl: &[ValueId], create
         let (ot, nt) = (m.value_type(old).clone(), m.value_type(new).clone());
         if ot != nt && m.defining_op(new).is_some_and(|d| created_set.contains(&d)) {
             let t = refine(&ot, &nt).map_err(|e| Diagnostic::error(loc.clone(), format!("'{name}' op: decomposition result {e}")))?;
-            // The exported type is authoritative for the value's users (function results), and
+            // The exported type is authoritative for the value's users (function results, and
+            // `prim.ListUnpack` of a list, whose results must have the list's element type), and
             // a function result keeps its declared type until shape propagation refines both.
             let returned = m.uses(old).iter().any(|u| m.op_name(u.op) == ir::builtin::RETURN);
-            let t = if refine(&t, &ot).is_ok() && t != ot && (ot_is_complete(&ot) || returned) { ot.clone() } else { t };
+            let list = matches!(ot.kind(), TypeKind::List(_));
+            let t = if refine(&t, &ot).is_ok() && t != ot && (ot_is_complete(&ot) || returned || list) { ot.clone() } else { t };
             m.set_value_type(new, t);
         }
         m.replace_all_uses(old, new);

@@ -147,9 +147,13 @@ impl<'a> OpBuilder<'a> {
         Ok(self.m.results(op)[0])
     }
 
-    /// A `prim.ListConstruct` of `elems` (all of one type).
+    /// A `prim.ListConstruct` of `elems`: a list of their type, or of `!prim.any` when they differ
+    /// (tensors of different shapes).
     pub fn list(&mut self, elems: Vec<ValueId>) -> Result<ValueId, String> {
-        let elem = elems.first().map(|&e| self.m.value_type(e).clone()).unwrap_or_else(Type::int);
+        let mut elem = elems.first().map(|&e| self.m.value_type(e).clone()).unwrap_or_else(Type::int);
+        if elems.iter().any(|&e| *self.m.value_type(e) != elem) {
+            elem = Type::any();
+        }
         let op = self.insert(OperationState::new(dialect_prim::LIST_CONSTRUCT).operands(elems).results([Type::list(elem)]))?;
         Ok(self.m.results(op)[0])
     }
