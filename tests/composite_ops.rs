@@ -7,7 +7,7 @@
 
 use std::collections::HashMap;
 
-use runtime::{CompileOptions, IValue, Tensor, Weights};
+use runtime::{IValue, Tensor};
 
 fn type_text(t: &Tensor) -> String {
     let dims: String = t.sizes().iter().map(|d| format!("{d}x")).collect();
@@ -55,20 +55,9 @@ fn program(op: &str, inputs: &[Tensor], form: &Form) -> String {
 }
 
 fn run(ctx: &ir::Context, src: &str, level: u32, inputs: &[Tensor]) -> Result<Vec<Tensor>, String> {
-    let mut m = ir::parse_module(ctx, src, "case.ir").map_err(|d| d.to_string())?;
-    if level > 0 {
-        let registry = driver::default_pass_registry();
-        let mut pm = pass::PassManager::parse(&registry, &driver::pipeline_for_level(level), pass::PassManagerConfig::default())
-            .map_err(|e| e.to_string())?;
-        pm.run(ctx, &mut m, &mut Vec::new()).map_err(|d| d.to_string())?;
-    }
-    let options = CompileOptions { function: "f".into(), ..CompileOptions::default() };
-    let compiled = runtime::compile(&m, ctx, &Weights::new(), options).map_err(|e| e.to_string())?;
+    let pipeline = (level > 0).then(|| driver::pipeline_for_level(level));
     let args: Vec<IValue> = inputs.iter().cloned().map(IValue::Tensor).collect();
-    compiled
-        .runtime()
-        .run(&args)
-        .map_err(|e| e.to_string())?
+    support::run_function(ctx, src, pipeline.as_deref(), &args)?
         .into_iter()
         .map(|v| match v {
             IValue::Tensor(t) => Ok(t),

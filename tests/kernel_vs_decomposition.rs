@@ -5,7 +5,7 @@
 //! that op (core ops, with the composite fallback for what they need). Both runs must fail, or
 //! both succeed with the same shape, dtype and values (within the dtype's rounding).
 
-use runtime::{CompileOptions, IValue, Tensor, Weights};
+use runtime::{IValue, Tensor};
 
 /// A deterministic generator of test values.
 struct Lcg(u64);
@@ -98,15 +98,7 @@ fn program(schema: &ir::schema::FunctionSchema, dtype: ir::DType, shapes: &[Vec<
 }
 
 fn run(ctx: &ir::Context, src: &str, pipeline: Option<&str>, inputs: &[IValue]) -> Result<Tensor, String> {
-    let mut m = ir::parse_module(ctx, src, "case.ir").map_err(|d| d.to_string())?;
-    if let Some(p) = pipeline {
-        let mut pm = pass::PassManager::parse(&driver::default_pass_registry(), p, pass::PassManagerConfig::default()).map_err(|e| e.to_string())?;
-        pm.run(ctx, &mut m, &mut Vec::new()).map_err(|d| d.to_string())?;
-    }
-    let options = CompileOptions { function: "f".into(), ..CompileOptions::default() };
-    let compiled = runtime::compile(&m, ctx, &Weights::new(), options).map_err(|e| e.to_string())?;
-    let out = compiled.runtime().run(inputs).map_err(|e| e.to_string())?;
-    match out.into_iter().next() {
+    match support::run_function(ctx, src, pipeline, inputs)?.into_iter().next() {
         Some(IValue::Tensor(t)) => Ok(t),
         other => Err(format!("not a tensor: {other:?}")),
     }

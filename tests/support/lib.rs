@@ -44,6 +44,20 @@ pub fn required_zoo_dir() -> Option<PathBuf> {
     None
 }
 
+/// Parses the IR text `src`, runs `pipeline` over it when given, compiles its function `f` and
+/// runs it once on `inputs`: the path of the tests that check one op's program against a
+/// reference.
+pub fn run_function(ctx: &ir::Context, src: &str, pipeline: Option<&str>, inputs: &[runtime::IValue]) -> Result<Vec<runtime::IValue>, String> {
+    let mut m = ir::parse_module(ctx, src, "case.ir").map_err(|d| d.to_string())?;
+    if let Some(p) = pipeline {
+        let mut pm = pass::PassManager::parse(&driver::default_pass_registry(), p, pass::PassManagerConfig::default()).map_err(|e| e.to_string())?;
+        pm.run(ctx, &mut m, &mut Vec::new()).map_err(|d| d.to_string())?;
+    }
+    let options = runtime::CompileOptions { function: "f".into(), ..runtime::CompileOptions::default() };
+    let compiled = runtime::compile(&m, ctx, &runtime::Weights::new(), options).map_err(|e| e.to_string())?;
+    compiled.runtime().run(inputs).map_err(|e| e.to_string())
+}
+
 /// A context with the dialects the importers write, `prim` and `aten`.
 pub fn context() -> ir::Context {
     let mut ctx = ir::Context::new();
