@@ -493,7 +493,9 @@ pub struct Timing {
 /// body there), so a kernel that splits its work across the pool runs one part on the calling
 /// thread and wakes only the other workers, as PyTorch's intra-op pool does, instead of parking
 /// this thread and waking a worker for every split kernel. The body runs in chunks of about two
-/// seconds so that progress can be reported between them.
+/// seconds so that progress can be reported between them. Kernels split their work as wide as
+/// they would on the calling thread ([`kernels::parallel::threads`], which an embedder may have
+/// set with `with_threads`), wherever the body runs.
 pub fn time_calls(
     rt: &mut runtime::Runtime,
     inputs: &[IValue],
@@ -502,24 +504,29 @@ pub fn time_calls(
     progress: &mut dyn FnMut(usize, Duration),
 ) -> Result<Timing, String> {
     let mut outs = Vec::new();
-    rayon::scope(|_| -> Result<(), String> {
-        for _ in 0..warmup {
-            rt.run_into(inputs, &mut outs).map_err(|e| e.to_string())?;
-        }
-        Ok(())
+    let width = kernels::parallel::threads();
+    rayon::scope(|_| {
+        kernels::parallel::with_threads(width, || -> Result<(), String> {
+            for _ in 0..warmup {
+                rt.run_into(inputs, &mut outs).map_err(|e| e.to_string())?;
+            }
+            Ok(())
+        })
     })?;
     let mut times = Vec::with_capacity(iters);
     let a0 = crate::alloc::allocations();
     let start = Instant::now();
     while times.len() < iters {
-        rayon::scope(|_| -> Result<(), String> {
-            let chunk = Instant::now();
-            while times.len() < iters && chunk.elapsed() < Duration::from_secs(2) {
-                let t = Instant::now();
-                rt.run_into(inputs, &mut outs).map_err(|e| e.to_string())?;
-                times.push(t.elapsed());
-            }
-            Ok(())
+        rayon::scope(|_| {
+            kernels::parallel::with_threads(width, || -> Result<(), String> {
+                let chunk = Instant::now();
+                while times.len() < iters && chunk.elapsed() < Duration::from_secs(2) {
+                    let t = Instant::now();
+                    rt.run_into(inputs, &mut outs).map_err(|e| e.to_string())?;
+                    times.push(t.elapsed());
+                }
+                Ok(())
+            })
         })?;
         if times.len() < iters {
             progress(times.len(), start.elapsed());
