@@ -35,12 +35,6 @@ class Program:
         outs = [_tensors.convert_output(o, as_torch) for o in outs]
         return _pytree.unflatten(self._out_spec, outs)
 
-    def run_flat(self, flat_inputs):
-        """Runs on the program's flat inputs (no pytree); returns its flat outputs."""
-        flat = [_tensors.describe(x) for x in flat_inputs]
-        as_torch = any(_tensors.is_torch_tensor(x) for x in flat_inputs)
-        return [_tensors.convert_output(o, as_torch) for o in self._native.run(flat)]
-
     @property
     def inputs(self):
         """The user inputs as ``(name, type)`` pairs, in flat order."""

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._native import DialectError
+from ._native import DialectError, Tensor
 
 # NumPy's element types the runtime has, by PyTorch's name.
 _NUMPY_DTYPES = {
@@ -84,13 +84,12 @@ def describe(x):
 
 
 def _describe_numpy(a: np.ndarray):
-    dtype = _NUMPY_DTYPES.get(a.dtype.newbyteorder("=")) if a.dtype.byteorder in "=|<" else None
+    native = a.dtype.newbyteorder("=")
+    dtype = _NUMPY_DTYPES.get(native)
     if dtype is None:
-        native = a.dtype.newbyteorder("=")
-        if native not in _NUMPY_DTYPES:
-            raise DialectError(f"unsupported NumPy element type {a.dtype}")
+        raise DialectError(f"unsupported NumPy element type {a.dtype}")
+    if a.dtype != native:
         a = a.astype(native)
-        dtype = _NUMPY_DTYPES[native]
     item = a.itemsize
     if any(s < 0 or s % item for s in a.strides) or a.ctypes.data % item:
         a = np.ascontiguousarray(a)
@@ -131,7 +130,7 @@ def convert_output(x, as_torch: bool):
     """Turns the native module's flat outputs into tensors of the caller's kind."""
     if isinstance(x, list):
         return [convert_output(v, as_torch) for v in x]
-    if type(x).__name__ == "Tensor" and type(x).__module__ == "dialect._native":
+    if isinstance(x, Tensor):
         if as_torch:
             return to_torch(x)
         if x.dtype == "bfloat16":

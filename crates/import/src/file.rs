@@ -94,7 +94,7 @@ pub fn import_file(
 pub fn import_bytes(
     ctx: &ir::Context,
     name: &Path,
-    bytes: Vec<u8>,
+    bytes: Arc<[u8]>,
     format: Format,
 ) -> Result<Program, ImportError> {
     match format {
@@ -107,30 +107,28 @@ pub fn import_bytes(
             format: "program archive",
         }),
         Format::Fx | Format::TorchScript | Format::Ir => {
-            let text = String::from_utf8(bytes).map_err(|e| ImportError::Io {
+            let text = std::str::from_utf8(&bytes).map_err(|e| ImportError::Io {
                 path: name.to_path_buf(),
                 source: std::io::Error::new(std::io::ErrorKind::InvalidData, e),
             })?;
-            import_text(ctx, name, &text, format)
+            import_text(ctx, name, text, format)
         }
     }
 }
 
 /// Imports FX, TorchScript or IR text; `path` names it in messages.
 fn import_text(ctx: &ir::Context, path: &Path, text: &str, format: Format) -> Result<Program, ImportError> {
+    let parse_error = |error| ImportError::Parse {
+        path: path.to_path_buf(),
+        error,
+    };
     let module = match format {
         Format::Fx => {
-            let graph = crate::fx::parse(text).map_err(|error| ImportError::Parse {
-                path: path.to_path_buf(),
-                error,
-            })?;
+            let graph = crate::fx::parse(text).map_err(parse_error)?;
             crate::convert::fx::convert_graph(ctx, &graph, path)?
         }
         Format::TorchScript => {
-            let graph = crate::torchscript::parse(text).map_err(|error| ImportError::Parse {
-                path: path.to_path_buf(),
-                error,
-            })?;
+            let graph = crate::torchscript::parse(text).map_err(parse_error)?;
             crate::convert::torchscript::convert_graph(ctx, &graph, path)?
         }
         _ => {

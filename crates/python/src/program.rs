@@ -102,13 +102,7 @@ pub struct Program {
 pub fn compile_path(py: Python<'_>, path: PathBuf, format: Option<&str>, opt_level: u32, threads: usize, backend: Option<&str>) -> PyResult<Program> {
     let options = Options::new(opt_level, threads, backend)?;
     let format = format.map(format_named).transpose()?;
-    let inner = py.detach(move || {
-        let t0 = Instant::now();
-        let ctx = driver::default_context();
-        let program = import::import_file(&ctx, &path, format).map_err(|e| e.to_string())?;
-        build(ctx, program, &options, t0.elapsed())
-    });
-    Ok(Program { inner: Arc::new(inner.map_err(error)?) })
+    compile_with(py, &options, move |ctx| import::import_file(ctx, &path, format))
 }
 
 /// Compiles a program held in memory: `data` is a `.pt2` archive's bytes (what
@@ -127,13 +121,23 @@ pub fn compile_bytes(
 ) -> PyResult<Program> {
     let options = Options::new(opt_level, threads, backend)?;
     let format = format_named(format)?;
-    let bytes = data.as_bytes().to_vec();
+    // One copy, which the import keeps: the bytes must outlive the GIL released below.
+    let bytes: Arc<[u8]> = Arc::from(data.as_bytes());
     let name = PathBuf::from(name);
+    compile_with(py, &options, move |ctx| import::import_bytes(ctx, &name, bytes, format))
+}
+
+/// Imports with `import` into a fresh context and compiles, with the GIL released.
+fn compile_with(
+    py: Python<'_>,
+    options: &Options,
+    import: impl FnOnce(&Context) -> Result<import::Program, import::ImportError> + Send,
+) -> PyResult<Program> {
     let inner = py.detach(move || {
         let t0 = Instant::now();
         let ctx = driver::default_context();
-        let program = import::import_bytes(&ctx, &name, bytes, format).map_err(|e| e.to_string())?;
-        build(ctx, program, &options, t0.elapsed())
+        let program = import(&ctx).map_err(|e| e.to_string())?;
+        build(ctx, program, options, t0.elapsed())
     });
     Ok(Program { inner: Arc::new(inner.map_err(error)?) })
 }

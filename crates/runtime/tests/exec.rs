@@ -45,6 +45,36 @@ fn buffer_mutation_is_seen_by_the_next_call() {
 }
 
 #[test]
+fn a_mutated_user_input_is_written_back_into_the_callers_tensor() {
+    // A Dynamo graph updating a module's buffer, exported: the buffer is a user input, and its
+    // new value a `prim.input_mutation` result rather than a user output.
+    let src = r#"
+module {
+  func.func @forward(%x: tensor<3xf32> {prim.input = "x"}, %c: tensor<1xf32> {prim.input = "count"}) -> (tensor<1xf32> {prim.input_mutation = "count"}, tensor<3xf32> {prim.output = "out"}) {
+    %one = prim.Constant 1 : i64
+    %a = aten.add.Scalar %c, %one : (tensor<1xf32>, i64) -> tensor<1xf32>
+    %m = aten.mul.Tensor %x, %a : (tensor<3xf32>, tensor<1xf32>) -> tensor<3xf32>
+    func.return %a, %m : tensor<1xf32>, tensor<3xf32>
+  }
+}
+"#;
+    let p = try_compile(src, &Weights::new(), CompileOptions::default()).unwrap();
+    assert_eq!(p.input_names(), ["x", "count"]);
+    assert_eq!(p.num_outputs(), 1);
+    let mut rt = p.runtime();
+    let x = t(&[1.0, 2.0, 3.0], &[3]);
+    let count = t(&[0.0], &[1]);
+    let inputs = [x, count.clone()];
+    let out1 = rt.run(&inputs).unwrap();
+    assert_eq!(out1.len(), 1);
+    assert_close(&vals(&out1[0]), &[1.0, 2.0, 3.0]);
+    assert_close(&vals(&count), &[1.0]);
+    let out2 = rt.run(&inputs).unwrap();
+    assert_close(&vals(&out2[0]), &[2.0, 4.0, 6.0]);
+    assert_close(&vals(&count), &[2.0]);
+}
+
+#[test]
 fn in_place_buffer_update_persists() {
     // The un-functionalized form: `self.count.add_(1)` with no mutation output.
     let src = r#"

@@ -196,23 +196,22 @@ pub fn compile_with_registry(
     let mut outputs = Vec::with_capacity(n_results);
     for k in 0..n_results {
         let d = res_attrs.get(k);
-        match dict_str(d, "prim.buffer_mutation") {
-            Some(name) => {
+        match (dict_str(d, "prim.buffer_mutation"), dict_str(d, "prim.input_mutation")) {
+            (Some(name), _) => {
                 let b = buffers.iter().position(|(_, n, _)| n == name).ok_or_else(|| ExecError::MissingWeight {
                     kind: "mutated buffer",
                     name: name.to_string(),
                 })?;
                 outputs.push(OutputRole::Mutation(b));
             }
-            None if dict_str(d, "prim.input_mutation").is_some() => {
-                let name = dict_str(d, "prim.input_mutation").unwrap_or_default();
+            (None, Some(name)) => {
                 let i = user_args.iter().position(|(_, n)| n == name).ok_or_else(|| ExecError::MissingWeight {
                     kind: "mutated user input",
                     name: name.to_string(),
                 })?;
                 outputs.push(OutputRole::InputMutation(i));
             }
-            None => {
+            (None, None) => {
                 let i = outputs.iter().filter(|o| matches!(o, OutputRole::User(_))).count();
                 outputs.push(OutputRole::User(i));
             }

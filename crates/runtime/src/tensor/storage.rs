@@ -2,8 +2,8 @@
 //!
 //! A `Storage` owns its buffer, is a region carved out of another storage (a slab), which it
 //! keeps alive, or borrows memory that an embedder owns (a NumPy array or a PyTorch tensor
-//! handed in without a copy), whose owner it keeps alive. A memory planner allocates one slab and hands out regions of it; the
-//! tensors over those regions behave like any other tensor.
+//! handed in without a copy), whose owner it keeps alive. A memory planner allocates one slab
+//! and hands out regions of it; the tensors over those regions behave like any other tensor.
 //!
 //! Storage is shared and mutable, like PyTorch's: views alias it and in-place kernels write
 //! through it. Access goes through raw pointers; the runtime guarantees that a kernel never
