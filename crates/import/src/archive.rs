@@ -12,7 +12,7 @@
 //!   multiple of 64 bytes in the file.
 
 use std::fs::File;
-use std::io::{Cursor, Read, Write};
+use std::io::{Cursor, Write};
 use std::path::Path;
 use std::sync::Arc;
 
@@ -269,15 +269,14 @@ fn read_entry(
     zip: &mut ZipArchive<Cursor<MapBytes>>,
     name: &str,
 ) -> Result<Vec<u8>, ImportError> {
-    let mut f = zip.by_name(name).map_err(|_| ImportError::MissingEntry {
+    let f = zip.by_name(name).map_err(|_| ImportError::MissingEntry {
         path: path.to_path_buf(),
         entry: name.into(),
     })?;
-    let mut out = Vec::new();
-    f.read_to_end(&mut out).map_err(|e| ImportError::BadEntry {
+    let (declared, compressed) = (f.size(), f.compressed_size());
+    crate::zipread::read_declared(f, declared, compressed).map_err(|reason| ImportError::BadEntry {
         path: path.to_path_buf(),
         entry: name.into(),
-        reason: e.to_string(),
-    })?;
-    Ok(out)
+        reason,
+    })
 }

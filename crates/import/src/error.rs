@@ -4,6 +4,11 @@ use std::fmt;
 use std::io;
 use std::path::PathBuf;
 
+/// How deeply the text formats may nest values, types and blocks. Real programs stay within
+/// a few levels; the bound keeps the recursive-descent parsers (and the code that walks what
+/// they build) far from the end of the stack.
+pub(crate) const MAX_NESTING: usize = 256;
+
 /// A syntax error in a text format, with a 1-based line and column.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ParseError {

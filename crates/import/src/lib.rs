@@ -17,6 +17,7 @@ pub mod torchscript;
 pub mod treespec;
 
 mod error;
+mod zipread;
 mod file;
 
 pub use error::{ImportError, ParseError};

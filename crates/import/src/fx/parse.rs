@@ -4,6 +4,7 @@ use std::collections::HashSet;
 
 use super::ast::{FxArg, FxGraph, FxNode, FxOp};
 use crate::ParseError;
+use crate::error::MAX_NESTING;
 use crate::pt2::schema::{Layout, MemoryFormat, ScalarType};
 
 /// Parses the text of one FX graph (`graph():` header, node lines, `return` line).
@@ -186,8 +187,19 @@ impl Parser {
         })
     }
 
-    /// One argument value.
+    /// One argument value, refusing values nested past [`MAX_NESTING`] levels (a stack
+    /// overflow otherwise).
     fn value(&self, c: &mut Cursor<'_>) -> Result<FxArg, ParseError> {
+        if c.depth >= MAX_NESTING {
+            return Err(c.error(format!("nesting too deep (more than {MAX_NESTING} levels)")));
+        }
+        c.depth += 1;
+        let value = self.value_at_depth(c);
+        c.depth -= 1;
+        value
+    }
+
+    fn value_at_depth(&self, c: &mut Cursor<'_>) -> Result<FxArg, ParseError> {
         c.skip_ws();
         let start = c.pos;
         match c.peek() {
@@ -448,11 +460,13 @@ pub(crate) struct Cursor<'a> {
     text: &'a str,
     pos: usize,
     line: usize,
+    /// How many values enclose the current point.
+    depth: usize,
 }
 
 impl<'a> Cursor<'a> {
     pub(crate) fn new(text: &'a str, line: usize) -> Cursor<'a> {
-        Cursor { text, pos: 0, line }
+        Cursor { text, pos: 0, line, depth: 0 }
     }
 
     fn rest(&self) -> &'a str {

@@ -300,19 +300,11 @@ impl Pt2Archive {
         };
         // A poisoned lock only means another thread panicked mid-read; the archive is intact.
         let mut zip = self.zip.lock().unwrap_or_else(|e| e.into_inner());
-        let mut file = zip
+        let file = zip
             .by_index(payload.index)
             .map_err(|e| bad(e.to_string()))?;
-        let mut out = Vec::with_capacity(payload.info.byte_len as usize);
-        file.read_to_end(&mut out).map_err(|e| bad(e.to_string()))?;
-        if out.len() as u64 != payload.info.byte_len {
-            return Err(bad(format!(
-                "inflated to {} bytes, directory says {}",
-                out.len(),
-                payload.info.byte_len
-            )));
-        }
-        Ok(out)
+        let compressed = file.compressed_size();
+        crate::zipread::read_declared(file, payload.info.byte_len, compressed).map_err(bad)
     }
 }
 
@@ -564,12 +556,12 @@ impl EntryReader<'_> {
         if let (_, Some(range)) = self.locate(index, entry)? {
             return Ok(Cow::Borrowed(&self.map.as_ref()[range]));
         }
-        let mut file = self
+        let file = self
             .zip
             .by_index(index)
             .map_err(|e| bad_entry(path, entry, e))?;
-        let mut out = Vec::new();
-        file.read_to_end(&mut out)
+        let (declared, compressed) = (file.size(), file.compressed_size());
+        let out = crate::zipread::read_declared(file, declared, compressed)
             .map_err(|e| bad_entry(path, entry, e))?;
         Ok(Cow::Owned(out))
     }

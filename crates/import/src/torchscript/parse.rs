@@ -5,6 +5,7 @@ use std::collections::HashSet;
 use super::ast::{TsAttr, TsBlock, TsGraph, TsLoc, TsNode, TsTensorType, TsType};
 use super::lex::{Lines, Tok, Token, lex};
 use crate::ParseError;
+use crate::error::MAX_NESTING;
 
 /// Parses the text of one TorchScript graph.
 pub fn parse(text: &str) -> Result<TsGraph, ParseError> {
@@ -16,6 +17,7 @@ pub fn parse(text: &str) -> Result<TsGraph, ParseError> {
         tokens,
         pos: 0,
         scopes: vec![HashSet::new()],
+        depth: 0,
     };
     p.graph()
 }
@@ -55,6 +57,8 @@ struct Parser<'a> {
     pos: usize,
     /// Values visible at the current point, innermost block last.
     scopes: Vec<HashSet<String>>,
+    /// How many types, attribute lists and blocks enclose the current point.
+    depth: usize,
 }
 
 impl Parser<'_> {
@@ -347,6 +351,10 @@ impl Parser<'_> {
     }
 
     fn block_header_and_body(&mut self) -> Result<TsBlock, ParseError> {
+        self.nested(Self::block_at_depth)
+    }
+
+    fn block_at_depth(&mut self) -> Result<TsBlock, ParseError> {
         let params = self.params()?;
         self.expect_punct(':')?;
         self.end_of_line()?;
@@ -375,6 +383,10 @@ impl Parser<'_> {
     }
 
     fn attr_value(&mut self) -> Result<TsAttr, ParseError> {
+        self.nested(Self::attr_value_at_depth)
+    }
+
+    fn attr_value_at_depth(&mut self) -> Result<TsAttr, ParseError> {
         let start = self.offset();
         match self.peek().clone() {
             Tok::Number(n) => {
@@ -447,7 +459,23 @@ impl Parser<'_> {
         }
     }
 
+    /// Runs `f` one nesting level deeper, refusing input nested past [`MAX_NESTING`] levels
+    /// (a stack overflow otherwise).
+    fn nested<T>(&mut self, f: impl FnOnce(&mut Self) -> Result<T, ParseError>) -> Result<T, ParseError> {
+        if self.depth >= MAX_NESTING {
+            return Err(self.error(format!("nesting too deep (more than {MAX_NESTING} levels)")));
+        }
+        self.depth += 1;
+        let result = f(self);
+        self.depth -= 1;
+        result
+    }
+
     fn ty(&mut self) -> Result<TsType, ParseError> {
+        self.nested(Self::ty_at_depth)
+    }
+
+    fn ty_at_depth(&mut self) -> Result<TsType, ParseError> {
         let mut ty = match self.peek().clone() {
             Tok::Punct('(') => {
                 self.bump();
