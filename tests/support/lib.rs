@@ -2,6 +2,8 @@
 //! the fixture corpus in `../shared` are, the context programs are imported into, and the
 //! skip rule.
 
+pub mod fuzz;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;

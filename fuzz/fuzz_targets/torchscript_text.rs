@@ -1,0 +1,8 @@
+//! Fuzz target `torchscript_text`: the oracle `support::fuzz::run("torchscript_text", …)` on every input.
+#![no_main]
+
+libfuzzer_sys::fuzz_target!(|data: &[u8]| {
+    if let Err(violation) = support::fuzz::run("torchscript_text", data) {
+        panic!("{violation}");
+    }
+});
