@@ -1,9 +1,10 @@
 //! Soak: every model of `../shared/zoo` (`model.pt2`, as users export it) compiled once at
 //! `-O2` (every pass verified after it runs, fusion groups run by the JIT) and called from four
-//! threads at once, each with a runtime of its own and kernels one thread wide. Every call of every thread must give
-//! outputs bit-identical to a single-threaded run; the allocations a call makes on its thread
-//! must be the same number every call; and the process's resident memory must not grow once
-//! the calls are under way. `SOAK_CALLS` sets the calls per thread (`.ci/run` uses the default;
+//! threads at once, each with a runtime of its own and kernels one thread wide. Every call of
+//! every thread must give outputs bit-identical to a single-threaded run; the allocations a
+//! call makes on its thread must be the same number every call, and all freed by the time its
+//! outputs are dropped; and the process's resident memory must not grow once the calls are
+//! under way. `SOAK_CALLS` sets the calls per thread (`.ci/run` uses the default;
 //! `docs/reliability.md` records a run of 2,000). Skips with a reason when the zoo is absent
 //! (fails under `CI=true`).
 
@@ -16,7 +17,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
-use counting::{Counting, count};
+use counting::{Counting, count, net};
 use driver::fixture;
 use runtime::{CompileOptions, IValue, Tensor};
 
@@ -94,17 +95,24 @@ fn soak(model: &Path, calls: usize) -> Result<Soak, String> {
                 let mut rt = compiled.runtime();
                 let mut out = Vec::new();
                 for call in 0..calls {
-                    out.clear();
-                    let (r, allocs) = count(|| rt.run_into(&inputs, &mut out));
-                    r.map_err(|e| e.to_string())?;
-                    // The first call of a runtime sizes its memory plan; from the second on,
-                    // every call allocates what the settled single-threaded call did.
-                    if call > 0 && allocs != per_call_allocs {
-                        return Err(format!("call {call} allocated {allocs} times, a settled call {per_call_allocs}"));
-                    }
-                    // Draining keeps `out`'s buffer, as the settled call had it.
-                    if bits(&fixture::flatten(out.drain(..).collect()))? != expected {
-                        return Err(format!("call {call}: outputs differ from the single-threaded run"));
+                    // A call and the end of its outputs: what it allocates it must also free.
+                    let (checked, kept) = net(|| -> Result<(), String> {
+                        let (r, allocs) = count(|| rt.run_into(&inputs, &mut out));
+                        r.map_err(|e| e.to_string())?;
+                        // The first call of a runtime sizes its memory plan; from the second
+                        // on, every call allocates what the settled single-threaded call did.
+                        if call > 0 && allocs != per_call_allocs {
+                            return Err(format!("call {call} allocated {allocs} times, a settled call {per_call_allocs}"));
+                        }
+                        // Draining keeps `out`'s buffer, as the settled call had it.
+                        if bits(&fixture::flatten(out.drain(..).collect()))? != expected {
+                            return Err(format!("call {call}: outputs differ from the single-threaded run"));
+                        }
+                        Ok(())
+                    });
+                    checked?;
+                    if call > 0 && kept != 0 {
+                        return Err(format!("call {call} left {kept} allocations behind"));
                     }
                     done.fetch_add(1, Ordering::Relaxed);
                 }

@@ -9,11 +9,18 @@ pub struct Counting;
 thread_local! {
     static ACTIVE: Cell<bool> = const { Cell::new(false) };
     static ALLOCS: Cell<usize> = const { Cell::new(0) };
+    static FREES: Cell<usize> = const { Cell::new(0) };
 }
 
 fn bump() {
     if ACTIVE.with(Cell::get) {
         ALLOCS.with(|a| a.set(a.get() + 1));
+    }
+}
+
+fn bump_free() {
+    if ACTIVE.with(Cell::get) {
+        FREES.with(|a| a.set(a.get() + 1));
     }
 }
 
@@ -28,20 +35,34 @@ unsafe impl GlobalAlloc for Counting {
         unsafe { System.alloc_zeroed(layout) }
     }
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        // An allocation of the new block and a free of the old one.
         bump();
+        bump_free();
         unsafe { System.realloc(ptr, layout, new_size) }
     }
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        bump_free();
         unsafe { System.dealloc(ptr, layout) }
     }
 }
 
-
-/// Runs `f` and returns its result with the allocations this thread made meanwhile.
+/// Runs `f` and returns its result with the allocations this thread made meanwhile (counts
+/// nest: an inner count leaves the outer one counting).
 pub fn count<R>(f: impl FnOnce() -> R) -> (R, usize) {
     let before = ALLOCS.with(Cell::get);
-    ACTIVE.with(|a| a.set(true));
+    let was = ACTIVE.with(|a| a.replace(true));
     let r = f();
-    ACTIVE.with(|a| a.set(false));
+    ACTIVE.with(|a| a.set(was));
     (r, ALLOCS.with(Cell::get) - before)
+}
+
+/// Runs `f` and returns its result with the allocations this thread made meanwhile minus the
+/// ones it freed: zero for work that leaves nothing behind.
+#[allow(dead_code)]
+pub fn net<R>(f: impl FnOnce() -> R) -> (R, isize) {
+    let (allocs, frees) = (ALLOCS.with(Cell::get), FREES.with(Cell::get));
+    let was = ACTIVE.with(|a| a.replace(true));
+    let r = f();
+    ACTIVE.with(|a| a.set(was));
+    (r, (ALLOCS.with(Cell::get) - allocs) as isize - (FREES.with(Cell::get) - frees) as isize)
 }
