@@ -19,7 +19,10 @@ fn corpus() -> Option<PathBuf> {
 fn lower(ctx: &ir::Context, module: &mut ir::Module, level: u32) -> Result<Vec<String>, String> {
     let registry = driver::default_pass_registry();
     let text = driver::pipeline_for_level(level);
-    let mut pm = pass::PassManager::parse(&registry, &text, pass::PassManagerConfig::default()).map_err(|e| format!("pipeline: {e}"))?;
+    // Every pass of the pipeline is followed by the verifier, so a pass that leaves invalid IR
+    // fails here by name.
+    let config = pass::PassManagerConfig { verify_each: true, ..pass::PassManagerConfig::default() };
+    let mut pm = pass::PassManager::parse(&registry, &text, config).map_err(|e| format!("pipeline: {e}"))?;
     let mut sink = Vec::new();
     pm.run(ctx, module, &mut sink).map_err(|d| format!("-O{level}: {d}"))?;
     let mut names = Vec::new();
