@@ -206,6 +206,10 @@ pub fn is_contiguous_producer(m: &Module, v: ValueId) -> bool {
                 return false;
             }
             let base = name.split('.').nth(1).unwrap_or("");
+            // Views that keep their input's layout (a squeezed permute is still strided).
+            if matches!(base, "squeeze" | "unsqueeze" | "view" | "alias" | "detach" | "_unsafe_view") {
+                return m.operands(d).first().is_none_or(|&x| is_contiguous_producer(m, x));
+            }
             !matches!(
                 base,
                 "permute" | "transpose" | "t" | "expand" | "slice" | "select" | "as_strided" | "diagonal" | "narrow"
