@@ -31,6 +31,12 @@ fn env_u64(name: &str, default: u64) -> u64 {
     }
 }
 
+/// Prints a line on standard error even when the test harness captures output, so every run
+/// shows its seed.
+fn say(line: &str) {
+    let _ = writeln!(std::io::stderr(), "{line}");
+}
+
 /// The inputs of `p` as runtime tensors.
 fn inputs(p: &Program) -> Vec<Tensor> {
     p.inputs
@@ -143,7 +149,7 @@ fn report(seed: u64, p: &Program, error: &str) -> String {
 fn random_programs_agree_at_o0_and_o2() {
     let seed = env_u64("DIFF_SEED", DEFAULT_SEED);
     let count = env_u64("DIFF_COUNT", DEFAULT_COUNT);
-    eprintln!("differential: {count} programs from seed {seed} (DIFF_SEED, DIFF_COUNT)");
+    say(&format!("differential: {count} programs from seed {seed} (DIFF_SEED, DIFF_COUNT)"));
     let ctx = driver::default_context();
     let jit = Arc::new(jit::Jit::default());
     let stats = Stats::default();
@@ -155,13 +161,13 @@ fn random_programs_agree_at_o0_and_o2() {
             differential(&ctx, &p, &jit, &stats).err().map(|e| (s, report(s, &p, &e)))
         })
         .collect();
-    eprintln!(
+    say(&format!(
         "differential: {count} programs in {:.1} s; {} fusion group(s) at -O2, {} compiled by the JIT; {} failure(s)",
         start.elapsed().as_secs_f64(),
         stats.groups.load(Ordering::Relaxed),
         stats.compiled.load(Ordering::Relaxed),
         failures.len()
-    );
+    ));
     let shown: Vec<&str> = failures.iter().take(5).map(|(_, r)| r.as_str()).collect();
     let all: Vec<&str> = failures.iter().filter_map(|(_, r)| r.lines().next()).collect();
     assert!(failures.is_empty(), "{} of {count} programs fail:\n{}\nthe first in full:\n{}", failures.len(), all.join("\n"), shown.join("\n"));
@@ -211,7 +217,7 @@ fn a_sample_of_random_programs_matches_pytorch() {
     }
     let seed = env_u64("DIFF_SEED", DEFAULT_SEED);
     let count = env_u64("DIFF_COUNT", DEFAULT_COUNT).min(TORCH_SAMPLE);
-    eprintln!("differential vs PyTorch: {count} programs from seed {seed}");
+    say(&format!("differential vs PyTorch: {count} programs from seed {seed}"));
     let programs: Vec<(u64, Program)> = (seed..seed + count).map(|s| (s, random_program::generate(s, &format!("p{s}")))).collect();
     let dir = support::scratch_dir("differential");
     let mut script = String::from("import torch\n\n");
