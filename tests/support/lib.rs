@@ -1,12 +1,14 @@
 //! Shared helpers of the top-level integration tests: where the workspace, the built tools and
-//! the fixture corpus in `../shared` are, the context programs are imported into, and the
-//! skip rule.
+//! the fixture corpus in `../shared` are, the context programs are imported into, the skip
+//! rule, and the generator of random programs for differential tests (`random_program`).
 
 pub mod fuzz;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
+
+pub mod random_program;
 
 /// The workspace root (this package's parent directory).
 pub fn workspace_root() -> PathBuf {
@@ -50,14 +52,19 @@ pub fn required_zoo_dir() -> Option<PathBuf> {
 /// runs it once on `inputs`: the path of the tests that check one op's program against a
 /// reference.
 pub fn run_function(ctx: &ir::Context, src: &str, pipeline: Option<&str>, inputs: &[runtime::IValue]) -> Result<Vec<runtime::IValue>, String> {
+    let options = runtime::CompileOptions { function: "f".into(), ..runtime::CompileOptions::default() };
+    compile_function(ctx, src, pipeline, options)?.runtime().run(inputs).map_err(|e| e.to_string())
+}
+
+/// Parses the IR text `src`, runs `pipeline` over it when given and compiles the function
+/// `options.function` with `options` (a fusion compiler among them).
+pub fn compile_function(ctx: &ir::Context, src: &str, pipeline: Option<&str>, options: runtime::CompileOptions) -> Result<runtime::CompiledProgram, String> {
     let mut m = ir::parse_module(ctx, src, "case.ir").map_err(|d| d.to_string())?;
     if let Some(p) = pipeline {
         let mut pm = pass::PassManager::parse(&driver::default_pass_registry(), p, pass::PassManagerConfig::default()).map_err(|e| e.to_string())?;
         pm.run(ctx, &mut m, &mut Vec::new()).map_err(|d| d.to_string())?;
     }
-    let options = runtime::CompileOptions { function: "f".into(), ..runtime::CompileOptions::default() };
-    let compiled = runtime::compile(&m, ctx, &runtime::Weights::new(), options).map_err(|e| e.to_string())?;
-    compiled.runtime().run(inputs).map_err(|e| e.to_string())
+    runtime::compile(&m, ctx, &runtime::Weights::new(), options).map_err(|e| e.to_string())
 }
 
 /// A context with the dialects the importers write, `prim` and `aten`.

@@ -109,7 +109,8 @@ pub fn verify_edge_op(ctx: &Context, m: &Module, op: OpId) -> Result<(), String>
                 }
                 _ => {}
             }
-        } else if matches!(a.ty.unwrap_optional(), ir::schema::SchemaType::Scalar | ir::schema::SchemaType::Number) {
+        } else if matches!(a.ty.unwrap_optional(), ir::schema::SchemaType::Scalar | ir::schema::SchemaType::Number) && a.name != "alpha" {
+            // `alpha` scales an operand but takes no part in promotion.
             if let Some(s) = args.scalar(&a.name) {
                 scalars.push((a.name.clone(), s.category()));
             }

@@ -161,7 +161,10 @@ impl Tensor {
         sizes[d] = n as usize;
         let offset = self.offset + s as usize * self.strides()[d];
         strides[d] = self.strides()[d] * step as usize;
-        Ok(self.with_layout(sizes, strides, if n == 0 { self.offset } else { offset }))
+        // An empty view addresses nothing: it keeps the base offset, which stays inside the
+        // storage (an offset past an empty storage would fail the next view's bounds check).
+        let offset = if sizes.contains(&0) { self.offset } else { offset };
+        Ok(self.with_layout(sizes, strides, offset))
     }
 
     /// `narrow`: `length` elements from `start` along `dim` (bounds must be in range).
@@ -197,6 +200,7 @@ impl Tensor {
         let offset = self.offset + i as usize * strides[d];
         sizes.remove(d);
         strides.remove(d);
+        let offset = if sizes.contains(&0) { self.offset } else { offset };
         Ok(self.with_layout(sizes, strides, offset))
     }
 

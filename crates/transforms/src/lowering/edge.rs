@@ -130,7 +130,8 @@ fn make_promotion_explicit(ctx: &Context, m: &mut Module, op: OpId, target: &str
         let mut tensors: Vec<(usize, DType)> = Vec::new();
         let mut pargs = Vec::new();
         for (i, arg) in schema.args.iter().enumerate() {
-            if matches!(arg.name.as_str(), "condition" | "mask" | "index" | "indices") {
+            // `alpha` scales an operand but takes no part in promotion (`bool + bool` is bool).
+            if matches!(arg.name.as_str(), "condition" | "mask" | "index" | "indices" | "alpha") {
                 continue;
             }
             if let Some(t) = a.tensor(&arg.name) {

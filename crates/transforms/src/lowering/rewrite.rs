@@ -196,10 +196,20 @@ impl<'a> OpBuilder<'a> {
 /// Whether a value is known to be laid out contiguously (so `view` applies to it directly).
 pub fn is_contiguous_producer(m: &Module, v: ValueId) -> bool {
     match m.defining_op(v) {
-        None => true,
+        // A function's arguments are taken to be contiguous; a value carried around a loop (an
+        // argument of its body) may be a view.
+        None => m.value_block(v).and_then(|b| m.block_parent_op(b)).is_none_or(|o| m.op_name(o) == "func.func"),
         Some(d) => {
             let name = m.op_name(d);
+            // Control flow returns whatever its regions yield, views included.
+            if matches!(name, "prim.If" | "prim.Loop") {
+                return false;
+            }
             let base = name.split('.').nth(1).unwrap_or("");
+            // Views that keep their input's layout (a squeezed permute is still strided).
+            if matches!(base, "squeeze" | "unsqueeze" | "view" | "alias" | "detach" | "_unsafe_view") {
+                return m.operands(d).first().is_none_or(|&x| is_contiguous_producer(m, x));
+            }
             !matches!(
                 base,
                 "permute" | "transpose" | "t" | "expand" | "slice" | "select" | "as_strided" | "diagonal" | "narrow"
