@@ -484,8 +484,15 @@ fn fuzzy_match(example: &str, buffer: &str) -> Option<usize> {
         if ch == ' ' || ch == '\t' {
             continue;
         }
+        // Only a distance that beats the best so far, and stays under the cut-off, matters:
+        // the distance is computed up to that bound and no further.
+        let bound = best.map_or(50.0, |(_, q): (usize, f64)| q.min(50.0)) - lines as f64 / 100.0;
+        if bound <= 0.0 {
+            continue;
+        }
         let candidate: Vec<char> = buffer[i..].chars().take(example.len()).take_while(|&c| c != '\n').collect();
-        let quality = edit_distance(&example, &candidate) as f64 + lines as f64 / 100.0;
+        let Some(distance) = edit_distance_below(&example, &candidate, bound.ceil() as usize) else { continue };
+        let quality = distance as f64 + lines as f64 / 100.0;
         if best.is_none_or(|(_, q)| quality < q) {
             best = Some((i, quality));
         }
@@ -496,17 +503,78 @@ fn fuzzy_match(example: &str, buffer: &str) -> Option<usize> {
     }
 }
 
-/// Levenshtein distance between two character sequences.
-fn edit_distance(a: &[char], b: &[char]) -> usize {
-    let mut previous: Vec<usize> = (0..=b.len()).collect();
-    let mut current = vec![0; b.len() + 1];
+/// The Levenshtein distance between two character sequences when it is below `limit`, else
+/// `None`. Only the diagonal band of width `limit` can hold such a distance, and the search
+/// stops as soon as a whole row of the band reaches the limit, so the cost is the shorter
+/// sequence times the limit at most, not the product of the lengths.
+fn edit_distance_below(a: &[char], b: &[char], limit: usize) -> Option<usize> {
+    if limit == 0 || a.len().abs_diff(b.len()) >= limit {
+        return None;
+    }
+    // Cells outside the band hold `limit`, which is as good as infinity here.
+    let mut previous: Vec<usize> = (0..=b.len()).map(|j| j.min(limit)).collect();
+    let mut current = vec![limit; b.len() + 1];
     for (i, ca) in a.iter().enumerate() {
-        current[0] = i + 1;
-        for (j, cb) in b.iter().enumerate() {
-            let substitute = previous[j] + usize::from(ca != cb);
-            current[j + 1] = substitute.min(previous[j + 1] + 1).min(current[j] + 1);
+        let row = i + 1;
+        let from = row.saturating_sub(limit - 1).max(1);
+        let to = (row + limit - 1).min(b.len());
+        current[0] = row.min(limit);
+        if from > 1 {
+            current[from - 1] = limit;
+        }
+        let mut row_min = current[0];
+        for j in from..=to {
+            let substitute = previous[j - 1] + usize::from(*ca != b[j - 1]);
+            let cell = substitute.min(previous[j] + 1).min(current[j - 1] + 1).min(limit);
+            current[j] = cell;
+            row_min = row_min.min(cell);
+        }
+        if to < b.len() {
+            current[to + 1] = limit;
+        }
+        if row_min >= limit {
+            return None;
         }
         std::mem::swap(&mut previous, &mut current);
     }
-    previous[b.len()]
+    let distance = previous[b.len()];
+    (distance < limit).then_some(distance)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::edit_distance_below;
+
+    /// The plain quadratic Levenshtein distance, the reference of the bounded one.
+    fn edit_distance(a: &[char], b: &[char]) -> usize {
+        let mut previous: Vec<usize> = (0..=b.len()).collect();
+        for (i, ca) in a.iter().enumerate() {
+            let mut current = vec![i + 1; b.len() + 1];
+            for (j, cb) in b.iter().enumerate() {
+                current[j + 1] = (previous[j] + usize::from(ca != cb)).min(previous[j + 1] + 1).min(current[j] + 1);
+            }
+            previous = current;
+        }
+        previous[b.len()]
+    }
+
+    #[test]
+    fn the_bounded_distance_is_the_distance_below_its_limit() {
+        // Strings over a small alphabet, so that they are often close.
+        let mut state = 0x9E37_79B9_7F4A_7C15_u64;
+        let mut next = |n: u64| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state % n
+        };
+        for _ in 0..5000 {
+            let a: Vec<char> = (0..next(24)).map(|_| (b'a' + next(3) as u8) as char).collect();
+            let b: Vec<char> = (0..next(24)).map(|_| (b'a' + next(3) as u8) as char).collect();
+            let limit = next(30) as usize;
+            let full = edit_distance(&a, &b);
+            let bounded = edit_distance_below(&a, &b, limit);
+            assert_eq!(bounded, (full < limit).then_some(full), "{a:?} {b:?} limit {limit}");
+        }
+    }
 }
