@@ -147,14 +147,7 @@ fn soak(model: &Path, calls: usize) -> Result<Soak, String> {
 
 #[test]
 fn every_zoo_model_runs_from_four_threads_without_drift() {
-    let Some(zoo) = support::required_zoo_dir() else { return };
-    let mut models: Vec<_> = std::fs::read_dir(&zoo)
-        .expect("the zoo is readable")
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.join("io.safetensors").is_file())
-        .collect();
-    models.sort();
-    assert!(!models.is_empty(), "no models in {}", zoo.display());
+    let Some(models) = support::required_zoo_models() else { return };
     let calls = calls_per_thread();
     // Growth allowed in the resident set after the calls settle: the allocator's arenas may
     // take a few pages as threads interleave, but a leak of even one small tensor a call

@@ -30,14 +30,7 @@ fn run(model: &Path, file: &str, level: u32) -> Result<(), String> {
 
 #[test]
 fn every_zoo_model_matches_pytorch_at_every_level() {
-    let Some(zoo) = support::required_zoo_dir() else { return };
-    let mut models: Vec<_> = std::fs::read_dir(&zoo)
-        .expect("the zoo is readable")
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.join("io.safetensors").is_file())
-        .collect();
-    models.sort();
-    assert!(!models.is_empty(), "no models in {}", zoo.display());
+    let Some(models) = support::required_zoo_models() else { return };
     let mut failures = Vec::new();
     let mut runs = 0;
     for model in &models {

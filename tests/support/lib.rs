@@ -48,6 +48,18 @@ pub fn required_zoo_dir() -> Option<PathBuf> {
     None
 }
 
+/// The models of the zoo (each a directory with its `io.safetensors`), sorted, for a test that
+/// needs them (the skip rule of [`required_zoo_dir`]).
+pub fn required_zoo_models() -> Option<Vec<PathBuf>> {
+    let zoo = required_zoo_dir()?;
+    let mut models: Vec<PathBuf> = std::fs::read_dir(&zoo)
+        .map(|entries| entries.filter_map(|e| e.ok().map(|e| e.path())).filter(|p| p.join("io.safetensors").is_file()).collect())
+        .unwrap_or_default();
+    models.sort();
+    assert!(!models.is_empty(), "no models in {}", zoo.display());
+    Some(models)
+}
+
 /// Parses the IR text `src`, runs `pipeline` over it when given, compiles its function `f` and
 /// runs it once on `inputs`: the path of the tests that check one op's program against a
 /// reference.
