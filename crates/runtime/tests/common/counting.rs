@@ -46,23 +46,26 @@ unsafe impl GlobalAlloc for Counting {
     }
 }
 
-/// Runs `f` and returns its result with the allocations this thread made meanwhile (counts
-/// nest: an inner count leaves the outer one counting).
-pub fn count<R>(f: impl FnOnce() -> R) -> (R, usize) {
-    let before = ALLOCS.with(Cell::get);
+/// Runs `f` with counting on (counts nest: an inner count leaves the outer one counting) and
+/// returns its result with the allocations and the frees this thread made meanwhile.
+fn counted<R>(f: impl FnOnce() -> R) -> (R, usize, usize) {
+    let (allocs, frees) = (ALLOCS.with(Cell::get), FREES.with(Cell::get));
     let was = ACTIVE.with(|a| a.replace(true));
     let r = f();
     ACTIVE.with(|a| a.set(was));
-    (r, ALLOCS.with(Cell::get) - before)
+    (r, ALLOCS.with(Cell::get) - allocs, FREES.with(Cell::get) - frees)
+}
+
+/// Runs `f` and returns its result with the allocations this thread made meanwhile.
+pub fn count<R>(f: impl FnOnce() -> R) -> (R, usize) {
+    let (r, allocs, _) = counted(f);
+    (r, allocs)
 }
 
 /// Runs `f` and returns its result with the allocations this thread made meanwhile minus the
 /// ones it freed: zero for work that leaves nothing behind.
 #[allow(dead_code)]
 pub fn net<R>(f: impl FnOnce() -> R) -> (R, isize) {
-    let (allocs, frees) = (ALLOCS.with(Cell::get), FREES.with(Cell::get));
-    let was = ACTIVE.with(|a| a.replace(true));
-    let r = f();
-    ACTIVE.with(|a| a.set(was));
-    (r, (ALLOCS.with(Cell::get) - allocs) as isize - (FREES.with(Cell::get) - frees) as isize)
+    let (r, allocs, frees) = counted(f);
+    (r, allocs as isize - frees as isize)
 }
