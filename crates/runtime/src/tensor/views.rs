@@ -9,6 +9,14 @@ impl Tensor {
         Tensor { storage: self.storage.clone(), dtype: self.dtype, layout: Layout::new(&sizes, &strides), offset }
     }
 
+    /// A view that starts `offset` elements into the storage, unless it has no elements: an
+    /// empty view addresses nothing and keeps this tensor's offset, which stays inside the
+    /// storage (an offset past an empty storage would fail the next view's bounds check).
+    fn with_view_offset(&self, sizes: Vec<usize>, strides: Vec<usize>, offset: usize) -> Tensor {
+        let offset = if sizes.contains(&0) { self.offset } else { offset };
+        self.with_layout(sizes, strides, offset)
+    }
+
     /// `view`: the same elements with a new shape (one size may be `-1`), sharing storage.
     /// Fails if the layout does not allow it without copying (use `reshape`).
     pub fn view(&self, sizes: &[i64]) -> Result<Tensor> {
@@ -161,10 +169,7 @@ impl Tensor {
         sizes[d] = n as usize;
         let offset = self.offset + s as usize * self.strides()[d];
         strides[d] = self.strides()[d] * step as usize;
-        // An empty view addresses nothing: it keeps the base offset, which stays inside the
-        // storage (an offset past an empty storage would fail the next view's bounds check).
-        let offset = if sizes.contains(&0) { self.offset } else { offset };
-        Ok(self.with_layout(sizes, strides, offset))
+        Ok(self.with_view_offset(sizes, strides, offset))
     }
 
     /// `narrow`: `length` elements from `start` along `dim` (bounds must be in range).
@@ -200,8 +205,7 @@ impl Tensor {
         let offset = self.offset + i as usize * strides[d];
         sizes.remove(d);
         strides.remove(d);
-        let offset = if sizes.contains(&0) { self.offset } else { offset };
-        Ok(self.with_layout(sizes, strides, offset))
+        Ok(self.with_view_offset(sizes, strides, offset))
     }
 
     /// `squeeze.dims`: removes the listed dims that have size 1 (others are kept).
