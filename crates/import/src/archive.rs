@@ -273,8 +273,7 @@ fn read_entry(
         path: path.to_path_buf(),
         entry: name.into(),
     })?;
-    let (declared, compressed) = (f.size(), f.compressed_size());
-    crate::zipread::read_declared(f, declared, compressed).map_err(|reason| ImportError::BadEntry {
+    crate::zipread::read_entry(f).map_err(|reason| ImportError::BadEntry {
         path: path.to_path_buf(),
         entry: name.into(),
         reason,

@@ -11,9 +11,15 @@ const MAX_DEFLATE_RATIO: u64 = 1_100;
 /// The largest up-front reservation: larger entries grow as they really inflate.
 const MAX_RESERVE: u64 = 64 << 20;
 
-/// Reads an entry that declares `declared` bytes from `compressed` stored bytes. The error
+/// Reads one entry of an archive, checked against the sizes its directory declares. The error
 /// says what was wrong, for the caller to name the archive and the entry.
-pub(crate) fn read_declared(entry: impl Read, declared: u64, compressed: u64) -> Result<Vec<u8>, String> {
+pub(crate) fn read_entry<R: Read>(entry: zip::read::ZipFile<'_, R>) -> Result<Vec<u8>, String> {
+    let (declared, compressed) = (entry.size(), entry.compressed_size());
+    read_declared(entry, declared, compressed)
+}
+
+/// Reads an entry that declares `declared` bytes from `compressed` stored bytes.
+fn read_declared(entry: impl Read, declared: u64, compressed: u64) -> Result<Vec<u8>, String> {
     let most = compressed.saturating_mul(MAX_DEFLATE_RATIO).saturating_add(1 << 10);
     if declared > most {
         return Err(format!("declares {declared} bytes from {compressed} compressed bytes, more than deflate can produce"));

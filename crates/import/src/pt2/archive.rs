@@ -303,8 +303,8 @@ impl Pt2Archive {
         let file = zip
             .by_index(payload.index)
             .map_err(|e| bad(e.to_string()))?;
-        let compressed = file.compressed_size();
-        crate::zipread::read_declared(file, payload.info.byte_len, compressed).map_err(bad)
+        // Checked against the directory's size, the `byte_len` recorded when the archive opened.
+        crate::zipread::read_entry(file).map_err(bad)
     }
 }
 
@@ -560,9 +560,7 @@ impl EntryReader<'_> {
             .zip
             .by_index(index)
             .map_err(|e| bad_entry(path, entry, e))?;
-        let (declared, compressed) = (file.size(), file.compressed_size());
-        let out = crate::zipread::read_declared(file, declared, compressed)
-            .map_err(|e| bad_entry(path, entry, e))?;
+        let out = crate::zipread::read_entry(file).map_err(|e| bad_entry(path, entry, e))?;
         Ok(Cow::Owned(out))
     }
 }
