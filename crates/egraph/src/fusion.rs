@@ -25,8 +25,9 @@
 //! additions join its gates in one group, with the matrix products and the slices outside.
 
 use crate::engine;
+use dialect_aten::op;
 use ir::{
-    Attribute, BlockId, Context, DType, Diagnostic, Dim, InsertPoint, Location, Module, OpId, OperationState, TensorType,
+    Attribute, BlockId, Context, DType, Diagnostic, Dim, InsertPoint, Location, Module, OpId, OpRef, OperationState, TensorType,
     Traits, Type, TypeKind, ValueId, ValueMap, WalkOrder,
 };
 use pass::{AnalysisManager, LogLevel, Pass, PassInfo, PassOptions, PassRegistry, PassResult};
@@ -63,12 +64,12 @@ impl Default for FuseElementwise {
 /// Ops that cut a tensor into pieces along one dimension, unpacked by one `prim.ListUnpack`:
 /// the aten ones as exported and Edge's (`lower-to-edge` turns `chunk` and `split` into
 /// `split_with_sizes`). A split's pieces are cut with the `slice.Tensor` of its own dialect.
-pub const SPLITS: &[&str] = &["aten.chunk", "aten.split.Tensor", "aten.split_with_sizes", "edge.split_with_sizes"];
+pub const SPLITS: &[OpRef] = &[op::CHUNK, op::SPLIT_TENSOR, op::SPLIT_WITH_SIZES];
 
-/// The view that cuts one piece out of an operand of a distributed split `split` (an op of
-/// [`SPLITS`]): `edge.slice.Tensor` at the Edge stage, `aten.slice.Tensor` otherwise.
-fn slice_op_for(split: &str) -> &'static str {
-    if split.starts_with("edge.") { "edge.slice.Tensor" } else { "aten.slice.Tensor" }
+/// Whether `name` is a split of [`SPLITS`] or an op mirroring one (`edge.split_with_sizes`).
+fn is_split(ctx: &Context, name: &str) -> bool {
+    let name = ctx.mirrored(name);
+    SPLITS.iter().any(|s| s.is(name))
 }
 
 /// One formed group.
@@ -181,7 +182,7 @@ impl FuseElementwise {
     /// returns how many splits were distributed. The caller has checked that nothing in the
     /// function writes memory: the pieces become fresh tensors instead of views of one.
     pub fn distribute(&self, ctx: &Context, m: &mut Module, block: BlockId) -> Result<usize, Diagnostic> {
-        let splits: Vec<OpId> = m.block_ops(block).into_iter().filter(|&o| SPLITS.contains(&m.op_name(o))).collect();
+        let splits: Vec<OpId> = m.block_ops(block).into_iter().filter(|&o| is_split(ctx, m.op_name(o))).collect();
         let mut n = 0;
         for s in splits {
             if let Some(plan) = self.split_plan(ctx, m, block, s) {
@@ -284,7 +285,9 @@ impl FuseElementwise {
         if ops.len() * n > self.max_size || sliced.len() * n > self.max_args {
             return None;
         }
-        Some(SplitPlan { unpack, ops, sliced, pieces, dim: d })
+        let dialect = ctx.op_def(m.op_name(s))?.dialect();
+        let slice = ctx.mirror_in(dialect, op::SLICE_TENSOR)?.to_string();
+        Some(SplitPlan { unpack, ops, sliced, pieces, dim: d, slice })
     }
 
     fn candidate(&self, ctx: &Context, m: &Module, o: OpId) -> bool {
@@ -462,6 +465,8 @@ struct SplitPlan {
     sliced: Vec<(ValueId, usize)>,
     pieces: Vec<(i64, i64)>,
     dim: usize,
+    /// The view cutting a piece out of an operand: `slice.Tensor` of the split's dialect.
+    slice: String,
 }
 
 /// The dimension argument of a split, from its attribute or a constant operand.
@@ -489,7 +494,7 @@ fn apply_split_plan(m: &mut Module, s: OpId, plan: &SplitPlan) -> Result<(), Dia
     let Some(&last) = plan.ops.last() else { return Ok(()) };
     let x = m.results(last)[0];
     let outs = m.results(plan.unpack).to_vec();
-    let slice = slice_op_for(m.op_name(s));
+    let slice = plan.slice.as_str();
     for (k, &(start, end)) in plan.pieces.iter().enumerate() {
         let mut map = ValueMap::new();
         for &(v, dim) in &plan.sliced {

@@ -345,8 +345,9 @@ impl Context {
         Ok(())
     }
 
-    pub fn op_def(&self, name: &str) -> Option<&Arc<OpDef>> {
-        self.ops.get(name)
+    /// The definition of an op, named by its handle or its name.
+    pub fn op_def(&self, name: impl AsRef<str>) -> Option<&Arc<OpDef>> {
+        self.ops.get(name.as_ref())
     }
 
     pub fn is_registered_dialect(&self, name: &str) -> bool {
@@ -421,6 +422,18 @@ impl Context {
     /// Every op with the interface `I` attached directly, with its value (in no particular order).
     pub fn interfaces<I: std::any::Any + Send + Sync>(&self) -> impl Iterator<Item = (&str, &I)> {
         self.interfaces.all::<I>()
+    }
+
+    /// The op of `dialect` that is `op` or mirrors it (`edge.slice.Tensor` for
+    /// `aten.slice.Tensor` in `edge`), if the context registers one.
+    pub fn mirror_in(&self, dialect: &str, op: OpRef) -> Option<&str> {
+        if self.op_def(op).is_some_and(|d| d.dialect() == dialect) {
+            return Some(op.name());
+        }
+        self.ops
+            .values()
+            .find(|d| d.mirrors == Some(op) && d.dialect() == dialect)
+            .map(|d| d.name.as_str())
     }
 
     /// The op `name` mirrors (an Edge op's ATen op), or `name` itself.

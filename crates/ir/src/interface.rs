@@ -62,6 +62,12 @@ impl From<OpRef> for String {
     }
 }
 
+impl From<OpRef> for std::borrow::Cow<'static, str> {
+    fn from(o: OpRef) -> std::borrow::Cow<'static, str> {
+        std::borrow::Cow::Borrowed(o.0)
+    }
+}
+
 impl AsRef<str> for OpRef {
     fn as_ref(&self) -> &str {
         self.0

@@ -107,9 +107,10 @@ pub struct OperationState {
 }
 
 impl OperationState {
-    pub fn new(name: &str) -> OperationState {
+    /// A state for an op named by its handle or, where it is declared or met unregistered, its name.
+    pub fn new(name: impl AsRef<str>) -> OperationState {
         OperationState {
-            name: name.into(),
+            name: name.as_ref().into(),
             operands: Vec::new(),
             result_types: Vec::new(),
             attributes: Vec::new(),

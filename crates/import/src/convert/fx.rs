@@ -8,6 +8,7 @@
 //! subgraphs are not printed in FX text; each is declared as a private function without a body
 //! and called from the regions of the `prim.If`.
 
+use dialect_aten::op;
 use std::collections::HashMap;
 use std::path::Path;
 use std::sync::Arc;
@@ -479,7 +480,7 @@ impl Cx<'_> {
                 let op = insert(
                     &mut self.m,
                     block,
-                    OperationState::new("aten._local_scalar_dense")
+                    OperationState::new(op::_LOCAL_SCALAR_DENSE)
                         .operands([pred])
                         .results([Type::bool()])
                         .loc(loc.clone()),

@@ -10,6 +10,7 @@ pub mod pt2;
 mod sym;
 pub mod torchscript;
 
+use dialect_aten::op;
 use std::sync::Arc;
 
 use ir::schema::{FunctionSchema, SchemaType};
@@ -45,7 +46,7 @@ pub(crate) fn insert(m: &mut Module, block: BlockId, st: OperationState) -> OpId
 pub(crate) fn check_context(ctx: &Context) -> Result<(), String> {
     for (op, dialect) in [
         (dialect_prim::CONSTANT, "prim"),
-        ("aten.add.Tensor", "aten"),
+        (op::ADD_TENSOR.name(), "aten"),
     ] {
         if ctx.op_def(op).is_none() {
             return Err(format!(
@@ -266,7 +267,7 @@ pub(crate) fn scalar_tensor(
                     ));
                 }
             };
-            (d, OperationState::new("aten.scalar_tensor").operands([*v]))
+            (d, OperationState::new(op::SCALAR_TENSOR).operands([*v]))
         }
         Arg::Const(a) => {
             let d = match a {
@@ -282,7 +283,7 @@ pub(crate) fn scalar_tensor(
             };
             (
                 d,
-                OperationState::new("aten.scalar_tensor").attr("s", a.clone()),
+                OperationState::new(op::SCALAR_TENSOR).attr("s", a.clone()),
             )
         }
         Arg::List(_) => return Err("a list cannot stand for a tensor".into()),

@@ -2,6 +2,7 @@
 //! becomes [`Weights`] read lazily from the archive. One file because it is one conversion:
 //! every node kind is converted by the same state (`Cx`), in the graph's order.
 
+use dialect_aten::op;
 use std::collections::HashMap;
 use std::path::Path;
 use std::sync::Arc;
@@ -856,7 +857,7 @@ impl Cx<'_> {
                 let op = insert(
                     &mut self.m,
                     block,
-                    OperationState::new("aten._local_scalar_dense")
+                    OperationState::new(op::_LOCAL_SCALAR_DENSE)
                         .operands([v])
                         .results([Type::bool()])
                         .loc(loc.clone()),

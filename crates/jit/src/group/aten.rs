@@ -1,9 +1,150 @@
 //! The aten ops the JIT lowers by its own rules (those without an attached `JitLowering`):
 //! arithmetic with PyTorch's promotion, division modes, comparisons, logical and bitwise ops,
 //! `where`, `addcmul`, `masked_fill`, clamping and the shape-keeping unary ops, each expanded
-//! into primitive nodes as the interpreter's kernels compute it.
+//! into primitive nodes as the interpreter's kernels compute it. Each op is listed by handle
+//! with the rule that lowers it ([`RULES`]); an overload not listed has no JIT lowering.
 
 use super::*;
+use dialect_aten::op;
+use ir::OpRef;
+use std::collections::HashMap;
+use std::sync::OnceLock;
+
+/// How an aten op of [`RULES`] lowers.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Rule {
+    /// `a + alpha * b`; `Sub` and `Rsub` negate `alpha` (and swap the operands).
+    Add,
+    Sub,
+    Rsub,
+    /// Arithmetic in the promoted dtype; `true` computes integers in the default float dtype.
+    Arith(Binary, bool),
+    /// `div` with a `rounding_mode` argument.
+    DivMode,
+    /// Integer-aware division and remainders.
+    IntDiv(Binary),
+    Compare(Cmp),
+    /// `logical_and`/`or`/`xor`: both operands as bool.
+    Logical(Binary),
+    LogicalNot,
+    BitwiseNot,
+    /// `bitwise_and`/`or`/`xor`: integers and bools, floats refused.
+    Bitwise(Binary),
+    Where,
+    Addcmul,
+    MaskedFill,
+    Clamp,
+    ClampMin,
+    ClampMax,
+    Neg,
+    Abs,
+    Relu,
+    Square,
+    /// `floor`, `ceil`, `round`, `trunc`: the identity on integers.
+    Rounding(Unary),
+    Gelu,
+    Silu,
+    PowTensorScalar,
+    PowTensorTensor,
+    /// A cast to the dtype argument (`_to_copy`, `to.dtype`).
+    Cast,
+    TypeAs,
+    /// The operand itself (`clone`, `alias`, `detach`, …).
+    Same,
+    ScalarTensor,
+}
+
+/// The aten ops the JIT lowers by its own rules, by handle.
+const RULES: &[(OpRef, Rule)] = &[
+    (op::ADD_TENSOR, Rule::Add),
+    (op::ADD_SCALAR, Rule::Add),
+    (op::SUB_TENSOR, Rule::Sub),
+    (op::SUB_SCALAR, Rule::Sub),
+    (op::RSUB_TENSOR, Rule::Rsub),
+    (op::RSUB_SCALAR, Rule::Rsub),
+    (op::MUL_TENSOR, Rule::Arith(Binary::Mul, false)),
+    (op::MUL_SCALAR, Rule::Arith(Binary::Mul, false)),
+    (op::DIV_TENSOR, Rule::Arith(Binary::Div, true)),
+    (op::DIV_SCALAR, Rule::Arith(Binary::Div, true)),
+    (op::DIV_TENSOR_MODE, Rule::DivMode),
+    (op::DIV_SCALAR_MODE, Rule::DivMode),
+    (op::FLOOR_DIVIDE, Rule::IntDiv(Binary::DivFloor)),
+    (op::FLOOR_DIVIDE_SCALAR, Rule::IntDiv(Binary::DivFloor)),
+    (op::REMAINDER_TENSOR, Rule::IntDiv(Binary::Rem)),
+    (op::REMAINDER_SCALAR, Rule::IntDiv(Binary::Rem)),
+    (op::REMAINDER_SCALAR_TENSOR, Rule::IntDiv(Binary::Rem)),
+    (op::FMOD_TENSOR, Rule::IntDiv(Binary::Fmod)),
+    (op::FMOD_SCALAR, Rule::IntDiv(Binary::Fmod)),
+    (op::MAXIMUM, Rule::Arith(Binary::Max, false)),
+    (op::MINIMUM, Rule::Arith(Binary::Min, false)),
+    (op::EQ_TENSOR, Rule::Compare(Cmp::Eq)),
+    (op::EQ_SCALAR, Rule::Compare(Cmp::Eq)),
+    (op::NE_TENSOR, Rule::Compare(Cmp::Ne)),
+    (op::NE_SCALAR, Rule::Compare(Cmp::Ne)),
+    (op::LT_TENSOR, Rule::Compare(Cmp::Lt)),
+    (op::LT_SCALAR, Rule::Compare(Cmp::Lt)),
+    (op::LE_TENSOR, Rule::Compare(Cmp::Le)),
+    (op::LE_SCALAR, Rule::Compare(Cmp::Le)),
+    (op::GT_TENSOR, Rule::Compare(Cmp::Gt)),
+    (op::GT_SCALAR, Rule::Compare(Cmp::Gt)),
+    (op::GE_TENSOR, Rule::Compare(Cmp::Ge)),
+    (op::GE_SCALAR, Rule::Compare(Cmp::Ge)),
+    (op::LOGICAL_AND, Rule::Logical(Binary::And)),
+    (op::LOGICAL_OR, Rule::Logical(Binary::Or)),
+    (op::LOGICAL_XOR, Rule::Logical(Binary::Xor)),
+    (op::LOGICAL_NOT, Rule::LogicalNot),
+    (op::BITWISE_NOT, Rule::BitwiseNot),
+    (op::BITWISE_AND_TENSOR, Rule::Bitwise(Binary::And)),
+    (op::BITWISE_AND_SCALAR, Rule::Bitwise(Binary::And)),
+    (op::BITWISE_AND_SCALAR_TENSOR, Rule::Bitwise(Binary::And)),
+    (op::BITWISE_OR_TENSOR, Rule::Bitwise(Binary::Or)),
+    (op::BITWISE_OR_SCALAR, Rule::Bitwise(Binary::Or)),
+    (op::BITWISE_OR_SCALAR_TENSOR, Rule::Bitwise(Binary::Or)),
+    (op::BITWISE_XOR_TENSOR, Rule::Bitwise(Binary::Xor)),
+    (op::BITWISE_XOR_SCALAR, Rule::Bitwise(Binary::Xor)),
+    (op::BITWISE_XOR_SCALAR_TENSOR, Rule::Bitwise(Binary::Xor)),
+    (op::WHERE_SELF, Rule::Where),
+    (op::WHERE_SCALAR, Rule::Where),
+    (op::WHERE_SCALAROTHER, Rule::Where),
+    (op::WHERE_SCALARSELF, Rule::Where),
+    (op::ADDCMUL, Rule::Addcmul),
+    (op::MASKED_FILL_SCALAR, Rule::MaskedFill),
+    (op::MASKED_FILL_TENSOR, Rule::MaskedFill),
+    (op::CLAMP, Rule::Clamp),
+    (op::CLAMP_MIN, Rule::ClampMin),
+    (op::CLAMP_MAX, Rule::ClampMax),
+    (op::NEG, Rule::Neg),
+    (op::ABS, Rule::Abs),
+    (op::RELU, Rule::Relu),
+    (op::SQUARE, Rule::Square),
+    (op::FLOOR, Rule::Rounding(Unary::Floor)),
+    (op::CEIL, Rule::Rounding(Unary::Ceil)),
+    (op::ROUND, Rule::Rounding(Unary::Round)),
+    (op::TRUNC, Rule::Rounding(Unary::Trunc)),
+    (op::FIX, Rule::Rounding(Unary::Trunc)),
+    (op::GELU, Rule::Gelu),
+    (op::SILU, Rule::Silu),
+    (op::POW_TENSOR_SCALAR, Rule::PowTensorScalar),
+    (op::POW_TENSOR_TENSOR, Rule::PowTensorTensor),
+    (op::_TO_COPY, Rule::Cast),
+    (op::TO_DTYPE, Rule::Cast),
+    (op::TYPE_AS, Rule::TypeAs),
+    (op::CLONE, Rule::Same),
+    (op::ALIAS, Rule::Same),
+    (op::DETACH, Rule::Same),
+    (op::CONTIGUOUS, Rule::Same),
+    (op::LIFT_FRESH_COPY, Rule::Same),
+    (op::SCALAR_TENSOR, Rule::ScalarTensor),
+];
+
+/// The rule of the op named `name`, if [`RULES`] lists it.
+fn rule(name: &str) -> Option<Rule> {
+    static BY_NAME: OnceLock<HashMap<&'static str, Rule>> = OnceLock::new();
+    BY_NAME
+        .get_or_init(|| RULES.iter().map(|&(o, r)| (o.name(), r)).collect())
+        .get(name)
+        .copied()
+}
 
 impl Builder {
     /// Lowers one aten op with arguments in schema order.
@@ -31,15 +172,17 @@ impl Builder {
             }
         };
         let scalar_or = |i: usize, d: Scalar| -> Result<Scalar, JitError> { Ok(opt_scalar(i)?.unwrap_or(d)) };
-        let base = name.split('.').take(2).collect::<Vec<_>>().join(".");
-        match base.as_str() {
-            "aten.add" | "aten.sub" | "aten.rsub" => {
+        let Some(rule) = rule(name) else {
+            return Err(JitError::Unsupported(format!("{op}: no JIT lowering")));
+        };
+        match rule {
+            Rule::Add | Rule::Sub | Rule::Rsub => {
                 let (mut a, mut b) = (operand(0)?, operand(1)?);
-                if base == "aten.rsub" {
+                if rule == Rule::Rsub {
                     std::mem::swap(&mut a, &mut b);
                 }
                 let mut alpha = scalar_or(2, Scalar::Int(1))?;
-                if base != "aten.add" {
+                if rule != Rule::Add {
                     let is_bool = |o: &Operand| match o {
                         Operand::Node(n) => self.dtype(*n) == DType::Bool,
                         Operand::Scalar(s) => matches!(s, Scalar::Bool(_)),
@@ -58,8 +201,10 @@ impl Builder {
                 }
                 self.add(op, a, b, alpha)
             }
-            "aten.mul" => self.arith(op, operand(0)?, operand(1)?, Binary::Mul, false),
-            "aten.div" => {
+            Rule::Arith(bop, int_to_float) => {
+                self.arith(op, operand(0)?, operand(1)?, bop, int_to_float)
+            }
+            Rule::DivMode => {
                 let mode = match arg(2) {
                     Arg::Attr(Attribute::Str(s)) => Some(s.to_string()),
                     Arg::Attr(Attribute::None) => None,
@@ -82,46 +227,29 @@ impl Builder {
                     Some(m) => Err(bad(&format!("rounding_mode must be None, 'trunc' or 'floor', got '{m}'"))),
                 }
             }
-            "aten.floor_divide" => self.int_div(op, operand(0)?, operand(1)?, Binary::DivFloor),
-            "aten.remainder" => self.int_div(op, operand(0)?, operand(1)?, Binary::Rem),
-            "aten.fmod" => self.int_div(op, operand(0)?, operand(1)?, Binary::Fmod),
-            "aten.maximum" => self.arith(op, operand(0)?, operand(1)?, Binary::Max, false),
-            "aten.minimum" => self.arith(op, operand(0)?, operand(1)?, Binary::Min, false),
-            "aten.eq" | "aten.ne" | "aten.lt" | "aten.le" | "aten.gt" | "aten.ge" => {
-                let c = match &base[5..] {
-                    "eq" => Cmp::Eq,
-                    "ne" => Cmp::Ne,
-                    "lt" => Cmp::Lt,
-                    "le" => Cmp::Le,
-                    "gt" => Cmp::Gt,
-                    _ => Cmp::Ge,
-                };
+            Rule::IntDiv(bop) => self.int_div(op, operand(0)?, operand(1)?, bop),
+            Rule::Compare(c) => {
                 let (a, b) = (operand(0)?, operand(1)?);
                 let ct = self.result_type(&[a, b]);
                 let (x, y) = (self.operand(a, ct, op)?, self.operand(b, ct, op)?);
                 self.cmp(c, x, y, op)
             }
-            "aten.logical_and" | "aten.logical_or" | "aten.logical_xor" => {
-                let bop = match base.as_str() {
-                    "aten.logical_and" => Binary::And,
-                    "aten.logical_or" => Binary::Or,
-                    _ => Binary::Xor,
-                };
+            Rule::Logical(bop) => {
                 let x = self.cast(tensor(0)?, DType::Bool, op)?;
                 let y = self.cast(tensor(1)?, DType::Bool, op)?;
                 self.binary(bop, x, y, op)
             }
-            "aten.logical_not" => {
+            Rule::LogicalNot => {
                 let t = tensor(0)?;
                 let d = self.dtype(t);
                 let zero = self.constant(scalar_to(Scalar::Int(0), d), d, op);
                 self.cmp(Cmp::Eq, t, zero, op)
             }
-            "aten.bitwise_not" if self.dtype(tensor(0)?) == DType::Bool => {
+            Rule::BitwiseNot if self.dtype(tensor(0)?) == DType::Bool => {
                 let t = tensor(0)?;
                 Ok(self.unary(Unary::Not, t, op))
             }
-            "aten.bitwise_not" => {
+            Rule::BitwiseNot => {
                 // `!x` on integers is `x ^ -1`.
                 let t = tensor(0)?;
                 let d = self.dtype(t);
@@ -131,13 +259,8 @@ impl Builder {
                 let ones = self.constant(scalar_to(Scalar::Int(-1), d), d, op);
                 self.binary(Binary::Xor, t, ones, op)
             }
-            "aten.bitwise_and" | "aten.bitwise_or" | "aten.bitwise_xor" => {
+            Rule::Bitwise(bop) => {
                 // Integers bitwise, bools as masks, floats refused (as the reference kernels do).
-                let bop = match base.as_str() {
-                    "aten.bitwise_and" => Binary::And,
-                    "aten.bitwise_or" => Binary::Or,
-                    _ => Binary::Xor,
-                };
                 let (a, b) = (operand(0)?, operand(1)?);
                 let ct = self.result_type(&[a, b]);
                 if ct.is_floating() {
@@ -146,14 +269,14 @@ impl Builder {
                 let (x, y) = (self.operand(a, ct, op)?, self.operand(b, ct, op)?);
                 self.binary(bop, x, y, op)
             }
-            "aten.where" => {
+            Rule::Where => {
                 let c = self.cast(tensor(0)?, DType::Bool, op)?;
                 let (a, b) = (operand(1)?, operand(2)?);
                 let rt = self.result_type(&[a, b]);
                 let (x, y) = (self.operand(a, rt, op)?, self.operand(b, rt, op)?);
                 self.select(c, x, y, op)
             }
-            "aten.addcmul" => {
+            Rule::Addcmul => {
                 // self + value * (tensor1 * tensor2). Value 1 over floats of one dtype is a
                 // fused multiply-add (one rounding where the target has FMA); otherwise as the
                 // interpreter: the product in the dtype of the two factors, then the sum in the
@@ -168,7 +291,7 @@ impl Builder {
                 let (s, p) = (self.cast(s, rt, op)?, self.cast(p, rt, op)?);
                 self.add(op, Operand::Node(s), Operand::Node(p), value)
             }
-            "aten.masked_fill" => {
+            Rule::MaskedFill => {
                 let t = tensor(0)?;
                 let mask = tensor(1)?;
                 if self.dtype(mask) != DType::Bool {
@@ -191,68 +314,56 @@ impl Builder {
                 let v = self.constant(scalar_to(value, d), d, op);
                 self.select(mask, v, t, op)
             }
-            "aten.clamp" | "aten.clamp_min" | "aten.clamp_max" => {
+            Rule::Clamp | Rule::ClampMin | Rule::ClampMax => {
                 let t = tensor(0)?;
-                let (lo, hi) = match base.as_str() {
-                    "aten.clamp" => (opt_scalar(1)?, opt_scalar(2)?),
-                    "aten.clamp_min" => (opt_scalar(1)?, None),
+                let (lo, hi) = match rule {
+                    Rule::Clamp => (opt_scalar(1)?, opt_scalar(2)?),
+                    Rule::ClampMin => (opt_scalar(1)?, None),
                     _ => (None, opt_scalar(1)?),
                 };
-                if name == "aten.clamp.Tensor" {
-                    return Err(JitError::Unsupported(format!("{op}: tensor bounds")));
-                }
                 self.clamp(op, t, lo, hi)
             }
-            "aten.neg" => {
+            Rule::Neg => {
                 let t = tensor(0)?;
                 if self.dtype(t) == DType::Bool {
                     return Err(bad("negation on a bool tensor is not supported"));
                 }
                 Ok(self.unary(Unary::Neg, t, op))
             }
-            "aten.abs" => {
+            Rule::Abs => {
                 let t = tensor(0)?;
                 if self.dtype(t) == DType::Bool {
                     return Ok(t);
                 }
                 Ok(self.unary(Unary::Abs, t, op))
             }
-            "aten.relu" => {
+            Rule::Relu => {
                 let t = tensor(0)?;
                 if self.dtype(t) == DType::Bool {
                     return Err(bad("not supported on bool tensors"));
                 }
                 Ok(self.unary(Unary::Relu, t, op))
             }
-            "aten.square" => {
+            Rule::Square => {
                 let mut t = tensor(0)?;
                 if self.dtype(t) == DType::Bool {
                     t = self.cast(t, DType::I64, op)?;
                 }
                 Ok(self.unary(Unary::Square, t, op))
             }
-            "aten.floor" | "aten.ceil" | "aten.round" | "aten.trunc" | "aten.fix" => {
+            Rule::Rounding(u) => {
                 let t = tensor(0)?;
-                if name == "aten.round.decimals" {
-                    return Err(JitError::Unsupported(format!("{op}: decimals")));
-                }
                 if !self.dtype(t).is_floating() {
                     return Ok(t);
                 }
-                let u = match base.as_str() {
-                    "aten.floor" => Unary::Floor,
-                    "aten.ceil" => Unary::Ceil,
-                    "aten.round" => Unary::Round,
-                    _ => Unary::Trunc,
-                };
                 Ok(self.unary(u, t, op))
             }
-            "aten.gelu" | "aten.silu" => {
+            Rule::Gelu | Rule::Silu => {
                 let t = tensor(0)?;
                 if !self.dtype(t).is_floating() {
                     return Err(bad(&format!("not implemented for {}", self.dtype(t).torch_name())));
                 }
-                let u = if base == "aten.silu" {
+                let u = if rule == Rule::Silu {
                     Unary::Silu
                 } else {
                     match arg(1) {
@@ -264,7 +375,7 @@ impl Builder {
                 };
                 Ok(self.unary(u, t, op))
             }
-            "aten.pow" if name == "aten.pow.Tensor_Scalar" => {
+            Rule::PowTensorScalar => {
                 let t = tensor(0)?;
                 let e = opt_scalar(1)?.ok_or_else(|| bad("exponent must be a number"))?;
                 let rt = self.result_type(&[Operand::Node(t), Operand::Scalar(e)]);
@@ -287,7 +398,7 @@ impl Builder {
                     Ok(self.unary(Unary::PowI(k as u64), x, op))
                 }
             }
-            "aten.pow" if name == "aten.pow.Tensor_Tensor" => {
+            Rule::PowTensorTensor => {
                 let (a, b) = (operand(0)?, operand(1)?);
                 let rt = self.result_type(&[a, b]);
                 if !rt.is_floating() {
@@ -295,11 +406,10 @@ impl Builder {
                 }
                 self.arith(op, a, b, Binary::Pow, false)
             }
-            "aten._to_copy" | "aten.to" | "aten.type_as" | "aten.clone" | "aten.alias" | "aten.detach"
-            | "aten.contiguous" | "aten.lift_fresh_copy" => {
+            Rule::Cast | Rule::TypeAs | Rule::Same => {
                 let t = tensor(0)?;
-                let d = match base.as_str() {
-                    "aten._to_copy" | "aten.to" => match arg(1) {
+                let d = match rule {
+                    Rule::Cast => match arg(1) {
                         Arg::Attr(Attribute::DType(d)) => d,
                         Arg::Attr(Attribute::Int(c)) => {
                             DType::from_scalar_type_code(c).ok_or_else(|| bad(&format!("unknown dtype code {c}")))?
@@ -307,15 +417,12 @@ impl Builder {
                         Arg::Attr(Attribute::None) => self.dtype(t),
                         _ => return Err(bad("dtype must be a constant")),
                     },
-                    "aten.type_as" => self.dtype(tensor(1)?),
+                    Rule::TypeAs => self.dtype(tensor(1)?),
                     _ => self.dtype(t),
                 };
-                if name != "aten._to_copy" && name != "aten.to.dtype" && base.as_str() == "aten.to" {
-                    return Err(JitError::Unsupported(format!("{op}: this overload")));
-                }
                 self.cast(t, d, op)
             }
-            "aten.scalar_tensor" => {
+            Rule::ScalarTensor => {
                 let s = opt_scalar(0)?.ok_or_else(|| bad("s must be a number"))?;
                 let d = match arg(1) {
                     Arg::Attr(Attribute::DType(d)) => d,
@@ -325,7 +432,6 @@ impl Builder {
                 check_dtype(op, d)?;
                 Ok(self.constant(scalar_to(s, d), d, op))
             }
-            _ => Err(JitError::Unsupported(format!("{op}: no JIT lowering"))),
         }
     }
 

@@ -9,7 +9,6 @@
 use dialect_aten::op;
 use ir::{DType, OpRef};
 
-use crate::kernels::undeclared;
 use crate::kernels::elementwise::{FloatFn, apply_f32_into, apply_f64_into};
 use crate::kernels::linalg::{MatView, Real, gemm, gemm_batched};
 use crate::kernels::unary::{Gelu, Sigmoid, Tanh};
@@ -76,8 +75,8 @@ const OUT_VARIANTS: &[(OutOp, &[OpRef])] = &[
     (OutOp::Clone, &[op::CLONE]),
     (OutOp::Softmax, &[op::_SOFTMAX]),
     (OutOp::LayerNorm, &[op::NATIVE_LAYER_NORM]),
-    (OutOp::BatchNormEval, &[op::_NATIVE_BATCH_NORM_LEGIT_NO_TRAINING, undeclared::NATIVE_BATCH_NORM]),
-    (OutOp::View, &[op::VIEW, undeclared::UNSAFE_VIEW]),
+    (OutOp::BatchNormEval, &[op::_NATIVE_BATCH_NORM_LEGIT_NO_TRAINING, op::NATIVE_BATCH_NORM]),
+    (OutOp::View, &[op::VIEW, op::_UNSAFE_VIEW]),
     (OutOp::Permute, &[op::PERMUTE]),
     (OutOp::Slice, &[op::SLICE_TENSOR]),
 ];

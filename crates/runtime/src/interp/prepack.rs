@@ -14,6 +14,7 @@
 //! compiled, and each call applies the consumer to the product's tiles in its epilogue
 //! (`packed::Post`).
 
+use dialect_aten::op;
 use std::sync::Arc;
 
 use ir::{DType, Module, OpId};
@@ -224,7 +225,7 @@ pub(crate) fn linear_kernel(m: &Module, op: OpId, consts: &[Option<IValue>]) -> 
     let addmm = m
         .block_ops(body)
         .into_iter()
-        .find(|&o| matches!(m.op_name(o), "edge.addmm" | "aten.addmm"))
+        .find(|&o| dialect_edge::as_aten(m.op_name(o)) == Some(op::ADDMM))
         .ok_or("no addmm in the kernel's region")?;
     let scalar = |k: &str| m.attr(addmm, k).map_or(Some(1.0), |a| a.as_number()).map(|x| x as f32);
     let (beta, alpha) = scalar("beta").zip(scalar("alpha")).ok_or("addmm with a non-numeric beta or alpha")?;

@@ -5,6 +5,7 @@
 //! Integer arithmetic wraps on overflow (as PyTorch's does); integer division or remainder by
 //! zero is an error.
 
+use dialect_aten::op;
 use ir::DType;
 
 use super::elementwise::{
@@ -437,7 +438,7 @@ fn compare<F: CompareFn>(op: &str, a: Operand, b: Operand, f: &F) -> Result<Tens
 // ----- kernels -----
 
 macro_rules! kernel {
-    ($fn:ident, $name:literal, $min:expr, |$a:ident| $body:expr) => {
+    ($fn:ident, $name:path, $min:expr, |$a:ident| $body:expr) => {
         fn $fn(args: &[IValue]) -> Result<Vec<IValue>> {
             let $a = Args::new($name, args, $min)?;
             ret($body)
@@ -445,61 +446,61 @@ macro_rules! kernel {
     };
 }
 
-kernel!(k_add_tensor, "aten.add.Tensor", 2, |a| add(a.op, operand(&a, 0)?, operand(&a, 1)?, a.opt_scalar(2)?.unwrap_or(Scalar::Int(1)))?);
-kernel!(k_add_scalar, "aten.add.Scalar", 2, |a| add(a.op, operand(&a, 0)?, operand(&a, 1)?, a.opt_scalar(2)?.unwrap_or(Scalar::Int(1)))?);
-kernel!(k_sub_tensor, "aten.sub.Tensor", 2, |a| sub(a.op, operand(&a, 0)?, operand(&a, 1)?, a.opt_scalar(2)?.unwrap_or(Scalar::Int(1)))?);
-kernel!(k_sub_scalar, "aten.sub.Scalar", 2, |a| sub(a.op, operand(&a, 0)?, operand(&a, 1)?, a.opt_scalar(2)?.unwrap_or(Scalar::Int(1)))?);
-kernel!(k_rsub_tensor, "aten.rsub.Tensor", 2, |a| sub(a.op, operand(&a, 1)?, operand(&a, 0)?, a.opt_scalar(2)?.unwrap_or(Scalar::Int(1)))?);
-kernel!(k_rsub_scalar, "aten.rsub.Scalar", 2, |a| sub(a.op, operand(&a, 1)?, operand(&a, 0)?, a.opt_scalar(2)?.unwrap_or(Scalar::Int(1)))?);
-kernel!(k_mul_tensor, "aten.mul.Tensor", 2, |a| binary(a.op, operand(&a, 0)?, operand(&a, 1)?, &Mul, Promote::Same)?);
-kernel!(k_mul_scalar, "aten.mul.Scalar", 2, |a| binary(a.op, operand(&a, 0)?, operand(&a, 1)?, &Mul, Promote::Same)?);
-kernel!(k_div_tensor, "aten.div.Tensor", 2, |a| div(a.op, operand(&a, 0)?, operand(&a, 1)?, None)?);
-kernel!(k_div_scalar, "aten.div.Scalar", 2, |a| div(a.op, operand(&a, 0)?, operand(&a, 1)?, None)?);
-kernel!(k_div_tensor_mode, "aten.div.Tensor_mode", 2, |a| div(a.op, operand(&a, 0)?, operand(&a, 1)?, a.opt_str(2)?)?);
-kernel!(k_div_scalar_mode, "aten.div.Scalar_mode", 2, |a| div(a.op, operand(&a, 0)?, operand(&a, 1)?, a.opt_str(2)?)?);
-kernel!(k_floor_divide, "aten.floor_divide", 2, |a| div(a.op, operand(&a, 0)?, operand(&a, 1)?, Some("floor"))?);
-kernel!(k_floor_divide_scalar, "aten.floor_divide.Scalar", 2, |a| div(a.op, operand(&a, 0)?, operand(&a, 1)?, Some("floor"))?);
-kernel!(k_remainder_tensor, "aten.remainder.Tensor", 2, |a| binary(a.op, operand(&a, 0)?, operand(&a, 1)?, &Remainder, Promote::Same)?);
-kernel!(k_remainder_scalar, "aten.remainder.Scalar", 2, |a| binary(a.op, operand(&a, 0)?, operand(&a, 1)?, &Remainder, Promote::Same)?);
-kernel!(k_remainder_scalar_tensor, "aten.remainder.Scalar_Tensor", 2, |a| binary(a.op, operand(&a, 0)?, operand(&a, 1)?, &Remainder, Promote::Same)?);
-kernel!(k_fmod_tensor, "aten.fmod.Tensor", 2, |a| binary(a.op, operand(&a, 0)?, operand(&a, 1)?, &Fmod, Promote::Same)?);
-kernel!(k_fmod_scalar, "aten.fmod.Scalar", 2, |a| binary(a.op, operand(&a, 0)?, operand(&a, 1)?, &Fmod, Promote::Same)?);
-kernel!(k_maximum, "aten.maximum", 2, |a| binary(a.op, operand(&a, 0)?, operand(&a, 1)?, &Maximum, Promote::Same)?);
-kernel!(k_minimum, "aten.minimum", 2, |a| binary(a.op, operand(&a, 0)?, operand(&a, 1)?, &Minimum, Promote::Same)?);
-kernel!(k_fmax, "aten.fmax", 2, |a| binary(a.op, operand(&a, 0)?, operand(&a, 1)?, &Fmax, Promote::Same)?);
-kernel!(k_fmin, "aten.fmin", 2, |a| binary(a.op, operand(&a, 0)?, operand(&a, 1)?, &Fmin, Promote::Same)?);
-kernel!(k_atan2, "aten.atan2", 2, |a| binary(a.op, operand(&a, 0)?, operand(&a, 1)?, &Atan2, Promote::IntToFloat)?);
-kernel!(k_hypot, "aten.hypot", 2, |a| binary(a.op, operand(&a, 0)?, operand(&a, 1)?, &Hypot, Promote::IntToFloat)?);
-kernel!(k_copysign, "aten.copysign.Tensor", 2, |a| binary(a.op, operand(&a, 0)?, operand(&a, 1)?, &Copysign, Promote::IntToFloat)?);
-kernel!(k_copysign_scalar, "aten.copysign.Scalar", 2, |a| binary(a.op, operand(&a, 0)?, operand(&a, 1)?, &Copysign, Promote::IntToFloat)?);
-kernel!(k_and_tensor, "aten.bitwise_and.Tensor", 2, |a| bitwise(a.op, operand(&a, 0)?, operand(&a, 1)?, &BitAnd)?);
-kernel!(k_and_scalar, "aten.bitwise_and.Scalar", 2, |a| bitwise(a.op, operand(&a, 0)?, operand(&a, 1)?, &BitAnd)?);
-kernel!(k_or_tensor, "aten.bitwise_or.Tensor", 2, |a| bitwise(a.op, operand(&a, 0)?, operand(&a, 1)?, &BitOr)?);
-kernel!(k_or_scalar, "aten.bitwise_or.Scalar", 2, |a| bitwise(a.op, operand(&a, 0)?, operand(&a, 1)?, &BitOr)?);
-kernel!(k_xor_tensor, "aten.bitwise_xor.Tensor", 2, |a| bitwise(a.op, operand(&a, 0)?, operand(&a, 1)?, &BitXor)?);
-kernel!(k_xor_scalar, "aten.bitwise_xor.Scalar", 2, |a| bitwise(a.op, operand(&a, 0)?, operand(&a, 1)?, &BitXor)?);
-kernel!(k_shl_tensor, "aten.bitwise_left_shift.Tensor", 2, |a| bitwise(a.op, operand(&a, 0)?, operand(&a, 1)?, &Shl)?);
-kernel!(k_shl_scalar, "aten.bitwise_left_shift.Tensor_Scalar", 2, |a| bitwise(a.op, operand(&a, 0)?, operand(&a, 1)?, &Shl)?);
-kernel!(k_shr_tensor, "aten.bitwise_right_shift.Tensor", 2, |a| bitwise(a.op, operand(&a, 0)?, operand(&a, 1)?, &Shr)?);
-kernel!(k_shr_scalar, "aten.bitwise_right_shift.Tensor_Scalar", 2, |a| bitwise(a.op, operand(&a, 0)?, operand(&a, 1)?, &Shr)?);
-kernel!(k_logical_and, "aten.logical_and", 2, |a| logical(a.op, a.tensor(0)?, a.tensor(1)?, |x, y| x && y)?);
-kernel!(k_logical_or, "aten.logical_or", 2, |a| logical(a.op, a.tensor(0)?, a.tensor(1)?, |x, y| x || y)?);
-kernel!(k_logical_xor, "aten.logical_xor", 2, |a| logical(a.op, a.tensor(0)?, a.tensor(1)?, |x, y| x != y)?);
-kernel!(k_pow_tt, "aten.pow.Tensor_Tensor", 2, |a| binary(a.op, operand(&a, 0)?, operand(&a, 1)?, &Pow, Promote::Same)?);
-kernel!(k_pow_ts, "aten.pow.Tensor_Scalar", 2, |a| pow_tensor_scalar(a.op, a.tensor(0)?, a.scalar(1)?)?);
-kernel!(k_pow_st, "aten.pow.Scalar", 2, |a| binary(a.op, operand(&a, 0)?, operand(&a, 1)?, &Pow, Promote::Same)?);
-kernel!(k_eq_t, "aten.eq.Tensor", 2, |a| compare(a.op, operand(&a, 0)?, operand(&a, 1)?, &Eq)?);
-kernel!(k_eq_s, "aten.eq.Scalar", 2, |a| compare(a.op, operand(&a, 0)?, operand(&a, 1)?, &Eq)?);
-kernel!(k_ne_t, "aten.ne.Tensor", 2, |a| compare(a.op, operand(&a, 0)?, operand(&a, 1)?, &Ne)?);
-kernel!(k_ne_s, "aten.ne.Scalar", 2, |a| compare(a.op, operand(&a, 0)?, operand(&a, 1)?, &Ne)?);
-kernel!(k_lt_t, "aten.lt.Tensor", 2, |a| compare(a.op, operand(&a, 0)?, operand(&a, 1)?, &Lt)?);
-kernel!(k_lt_s, "aten.lt.Scalar", 2, |a| compare(a.op, operand(&a, 0)?, operand(&a, 1)?, &Lt)?);
-kernel!(k_le_t, "aten.le.Tensor", 2, |a| compare(a.op, operand(&a, 0)?, operand(&a, 1)?, &Le)?);
-kernel!(k_le_s, "aten.le.Scalar", 2, |a| compare(a.op, operand(&a, 0)?, operand(&a, 1)?, &Le)?);
-kernel!(k_gt_t, "aten.gt.Tensor", 2, |a| compare(a.op, operand(&a, 0)?, operand(&a, 1)?, &Gt)?);
-kernel!(k_gt_s, "aten.gt.Scalar", 2, |a| compare(a.op, operand(&a, 0)?, operand(&a, 1)?, &Gt)?);
-kernel!(k_ge_t, "aten.ge.Tensor", 2, |a| compare(a.op, operand(&a, 0)?, operand(&a, 1)?, &Ge)?);
-kernel!(k_ge_s, "aten.ge.Scalar", 2, |a| compare(a.op, operand(&a, 0)?, operand(&a, 1)?, &Ge)?);
+kernel!(k_add_tensor, op::ADD_TENSOR, 2, |a| add(a.op, operand(&a, 0)?, operand(&a, 1)?, a.opt_scalar(2)?.unwrap_or(Scalar::Int(1)))?);
+kernel!(k_add_scalar, op::ADD_SCALAR, 2, |a| add(a.op, operand(&a, 0)?, operand(&a, 1)?, a.opt_scalar(2)?.unwrap_or(Scalar::Int(1)))?);
+kernel!(k_sub_tensor, op::SUB_TENSOR, 2, |a| sub(a.op, operand(&a, 0)?, operand(&a, 1)?, a.opt_scalar(2)?.unwrap_or(Scalar::Int(1)))?);
+kernel!(k_sub_scalar, op::SUB_SCALAR, 2, |a| sub(a.op, operand(&a, 0)?, operand(&a, 1)?, a.opt_scalar(2)?.unwrap_or(Scalar::Int(1)))?);
+kernel!(k_rsub_tensor, op::RSUB_TENSOR, 2, |a| sub(a.op, operand(&a, 1)?, operand(&a, 0)?, a.opt_scalar(2)?.unwrap_or(Scalar::Int(1)))?);
+kernel!(k_rsub_scalar, op::RSUB_SCALAR, 2, |a| sub(a.op, operand(&a, 1)?, operand(&a, 0)?, a.opt_scalar(2)?.unwrap_or(Scalar::Int(1)))?);
+kernel!(k_mul_tensor, op::MUL_TENSOR, 2, |a| binary(a.op, operand(&a, 0)?, operand(&a, 1)?, &Mul, Promote::Same)?);
+kernel!(k_mul_scalar, op::MUL_SCALAR, 2, |a| binary(a.op, operand(&a, 0)?, operand(&a, 1)?, &Mul, Promote::Same)?);
+kernel!(k_div_tensor, op::DIV_TENSOR, 2, |a| div(a.op, operand(&a, 0)?, operand(&a, 1)?, None)?);
+kernel!(k_div_scalar, op::DIV_SCALAR, 2, |a| div(a.op, operand(&a, 0)?, operand(&a, 1)?, None)?);
+kernel!(k_div_tensor_mode, op::DIV_TENSOR_MODE, 2, |a| div(a.op, operand(&a, 0)?, operand(&a, 1)?, a.opt_str(2)?)?);
+kernel!(k_div_scalar_mode, op::DIV_SCALAR_MODE, 2, |a| div(a.op, operand(&a, 0)?, operand(&a, 1)?, a.opt_str(2)?)?);
+kernel!(k_floor_divide, op::FLOOR_DIVIDE, 2, |a| div(a.op, operand(&a, 0)?, operand(&a, 1)?, Some("floor"))?);
+kernel!(k_floor_divide_scalar, op::FLOOR_DIVIDE_SCALAR, 2, |a| div(a.op, operand(&a, 0)?, operand(&a, 1)?, Some("floor"))?);
+kernel!(k_remainder_tensor, op::REMAINDER_TENSOR, 2, |a| binary(a.op, operand(&a, 0)?, operand(&a, 1)?, &Remainder, Promote::Same)?);
+kernel!(k_remainder_scalar, op::REMAINDER_SCALAR, 2, |a| binary(a.op, operand(&a, 0)?, operand(&a, 1)?, &Remainder, Promote::Same)?);
+kernel!(k_remainder_scalar_tensor, op::REMAINDER_SCALAR_TENSOR, 2, |a| binary(a.op, operand(&a, 0)?, operand(&a, 1)?, &Remainder, Promote::Same)?);
+kernel!(k_fmod_tensor, op::FMOD_TENSOR, 2, |a| binary(a.op, operand(&a, 0)?, operand(&a, 1)?, &Fmod, Promote::Same)?);
+kernel!(k_fmod_scalar, op::FMOD_SCALAR, 2, |a| binary(a.op, operand(&a, 0)?, operand(&a, 1)?, &Fmod, Promote::Same)?);
+kernel!(k_maximum, op::MAXIMUM, 2, |a| binary(a.op, operand(&a, 0)?, operand(&a, 1)?, &Maximum, Promote::Same)?);
+kernel!(k_minimum, op::MINIMUM, 2, |a| binary(a.op, operand(&a, 0)?, operand(&a, 1)?, &Minimum, Promote::Same)?);
+kernel!(k_fmax, op::FMAX, 2, |a| binary(a.op, operand(&a, 0)?, operand(&a, 1)?, &Fmax, Promote::Same)?);
+kernel!(k_fmin, op::FMIN, 2, |a| binary(a.op, operand(&a, 0)?, operand(&a, 1)?, &Fmin, Promote::Same)?);
+kernel!(k_atan2, op::ATAN2, 2, |a| binary(a.op, operand(&a, 0)?, operand(&a, 1)?, &Atan2, Promote::IntToFloat)?);
+kernel!(k_hypot, op::HYPOT, 2, |a| binary(a.op, operand(&a, 0)?, operand(&a, 1)?, &Hypot, Promote::IntToFloat)?);
+kernel!(k_copysign, op::COPYSIGN_TENSOR, 2, |a| binary(a.op, operand(&a, 0)?, operand(&a, 1)?, &Copysign, Promote::IntToFloat)?);
+kernel!(k_copysign_scalar, op::COPYSIGN_SCALAR, 2, |a| binary(a.op, operand(&a, 0)?, operand(&a, 1)?, &Copysign, Promote::IntToFloat)?);
+kernel!(k_and_tensor, op::BITWISE_AND_TENSOR, 2, |a| bitwise(a.op, operand(&a, 0)?, operand(&a, 1)?, &BitAnd)?);
+kernel!(k_and_scalar, op::BITWISE_AND_SCALAR, 2, |a| bitwise(a.op, operand(&a, 0)?, operand(&a, 1)?, &BitAnd)?);
+kernel!(k_or_tensor, op::BITWISE_OR_TENSOR, 2, |a| bitwise(a.op, operand(&a, 0)?, operand(&a, 1)?, &BitOr)?);
+kernel!(k_or_scalar, op::BITWISE_OR_SCALAR, 2, |a| bitwise(a.op, operand(&a, 0)?, operand(&a, 1)?, &BitOr)?);
+kernel!(k_xor_tensor, op::BITWISE_XOR_TENSOR, 2, |a| bitwise(a.op, operand(&a, 0)?, operand(&a, 1)?, &BitXor)?);
+kernel!(k_xor_scalar, op::BITWISE_XOR_SCALAR, 2, |a| bitwise(a.op, operand(&a, 0)?, operand(&a, 1)?, &BitXor)?);
+kernel!(k_shl_tensor, op::BITWISE_LEFT_SHIFT_TENSOR, 2, |a| bitwise(a.op, operand(&a, 0)?, operand(&a, 1)?, &Shl)?);
+kernel!(k_shl_scalar, op::BITWISE_LEFT_SHIFT_TENSOR_SCALAR, 2, |a| bitwise(a.op, operand(&a, 0)?, operand(&a, 1)?, &Shl)?);
+kernel!(k_shr_tensor, op::BITWISE_RIGHT_SHIFT_TENSOR, 2, |a| bitwise(a.op, operand(&a, 0)?, operand(&a, 1)?, &Shr)?);
+kernel!(k_shr_scalar, op::BITWISE_RIGHT_SHIFT_TENSOR_SCALAR, 2, |a| bitwise(a.op, operand(&a, 0)?, operand(&a, 1)?, &Shr)?);
+kernel!(k_logical_and, op::LOGICAL_AND, 2, |a| logical(a.op, a.tensor(0)?, a.tensor(1)?, |x, y| x && y)?);
+kernel!(k_logical_or, op::LOGICAL_OR, 2, |a| logical(a.op, a.tensor(0)?, a.tensor(1)?, |x, y| x || y)?);
+kernel!(k_logical_xor, op::LOGICAL_XOR, 2, |a| logical(a.op, a.tensor(0)?, a.tensor(1)?, |x, y| x != y)?);
+kernel!(k_pow_tt, op::POW_TENSOR_TENSOR, 2, |a| binary(a.op, operand(&a, 0)?, operand(&a, 1)?, &Pow, Promote::Same)?);
+kernel!(k_pow_ts, op::POW_TENSOR_SCALAR, 2, |a| pow_tensor_scalar(a.op, a.tensor(0)?, a.scalar(1)?)?);
+kernel!(k_pow_st, op::POW_SCALAR, 2, |a| binary(a.op, operand(&a, 0)?, operand(&a, 1)?, &Pow, Promote::Same)?);
+kernel!(k_eq_t, op::EQ_TENSOR, 2, |a| compare(a.op, operand(&a, 0)?, operand(&a, 1)?, &Eq)?);
+kernel!(k_eq_s, op::EQ_SCALAR, 2, |a| compare(a.op, operand(&a, 0)?, operand(&a, 1)?, &Eq)?);
+kernel!(k_ne_t, op::NE_TENSOR, 2, |a| compare(a.op, operand(&a, 0)?, operand(&a, 1)?, &Ne)?);
+kernel!(k_ne_s, op::NE_SCALAR, 2, |a| compare(a.op, operand(&a, 0)?, operand(&a, 1)?, &Ne)?);
+kernel!(k_lt_t, op::LT_TENSOR, 2, |a| compare(a.op, operand(&a, 0)?, operand(&a, 1)?, &Lt)?);
+kernel!(k_lt_s, op::LT_SCALAR, 2, |a| compare(a.op, operand(&a, 0)?, operand(&a, 1)?, &Lt)?);
+kernel!(k_le_t, op::LE_TENSOR, 2, |a| compare(a.op, operand(&a, 0)?, operand(&a, 1)?, &Le)?);
+kernel!(k_le_s, op::LE_SCALAR, 2, |a| compare(a.op, operand(&a, 0)?, operand(&a, 1)?, &Le)?);
+kernel!(k_gt_t, op::GT_TENSOR, 2, |a| compare(a.op, operand(&a, 0)?, operand(&a, 1)?, &Gt)?);
+kernel!(k_gt_s, op::GT_SCALAR, 2, |a| compare(a.op, operand(&a, 0)?, operand(&a, 1)?, &Gt)?);
+kernel!(k_ge_t, op::GE_TENSOR, 2, |a| compare(a.op, operand(&a, 0)?, operand(&a, 1)?, &Ge)?);
+kernel!(k_ge_s, op::GE_SCALAR, 2, |a| compare(a.op, operand(&a, 0)?, operand(&a, 1)?, &Ge)?);
 
 /// `where(cond, a, b)`: `a` where `cond` is true, else `b`, promoted to their common dtype.
 pub fn where_(op: &str, cond: &Tensor, a: Operand, b: Operand) -> Result<Tensor> {
@@ -509,10 +510,10 @@ pub fn where_(op: &str, cond: &Tensor, a: Operand, b: Operand) -> Result<Tensor>
     dispatch_dtype!(rt, T => map3::<bool, T, T, T>(op, &c, &ta, &tb, |c, x, y| if c { x } else { y }))
 }
 
-kernel!(k_where, "aten.where.self", 3, |a| where_(a.op, a.tensor(0)?, operand(&a, 1)?, operand(&a, 2)?)?);
-kernel!(k_where_scalar, "aten.where.Scalar", 3, |a| where_(a.op, a.tensor(0)?, operand(&a, 1)?, operand(&a, 2)?)?);
-kernel!(k_where_scalar_other, "aten.where.ScalarOther", 3, |a| where_(a.op, a.tensor(0)?, operand(&a, 1)?, operand(&a, 2)?)?);
-kernel!(k_where_scalar_self, "aten.where.ScalarSelf", 3, |a| where_(a.op, a.tensor(0)?, operand(&a, 1)?, operand(&a, 2)?)?);
+kernel!(k_where, op::WHERE_SELF, 3, |a| where_(a.op, a.tensor(0)?, operand(&a, 1)?, operand(&a, 2)?)?);
+kernel!(k_where_scalar, op::WHERE_SCALAR, 3, |a| where_(a.op, a.tensor(0)?, operand(&a, 1)?, operand(&a, 2)?)?);
+kernel!(k_where_scalar_other, op::WHERE_SCALAROTHER, 3, |a| where_(a.op, a.tensor(0)?, operand(&a, 1)?, operand(&a, 2)?)?);
+kernel!(k_where_scalar_self, op::WHERE_SCALARSELF, 3, |a| where_(a.op, a.tensor(0)?, operand(&a, 1)?, operand(&a, 2)?)?);
 
 /// `masked_fill`: `value` where `mask` is true; keeps `self`'s dtype and shape.
 fn masked_fill(op: &str, t: &Tensor, mask: &Tensor, value: Scalar) -> Result<Tensor> {
@@ -528,12 +529,12 @@ fn masked_fill(op: &str, t: &Tensor, mask: &Tensor, value: Scalar) -> Result<Ten
 }
 
 fn k_masked_fill_scalar(args: &[IValue]) -> Result<Vec<IValue>> {
-    let a = Args::new("aten.masked_fill.Scalar", args, 3)?;
+    let a = Args::new(op::MASKED_FILL_SCALAR, args, 3)?;
     ret(masked_fill(a.op, a.tensor(0)?, a.tensor(1)?, a.scalar(2)?)?)
 }
 
 fn k_masked_fill_tensor(args: &[IValue]) -> Result<Vec<IValue>> {
-    let a = Args::new("aten.masked_fill.Tensor", args, 3)?;
+    let a = Args::new(op::MASKED_FILL_TENSOR, args, 3)?;
     let v = a.tensor(2)?;
     if v.dim() != 0 {
         return Err(KernelError::new(a.op, "value must be a 0-dimensional tensor"));
@@ -562,8 +563,8 @@ fn lerp(op: &str, a: &Tensor, b: &Tensor, w: Operand) -> Result<Tensor> {
     out.cast_to(rt)
 }
 
-kernel!(k_lerp_scalar, "aten.lerp.Scalar", 3, |a| lerp(a.op, a.tensor(0)?, a.tensor(1)?, operand(&a, 2)?)?);
-kernel!(k_lerp_tensor, "aten.lerp.Tensor", 3, |a| lerp(a.op, a.tensor(0)?, a.tensor(1)?, operand(&a, 2)?)?);
+kernel!(k_lerp_scalar, op::LERP_SCALAR, 3, |a| lerp(a.op, a.tensor(0)?, a.tensor(1)?, operand(&a, 2)?)?);
+kernel!(k_lerp_tensor, op::LERP_TENSOR, 3, |a| lerp(a.op, a.tensor(0)?, a.tensor(1)?, operand(&a, 2)?)?);
 
 /// `addcmul`/`addcdiv`: `self + value * (t1 op t2)`.
 fn addc(op: &str, s: &Tensor, t1: &Tensor, t2: &Tensor, value: Scalar, is_div: bool) -> Result<Tensor> {
@@ -579,34 +580,34 @@ fn addc(op: &str, s: &Tensor, t1: &Tensor, t2: &Tensor, value: Scalar, is_div: b
     add(op, Operand::Tensor(&s.cast_to(rt)?), Operand::Tensor(&prod.cast_to(rt)?), value)
 }
 
-kernel!(k_addcmul, "aten.addcmul", 3, |a| addc(a.op, a.tensor(0)?, a.tensor(1)?, a.tensor(2)?, a.opt_scalar(3)?.unwrap_or(Scalar::Int(1)), false)?);
-kernel!(k_addcdiv, "aten.addcdiv", 3, |a| addc(a.op, a.tensor(0)?, a.tensor(1)?, a.tensor(2)?, a.opt_scalar(3)?.unwrap_or(Scalar::Int(1)), true)?);
+kernel!(k_addcmul, op::ADDCMUL, 3, |a| addc(a.op, a.tensor(0)?, a.tensor(1)?, a.tensor(2)?, a.opt_scalar(3)?.unwrap_or(Scalar::Int(1)), false)?);
+kernel!(k_addcdiv, op::ADDCDIV, 3, |a| addc(a.op, a.tensor(0)?, a.tensor(1)?, a.tensor(2)?, a.opt_scalar(3)?.unwrap_or(Scalar::Int(1)), true)?);
 
 // ----- in-place variants -----
 
 macro_rules! inplace {
-    ($fn:ident, $name:literal, |$a:ident| $body:expr) => {
+    ($fn:ident, $name:path, |$a:ident| $body:expr) => {
         fn $fn(args: &[IValue]) -> Result<Vec<IValue>> {
             let $a = Args::new($name, args, 2)?;
             let dst = $a.tensor(0)?;
             let r: Tensor = $body;
-            write_inplace($name, dst, &r)
+            write_inplace($name.name(), dst, &r)
         }
     };
 }
 
-inplace!(k_add_, "aten.add_.Tensor", |a| add(a.op, operand(&a, 0)?, operand(&a, 1)?, a.opt_scalar(2)?.unwrap_or(Scalar::Int(1)))?);
-inplace!(k_add_s_, "aten.add_.Scalar", |a| add(a.op, operand(&a, 0)?, operand(&a, 1)?, a.opt_scalar(2)?.unwrap_or(Scalar::Int(1)))?);
-inplace!(k_sub_, "aten.sub_.Tensor", |a| sub(a.op, operand(&a, 0)?, operand(&a, 1)?, a.opt_scalar(2)?.unwrap_or(Scalar::Int(1)))?);
-inplace!(k_sub_s_, "aten.sub_.Scalar", |a| sub(a.op, operand(&a, 0)?, operand(&a, 1)?, a.opt_scalar(2)?.unwrap_or(Scalar::Int(1)))?);
-inplace!(k_mul_, "aten.mul_.Tensor", |a| binary(a.op, operand(&a, 0)?, operand(&a, 1)?, &Mul, Promote::Same)?);
-inplace!(k_mul_s_, "aten.mul_.Scalar", |a| binary(a.op, operand(&a, 0)?, operand(&a, 1)?, &Mul, Promote::Same)?);
-inplace!(k_div_, "aten.div_.Tensor", |a| div(a.op, operand(&a, 0)?, operand(&a, 1)?, None)?);
-inplace!(k_div_s_, "aten.div_.Scalar", |a| div(a.op, operand(&a, 0)?, operand(&a, 1)?, None)?);
-inplace!(k_div_mode_, "aten.div_.Tensor_mode", |a| div(a.op, operand(&a, 0)?, operand(&a, 1)?, a.opt_str(2)?)?);
-inplace!(k_masked_fill_, "aten.masked_fill_.Scalar", |a| masked_fill(a.op, a.tensor(0)?, a.tensor(1)?, a.scalar(2)?)?);
-inplace!(k_pow_, "aten.pow_.Scalar", |a| pow_tensor_scalar(a.op, a.tensor(0)?, a.scalar(1)?)?);
-inplace!(k_remainder_, "aten.remainder_.Tensor", |a| binary(a.op, operand(&a, 0)?, operand(&a, 1)?, &Remainder, Promote::Same)?);
+inplace!(k_add_, op::ADD__TENSOR, |a| add(a.op, operand(&a, 0)?, operand(&a, 1)?, a.opt_scalar(2)?.unwrap_or(Scalar::Int(1)))?);
+inplace!(k_add_s_, op::ADD__SCALAR, |a| add(a.op, operand(&a, 0)?, operand(&a, 1)?, a.opt_scalar(2)?.unwrap_or(Scalar::Int(1)))?);
+inplace!(k_sub_, op::SUB__TENSOR, |a| sub(a.op, operand(&a, 0)?, operand(&a, 1)?, a.opt_scalar(2)?.unwrap_or(Scalar::Int(1)))?);
+inplace!(k_sub_s_, op::SUB__SCALAR, |a| sub(a.op, operand(&a, 0)?, operand(&a, 1)?, a.opt_scalar(2)?.unwrap_or(Scalar::Int(1)))?);
+inplace!(k_mul_, op::MUL__TENSOR, |a| binary(a.op, operand(&a, 0)?, operand(&a, 1)?, &Mul, Promote::Same)?);
+inplace!(k_mul_s_, op::MUL__SCALAR, |a| binary(a.op, operand(&a, 0)?, operand(&a, 1)?, &Mul, Promote::Same)?);
+inplace!(k_div_, op::DIV__TENSOR, |a| div(a.op, operand(&a, 0)?, operand(&a, 1)?, None)?);
+inplace!(k_div_s_, op::DIV__SCALAR, |a| div(a.op, operand(&a, 0)?, operand(&a, 1)?, None)?);
+inplace!(k_div_mode_, op::DIV__TENSOR_MODE, |a| div(a.op, operand(&a, 0)?, operand(&a, 1)?, a.opt_str(2)?)?);
+inplace!(k_masked_fill_, op::MASKED_FILL__SCALAR, |a| masked_fill(a.op, a.tensor(0)?, a.tensor(1)?, a.scalar(2)?)?);
+inplace!(k_pow_, op::POW__SCALAR, |a| pow_tensor_scalar(a.op, a.tensor(0)?, a.scalar(1)?)?);
+inplace!(k_remainder_, op::REMAINDER__TENSOR, |a| binary(a.op, operand(&a, 0)?, operand(&a, 1)?, &Remainder, Promote::Same)?);
 
 /// Truncating cast helper used by other modules: `t` as an `i64` vector.
 pub fn tensor_to_i64(t: &Tensor) -> Result<Vec<i64>> {
@@ -614,84 +615,84 @@ pub fn tensor_to_i64(t: &Tensor) -> Result<Vec<i64>> {
 }
 
 pub fn register(r: &mut KernelRegistry) {
-    let table: &[(&'static str, super::KernelFn)] = &[
-        ("aten.add.Tensor", k_add_tensor),
-        ("aten.add.Scalar", k_add_scalar),
-        ("aten.sub.Tensor", k_sub_tensor),
-        ("aten.sub.Scalar", k_sub_scalar),
-        ("aten.rsub.Tensor", k_rsub_tensor),
-        ("aten.rsub.Scalar", k_rsub_scalar),
-        ("aten.mul.Tensor", k_mul_tensor),
-        ("aten.mul.Scalar", k_mul_scalar),
-        ("aten.div.Tensor", k_div_tensor),
-        ("aten.div.Scalar", k_div_scalar),
-        ("aten.div.Tensor_mode", k_div_tensor_mode),
-        ("aten.div.Scalar_mode", k_div_scalar_mode),
-        ("aten.floor_divide", k_floor_divide),
-        ("aten.floor_divide.Scalar", k_floor_divide_scalar),
-        ("aten.remainder.Tensor", k_remainder_tensor),
-        ("aten.remainder.Scalar", k_remainder_scalar),
-        ("aten.remainder.Scalar_Tensor", k_remainder_scalar_tensor),
-        ("aten.fmod.Tensor", k_fmod_tensor),
-        ("aten.fmod.Scalar", k_fmod_scalar),
-        ("aten.maximum", k_maximum),
-        ("aten.minimum", k_minimum),
-        ("aten.fmax", k_fmax),
-        ("aten.fmin", k_fmin),
-        ("aten.atan2", k_atan2),
-        ("aten.hypot", k_hypot),
-        ("aten.copysign.Tensor", k_copysign),
-        ("aten.copysign.Scalar", k_copysign_scalar),
-        ("aten.bitwise_and.Tensor", k_and_tensor),
-        ("aten.bitwise_and.Scalar", k_and_scalar),
-        ("aten.bitwise_or.Tensor", k_or_tensor),
-        ("aten.bitwise_or.Scalar", k_or_scalar),
-        ("aten.bitwise_xor.Tensor", k_xor_tensor),
-        ("aten.bitwise_xor.Scalar", k_xor_scalar),
-        ("aten.bitwise_left_shift.Tensor", k_shl_tensor),
-        ("aten.bitwise_left_shift.Tensor_Scalar", k_shl_scalar),
-        ("aten.bitwise_right_shift.Tensor", k_shr_tensor),
-        ("aten.bitwise_right_shift.Tensor_Scalar", k_shr_scalar),
-        ("aten.logical_and", k_logical_and),
-        ("aten.logical_or", k_logical_or),
-        ("aten.logical_xor", k_logical_xor),
-        ("aten.pow.Tensor_Tensor", k_pow_tt),
-        ("aten.pow.Tensor_Scalar", k_pow_ts),
-        ("aten.pow.Scalar", k_pow_st),
-        ("aten.eq.Tensor", k_eq_t),
-        ("aten.eq.Scalar", k_eq_s),
-        ("aten.ne.Tensor", k_ne_t),
-        ("aten.ne.Scalar", k_ne_s),
-        ("aten.lt.Tensor", k_lt_t),
-        ("aten.lt.Scalar", k_lt_s),
-        ("aten.le.Tensor", k_le_t),
-        ("aten.le.Scalar", k_le_s),
-        ("aten.gt.Tensor", k_gt_t),
-        ("aten.gt.Scalar", k_gt_s),
-        ("aten.ge.Tensor", k_ge_t),
-        ("aten.ge.Scalar", k_ge_s),
-        ("aten.where.self", k_where),
-        ("aten.where.Scalar", k_where_scalar),
-        ("aten.where.ScalarOther", k_where_scalar_other),
-        ("aten.where.ScalarSelf", k_where_scalar_self),
-        ("aten.masked_fill.Scalar", k_masked_fill_scalar),
-        ("aten.masked_fill.Tensor", k_masked_fill_tensor),
-        ("aten.lerp.Scalar", k_lerp_scalar),
-        ("aten.lerp.Tensor", k_lerp_tensor),
-        ("aten.addcmul", k_addcmul),
-        ("aten.addcdiv", k_addcdiv),
-        ("aten.add_.Tensor", k_add_),
-        ("aten.add_.Scalar", k_add_s_),
-        ("aten.sub_.Tensor", k_sub_),
-        ("aten.sub_.Scalar", k_sub_s_),
-        ("aten.mul_.Tensor", k_mul_),
-        ("aten.mul_.Scalar", k_mul_s_),
-        ("aten.div_.Tensor", k_div_),
-        ("aten.div_.Scalar", k_div_s_),
-        ("aten.div_.Tensor_mode", k_div_mode_),
-        ("aten.masked_fill_.Scalar", k_masked_fill_),
-        ("aten.pow_.Scalar", k_pow_),
-        ("aten.remainder_.Tensor", k_remainder_),
+    let table: &[(ir::OpRef, super::KernelFn)] = &[
+        (op::ADD_TENSOR, k_add_tensor),
+        (op::ADD_SCALAR, k_add_scalar),
+        (op::SUB_TENSOR, k_sub_tensor),
+        (op::SUB_SCALAR, k_sub_scalar),
+        (op::RSUB_TENSOR, k_rsub_tensor),
+        (op::RSUB_SCALAR, k_rsub_scalar),
+        (op::MUL_TENSOR, k_mul_tensor),
+        (op::MUL_SCALAR, k_mul_scalar),
+        (op::DIV_TENSOR, k_div_tensor),
+        (op::DIV_SCALAR, k_div_scalar),
+        (op::DIV_TENSOR_MODE, k_div_tensor_mode),
+        (op::DIV_SCALAR_MODE, k_div_scalar_mode),
+        (op::FLOOR_DIVIDE, k_floor_divide),
+        (op::FLOOR_DIVIDE_SCALAR, k_floor_divide_scalar),
+        (op::REMAINDER_TENSOR, k_remainder_tensor),
+        (op::REMAINDER_SCALAR, k_remainder_scalar),
+        (op::REMAINDER_SCALAR_TENSOR, k_remainder_scalar_tensor),
+        (op::FMOD_TENSOR, k_fmod_tensor),
+        (op::FMOD_SCALAR, k_fmod_scalar),
+        (op::MAXIMUM, k_maximum),
+        (op::MINIMUM, k_minimum),
+        (op::FMAX, k_fmax),
+        (op::FMIN, k_fmin),
+        (op::ATAN2, k_atan2),
+        (op::HYPOT, k_hypot),
+        (op::COPYSIGN_TENSOR, k_copysign),
+        (op::COPYSIGN_SCALAR, k_copysign_scalar),
+        (op::BITWISE_AND_TENSOR, k_and_tensor),
+        (op::BITWISE_AND_SCALAR, k_and_scalar),
+        (op::BITWISE_OR_TENSOR, k_or_tensor),
+        (op::BITWISE_OR_SCALAR, k_or_scalar),
+        (op::BITWISE_XOR_TENSOR, k_xor_tensor),
+        (op::BITWISE_XOR_SCALAR, k_xor_scalar),
+        (op::BITWISE_LEFT_SHIFT_TENSOR, k_shl_tensor),
+        (op::BITWISE_LEFT_SHIFT_TENSOR_SCALAR, k_shl_scalar),
+        (op::BITWISE_RIGHT_SHIFT_TENSOR, k_shr_tensor),
+        (op::BITWISE_RIGHT_SHIFT_TENSOR_SCALAR, k_shr_scalar),
+        (op::LOGICAL_AND, k_logical_and),
+        (op::LOGICAL_OR, k_logical_or),
+        (op::LOGICAL_XOR, k_logical_xor),
+        (op::POW_TENSOR_TENSOR, k_pow_tt),
+        (op::POW_TENSOR_SCALAR, k_pow_ts),
+        (op::POW_SCALAR, k_pow_st),
+        (op::EQ_TENSOR, k_eq_t),
+        (op::EQ_SCALAR, k_eq_s),
+        (op::NE_TENSOR, k_ne_t),
+        (op::NE_SCALAR, k_ne_s),
+        (op::LT_TENSOR, k_lt_t),
+        (op::LT_SCALAR, k_lt_s),
+        (op::LE_TENSOR, k_le_t),
+        (op::LE_SCALAR, k_le_s),
+        (op::GT_TENSOR, k_gt_t),
+        (op::GT_SCALAR, k_gt_s),
+        (op::GE_TENSOR, k_ge_t),
+        (op::GE_SCALAR, k_ge_s),
+        (op::WHERE_SELF, k_where),
+        (op::WHERE_SCALAR, k_where_scalar),
+        (op::WHERE_SCALAROTHER, k_where_scalar_other),
+        (op::WHERE_SCALARSELF, k_where_scalar_self),
+        (op::MASKED_FILL_SCALAR, k_masked_fill_scalar),
+        (op::MASKED_FILL_TENSOR, k_masked_fill_tensor),
+        (op::LERP_SCALAR, k_lerp_scalar),
+        (op::LERP_TENSOR, k_lerp_tensor),
+        (op::ADDCMUL, k_addcmul),
+        (op::ADDCDIV, k_addcdiv),
+        (op::ADD__TENSOR, k_add_),
+        (op::ADD__SCALAR, k_add_s_),
+        (op::SUB__TENSOR, k_sub_),
+        (op::SUB__SCALAR, k_sub_s_),
+        (op::MUL__TENSOR, k_mul_),
+        (op::MUL__SCALAR, k_mul_s_),
+        (op::DIV__TENSOR, k_div_),
+        (op::DIV__SCALAR, k_div_s_),
+        (op::DIV__TENSOR_MODE, k_div_mode_),
+        (op::MASKED_FILL__SCALAR, k_masked_fill_),
+        (op::POW__SCALAR, k_pow_),
+        (op::REMAINDER__TENSOR, k_remainder_),
     ];
     for &(name, f) in table {
         r.register(name, f);

@@ -8,9 +8,10 @@
 use super::{Args, KernelRegistry, ret};
 use crate::tensor::{KernelError, Result};
 use crate::value::IValue;
+use dialect_aten::op;
 
 fn k_to_copy(args: &[IValue]) -> Result<Vec<IValue>> {
-    let a = Args::new("aten._to_copy", args, 1)?;
+    let a = Args::new(op::_TO_COPY, args, 1)?;
     let t = a.tensor(0)?;
     if let Some(dev) = a.get(3).as_opt_str().ok().flatten()
         && !dev.starts_with("cpu")
@@ -22,7 +23,7 @@ fn k_to_copy(args: &[IValue]) -> Result<Vec<IValue>> {
 }
 
 fn k_to_dtype(args: &[IValue]) -> Result<Vec<IValue>> {
-    let a = Args::new("aten.to.dtype", args, 2)?;
+    let a = Args::new(op::TO_DTYPE, args, 2)?;
     let t = a.tensor(0)?;
     let dtype = a.opt_dtype(1)?.unwrap_or(t.dtype());
     let copy = a.opt_bool(3)?.unwrap_or(false);
@@ -33,18 +34,18 @@ fn k_to_dtype(args: &[IValue]) -> Result<Vec<IValue>> {
 }
 
 fn k_clone(args: &[IValue]) -> Result<Vec<IValue>> {
-    let a = Args::new("aten.clone", args, 1)?;
+    let a = Args::new(op::CLONE, args, 1)?;
     ret(a.tensor(0)?.deep_clone()?)
 }
 
 fn k_contiguous(args: &[IValue]) -> Result<Vec<IValue>> {
-    let a = Args::new("aten.contiguous", args, 1)?;
+    let a = Args::new(op::CONTIGUOUS, args, 1)?;
     ret(a.tensor(0)?.contiguous()?)
 }
 
 /// `copy(self, src)`: a new tensor with `self`'s shape and dtype holding `src` (broadcast).
 fn k_copy(args: &[IValue]) -> Result<Vec<IValue>> {
-    let a = Args::new("aten.copy", args, 2)?;
+    let a = Args::new(op::COPY, args, 2)?;
     let t = a.tensor(0)?;
     let out = crate::tensor::Tensor::zeros(t.dtype(), t.sizes())?;
     out.copy_(a.tensor(1)?).map_err(|e| e.in_op(a.op))?;
@@ -53,38 +54,38 @@ fn k_copy(args: &[IValue]) -> Result<Vec<IValue>> {
 
 /// `copy_(self, src)`: writes `src` into `self` through its view.
 fn k_copy_(args: &[IValue]) -> Result<Vec<IValue>> {
-    let a = Args::new("aten.copy_", args, 2)?;
+    let a = Args::new(op::COPY_, args, 2)?;
     let t = a.tensor(0)?;
     t.copy_(a.tensor(1)?).map_err(|e| e.in_op(a.op))?;
     ret(t.clone())
 }
 
 fn k_detach(args: &[IValue]) -> Result<Vec<IValue>> {
-    let a = Args::new("aten.detach", args, 1)?;
+    let a = Args::new(op::DETACH, args, 1)?;
     ret(a.tensor(0)?.alias())
 }
 
 fn k_lift_fresh_copy(args: &[IValue]) -> Result<Vec<IValue>> {
-    let a = Args::new("aten.lift_fresh_copy", args, 1)?;
+    let a = Args::new(op::LIFT_FRESH_COPY, args, 1)?;
     ret(a.tensor(0)?.deep_clone()?)
 }
 
 fn k_type_as(args: &[IValue]) -> Result<Vec<IValue>> {
-    let a = Args::new("aten.type_as", args, 2)?;
+    let a = Args::new(op::TYPE_AS, args, 2)?;
     ret(a.tensor(0)?.cast_to(a.tensor(1)?.dtype())?)
 }
 
 pub fn register(r: &mut KernelRegistry) {
-    let table: &[(&'static str, super::KernelFn)] = &[
-        ("aten._to_copy", k_to_copy),
-        ("aten.to.dtype", k_to_dtype),
-        ("aten.clone", k_clone),
-        ("aten.contiguous", k_contiguous),
-        ("aten.copy", k_copy),
-        ("aten.copy_", k_copy_),
-        ("aten.detach", k_detach),
-        ("aten.lift_fresh_copy", k_lift_fresh_copy),
-        ("aten.type_as", k_type_as),
+    let table: &[(ir::OpRef, super::KernelFn)] = &[
+        (op::_TO_COPY, k_to_copy),
+        (op::TO_DTYPE, k_to_dtype),
+        (op::CLONE, k_clone),
+        (op::CONTIGUOUS, k_contiguous),
+        (op::COPY, k_copy),
+        (op::COPY_, k_copy_),
+        (op::DETACH, k_detach),
+        (op::LIFT_FRESH_COPY, k_lift_fresh_copy),
+        (op::TYPE_AS, k_type_as),
     ];
     for &(name, f) in table {
         r.register(name, f);

@@ -1,6 +1,7 @@
 //! Tensor creation kernels: `full`, `zeros`, `ones`, `empty` (zero-filled), their `_like` and
 //! `new_` forms, `empty_strided`, `scalar_tensor`, `arange`, `linspace`, `eye`, and `fill`.
 
+use dialect_aten::op;
 use ir::DType;
 
 use super::unary::write_inplace;
@@ -14,21 +15,21 @@ fn dtype_of_fill(v: Scalar) -> DType {
 }
 
 fn k_full(args: &[IValue]) -> Result<Vec<IValue>> {
-    let a = Args::new("aten.full", args, 2)?;
+    let a = Args::new(op::FULL, args, 2)?;
     let v = a.scalar(1)?;
     let dtype = a.opt_dtype(2)?.unwrap_or(dtype_of_fill(v));
     ret(Tensor::full(dtype, &a.sizes(0)?, v)?)
 }
 
 fn k_full_like(args: &[IValue]) -> Result<Vec<IValue>> {
-    let a = Args::new("aten.full_like", args, 2)?;
+    let a = Args::new(op::FULL_LIKE, args, 2)?;
     let t = a.tensor(0)?;
     let dtype = a.opt_dtype(2)?.unwrap_or(t.dtype());
     ret(Tensor::full(dtype, t.sizes(), a.scalar(1)?)?)
 }
 
 macro_rules! const_kernels {
-    ($make:ident, $like:ident, $new:ident, $value:expr, $n_make:literal, $n_like:literal, $n_new:literal) => {
+    ($make:ident, $like:ident, $new:ident, $value:expr, $n_make:path, $n_like:path, $n_new:path) => {
         fn $make(args: &[IValue]) -> Result<Vec<IValue>> {
             let a = Args::new($n_make, args, 1)?;
             let dtype = a.opt_dtype(1)?.unwrap_or(DType::F32);
@@ -49,20 +50,20 @@ macro_rules! const_kernels {
     };
 }
 
-const_kernels!(k_zeros, k_zeros_like, k_new_zeros, Scalar::Int(0), "aten.zeros", "aten.zeros_like", "aten.new_zeros");
-const_kernels!(k_ones, k_ones_like, k_new_ones, Scalar::Int(1), "aten.ones", "aten.ones_like", "aten.new_ones");
+const_kernels!(k_zeros, k_zeros_like, k_new_zeros, Scalar::Int(0), op::ZEROS, op::ZEROS_LIKE, op::NEW_ZEROS);
+const_kernels!(k_ones, k_ones_like, k_new_ones, Scalar::Int(1), op::ONES, op::ONES_LIKE, op::NEW_ONES);
 const_kernels!(
     k_empty,
     k_empty_like,
     k_new_empty,
     Scalar::Int(0),
-    "aten.empty.memory_format",
-    "aten.empty_like",
-    "aten.new_empty"
+    op::EMPTY_MEMORY_FORMAT,
+    op::EMPTY_LIKE,
+    op::NEW_EMPTY
 );
 
 fn k_new_full(args: &[IValue]) -> Result<Vec<IValue>> {
-    let a = Args::new("aten.new_full", args, 3)?;
+    let a = Args::new(op::NEW_FULL, args, 3)?;
     let t = a.tensor(0)?;
     let dtype = a.opt_dtype(3)?.unwrap_or(t.dtype());
     ret(Tensor::full(dtype, &a.sizes(1)?, a.scalar(2)?)?)
@@ -70,7 +71,7 @@ fn k_new_full(args: &[IValue]) -> Result<Vec<IValue>> {
 
 /// `empty_strided`: a zero-filled tensor with exactly the given strides.
 fn k_empty_strided(args: &[IValue]) -> Result<Vec<IValue>> {
-    let a = Args::new("aten.empty_strided", args, 2)?;
+    let a = Args::new(op::EMPTY_STRIDED, args, 2)?;
     let sizes = a.sizes(0)?;
     let strides = a.sizes(1)?;
     if sizes.len() != strides.len() {
@@ -87,7 +88,7 @@ fn k_empty_strided(args: &[IValue]) -> Result<Vec<IValue>> {
 }
 
 fn k_scalar_tensor(args: &[IValue]) -> Result<Vec<IValue>> {
-    let a = Args::new("aten.scalar_tensor", args, 1)?;
+    let a = Args::new(op::SCALAR_TENSOR, args, 1)?;
     let dtype = a.opt_dtype(1)?.unwrap_or(DType::F32);
     ret(Tensor::scalar_tensor(a.scalar(0)?, dtype)?)
 }
@@ -137,25 +138,25 @@ pub fn arange(op: &str, start: Scalar, end: Scalar, step: Scalar, dtype: Option<
 }
 
 fn k_arange_start_step(args: &[IValue]) -> Result<Vec<IValue>> {
-    let a = Args::new("aten.arange.start_step", args, 2)?;
+    let a = Args::new(op::ARANGE_START_STEP, args, 2)?;
     let step = a.opt_scalar(2)?.unwrap_or(Scalar::Int(1));
     ret(arange(a.op, a.scalar(0)?, a.scalar(1)?, step, a.opt_dtype(3)?)?)
 }
 
 fn k_arange_start(args: &[IValue]) -> Result<Vec<IValue>> {
-    let a = Args::new("aten.arange.start", args, 2)?;
+    let a = Args::new(op::ARANGE_START, args, 2)?;
     ret(arange(a.op, a.scalar(0)?, a.scalar(1)?, Scalar::Int(1), a.opt_dtype(2)?)?)
 }
 
 fn k_arange(args: &[IValue]) -> Result<Vec<IValue>> {
-    let a = Args::new("aten.arange", args, 1)?;
+    let a = Args::new(op::ARANGE, args, 1)?;
     ret(arange(a.op, Scalar::Int(0), a.scalar(0)?, Scalar::Int(1), a.opt_dtype(1)?)?)
 }
 
 /// `linspace`: `steps` points from `start` to `end`; the first half counts up from `start`
 /// and the second half down from `end`, as PyTorch's CPU kernel does.
 fn k_linspace(args: &[IValue]) -> Result<Vec<IValue>> {
-    let a = Args::new("aten.linspace", args, 3)?;
+    let a = Args::new(op::LINSPACE, args, 3)?;
     let (s, e) = (a.scalar(0)?.to_f64(), a.scalar(1)?.to_f64());
     let steps = a.int(2)?;
     if steps < 0 {
@@ -185,24 +186,24 @@ fn eye(op: &str, n: i64, m: i64, dtype: Option<DType>) -> Result<Tensor> {
 }
 
 fn k_eye(args: &[IValue]) -> Result<Vec<IValue>> {
-    let a = Args::new("aten.eye", args, 1)?;
+    let a = Args::new(op::EYE, args, 1)?;
     let n = a.int(0)?;
     ret(eye(a.op, n, n, a.opt_dtype(1)?)?)
 }
 
 fn k_eye_m(args: &[IValue]) -> Result<Vec<IValue>> {
-    let a = Args::new("aten.eye.m", args, 2)?;
+    let a = Args::new(op::EYE_M, args, 2)?;
     ret(eye(a.op, a.int(0)?, a.int(1)?, a.opt_dtype(2)?)?)
 }
 
 fn k_fill_scalar(args: &[IValue]) -> Result<Vec<IValue>> {
-    let a = Args::new("aten.fill.Scalar", args, 2)?;
+    let a = Args::new(op::FILL_SCALAR, args, 2)?;
     let t = a.tensor(0)?;
     ret(Tensor::full(t.dtype(), t.sizes(), a.scalar(1)?)?)
 }
 
 fn k_fill_tensor(args: &[IValue]) -> Result<Vec<IValue>> {
-    let a = Args::new("aten.fill.Tensor", args, 2)?;
+    let a = Args::new(op::FILL_TENSOR, args, 2)?;
     let t = a.tensor(0)?;
     let v = a.tensor(1)?;
     if v.dim() != 0 {
@@ -212,14 +213,14 @@ fn k_fill_tensor(args: &[IValue]) -> Result<Vec<IValue>> {
 }
 
 fn k_fill_(args: &[IValue]) -> Result<Vec<IValue>> {
-    let a = Args::new("aten.fill_.Scalar", args, 2)?;
+    let a = Args::new(op::FILL__SCALAR, args, 2)?;
     let t = a.tensor(0)?;
     t.fill_(a.scalar(1)?)?;
     ret(t.clone())
 }
 
 fn k_fill_tensor_(args: &[IValue]) -> Result<Vec<IValue>> {
-    let a = Args::new("aten.fill_.Tensor", args, 2)?;
+    let a = Args::new(op::FILL__TENSOR, args, 2)?;
     let t = a.tensor(0)?;
     let v = a.tensor(1)?;
     if v.dim() != 0 {
@@ -229,39 +230,39 @@ fn k_fill_tensor_(args: &[IValue]) -> Result<Vec<IValue>> {
 }
 
 fn k_zero_(args: &[IValue]) -> Result<Vec<IValue>> {
-    let a = Args::new("aten.zero_", args, 1)?;
+    let a = Args::new(op::ZERO_, args, 1)?;
     let t = a.tensor(0)?;
     t.fill_(Scalar::Int(0))?;
     ret(t.clone())
 }
 
 pub fn register(r: &mut KernelRegistry) {
-    let table: &[(&'static str, super::KernelFn)] = &[
-        ("aten.full", k_full),
-        ("aten.full_like", k_full_like),
-        ("aten.zeros", k_zeros),
-        ("aten.zeros_like", k_zeros_like),
-        ("aten.new_zeros", k_new_zeros),
-        ("aten.ones", k_ones),
-        ("aten.ones_like", k_ones_like),
-        ("aten.new_ones", k_new_ones),
-        ("aten.empty.memory_format", k_empty),
-        ("aten.empty_like", k_empty_like),
-        ("aten.new_empty", k_new_empty),
-        ("aten.new_full", k_new_full),
-        ("aten.empty_strided", k_empty_strided),
-        ("aten.scalar_tensor", k_scalar_tensor),
-        ("aten.arange", k_arange),
-        ("aten.arange.start", k_arange_start),
-        ("aten.arange.start_step", k_arange_start_step),
-        ("aten.linspace", k_linspace),
-        ("aten.eye", k_eye),
-        ("aten.eye.m", k_eye_m),
-        ("aten.fill.Scalar", k_fill_scalar),
-        ("aten.fill.Tensor", k_fill_tensor),
-        ("aten.fill_.Scalar", k_fill_),
-        ("aten.fill_.Tensor", k_fill_tensor_),
-        ("aten.zero_", k_zero_),
+    let table: &[(ir::OpRef, super::KernelFn)] = &[
+        (op::FULL, k_full),
+        (op::FULL_LIKE, k_full_like),
+        (op::ZEROS, k_zeros),
+        (op::ZEROS_LIKE, k_zeros_like),
+        (op::NEW_ZEROS, k_new_zeros),
+        (op::ONES, k_ones),
+        (op::ONES_LIKE, k_ones_like),
+        (op::NEW_ONES, k_new_ones),
+        (op::EMPTY_MEMORY_FORMAT, k_empty),
+        (op::EMPTY_LIKE, k_empty_like),
+        (op::NEW_EMPTY, k_new_empty),
+        (op::NEW_FULL, k_new_full),
+        (op::EMPTY_STRIDED, k_empty_strided),
+        (op::SCALAR_TENSOR, k_scalar_tensor),
+        (op::ARANGE, k_arange),
+        (op::ARANGE_START, k_arange_start),
+        (op::ARANGE_START_STEP, k_arange_start_step),
+        (op::LINSPACE, k_linspace),
+        (op::EYE, k_eye),
+        (op::EYE_M, k_eye_m),
+        (op::FILL_SCALAR, k_fill_scalar),
+        (op::FILL_TENSOR, k_fill_tensor),
+        (op::FILL__SCALAR, k_fill_),
+        (op::FILL__TENSOR, k_fill_tensor_),
+        (op::ZERO_, k_zero_),
     ];
     for &(name, f) in table {
         r.register(name, f);

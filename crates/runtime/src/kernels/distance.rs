@@ -38,7 +38,7 @@ fn float_output(op: &'static str, t: &Tensor) -> Result<DType> {
 
 /// `_cdist_forward(x1 [*, P, M], x2 [*, R, M], p, compute_mode) -> [*, P, R]`.
 fn k_cdist(args: &[IValue]) -> Result<Vec<IValue>> {
-    let a = Args::new("aten._cdist_forward", args, 3)?;
+    let a = Args::new(op::_CDIST_FORWARD, args, 3)?;
     let (x1, x2) = (a.tensor(0)?, a.tensor(1)?);
     let p = a.float(2)?;
     check_p(a.op, p)?;
@@ -76,7 +76,7 @@ fn k_cdist(args: &[IValue]) -> Result<Vec<IValue>> {
 
 /// `_pdist_forward(self [N, M], p) -> [N*(N-1)/2]`: distances between every pair of rows i < j.
 fn k_pdist(args: &[IValue]) -> Result<Vec<IValue>> {
-    let a = Args::new("aten._pdist_forward", args, 1)?;
+    let a = Args::new(op::_PDIST_FORWARD, args, 1)?;
     let x = a.tensor(0)?;
     let p = if a.len() > 1 { a.float(1)? } else { 2.0 };
     check_p(a.op, p)?;
@@ -101,7 +101,7 @@ fn k_pdist(args: &[IValue]) -> Result<Vec<IValue>> {
 /// kept with probability 1 - p (drawn from this runtime's own generator, not PyTorch's) and
 /// scaled by 1 / (1 - p).
 fn k_native_dropout(args: &[IValue]) -> Result<Vec<IValue>> {
-    let a = Args::new("aten.native_dropout", args, 2)?;
+    let a = Args::new(op::NATIVE_DROPOUT, args, 2)?;
     let x = a.tensor(0)?;
     let p = a.float(1)?;
     if !(0.0..=1.0).contains(&p) {
@@ -147,18 +147,18 @@ mod tests {
     fn distances() {
         let x1 = Tensor::from_vec(vec![0.0f32, 0.0, 3.0, 4.0], &[2, 2]).unwrap();
         let x2 = Tensor::from_vec(vec![0.0f32, 0.0], &[1, 2]).unwrap();
-        assert_eq!(run("aten._cdist_forward", &[IValue::Tensor(x1.clone()), IValue::Tensor(x2.clone()), IValue::Float(2.0), IValue::None]), vec![0.0, 5.0]);
-        assert_eq!(run("aten._cdist_forward", &[IValue::Tensor(x1.clone()), IValue::Tensor(x2), IValue::Float(1.0), IValue::None]), vec![0.0, 7.0]);
-        assert_eq!(run("aten._pdist_forward", &[IValue::Tensor(x1.clone()), IValue::Float(f64::INFINITY)]), vec![4.0]);
-        assert_eq!(run("aten._pdist_forward", &[IValue::Tensor(x1), IValue::Float(0.0)]), vec![2.0]);
+        assert_eq!(run(op::_CDIST_FORWARD.name(), &[IValue::Tensor(x1.clone()), IValue::Tensor(x2.clone()), IValue::Float(2.0), IValue::None]), vec![0.0, 5.0]);
+        assert_eq!(run(op::_CDIST_FORWARD.name(), &[IValue::Tensor(x1.clone()), IValue::Tensor(x2), IValue::Float(1.0), IValue::None]), vec![0.0, 7.0]);
+        assert_eq!(run(op::_PDIST_FORWARD.name(), &[IValue::Tensor(x1.clone()), IValue::Float(f64::INFINITY)]), vec![4.0]);
+        assert_eq!(run(op::_PDIST_FORWARD.name(), &[IValue::Tensor(x1), IValue::Float(0.0)]), vec![2.0]);
     }
 
     #[test]
     fn dropout_modes() {
         let x = Tensor::from_vec(vec![1.0f32; 1000], &[1000]).unwrap();
-        assert!(run("aten.native_dropout", &[IValue::Tensor(x.clone()), IValue::Float(0.5), IValue::Bool(false)]).iter().all(|&v| v == 1.0));
-        assert!(run("aten.native_dropout", &[IValue::Tensor(x.clone()), IValue::Float(1.0), IValue::Bool(true)]).iter().all(|&v| v == 0.0));
-        let kept = run("aten.native_dropout", &[IValue::Tensor(x), IValue::Float(0.25), IValue::Bool(true)]);
+        assert!(run(op::NATIVE_DROPOUT.name(), &[IValue::Tensor(x.clone()), IValue::Float(0.5), IValue::Bool(false)]).iter().all(|&v| v == 1.0));
+        assert!(run(op::NATIVE_DROPOUT.name(), &[IValue::Tensor(x.clone()), IValue::Float(1.0), IValue::Bool(true)]).iter().all(|&v| v == 0.0));
+        let kept = run(op::NATIVE_DROPOUT.name(), &[IValue::Tensor(x), IValue::Float(0.25), IValue::Bool(true)]);
         assert!(kept.iter().all(|&v| v == 0.0 || (v - 4.0 / 3.0).abs() < 1e-6));
         let frac = kept.iter().filter(|&&v| v != 0.0).count() as f64 / 1000.0;
         assert!((0.65..0.85).contains(&frac), "kept {frac}");

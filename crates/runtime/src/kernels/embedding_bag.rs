@@ -14,7 +14,7 @@ use crate::value::IValue;
 use dialect_aten::op;
 
 fn k_embedding_bag(args: &[IValue]) -> Result<Vec<IValue>> {
-    let a = Args::new("aten._embedding_bag", args, 3)?;
+    let a = Args::new(op::_EMBEDDING_BAG, args, 3)?;
     let weight = a.tensor(0)?;
     let err = |m: String| KernelError::new(a.op, m);
     let [rows, dim] = weight.sizes() else { return Err(err(format!("weight must be 2-D, got shape {:?}", weight.sizes()))) };
@@ -85,7 +85,7 @@ fn k_embedding_bag(args: &[IValue]) -> Result<Vec<IValue>> {
 /// beyond the old ones are zero. The result is a new tensor: the interpreter passes it on as
 /// the op's result, which is what later ops read.
 fn k_resize_(args: &[IValue]) -> Result<Vec<IValue>> {
-    let a = Args::new("aten.resize_", args, 2)?;
+    let a = Args::new(op::RESIZE_, args, 2)?;
     let t = a.tensor(0)?;
     let sizes = a.sizes(1)?;
     let n: usize = sizes.iter().product();

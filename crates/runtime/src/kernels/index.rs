@@ -160,12 +160,12 @@ fn index_select_impl(op: &'static str, x: &Tensor, dim: i64, index: &Tensor) -> 
 }
 
 fn index_select(args: &[IValue]) -> Result<Vec<IValue>> {
-    let a = Args::new("aten.index_select", args, 3)?;
+    let a = Args::new(op::INDEX_SELECT, args, 3)?;
     Ok(outs([index_select_impl(a.op, a.tensor(0)?, a.int(1)?, a.tensor(2)?)?]))
 }
 
 fn embedding(args: &[IValue]) -> Result<Vec<IValue>> {
-    const OP: &str = "aten.embedding";
+    const OP: &str = op::EMBEDDING.name();
     let a = Args::new(OP, args, 2)?;
     let (w, idx) = (a.tensor(0)?, a.tensor(1)?);
     if w.dim() != 2 {
@@ -179,7 +179,7 @@ fn embedding(args: &[IValue]) -> Result<Vec<IValue>> {
 }
 
 fn take(args: &[IValue]) -> Result<Vec<IValue>> {
-    const OP: &str = "aten.take";
+    const OP: &str = op::TAKE.name();
     let a = Args::new(OP, args, 2)?;
     let (x, index) = (a.tensor(0)?, a.tensor(1)?);
     let idx = index_values(OP, "index", index)?;
@@ -198,7 +198,7 @@ fn dims_of(t: &Tensor) -> Vec<usize> {
 }
 
 fn gather(args: &[IValue]) -> Result<Vec<IValue>> {
-    const OP: &str = "aten.gather";
+    const OP: &str = op::GATHER.name();
     let a = Args::new(OP, args, 3)?;
     let (x, index) = (a.tensor(0)?, a.tensor(2)?);
     let d = normalize_dim(OP, a.int(1)?, x.dim())?;
@@ -361,20 +361,20 @@ fn scatter_impl(
 }
 
 fn scatter_src(args: &[IValue]) -> Result<Vec<IValue>> {
-    let a = Args::new("aten.scatter.src", args, 4)?;
+    let a = Args::new(op::SCATTER_SRC, args, 4)?;
     let r =
         scatter_impl(a.op, a.tensor(0)?, a.int(1)?, a.tensor(2)?, Src::Tensor(a.tensor(3)?), Reduce::Replace, true)?;
     Ok(outs([r]))
 }
 
 fn scatter_value(args: &[IValue]) -> Result<Vec<IValue>> {
-    let a = Args::new("aten.scatter.value", args, 4)?;
+    let a = Args::new(op::SCATTER_VALUE, args, 4)?;
     let r = scatter_impl(a.op, a.tensor(0)?, a.int(1)?, a.tensor(2)?, Src::Value(a.scalar(3)?), Reduce::Replace, true)?;
     Ok(outs([r]))
 }
 
 fn scatter_reduce_legacy(args: &[IValue]) -> Result<Vec<IValue>> {
-    let a = Args::new("aten.scatter.reduce", args, 5)?;
+    let a = Args::new(op::SCATTER_REDUCE, args, 5)?;
     let red = match a.str(4)? {
         "add" => Reduce::Sum,
         "multiply" => Reduce::Prod,
@@ -387,7 +387,7 @@ fn scatter_reduce_legacy(args: &[IValue]) -> Result<Vec<IValue>> {
 }
 
 fn scatter_value_reduce(args: &[IValue]) -> Result<Vec<IValue>> {
-    let a = Args::new("aten.scatter.value_reduce", args, 5)?;
+    let a = Args::new(op::SCATTER_VALUE_REDUCE, args, 5)?;
     let red = match a.str(4)? {
         "add" => Reduce::Sum,
         "multiply" => Reduce::Prod,
@@ -400,13 +400,13 @@ fn scatter_value_reduce(args: &[IValue]) -> Result<Vec<IValue>> {
 }
 
 fn scatter_add(args: &[IValue]) -> Result<Vec<IValue>> {
-    let a = Args::new("aten.scatter_add", args, 4)?;
+    let a = Args::new(op::SCATTER_ADD, args, 4)?;
     let r = scatter_impl(a.op, a.tensor(0)?, a.int(1)?, a.tensor(2)?, Src::Tensor(a.tensor(3)?), Reduce::Sum, true)?;
     Ok(outs([r]))
 }
 
 fn scatter_reduce_two(args: &[IValue]) -> Result<Vec<IValue>> {
-    let a = Args::new("aten.scatter_reduce.two", args, 5)?;
+    let a = Args::new(op::SCATTER_REDUCE_TWO, args, 5)?;
     let red = parse_reduce(a.op, a.str(4)?)?;
     let include_self = a.opt_bool(5)?.unwrap_or(true);
     let r = scatter_impl(a.op, a.tensor(0)?, a.int(1)?, a.tensor(2)?, Src::Tensor(a.tensor(3)?), red, include_self)?;
@@ -526,13 +526,13 @@ fn advanced_offsets(op: &'static str, sizes: &[usize], indices: &[Option<Tensor>
 }
 
 fn index_tensor(args: &[IValue]) -> Result<Vec<IValue>> {
-    index_tensor_as("aten.index.Tensor", args)
+    index_tensor_as(op::INDEX_TENSOR.name(), args)
 }
 
 /// `_unsafe_index.Tensor`: `index.Tensor` without the promise of bounds checks (they are
 /// still made; an out-of-range index is an error rather than undefined behaviour).
 fn unsafe_index_tensor(args: &[IValue]) -> Result<Vec<IValue>> {
-    index_tensor_as("aten._unsafe_index.Tensor", args)
+    index_tensor_as(op::_UNSAFE_INDEX_TENSOR.name(), args)
 }
 
 fn index_tensor_as(op: &'static str, args: &[IValue]) -> Result<Vec<IValue>> {
@@ -576,16 +576,16 @@ fn index_put_impl(
 }
 
 fn index_put(args: &[IValue]) -> Result<Vec<IValue>> {
-    index_put_as("aten.index_put", args)
+    index_put_as(op::INDEX_PUT.name(), args)
 }
 
 fn index_put_hacked_twin(args: &[IValue]) -> Result<Vec<IValue>> {
-    index_put_as("aten.index_put.hacked_twin", args)
+    index_put_as(op::INDEX_PUT_HACKED_TWIN.name(), args)
 }
 
 /// `_unsafe_index_put`: `index_put` (bounds are still checked).
 fn unsafe_index_put(args: &[IValue]) -> Result<Vec<IValue>> {
-    index_put_as("aten._unsafe_index_put", args)
+    index_put_as(op::_UNSAFE_INDEX_PUT.name(), args)
 }
 
 fn index_put_as(op: &'static str, args: &[IValue]) -> Result<Vec<IValue>> {
@@ -603,7 +603,7 @@ fn dim_indices(dim: usize, index: &Tensor) -> Vec<Option<Tensor>> {
 
 /// `index_add(self, dim, index, source, alpha)`: `self[..., index[i], ...] += alpha · source[..., i, ...]`.
 fn index_add(args: &[IValue]) -> Result<Vec<IValue>> {
-    const OP: &str = "aten.index_add";
+    const OP: &str = op::INDEX_ADD.name();
     let a = Args::new(OP, args, 4)?;
     let (x, index, src) = (a.tensor(0)?, a.tensor(2)?, a.tensor(3)?);
     let alpha = a.opt_scalar(4)?.unwrap_or(Scalar::Int(1));
@@ -612,7 +612,7 @@ fn index_add(args: &[IValue]) -> Result<Vec<IValue>> {
 
 /// `index_copy(self, dim, index, source)`.
 fn index_copy(args: &[IValue]) -> Result<Vec<IValue>> {
-    const OP: &str = "aten.index_copy";
+    const OP: &str = op::INDEX_COPY.name();
     let a = Args::new(OP, args, 4)?;
     along_dim_put(OP, a.tensor(0)?, a.int(1)?, a.tensor(2)?, a.tensor(3)?, None)
 }
@@ -703,17 +703,17 @@ fn index_fill(op: &'static str, args: &[IValue]) -> Result<Vec<IValue>> {
 }
 
 fn index_fill_scalar(args: &[IValue]) -> Result<Vec<IValue>> {
-    index_fill("aten.index_fill.int_Scalar", args)
+    index_fill(op::INDEX_FILL_INT_SCALAR.name(), args)
 }
 
 fn index_fill_tensor(args: &[IValue]) -> Result<Vec<IValue>> {
-    index_fill("aten.index_fill.int_Tensor", args)
+    index_fill(op::INDEX_FILL_INT_TENSOR.name(), args)
 }
 
 // ----- masks and structured scatters -----
 
 fn masked_scatter(args: &[IValue]) -> Result<Vec<IValue>> {
-    const OP: &str = "aten.masked_scatter";
+    const OP: &str = op::MASKED_SCATTER.name();
     let a = Args::new(OP, args, 3)?;
     let (x, mask, source) = (a.tensor(0)?, a.tensor(1)?, a.tensor(2)?);
     if !matches!(mask.dtype(), DType::Bool | DType::U8) {
@@ -772,7 +772,7 @@ fn scatter_into_view(
 }
 
 fn select_scatter(args: &[IValue]) -> Result<Vec<IValue>> {
-    const OP: &str = "aten.select_scatter";
+    const OP: &str = op::SELECT_SCATTER.name();
     let a = Args::new(OP, args, 4)?;
     let x = a.tensor(0)?;
     let (dim, index) = (a.int(2)?, a.int(3)?);
@@ -783,7 +783,7 @@ fn select_scatter(args: &[IValue]) -> Result<Vec<IValue>> {
 }
 
 fn slice_scatter(args: &[IValue]) -> Result<Vec<IValue>> {
-    const OP: &str = "aten.slice_scatter";
+    const OP: &str = op::SLICE_SCATTER.name();
     let a = Args::new(OP, args, 2)?;
     let x = a.tensor(0)?;
     let dim = a.opt_int(2)?.unwrap_or(0);
@@ -796,7 +796,7 @@ fn slice_scatter(args: &[IValue]) -> Result<Vec<IValue>> {
 }
 
 fn diagonal_scatter(args: &[IValue]) -> Result<Vec<IValue>> {
-    const OP: &str = "aten.diagonal_scatter";
+    const OP: &str = op::DIAGONAL_SCATTER.name();
     let a = Args::new(OP, args, 2)?;
     let x = a.tensor(0)?;
     let offset = a.opt_int(2)?.unwrap_or(0);
@@ -805,7 +805,7 @@ fn diagonal_scatter(args: &[IValue]) -> Result<Vec<IValue>> {
 }
 
 fn nonzero(args: &[IValue]) -> Result<Vec<IValue>> {
-    const OP: &str = "aten.nonzero";
+    const OP: &str = op::NONZERO.name();
     let a = Args::new(OP, args, 1)?;
     let x = a.tensor(0)?;
     let flags: Vec<bool> = dispatch_dtype!(x.dtype(), T => x.to_vec::<T>()?.into_iter().map(|v| v.to_bool()).collect());
@@ -826,25 +826,25 @@ pub fn register(r: &mut KernelRegistry) {
     r.register(op::EMBEDDING, embedding);
     r.register(op::INDEX_SELECT, index_select);
     r.register(op::GATHER, gather);
-    r.register("aten.take", take);
+    r.register(op::TAKE, take);
     r.register(op::SCATTER_SRC, scatter_src);
     r.register(op::SCATTER_VALUE, scatter_value);
-    r.register("aten.scatter.reduce", scatter_reduce_legacy);
-    r.register("aten.scatter.value_reduce", scatter_value_reduce);
+    r.register(op::SCATTER_REDUCE, scatter_reduce_legacy);
+    r.register(op::SCATTER_VALUE_REDUCE, scatter_value_reduce);
     r.register(op::SCATTER_ADD, scatter_add);
     r.register(op::SCATTER_REDUCE_TWO, scatter_reduce_two);
     r.register(op::INDEX_TENSOR, index_tensor);
     r.register(op::INDEX_PUT, index_put);
-    r.register("aten.index_put.hacked_twin", index_put_hacked_twin);
-    r.register("aten._unsafe_index.Tensor", unsafe_index_tensor);
-    r.register("aten._unsafe_index_put", unsafe_index_put);
-    r.register("aten.index_add", index_add);
-    r.register("aten.index_copy", index_copy);
-    r.register("aten.index_fill.int_Scalar", index_fill_scalar);
-    r.register("aten.index_fill.int_Tensor", index_fill_tensor);
+    r.register(op::INDEX_PUT_HACKED_TWIN, index_put_hacked_twin);
+    r.register(op::_UNSAFE_INDEX_TENSOR, unsafe_index_tensor);
+    r.register(op::_UNSAFE_INDEX_PUT, unsafe_index_put);
+    r.register(op::INDEX_ADD, index_add);
+    r.register(op::INDEX_COPY, index_copy);
+    r.register(op::INDEX_FILL_INT_SCALAR, index_fill_scalar);
+    r.register(op::INDEX_FILL_INT_TENSOR, index_fill_tensor);
     r.register(op::MASKED_SCATTER, masked_scatter);
     r.register(op::SELECT_SCATTER, select_scatter);
     r.register(op::SLICE_SCATTER, slice_scatter);
-    r.register("aten.diagonal_scatter", diagonal_scatter);
+    r.register(op::DIAGONAL_SCATTER, diagonal_scatter);
     r.register(op::NONZERO, nonzero);
 }

@@ -38,18 +38,6 @@ pub mod sort;
 pub mod unary;
 pub(crate) use ::kernels::wide;
 
-/// Handles of ops the runtime has kernels for although the aten dialect does not declare them
-/// (they reach the interpreter as unregistered ops), where code other than their registration
-/// names them.
-pub mod undeclared {
-    use ir::OpRef;
-
-    /// `aten.native_batch_norm`.
-    pub const NATIVE_BATCH_NORM: OpRef = OpRef::new("aten.native_batch_norm");
-    /// `aten._unsafe_view`.
-    pub const UNSAFE_VIEW: OpRef = OpRef::new("aten._unsafe_view");
-}
-
 /// Whether the memory planner runs `op` through an out-variant (its result written into a
 /// planned buffer).
 pub fn has_out_variant(op: &str) -> bool {
@@ -141,7 +129,8 @@ pub struct Args<'a> {
 
 impl<'a> Args<'a> {
     /// Wraps `args`, checking that at least `min` arguments were passed.
-    pub fn new(op: &'static str, args: &'a [IValue], min: usize) -> Result<Args<'a>> {
+    pub fn new(op: impl Into<ir::OpRef>, args: &'a [IValue], min: usize) -> Result<Args<'a>> {
+        let op = op.into().name();
         if args.len() < min {
             return Err(KernelError::new(op, format!("expected {min} arguments, got {}", args.len())));
         }

@@ -341,20 +341,20 @@ fn layer_norm_impl(op: &'static str, a: &Args<'_>, eps_at: usize) -> Result<(Ten
 }
 
 fn native_layer_norm(args: &[IValue]) -> Result<Vec<IValue>> {
-    let a = Args::new("aten.native_layer_norm", args, 2)?;
+    let a = Args::new(op::NATIVE_LAYER_NORM, args, 2)?;
     let (y, m, r) = layer_norm_impl(a.op, &a, 4)?;
     Ok(outs([y, m, r]))
 }
 
 fn layer_norm(args: &[IValue]) -> Result<Vec<IValue>> {
-    let a = Args::new("aten.layer_norm", args, 2)?;
+    let a = Args::new(op::LAYER_NORM, args, 2)?;
     Ok(outs([layer_norm_impl(a.op, &a, 4)?.0]))
 }
 
 /// `rms_norm(input, normalized_shape, weight, eps)`: `x / sqrt(mean(x²) + eps) · weight`, with
 /// `eps` defaulting to the dtype's machine epsilon.
 fn rms_norm(args: &[IValue]) -> Result<Vec<IValue>> {
-    const OP: &str = "aten.rms_norm";
+    const OP: &str = op::RMS_NORM.name();
     let a = Args::new(OP, args, 2)?;
     let x = a.tensor(0)?;
     let shape = a.sizes(1)?;
@@ -502,19 +502,19 @@ fn bn_args<'a>(a: &Args<'a>) -> Result<BatchNorm<'a>> {
 }
 
 fn native_batch_norm(args: &[IValue]) -> Result<Vec<IValue>> {
-    let a = Args::new("aten.native_batch_norm", args, 8)?;
+    let a = Args::new(op::NATIVE_BATCH_NORM, args, 8)?;
     let [y, m, r, _, _] = batch_norm_impl(a.op, &bn_args(&a)?)?;
     Ok(outs([y, m, r]))
 }
 
 fn native_batch_norm_legit(args: &[IValue]) -> Result<Vec<IValue>> {
-    let a = Args::new("aten._native_batch_norm_legit", args, 8)?;
+    let a = Args::new(op::_NATIVE_BATCH_NORM_LEGIT, args, 8)?;
     let [y, m, r, _, _] = batch_norm_impl(a.op, &bn_args(&a)?)?;
     Ok(outs([y, m, r]))
 }
 
 fn native_batch_norm_legit_functional(args: &[IValue]) -> Result<Vec<IValue>> {
-    let a = Args::new("aten._native_batch_norm_legit_functional", args, 8)?;
+    let a = Args::new(op::_NATIVE_BATCH_NORM_LEGIT_FUNCTIONAL, args, 8)?;
     let mut bn = bn_args(&a)?;
     // The functional variant returns the new running stats instead of writing them.
     let (rm, rv) =
@@ -526,7 +526,7 @@ fn native_batch_norm_legit_functional(args: &[IValue]) -> Result<Vec<IValue>> {
 }
 
 fn native_batch_norm_legit_no_stats(args: &[IValue]) -> Result<Vec<IValue>> {
-    let a = Args::new("aten._native_batch_norm_legit.no_stats", args, 6)?;
+    let a = Args::new(op::_NATIVE_BATCH_NORM_LEGIT_NO_STATS, args, 6)?;
     let bn = BatchNorm {
         x: a.tensor(0)?,
         weight: a.opt_tensor(1)?,
@@ -542,7 +542,7 @@ fn native_batch_norm_legit_no_stats(args: &[IValue]) -> Result<Vec<IValue>> {
 }
 
 fn native_batch_norm_legit_no_training(args: &[IValue]) -> Result<Vec<IValue>> {
-    let a = Args::new("aten._native_batch_norm_legit_no_training", args, 7)?;
+    let a = Args::new(op::_NATIVE_BATCH_NORM_LEGIT_NO_TRAINING, args, 7)?;
     let bn = BatchNorm {
         x: a.tensor(0)?,
         weight: a.opt_tensor(1)?,
@@ -558,7 +558,7 @@ fn native_batch_norm_legit_no_training(args: &[IValue]) -> Result<Vec<IValue>> {
 }
 
 fn batch_norm(args: &[IValue]) -> Result<Vec<IValue>> {
-    let a = Args::new("aten.batch_norm", args, 8)?;
+    let a = Args::new(op::BATCH_NORM, args, 8)?;
     let mut bn = bn_args(&a)?;
     // Without running statistics, batch_norm always uses batch statistics.
     if bn.running_mean.is_none() && bn.running_var.is_none() {
@@ -619,7 +619,7 @@ fn group_norm_impl(
 }
 
 fn native_group_norm(args: &[IValue]) -> Result<Vec<IValue>> {
-    const OP: &str = "aten.native_group_norm";
+    const OP: &str = op::NATIVE_GROUP_NORM.name();
     let a = Args::new(OP, args, 8)?;
     let size = |i: usize| -> Result<usize> {
         usize::try_from(a.int(i)?).map_err(|_| KernelError::new(OP, format!("argument {i} must be non-negative")))
@@ -639,7 +639,7 @@ fn native_group_norm(args: &[IValue]) -> Result<Vec<IValue>> {
 }
 
 fn group_norm(args: &[IValue]) -> Result<Vec<IValue>> {
-    const OP: &str = "aten.group_norm";
+    const OP: &str = op::GROUP_NORM.name();
     let a = Args::new(OP, args, 2)?;
     let x = a.tensor(0)?;
     if x.dim() < 2 {
@@ -656,12 +656,12 @@ fn group_norm(args: &[IValue]) -> Result<Vec<IValue>> {
 pub fn register(r: &mut KernelRegistry) {
     r.register(op::NATIVE_LAYER_NORM, native_layer_norm);
     r.register(op::LAYER_NORM, layer_norm);
-    r.register("aten.rms_norm", rms_norm);
-    r.register(super::undeclared::NATIVE_BATCH_NORM, native_batch_norm);
+    r.register(op::RMS_NORM, rms_norm);
+    r.register(op::NATIVE_BATCH_NORM, native_batch_norm);
     r.register(op::_NATIVE_BATCH_NORM_LEGIT, native_batch_norm_legit);
     r.register(op::_NATIVE_BATCH_NORM_LEGIT_NO_STATS, native_batch_norm_legit_no_stats);
     r.register(op::_NATIVE_BATCH_NORM_LEGIT_NO_TRAINING, native_batch_norm_legit_no_training);
-    r.register("aten._native_batch_norm_legit_functional", native_batch_norm_legit_functional);
+    r.register(op::_NATIVE_BATCH_NORM_LEGIT_FUNCTIONAL, native_batch_norm_legit_functional);
     r.register(op::BATCH_NORM, batch_norm);
     r.register(op::NATIVE_GROUP_NORM, native_group_norm);
     r.register(op::GROUP_NORM, group_norm);

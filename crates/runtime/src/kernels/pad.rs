@@ -146,7 +146,7 @@ fn pad_impl(op: &'static str, x: &Tensor, pad: &[i64], mode: Mode, value: Scalar
 }
 
 fn constant_pad_nd(args: &[IValue]) -> Result<Vec<IValue>> {
-    let a = Args::new("aten.constant_pad_nd", args, 2)?;
+    let a = Args::new(op::CONSTANT_PAD_ND, args, 2)?;
     let value = a.opt_scalar(2)?.unwrap_or(Scalar::Int(0));
     Ok(outs([pad_impl(a.op, a.tensor(0)?, &a.int_list(1)?, Mode::Constant, value)?]))
 }
@@ -166,27 +166,27 @@ fn mode_pad(op: &'static str, k: usize, mode: Mode, args: &[IValue]) -> Result<V
 }
 
 fn reflection_pad1d(args: &[IValue]) -> Result<Vec<IValue>> {
-    mode_pad("aten.reflection_pad1d", 1, Mode::Reflect, args)
+    mode_pad(op::REFLECTION_PAD1D.name(), 1, Mode::Reflect, args)
 }
 fn reflection_pad2d(args: &[IValue]) -> Result<Vec<IValue>> {
-    mode_pad("aten.reflection_pad2d", 2, Mode::Reflect, args)
+    mode_pad(op::REFLECTION_PAD2D.name(), 2, Mode::Reflect, args)
 }
 fn reflection_pad3d(args: &[IValue]) -> Result<Vec<IValue>> {
-    mode_pad("aten.reflection_pad3d", 3, Mode::Reflect, args)
+    mode_pad(op::REFLECTION_PAD3D.name(), 3, Mode::Reflect, args)
 }
 fn replication_pad1d(args: &[IValue]) -> Result<Vec<IValue>> {
-    mode_pad("aten.replication_pad1d", 1, Mode::Replicate, args)
+    mode_pad(op::REPLICATION_PAD1D.name(), 1, Mode::Replicate, args)
 }
 fn replication_pad2d(args: &[IValue]) -> Result<Vec<IValue>> {
-    mode_pad("aten.replication_pad2d", 2, Mode::Replicate, args)
+    mode_pad(op::REPLICATION_PAD2D.name(), 2, Mode::Replicate, args)
 }
 fn replication_pad3d(args: &[IValue]) -> Result<Vec<IValue>> {
-    mode_pad("aten.replication_pad3d", 3, Mode::Replicate, args)
+    mode_pad(op::REPLICATION_PAD3D.name(), 3, Mode::Replicate, args)
 }
 
 /// `pad(self, pad, mode="constant", value=None)`.
 fn pad(args: &[IValue]) -> Result<Vec<IValue>> {
-    const OP: &str = "aten.pad";
+    const OP: &str = op::PAD.name();
     let a = Args::new(OP, args, 2)?;
     let mode = match a.opt_str(2)?.unwrap_or("constant") {
         "constant" => Mode::Constant,
@@ -208,8 +208,8 @@ pub fn register(r: &mut KernelRegistry) {
     r.register(op::REFLECTION_PAD1D, reflection_pad1d);
     r.register(op::REFLECTION_PAD2D, reflection_pad2d);
     r.register(op::REFLECTION_PAD3D, reflection_pad3d);
-    r.register("aten.replication_pad1d", replication_pad1d);
+    r.register(op::REPLICATION_PAD1D, replication_pad1d);
     r.register(op::REPLICATION_PAD2D, replication_pad2d);
     r.register(op::REPLICATION_PAD3D, replication_pad3d);
-    r.register("aten.pad", pad);
+    r.register(op::PAD, pad);
 }

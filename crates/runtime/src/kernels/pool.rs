@@ -229,29 +229,29 @@ fn max_pool(op: &'static str, d: usize, a: &Args<'_>) -> Result<(Tensor, Tensor)
 }
 
 fn max_pool2d_with_indices(args: &[IValue]) -> Result<Vec<IValue>> {
-    let a = Args::new("aten.max_pool2d_with_indices", args, 2)?;
+    let a = Args::new(op::MAX_POOL2D_WITH_INDICES, args, 2)?;
     let (v, i) = max_pool(a.op, 2, &a)?;
     Ok(outs([v, i]))
 }
 
 fn max_pool3d_with_indices(args: &[IValue]) -> Result<Vec<IValue>> {
-    let a = Args::new("aten.max_pool3d_with_indices", args, 2)?;
+    let a = Args::new(op::MAX_POOL3D_WITH_INDICES, args, 2)?;
     let (v, i) = max_pool(a.op, 3, &a)?;
     Ok(outs([v, i]))
 }
 
 fn max_pool1d(args: &[IValue]) -> Result<Vec<IValue>> {
-    let a = Args::new("aten.max_pool1d", args, 2)?;
+    let a = Args::new(op::MAX_POOL1D, args, 2)?;
     Ok(outs([max_pool(a.op, 1, &a)?.0]))
 }
 
 fn max_pool2d(args: &[IValue]) -> Result<Vec<IValue>> {
-    let a = Args::new("aten.max_pool2d", args, 2)?;
+    let a = Args::new(op::MAX_POOL2D, args, 2)?;
     Ok(outs([max_pool(a.op, 2, &a)?.0]))
 }
 
 fn max_pool3d(args: &[IValue]) -> Result<Vec<IValue>> {
-    let a = Args::new("aten.max_pool3d", args, 2)?;
+    let a = Args::new(op::MAX_POOL3D, args, 2)?;
     Ok(outs([max_pool(a.op, 3, &a)?.0]))
 }
 
@@ -289,11 +289,11 @@ fn max_pool_backward(op: &'static str, d: usize, args: &[IValue]) -> Result<Vec<
 }
 
 fn max_pool2d_with_indices_backward(args: &[IValue]) -> Result<Vec<IValue>> {
-    max_pool_backward("aten.max_pool2d_with_indices_backward", 2, args)
+    max_pool_backward(op::MAX_POOL2D_WITH_INDICES_BACKWARD.name(), 2, args)
 }
 
 fn max_pool3d_with_indices_backward(args: &[IValue]) -> Result<Vec<IValue>> {
-    max_pool_backward("aten.max_pool3d_with_indices_backward", 3, args)
+    max_pool_backward(op::MAX_POOL3D_WITH_INDICES_BACKWARD.name(), 3, args)
 }
 
 /// Sum type and division of average pooling for one element type.
@@ -449,13 +449,13 @@ fn dispatch_int(
 }
 
 fn avg_pool1d(args: &[IValue]) -> Result<Vec<IValue>> {
-    avg_pool("aten.avg_pool1d", 1, args)
+    avg_pool(op::AVG_POOL1D.name(), 1, args)
 }
 fn avg_pool2d(args: &[IValue]) -> Result<Vec<IValue>> {
-    avg_pool("aten.avg_pool2d", 2, args)
+    avg_pool(op::AVG_POOL2D.name(), 2, args)
 }
 fn avg_pool3d(args: &[IValue]) -> Result<Vec<IValue>> {
-    avg_pool("aten.avg_pool3d", 3, args)
+    avg_pool(op::AVG_POOL3D.name(), 3, args)
 }
 
 /// Start and end (exclusive) of adaptive window `o` of `out` windows over `input` elements.
@@ -616,38 +616,38 @@ fn adaptive_max(op: &'static str, d: usize, args: &[IValue]) -> Result<Vec<IValu
 }
 
 fn adaptive_avg_pool1d(args: &[IValue]) -> Result<Vec<IValue>> {
-    adaptive_avg("aten.adaptive_avg_pool1d", 1, args)
+    adaptive_avg(op::ADAPTIVE_AVG_POOL1D.name(), 1, args)
 }
 fn adaptive_avg_pool2d_core(args: &[IValue]) -> Result<Vec<IValue>> {
-    adaptive_avg("aten._adaptive_avg_pool2d", 2, args)
+    adaptive_avg(op::_ADAPTIVE_AVG_POOL2D.name(), 2, args)
 }
 fn adaptive_avg_pool2d(args: &[IValue]) -> Result<Vec<IValue>> {
-    adaptive_avg("aten.adaptive_avg_pool2d", 2, args)
+    adaptive_avg(op::ADAPTIVE_AVG_POOL2D.name(), 2, args)
 }
 fn adaptive_avg_pool3d_core(args: &[IValue]) -> Result<Vec<IValue>> {
-    adaptive_avg("aten._adaptive_avg_pool3d", 3, args)
+    adaptive_avg(op::_ADAPTIVE_AVG_POOL3D.name(), 3, args)
 }
 fn adaptive_avg_pool3d(args: &[IValue]) -> Result<Vec<IValue>> {
-    adaptive_avg("aten.adaptive_avg_pool3d", 3, args)
+    adaptive_avg(op::ADAPTIVE_AVG_POOL3D.name(), 3, args)
 }
 fn adaptive_max_pool1d(args: &[IValue]) -> Result<Vec<IValue>> {
-    adaptive_max("aten.adaptive_max_pool1d", 1, args)
+    adaptive_max(op::ADAPTIVE_MAX_POOL1D.name(), 1, args)
 }
 fn adaptive_max_pool2d(args: &[IValue]) -> Result<Vec<IValue>> {
-    adaptive_max("aten.adaptive_max_pool2d", 2, args)
+    adaptive_max(op::ADAPTIVE_MAX_POOL2D.name(), 2, args)
 }
 fn adaptive_max_pool3d(args: &[IValue]) -> Result<Vec<IValue>> {
-    adaptive_max("aten.adaptive_max_pool3d", 3, args)
+    adaptive_max(op::ADAPTIVE_MAX_POOL3D.name(), 3, args)
 }
 
 pub fn register(r: &mut KernelRegistry) {
     r.register(op::MAX_POOL2D_WITH_INDICES, max_pool2d_with_indices);
     r.register(op::MAX_POOL3D_WITH_INDICES, max_pool3d_with_indices);
-    r.register("aten.max_pool1d", max_pool1d);
+    r.register(op::MAX_POOL1D, max_pool1d);
     r.register(op::MAX_POOL2D, max_pool2d);
-    r.register("aten.max_pool3d", max_pool3d);
+    r.register(op::MAX_POOL3D, max_pool3d);
     r.register(op::MAX_POOL2D_WITH_INDICES_BACKWARD, max_pool2d_with_indices_backward);
-    r.register("aten.max_pool3d_with_indices_backward", max_pool3d_with_indices_backward);
+    r.register(op::MAX_POOL3D_WITH_INDICES_BACKWARD, max_pool3d_with_indices_backward);
     r.register(op::AVG_POOL1D, avg_pool1d);
     r.register(op::AVG_POOL2D, avg_pool2d);
     r.register(op::AVG_POOL3D, avg_pool3d);
@@ -655,8 +655,8 @@ pub fn register(r: &mut KernelRegistry) {
     r.register(op::_ADAPTIVE_AVG_POOL2D, adaptive_avg_pool2d_core);
     r.register(op::ADAPTIVE_AVG_POOL2D, adaptive_avg_pool2d);
     r.register(op::_ADAPTIVE_AVG_POOL3D, adaptive_avg_pool3d_core);
-    r.register("aten.adaptive_avg_pool3d", adaptive_avg_pool3d);
-    r.register("aten.adaptive_max_pool1d", adaptive_max_pool1d);
-    r.register("aten.adaptive_max_pool2d", adaptive_max_pool2d);
-    r.register("aten.adaptive_max_pool3d", adaptive_max_pool3d);
+    r.register(op::ADAPTIVE_AVG_POOL3D, adaptive_avg_pool3d);
+    r.register(op::ADAPTIVE_MAX_POOL1D, adaptive_max_pool1d);
+    r.register(op::ADAPTIVE_MAX_POOL2D, adaptive_max_pool2d);
+    r.register(op::ADAPTIVE_MAX_POOL3D, adaptive_max_pool3d);
 }

@@ -84,6 +84,7 @@ fn sample(ty: &SchemaType, default: Option<&ir::schema::DefaultValue>, dtype: DT
 #[cfg(test)]
 mod tests {
     use super::*;
+    use dialect_aten::op;
 
     fn schema(name: &str) -> FunctionSchema {
         dialect_aten::schemas().iter().find(|s| s.op_name() == name).cloned().expect(name)
@@ -92,9 +93,9 @@ mod tests {
     #[test]
     fn elementwise_kernels_take_every_dtype_they_are_written_for() {
         let reg = super::super::registry();
-        let add = accepted_dtypes(&schema("aten.add.Tensor"), reg.get("aten.add.Tensor").unwrap());
+        let add = accepted_dtypes(&schema(op::ADD_TENSOR.name()), reg.get(op::ADD_TENSOR.name()).unwrap());
         assert!(add.contains(&DType::F32) && add.contains(&DType::I64) && add.contains(&DType::BF16), "{add:?}");
-        let bmm = accepted_dtypes(&schema("aten.bmm"), reg.get("aten.bmm").unwrap());
+        let bmm = accepted_dtypes(&schema(op::BMM.name()), reg.get(op::BMM.name()).unwrap());
         assert!(!bmm.contains(&DType::F32), "bmm takes 3-d tensors; the 2-d samples must be refused: {bmm:?}");
     }
 }

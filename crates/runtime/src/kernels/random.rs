@@ -60,30 +60,30 @@ fn sample(op: &str, sizes: &[usize], dtype: DType, draw: fn() -> f64) -> Result<
 }
 
 fn k_rand(args: &[IValue]) -> Result<Vec<IValue>> {
-    let a = Args::new("aten.rand", args, 1)?;
+    let a = Args::new(op::RAND, args, 1)?;
     sample(a.op, &a.sizes(0)?, a.opt_dtype(1)?.unwrap_or(DType::F32), next_uniform)
 }
 
 fn k_randn(args: &[IValue]) -> Result<Vec<IValue>> {
-    let a = Args::new("aten.randn", args, 1)?;
+    let a = Args::new(op::RANDN, args, 1)?;
     sample(a.op, &a.sizes(0)?, a.opt_dtype(1)?.unwrap_or(DType::F32), next_normal)
 }
 
 fn k_rand_like(args: &[IValue]) -> Result<Vec<IValue>> {
-    let a = Args::new("aten.rand_like", args, 1)?;
+    let a = Args::new(op::RAND_LIKE, args, 1)?;
     let t = a.tensor(0)?;
     sample(a.op, t.sizes(), a.opt_dtype(1)?.unwrap_or(t.dtype()), next_uniform)
 }
 
 fn k_randn_like(args: &[IValue]) -> Result<Vec<IValue>> {
-    let a = Args::new("aten.randn_like", args, 1)?;
+    let a = Args::new(op::RANDN_LIKE, args, 1)?;
     let t = a.tensor(0)?;
     sample(a.op, t.sizes(), a.opt_dtype(1)?.unwrap_or(t.dtype()), next_normal)
 }
 
 /// `randperm(n)`: a uniformly random permutation of `0..n` (Fisher–Yates), int64 by default.
 fn k_randperm(args: &[IValue]) -> Result<Vec<IValue>> {
-    let a = Args::new("aten.randperm", args, 1)?;
+    let a = Args::new(op::RANDPERM, args, 1)?;
     let n = a.int(0)?;
     let n = usize::try_from(n).map_err(|_| KernelError::new(a.op, format!("n must be non-negative, got {n}")))?;
     let mut v: Vec<i64> = (0..n as i64).collect();
@@ -116,22 +116,22 @@ mod tests {
 
     #[test]
     fn distributions_have_their_shape_dtype_and_moments() {
-        let u = call("aten.rand", &[IValue::IntList(vec![100, 100])]);
+        let u = call(op::RAND.name(), &[IValue::IntList(vec![100, 100])]);
         assert_eq!((u.sizes(), u.dtype()), (&[100usize, 100][..], DType::F32));
         let v = u.to_vec_f64();
         assert!(v.iter().all(|&x| (0.0..1.0).contains(&x)));
         let mean = v.iter().sum::<f64>() / v.len() as f64;
         assert!((mean - 0.5).abs() < 0.02, "{mean}");
-        let n = call("aten.randn", &[IValue::IntList(vec![20000]), IValue::ScalarType(DType::F64)]).to_vec_f64();
+        let n = call(op::RANDN.name(), &[IValue::IntList(vec![20000]), IValue::ScalarType(DType::F64)]).to_vec_f64();
         let mean = n.iter().sum::<f64>() / n.len() as f64;
         let var = n.iter().map(|x| (x - mean) * (x - mean)).sum::<f64>() / n.len() as f64;
         assert!(mean.abs() < 0.05 && (var - 1.0).abs() < 0.05, "{mean} {var}");
-        assert!(super::super::registry().call("aten.rand", &[IValue::IntList(vec![2]), IValue::ScalarType(DType::I64)]).is_err());
+        assert!(super::super::registry().call(op::RAND.name(), &[IValue::IntList(vec![2]), IValue::ScalarType(DType::I64)]).is_err());
     }
 
     #[test]
     fn randperm_is_a_permutation() {
-        let mut p = call("aten.randperm", &[IValue::Int(50)]).to_vec_i64();
+        let mut p = call(op::RANDPERM.name(), &[IValue::Int(50)]).to_vec_i64();
         p.sort_unstable();
         assert_eq!(p, (0..50).collect::<Vec<i64>>());
     }

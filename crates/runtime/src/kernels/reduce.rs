@@ -6,6 +6,7 @@
 //! least as accurate, is independent of the memory layout, and stays within the fixtures'
 //! tolerances. Integer sums and products wrap in `i64`.
 
+use dialect_aten::op;
 use half::{bf16, f16};
 use ir::DType;
 
@@ -138,7 +139,7 @@ fn pairwise_sum(x: &[f64]) -> f64 {
 }
 
 fn k_sum_dim(args: &[IValue]) -> Result<Vec<IValue>> {
-    let a = Args::new("aten.sum.dim_IntList", args, 1)?;
+    let a = Args::new(op::SUM_DIM_INTLIST, args, 1)?;
     let t = a.tensor(0)?;
     let dims = reduce_dims(a.op, t, a.opt_int_list(1)?.as_deref())?;
     let keepdim = a.opt_bool(2)?.unwrap_or(false);
@@ -147,7 +148,7 @@ fn k_sum_dim(args: &[IValue]) -> Result<Vec<IValue>> {
 }
 
 fn k_sum(args: &[IValue]) -> Result<Vec<IValue>> {
-    let a = Args::new("aten.sum", args, 1)?;
+    let a = Args::new(op::SUM, args, 1)?;
     let t = a.tensor(0)?;
     let dims: Vec<usize> = (0..t.dim()).collect();
     ret(sum_tensor(t, &dims, false, sum_dtype(t.dtype(), a.opt_dtype(1)?))?)
@@ -176,14 +177,14 @@ fn mean_tensor(op: &str, t: &Tensor, dims: &[usize], keepdim: bool, dtype: Optio
 }
 
 fn k_mean_dim(args: &[IValue]) -> Result<Vec<IValue>> {
-    let a = Args::new("aten.mean.dim", args, 1)?;
+    let a = Args::new(op::MEAN_DIM, args, 1)?;
     let t = a.tensor(0)?;
     let dims = reduce_dims(a.op, t, a.opt_int_list(1)?.as_deref())?;
     ret(mean_tensor(a.op, t, &dims, a.opt_bool(2)?.unwrap_or(false), a.opt_dtype(3)?)?)
 }
 
 fn k_mean(args: &[IValue]) -> Result<Vec<IValue>> {
-    let a = Args::new("aten.mean", args, 1)?;
+    let a = Args::new(op::MEAN, args, 1)?;
     let t = a.tensor(0)?;
     let dims: Vec<usize> = (0..t.dim()).collect();
     ret(mean_tensor(a.op, t, &dims, false, a.opt_dtype(1)?)?)
@@ -205,14 +206,14 @@ fn prod_tensor(t: &Tensor, dims: &[usize], keepdim: bool, dtype: DType) -> Resul
 }
 
 fn k_prod(args: &[IValue]) -> Result<Vec<IValue>> {
-    let a = Args::new("aten.prod", args, 1)?;
+    let a = Args::new(op::PROD, args, 1)?;
     let t = a.tensor(0)?;
     let dims: Vec<usize> = (0..t.dim()).collect();
     ret(prod_tensor(t, &dims, false, sum_dtype(t.dtype(), a.opt_dtype(1)?))?)
 }
 
 fn k_prod_dim(args: &[IValue]) -> Result<Vec<IValue>> {
-    let a = Args::new("aten.prod.dim_int", args, 2)?;
+    let a = Args::new(op::PROD_DIM_INT, args, 2)?;
     let t = a.tensor(0)?;
     let dims = reduce_dims(a.op, t, Some(&[a.int(1)?]))?;
     ret(prod_tensor(t, &dims, a.opt_bool(2)?.unwrap_or(false), sum_dtype(t.dtype(), a.opt_dtype(3)?))?)
@@ -259,28 +260,28 @@ fn extreme_values(op: &str, t: &Tensor, dims: &[usize], keepdim: bool, greater: 
 }
 
 fn k_amax(args: &[IValue]) -> Result<Vec<IValue>> {
-    let a = Args::new("aten.amax", args, 1)?;
+    let a = Args::new(op::AMAX, args, 1)?;
     let t = a.tensor(0)?;
     let dims = reduce_dims(a.op, t, a.opt_int_list(1)?.as_deref())?;
     ret(extreme_values(a.op, t, &dims, a.opt_bool(2)?.unwrap_or(false), true)?)
 }
 
 fn k_amin(args: &[IValue]) -> Result<Vec<IValue>> {
-    let a = Args::new("aten.amin", args, 1)?;
+    let a = Args::new(op::AMIN, args, 1)?;
     let t = a.tensor(0)?;
     let dims = reduce_dims(a.op, t, a.opt_int_list(1)?.as_deref())?;
     ret(extreme_values(a.op, t, &dims, a.opt_bool(2)?.unwrap_or(false), false)?)
 }
 
 fn k_max(args: &[IValue]) -> Result<Vec<IValue>> {
-    let a = Args::new("aten.max", args, 1)?;
+    let a = Args::new(op::MAX, args, 1)?;
     let t = a.tensor(0)?;
     let dims: Vec<usize> = (0..t.dim()).collect();
     ret(extreme_values(a.op, t, &dims, false, true)?)
 }
 
 fn k_min(args: &[IValue]) -> Result<Vec<IValue>> {
-    let a = Args::new("aten.min", args, 1)?;
+    let a = Args::new(op::MIN, args, 1)?;
     let t = a.tensor(0)?;
     let dims: Vec<usize> = (0..t.dim()).collect();
     ret(extreme_values(a.op, t, &dims, false, false)?)
@@ -300,11 +301,11 @@ fn values_indices(op: &'static str, args: &[IValue], greater: bool) -> Result<Ve
 }
 
 fn k_max_dim(args: &[IValue]) -> Result<Vec<IValue>> {
-    values_indices("aten.max.dim", args, true)
+    values_indices(op::MAX_DIM.name(), args, true)
 }
 
 fn k_min_dim(args: &[IValue]) -> Result<Vec<IValue>> {
-    values_indices("aten.min.dim", args, false)
+    values_indices(op::MIN_DIM.name(), args, false)
 }
 
 fn arg_op(op: &'static str, args: &[IValue], greater: bool) -> Result<Vec<IValue>> {
@@ -336,11 +337,11 @@ fn arg_op(op: &'static str, args: &[IValue], greater: bool) -> Result<Vec<IValue
 }
 
 fn k_argmax(args: &[IValue]) -> Result<Vec<IValue>> {
-    arg_op("aten.argmax", args, true)
+    arg_op(op::ARGMAX.name(), args, true)
 }
 
 fn k_argmin(args: &[IValue]) -> Result<Vec<IValue>> {
-    arg_op("aten.argmin", args, false)
+    arg_op(op::ARGMIN.name(), args, false)
 }
 
 /// Variance with `correction` (Bessel's correction is 1), two-pass in `f64`.
@@ -377,13 +378,13 @@ fn var_args(a: &Args, correction_idx: usize, keepdim_idx: usize) -> Result<(Vec<
 }
 
 fn k_var_correction(args: &[IValue]) -> Result<Vec<IValue>> {
-    let a = Args::new("aten.var.correction", args, 1)?;
+    let a = Args::new(op::VAR_CORRECTION, args, 1)?;
     let (dims, c, k) = var_args(&a, 2, 3)?;
     ret(var_tensor(a.op, a.tensor(0)?, &dims, c, k, false)?)
 }
 
 fn k_std_correction(args: &[IValue]) -> Result<Vec<IValue>> {
-    let a = Args::new("aten.std.correction", args, 1)?;
+    let a = Args::new(op::STD_CORRECTION, args, 1)?;
     let (dims, c, k) = var_args(&a, 2, 3)?;
     ret(var_tensor(a.op, a.tensor(0)?, &dims, c, k, true)?)
 }
@@ -396,19 +397,19 @@ fn dim_unbiased(a: &Args) -> Result<(Vec<usize>, f64, bool)> {
 }
 
 fn k_var_dim(args: &[IValue]) -> Result<Vec<IValue>> {
-    let a = Args::new("aten.var.dim", args, 1)?;
+    let a = Args::new(op::VAR_DIM, args, 1)?;
     let (dims, c, k) = dim_unbiased(&a)?;
     ret(var_tensor(a.op, a.tensor(0)?, &dims, c, k, false)?)
 }
 
 fn k_std_dim(args: &[IValue]) -> Result<Vec<IValue>> {
-    let a = Args::new("aten.std.dim", args, 1)?;
+    let a = Args::new(op::STD_DIM, args, 1)?;
     let (dims, c, k) = dim_unbiased(&a)?;
     ret(var_tensor(a.op, a.tensor(0)?, &dims, c, k, true)?)
 }
 
 fn k_var(args: &[IValue]) -> Result<Vec<IValue>> {
-    let a = Args::new("aten.var", args, 1)?;
+    let a = Args::new(op::VAR, args, 1)?;
     let t = a.tensor(0)?;
     let c = if a.opt_bool(1)?.unwrap_or(true) { 1.0 } else { 0.0 };
     let dims: Vec<usize> = (0..t.dim()).collect();
@@ -416,7 +417,7 @@ fn k_var(args: &[IValue]) -> Result<Vec<IValue>> {
 }
 
 fn k_std(args: &[IValue]) -> Result<Vec<IValue>> {
-    let a = Args::new("aten.std", args, 1)?;
+    let a = Args::new(op::STD, args, 1)?;
     let t = a.tensor(0)?;
     let c = if a.opt_bool(1)?.unwrap_or(true) { 1.0 } else { 0.0 };
     let dims: Vec<usize> = (0..t.dim()).collect();
@@ -424,7 +425,7 @@ fn k_std(args: &[IValue]) -> Result<Vec<IValue>> {
 }
 
 fn k_var_mean_correction(args: &[IValue]) -> Result<Vec<IValue>> {
-    let a = Args::new("aten.var_mean.correction", args, 1)?;
+    let a = Args::new(op::VAR_MEAN_CORRECTION, args, 1)?;
     let (dims, c, k) = var_args(&a, 2, 3)?;
     let t = a.tensor(0)?;
     let v = var_tensor(a.op, t, &dims, c, k, false)?;
@@ -441,7 +442,7 @@ fn any_all(op: &str, t: &Tensor, dims: &[usize], keepdim: bool, any: bool) -> Re
 }
 
 macro_rules! any_all_kernels {
-    ($full:ident, $dim:ident, $dims:ident, $any:expr, $n_full:literal, $n_dim:literal, $n_dims:literal) => {
+    ($full:ident, $dim:ident, $dims:ident, $any:expr, $n_full:path, $n_dim:path, $n_dims:path) => {
         fn $full(args: &[IValue]) -> Result<Vec<IValue>> {
             let a = Args::new($n_full, args, 1)?;
             let t = a.tensor(0)?;
@@ -463,8 +464,8 @@ macro_rules! any_all_kernels {
     };
 }
 
-any_all_kernels!(k_any, k_any_dim, k_any_dims, true, "aten.any", "aten.any.dim", "aten.any.dims");
-any_all_kernels!(k_all, k_all_dim, k_all_dims, false, "aten.all", "aten.all.dim", "aten.all.dims");
+any_all_kernels!(k_any, k_any_dim, k_any_dims, true, op::ANY, op::ANY_DIM, op::ANY_DIMS);
+any_all_kernels!(k_all, k_all_dim, k_all_dims, false, op::ALL, op::ALL_DIM, op::ALL_DIMS);
 
 fn logsumexp_block(b: &[f64]) -> f64 {
     let m = b.iter().copied().fold(f64::NEG_INFINITY, f64::max);
@@ -478,7 +479,7 @@ fn logsumexp_block(b: &[f64]) -> f64 {
 }
 
 fn k_logsumexp(args: &[IValue]) -> Result<Vec<IValue>> {
-    let a = Args::new("aten.logsumexp", args, 2)?;
+    let a = Args::new(op::LOGSUMEXP, args, 2)?;
     let t = a.tensor(0)?;
     let dims = reduce_dims(a.op, t, Some(&a.int_list(1)?))?;
     let keepdim = a.opt_bool(2)?.unwrap_or(false);
@@ -518,12 +519,12 @@ fn scan(op: &str, t: &Tensor, dim: i64, dtype: Option<DType>, prod: bool) -> Res
 }
 
 fn k_cumsum(args: &[IValue]) -> Result<Vec<IValue>> {
-    let a = Args::new("aten.cumsum", args, 2)?;
+    let a = Args::new(op::CUMSUM, args, 2)?;
     ret(scan(a.op, a.tensor(0)?, a.int(1)?, a.opt_dtype(2)?, false)?)
 }
 
 fn k_cumprod(args: &[IValue]) -> Result<Vec<IValue>> {
-    let a = Args::new("aten.cumprod", args, 2)?;
+    let a = Args::new(op::CUMPROD, args, 2)?;
     ret(scan(a.op, a.tensor(0)?, a.int(1)?, a.opt_dtype(2)?, true)?)
 }
 
@@ -584,11 +585,11 @@ fn softmax_kernel(op: &'static str, args: &[IValue], log: bool) -> Result<Vec<IV
 }
 
 fn k_softmax(args: &[IValue]) -> Result<Vec<IValue>> {
-    softmax_kernel("aten._softmax", args, false)
+    softmax_kernel(op::_SOFTMAX.name(), args, false)
 }
 
 fn k_log_softmax(args: &[IValue]) -> Result<Vec<IValue>> {
-    softmax_kernel("aten._log_softmax", args, true)
+    softmax_kernel(op::_LOG_SOFTMAX.name(), args, true)
 }
 
 fn softmax_int(op: &'static str, args: &[IValue], log: bool) -> Result<Vec<IValue>> {
@@ -600,15 +601,15 @@ fn softmax_int(op: &'static str, args: &[IValue], log: bool) -> Result<Vec<IValu
 }
 
 fn k_softmax_int(args: &[IValue]) -> Result<Vec<IValue>> {
-    softmax_int("aten.softmax.int", args, false)
+    softmax_int(op::SOFTMAX_INT.name(), args, false)
 }
 
 fn k_log_softmax_int(args: &[IValue]) -> Result<Vec<IValue>> {
-    softmax_int("aten.log_softmax.int", args, true)
+    softmax_int(op::LOG_SOFTMAX_INT.name(), args, true)
 }
 
 fn k_count_nonzero(args: &[IValue]) -> Result<Vec<IValue>> {
-    let a = Args::new("aten.count_nonzero.dim_IntList", args, 2)?;
+    let a = Args::new(op::COUNT_NONZERO_DIM_INTLIST, args, 2)?;
     let t = a.tensor(0)?;
     let dims = reduce_dims(a.op, t, Some(&a.int_list(1)?))?;
     let b = t.cast_to(DType::Bool)?;
@@ -617,49 +618,49 @@ fn k_count_nonzero(args: &[IValue]) -> Result<Vec<IValue>> {
 
 /// `_local_scalar_dense`: the value of a one-element tensor as a Python scalar.
 fn k_local_scalar_dense(args: &[IValue]) -> Result<Vec<IValue>> {
-    let a = Args::new("aten._local_scalar_dense", args, 1)?;
+    let a = Args::new(op::_LOCAL_SCALAR_DENSE, args, 1)?;
     let s: Scalar = a.tensor(0)?.item().map_err(|e| e.in_op(a.op))?;
     Ok(vec![IValue::from(s)])
 }
 
 pub fn register(r: &mut KernelRegistry) {
-    let table: &[(&'static str, super::KernelFn)] = &[
-        ("aten.sum", k_sum),
-        ("aten.sum.dim_IntList", k_sum_dim),
-        ("aten.mean", k_mean),
-        ("aten.mean.dim", k_mean_dim),
-        ("aten.prod", k_prod),
-        ("aten.prod.dim_int", k_prod_dim),
-        ("aten.amax", k_amax),
-        ("aten.amin", k_amin),
-        ("aten.max", k_max),
-        ("aten.min", k_min),
-        ("aten.max.dim", k_max_dim),
-        ("aten.min.dim", k_min_dim),
-        ("aten.argmax", k_argmax),
-        ("aten.argmin", k_argmin),
-        ("aten.var.correction", k_var_correction),
-        ("aten.var.dim", k_var_dim),
-        ("aten.var", k_var),
-        ("aten.std.correction", k_std_correction),
-        ("aten.std.dim", k_std_dim),
-        ("aten.std", k_std),
-        ("aten.var_mean.correction", k_var_mean_correction),
-        ("aten.any", k_any),
-        ("aten.any.dim", k_any_dim),
-        ("aten.any.dims", k_any_dims),
-        ("aten.all", k_all),
-        ("aten.all.dim", k_all_dim),
-        ("aten.all.dims", k_all_dims),
-        ("aten.logsumexp", k_logsumexp),
-        ("aten.cumsum", k_cumsum),
-        ("aten.cumprod", k_cumprod),
-        ("aten._softmax", k_softmax),
-        ("aten._log_softmax", k_log_softmax),
-        ("aten.softmax.int", k_softmax_int),
-        ("aten.log_softmax.int", k_log_softmax_int),
-        ("aten.count_nonzero.dim_IntList", k_count_nonzero),
-        ("aten._local_scalar_dense", k_local_scalar_dense),
+    let table: &[(ir::OpRef, super::KernelFn)] = &[
+        (op::SUM, k_sum),
+        (op::SUM_DIM_INTLIST, k_sum_dim),
+        (op::MEAN, k_mean),
+        (op::MEAN_DIM, k_mean_dim),
+        (op::PROD, k_prod),
+        (op::PROD_DIM_INT, k_prod_dim),
+        (op::AMAX, k_amax),
+        (op::AMIN, k_amin),
+        (op::MAX, k_max),
+        (op::MIN, k_min),
+        (op::MAX_DIM, k_max_dim),
+        (op::MIN_DIM, k_min_dim),
+        (op::ARGMAX, k_argmax),
+        (op::ARGMIN, k_argmin),
+        (op::VAR_CORRECTION, k_var_correction),
+        (op::VAR_DIM, k_var_dim),
+        (op::VAR, k_var),
+        (op::STD_CORRECTION, k_std_correction),
+        (op::STD_DIM, k_std_dim),
+        (op::STD, k_std),
+        (op::VAR_MEAN_CORRECTION, k_var_mean_correction),
+        (op::ANY, k_any),
+        (op::ANY_DIM, k_any_dim),
+        (op::ANY_DIMS, k_any_dims),
+        (op::ALL, k_all),
+        (op::ALL_DIM, k_all_dim),
+        (op::ALL_DIMS, k_all_dims),
+        (op::LOGSUMEXP, k_logsumexp),
+        (op::CUMSUM, k_cumsum),
+        (op::CUMPROD, k_cumprod),
+        (op::_SOFTMAX, k_softmax),
+        (op::_LOG_SOFTMAX, k_log_softmax),
+        (op::SOFTMAX_INT, k_softmax_int),
+        (op::LOG_SOFTMAX_INT, k_log_softmax_int),
+        (op::COUNT_NONZERO_DIM_INTLIST, k_count_nonzero),
+        (op::_LOCAL_SCALAR_DENSE, k_local_scalar_dense),
     ];
     for &(name, f) in table {
         r.register(name, f);

@@ -276,27 +276,27 @@ fn upsample_vec(op: &'static str, kind: Kind, d: usize, args: &[IValue]) -> Resu
 }
 
 macro_rules! upsample_ops {
-    ($($name:ident, $vec:ident, $op:literal, $opvec:literal, $kind:expr, $d:expr;)*) => {$(
+    ($($name:ident, $vec:ident, $op:path, $opvec:path, $kind:expr, $d:expr;)*) => {$(
         fn $name(args: &[IValue]) -> Result<Vec<IValue>> {
-            upsample_sizes($op, $kind, $d, args)
+            upsample_sizes($op.name(), $kind, $d, args)
         }
         fn $vec(args: &[IValue]) -> Result<Vec<IValue>> {
-            upsample_vec($opvec, $kind, $d, args)
+            upsample_vec($opvec.name(), $kind, $d, args)
         }
     )*};
 }
 
 upsample_ops! {
-    nearest1d, nearest1d_vec, "aten.upsample_nearest1d", "aten.upsample_nearest1d.vec", Kind::Nearest, 1;
-    nearest2d, nearest2d_vec, "aten.upsample_nearest2d", "aten.upsample_nearest2d.vec", Kind::Nearest, 2;
-    nearest3d, nearest3d_vec, "aten.upsample_nearest3d", "aten.upsample_nearest3d.vec", Kind::Nearest, 3;
-    exact1d, exact1d_vec, "aten._upsample_nearest_exact1d", "aten._upsample_nearest_exact1d.vec", Kind::NearestExact, 1;
-    exact2d, exact2d_vec, "aten._upsample_nearest_exact2d", "aten._upsample_nearest_exact2d.vec", Kind::NearestExact, 2;
-    exact3d, exact3d_vec, "aten._upsample_nearest_exact3d", "aten._upsample_nearest_exact3d.vec", Kind::NearestExact, 3;
-    linear1d, linear1d_vec, "aten.upsample_linear1d", "aten.upsample_linear1d.vec", Kind::Linear, 1;
-    bilinear2d, bilinear2d_vec, "aten.upsample_bilinear2d", "aten.upsample_bilinear2d.vec", Kind::Linear, 2;
-    trilinear3d, trilinear3d_vec, "aten.upsample_trilinear3d", "aten.upsample_trilinear3d.vec", Kind::Linear, 3;
-    bicubic2d, bicubic2d_vec, "aten.upsample_bicubic2d", "aten.upsample_bicubic2d.vec", Kind::Cubic, 2;
+    nearest1d, nearest1d_vec, op::UPSAMPLE_NEAREST1D, op::UPSAMPLE_NEAREST1D_VEC, Kind::Nearest, 1;
+    nearest2d, nearest2d_vec, op::UPSAMPLE_NEAREST2D, op::UPSAMPLE_NEAREST2D_VEC, Kind::Nearest, 2;
+    nearest3d, nearest3d_vec, op::UPSAMPLE_NEAREST3D, op::UPSAMPLE_NEAREST3D_VEC, Kind::Nearest, 3;
+    exact1d, exact1d_vec, op::_UPSAMPLE_NEAREST_EXACT1D, op::_UPSAMPLE_NEAREST_EXACT1D_VEC, Kind::NearestExact, 1;
+    exact2d, exact2d_vec, op::_UPSAMPLE_NEAREST_EXACT2D, op::_UPSAMPLE_NEAREST_EXACT2D_VEC, Kind::NearestExact, 2;
+    exact3d, exact3d_vec, op::_UPSAMPLE_NEAREST_EXACT3D, op::_UPSAMPLE_NEAREST_EXACT3D_VEC, Kind::NearestExact, 3;
+    linear1d, linear1d_vec, op::UPSAMPLE_LINEAR1D, op::UPSAMPLE_LINEAR1D_VEC, Kind::Linear, 1;
+    bilinear2d, bilinear2d_vec, op::UPSAMPLE_BILINEAR2D, op::UPSAMPLE_BILINEAR2D_VEC, Kind::Linear, 2;
+    trilinear3d, trilinear3d_vec, op::UPSAMPLE_TRILINEAR3D, op::UPSAMPLE_TRILINEAR3D_VEC, Kind::Linear, 3;
+    bicubic2d, bicubic2d_vec, op::UPSAMPLE_BICUBIC2D, op::UPSAMPLE_BICUBIC2D_VEC, Kind::Cubic, 2;
 }
 
 // ----- grid_sampler_2d -----
@@ -415,7 +415,7 @@ fn sample<T: Real>(plane: &[T], w: usize, h: usize, gx: T, gy: T, mode: i64, pad
 }
 
 fn grid_sampler_2d(args: &[IValue]) -> Result<Vec<IValue>> {
-    const OP: &str = "aten.grid_sampler_2d";
+    const OP: &str = op::GRID_SAMPLER_2D.name();
     let a = Args::new(OP, args, 5)?;
     let (x, grid) = (a.tensor(0)?, a.tensor(1)?);
     let mode = a.int(2)?;
@@ -471,25 +471,25 @@ fn grid_sampler_2d(args: &[IValue]) -> Result<Vec<IValue>> {
 }
 
 pub fn register(r: &mut KernelRegistry) {
-    r.register("aten.upsample_nearest1d", nearest1d);
-    r.register("aten.upsample_nearest1d.vec", nearest1d_vec);
-    r.register("aten.upsample_nearest2d", nearest2d);
+    r.register(op::UPSAMPLE_NEAREST1D, nearest1d);
+    r.register(op::UPSAMPLE_NEAREST1D_VEC, nearest1d_vec);
+    r.register(op::UPSAMPLE_NEAREST2D, nearest2d);
     r.register(op::UPSAMPLE_NEAREST2D_VEC, nearest2d_vec);
-    r.register("aten.upsample_nearest3d", nearest3d);
-    r.register("aten.upsample_nearest3d.vec", nearest3d_vec);
-    r.register("aten._upsample_nearest_exact1d", exact1d);
-    r.register("aten._upsample_nearest_exact1d.vec", exact1d_vec);
-    r.register("aten._upsample_nearest_exact2d", exact2d);
-    r.register("aten._upsample_nearest_exact2d.vec", exact2d_vec);
-    r.register("aten._upsample_nearest_exact3d", exact3d);
-    r.register("aten._upsample_nearest_exact3d.vec", exact3d_vec);
-    r.register("aten.upsample_linear1d", linear1d);
-    r.register("aten.upsample_linear1d.vec", linear1d_vec);
-    r.register("aten.upsample_bilinear2d", bilinear2d);
+    r.register(op::UPSAMPLE_NEAREST3D, nearest3d);
+    r.register(op::UPSAMPLE_NEAREST3D_VEC, nearest3d_vec);
+    r.register(op::_UPSAMPLE_NEAREST_EXACT1D, exact1d);
+    r.register(op::_UPSAMPLE_NEAREST_EXACT1D_VEC, exact1d_vec);
+    r.register(op::_UPSAMPLE_NEAREST_EXACT2D, exact2d);
+    r.register(op::_UPSAMPLE_NEAREST_EXACT2D_VEC, exact2d_vec);
+    r.register(op::_UPSAMPLE_NEAREST_EXACT3D, exact3d);
+    r.register(op::_UPSAMPLE_NEAREST_EXACT3D_VEC, exact3d_vec);
+    r.register(op::UPSAMPLE_LINEAR1D, linear1d);
+    r.register(op::UPSAMPLE_LINEAR1D_VEC, linear1d_vec);
+    r.register(op::UPSAMPLE_BILINEAR2D, bilinear2d);
     r.register(op::UPSAMPLE_BILINEAR2D_VEC, bilinear2d_vec);
-    r.register("aten.upsample_trilinear3d", trilinear3d);
-    r.register("aten.upsample_trilinear3d.vec", trilinear3d_vec);
-    r.register("aten.upsample_bicubic2d", bicubic2d);
-    r.register("aten.upsample_bicubic2d.vec", bicubic2d_vec);
+    r.register(op::UPSAMPLE_TRILINEAR3D, trilinear3d);
+    r.register(op::UPSAMPLE_TRILINEAR3D_VEC, trilinear3d_vec);
+    r.register(op::UPSAMPLE_BICUBIC2D, bicubic2d);
+    r.register(op::UPSAMPLE_BICUBIC2D_VEC, bicubic2d_vec);
     r.register(op::GRID_SAMPLER_2D, grid_sampler_2d);
 }

@@ -57,31 +57,31 @@ fn compare(op: &'static str, args: &[IValue], pred: fn(std::cmp::Ordering) -> bo
 }
 
 macro_rules! arith_kernel {
-    ($name:ident, $op:literal, $fi:expr, $ff:expr) => {
+    ($name:ident, $op:path, $fi:expr, $ff:expr) => {
         fn $name(args: &[IValue]) -> Result<Vec<IValue>> {
-            arith($op, args, $fi, $ff)
+            arith($op.name(), args, $fi, $ff)
         }
     };
 }
 
 macro_rules! compare_kernel {
-    ($name:ident, $op:literal, $pred:expr) => {
+    ($name:ident, $op:path, $pred:expr) => {
         fn $name(args: &[IValue]) -> Result<Vec<IValue>> {
-            compare($op, args, $pred)
+            compare($op.name(), args, $pred)
         }
     };
 }
 
-arith_kernel!(k_add, "aten.add", i64::wrapping_add, |a, b| a + b);
-arith_kernel!(k_mul, "aten.mul", i64::wrapping_mul, |a, b| a * b);
-compare_kernel!(k_gt, "aten.gt", |o| o.is_gt());
-compare_kernel!(k_lt, "aten.lt", |o| o.is_lt());
+arith_kernel!(k_add, op::ADD, i64::wrapping_add, |a, b| a + b);
+arith_kernel!(k_mul, op::MUL, i64::wrapping_mul, |a, b| a * b);
+compare_kernel!(k_gt, op::GT, |o| o.is_gt());
+compare_kernel!(k_lt, op::LT, |o| o.is_lt());
 
 fn k_add_str(args: &[IValue]) -> Result<Vec<IValue>> {
-    let a = Args::new("aten.add.str", args, 2)?;
+    let a = Args::new(op::ADD_STR, args, 2)?;
     match (a.get(0), a.get(1)) {
         (IValue::Str(x), IValue::Str(y)) => Ok(vec![IValue::Str(format!("{x}{y}").into())]),
-        _ => Err(KernelError::new("aten.add.str", "expected two strings")),
+        _ => Err(KernelError::new(op::ADD_STR, "expected two strings")),
     }
 }
 
@@ -119,7 +119,7 @@ fn rebuild(like: &IValue, items: Vec<IValue>) -> IValue {
 
 /// `aten::add.t`: list concatenation.
 fn k_add_t(args: &[IValue]) -> Result<Vec<IValue>> {
-    let a = Args::new("aten.add.t", args, 2)?;
+    let a = Args::new(op::ADD_T, args, 2)?;
     let mut items = list_items(a.op, a.get(0))?;
     items.extend(list_items(a.op, a.get(1))?);
     Ok(vec![rebuild(a.get(0), items)])
@@ -138,19 +138,19 @@ fn repeat_list(op: &'static str, list: &IValue, n: &IValue) -> Result<Vec<IValue
 
 /// `aten::mul.left_t`: `list * n`.
 fn k_mul_left_t(args: &[IValue]) -> Result<Vec<IValue>> {
-    let a = Args::new("aten.mul.left_t", args, 2)?;
+    let a = Args::new(op::MUL_LEFT_T, args, 2)?;
     repeat_list(a.op, a.get(0), a.get(1))
 }
 
 /// `aten::mul.right_`: `n * list`.
 fn k_mul_right(args: &[IValue]) -> Result<Vec<IValue>> {
-    let a = Args::new("aten.mul.right_", args, 2)?;
+    let a = Args::new(op::MUL_RIGHT_, args, 2)?;
     repeat_list(a.op, a.get(1), a.get(0))
 }
 
 /// `aten::size.int`: one dimension's size, with negative dims counted from the end.
 fn k_size_int(args: &[IValue]) -> Result<Vec<IValue>> {
-    let a = Args::new("aten.size.int", args, 2)?;
+    let a = Args::new(op::SIZE_INT, args, 2)?;
     let t = a.tensor(0)?;
     let d = a.get(1).as_int().map_err(|e| KernelError::new(a.op, e.message))?;
     Ok(vec![IValue::Int(t.size(d)? as i64)])
@@ -158,19 +158,19 @@ fn k_size_int(args: &[IValue]) -> Result<Vec<IValue>> {
 
 /// `aten::size`: all sizes.
 fn k_size(args: &[IValue]) -> Result<Vec<IValue>> {
-    let a = Args::new("aten.size", args, 1)?;
+    let a = Args::new(op::SIZE, args, 1)?;
     Ok(vec![IValue::IntList(a.tensor(0)?.sizes_i64())])
 }
 
 /// `aten::__and__.Tensor`: Python's `&` on tensors, which is `bitwise_and`.
 fn k_and(args: &[IValue]) -> Result<Vec<IValue>> {
-    super::registry().call("aten.bitwise_and.Tensor", args).map_err(|e| KernelError::new("aten.__and__.Tensor", e.message))
+    super::registry().call(op::BITWISE_AND_TENSOR.name(), args).map_err(|e| KernelError::new(op::__AND___TENSOR, e.message))
 }
 
 /// `aten::_assert_tensor_metadata`: fails when the tensor's sizes, strides or dtype differ from
 /// the ones given (each check only when given); returns nothing.
 fn k_assert_metadata(args: &[IValue]) -> Result<Vec<IValue>> {
-    let a = Args::new("aten._assert_tensor_metadata", args, 1)?;
+    let a = Args::new(op::_ASSERT_TENSOR_METADATA, args, 1)?;
     let t = a.tensor(0)?;
     if let IValue::IntList(size) = a.get(1) {
         if *size != t.sizes_i64() {
@@ -201,16 +201,16 @@ fn k_assert_metadata(args: &[IValue]) -> Result<Vec<IValue>> {
 }
 
 pub fn register(r: &mut KernelRegistry) {
-    for op in ["aten.add", "aten.add.int", "aten.add.float", "aten.add.int_float", "aten.add.float_int"] {
+    for op in [op::ADD, op::ADD_INT, op::ADD_FLOAT, op::ADD_INT_FLOAT, op::ADD_FLOAT_INT] {
         r.register(op, k_add);
     }
-    for op in ["aten.mul", "aten.mul.int", "aten.mul.float", "aten.mul.int_float", "aten.mul.float_int"] {
+    for op in [op::MUL, op::MUL_INT, op::MUL_FLOAT, op::MUL_INT_FLOAT, op::MUL_FLOAT_INT] {
         r.register(op, k_mul);
     }
-    for op in ["aten.gt", "aten.gt.int", "aten.gt.float", "aten.gt.int_float", "aten.gt.float_int", "aten.gt.str"] {
+    for op in [op::GT, op::GT_INT, op::GT_FLOAT, op::GT_INT_FLOAT, op::GT_FLOAT_INT, op::GT_STR] {
         r.register(op, k_gt);
     }
-    for op in ["aten.lt", "aten.lt.int", "aten.lt.float", "aten.lt.int_float", "aten.lt.float_int", "aten.lt.str"] {
+    for op in [op::LT, op::LT_INT, op::LT_FLOAT, op::LT_INT_FLOAT, op::LT_FLOAT_INT, op::LT_STR] {
         r.register(op, k_lt);
     }
     r.register(op::ADD_STR, k_add_str);
@@ -234,32 +234,32 @@ mod tests {
 
     #[test]
     fn python_arithmetic_and_comparisons() {
-        assert!(matches!(call("aten.add.int", &[IValue::Int(2), IValue::Int(3)])[..], [IValue::Int(5)]));
-        assert!(matches!(call("aten.add.int_float", &[IValue::Int(2), IValue::Float(0.5)])[..], [IValue::Float(x)] if x == 2.5));
-        assert!(matches!(call("aten.mul.int", &[IValue::Int(i64::MAX), IValue::Int(2)])[..], [IValue::Int(-2)]));
-        assert!(matches!(call("aten.gt.int", &[IValue::Int(3), IValue::Int(2)])[..], [IValue::Bool(true)]));
-        assert!(matches!(call("aten.lt.float", &[IValue::Float(f64::NAN), IValue::Float(1.0)])[..], [IValue::Bool(false)]));
-        assert!(matches!(call("aten.lt.int_float", &[IValue::Int(1), IValue::Float(1.5)])[..], [IValue::Bool(true)]));
+        assert!(matches!(call(op::ADD_INT.name(), &[IValue::Int(2), IValue::Int(3)])[..], [IValue::Int(5)]));
+        assert!(matches!(call(op::ADD_INT_FLOAT.name(), &[IValue::Int(2), IValue::Float(0.5)])[..], [IValue::Float(x)] if x == 2.5));
+        assert!(matches!(call(op::MUL_INT.name(), &[IValue::Int(i64::MAX), IValue::Int(2)])[..], [IValue::Int(-2)]));
+        assert!(matches!(call(op::GT_INT.name(), &[IValue::Int(3), IValue::Int(2)])[..], [IValue::Bool(true)]));
+        assert!(matches!(call(op::LT_FLOAT.name(), &[IValue::Float(f64::NAN), IValue::Float(1.0)])[..], [IValue::Bool(false)]));
+        assert!(matches!(call(op::LT_INT_FLOAT.name(), &[IValue::Int(1), IValue::Float(1.5)])[..], [IValue::Bool(true)]));
     }
 
     #[test]
     fn lists_and_sizes() {
-        let out = call("aten.add.t", &[IValue::IntList(vec![1]), IValue::IntList(vec![2, 3])]);
+        let out = call(op::ADD_T.name(), &[IValue::IntList(vec![1]), IValue::IntList(vec![2, 3])]);
         assert!(matches!(&out[..], [IValue::IntList(v)] if *v == vec![1, 2, 3]));
-        let out = call("aten.mul.left_t", &[IValue::IntList(vec![1, 2]), IValue::Int(2)]);
+        let out = call(op::MUL_LEFT_T.name(), &[IValue::IntList(vec![1, 2]), IValue::Int(2)]);
         assert!(matches!(&out[..], [IValue::IntList(v)] if *v == vec![1, 2, 1, 2]));
         let t = Tensor::zeros(ir::DType::F32, &[2, 5]).unwrap();
-        assert!(matches!(call("aten.size.int", &[IValue::Tensor(t.clone()), IValue::Int(-1)])[..], [IValue::Int(5)]));
-        assert!(super::super::registry().call("aten.size.int", &[IValue::Tensor(t), IValue::Int(2)]).is_err());
+        assert!(matches!(call(op::SIZE_INT.name(), &[IValue::Tensor(t.clone()), IValue::Int(-1)])[..], [IValue::Int(5)]));
+        assert!(super::super::registry().call(op::SIZE_INT.name(), &[IValue::Tensor(t), IValue::Int(2)]).is_err());
     }
 
     #[test]
     fn metadata_asserts() {
         let t = Tensor::zeros(ir::DType::F32, &[2, 3]).unwrap();
         let ok = [IValue::Tensor(t.clone()), IValue::IntList(vec![2, 3]), IValue::IntList(vec![3, 1]), IValue::ScalarType(ir::DType::F32)];
-        assert!(call("aten._assert_tensor_metadata", &ok).is_empty());
+        assert!(call(op::_ASSERT_TENSOR_METADATA.name(), &ok).is_empty());
         let bad = [IValue::Tensor(t), IValue::IntList(vec![3, 2])];
-        let e = super::super::registry().call("aten._assert_tensor_metadata", &bad).unwrap_err();
+        let e = super::super::registry().call(op::_ASSERT_TENSOR_METADATA.name(), &bad).unwrap_err();
         assert!(e.message.contains("expected sizes [3, 2]"), "{e}");
     }
 }

@@ -2,6 +2,7 @@
 //! return tensors aliasing their input; the others (`cat`, `flip`, `roll`, `repeat`, …)
 //! produce fresh contiguous tensors. `*_copy` variants (Edge dialect) return copies.
 
+use dialect_aten::op;
 use ir::DType;
 
 use super::{Args, KernelRegistry, ret};
@@ -50,64 +51,64 @@ fn src_offset(t: &Tensor, idx: &[usize]) -> usize {
 // ----- views -----
 
 fn k_view(args: &[IValue]) -> Result<Vec<IValue>> {
-    let a = Args::new("aten.view", args, 2)?;
+    let a = Args::new(op::VIEW, args, 2)?;
     ret(a.tensor(0)?.view(&a.int_list(1)?).map_err(|e| e.in_op(a.op))?)
 }
 
 fn k_reshape(args: &[IValue]) -> Result<Vec<IValue>> {
-    let a = Args::new("aten.reshape", args, 2)?;
+    let a = Args::new(op::RESHAPE, args, 2)?;
     ret(a.tensor(0)?.reshape(&a.int_list(1)?).map_err(|e| e.in_op(a.op))?)
 }
 
 fn k_unsafe_view(args: &[IValue]) -> Result<Vec<IValue>> {
-    let a = Args::new("aten._unsafe_view", args, 2)?;
+    let a = Args::new(op::_UNSAFE_VIEW, args, 2)?;
     ret(a.tensor(0)?.reshape(&a.int_list(1)?).map_err(|e| e.in_op(a.op))?)
 }
 
 fn k_permute(args: &[IValue]) -> Result<Vec<IValue>> {
-    let a = Args::new("aten.permute", args, 2)?;
+    let a = Args::new(op::PERMUTE, args, 2)?;
     ret(a.tensor(0)?.permute(&a.int_list(1)?).map_err(|e| e.in_op(a.op))?)
 }
 
 fn k_expand(args: &[IValue]) -> Result<Vec<IValue>> {
-    let a = Args::new("aten.expand", args, 2)?;
+    let a = Args::new(op::EXPAND, args, 2)?;
     ret(a.tensor(0)?.expand(&a.int_list(1)?).map_err(|e| e.in_op(a.op))?)
 }
 
 fn k_slice(args: &[IValue]) -> Result<Vec<IValue>> {
-    let a = Args::new("aten.slice.Tensor", args, 1)?;
+    let a = Args::new(op::SLICE_TENSOR, args, 1)?;
     let dim = a.opt_int(1)?.unwrap_or(0);
     let step = a.opt_int(4)?.unwrap_or(1);
     ret(a.tensor(0)?.slice(dim, a.opt_int(2)?, a.opt_int(3)?, step).map_err(|e| e.in_op(a.op))?)
 }
 
 fn k_select(args: &[IValue]) -> Result<Vec<IValue>> {
-    let a = Args::new("aten.select.int", args, 3)?;
+    let a = Args::new(op::SELECT_INT, args, 3)?;
     ret(a.tensor(0)?.select(a.int(1)?, a.int(2)?).map_err(|e| e.in_op(a.op))?)
 }
 
 fn k_squeeze(args: &[IValue]) -> Result<Vec<IValue>> {
-    let a = Args::new("aten.squeeze", args, 1)?;
+    let a = Args::new(op::SQUEEZE, args, 1)?;
     ret(a.tensor(0)?.squeeze().map_err(|e| e.in_op(a.op))?)
 }
 
 fn k_squeeze_dim(args: &[IValue]) -> Result<Vec<IValue>> {
-    let a = Args::new("aten.squeeze.dim", args, 2)?;
+    let a = Args::new(op::SQUEEZE_DIM, args, 2)?;
     ret(a.tensor(0)?.squeeze_dims(&[a.int(1)?]).map_err(|e| e.in_op(a.op))?)
 }
 
 fn k_squeeze_dims(args: &[IValue]) -> Result<Vec<IValue>> {
-    let a = Args::new("aten.squeeze.dims", args, 2)?;
+    let a = Args::new(op::SQUEEZE_DIMS, args, 2)?;
     ret(a.tensor(0)?.squeeze_dims(&a.int_list(1)?).map_err(|e| e.in_op(a.op))?)
 }
 
 fn k_unsqueeze(args: &[IValue]) -> Result<Vec<IValue>> {
-    let a = Args::new("aten.unsqueeze", args, 2)?;
+    let a = Args::new(op::UNSQUEEZE, args, 2)?;
     ret(a.tensor(0)?.unsqueeze(a.int(1)?).map_err(|e| e.in_op(a.op))?)
 }
 
 fn k_as_strided(args: &[IValue]) -> Result<Vec<IValue>> {
-    let a = Args::new("aten.as_strided", args, 3)?;
+    let a = Args::new(op::AS_STRIDED, args, 3)?;
     let sizes = a.sizes(1)?;
     let strides = a.sizes(2)?;
     let offset = match a.opt_int(3)? {
@@ -118,22 +119,22 @@ fn k_as_strided(args: &[IValue]) -> Result<Vec<IValue>> {
 }
 
 fn k_t(args: &[IValue]) -> Result<Vec<IValue>> {
-    let a = Args::new("aten.t", args, 1)?;
+    let a = Args::new(op::T, args, 1)?;
     ret(a.tensor(0)?.t().map_err(|e| e.in_op(a.op))?)
 }
 
 fn k_transpose(args: &[IValue]) -> Result<Vec<IValue>> {
-    let a = Args::new("aten.transpose.int", args, 3)?;
+    let a = Args::new(op::TRANSPOSE_INT, args, 3)?;
     ret(a.tensor(0)?.transpose(a.int(1)?, a.int(2)?).map_err(|e| e.in_op(a.op))?)
 }
 
 fn k_alias(args: &[IValue]) -> Result<Vec<IValue>> {
-    let a = Args::new("aten.alias", args, 1)?;
+    let a = Args::new(op::ALIAS, args, 1)?;
     ret(a.tensor(0)?.alias())
 }
 
 fn k_diagonal(args: &[IValue]) -> Result<Vec<IValue>> {
-    let a = Args::new("aten.diagonal", args, 1)?;
+    let a = Args::new(op::DIAGONAL, args, 1)?;
     let t = a.tensor(0)?;
     let off = a.opt_int(1)?.unwrap_or(0);
     let d1 = a.opt_int(2)?.unwrap_or(0);
@@ -142,7 +143,7 @@ fn k_diagonal(args: &[IValue]) -> Result<Vec<IValue>> {
 }
 
 fn k_narrow(args: &[IValue]) -> Result<Vec<IValue>> {
-    let a = Args::new("aten.narrow", args, 4)?;
+    let a = Args::new(op::NARROW, args, 4)?;
     let len = a.int(3)?;
     if len < 0 {
         return Err(KernelError::new(a.op, format!("negative length {len}")));
@@ -151,7 +152,7 @@ fn k_narrow(args: &[IValue]) -> Result<Vec<IValue>> {
 }
 
 fn k_flatten(args: &[IValue]) -> Result<Vec<IValue>> {
-    let a = Args::new("aten.flatten.using_ints", args, 1)?;
+    let a = Args::new(op::FLATTEN_USING_INTS, args, 1)?;
     let t = a.tensor(0)?;
     if t.dim() == 0 {
         return ret(t.reshape(&[1])?);
@@ -168,7 +169,7 @@ fn k_flatten(args: &[IValue]) -> Result<Vec<IValue>> {
 }
 
 fn k_unbind(args: &[IValue]) -> Result<Vec<IValue>> {
-    let a = Args::new("aten.unbind.int", args, 1)?;
+    let a = Args::new(op::UNBIND_INT, args, 1)?;
     let t = a.tensor(0)?;
     let dim = a.opt_int(1)?.unwrap_or(0);
     let d = normalize_dim(a.op, dim, t.dim())?;
@@ -196,7 +197,7 @@ fn split_sizes(op: &str, t: &Tensor, d: usize, sizes: &[usize]) -> Result<Vec<Te
 }
 
 fn k_split_with_sizes(args: &[IValue]) -> Result<Vec<IValue>> {
-    let a = Args::new("aten.split_with_sizes", args, 2)?;
+    let a = Args::new(op::SPLIT_WITH_SIZES, args, 2)?;
     let t = a.tensor(0)?;
     if t.dim() == 0 {
         return Err(KernelError::new(a.op, "split expects at least a 1-dimensional tensor"));
@@ -206,7 +207,7 @@ fn k_split_with_sizes(args: &[IValue]) -> Result<Vec<IValue>> {
 }
 
 fn k_split(args: &[IValue]) -> Result<Vec<IValue>> {
-    let a = Args::new("aten.split.Tensor", args, 2)?;
+    let a = Args::new(op::SPLIT_TENSOR, args, 2)?;
     let t = a.tensor(0)?;
     if t.dim() == 0 {
         return Err(KernelError::new(a.op, "split expects at least a 1-dimensional tensor"));
@@ -235,7 +236,7 @@ fn k_split(args: &[IValue]) -> Result<Vec<IValue>> {
 }
 
 fn k_chunk(args: &[IValue]) -> Result<Vec<IValue>> {
-    let a = Args::new("aten.chunk", args, 2)?;
+    let a = Args::new(op::CHUNK, args, 2)?;
     let t = a.tensor(0)?;
     let chunks = a.int(1)?;
     if chunks <= 0 {
@@ -301,12 +302,12 @@ pub fn cat(op: &str, tensors: &[Tensor], dim: i64) -> Result<Tensor> {
 }
 
 fn k_cat(args: &[IValue]) -> Result<Vec<IValue>> {
-    let a = Args::new("aten.cat", args, 1)?;
+    let a = Args::new(op::CAT, args, 1)?;
     ret(cat(a.op, &a.tensor_list(0)?, a.opt_int(1)?.unwrap_or(0))?)
 }
 
 fn k_stack(args: &[IValue]) -> Result<Vec<IValue>> {
-    let a = Args::new("aten.stack", args, 1)?;
+    let a = Args::new(op::STACK, args, 1)?;
     let ts = a.tensor_list(0)?;
     let Some(first) = ts.first() else {
         return Err(KernelError::new(a.op, "expected a non-empty list of tensors"));
@@ -325,7 +326,7 @@ fn k_stack(args: &[IValue]) -> Result<Vec<IValue>> {
 }
 
 fn k_flip(args: &[IValue]) -> Result<Vec<IValue>> {
-    let a = Args::new("aten.flip", args, 2)?;
+    let a = Args::new(op::FLIP, args, 2)?;
     let t = a.tensor(0)?;
     let dims = if t.dim() == 0 { vec![] } else { normalize_dims(a.op, &a.int_list(1)?, t.dim())? };
     let sizes = t.sizes().to_vec();
@@ -340,7 +341,7 @@ fn k_flip(args: &[IValue]) -> Result<Vec<IValue>> {
 }
 
 fn k_roll(args: &[IValue]) -> Result<Vec<IValue>> {
-    let a = Args::new("aten.roll", args, 2)?;
+    let a = Args::new(op::ROLL, args, 2)?;
     let t = a.tensor(0)?;
     let shifts = a.int_list(1)?;
     let dims = a.opt_int_list(2)?.unwrap_or_default();
@@ -379,7 +380,7 @@ fn k_roll(args: &[IValue]) -> Result<Vec<IValue>> {
 }
 
 fn k_repeat(args: &[IValue]) -> Result<Vec<IValue>> {
-    let a = Args::new("aten.repeat", args, 2)?;
+    let a = Args::new(op::REPEAT, args, 2)?;
     let t = a.tensor(0)?;
     let reps = to_sizes(a.op, &a.int_list(1)?)?;
     if reps.len() < t.dim() {
@@ -416,15 +417,15 @@ fn tri(op: &'static str, args: &[IValue], lower: bool) -> Result<Vec<IValue>> {
 }
 
 fn k_tril(args: &[IValue]) -> Result<Vec<IValue>> {
-    tri("aten.tril", args, true)
+    tri(op::TRIL.name(), args, true)
 }
 
 fn k_triu(args: &[IValue]) -> Result<Vec<IValue>> {
-    tri("aten.triu", args, false)
+    tri(op::TRIU.name(), args, false)
 }
 
 macro_rules! copy_variant {
-    ($fn:ident, $view:ident, $name:literal) => {
+    ($fn:ident, $view:ident, $name:path) => {
         fn $fn(args: &[IValue]) -> Result<Vec<IValue>> {
             let r = $view(args).map_err(|e| e.in_op($name))?;
             let t = r[0].as_tensor()?.deep_clone()?;
@@ -433,43 +434,43 @@ macro_rules! copy_variant {
     };
 }
 
-copy_variant!(k_view_copy, k_view, "aten.view_copy");
-copy_variant!(k_permute_copy, k_permute, "aten.permute_copy");
-copy_variant!(k_expand_copy, k_expand, "aten.expand_copy");
-copy_variant!(k_slice_copy, k_slice, "aten.slice_copy.Tensor");
-copy_variant!(k_select_copy, k_select, "aten.select_copy.int");
-copy_variant!(k_squeeze_copy_dims, k_squeeze_dims, "aten.squeeze_copy.dims");
-copy_variant!(k_unsqueeze_copy, k_unsqueeze, "aten.unsqueeze_copy");
-copy_variant!(k_transpose_copy, k_transpose, "aten.transpose_copy.int");
-copy_variant!(k_t_copy, k_t, "aten.t_copy");
-copy_variant!(k_alias_copy, k_alias, "aten.alias_copy");
-copy_variant!(k_as_strided_copy, k_as_strided, "aten.as_strided_copy");
-copy_variant!(k_diagonal_copy, k_diagonal, "aten.diagonal_copy");
+copy_variant!(k_view_copy, k_view, op::VIEW_COPY);
+copy_variant!(k_permute_copy, k_permute, op::PERMUTE_COPY);
+copy_variant!(k_expand_copy, k_expand, op::EXPAND_COPY);
+copy_variant!(k_slice_copy, k_slice, op::SLICE_COPY_TENSOR);
+copy_variant!(k_select_copy, k_select, op::SELECT_COPY_INT);
+copy_variant!(k_squeeze_copy_dims, k_squeeze_dims, op::SQUEEZE_COPY_DIMS);
+copy_variant!(k_unsqueeze_copy, k_unsqueeze, op::UNSQUEEZE_COPY);
+copy_variant!(k_transpose_copy, k_transpose, op::TRANSPOSE_COPY_INT);
+copy_variant!(k_t_copy, k_t, op::T_COPY);
+copy_variant!(k_alias_copy, k_alias, op::ALIAS_COPY);
+copy_variant!(k_as_strided_copy, k_as_strided, op::AS_STRIDED_COPY);
+copy_variant!(k_diagonal_copy, k_diagonal, op::DIAGONAL_COPY);
 
 fn k_sym_size(args: &[IValue]) -> Result<Vec<IValue>> {
-    let a = Args::new("aten.sym_size.int", args, 2)?;
+    let a = Args::new(op::SYM_SIZE_INT, args, 2)?;
     Ok(vec![IValue::Int(a.tensor(0)?.size(a.int(1)?).map_err(|e| e.in_op(a.op))? as i64)])
 }
 
 fn k_sym_numel(args: &[IValue]) -> Result<Vec<IValue>> {
-    let a = Args::new("aten.sym_numel", args, 1)?;
+    let a = Args::new(op::SYM_NUMEL, args, 1)?;
     Ok(vec![IValue::Int(a.tensor(0)?.numel() as i64)])
 }
 
 fn k_sym_stride(args: &[IValue]) -> Result<Vec<IValue>> {
-    let a = Args::new("aten.sym_stride.int", args, 2)?;
+    let a = Args::new(op::SYM_STRIDE_INT, args, 2)?;
     let t = a.tensor(0)?;
     let d = normalize_dim(a.op, a.int(1)?, t.dim())?;
     Ok(vec![IValue::Int(t.strides().get(d).copied().unwrap_or(1) as i64)])
 }
 
 fn k_sym_storage_offset(args: &[IValue]) -> Result<Vec<IValue>> {
-    let a = Args::new("aten.sym_storage_offset", args, 1)?;
+    let a = Args::new(op::SYM_STORAGE_OFFSET, args, 1)?;
     Ok(vec![IValue::Int(a.tensor(0)?.offset() as i64)])
 }
 
 fn k_sym_is_contiguous(args: &[IValue]) -> Result<Vec<IValue>> {
-    let a = Args::new("aten.sym_is_contiguous", args, 1)?;
+    let a = Args::new(op::SYM_IS_CONTIGUOUS, args, 1)?;
     Ok(vec![IValue::Bool(a.tensor(0)?.is_contiguous())])
 }
 
@@ -479,53 +480,53 @@ pub fn index_values(t: &Tensor) -> Result<Vec<i64>> {
 }
 
 pub fn register(r: &mut KernelRegistry) {
-    let table: &[(&'static str, super::KernelFn)] = &[
-        ("aten.view", k_view),
-        ("aten.reshape", k_reshape),
-        (super::undeclared::UNSAFE_VIEW.name(), k_unsafe_view),
-        ("aten.permute", k_permute),
-        ("aten.expand", k_expand),
-        ("aten.slice.Tensor", k_slice),
-        ("aten.select.int", k_select),
-        ("aten.squeeze", k_squeeze),
-        ("aten.squeeze.dim", k_squeeze_dim),
-        ("aten.squeeze.dims", k_squeeze_dims),
-        ("aten.unsqueeze", k_unsqueeze),
-        ("aten.as_strided", k_as_strided),
-        ("aten.t", k_t),
-        ("aten.transpose.int", k_transpose),
-        ("aten.alias", k_alias),
-        ("aten.diagonal", k_diagonal),
-        ("aten.narrow", k_narrow),
-        ("aten.flatten.using_ints", k_flatten),
-        ("aten.unbind.int", k_unbind),
-        ("aten.split.Tensor", k_split),
-        ("aten.split_with_sizes", k_split_with_sizes),
-        ("aten.chunk", k_chunk),
-        ("aten.cat", k_cat),
-        ("aten.stack", k_stack),
-        ("aten.flip", k_flip),
-        ("aten.roll", k_roll),
-        ("aten.repeat", k_repeat),
-        ("aten.tril", k_tril),
-        ("aten.triu", k_triu),
-        ("aten.view_copy", k_view_copy),
-        ("aten.permute_copy", k_permute_copy),
-        ("aten.expand_copy", k_expand_copy),
-        ("aten.slice_copy.Tensor", k_slice_copy),
-        ("aten.select_copy.int", k_select_copy),
-        ("aten.squeeze_copy.dims", k_squeeze_copy_dims),
-        ("aten.unsqueeze_copy", k_unsqueeze_copy),
-        ("aten.transpose_copy.int", k_transpose_copy),
-        ("aten.t_copy", k_t_copy),
-        ("aten.alias_copy", k_alias_copy),
-        ("aten.as_strided_copy", k_as_strided_copy),
-        ("aten.diagonal_copy", k_diagonal_copy),
-        ("aten.sym_size.int", k_sym_size),
-        ("aten.sym_numel", k_sym_numel),
-        ("aten.sym_stride.int", k_sym_stride),
-        ("aten.sym_storage_offset", k_sym_storage_offset),
-        ("aten.sym_is_contiguous", k_sym_is_contiguous),
+    let table: &[(ir::OpRef, super::KernelFn)] = &[
+        (op::VIEW, k_view),
+        (op::RESHAPE, k_reshape),
+        (op::_UNSAFE_VIEW, k_unsafe_view),
+        (op::PERMUTE, k_permute),
+        (op::EXPAND, k_expand),
+        (op::SLICE_TENSOR, k_slice),
+        (op::SELECT_INT, k_select),
+        (op::SQUEEZE, k_squeeze),
+        (op::SQUEEZE_DIM, k_squeeze_dim),
+        (op::SQUEEZE_DIMS, k_squeeze_dims),
+        (op::UNSQUEEZE, k_unsqueeze),
+        (op::AS_STRIDED, k_as_strided),
+        (op::T, k_t),
+        (op::TRANSPOSE_INT, k_transpose),
+        (op::ALIAS, k_alias),
+        (op::DIAGONAL, k_diagonal),
+        (op::NARROW, k_narrow),
+        (op::FLATTEN_USING_INTS, k_flatten),
+        (op::UNBIND_INT, k_unbind),
+        (op::SPLIT_TENSOR, k_split),
+        (op::SPLIT_WITH_SIZES, k_split_with_sizes),
+        (op::CHUNK, k_chunk),
+        (op::CAT, k_cat),
+        (op::STACK, k_stack),
+        (op::FLIP, k_flip),
+        (op::ROLL, k_roll),
+        (op::REPEAT, k_repeat),
+        (op::TRIL, k_tril),
+        (op::TRIU, k_triu),
+        (op::VIEW_COPY, k_view_copy),
+        (op::PERMUTE_COPY, k_permute_copy),
+        (op::EXPAND_COPY, k_expand_copy),
+        (op::SLICE_COPY_TENSOR, k_slice_copy),
+        (op::SELECT_COPY_INT, k_select_copy),
+        (op::SQUEEZE_COPY_DIMS, k_squeeze_copy_dims),
+        (op::UNSQUEEZE_COPY, k_unsqueeze_copy),
+        (op::TRANSPOSE_COPY_INT, k_transpose_copy),
+        (op::T_COPY, k_t_copy),
+        (op::ALIAS_COPY, k_alias_copy),
+        (op::AS_STRIDED_COPY, k_as_strided_copy),
+        (op::DIAGONAL_COPY, k_diagonal_copy),
+        (op::SYM_SIZE_INT, k_sym_size),
+        (op::SYM_NUMEL, k_sym_numel),
+        (op::SYM_STRIDE_INT, k_sym_stride),
+        (op::SYM_STORAGE_OFFSET, k_sym_storage_offset),
+        (op::SYM_IS_CONTIGUOUS, k_sym_is_contiguous),
     ];
     for &(name, f) in table {
         r.register(name, f);

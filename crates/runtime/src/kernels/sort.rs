@@ -108,7 +108,7 @@ fn sort_lanes(
 }
 
 fn sort(args: &[IValue]) -> Result<Vec<IValue>> {
-    let a = Args::new("aten.sort", args, 1)?;
+    let a = Args::new(op::SORT, args, 1)?;
     let (v, i) = sort_lanes(
         a.op,
         a.tensor(0)?,
@@ -122,7 +122,7 @@ fn sort(args: &[IValue]) -> Result<Vec<IValue>> {
 
 /// `sort.stable(self, *, stable, dim=-1, descending=False)`.
 fn sort_stable(args: &[IValue]) -> Result<Vec<IValue>> {
-    let a = Args::new("aten.sort.stable", args, 1)?;
+    let a = Args::new(op::SORT_STABLE, args, 1)?;
     let (v, i) = sort_lanes(
         a.op,
         a.tensor(0)?,
@@ -135,7 +135,7 @@ fn sort_stable(args: &[IValue]) -> Result<Vec<IValue>> {
 }
 
 fn argsort(args: &[IValue]) -> Result<Vec<IValue>> {
-    let a = Args::new("aten.argsort", args, 1)?;
+    let a = Args::new(op::ARGSORT, args, 1)?;
     let (_, i) = sort_lanes(
         a.op,
         a.tensor(0)?,
@@ -149,7 +149,7 @@ fn argsort(args: &[IValue]) -> Result<Vec<IValue>> {
 
 /// `argsort.stable(self, *, stable, dim=-1, descending=False)`.
 fn argsort_stable(args: &[IValue]) -> Result<Vec<IValue>> {
-    let a = Args::new("aten.argsort.stable", args, 1)?;
+    let a = Args::new(op::ARGSORT_STABLE, args, 1)?;
     let (_, i) = sort_lanes(
         a.op,
         a.tensor(0)?,
@@ -162,13 +162,13 @@ fn argsort_stable(args: &[IValue]) -> Result<Vec<IValue>> {
 }
 
 fn msort(args: &[IValue]) -> Result<Vec<IValue>> {
-    let a = Args::new("aten.msort", args, 1)?;
+    let a = Args::new(op::MSORT, args, 1)?;
     let (v, _) = sort_lanes(a.op, a.tensor(0)?, 0, false, None, LaneOrder::Unstable)?;
     Ok(outs([v]))
 }
 
 fn topk(args: &[IValue]) -> Result<Vec<IValue>> {
-    const OP: &str = "aten.topk";
+    const OP: &str = op::TOPK.name();
     let a = Args::new(OP, args, 2)?;
     let x = a.tensor(0)?;
     let k = a.int(1)?;
@@ -387,9 +387,9 @@ mod select {
 
 pub fn register(r: &mut KernelRegistry) {
     r.register(op::SORT, sort);
-    r.register("aten.sort.stable", sort_stable);
-    r.register("aten.argsort", argsort);
-    r.register("aten.argsort.stable", argsort_stable);
-    r.register("aten.msort", msort);
+    r.register(op::SORT_STABLE, sort_stable);
+    r.register(op::ARGSORT, argsort);
+    r.register(op::ARGSORT_STABLE, argsort_stable);
+    r.register(op::MSORT, msort);
     r.register(op::TOPK, topk);
 }

@@ -37,9 +37,6 @@ use super::kernel::{KernelMatch, fuse_matches};
 /// The name of the kernel the pass forms.
 pub const KERNEL_NAME: &str = dialect_backend::kernels::ATTENTION;
 
-/// `aten._unsafe_view`, which the aten dialect does not declare (it is met unregistered).
-const UNSAFE_VIEW: &str = "aten._unsafe_view";
-
 /// The ATen op `op` is or mirrors.
 fn base(m: &Module, op: OpId) -> Option<OpRef> {
     dialect_edge::as_aten(m.op_name(op))
@@ -71,7 +68,7 @@ fn operand_source(m: &Module, v: ValueId, (n, r, c): (i64, i64, i64)) -> Option<
     let mut cur = v;
     loop {
         let Some(d) = m.defining_op(cur) else { break };
-        let view = base(m, d).is_some_and(|b| [op::VIEW, op::CLONE, op::RESHAPE].contains(&b)) || m.op_name(d) == UNSAFE_VIEW;
+        let view = base(m, d).is_some_and(|b| [op::VIEW, op::CLONE, op::RESHAPE].contains(&b)) || op::_UNSAFE_VIEW.is(m.op_name(d));
         if !view || !single_use(m, cur) {
             break;
         }

@@ -9,87 +9,89 @@
 
 use super::decompose::{DecompResult, DecompositionTable, cast, input, one, opt_input, rank_of};
 use super::rewrite::{Arg, OpBuilder};
+use dialect_aten::op;
 use dialect_aten::{ArgSource, bind_args};
+use ir::OpRef;
 use ir::{Attribute, DType, OpId, ValueId};
 
 /// `(alias, target)`: ops that are another op under another name, with the same arguments.
-pub const ALIASES: &[(&str, &str)] = &[
-    ("aten.absolute", "aten.abs"),
-    ("aten.arccos", "aten.acos"),
-    ("aten.arccosh", "aten.acosh"),
-    ("aten.arcsin", "aten.asin"),
-    ("aten.arcsinh", "aten.asinh"),
-    ("aten.arctan", "aten.atan"),
-    ("aten.arctan2", "aten.atan2"),
-    ("aten.arctanh", "aten.atanh"),
-    ("aten.clip", "aten.clamp"),
-    ("aten.clip.Tensor", "aten.clamp.Tensor"),
-    ("aten.concat", "aten.cat"),
-    ("aten.concatenate", "aten.cat"),
-    ("aten.divide.Scalar", "aten.div.Scalar"),
-    ("aten.divide.Scalar_mode", "aten.div.Scalar_mode"),
-    ("aten.divide.Tensor", "aten.div.Tensor"),
-    ("aten.divide.Tensor_mode", "aten.div.Tensor_mode"),
-    ("aten.true_divide.Scalar", "aten.div.Scalar"),
-    ("aten.true_divide.Tensor", "aten.div.Tensor"),
-    ("aten.multiply.Scalar", "aten.mul.Scalar"),
-    ("aten.multiply.Tensor", "aten.mul.Tensor"),
-    ("aten.subtract.Scalar", "aten.sub.Scalar"),
-    ("aten.subtract.Tensor", "aten.sub.Tensor"),
-    ("aten.negative", "aten.neg"),
-    ("aten.greater.Scalar", "aten.gt.Scalar"),
-    ("aten.greater.Tensor", "aten.gt.Tensor"),
-    ("aten.greater_equal.Scalar", "aten.ge.Scalar"),
-    ("aten.greater_equal.Tensor", "aten.ge.Tensor"),
-    ("aten.less.Scalar", "aten.lt.Scalar"),
-    ("aten.less.Tensor", "aten.lt.Tensor"),
-    ("aten.less_equal.Scalar", "aten.le.Scalar"),
-    ("aten.less_equal.Tensor", "aten.le.Tensor"),
-    ("aten.not_equal.Scalar", "aten.ne.Scalar"),
-    ("aten.not_equal.Tensor", "aten.ne.Tensor"),
-    ("aten.max.other", "aten.maximum"),
-    ("aten.min.other", "aten.minimum"),
-    ("aten.fix", "aten.trunc"),
-    ("aten.__and__.Scalar", "aten.bitwise_and.Scalar"),
-    ("aten.__or__.Scalar", "aten.bitwise_or.Scalar"),
-    ("aten.__xor__.Scalar", "aten.bitwise_xor.Scalar"),
-    ("aten.special_erf", "aten.erf"),
-    ("aten.special_erfc", "aten.erfc"),
-    ("aten.special_erfinv", "aten.erfinv"),
-    ("aten.special_exp2", "aten.exp2"),
-    ("aten.special_expit", "aten.sigmoid"),
-    ("aten.special_expm1", "aten.expm1"),
-    ("aten.special_log1p", "aten.log1p"),
-    ("aten.special_round", "aten.round.decimals"),
-    ("aten.special_sinc", "aten.sinc"),
-    ("aten.special_digamma", "aten.digamma"),
-    ("aten.special_psi", "aten.digamma"),
-    ("aten.special_gammaln", "aten.lgamma"),
-    ("aten.special_logsumexp", "aten.logsumexp"),
-    ("aten.special_softmax", "aten.softmax.int"),
-    ("aten.special_log_softmax", "aten.log_softmax.int"),
-    ("aten.special_logit", "aten.logit"),
-    ("aten.special_xlogy", "aten.xlogy.Tensor"),
-    ("aten.special_xlogy.self_scalar", "aten.xlogy.Scalar_Self"),
-    ("aten.special_xlogy.other_scalar", "aten.xlogy.Scalar_Other"),
-    ("aten.ger", "aten.outer"),
-    ("aten.row_stack", "aten.vstack"),
-    ("aten.unsafe_split.Tensor", "aten.split.Tensor"),
-    ("aten.unsafe_split_with_sizes", "aten.split_with_sizes"),
-    ("aten.cdist", "aten._cdist_forward"),
-    ("aten.pdist", "aten._pdist_forward"),
+pub const ALIASES: &[(OpRef, OpRef)] = &[
+    (op::ABSOLUTE, op::ABS),
+    (op::ARCCOS, op::ACOS),
+    (op::ARCCOSH, op::ACOSH),
+    (op::ARCSIN, op::ASIN),
+    (op::ARCSINH, op::ASINH),
+    (op::ARCTAN, op::ATAN),
+    (op::ARCTAN2, op::ATAN2),
+    (op::ARCTANH, op::ATANH),
+    (op::CLIP, op::CLAMP),
+    (op::CLIP_TENSOR, op::CLAMP_TENSOR),
+    (op::CONCAT, op::CAT),
+    (op::CONCATENATE, op::CAT),
+    (op::DIVIDE_SCALAR, op::DIV_SCALAR),
+    (op::DIVIDE_SCALAR_MODE, op::DIV_SCALAR_MODE),
+    (op::DIVIDE_TENSOR, op::DIV_TENSOR),
+    (op::DIVIDE_TENSOR_MODE, op::DIV_TENSOR_MODE),
+    (op::TRUE_DIVIDE_SCALAR, op::DIV_SCALAR),
+    (op::TRUE_DIVIDE_TENSOR, op::DIV_TENSOR),
+    (op::MULTIPLY_SCALAR, op::MUL_SCALAR),
+    (op::MULTIPLY_TENSOR, op::MUL_TENSOR),
+    (op::SUBTRACT_SCALAR, op::SUB_SCALAR),
+    (op::SUBTRACT_TENSOR, op::SUB_TENSOR),
+    (op::NEGATIVE, op::NEG),
+    (op::GREATER_SCALAR, op::GT_SCALAR),
+    (op::GREATER_TENSOR, op::GT_TENSOR),
+    (op::GREATER_EQUAL_SCALAR, op::GE_SCALAR),
+    (op::GREATER_EQUAL_TENSOR, op::GE_TENSOR),
+    (op::LESS_SCALAR, op::LT_SCALAR),
+    (op::LESS_TENSOR, op::LT_TENSOR),
+    (op::LESS_EQUAL_SCALAR, op::LE_SCALAR),
+    (op::LESS_EQUAL_TENSOR, op::LE_TENSOR),
+    (op::NOT_EQUAL_SCALAR, op::NE_SCALAR),
+    (op::NOT_EQUAL_TENSOR, op::NE_TENSOR),
+    (op::MAX_OTHER, op::MAXIMUM),
+    (op::MIN_OTHER, op::MINIMUM),
+    (op::FIX, op::TRUNC),
+    (op::__AND___SCALAR, op::BITWISE_AND_SCALAR),
+    (op::__OR___SCALAR, op::BITWISE_OR_SCALAR),
+    (op::__XOR___SCALAR, op::BITWISE_XOR_SCALAR),
+    (op::SPECIAL_ERF, op::ERF),
+    (op::SPECIAL_ERFC, op::ERFC),
+    (op::SPECIAL_ERFINV, op::ERFINV),
+    (op::SPECIAL_EXP2, op::EXP2),
+    (op::SPECIAL_EXPIT, op::SIGMOID),
+    (op::SPECIAL_EXPM1, op::EXPM1),
+    (op::SPECIAL_LOG1P, op::LOG1P),
+    (op::SPECIAL_ROUND, op::ROUND_DECIMALS),
+    (op::SPECIAL_SINC, op::SINC),
+    (op::SPECIAL_DIGAMMA, op::DIGAMMA),
+    (op::SPECIAL_PSI, op::DIGAMMA),
+    (op::SPECIAL_GAMMALN, op::LGAMMA),
+    (op::SPECIAL_LOGSUMEXP, op::LOGSUMEXP),
+    (op::SPECIAL_SOFTMAX, op::SOFTMAX_INT),
+    (op::SPECIAL_LOG_SOFTMAX, op::LOG_SOFTMAX_INT),
+    (op::SPECIAL_LOGIT, op::LOGIT),
+    (op::SPECIAL_XLOGY, op::XLOGY_TENSOR),
+    (op::SPECIAL_XLOGY_SELF_SCALAR, op::XLOGY_SCALAR_SELF),
+    (op::SPECIAL_XLOGY_OTHER_SCALAR, op::XLOGY_SCALAR_OTHER),
+    (op::GER, op::OUTER),
+    (op::ROW_STACK, op::VSTACK),
+    (op::UNSAFE_SPLIT_TENSOR, op::SPLIT_TENSOR),
+    (op::UNSAFE_SPLIT_WITH_SIZES, op::SPLIT_WITH_SIZES),
+    (op::CDIST, op::_CDIST_FORWARD),
+    (op::PDIST, op::_PDIST_FORWARD),
 ];
 
 /// The casts `_cast_<Type>(self, non_blocking)`.
-const CASTS: &[(&str, DType)] = &[
-    ("aten._cast_Byte", DType::U8),
-    ("aten._cast_Char", DType::I8),
-    ("aten._cast_Double", DType::F64),
-    ("aten._cast_Float", DType::F32),
-    ("aten._cast_Half", DType::F16),
-    ("aten._cast_Int", DType::I32),
-    ("aten._cast_Long", DType::I64),
-    ("aten._cast_Short", DType::I16),
+const CASTS: &[(OpRef, DType)] = &[
+    (op::_CAST_BYTE, DType::U8),
+    (op::_CAST_CHAR, DType::I8),
+    (op::_CAST_DOUBLE, DType::F64),
+    (op::_CAST_FLOAT, DType::F32),
+    (op::_CAST_HALF, DType::F16),
+    (op::_CAST_INT, DType::I32),
+    (op::_CAST_LONG, DType::I64),
+    (op::_CAST_SHORT, DType::I16),
 ];
 
 /// Adds the composite ops' decompositions to `t`.
@@ -103,20 +105,20 @@ pub(super) fn add(t: &mut DecompositionTable) {
             cast(b, x, d).map(|v| Some(vec![v]))
         });
     }
-    t.insert("aten.clamp_min.Tensor", |b, op| {
+    t.insert(op::CLAMP_MIN_TENSOR, |b, op| {
         let (x, m) = (input(b, op, "self")?, input(b, op, "min")?);
         one(b.call("clamp.Tensor", &[x.into(), m.into()]))
     })
-    .insert("aten.clamp_max.Tensor", |b, op| {
+    .insert(op::CLAMP_MAX_TENSOR, |b, op| {
         let (x, m) = (input(b, op, "self")?, input(b, op, "max")?);
         one(b.call("clamp.Tensor", &[x.into(), Arg::A(Attribute::None), m.into()]))
     })
-    .insert("aten.floor_divide.Scalar", |b, op| {
+    .insert(op::FLOOR_DIVIDE_SCALAR, |b, op| {
         let x = input(b, op, "self")?;
         let s = b.with_args(op, |a| a.constant("other"))?.ok_or("floor_divide: the divisor must be constant")?;
         one(b.call("div.Scalar_mode", &[x.into(), Arg::A(s), Arg::A(Attribute::str("floor"))]))
     })
-    .insert("aten.celu", |b, op| {
+    .insert(op::CELU, |b, op| {
         let x = input(b, op, "self")?;
         let alpha = b.with_args(op, |a| a.float("alpha"))?.unwrap_or(1.0);
         if alpha == 0.0 {
@@ -124,12 +126,12 @@ pub(super) fn add(t: &mut DecompositionTable) {
         }
         one(b.call("elu", &[x.into(), f(alpha), f(1.0), f(1.0 / alpha)]))
     })
-    .insert("aten.selu", |b, op| {
+    .insert(op::SELU, |b, op| {
         let x = input(b, op, "self")?;
         one(b.call("elu", &[x.into(), f(1.673_263_242_354_377_3), f(1.050_700_987_355_480_5), f(1.0)]))
     })
-    .insert("aten.glu", glu)
-    .insert("aten.hardshrink", |b, op| {
+    .insert(op::GLU, glu)
+    .insert(op::HARDSHRINK, |b, op| {
         let x = input(b, op, "self")?;
         let l = b.with_args(op, |a| a.float("lambd"))?.unwrap_or(0.5);
         let ax = b.call("abs", &[x.into()])?;
@@ -137,7 +139,7 @@ pub(super) fn add(t: &mut DecompositionTable) {
         let zero = zeros_like(b, x)?;
         one(b.call("where.self", &[keep.into(), x.into(), zero.into()]))
     })
-    .insert("aten.softshrink", |b, op| {
+    .insert(op::SOFTSHRINK, |b, op| {
         let x = input(b, op, "self")?;
         let l = b.with_args(op, |a| a.float("lambd"))?.unwrap_or(0.5);
         let hi = b.call("gt.Scalar", &[x.into(), f(l)])?;
@@ -148,7 +150,7 @@ pub(super) fn add(t: &mut DecompositionTable) {
         let inner = b.call("where.self", &[lo.into(), plus.into(), zero.into()])?;
         one(b.call("where.self", &[hi.into(), minus.into(), inner.into()]))
     })
-    .insert("aten.threshold", |b, op| {
+    .insert(op::THRESHOLD, |b, op| {
         let x = input(b, op, "self")?;
         let (th, v) = b.with_args(op, |a| (a.constant("threshold"), a.constant("value")))?;
         let (Some(th), Some(v)) = (th, v) else { return Err("threshold: threshold and value must be constant".into()) };
@@ -157,7 +159,7 @@ pub(super) fn add(t: &mut DecompositionTable) {
         let fill = b.call("scalar_tensor", &[Arg::A(v), Arg::A(Attribute::DType(d))])?;
         one(b.call("where.self", &[keep.into(), x.into(), fill.into()]))
     })
-    .insert("aten.log_sigmoid", |b, op| {
+    .insert(op::LOG_SIGMOID, |b, op| {
         // log σ(x) = min(x, 0) − log1p(exp(−|x|)), stable for every x.
         let x = input(b, op, "self")?;
         let zero = zeros_like(b, x)?;
@@ -168,9 +170,9 @@ pub(super) fn add(t: &mut DecompositionTable) {
         let l = b.call("log1p", &[e.into()])?;
         one(b.call("sub.Tensor", &[m.into(), l.into()]))
     })
-    .insert("aten.logaddexp", |b, op| logaddexp(b, op, false))
-    .insert("aten.logaddexp2", |b, op| logaddexp(b, op, true))
-    .insert("aten.logit", |b, op| {
+    .insert(op::LOGADDEXP, |b, op| logaddexp(b, op, false))
+    .insert(op::LOGADDEXP2, |b, op| logaddexp(b, op, true))
+    .insert(op::LOGIT, |b, op| {
         let x = input(b, op, "self")?;
         let eps = b.with_args(op, |a| a.float("eps"))?;
         let x = match eps {
@@ -181,7 +183,7 @@ pub(super) fn add(t: &mut DecompositionTable) {
         let q = b.call("div.Tensor", &[x.into(), one_minus.into()])?;
         one(b.call("log", &[q.into()]))
     })
-    .insert("aten.heaviside", |b, op| {
+    .insert(op::HEAVISIDE, |b, op| {
         let (x, v) = (input(b, op, "self")?, input(b, op, "values")?);
         let d = b.dtype(x).ok_or("heaviside: unknown dtype")?;
         let pos = b.call("gt.Scalar", &[x.into(), Arg::A(Attribute::Int(0))])?;
@@ -189,12 +191,12 @@ pub(super) fn add(t: &mut DecompositionTable) {
         let z = b.call("eq.Scalar", &[x.into(), Arg::A(Attribute::Int(0))])?;
         one(b.call("where.self", &[z.into(), v.into(), pos.into()]))
     })
-    .insert("aten.outer", |b, op| {
+    .insert(op::OUTER, |b, op| {
         let (x, y) = (input(b, op, "self")?, input(b, op, "vec2")?);
         let col = b.call("unsqueeze", &[x.into(), Arg::A(Attribute::Int(1))])?;
         one(b.call("mul.Tensor", &[col.into(), y.into()]))
     })
-    .insert("aten.addr", |b, op| {
+    .insert(op::ADDR, |b, op| {
         let (x, v1, v2) = (input(b, op, "self")?, input(b, op, "vec1")?, input(b, op, "vec2")?);
         let (beta, alpha) = b.with_args(op, |a| (a.constant("beta"), a.constant("alpha")))?;
         let col = b.call("unsqueeze", &[v1.into(), Arg::A(Attribute::Int(1))])?;
@@ -203,9 +205,9 @@ pub(super) fn add(t: &mut DecompositionTable) {
         let x = b.call("mul.Scalar", &[x.into(), Arg::A(beta.unwrap_or(Attribute::Int(1)))])?;
         one(b.call("add.Tensor", &[x.into(), outer.into()]))
     })
-    .insert("aten.dot", dot)
-    .insert("aten.vdot", dot)
-    .insert("aten.inner", |b, op| {
+    .insert(op::DOT, dot)
+    .insert(op::VDOT, dot)
+    .insert(op::INNER, |b, op| {
         let (x, y) = (input(b, op, "self")?, input(b, op, "other")?);
         if rank_of(b, x)? == 1 && rank_of(b, y)? == 1 {
             let p = b.call("mul.Tensor", &[x.into(), y.into()])?;
@@ -213,34 +215,34 @@ pub(super) fn add(t: &mut DecompositionTable) {
         }
         Ok(None)
     })
-    .insert("aten.trace", |b, op| {
+    .insert(op::TRACE, |b, op| {
         let x = input(b, op, "self")?;
         let d = b.call("diagonal", &[x.into()])?;
         one(b.call("sum", &[d.into()]))
     })
-    .insert("aten.mse_loss", |b, op| {
+    .insert(op::MSE_LOSS, |b, op| {
         let (x, y) = (input(b, op, "self")?, input(b, op, "target")?);
         let d = b.call("sub.Tensor", &[x.into(), y.into()])?;
         let sq = b.call("mul.Tensor", &[d.into(), d.into()])?;
         reduce(b, op, sq)
     })
-    .insert("aten.l1_loss", |b, op| {
+    .insert(op::L1_LOSS, |b, op| {
         let (x, y) = (input(b, op, "self")?, input(b, op, "target")?);
         let d = b.call("sub.Tensor", &[x.into(), y.into()])?;
         let ad = b.call("abs", &[d.into()])?;
         reduce(b, op, ad)
     })
-    .insert("aten.smooth_l1_loss", |b, op| {
+    .insert(op::SMOOTH_L1_LOSS, |b, op| {
         let beta = b.with_args(op, |a| a.float("beta"))?.unwrap_or(1.0);
         piecewise_loss(b, op, beta, 0.5 / beta.max(f64::MIN_POSITIVE), 0.5 * beta, 1.0, beta == 0.0)
     })
-    .insert("aten.huber_loss", |b, op| {
+    .insert(op::HUBER_LOSS, |b, op| {
         let delta = b.with_args(op, |a| a.float("delta"))?.unwrap_or(1.0);
         piecewise_loss(b, op, delta, 0.5, 0.5 * delta * delta, delta, false)
     })
-    .insert("aten.binary_cross_entropy", bce)
-    .insert("aten.binary_cross_entropy_with_logits", bce_with_logits)
-    .insert("aten.kl_div", |b, op| {
+    .insert(op::BINARY_CROSS_ENTROPY, bce)
+    .insert(op::BINARY_CROSS_ENTROPY_WITH_LOGITS, bce_with_logits)
+    .insert(op::KL_DIV, |b, op| {
         let (x, y) = (input(b, op, "self")?, input(b, op, "target")?);
         let log_target = b.with_args(op, |a| a.bool("log_target"))?.unwrap_or(false);
         let v = if log_target {
@@ -254,11 +256,11 @@ pub(super) fn add(t: &mut DecompositionTable) {
         };
         reduce(b, op, v)
     })
-    .insert("aten.xlogy.Tensor", |b, op| {
+    .insert(op::XLOGY_TENSOR, |b, op| {
         let (x, y) = (input(b, op, "self")?, input(b, op, "other")?);
         one(super::losses::xlog(b, x, y, "log"))
     })
-    .insert("aten.cosine_similarity", |b, op| {
+    .insert(op::COSINE_SIMILARITY, |b, op| {
         let (x1, x2) = (input(b, op, "x1")?, input(b, op, "x2")?);
         let (dim, eps) = b.with_args(op, |a| (a.int("dim"), a.float("eps")))?;
         let dim = Arg::A(Attribute::ints(&[dim.unwrap_or(1)]));
@@ -274,7 +276,7 @@ pub(super) fn add(t: &mut DecompositionTable) {
         let den = b.call("sqrt", &[den.into()])?;
         one(b.call("div.Tensor", &[num.into(), den.into()]))
     })
-    .insert("aten.pairwise_distance", |b, op| {
+    .insert(op::PAIRWISE_DISTANCE, |b, op| {
         let (x1, x2) = (input(b, op, "x1")?, input(b, op, "x2")?);
         let (p, eps, keep) = b.with_args(op, |a| (a.float("p"), a.float("eps"), a.bool("keepdim")))?;
         let d = b.call("sub.Tensor", &[x1.into(), x2.into()])?;
@@ -287,20 +289,20 @@ pub(super) fn add(t: &mut DecompositionTable) {
         let s = b.call("sum.dim_IntList", &[sq.into(), Arg::A(Attribute::ints(&[-1])), Arg::A(Attribute::Bool(keep.unwrap_or(false)))])?;
         one(b.call("sqrt", &[s.into()]))
     })
-    .insert("aten.count_nonzero", |b, op| {
+    .insert(op::COUNT_NONZERO, |b, op| {
         let x = input(b, op, "self")?;
         let nz = b.call("ne.Scalar", &[x.into(), Arg::A(Attribute::Int(0))])?;
         let r = rank_of(b, x)? as i64;
         let dims: Vec<i64> = (0..r).collect();
         one(b.call("sum.dim_IntList", &[nz.into(), Arg::A(Attribute::ints(&dims)), Arg::A(Attribute::Bool(false)), Arg::A(Attribute::DType(DType::I64))]))
     })
-    .insert("aten.count_nonzero.dim_IntList", |b, op| {
+    .insert(op::COUNT_NONZERO_DIM_INTLIST, |b, op| {
         let x = input(b, op, "self")?;
         let dims = b.with_args(op, |a| a.ints("dim"))?.ok_or("count_nonzero: dims must be constant")?;
         let nz = b.call("ne.Scalar", &[x.into(), Arg::A(Attribute::Int(0))])?;
         one(b.call("sum.dim_IntList", &[nz.into(), Arg::A(Attribute::ints(&dims)), Arg::A(Attribute::Bool(false)), Arg::A(Attribute::DType(DType::I64))]))
     })
-    .insert("aten.nansum", |b, op| {
+    .insert(op::NANSUM, |b, op| {
         let x = input(b, op, "self")?;
         let (dims, keep) = b.with_args(op, |a| (a.ints("dim"), a.bool("keepdim")))?;
         let clean = without_nan(b, x)?;
@@ -310,7 +312,7 @@ pub(super) fn add(t: &mut DecompositionTable) {
         };
         one(b.call("sum.dim_IntList", &[clean.into(), Arg::A(Attribute::ints(&dims)), Arg::A(Attribute::Bool(keep.unwrap_or(false)))]))
     })
-    .insert("aten.isclose", |b, op| {
+    .insert(op::ISCLOSE, |b, op| {
         let (x, y) = (input(b, op, "self")?, input(b, op, "other")?);
         let (rtol, atol, equal_nan) = b.with_args(op, |a| (a.float("rtol"), a.float("atol"), a.bool("equal_nan")))?;
         let d = b.call("sub.Tensor", &[x.into(), y.into()])?;
@@ -329,15 +331,15 @@ pub(super) fn add(t: &mut DecompositionTable) {
         }
         one(Ok(r))
     })
-    .insert("aten.fliplr", |b, op| {
+    .insert(op::FLIPLR, |b, op| {
         let x = input(b, op, "self")?;
         one(b.call("flip", &[x.into(), Arg::A(Attribute::ints(&[1]))]))
     })
-    .insert("aten.flipud", |b, op| {
+    .insert(op::FLIPUD, |b, op| {
         let x = input(b, op, "self")?;
         one(b.call("flip", &[x.into(), Arg::A(Attribute::ints(&[0]))]))
     })
-    .insert("aten.tile", |b, op| {
+    .insert(op::TILE, |b, op| {
         let x = input(b, op, "self")?;
         let dims = b.with_args(op, |a| a.ints("dims"))?.ok_or("tile: dims must be constant")?;
         let r = rank_of(b, x)?;
@@ -345,7 +347,7 @@ pub(super) fn add(t: &mut DecompositionTable) {
         reps.extend(&dims);
         one(b.call("repeat", &[x.into(), Arg::A(Attribute::ints(&reps))]))
     })
-    .insert("aten.prelu", |b, op| {
+    .insert(op::PRELU, |b, op| {
         let (x, w) = (input(b, op, "self")?, input(b, op, "weight")?);
         let r = rank_of(b, x)?;
         let w = if r >= 2 && rank_of(b, w)? == 1 {
@@ -359,7 +361,7 @@ pub(super) fn add(t: &mut DecompositionTable) {
         let neg = b.call("mul.Tensor", &[x.into(), w.into()])?;
         one(b.call("where.self", &[pos.into(), x.into(), neg.into()]))
     })
-    .insert("aten.aminmax", |b, op| {
+    .insert(op::AMINMAX, |b, op| {
         let x = input(b, op, "self")?;
         let (dim, keep) = b.with_args(op, |a| (a.int("dim"), a.bool("keepdim")))?;
         let keep = Arg::A(Attribute::Bool(keep.unwrap_or(false)));
@@ -371,24 +373,24 @@ pub(super) fn add(t: &mut DecompositionTable) {
         let hi = b.call("amax", &[x.into(), Arg::A(Attribute::ints(&dims)), keep])?;
         Ok(Some(vec![lo, hi]))
     })
-    .insert("aten.zero", |b, op| {
+    .insert(op::ZERO, |b, op| {
         let x = input(b, op, "self")?;
         one(zeros_like(b, x))
     })
-    .insert("aten.float_power.Tensor_Tensor", |b, op| {
+    .insert(op::FLOAT_POWER_TENSOR_TENSOR, |b, op| {
         let (x, y) = (input(b, op, "self")?, input(b, op, "exponent")?);
         let (x, y) = (cast(b, x, DType::F64)?, cast(b, y, DType::F64)?);
         one(b.call("pow.Tensor_Tensor", &[x.into(), y.into()]))
     })
-    .insert("aten.float_power.Tensor_Scalar", |b, op| {
+    .insert(op::FLOAT_POWER_TENSOR_SCALAR, |b, op| {
         let x = input(b, op, "self")?;
         let e = b.with_args(op, |a| a.float("exponent"))?.ok_or("float_power: the exponent must be constant")?;
         let x = cast(b, x, DType::F64)?;
         one(b.call("pow.Tensor_Scalar", &[x.into(), f(e)]))
     })
-    .insert("aten.hann_window", |b, op| hann(b, op, true))
-    .insert("aten.hann_window.periodic", |b, op| hann(b, op, false))
-    .insert("aten.diff", |b, op| {
+    .insert(op::HANN_WINDOW, |b, op| hann(b, op, true))
+    .insert(op::HANN_WINDOW_PERIODIC, |b, op| hann(b, op, false))
+    .insert(op::DIFF, |b, op| {
         let x = input(b, op, "self")?;
         let (n, dim) = b.with_args(op, |a| (a.int("n"), a.int("dim")))?;
         if opt_input(b, op, "prepend")?.is_some() || opt_input(b, op, "append")?.is_some() {
@@ -407,26 +409,26 @@ pub(super) fn add(t: &mut DecompositionTable) {
         }
         one(Ok(v))
     })
-    .insert("aten.squeeze_copy", |b, op| {
+    .insert(op::SQUEEZE_COPY, |b, op| {
         let x = input(b, op, "self")?;
         let s = b.call("squeeze", &[x.into()])?;
         one(b.call("clone", &[s.into()]))
     })
-    .insert("aten.squeeze_copy.dim", |b, op| {
+    .insert(op::SQUEEZE_COPY_DIM, |b, op| {
         let x = input(b, op, "self")?;
         let d = b.with_args(op, |a| a.constant("dim"))?.ok_or("squeeze_copy: dim must be constant")?;
         let s = b.call("squeeze.dim", &[x.into(), Arg::A(d)])?;
         one(b.call("clone", &[s.into()]))
     })
-    .insert("aten.isreal", |b, op| {
+    .insert(op::ISREAL, |b, op| {
         // No complex dtype: every element is real.
         let x = input(b, op, "self")?;
         one(b.call("ones_like", &[x.into(), Arg::A(Attribute::DType(DType::Bool))]))
     })
-    .insert("aten.channel_shuffle", channel_shuffle)
-    .insert("aten.native_channel_shuffle", channel_shuffle)
-    .insert("aten.pixel_shuffle", |b, op| pixel_shuffle(b, op, true))
-    .insert("aten.pixel_unshuffle", |b, op| pixel_shuffle(b, op, false));
+    .insert(op::CHANNEL_SHUFFLE, channel_shuffle)
+    .insert(op::NATIVE_CHANNEL_SHUFFLE, channel_shuffle)
+    .insert(op::PIXEL_SHUFFLE, |b, op| pixel_shuffle(b, op, true))
+    .insert(op::PIXEL_UNSHUFFLE, |b, op| pixel_shuffle(b, op, false));
 }
 
 pub(super) fn f(v: f64) -> Arg {
@@ -444,7 +446,7 @@ fn without_nan(b: &mut OpBuilder, x: ValueId) -> Result<ValueId, String> {
 }
 
 /// An alias: the same arguments, passed to `target`.
-fn rename(b: &mut OpBuilder, op: OpId, target: &str) -> DecompResult {
+fn rename(b: &mut OpBuilder, op: OpId, target: OpRef) -> DecompResult {
     let schema = b.ctx.op_def(b.module().op_name(op)).and_then(|d| d.schema.clone()).ok_or("no schema")?;
     let binding = bind_args(&schema, b.module(), op).map_err(|e| e.to_string())?;
     let operands = b.module().operands(op).to_vec();
@@ -678,7 +680,7 @@ mod tests {
     /// An alias and its target take the same arguments, in the same order and of the same types.
     #[test]
     fn aliases_take_their_targets_arguments() {
-        let schema = |n: &str| dialect_aten::schemas().iter().find(|s| s.op_name() == n).unwrap_or_else(|| panic!("{n} is declared"));
+        let schema = |n: OpRef| dialect_aten::schemas().iter().find(|s| n.is(&s.op_name())).unwrap_or_else(|| panic!("{n} is declared"));
         for &(alias, target) in ALIASES {
             let (a, t) = (schema(alias), schema(target));
             let ta: Vec<_> = a.args.iter().map(|x| &x.ty).collect();

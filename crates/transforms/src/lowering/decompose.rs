@@ -9,6 +9,7 @@
 
 use super::rewrite::{Arg, OpBuilder, Size, is_contiguous_producer};
 use dialect_aten::infer::{Ranges, ScalarVal, norm_dim, refine, split_sizes};
+use dialect_aten::op;
 use ir::{Attribute, Context, DType, Diagnostic, Dim, Module, OpId, TypeKind, ValueId, WalkOrder};
 use pass::{AnalysisManager, Pass, PassOptions, PassResult};
 use std::collections::{BTreeMap, HashSet};
@@ -37,9 +38,10 @@ impl DecompositionTable {
         DecompositionTable::default()
     }
 
-    /// Adds (or replaces) the decomposition of `op` (a full name such as `aten.linear`).
-    pub fn insert(&mut self, op: &str, f: impl Fn(&mut OpBuilder, OpId) -> DecompResult + Send + Sync + 'static) -> &mut Self {
-        self.map.insert(op.to_string(), Arc::new(f));
+    /// Adds (or replaces) the decomposition of `op`: its handle (`dialect_aten::op::LINEAR`), or
+    /// the full name of an op declared at run time (an op library's).
+    pub fn insert(&mut self, op: impl AsRef<str>, f: impl Fn(&mut OpBuilder, OpId) -> DecompResult + Send + Sync + 'static) -> &mut Self {
+        self.map.insert(op.as_ref().to_string(), Arc::new(f));
         self
     }
 
@@ -79,75 +81,75 @@ impl DecompositionTable {
     /// The built-in table: the non-core ops `torch.export` leaves and those users meet most.
     pub fn core_aten() -> DecompositionTable {
         let mut t = DecompositionTable::new();
-        t.insert("aten._assert_tensor_metadata", |_, _| Ok(Some(vec![])))
-            .insert("aten.dropout", dropout)
-            .insert("aten.contiguous", |b, op| {
+        t.insert(op::_ASSERT_TENSOR_METADATA, |_, _| Ok(Some(vec![])))
+            .insert(op::DROPOUT, dropout)
+            .insert(op::CONTIGUOUS, |b, op| {
                 let x = input(b, op, "self")?;
                 one(b.call("clone", &[x.into(), Arg::A(Attribute::Int(0))]))
             })
-            .insert("aten.detach", |b, op| Ok(Some(vec![input(b, op, "self")?])))
-            .insert("aten.lift_fresh_copy", |b, op| {
+            .insert(op::DETACH, |b, op| Ok(Some(vec![input(b, op, "self")?])))
+            .insert(op::LIFT_FRESH_COPY, |b, op| {
                 let x = input(b, op, "self")?;
                 one(b.call("clone", &[x.into()]))
             })
-            .insert("aten.t", t_op)
-            .insert("aten.transpose.int", transpose)
-            .insert("aten.reshape", reshape)
-            .insert("aten.flatten.using_ints", flatten)
-            .insert("aten.unflatten.int", unflatten)
-            .insert("aten.chunk", split_like)
-            .insert("aten.split.Tensor", split_like)
-            .insert("aten.rsub.Tensor", rsub_tensor)
-            .insert("aten.rsub.Scalar", rsub_scalar)
-            .insert("aten.expand_as", |b, op| {
+            .insert(op::T, t_op)
+            .insert(op::TRANSPOSE_INT, transpose)
+            .insert(op::RESHAPE, reshape)
+            .insert(op::FLATTEN_USING_INTS, flatten)
+            .insert(op::UNFLATTEN_INT, unflatten)
+            .insert(op::CHUNK, split_like)
+            .insert(op::SPLIT_TENSOR, split_like)
+            .insert(op::RSUB_TENSOR, rsub_tensor)
+            .insert(op::RSUB_SCALAR, rsub_scalar)
+            .insert(op::EXPAND_AS, |b, op| {
                 let (x, o) = (input(b, op, "self")?, input(b, op, "other")?);
                 let sizes = b.sizes_of(o).ok_or("expand_as: the other tensor's shape is unknown")?;
                 let s = b.sizes(&sizes)?;
                 one(b.call("expand", &[x.into(), s]))
             })
-            .insert("aten.type_as", |b, op| {
+            .insert(op::TYPE_AS, |b, op| {
                 let (x, o) = (input(b, op, "self")?, input(b, op, "other")?);
                 cast_to(b, x, b.dtype(o))
             })
-            .insert("aten.to.dtype", to_dtype)
-            .insert("aten.to.dtype_layout", to_dtype)
-            .insert("aten.to.device", to_dtype)
-            .insert("aten.linear", linear)
-            .insert("aten.matmul", matmul)
-            .insert("aten.conv1d", conv)
-            .insert("aten.conv2d", conv)
-            .insert("aten.conv3d", conv)
-            .insert("aten.batch_norm", batch_norm)
-            .insert("aten.layer_norm", layer_norm)
-            .insert("aten.group_norm", group_norm)
-            .insert("aten.softmax.int", |b, op| softmax(b, op, "_softmax"))
-            .insert("aten.log_softmax.int", |b, op| softmax(b, op, "_log_softmax"))
-            .insert("aten.scaled_dot_product_attention", sdpa)
-            .insert("aten.silu", |b, op| {
+            .insert(op::TO_DTYPE, to_dtype)
+            .insert(op::TO_DTYPE_LAYOUT, to_dtype)
+            .insert(op::TO_DEVICE, to_dtype)
+            .insert(op::LINEAR, linear)
+            .insert(op::MATMUL, matmul)
+            .insert(op::CONV1D, conv)
+            .insert(op::CONV2D, conv)
+            .insert(op::CONV3D, conv)
+            .insert(op::BATCH_NORM, batch_norm)
+            .insert(op::LAYER_NORM, layer_norm)
+            .insert(op::GROUP_NORM, group_norm)
+            .insert(op::SOFTMAX_INT, |b, op| softmax(b, op, "_softmax"))
+            .insert(op::LOG_SOFTMAX_INT, |b, op| softmax(b, op, "_log_softmax"))
+            .insert(op::SCALED_DOT_PRODUCT_ATTENTION, sdpa)
+            .insert(op::SILU, |b, op| {
                 let x = float_input(b, op, "silu")?;
                 let s = b.call("sigmoid", &[x.into()])?;
                 one(b.call("mul.Tensor", &[x.into(), s.into()]))
             })
-            .insert("aten.hardsigmoid", |b, op| {
+            .insert(op::HARDSIGMOID, |b, op| {
                 let x = float_input(b, op, "hardsigmoid")?;
                 one(hardsigmoid(b, x))
             })
-            .insert("aten.hardswish", |b, op| {
+            .insert(op::HARDSWISH, |b, op| {
                 let x = float_input(b, op, "hardswish")?;
                 let h = hardsigmoid(b, x)?;
                 one(b.call("mul.Tensor", &[x.into(), h.into()]))
             })
-            .insert("aten.relu6", |b, op| {
+            .insert(op::RELU6, |b, op| {
                 let x = input(b, op, "self")?;
                 one(b.call("clamp", &[x.into(), Arg::A(Attribute::Int(0)), Arg::A(Attribute::Int(6))]))
             })
-            .insert("aten.mish", |b, op| {
+            .insert(op::MISH, |b, op| {
                 let x = float_input(b, op, "mish")?;
                 let sp = softplus(b, x)?;
                 let t = b.call("tanh", &[sp.into()])?;
                 one(b.call("mul.Tensor", &[x.into(), t.into()]))
             })
-            .insert("aten.softplus", |b, op| {
+            .insert(op::SOFTPLUS, |b, op| {
                 let beta = b.with_args(op, |a| a.float("beta"))?.unwrap_or(1.0);
                 let th = b.with_args(op, |a| a.float("threshold"))?.unwrap_or(20.0);
                 if beta != 1.0 || th != 20.0 {
@@ -156,32 +158,32 @@ impl DecompositionTable {
                 let x = float_input(b, op, "softplus")?;
                 one(softplus(b, x))
             })
-            .insert("aten.tril", |b, op| tri(b, op, "le.Scalar"))
-            .insert("aten.triu", |b, op| tri(b, op, "ge.Scalar"))
-            .insert("aten.ones", |b, op| fill_like_new(b, op, 1))
-            .insert("aten.zeros", |b, op| fill_like_new(b, op, 0))
-            .insert("aten.new_ones", |b, op| new_filled(b, op, Some(Attribute::Int(1))))
-            .insert("aten.new_zeros", |b, op| new_filled(b, op, Some(Attribute::Int(0))))
-            .insert("aten.new_empty", |b, op| new_filled(b, op, Some(Attribute::Int(0))))
-            .insert("aten.new_full", |b, op| new_filled(b, op, None))
-            .insert("aten.ones_like", |b, op| fill_like(b, op, 1))
-            .insert("aten.zeros_like", |b, op| fill_like(b, op, 0))
-            .insert("aten.arange", arange)
-            .insert("aten.arange.start", arange)
-            .insert("aten.masked_fill.Scalar", masked_fill_scalar)
-            .insert("aten.masked_fill.Tensor", |b, op| {
+            .insert(op::TRIL, |b, op| tri(b, op, "le.Scalar"))
+            .insert(op::TRIU, |b, op| tri(b, op, "ge.Scalar"))
+            .insert(op::ONES, |b, op| fill_like_new(b, op, 1))
+            .insert(op::ZEROS, |b, op| fill_like_new(b, op, 0))
+            .insert(op::NEW_ONES, |b, op| new_filled(b, op, Some(Attribute::Int(1))))
+            .insert(op::NEW_ZEROS, |b, op| new_filled(b, op, Some(Attribute::Int(0))))
+            .insert(op::NEW_EMPTY, |b, op| new_filled(b, op, Some(Attribute::Int(0))))
+            .insert(op::NEW_FULL, |b, op| new_filled(b, op, None))
+            .insert(op::ONES_LIKE, |b, op| fill_like(b, op, 1))
+            .insert(op::ZEROS_LIKE, |b, op| fill_like(b, op, 0))
+            .insert(op::ARANGE, arange)
+            .insert(op::ARANGE_START, arange)
+            .insert(op::MASKED_FILL_SCALAR, masked_fill_scalar)
+            .insert(op::MASKED_FILL_TENSOR, |b, op| {
                 let (x, mask, v) = (input(b, op, "self")?, input(b, op, "mask")?, input(b, op, "value")?);
                 one(b.call("where.self", &[mask.into(), v.into(), x.into()]))
             })
-            .insert("aten.sum", |b, op| reduce_all(b, op, "sum.dim_IntList"))
-            .insert("aten.floor_divide", |b, op| {
+            .insert(op::SUM, |b, op| reduce_all(b, op, "sum.dim_IntList"))
+            .insert(op::FLOOR_DIVIDE, |b, op| {
                 let (x, o) = (input(b, op, "self")?, input(b, op, "other")?);
                 one(b.call("div.Tensor_mode", &[x.into(), o.into(), Arg::A(Attribute::str("floor"))]))
             })
-            .insert("aten.__and__.Tensor", |b, op| binary_rename(b, op, "bitwise_and.Tensor"))
-            .insert("aten.__or__.Tensor", |b, op| binary_rename(b, op, "bitwise_or.Tensor"))
-            .insert("aten.__xor__.Tensor", |b, op| binary_rename(b, op, "bitwise_xor.Tensor"))
-            .insert("aten.max_pool2d", |b, op| {
+            .insert(op::__AND___TENSOR, |b, op| binary_rename(b, op, "bitwise_and.Tensor"))
+            .insert(op::__OR___TENSOR, |b, op| binary_rename(b, op, "bitwise_or.Tensor"))
+            .insert(op::__XOR___TENSOR, |b, op| binary_rename(b, op, "bitwise_xor.Tensor"))
+            .insert(op::MAX_POOL2D, |b, op| {
                 let x = input(b, op, "self")?;
                 let mut consts = b.with_args(op, |a| {
                     ["kernel_size", "stride", "padding", "dilation", "ceil_mode"].map(|n| a.constant(n).unwrap_or(Attribute::None))
@@ -191,25 +193,25 @@ impl DecompositionTable {
                 }
                 let mut args = vec![Arg::V(x)];
                 args.extend(consts.into_iter().map(Arg::A));
-                Ok(b.call_n("aten.max_pool2d_with_indices", &args)?.first().map(|&v| vec![v]))
+                Ok(b.call_n(op::MAX_POOL2D_WITH_INDICES, &args)?.first().map(|&v| vec![v]))
             })
-            .insert("aten.adaptive_avg_pool2d", |b, op| {
+            .insert(op::ADAPTIVE_AVG_POOL2D, |b, op| {
                 let x = input(b, op, "self")?;
                 let os = b.with_args(op, |a| a.ints("output_size"))?.ok_or("adaptive_avg_pool2d: output_size must be constant")?;
                 one(b.call("_adaptive_avg_pool2d", &[x.into(), Arg::A(Attribute::ints(&os))]))
             })
-            .insert("aten.square", |b, op| {
+            .insert(op::SQUARE, |b, op| {
                 let x = input(b, op, "self")?;
                 // A bool tensor squares as int64, as `pow(x, 2)` promotes it.
                 let x = if b.dtype(x) == Some(DType::Bool) { cast(b, x, DType::I64)? } else { x };
                 one(b.call("mul.Tensor", &[x.into(), x.into()]))
             })
-            .insert("aten.clamp_min", |b, op| {
+            .insert(op::CLAMP_MIN, |b, op| {
                 let x = input(b, op, "self")?;
                 let v = b.with_args(op, |a| a.constant("min"))?.ok_or("clamp_min: bound must be constant")?;
                 one(b.call("clamp", &[x.into(), Arg::A(v)]))
             })
-            .insert("aten.clamp_max", |b, op| {
+            .insert(op::CLAMP_MAX, |b, op| {
                 let x = input(b, op, "self")?;
                 let v = b.with_args(op, |a| a.constant("max"))?.ok_or("clamp_max: bound must be constant")?;
                 one(b.call("clamp", &[x.into(), Arg::A(Attribute::None), Arg::A(v)]))
@@ -552,7 +554,7 @@ fn batch_norm(b: &mut OpBuilder, op: OpId) -> DecompResult {
     let (Some(rm), Some(rv), Some(false)) = (rm, rv, training) else { return Ok(None) };
     let opt = |v: Option<ValueId>| v.map(Arg::V).unwrap_or(Arg::A(Attribute::None));
     let r = b.call_n(
-        "aten._native_batch_norm_legit_no_training",
+        op::_NATIVE_BATCH_NORM_LEGIT_NO_TRAINING,
         &[
             x.into(),
             opt(w),
@@ -573,7 +575,7 @@ fn layer_norm(b: &mut OpBuilder, op: OpId) -> DecompResult {
     let ns = ns.ok_or("layer_norm: normalized_shape must be constant")?;
     let opt = |v: Option<ValueId>| v.map(Arg::V).unwrap_or(Arg::A(Attribute::None));
     let r = b.call_n(
-        "aten.native_layer_norm",
+        op::NATIVE_LAYER_NORM,
         &[x.into(), Arg::A(Attribute::ints(&ns)), opt(w), opt(bias), Arg::A(Attribute::float(eps.unwrap_or(1e-5)))],
     )?;
     Ok(Some(vec![r[0]]))
@@ -597,7 +599,7 @@ fn group_norm(b: &mut OpBuilder, op: OpId) -> DecompResult {
     };
     let opt = |v: Option<ValueId>| v.map(Arg::V).unwrap_or(Arg::A(Attribute::None));
     let r = b.call_n(
-        "aten.native_group_norm",
+        op::NATIVE_GROUP_NORM,
         &[
             x.into(),
             opt(w),

@@ -7,17 +7,18 @@ use super::composite::static_shape;
 use super::decompose::{DecompResult, DecompositionTable, input, one, opt_input, rank_of};
 use super::rewrite::{Arg, OpBuilder};
 use super::stacking::tensor_list;
+use dialect_aten::op;
 use ir::{Attribute, DType, OpId, ValueId};
 
 /// Adds the layers' decompositions to `t`.
 pub(super) fn add(t: &mut DecompositionTable) {
-    t.insert("aten._prelu_kernel", |b, op| {
+    t.insert(op::_PRELU_KERNEL, |b, op| {
         let (x, w) = (input(b, op, "self")?, input(b, op, "weight")?);
         let pos = b.call("gt.Scalar", &[x.into(), Arg::A(Attribute::Int(0))])?;
         let neg = b.call("mul.Tensor", &[w.into(), x.into()])?;
         one(b.call("where.self", &[pos.into(), x.into(), neg.into()]))
     })
-    .insert("aten.rrelu", |b, op| {
+    .insert(op::RRELU, |b, op| {
         let x = input(b, op, "self")?;
         let (lo, hi, training) = b.with_args(op, |a| (a.float("lower"), a.float("upper"), a.bool("training")))?;
         if training.unwrap_or(false) {
@@ -26,7 +27,7 @@ pub(super) fn add(t: &mut DecompositionTable) {
         let slope = (lo.unwrap_or(0.125) + hi.unwrap_or(1.0 / 3.0)) / 2.0;
         one(b.call("leaky_relu", &[x.into(), Arg::A(Attribute::float(slope))]))
     })
-    .insert("aten.chain_matmul", |b, op| {
+    .insert(op::CHAIN_MATMUL, |b, op| {
         let ms = tensor_list(b, op, "matrices")?;
         for &m in &ms {
             if rank_of(b, m)? != 2 {
@@ -42,9 +43,9 @@ pub(super) fn add(t: &mut DecompositionTable) {
         }
         one(Ok(acc))
     })
-    .insert("aten.bilinear", bilinear)
-    .insert("aten.max_pool1d_with_indices", max_pool1d_with_indices)
-    .insert("aten.log_sigmoid_forward", |b, op| {
+    .insert(op::BILINEAR, bilinear)
+    .insert(op::MAX_POOL1D_WITH_INDICES, max_pool1d_with_indices)
+    .insert(op::LOG_SIGMOID_FORWARD, |b, op| {
         // The buffer is `exp(−|x|)`, what PyTorch's CPU kernel keeps for the backward.
         let x = input(b, op, "self")?;
         let out = b.call("log_sigmoid", &[x.into()])?;
@@ -53,13 +54,13 @@ pub(super) fn add(t: &mut DecompositionTable) {
         let buf = b.call("exp", &[nax.into()])?;
         Ok(Some(vec![out, buf]))
     })
-    .insert("aten._fused_rms_norm", fused_rms_norm)
-    .insert("aten._pad_circular", |b, op| {
+    .insert(op::_FUSED_RMS_NORM, fused_rms_norm)
+    .insert(op::_PAD_CIRCULAR, |b, op| {
         let x = input(b, op, "self")?;
         let pad = b.with_args(op, |a| a.ints("pad"))?.ok_or("_pad_circular: the padding must be constant")?;
         one(pad_circular(b, x, &pad))
     })
-    .insert("aten._pad_enum", pad_enum);
+    .insert(op::_PAD_ENUM, pad_enum);
 }
 
 /// `bilinear(x1, x2, W, b)`: `y[…, o] = Σᵢⱼ x1[…, i]·W[o, i, j]·x2[…, j] + b[o]`, as `x1`
@@ -101,7 +102,7 @@ fn max_pool1d_with_indices(b: &mut OpBuilder, op: OpId) -> DecompResult {
     let u = b.call("unsqueeze", &[x.into(), Arg::A(Attribute::Int(-2))])?;
     let pair = |a: i64, v: i64| Arg::A(Attribute::ints(&[a, v]));
     let r = b.call_n(
-        "aten.max_pool2d_with_indices",
+        op::MAX_POOL2D_WITH_INDICES,
         &[u.into(), pair(1, k), pair(1, s), pair(0, p), pair(1, d), Arg::A(Attribute::Bool(ceil.unwrap_or(false)))],
     )?;
     let mut out = Vec::new();

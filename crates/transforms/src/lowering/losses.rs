@@ -13,25 +13,26 @@ use super::stacking::{int, ints};
 use super::decompose::{DecompResult, DecompositionTable, cast, input, one, opt_input, rank_of};
 use super::rewrite::{Arg, OpBuilder};
 use dialect_aten::infer::{PromoteArg, float_result, result_type};
+use dialect_aten::op;
 use ir::{Attribute, DType, DTypeCategory, OpId, ValueId};
 
 /// Adds the losses', statistics' and special functions' decompositions to `t`.
 pub(super) fn add(t: &mut DecompositionTable) {
-    t.insert("aten.var_mean", |b, op| stat_mean(b, op, "var.correction", false))
-        .insert("aten.var_mean.dim", |b, op| stat_mean(b, op, "var.correction", true))
-        .insert("aten.std_mean", |b, op| stat_mean(b, op, "std.correction", false))
-        .insert("aten.std_mean.dim", |b, op| stat_mean(b, op, "std.correction", true))
-        .insert("aten.std_mean.correction", std_mean_correction)
-        .insert("aten.nanmean", nanmean)
-        .insert("aten.instance_norm", instance_norm)
-        .insert("aten.renorm", renorm)
-        .insert("aten.nll_loss", |b, op| nll(b, op, false, false))
-        .insert("aten.nll_loss_nd", |b, op| nll(b, op, false, false))
-        .insert("aten.nll_loss2d", |b, op| nll(b, op, false, false))
-        .insert("aten.nll_loss_forward", |b, op| nll(b, op, false, true))
-        .insert("aten.nll_loss2d_forward", |b, op| nll(b, op, false, true))
-        .insert("aten.cross_entropy_loss", |b, op| nll(b, op, true, false))
-        .insert("aten.margin_ranking_loss", |b, op| {
+    t.insert(op::VAR_MEAN, |b, op| stat_mean(b, op, "var.correction", false))
+        .insert(op::VAR_MEAN_DIM, |b, op| stat_mean(b, op, "var.correction", true))
+        .insert(op::STD_MEAN, |b, op| stat_mean(b, op, "std.correction", false))
+        .insert(op::STD_MEAN_DIM, |b, op| stat_mean(b, op, "std.correction", true))
+        .insert(op::STD_MEAN_CORRECTION, std_mean_correction)
+        .insert(op::NANMEAN, nanmean)
+        .insert(op::INSTANCE_NORM, instance_norm)
+        .insert(op::RENORM, renorm)
+        .insert(op::NLL_LOSS, |b, op| nll(b, op, false, false))
+        .insert(op::NLL_LOSS_ND, |b, op| nll(b, op, false, false))
+        .insert(op::NLL_LOSS2D, |b, op| nll(b, op, false, false))
+        .insert(op::NLL_LOSS_FORWARD, |b, op| nll(b, op, false, true))
+        .insert(op::NLL_LOSS2D_FORWARD, |b, op| nll(b, op, false, true))
+        .insert(op::CROSS_ENTROPY_LOSS, |b, op| nll(b, op, true, false))
+        .insert(op::MARGIN_RANKING_LOSS, |b, op| {
             let (x1, x2, y) = (input(b, op, "input1")?, input(b, op, "input2")?, input(b, op, "target")?);
             let margin = b.with_args(op, |a| a.float("margin"))?.unwrap_or(0.0);
             // max(0, −y·(x1 − x2) + margin)
@@ -41,7 +42,7 @@ pub(super) fn add(t: &mut DecompositionTable) {
             let v = b.call("clamp", &[v.into(), f(0.0)])?;
             reduce(b, op, v)
         })
-        .insert("aten.hinge_embedding_loss", |b, op| {
+        .insert(op::HINGE_EMBEDDING_LOSS, |b, op| {
             let (x, y) = (input(b, op, "self")?, input(b, op, "target")?);
             let margin = b.with_args(op, |a| a.float("margin"))?.unwrap_or(1.0);
             // max(0, margin − x) where y ≠ 1, plus x where y ≠ −1.
@@ -55,7 +56,7 @@ pub(super) fn add(t: &mut DecompositionTable) {
             let v = b.call("add.Tensor", &[lm.into(), ls.into()])?;
             reduce(b, op, v)
         })
-        .insert("aten.soft_margin_loss", |b, op| {
+        .insert(op::SOFT_MARGIN_LOSS, |b, op| {
             let (x, y) = (input(b, op, "self")?, input(b, op, "target")?);
             let p = b.call("mul.Tensor", &[y.into(), x.into()])?;
             let n = b.call("neg", &[p.into()])?;
@@ -63,25 +64,25 @@ pub(super) fn add(t: &mut DecompositionTable) {
             let v = b.call("log1p", &[e.into()])?;
             reduce(b, op, v)
         })
-        .insert("aten.cosine_embedding_loss", cosine_embedding_loss)
-        .insert("aten.multi_margin_loss", multi_margin_loss)
-        .insert("aten.poisson_nll_loss", poisson_nll_loss)
-        .insert("aten.triplet_margin_loss", triplet_margin_loss)
-        .insert("aten.special_entr", special_entr)
-        .insert("aten.special_ndtr", |b, op| {
+        .insert(op::COSINE_EMBEDDING_LOSS, cosine_embedding_loss)
+        .insert(op::MULTI_MARGIN_LOSS, multi_margin_loss)
+        .insert(op::POISSON_NLL_LOSS, poisson_nll_loss)
+        .insert(op::TRIPLET_MARGIN_LOSS, triplet_margin_loss)
+        .insert(op::SPECIAL_ENTR, special_entr)
+        .insert(op::SPECIAL_NDTR, |b, op| {
             let x = float_of(b, input(b, op, "self")?)?;
             one(ndtr(b, x))
         })
-        .insert("aten.special_log_ndtr", log_ndtr)
-        .insert("aten.special_xlog1py", |b, op| {
+        .insert(op::SPECIAL_LOG_NDTR, log_ndtr)
+        .insert(op::SPECIAL_XLOG1PY, |b, op| {
             let (x, y) = (input(b, op, "self")?, input(b, op, "other")?);
             one(xlog(b, x, y, "log1p"))
         })
-        .insert("aten.special_xlog1py.self_scalar", |b, op| scalar_xlog(b, op, "log1p", true))
-        .insert("aten.special_xlog1py.other_scalar", |b, op| scalar_xlog(b, op, "log1p", false))
-        .insert("aten.xlogy.Scalar_Self", |b, op| scalar_xlog(b, op, "log", true))
-        .insert("aten.xlogy.Scalar_Other", |b, op| scalar_xlog(b, op, "log", false))
-        .insert("aten.float_power.Scalar", |b, op| {
+        .insert(op::SPECIAL_XLOG1PY_SELF_SCALAR, |b, op| scalar_xlog(b, op, "log1p", true))
+        .insert(op::SPECIAL_XLOG1PY_OTHER_SCALAR, |b, op| scalar_xlog(b, op, "log1p", false))
+        .insert(op::XLOGY_SCALAR_SELF, |b, op| scalar_xlog(b, op, "log", true))
+        .insert(op::XLOGY_SCALAR_OTHER, |b, op| scalar_xlog(b, op, "log", false))
+        .insert(op::FLOAT_POWER_SCALAR, |b, op| {
             let e = input(b, op, "exponent")?;
             let s = b.with_args(op, |a| a.float("self"))?.ok_or("float_power: the base must be constant")?;
             let e = cast(b, e, DType::F64)?;

@@ -4,6 +4,7 @@
 //! `sum_to_size`, `_safe_softmax` (softmax whose fully masked rows are zero), and the
 //! covariance and correlation matrices (`cov` without weights, `corrcoef`).
 
+use dialect_aten::op;
 use super::composite::f;
 use super::losses::float_only;
 use super::stacking::ints;
@@ -13,38 +14,38 @@ use ir::{Attribute, DType, OpId, ValueId};
 
 /// Adds the reductions' decompositions to `t`.
 pub(super) fn add(t: &mut DecompositionTable) {
-    t.insert("aten.norm.Scalar", |b, op| norm(b, op, false, false))
-        .insert("aten.norm.ScalarOpt_dtype", |b, op| norm(b, op, false, true))
-        .insert("aten.norm.ScalarOpt_dim", |b, op| norm(b, op, true, false))
-        .insert("aten.norm.ScalarOpt_dim_dtype", |b, op| norm(b, op, true, true))
-        .insert("aten.frobenius_norm.dim", |b, op| {
+    t.insert(op::NORM_SCALAR, |b, op| norm(b, op, false, false))
+        .insert(op::NORM_SCALAROPT_DTYPE, |b, op| norm(b, op, false, true))
+        .insert(op::NORM_SCALAROPT_DIM, |b, op| norm(b, op, true, false))
+        .insert(op::NORM_SCALAROPT_DIM_DTYPE, |b, op| norm(b, op, true, true))
+        .insert(op::FROBENIUS_NORM_DIM, |b, op| {
             let x = float_only(b, op, "frobenius_norm")?;
             let (dims, keep) = b.with_args(op, |a| (a.ints("dim"), a.bool("keepdim")))?;
             let dims = all_if_empty(b, x, dims.unwrap_or_default())?;
             one(p_norm(b, x, 2.0, &dims, keep.unwrap_or(false)))
         })
-        .insert("aten.norm_except_dim", |b, op| {
+        .insert(op::NORM_EXCEPT_DIM, |b, op| {
             let v = input(b, op, "v")?;
             let (p, dim) = b.with_args(op, |a| (a.int("pow"), a.int("dim")))?;
             one(norm_except_dim(b, v, p.unwrap_or(2) as f64, dim.unwrap_or(0)))
         })
-        .insert("aten._weight_norm", |b, op| {
+        .insert(op::_WEIGHT_NORM, |b, op| {
             let (v, g) = (input(b, op, "v")?, input(b, op, "g")?);
             let dim = b.with_args(op, |a| a.int("dim"))?.unwrap_or(0);
             let n = norm_except_dim(b, v, 2.0, dim)?;
             let s = b.call("div.Tensor", &[g.into(), n.into()])?;
             one(b.call("mul.Tensor", &[v.into(), s.into()]))
         })
-        .insert("aten._euclidean_dist", euclidean_dist)
-        .insert("aten.trapezoid.dx", |b, op| trapezoid_dx(b, op, false))
-        .insert("aten.trapz.dx", |b, op| trapezoid_dx(b, op, false))
-        .insert("aten.cumulative_trapezoid.dx", |b, op| trapezoid_dx(b, op, true))
-        .insert("aten.trapezoid.x", |b, op| trapezoid_x(b, op, false))
-        .insert("aten.trapz.x", |b, op| trapezoid_x(b, op, false))
-        .insert("aten.cumulative_trapezoid.x", |b, op| trapezoid_x(b, op, true))
-        .insert("aten.sum_to_size", sum_to_size)
-        .insert("aten._safe_softmax", safe_softmax)
-        .insert("aten.cov", |b, op| {
+        .insert(op::_EUCLIDEAN_DIST, euclidean_dist)
+        .insert(op::TRAPEZOID_DX, |b, op| trapezoid_dx(b, op, false))
+        .insert(op::TRAPZ_DX, |b, op| trapezoid_dx(b, op, false))
+        .insert(op::CUMULATIVE_TRAPEZOID_DX, |b, op| trapezoid_dx(b, op, true))
+        .insert(op::TRAPEZOID_X, |b, op| trapezoid_x(b, op, false))
+        .insert(op::TRAPZ_X, |b, op| trapezoid_x(b, op, false))
+        .insert(op::CUMULATIVE_TRAPEZOID_X, |b, op| trapezoid_x(b, op, true))
+        .insert(op::SUM_TO_SIZE, sum_to_size)
+        .insert(op::_SAFE_SOFTMAX, safe_softmax)
+        .insert(op::COV, |b, op| {
             let x = input(b, op, "self")?;
             let c = b.with_args(op, |a| a.int("correction"))?.unwrap_or(1);
             if b.with_args(op, |a| !a.is_none("fweights") || !a.is_none("aweights"))? {
@@ -52,7 +53,7 @@ pub(super) fn add(t: &mut DecompositionTable) {
             }
             one(cov(b, x, c))
         })
-        .insert("aten.corrcoef", |b, op| {
+        .insert(op::CORRCOEF, |b, op| {
             let x = input(b, op, "self")?;
             let c = cov(b, x, 1)?;
             if rank_of(b, c)? == 0 {

@@ -97,7 +97,8 @@ impl<'a> OpBuilder<'a> {
 
     /// Creates `name` (`aten.mm`, `edge.add.Tensor`) with schema-positional arguments and
     /// returns its results, typed by shape inference.
-    pub fn call_n(&mut self, name: &str, args: &[Arg]) -> Result<Vec<ValueId>, String> {
+    pub fn call_n(&mut self, name: impl AsRef<str>, args: &[Arg]) -> Result<Vec<ValueId>, String> {
+        let name = name.as_ref();
         let schema = self.ctx.op_def(name).and_then(|d| d.schema.clone()).ok_or_else(|| format!("unknown op '{name}'"))?;
         if args.len() > schema.args.len() {
             return Err(format!("'{name}' takes {} argument(s), {} given", schema.args.len(), args.len()));

@@ -10,19 +10,20 @@
 use super::composite::static_shape;
 use super::decompose::{DecompResult, DecompositionTable, cast, input, one, rank_of};
 use super::rewrite::{Arg, OpBuilder};
+use dialect_aten::op;
 use ir::{Attribute, DType, OpId, ValueId};
 
 /// Adds the shape ops' decompositions to `t`.
 pub(super) fn add(t: &mut DecompositionTable) {
-    t.insert("aten.atleast_1d.Sequence", |b, op| atleast_each(b, op, 1))
-        .insert("aten.atleast_2d.Sequence", |b, op| atleast_each(b, op, 2))
-        .insert("aten.atleast_3d.Sequence", |b, op| atleast_each(b, op, 3))
-        .insert("aten.vstack", |b, op| stack_along(b, op, 2, |_| 0))
-        .insert("aten.dstack", |b, op| stack_along(b, op, 3, |_| 2))
-        .insert("aten.hstack", |b, op| stack_along(b, op, 1, |r| if r == 1 { 0 } else { 1 }))
-        .insert("aten.column_stack", column_stack)
-        .insert("aten.meshgrid", |b, op| meshgrid(b, op, false))
-        .insert("aten.meshgrid.indexing", |b, op| {
+    t.insert(op::ATLEAST_1D_SEQUENCE, |b, op| atleast_each(b, op, 1))
+        .insert(op::ATLEAST_2D_SEQUENCE, |b, op| atleast_each(b, op, 2))
+        .insert(op::ATLEAST_3D_SEQUENCE, |b, op| atleast_each(b, op, 3))
+        .insert(op::VSTACK, |b, op| stack_along(b, op, 2, |_| 0))
+        .insert(op::DSTACK, |b, op| stack_along(b, op, 3, |_| 2))
+        .insert(op::HSTACK, |b, op| stack_along(b, op, 1, |r| if r == 1 { 0 } else { 1 }))
+        .insert(op::COLUMN_STACK, column_stack)
+        .insert(op::MESHGRID, |b, op| meshgrid(b, op, false))
+        .insert(op::MESHGRID_INDEXING, |b, op| {
             let xy = match b.with_args(op, |a| a.constant("indexing"))? {
                 Some(Attribute::Str(s)) if &*s == "xy" => true,
                 Some(Attribute::Str(s)) if &*s == "ij" => false,
@@ -30,36 +31,36 @@ pub(super) fn add(t: &mut DecompositionTable) {
             };
             meshgrid(b, op, xy)
         })
-        .insert("aten.broadcast_tensors", broadcast_tensors)
-        .insert("aten.block_diag", block_diag)
-        .insert("aten.kron", kron)
-        .insert("aten.diag", diag)
-        .insert("aten.diag_embed", |b, op| {
+        .insert(op::BROADCAST_TENSORS, broadcast_tensors)
+        .insert(op::BLOCK_DIAG, block_diag)
+        .insert(op::KRON, kron)
+        .insert(op::DIAG, diag)
+        .insert(op::DIAG_EMBED, |b, op| {
             let x = input(b, op, "self")?;
             let (off, d1, d2) = b.with_args(op, |a| (a.int("offset"), a.int("dim1"), a.int("dim2")))?;
             one(diag_embed(b, x, off.unwrap_or(0), d1.unwrap_or(-2), d2.unwrap_or(-1)))
         })
-        .insert("aten.diagflat", |b, op| {
+        .insert(op::DIAGFLAT, |b, op| {
             let x = input(b, op, "self")?;
             let off = b.with_args(op, |a| a.int("offset"))?.unwrap_or(0);
             let flat = b.call("reshape", &[x.into(), ints(&[-1])])?;
             one(diag_embed(b, flat, off, 0, 1))
         })
-        .insert("aten.rot90", rot90)
-        .insert("aten.take_along_dim", take_along_dim)
-        .insert("aten.repeat_interleave.self_int", repeat_interleave)
-        .insert("aten.one_hot", one_hot)
-        .insert("aten.linalg_cross", |b, op| {
+        .insert(op::ROT90, rot90)
+        .insert(op::TAKE_ALONG_DIM, take_along_dim)
+        .insert(op::REPEAT_INTERLEAVE_SELF_INT, repeat_interleave)
+        .insert(op::ONE_HOT, one_hot)
+        .insert(op::LINALG_CROSS, |b, op| {
             let dim = b.with_args(op, |a| a.int("dim"))?.unwrap_or(-1);
             cross(b, op, Some(dim))
         })
-        .insert("aten.cross", |b, op| {
+        .insert(op::CROSS, |b, op| {
             let dim = b.with_args(op, |a| a.int("dim"))?;
             cross(b, op, dim)
         })
-        .insert("aten.tensordot", tensordot)
-        .insert("aten.vander", vander)
-        .insert("aten._dim_arange", |b, op| {
+        .insert(op::TENSORDOT, tensordot)
+        .insert(op::VANDER, vander)
+        .insert(op::_DIM_ARANGE, |b, op| {
             let x = input(b, op, "like")?;
             let dim = b.with_args(op, |a| a.int("dim"))?.ok_or("_dim_arange: dim must be constant")?;
             let s = static_shape(b, x, "_dim_arange")?;

@@ -10,11 +10,12 @@
 //! removed, `prim.TupleUnpack(prim.TupleConstruct)` and `prim.ListUnpack(prim.ListConstruct)`
 //! (when the list is never written) forward the elements.
 
+use dialect_aten::op;
 use super::alias::{AliasDb, is_effect_free, is_mutable_type};
 use std::cell::RefCell;
 use std::collections::HashMap;
 use dialect_prim::fold::Folded;
-use ir::{Attribute, Context, Diagnostic, Dim, Module, OpId, TypeKind, ValueId};
+use ir::{Attribute, Context, Diagnostic, Dim, Module, OpId, OpRef, TypeKind, ValueId};
 use pass::{FoldResult, PatternRewriter, RewritePattern, RewriteSet};
 use std::sync::Arc;
 
@@ -37,38 +38,39 @@ struct Pattern {
 }
 
 /// Views that are their input when the result type equals the input type.
-const SAME_TYPE_VIEWS: [&str; 10] = [
-    "aten.view",
-    "aten.reshape",
-    "aten.expand",
-    "aten.expand_as",
-    "aten.view_as",
-    "aten.flatten.using_ints",
-    "aten.squeeze.dim",
-    "aten.squeeze.dims",
-    "aten.slice.Tensor",
-    "aten.to.dtype",
+const SAME_TYPE_VIEWS: [OpRef; 10] = [
+    op::VIEW,
+    op::RESHAPE,
+    op::EXPAND,
+    op::EXPAND_AS,
+    op::VIEW_AS,
+    op::FLATTEN_USING_INTS,
+    op::SQUEEZE_DIM,
+    op::SQUEEZE_DIMS,
+    op::SLICE_TENSOR,
+    op::TO_DTYPE,
 ];
 
 /// Views that are always their input.
-const IDENTITY_VIEWS: [&str; 2] = ["aten.alias", "aten.detach"];
+const IDENTITY_VIEWS: [OpRef; 2] = [op::ALIAS, op::DETACH];
 
 /// Views that are their input for some attributes.
-const ATTR_VIEWS: [&str; 3] = ["aten.permute", "aten.transpose.int", "aten.t"];
+const ATTR_VIEWS: [OpRef; 3] = [op::PERMUTE, op::TRANSPOSE_INT, op::T];
 
 /// Arithmetic with an identity operand.
-const IDENTITY_ARITH: [&str; 8] = [
-    "aten.add.Tensor",
-    "aten.add.Scalar",
-    "aten.sub.Tensor",
-    "aten.sub.Scalar",
-    "aten.mul.Tensor",
-    "aten.mul.Scalar",
-    "aten.div.Tensor",
-    "aten.div.Scalar",
+const IDENTITY_ARITH: [OpRef; 8] = [
+    op::ADD_TENSOR,
+    op::ADD_SCALAR,
+    op::SUB_TENSOR,
+    op::SUB_SCALAR,
+    op::MUL_TENSOR,
+    op::MUL_SCALAR,
+    op::DIV_TENSOR,
+    op::DIV_SCALAR,
 ];
 
-fn pattern(root: &str, kind: Kind) -> Pattern {
+fn pattern(root: impl AsRef<str>, kind: Kind) -> Pattern {
+    let root = root.as_ref();
     Pattern { root: root.to_string(), label: format!("{kind:?}({root})"), kind }
 }
 
@@ -82,11 +84,11 @@ pub fn noop_view_patterns(set: &mut RewriteSet) {
 /// Every canonicalization pattern of this module.
 pub fn canonicalization_patterns(set: &mut RewriteSet) {
     noop_view_patterns(set);
-    set.add_pattern(pattern("aten.clone", Kind::Clone));
+    set.add_pattern(pattern(op::CLONE, Kind::Clone));
     for name in IDENTITY_ARITH {
         set.add_pattern(pattern(name, Kind::Identity));
     }
-    set.add_pattern(pattern("aten._assert_tensor_metadata", Kind::AssertMetadata));
+    set.add_pattern(pattern(op::_ASSERT_TENSOR_METADATA, Kind::AssertMetadata));
     set.add_pattern(pattern(dialect_prim::TUPLE_UNPACK, Kind::TupleUnpack));
     set.add_pattern(pattern(dialect_prim::LIST_UNPACK, Kind::ListUnpack));
 }
@@ -311,7 +313,7 @@ impl RewritePattern for Pattern {
 
 /// The input of a view that changes nothing.
 fn noop_view(m: &Module, op: OpId) -> Option<ValueId> {
-    let name = m.op_name(op);
+    let name = op::by_name(m.op_name(op))?;
     let x = *m.operands(op).first()?;
     let r = *m.results(op).first()?;
     if m.results(op).len() != 1 {
@@ -327,16 +329,16 @@ fn noop_view(m: &Module, op: OpId) -> Option<ValueId> {
     let rank = static_rank(tx)? as i64;
     let norm = |d: i64| if d < 0 { d + rank } else { d };
     match name {
-        "aten.permute" => {
+        op::PERMUTE => {
             let dims = m.attr(op, "dims")?.as_int_array()?;
             (dims.len() as i64 == rank && dims.iter().enumerate().all(|(i, &d)| norm(d) == i as i64)).then_some(x)
         }
-        "aten.transpose.int" => {
+        op::TRANSPOSE_INT => {
             let (a, b) = (m.attr(op, "dim0")?.as_int()?, m.attr(op, "dim1")?.as_int()?);
             (norm(a) == norm(b)).then_some(x)
         }
-        "aten.t" => (rank <= 1).then_some(x),
-        "aten.to.dtype" => {
+        op::T => (rank <= 1).then_some(x),
+        op::TO_DTYPE => {
             let copy = m.attr(op, "copy").and_then(Attribute::as_bool).unwrap_or(false);
             let fmt = m.attr(op, "memory_format").is_none_or(|a| *a == Attribute::None);
             (!copy && fmt).then_some(x)

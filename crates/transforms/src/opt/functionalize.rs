@@ -19,6 +19,7 @@
 //! Arguments are assumed not to alias one another.
 
 use super::alias::{AliasDb, schema_writes};
+use dialect_aten::op;
 use ir::schema::FunctionSchema;
 use ir::{Attribute, Context, Diagnostic, InsertPoint, Module, OpId, OperationState, Type, ValueId};
 use pass::{AnalysisManager, LogLevel};
@@ -277,10 +278,10 @@ impl State<'_> {
         }
         let base = self.read(m, p, at)?;
         let base_ty = m.value_type(base).clone();
-        let new_base = match view_name.as_str() {
-            "aten.alias" | "aten.detach" => value,
-            "aten.select.int" | "aten.slice.Tensor" => {
-                let scatter = if view_name == "aten.select.int" { "aten.select_scatter" } else { "aten.slice_scatter" };
+        let new_base = match op::by_name(&view_name).ok_or_else(|| refuse(m))? {
+            op::ALIAS | op::DETACH => value,
+            op::SELECT_INT | op::SLICE_TENSOR => {
+                let scatter = if op::SELECT_INT.is(&view_name) { op::SELECT_SCATTER } else { op::SLICE_SCATTER };
                 // The view's other arguments, operands or attributes alike, carry over by name.
                 let mut operands = vec![base, value];
                 operands.extend(m.operands(vop).iter().skip(1).copied());
@@ -290,9 +291,9 @@ impl State<'_> {
                 m.insert_op(s, InsertPoint::Before(at)).map_err(|e| diag(m, at, e.to_string()))?;
                 m.results(s)[0]
             }
-            "aten.view" | "aten._unsafe_view" => {
+            op::VIEW | op::_UNSAFE_VIEW => {
                 let Some(dims) = base_ty.as_tensor().and_then(|t| t.static_dims()) else { return Err(refuse(m)) };
-                let st = OperationState::new("aten.view")
+                let st = OperationState::new(op::VIEW)
                     .operands([value])
                     .results([base_ty])
                     .attr("size", Attribute::ints(&dims))

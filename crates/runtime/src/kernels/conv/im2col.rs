@@ -263,7 +263,7 @@ pub(super) fn with_conv_elem(
 /// `im2col(self, kernel_size, dilation, padding, stride)`: `[N, C, H, W]` to
 /// `[N, C·kh·kw, L]` sliding blocks (`F.unfold`).
 pub(super) fn im2col_op(args: &[IValue]) -> Result<Vec<IValue>> {
-    const OP: &str = "aten.im2col";
+    const OP: &str = op::IM2COL.name();
     let a = Args::new(OP, args, 5)?;
     let x = a.tensor(0)?;
     let [k, d, p, s] = block_options(OP, &a, 1)?;
@@ -305,7 +305,7 @@ pub(super) fn im2col_op(args: &[IValue]) -> Result<Vec<IValue>> {
 /// `col2im(self, output_size, kernel_size, dilation, padding, stride)`: sums sliding blocks
 /// `[N, C·kh·kw, L]` back into `[N, C, H, W]` (`F.fold`).
 pub(super) fn col2im_op(args: &[IValue]) -> Result<Vec<IValue>> {
-    const OP: &str = "aten.col2im";
+    const OP: &str = op::COL2IM.name();
     let a = Args::new(OP, args, 6)?;
     let x = a.tensor(0)?;
     let size = expand_param(OP, "output_size", &a.int_list(1)?, 2)?;

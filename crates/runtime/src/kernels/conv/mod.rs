@@ -142,16 +142,16 @@ impl ConvElem for i64 {
 }
 
 pub fn register(r: &mut KernelRegistry) {
-    r.register("aten.im2col", im2col_op);
+    r.register(op::IM2COL, im2col_op);
     r.register(op::COL2IM, col2im_op);
     r.register(op::CONVOLUTION, convolution);
     r.register(op::CONV1D, conv1d);
     r.register(op::CONV2D, conv2d);
-    r.register("aten.conv3d", conv3d);
+    r.register(op::CONV3D, conv3d);
     r.register(op::CONV1D_PADDING, conv1d_padding);
     r.register(op::CONV2D_PADDING, conv2d_padding);
-    r.register("aten.conv3d.padding", conv3d_padding);
-    r.register("aten.conv_transpose1d", conv_transpose1d);
-    r.register("aten.conv_transpose2d.input", conv_transpose2d);
-    r.register("aten.conv_transpose3d.input", conv_transpose3d);
+    r.register(op::CONV3D_PADDING, conv3d_padding);
+    r.register(op::CONV_TRANSPOSE1D, conv_transpose1d);
+    r.register(op::CONV_TRANSPOSE2D_INPUT, conv_transpose2d);
+    r.register(op::CONV_TRANSPOSE3D_INPUT, conv_transpose3d);
 }

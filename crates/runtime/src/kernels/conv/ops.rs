@@ -8,7 +8,7 @@ use super::*;
 /// dilation, transposed, output_padding, groups)` when its out-variant applies: a batched
 /// forward convolution of contiguous floating-point tensors of one dtype.
 pub(crate) fn out_geometry(args: &[IValue]) -> Option<(Geometry, Vec<usize>)> {
-    const OP: &str = "aten.convolution";
+    const OP: &str = op::CONVOLUTION.name();
     let a = Args::new(OP, args, 9).ok()?;
     let (x, w) = (a.tensor(0).ok()?, a.tensor(1).ok()?);
     let bias = a.opt_tensor(2).ok()?;
@@ -249,7 +249,7 @@ pub(crate) fn convolution_tensors(
 }
 
 pub(super) fn convolution(args: &[IValue]) -> Result<Vec<IValue>> {
-    const OP: &str = "aten.convolution";
+    const OP: &str = op::CONVOLUTION.name();
     let a = Args::new(OP, args, 9)?;
     let ca = ConvArgs {
         stride: a.int_list(3)?,
@@ -315,29 +315,29 @@ pub(super) fn conv_transpose_nd(op: &'static str, d: usize, args: &[IValue]) -> 
 }
 
 pub(super) fn conv1d(args: &[IValue]) -> Result<Vec<IValue>> {
-    conv_nd("aten.conv1d", 1, args)
+    conv_nd(op::CONV1D.name(), 1, args)
 }
 pub(super) fn conv2d(args: &[IValue]) -> Result<Vec<IValue>> {
-    conv_nd("aten.conv2d", 2, args)
+    conv_nd(op::CONV2D.name(), 2, args)
 }
 pub(super) fn conv3d(args: &[IValue]) -> Result<Vec<IValue>> {
-    conv_nd("aten.conv3d", 3, args)
+    conv_nd(op::CONV3D.name(), 3, args)
 }
 pub(super) fn conv1d_padding(args: &[IValue]) -> Result<Vec<IValue>> {
-    conv_nd("aten.conv1d.padding", 1, args)
+    conv_nd(op::CONV1D_PADDING.name(), 1, args)
 }
 pub(super) fn conv2d_padding(args: &[IValue]) -> Result<Vec<IValue>> {
-    conv_nd("aten.conv2d.padding", 2, args)
+    conv_nd(op::CONV2D_PADDING.name(), 2, args)
 }
 pub(super) fn conv3d_padding(args: &[IValue]) -> Result<Vec<IValue>> {
-    conv_nd("aten.conv3d.padding", 3, args)
+    conv_nd(op::CONV3D_PADDING.name(), 3, args)
 }
 pub(super) fn conv_transpose1d(args: &[IValue]) -> Result<Vec<IValue>> {
-    conv_transpose_nd("aten.conv_transpose1d", 1, args)
+    conv_transpose_nd(op::CONV_TRANSPOSE1D.name(), 1, args)
 }
 pub(super) fn conv_transpose2d(args: &[IValue]) -> Result<Vec<IValue>> {
-    conv_transpose_nd("aten.conv_transpose2d.input", 2, args)
+    conv_transpose_nd(op::CONV_TRANSPOSE2D_INPUT.name(), 2, args)
 }
 pub(super) fn conv_transpose3d(args: &[IValue]) -> Result<Vec<IValue>> {
-    conv_transpose_nd("aten.conv_transpose3d.input", 3, args)
+    conv_transpose_nd(op::CONV_TRANSPOSE3D_INPUT.name(), 3, args)
 }

@@ -72,10 +72,10 @@ pub fn register(r: &mut KernelRegistry) {
     r.register(op::MM, mm);
     r.register(op::ADDMM, addmm);
     r.register(op::BMM, bmm);
-    r.register("aten.baddbmm", baddbmm);
-    r.register("aten.mv", mv);
-    r.register("aten.addmv", addmv);
-    r.register("aten.dot", dot);
+    r.register(op::BADDBMM, baddbmm);
+    r.register(op::MV, mv);
+    r.register(op::ADDMV, addmv);
+    r.register(op::DOT, dot);
     r.register(op::MATMUL, matmul);
     r.register(op::LINEAR, linear);
 }

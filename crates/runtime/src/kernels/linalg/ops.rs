@@ -31,7 +31,7 @@ pub(super) fn broadcast_init(op: &'static str, t: &Tensor, sizes: &[usize], dtyp
 }
 
 pub(super) fn mm(args: &[IValue]) -> Result<Vec<IValue>> {
-    const OP: &str = "aten.mm";
+    const OP: &str = op::MM.name();
     let a = Args::new(OP, args, 2)?;
     let r = widen_halves(&[a.tensor(0)?, a.tensor(1)?], |t| {
         expect_dim(OP, "self", t[0], 2)?;
@@ -42,7 +42,7 @@ pub(super) fn mm(args: &[IValue]) -> Result<Vec<IValue>> {
 }
 
 pub(super) fn addmm(args: &[IValue]) -> Result<Vec<IValue>> {
-    const OP: &str = "aten.addmm";
+    const OP: &str = op::ADDMM.name();
     let a = Args::new(OP, args, 3)?;
     let beta = a.opt_scalar(3)?.unwrap_or(Scalar::Int(1));
     let alpha = a.opt_scalar(4)?.unwrap_or(Scalar::Int(1));
@@ -74,7 +74,7 @@ pub(super) fn bmm_operands<'t>(op: &'static str, x: &'t Tensor, y: &'t Tensor) -
 }
 
 pub(super) fn bmm(args: &[IValue]) -> Result<Vec<IValue>> {
-    const OP: &str = "aten.bmm";
+    const OP: &str = op::BMM.name();
     let a = Args::new(OP, args, 2)?;
     let r = widen_halves(&[a.tensor(0)?, a.tensor(1)?], |t| {
         let (batch, x, y) = bmm_operands(OP, t[0], t[1])?;
@@ -84,7 +84,7 @@ pub(super) fn bmm(args: &[IValue]) -> Result<Vec<IValue>> {
 }
 
 pub(super) fn baddbmm(args: &[IValue]) -> Result<Vec<IValue>> {
-    const OP: &str = "aten.baddbmm";
+    const OP: &str = op::BADDBMM.name();
     let a = Args::new(OP, args, 3)?;
     let beta = a.opt_scalar(3)?.unwrap_or(Scalar::Int(1));
     let alpha = a.opt_scalar(4)?.unwrap_or(Scalar::Int(1));
@@ -123,7 +123,7 @@ pub(crate) fn reshape_contiguous(t: &Tensor, sizes: &[usize]) -> Result<Tensor> 
 }
 
 pub(super) fn mv(args: &[IValue]) -> Result<Vec<IValue>> {
-    const OP: &str = "aten.mv";
+    const OP: &str = op::MV.name();
     let a = Args::new(OP, args, 2)?;
     let r =
         widen_halves(&[a.tensor(0)?, a.tensor(1)?], |t| mv_impl(OP, t[0], t[1], Scalar::Int(1), Scalar::Int(0), None))?;
@@ -131,7 +131,7 @@ pub(super) fn mv(args: &[IValue]) -> Result<Vec<IValue>> {
 }
 
 pub(super) fn addmv(args: &[IValue]) -> Result<Vec<IValue>> {
-    const OP: &str = "aten.addmv";
+    const OP: &str = op::ADDMV.name();
     let a = Args::new(OP, args, 3)?;
     let beta = a.opt_scalar(3)?.unwrap_or(Scalar::Int(1));
     let alpha = a.opt_scalar(4)?.unwrap_or(Scalar::Int(1));
@@ -146,7 +146,7 @@ pub(super) fn addmv(args: &[IValue]) -> Result<Vec<IValue>> {
 }
 
 pub(super) fn dot(args: &[IValue]) -> Result<Vec<IValue>> {
-    const OP: &str = "aten.dot";
+    const OP: &str = op::DOT.name();
     let a = Args::new(OP, args, 2)?;
     let r = widen_halves(&[a.tensor(0)?, a.tensor(1)?], |t| {
         let (x, y) = (t[0], t[1]);
@@ -207,7 +207,7 @@ pub(crate) fn matmul_tensors(op: &'static str, x: &Tensor, y: &Tensor) -> Result
 }
 
 pub(super) fn matmul(args: &[IValue]) -> Result<Vec<IValue>> {
-    const OP: &str = "aten.matmul";
+    const OP: &str = op::MATMUL.name();
     let a = Args::new(OP, args, 2)?;
     let r = widen_halves(&[a.tensor(0)?, a.tensor(1)?], |t| matmul_tensors(OP, t[0], t[1]))?;
     Ok(outs([r]))
@@ -266,7 +266,7 @@ pub(crate) fn linear_tensors(op: &'static str, x: &Tensor, w: &Tensor, bias: Opt
 }
 
 pub(super) fn linear(args: &[IValue]) -> Result<Vec<IValue>> {
-    const OP: &str = "aten.linear";
+    const OP: &str = op::LINEAR.name();
     let a = Args::new(OP, args, 2)?;
     let (x, w, b) = (a.tensor(0)?, a.tensor(1)?, a.opt_tensor(2)?);
     let mut ts = vec![x, w];

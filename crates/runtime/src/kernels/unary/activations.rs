@@ -46,14 +46,14 @@ impl FloatFn for Gelu {
 }
 
 pub(super) fn k_gelu(args: &[IValue]) -> Result<Vec<IValue>> {
-    let a = Args::new("aten.gelu", args, 1)?;
-    let t = float_only("aten.gelu", a.tensor(0)?)?;
+    let a = Args::new(op::GELU, args, 1)?;
+    let t = float_only(op::GELU.name(), a.tensor(0)?)?;
     let tanh = match a.opt_str(1)?.unwrap_or("none") {
         "none" => false,
         "tanh" => true,
-        other => return Err(KernelError::new("aten.gelu", format!("approximate must be 'none' or 'tanh', got '{other}'"))),
+        other => return Err(KernelError::new(op::GELU, format!("approximate must be 'none' or 'tanh', got '{other}'"))),
     };
-    ret(map_float("aten.gelu", t, &Gelu { tanh })?)
+    ret(map_float(op::GELU.name(), t, &Gelu { tanh })?)
 }
 
 pub(super) struct Silu;
@@ -67,8 +67,8 @@ impl FloatFn for Silu {
 }
 
 pub(super) fn k_silu(args: &[IValue]) -> Result<Vec<IValue>> {
-    let t = float_only("aten.silu", Args::new("aten.silu", args, 1)?.tensor(0)?)?;
-    ret(map_float("aten.silu", t, &Silu)?)
+    let t = float_only(op::SILU.name(), Args::new(op::SILU, args, 1)?.tensor(0)?)?;
+    ret(map_float(op::SILU.name(), t, &Silu)?)
 }
 
 pub(super) struct Mish;
@@ -82,8 +82,8 @@ impl FloatFn for Mish {
 }
 
 pub(super) fn k_mish(args: &[IValue]) -> Result<Vec<IValue>> {
-    let t = float_only("aten.mish", Args::new("aten.mish", args, 1)?.tensor(0)?)?;
-    ret(map_float("aten.mish", t, &Mish)?)
+    let t = float_only(op::MISH.name(), Args::new(op::MISH, args, 1)?.tensor(0)?)?;
+    ret(map_float(op::MISH.name(), t, &Mish)?)
 }
 
 pub(super) struct HardSigmoid;
@@ -107,13 +107,13 @@ impl FloatFn for HardSwish {
 }
 
 pub(super) fn k_hardsigmoid(args: &[IValue]) -> Result<Vec<IValue>> {
-    let t = float_only("aten.hardsigmoid", Args::new("aten.hardsigmoid", args, 1)?.tensor(0)?)?;
-    ret(map_float("aten.hardsigmoid", t, &HardSigmoid)?)
+    let t = float_only(op::HARDSIGMOID.name(), Args::new(op::HARDSIGMOID, args, 1)?.tensor(0)?)?;
+    ret(map_float(op::HARDSIGMOID.name(), t, &HardSigmoid)?)
 }
 
 pub(super) fn k_hardswish(args: &[IValue]) -> Result<Vec<IValue>> {
-    let t = float_only("aten.hardswish", Args::new("aten.hardswish", args, 1)?.tensor(0)?)?;
-    ret(map_float("aten.hardswish", t, &HardSwish)?)
+    let t = float_only(op::HARDSWISH.name(), Args::new(op::HARDSWISH, args, 1)?.tensor(0)?)?;
+    ret(map_float(op::HARDSWISH.name(), t, &HardSwish)?)
 }
 
 pub(super) struct LeakyRelu {
@@ -129,10 +129,10 @@ impl FloatFn for LeakyRelu {
 }
 
 pub(super) fn k_leaky_relu(args: &[IValue]) -> Result<Vec<IValue>> {
-    let a = Args::new("aten.leaky_relu", args, 1)?;
-    let t = float_only("aten.leaky_relu", a.tensor(0)?)?;
+    let a = Args::new(op::LEAKY_RELU, args, 1)?;
+    let t = float_only(op::LEAKY_RELU.name(), a.tensor(0)?)?;
     let slope = a.opt_scalar(1)?.map_or(0.01, |s| s.to_f64());
-    ret(map_float("aten.leaky_relu", t, &LeakyRelu { slope })?)
+    ret(map_float(op::LEAKY_RELU.name(), t, &LeakyRelu { slope })?)
 }
 
 pub(super) struct Elu {
@@ -154,10 +154,10 @@ impl FloatFn for Elu {
 }
 
 pub(super) fn k_elu(args: &[IValue]) -> Result<Vec<IValue>> {
-    let a = Args::new("aten.elu", args, 1)?;
-    let t = float_only("aten.elu", a.tensor(0)?)?;
+    let a = Args::new(op::ELU, args, 1)?;
+    let t = float_only(op::ELU.name(), a.tensor(0)?)?;
     let get = |i: usize| -> Result<f64> { Ok(a.opt_scalar(i)?.map_or(1.0, |s| s.to_f64())) };
-    ret(map_float("aten.elu", t, &Elu { alpha: get(1)?, scale: get(2)?, input_scale: get(3)? })?)
+    ret(map_float(op::ELU.name(), t, &Elu { alpha: get(1)?, scale: get(2)?, input_scale: get(3)? })?)
 }
 
 pub(super) fn softplus64(x: f64, beta: f64, threshold: f64) -> f64 {
@@ -179,9 +179,9 @@ impl FloatFn for Softplus {
 }
 
 pub(super) fn k_softplus(args: &[IValue]) -> Result<Vec<IValue>> {
-    let a = Args::new("aten.softplus", args, 1)?;
-    let t = float_only("aten.softplus", a.tensor(0)?)?;
+    let a = Args::new(op::SOFTPLUS, args, 1)?;
+    let t = float_only(op::SOFTPLUS.name(), a.tensor(0)?)?;
     let beta = a.opt_scalar(1)?.map_or(1.0, |s| s.to_f64());
     let threshold = a.opt_scalar(2)?.map_or(20.0, |s| s.to_f64());
-    ret(map_float("aten.softplus", t, &Softplus { beta, threshold })?)
+    ret(map_float(op::SOFTPLUS.name(), t, &Softplus { beta, threshold })?)
 }

@@ -5,63 +5,63 @@
 use super::*;
 
 pub(super) fn k_abs(args: &[IValue]) -> Result<Vec<IValue>> {
-    let t = Args::new("aten.abs", args, 1)?.tensor(0)?.clone();
+    let t = Args::new(op::ABS, args, 1)?.tensor(0)?.clone();
     if t.dtype() == DType::Bool {
         return ret(t.deep_clone()?);
     }
-    ret(keep_dtype("aten.abs", &t, &Abs, |x| x.wrapping_abs(), false)?)
+    ret(keep_dtype(op::ABS.name(), &t, &Abs, |x| x.wrapping_abs(), false)?)
 }
 
 pub(super) fn k_neg(args: &[IValue]) -> Result<Vec<IValue>> {
-    let t = Args::new("aten.neg", args, 1)?.tensor(0)?.clone();
+    let t = Args::new(op::NEG, args, 1)?.tensor(0)?.clone();
     if t.dtype() == DType::Bool {
         return Err(KernelError::new(
-            "aten.neg",
+            op::NEG,
             "negation, the `-` operator, on a bool tensor is not supported; use `~` or logical_not() instead",
         ));
     }
-    ret(keep_dtype("aten.neg", &t, &Neg, |x| x.wrapping_neg(), false)?)
+    ret(keep_dtype(op::NEG.name(), &t, &Neg, |x| x.wrapping_neg(), false)?)
 }
 
 pub(super) fn relu_tensor(t: &Tensor) -> Result<Tensor> {
-    keep_dtype("aten.relu", t, &Relu, |x| x.max(0), false)
+    keep_dtype(op::RELU.name(), t, &Relu, |x| x.max(0), false)
 }
 
 pub(super) fn k_relu(args: &[IValue]) -> Result<Vec<IValue>> {
-    ret(relu_tensor(Args::new("aten.relu", args, 1)?.tensor(0)?)?)
+    ret(relu_tensor(Args::new(op::RELU, args, 1)?.tensor(0)?)?)
 }
 
 pub(super) fn k_sign(args: &[IValue]) -> Result<Vec<IValue>> {
-    let t = Args::new("aten.sign", args, 1)?.tensor(0)?;
-    ret(keep_dtype("aten.sign", t, &Sign, |x| x.signum(), true)?)
+    let t = Args::new(op::SIGN, args, 1)?.tensor(0)?;
+    ret(keep_dtype(op::SIGN.name(), t, &Sign, |x| x.signum(), true)?)
 }
 
 pub(super) fn k_sgn(args: &[IValue]) -> Result<Vec<IValue>> {
-    let t = Args::new("aten.sgn", args, 1)?.tensor(0)?;
-    ret(keep_dtype("aten.sgn", t, &Sign, |x| x.signum(), true)?)
+    let t = Args::new(op::SGN, args, 1)?.tensor(0)?;
+    ret(keep_dtype(op::SGN.name(), t, &Sign, |x| x.signum(), true)?)
 }
 
 macro_rules! rounding_kernel {
-    ($fn:ident, $ty:ident, $name:literal) => {
+    ($fn:ident, $ty:ident, $name:path) => {
         pub(super) fn $fn(args: &[IValue]) -> Result<Vec<IValue>> {
             let t = Args::new($name, args, 1)?.tensor(0)?;
             if !t.dtype().is_floating() {
                 return ret(t.deep_clone()?);
             }
-            ret(map_float($name, t, &$ty)?)
+            ret(map_float($name.name(), t, &$ty)?)
         }
     };
 }
 
-rounding_kernel!(k_floor, Floor, "aten.floor");
-rounding_kernel!(k_ceil, Ceil, "aten.ceil");
-rounding_kernel!(k_round, Round, "aten.round");
-rounding_kernel!(k_trunc, Trunc, "aten.trunc");
+rounding_kernel!(k_floor, Floor, op::FLOOR);
+rounding_kernel!(k_ceil, Ceil, op::CEIL);
+rounding_kernel!(k_round, Round, op::ROUND);
+rounding_kernel!(k_trunc, Trunc, op::TRUNC);
 
 pub(super) fn k_square(args: &[IValue]) -> Result<Vec<IValue>> {
-    let t = Args::new("aten.square", args, 1)?.tensor(0)?;
+    let t = Args::new(op::SQUARE, args, 1)?.tensor(0)?;
     let t = if t.dtype() == DType::Bool { t.to_dtype(DType::I64)? } else { t.clone() };
-    ret(keep_dtype("aten.square", &t, &Square, |x| x.wrapping_mul(x), false)?)
+    ret(keep_dtype(op::SQUARE.name(), &t, &Square, |x| x.wrapping_mul(x), false)?)
 }
 
 pub(super) struct RoundDecimals {
@@ -82,16 +82,16 @@ impl FloatFn for RoundDecimals {
 }
 
 pub(super) fn k_round_decimals(args: &[IValue]) -> Result<Vec<IValue>> {
-    let a = Args::new("aten.round.decimals", args, 2)?;
+    let a = Args::new(op::ROUND_DECIMALS, args, 2)?;
     let t = a.tensor(0)?;
     let decimals = a.int(1)?;
     if !t.dtype().is_floating() {
         if decimals != 0 {
-            return Err(KernelError::new("aten.round.decimals", "integer tensors support only decimals=0"));
+            return Err(KernelError::new(op::ROUND_DECIMALS, "integer tensors support only decimals=0"));
         }
         return ret(t.deep_clone()?);
     }
-    ret(map_float("aten.round.decimals", t, &RoundDecimals { decimals })?)
+    ret(map_float(op::ROUND_DECIMALS.name(), t, &RoundDecimals { decimals })?)
 }
 
 pub(super) struct Frac;
@@ -105,8 +105,8 @@ impl FloatFn for Frac {
 }
 
 pub(super) fn k_frac(args: &[IValue]) -> Result<Vec<IValue>> {
-    let t = Args::new("aten.frac", args, 1)?.tensor(0)?;
-    ret(map_float("aten.frac", t, &Frac)?)
+    let t = Args::new(op::FRAC, args, 1)?.tensor(0)?;
+    ret(map_float(op::FRAC.name(), t, &Frac)?)
 }
 
 pub(super) struct NanToNum {
@@ -140,7 +140,7 @@ impl FloatFn for NanToNum {
 }
 
 pub(super) fn k_nan_to_num(args: &[IValue]) -> Result<Vec<IValue>> {
-    let a = Args::new("aten.nan_to_num", args, 1)?;
+    let a = Args::new(op::NAN_TO_NUM, args, 1)?;
     let t = a.tensor(0)?;
     if !t.dtype().is_floating() {
         return ret(t.deep_clone()?);
@@ -160,7 +160,7 @@ pub(super) fn k_nan_to_num(args: &[IValue]) -> Result<Vec<IValue>> {
             let r = if v.is_nan() { f.nan as f32 } else if v == f32::INFINITY { f.posinf.map_or(hi, |p| p as f32) } else if v == f32::NEG_INFINITY { f.neginf.map_or(lo, |p| p as f32) } else { v };
             bf16::from_f32(r)
         })?,
-        _ => map_float("aten.nan_to_num", t, &f)?,
+        _ => map_float(op::NAN_TO_NUM.name(), t, &f)?,
     };
     ret(out)
 }
@@ -177,46 +177,61 @@ pub(super) fn predicate(op: &str, t: &Tensor, f: impl Fn(f64) -> bool, int: impl
 }
 
 pub(super) fn k_isnan(args: &[IValue]) -> Result<Vec<IValue>> {
-    let t = Args::new("aten.isnan", args, 1)?.tensor(0)?;
-    ret(predicate("aten.isnan", t, |x| x.is_nan(), |_| false)?)
+    let t = Args::new(op::ISNAN, args, 1)?.tensor(0)?;
+    ret(predicate(op::ISNAN.name(), t, |x| x.is_nan(), |_| false)?)
 }
 
 pub(super) fn k_isinf(args: &[IValue]) -> Result<Vec<IValue>> {
-    let t = Args::new("aten.isinf", args, 1)?.tensor(0)?;
-    ret(predicate("aten.isinf", t, |x| x.is_infinite(), |_| false)?)
+    let t = Args::new(op::ISINF, args, 1)?.tensor(0)?;
+    ret(predicate(
+        op::ISINF.name(),
+        t,
+        |x| x.is_infinite(),
+        |_| false,
+    )?)
 }
 
 pub(super) fn k_isfinite(args: &[IValue]) -> Result<Vec<IValue>> {
-    let t = Args::new("aten.isfinite", args, 1)?.tensor(0)?;
-    ret(predicate("aten.isfinite", t, |x| x.is_finite(), |_| true)?)
+    let t = Args::new(op::ISFINITE, args, 1)?.tensor(0)?;
+    ret(predicate(
+        op::ISFINITE.name(),
+        t,
+        |x| x.is_finite(),
+        |_| true,
+    )?)
 }
 
 pub(super) fn k_isposinf(args: &[IValue]) -> Result<Vec<IValue>> {
-    let t = Args::new("aten.isposinf", args, 1)?.tensor(0)?;
-    ret(predicate("aten.isposinf", t, |x| x == f64::INFINITY, |_| false)?)
+    let t = Args::new(op::ISPOSINF, args, 1)?.tensor(0)?;
+    ret(predicate(op::ISPOSINF.name(), t, |x| x == f64::INFINITY, |_| false)?)
 }
 
 pub(super) fn k_isneginf(args: &[IValue]) -> Result<Vec<IValue>> {
-    let t = Args::new("aten.isneginf", args, 1)?.tensor(0)?;
-    ret(predicate("aten.isneginf", t, |x| x == f64::NEG_INFINITY, |_| false)?)
+    let t = Args::new(op::ISNEGINF, args, 1)?.tensor(0)?;
+    ret(predicate(op::ISNEGINF.name(), t, |x| x == f64::NEG_INFINITY, |_| false)?)
 }
 
 pub(super) fn k_signbit(args: &[IValue]) -> Result<Vec<IValue>> {
-    let t = Args::new("aten.signbit", args, 1)?.tensor(0)?;
-    ret(predicate("aten.signbit", t, |x| x.is_sign_negative(), |x| x < 0)?)
+    let t = Args::new(op::SIGNBIT, args, 1)?.tensor(0)?;
+    ret(predicate(op::SIGNBIT.name(), t, |x| x.is_sign_negative(), |x| x < 0)?)
 }
 
 pub(super) fn k_logical_not(args: &[IValue]) -> Result<Vec<IValue>> {
-    let t = Args::new("aten.logical_not", args, 1)?.tensor(0)?;
-    ret(predicate("aten.logical_not", t, |x| x == 0.0, |x| x == 0)?)
+    let t = Args::new(op::LOGICAL_NOT, args, 1)?.tensor(0)?;
+    ret(predicate(
+        op::LOGICAL_NOT.name(),
+        t,
+        |x| x == 0.0,
+        |x| x == 0,
+    )?)
 }
 
 pub(super) fn k_bitwise_not(args: &[IValue]) -> Result<Vec<IValue>> {
-    let t = Args::new("aten.bitwise_not", args, 1)?.tensor(0)?;
+    let t = Args::new(op::BITWISE_NOT, args, 1)?.tensor(0)?;
     match t.dtype() {
         DType::Bool => ret(map1::<bool, bool>(t, |x| !x)?),
         d if d.is_floating() => {
-            Err(KernelError::new("aten.bitwise_not", format!("not implemented for {}", d.torch_name())))
+            Err(KernelError::new(op::BITWISE_NOT, format!("not implemented for {}", d.torch_name())))
         }
         d => dispatch_dtype!(d, T => ret(map1::<T, T>(t, |x| T::from_i64(!x.to_i64()))?)),
     }

@@ -92,30 +92,30 @@ pub fn clamp_scalar(op: &str, t: &Tensor, lo: Option<Scalar>, hi: Option<Scalar>
 }
 
 pub(super) fn k_clamp(args: &[IValue]) -> Result<Vec<IValue>> {
-    let a = Args::new("aten.clamp", args, 1)?;
-    ret(clamp_scalar("aten.clamp", a.tensor(0)?, a.opt_scalar(1)?, a.opt_scalar(2)?)?)
+    let a = Args::new(op::CLAMP, args, 1)?;
+    ret(clamp_scalar(op::CLAMP.name(), a.tensor(0)?, a.opt_scalar(1)?, a.opt_scalar(2)?)?)
 }
 
 pub(super) fn k_clamp_min(args: &[IValue]) -> Result<Vec<IValue>> {
-    let a = Args::new("aten.clamp_min", args, 2)?;
-    ret(clamp_scalar("aten.clamp_min", a.tensor(0)?, Some(a.scalar(1)?), None)?)
+    let a = Args::new(op::CLAMP_MIN, args, 2)?;
+    ret(clamp_scalar(op::CLAMP_MIN.name(), a.tensor(0)?, Some(a.scalar(1)?), None)?)
 }
 
 pub(super) fn k_clamp_max(args: &[IValue]) -> Result<Vec<IValue>> {
-    let a = Args::new("aten.clamp_max", args, 2)?;
-    ret(clamp_scalar("aten.clamp_max", a.tensor(0)?, None, Some(a.scalar(1)?))?)
+    let a = Args::new(op::CLAMP_MAX, args, 2)?;
+    ret(clamp_scalar(op::CLAMP_MAX.name(), a.tensor(0)?, None, Some(a.scalar(1)?))?)
 }
 
 pub(super) fn k_hardtanh(args: &[IValue]) -> Result<Vec<IValue>> {
-    let a = Args::new("aten.hardtanh", args, 1)?;
+    let a = Args::new(op::HARDTANH, args, 1)?;
     let t = a.tensor(0)?;
     let lo = a.opt_scalar(1)?.unwrap_or(Scalar::Int(-1));
     let hi = a.opt_scalar(2)?.unwrap_or(Scalar::Int(1));
     if t.dtype() == DType::Bool {
-        return Err(KernelError::new("aten.hardtanh", "not implemented for bool"));
+        return Err(KernelError::new(op::HARDTANH, "not implemented for bool"));
     }
     // hardtanh keeps the input dtype (no promotion by the bounds).
-    let out = clamp_scalar("aten.hardtanh", t, Some(lo), Some(hi))?;
+    let out = clamp_scalar(op::HARDTANH.name(), t, Some(lo), Some(hi))?;
     ret(out.cast_to(t.dtype())?)
 }
 
@@ -158,8 +158,8 @@ pub fn clamp_tensor(op: &str, t: &Tensor, lo: Option<&Tensor>, hi: Option<&Tenso
 }
 
 pub(super) fn k_clamp_tensor(args: &[IValue]) -> Result<Vec<IValue>> {
-    let a = Args::new("aten.clamp.Tensor", args, 1)?;
-    ret(clamp_tensor("aten.clamp.Tensor", a.tensor(0)?, a.opt_tensor(1)?, a.opt_tensor(2)?)?)
+    let a = Args::new(op::CLAMP_TENSOR, args, 1)?;
+    ret(clamp_tensor(op::CLAMP_TENSOR.name(), a.tensor(0)?, a.opt_tensor(1)?, a.opt_tensor(2)?)?)
 }
 
 /// Writes `result` into `dst` (an in-place op's output), checking PyTorch's rules: the result
@@ -187,33 +187,33 @@ pub fn write_inplace(op: &str, dst: &Tensor, result: &Tensor) -> Result<Vec<IVal
 }
 
 pub(super) fn k_relu_(args: &[IValue]) -> Result<Vec<IValue>> {
-    let t = Args::new("aten.relu_", args, 1)?.tensor(0)?;
-    write_inplace("aten.relu_", t, &relu_tensor(t)?)
+    let t = Args::new(op::RELU_, args, 1)?.tensor(0)?;
+    write_inplace(op::RELU_.name(), t, &relu_tensor(t)?)
 }
 
 pub(super) fn k_clamp_(args: &[IValue]) -> Result<Vec<IValue>> {
-    let a = Args::new("aten.clamp_", args, 1)?;
+    let a = Args::new(op::CLAMP_, args, 1)?;
     let t = a.tensor(0)?;
-    write_inplace("aten.clamp_", t, &clamp_scalar("aten.clamp_", t, a.opt_scalar(1)?, a.opt_scalar(2)?)?)
+    write_inplace(op::CLAMP_.name(), t, &clamp_scalar(op::CLAMP_.name(), t, a.opt_scalar(1)?, a.opt_scalar(2)?)?)
 }
 
 macro_rules! inplace_float {
-    ($fn:ident, $ty:ident, $name:literal) => {
+    ($fn:ident, $ty:ident, $name:path) => {
         pub(super) fn $fn(args: &[IValue]) -> Result<Vec<IValue>> {
             let t = Args::new($name, args, 1)?.tensor(0)?;
-            let r = map_float($name, &to_float(t)?, &$ty)?;
-            write_inplace($name, t, &r)
+            let r = map_float($name.name(), &to_float(t)?, &$ty)?;
+            write_inplace($name.name(), t, &r)
         }
     };
 }
 
-inplace_float!(k_sigmoid_, Sigmoid, "aten.sigmoid_");
-inplace_float!(k_tanh_, Tanh, "aten.tanh_");
-inplace_float!(k_exp_, Exp, "aten.exp_");
-inplace_float!(k_sqrt_, Sqrt, "aten.sqrt_");
+inplace_float!(k_sigmoid_, Sigmoid, op::SIGMOID_);
+inplace_float!(k_tanh_, Tanh, op::TANH_);
+inplace_float!(k_exp_, Exp, op::EXP_);
+inplace_float!(k_sqrt_, Sqrt, op::SQRT_);
 
 pub(super) fn k_neg_(args: &[IValue]) -> Result<Vec<IValue>> {
     let r = k_neg(args)?;
-    let t = Args::new("aten.neg_", args, 1)?.tensor(0)?;
-    write_inplace("aten.neg_", t, r[0].as_tensor()?)
+    let t = Args::new(op::NEG_, args, 1)?.tensor(0)?;
+    write_inplace(op::NEG_.name(), t, r[0].as_tensor()?)
 }

@@ -20,7 +20,7 @@ pub trait NamedFloatFn: FloatFn + Default {
 }
 
 macro_rules! float_fns {
-    ($($ty:ident $name:literal |$x:ident| $f32:expr, $f64:expr;)*) => {$(
+    ($($ty:ident $name:path |$x:ident| $f32:expr, $f64:expr;)*) => {$(
         #[derive(Default)]
         pub struct $ty;
         impl FloatFn for $ty {
@@ -30,7 +30,7 @@ macro_rules! float_fns {
             fn f64(&self, $x: f64) -> f64 { $f64 }
         }
         impl NamedFloatFn for $ty {
-            const NAME: &'static str = $name;
+            const NAME: &'static str = $name.name();
         }
     )*};
 }
@@ -38,7 +38,7 @@ macro_rules! float_fns {
 /// Float functions whose `f32` form is a branch-free approximation from [`fastmath`]: the
 /// scalar and the slice form compute the same bits, and contiguous runs vectorize.
 macro_rules! fast_float_fns {
-    ($($ty:ident $name:literal $fast:path, |$x:ident| $f64:expr;)*) => {$(
+    ($($ty:ident $name:path, $fast:path, |$x:ident| $f64:expr;)*) => {$(
         #[derive(Default)]
         pub struct $ty;
         impl FloatFn for $ty {
@@ -50,16 +50,16 @@ macro_rules! fast_float_fns {
             fn f32_in_place(&self, data: &mut [f32]) { fastmath::map_in_place(data, $fast) }
         }
         impl NamedFloatFn for $ty {
-            const NAME: &'static str = $name;
+            const NAME: &'static str = $name.name();
         }
     )*};
 }
 
 fast_float_fns! {
-    Exp "aten.exp" fastmath::exp_f32, |x| x.exp();
-    Tanh "aten.tanh" fastmath::tanh_f32, |x| x.tanh();
-    Erf "aten.erf" fastmath::erf_f32, |x| libm::erf(x);
-    Sigmoid "aten.sigmoid" fastmath::sigmoid_f32, |x| sigmoid64(x);
+    Exp op::EXP, fastmath::exp_f32, |x| x.exp();
+    Tanh op::TANH, fastmath::tanh_f32, |x| x.tanh();
+    Erf op::ERF, fastmath::erf_f32, |x| libm::erf(x);
+    Sigmoid op::SIGMOID, fastmath::sigmoid_f32, |x| sigmoid64(x);
 }
 
 /// Sigmoid, written as PyTorch's CPU kernel computes it.
@@ -119,33 +119,33 @@ pub fn erfinv64(y: f64) -> f64 {
 }
 
 float_fns! {
-    Exp2 "aten.exp2" |x| x.exp2(), x.exp2();
-    Expm1 "aten.expm1" |x| x.exp_m1(), x.exp_m1();
-    Log "aten.log" |x| x.ln(), x.ln();
-    Log2 "aten.log2" |x| x.log2(), x.log2();
-    Log10 "aten.log10" |x| x.log10(), x.log10();
-    Log1p "aten.log1p" |x| x.ln_1p(), x.ln_1p();
-    Sqrt "aten.sqrt" |x| x.sqrt(), x.sqrt();
-    Rsqrt "aten.rsqrt" |x| 1.0 / x.sqrt(), 1.0 / x.sqrt();
-    Reciprocal "aten.reciprocal" |x| 1.0 / x, 1.0 / x;
-    Sin "aten.sin" |x| x.sin(), x.sin();
-    Cos "aten.cos" |x| x.cos(), x.cos();
-    Tan "aten.tan" |x| x.tan(), x.tan();
-    Asin "aten.asin" |x| x.asin(), x.asin();
-    Acos "aten.acos" |x| x.acos(), x.acos();
-    Atan "aten.atan" |x| x.atan(), x.atan();
-    Sinh "aten.sinh" |x| x.sinh(), x.sinh();
-    Cosh "aten.cosh" |x| x.cosh(), x.cosh();
-    Asinh "aten.asinh" |x| x.asinh(), x.asinh();
-    Acosh "aten.acosh" |x| x.acosh(), x.acosh();
-    Atanh "aten.atanh" |x| x.atanh(), x.atanh();
-    Erfc "aten.erfc" |x| libm::erfcf(x), libm::erfc(x);
-    Erfinv "aten.erfinv" |x| erfinv64(x as f64) as f32, erfinv64(x);
-    Lgamma "aten.lgamma" |x| libm::lgammaf(x), libm::lgamma(x);
-    Digamma "aten.digamma" |x| digamma(x as f64) as f32, digamma(x);
-    Sinc "aten.sinc" |x| sinc(x as f64) as f32, sinc(x);
-    Deg2rad "aten.deg2rad" |x| x * (std::f32::consts::PI / 180.0), x * (std::f64::consts::PI / 180.0);
-    Rad2deg "aten.rad2deg" |x| x * (180.0 / std::f32::consts::PI), x * (180.0 / std::f64::consts::PI);
+    Exp2 op::EXP2 |x| x.exp2(), x.exp2();
+    Expm1 op::EXPM1 |x| x.exp_m1(), x.exp_m1();
+    Log op::LOG |x| x.ln(), x.ln();
+    Log2 op::LOG2 |x| x.log2(), x.log2();
+    Log10 op::LOG10 |x| x.log10(), x.log10();
+    Log1p op::LOG1P |x| x.ln_1p(), x.ln_1p();
+    Sqrt op::SQRT |x| x.sqrt(), x.sqrt();
+    Rsqrt op::RSQRT |x| 1.0 / x.sqrt(), 1.0 / x.sqrt();
+    Reciprocal op::RECIPROCAL |x| 1.0 / x, 1.0 / x;
+    Sin op::SIN |x| x.sin(), x.sin();
+    Cos op::COS |x| x.cos(), x.cos();
+    Tan op::TAN |x| x.tan(), x.tan();
+    Asin op::ASIN |x| x.asin(), x.asin();
+    Acos op::ACOS |x| x.acos(), x.acos();
+    Atan op::ATAN |x| x.atan(), x.atan();
+    Sinh op::SINH |x| x.sinh(), x.sinh();
+    Cosh op::COSH |x| x.cosh(), x.cosh();
+    Asinh op::ASINH |x| x.asinh(), x.asinh();
+    Acosh op::ACOSH |x| x.acosh(), x.acosh();
+    Atanh op::ATANH |x| x.atanh(), x.atanh();
+    Erfc op::ERFC |x| libm::erfcf(x), libm::erfc(x);
+    Erfinv op::ERFINV |x| erfinv64(x as f64) as f32, erfinv64(x);
+    Lgamma op::LGAMMA |x| libm::lgammaf(x), libm::lgamma(x);
+    Digamma op::DIGAMMA |x| digamma(x as f64) as f32, digamma(x);
+    Sinc op::SINC |x| sinc(x as f64) as f32, sinc(x);
+    Deg2rad op::DEG2RAD |x| x * (std::f32::consts::PI / 180.0), x * (std::f64::consts::PI / 180.0);
+    Rad2deg op::RAD2DEG |x| x * (180.0 / std::f32::consts::PI), x * (180.0 / std::f64::consts::PI);
 }
 
 fn sinc(x: f64) -> f64 {
@@ -206,15 +206,15 @@ fn keep_dtype<F: FloatFn>(op: &str, t: &Tensor, f: &F, int: impl Fn(i64) -> i64,
 }
 
 float_fns! {
-    Abs "aten.abs" |x| x.abs(), x.abs();
-    Neg "aten.neg" |x| -x, -x;
-    Relu "aten.relu" |x| if x > 0.0 || x.is_nan() { x } else { 0.0 }, if x > 0.0 || x.is_nan() { x } else { 0.0 };
-    Sign "aten.sign" |x| if x > 0.0 { 1.0 } else if x < 0.0 { -1.0 } else { 0.0 * x }, if x > 0.0 { 1.0 } else if x < 0.0 { -1.0 } else { 0.0 * x };
-    Floor "aten.floor" |x| x.floor(), x.floor();
-    Ceil "aten.ceil" |x| x.ceil(), x.ceil();
-    Round "aten.round" |x| x.round_ties_even(), x.round_ties_even();
-    Trunc "aten.trunc" |x| x.trunc(), x.trunc();
-    Square "aten.square" |x| x * x, x * x;
+    Abs op::ABS |x| x.abs(), x.abs();
+    Neg op::NEG |x| -x, -x;
+    Relu op::RELU |x| if x > 0.0 || x.is_nan() { x } else { 0.0 }, if x > 0.0 || x.is_nan() { x } else { 0.0 };
+    Sign op::SIGN |x| if x > 0.0 { 1.0 } else if x < 0.0 { -1.0 } else { 0.0 * x }, if x > 0.0 { 1.0 } else if x < 0.0 { -1.0 } else { 0.0 * x };
+    Floor op::FLOOR |x| x.floor(), x.floor();
+    Ceil op::CEIL |x| x.ceil(), x.ceil();
+    Round op::ROUND |x| x.round_ties_even(), x.round_ties_even();
+    Trunc op::TRUNC |x| x.trunc(), x.trunc();
+    Square op::SQUARE |x| x * x, x * x;
 }
 
 
@@ -268,14 +268,14 @@ pub fn register(r: &mut KernelRegistry) {
     r.register(op::NEG, k_neg);
     r.register(op::RELU, k_relu);
     r.register(op::SIGN, k_sign);
-    r.register("aten.sgn", k_sgn);
+    r.register(op::SGN, k_sgn);
     r.register(op::FLOOR, k_floor);
     r.register(op::CEIL, k_ceil);
     r.register(op::ROUND, k_round);
-    r.register("aten.round.decimals", k_round_decimals);
+    r.register(op::ROUND_DECIMALS, k_round_decimals);
     r.register(op::TRUNC, k_trunc);
-    r.register("aten.fix", k_trunc);
-    r.register("aten.frac", k_frac);
+    r.register(op::FIX, k_trunc);
+    r.register(op::FRAC, k_frac);
     r.register(op::SQUARE, k_square);
     r.register(op::GELU, k_gelu);
     r.register(op::SILU, k_silu);
@@ -284,20 +284,20 @@ pub fn register(r: &mut KernelRegistry) {
     r.register(op::HARDSWISH, k_hardswish);
     r.register(op::LEAKY_RELU, k_leaky_relu);
     r.register(op::ELU, k_elu);
-    r.register("aten.softplus", k_softplus);
-    r.register("aten.nan_to_num", k_nan_to_num);
+    r.register(op::SOFTPLUS, k_softplus);
+    r.register(op::NAN_TO_NUM, k_nan_to_num);
     r.register(op::ISNAN, k_isnan);
     r.register(op::ISINF, k_isinf);
-    r.register("aten.isfinite", k_isfinite);
-    r.register("aten.isposinf", k_isposinf);
-    r.register("aten.isneginf", k_isneginf);
-    r.register("aten.signbit", k_signbit);
+    r.register(op::ISFINITE, k_isfinite);
+    r.register(op::ISPOSINF, k_isposinf);
+    r.register(op::ISNEGINF, k_isneginf);
+    r.register(op::SIGNBIT, k_signbit);
     r.register(op::LOGICAL_NOT, k_logical_not);
     r.register(op::BITWISE_NOT, k_bitwise_not);
     r.register(op::CLAMP, k_clamp);
     r.register(op::CLAMP_TENSOR, k_clamp_tensor);
-    r.register("aten.clamp_min", k_clamp_min);
-    r.register("aten.clamp_max", k_clamp_max);
+    r.register(op::CLAMP_MIN, k_clamp_min);
+    r.register(op::CLAMP_MAX, k_clamp_max);
     r.register(op::HARDTANH, k_hardtanh);
     r.register(op::RELU_, k_relu_);
     r.register(op::CLAMP_, k_clamp_);
