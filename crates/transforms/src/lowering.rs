@@ -19,6 +19,7 @@ mod kernel;
 pub mod rewrite;
 pub mod shape_prop;
 mod stacking;
+mod tensor_ops;
 mod losses;
 mod reductions;
 mod layers;

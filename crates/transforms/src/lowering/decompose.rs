@@ -7,8 +7,9 @@
 //! with an entry (`scaled_dot_product_attention` builds `aten.matmul`): the driver decomposes
 //! newly created ops too, to a fixed point.
 
-use super::rewrite::{Arg, OpBuilder, Size, is_contiguous_producer};
-use dialect_aten::infer::{Ranges, ScalarVal, norm_dim, refine, split_sizes};
+use super::rewrite::{Arg, OpBuilder};
+use super::tensor_ops::*;
+use dialect_aten::infer::{Ranges, refine};
 use dialect_aten::op;
 use ir::{Attribute, Context, DType, Diagnostic, Dim, Module, OpId, TypeKind, ValueId, WalkOrder};
 use pass::{AnalysisManager, Pass, PassOptions, PassResult};
@@ -223,6 +224,14 @@ impl DecompositionTable {
     }
 }
 
+pub(super) fn opt_input(b: &OpBuilder, op: OpId, name: &str) -> Result<Option<ValueId>, String> {
+    b.with_args(op, |a| if a.is_none(name) { None } else { a.value(name) })
+}
+
+pub(super) fn rank_of(b: &OpBuilder, v: ValueId) -> Result<usize, String> {
+    b.rank(v).ok_or_else(|| "the operand's rank is unknown (run shape-propagation first)".to_string())
+}
+
 pub(super) fn one(v: Result<ValueId, String>) -> DecompResult {
     Ok(Some(vec![v?]))
 }
@@ -232,150 +241,7 @@ pub(super) fn input(b: &OpBuilder, op: OpId, name: &str) -> Result<ValueId, Stri
     b.with_args(op, |a| a.value(name))?.ok_or_else(|| format!("argument '{name}' must be a value"))
 }
 
-/// The `self` operand of a floating-point-only op (activations PyTorch refuses on integers).
-fn float_input(b: &OpBuilder, op: OpId, name: &str) -> Result<ValueId, String> {
-    let x = input(b, op, "self")?;
-    match b.dtype(x) {
-        Some(d) if !d.is_floating() => Err(format!("{name} is not implemented for {}", d.torch_name())),
-        _ => Ok(x),
-    }
-}
-
-pub(super) fn opt_input(b: &OpBuilder, op: OpId, name: &str) -> Result<Option<ValueId>, String> {
-    b.with_args(op, |a| if a.is_none(name) { None } else { a.value(name) })
-}
-
-pub(super) fn rank_of(b: &OpBuilder, v: ValueId) -> Result<usize, String> {
-    b.rank(v).ok_or_else(|| "the operand's rank is unknown (run shape-propagation first)".to_string())
-}
-
-fn permute(b: &mut OpBuilder, x: ValueId, perm: &[i64]) -> Result<ValueId, String> {
-    b.call("permute", &[x.into(), Arg::A(Attribute::ints(perm))])
-}
-
-fn swap_last(b: &mut OpBuilder, x: ValueId) -> Result<ValueId, String> {
-    let r = rank_of(b, x)?;
-    if r < 2 {
-        return Ok(x);
-    }
-    let mut p: Vec<i64> = (0..r as i64).collect();
-    p.swap(r - 1, r - 2);
-    permute(b, x, &p)
-}
-
-/// `view`, cloning first when `x` may not be contiguous.
-fn view(b: &mut OpBuilder, x: ValueId, sizes: &[Size]) -> Result<ValueId, String> {
-    let x = if is_contiguous_producer(b.module(), x) { x } else { b.call("clone", &[x.into(), Arg::A(Attribute::Int(0))])? };
-    let s = b.sizes(sizes)?;
-    b.call("view", &[x.into(), s])
-}
-
-fn dropout(b: &mut OpBuilder, op: OpId) -> DecompResult {
-    let (train, p) = b.with_args(op, |a| (a.bool("train"), a.float("p")))?;
-    if train == Some(false) || p == Some(0.0) {
-        return Ok(Some(vec![input(b, op, "input")?]));
-    }
-    Ok(None)
-}
-
-fn t_op(b: &mut OpBuilder, op: OpId) -> DecompResult {
-    let x = input(b, op, "self")?;
-    match rank_of(b, x)? {
-        0 | 1 => Ok(Some(vec![x])),
-        2 => one(permute(b, x, &[1, 0])),
-        r => Err(format!("t() expects a tensor of rank at most 2, got rank {r}")),
-    }
-}
-
-fn transpose(b: &mut OpBuilder, op: OpId) -> DecompResult {
-    let x = input(b, op, "self")?;
-    let r = rank_of(b, x)?;
-    if r == 0 {
-        return Ok(Some(vec![x]));
-    }
-    let (d0, d1) = b.with_args(op, |a| (a.int("dim0"), a.int("dim1")))?;
-    let (Some(i), Some(j)) = (d0.and_then(|d| norm_dim(d, r)), d1.and_then(|d| norm_dim(d, r))) else {
-        return Err("transpose: dims must be constants in range".into());
-    };
-    let mut p: Vec<i64> = (0..r as i64).collect();
-    p.swap(i, j);
-    one(permute(b, x, &p))
-}
-
-fn reshape(b: &mut OpBuilder, op: OpId) -> DecompResult {
-    let x = input(b, op, "self")?;
-    let (attr, val) = b.with_args(op, |a| (a.constant("shape"), a.value("shape")))?;
-    let x = if is_contiguous_producer(b.module(), x) { x } else { b.call("clone", &[x.into(), Arg::A(Attribute::Int(0))])? };
-    let s = match (attr, val) {
-        (_, Some(v)) if !matches!(b.module().value_type(v).kind(), TypeKind::None) => Arg::V(v),
-        (Some(a), _) => Arg::A(a),
-        _ => return Err("reshape: shape is missing".into()),
-    };
-    one(b.call("view", &[x.into(), s]))
-}
-
-fn flatten(b: &mut OpBuilder, op: OpId) -> DecompResult {
-    let x = input(b, op, "self")?;
-    let r = rank_of(b, x)?;
-    let (s, e) = b.with_args(op, |a| (a.int("start_dim").unwrap_or(0), a.int("end_dim").unwrap_or(-1)))?;
-    if r == 0 {
-        return one(view(b, x, &[Size::Static(1)]));
-    }
-    let (Some(i), Some(j)) = (norm_dim(s, r), norm_dim(e, r)) else { return Err("flatten: dims out of range".into()) };
-    if i == j {
-        return Ok(Some(vec![x]));
-    }
-    let all = b.sizes_of(x).ok_or("flatten: unknown shape")?;
-    let mut sizes: Vec<Size> = all[..i].to_vec();
-    sizes.push(Size::Static(-1));
-    sizes.extend(all[j + 1..].iter().cloned());
-    one(view(b, x, &sizes))
-}
-
-fn unflatten(b: &mut OpBuilder, op: OpId) -> DecompResult {
-    let x = input(b, op, "self")?;
-    let r = rank_of(b, x)?;
-    let (d, parts) = b.with_args(op, |a| (a.int("dim"), a.ints("sizes")))?;
-    let i = d.and_then(|d| norm_dim(d, r)).ok_or("unflatten: dim out of range")?;
-    let parts = parts.ok_or("unflatten: sizes must be constant")?;
-    let all = b.sizes_of(x).ok_or("unflatten: unknown shape")?;
-    let mut sizes: Vec<Size> = all[..i].to_vec();
-    sizes.extend(parts.iter().map(|&n| Size::Static(n)));
-    sizes.extend(all[i + 1..].iter().cloned());
-    one(view(b, x, &sizes))
-}
-
-fn split_like(b: &mut OpBuilder, op: OpId) -> DecompResult {
-    let key = b.module().op_name(op).trim_start_matches("aten.").to_string();
-    let x = input(b, op, "self")?;
-    let (sizes, dim) = b.with_args(op, |a| (split_sizes(&key, a), a.int("dim").unwrap_or(0)))?;
-    let sizes = sizes.ok_or_else(|| format!("{key}: split sizes must be static"))?;
-    one(b.call("split_with_sizes", &[x.into(), Arg::A(Attribute::ints(&sizes)), Arg::A(Attribute::Int(dim))]))
-}
-
-fn rsub_tensor(b: &mut OpBuilder, op: OpId) -> DecompResult {
-    let (x, o) = (input(b, op, "self")?, input(b, op, "other")?);
-    let alpha = b.with_args(op, |a| a.constant("alpha"))?.unwrap_or(Attribute::Int(1));
-    one(b.call("sub.Tensor", &[o.into(), x.into(), Arg::A(alpha)]))
-}
-
-fn rsub_scalar(b: &mut OpBuilder, op: OpId) -> DecompResult {
-    let x = input(b, op, "self")?;
-    if b.dtype(x) == Some(DType::Bool) {
-        return Err("subtraction with a bool tensor is not supported".into());
-    }
-    let (other, alpha) = b.with_args(op, |a| (a.constant("other"), a.scalar("alpha")))?;
-    let other = other.ok_or("rsub: the scalar must be constant")?;
-    let scaled = match alpha {
-        None | Some(ScalarVal::Int(Some(1))) => b.call("neg", &[x.into()])?,
-        Some(ScalarVal::Int(Some(k))) => b.call("mul.Scalar", &[x.into(), Arg::A(Attribute::Int(-k))])?,
-        Some(ScalarVal::Float(Some(k))) => b.call("mul.Scalar", &[x.into(), Arg::A(Attribute::float(-k))])?,
-        _ => return Ok(None),
-    };
-    one(b.call("add.Scalar", &[scaled.into(), Arg::A(other)]))
-}
-
-fn cast_to(b: &mut OpBuilder, x: ValueId, d: Option<DType>) -> DecompResult {
+pub(super) fn cast_to(b: &mut OpBuilder, x: ValueId, d: Option<DType>) -> DecompResult {
     match d {
         Some(want) => one(cast(b, x, want)),
         None => Ok(None),
@@ -388,429 +254,6 @@ pub(super) fn cast(b: &mut OpBuilder, x: ValueId, d: DType) -> Result<ValueId, S
         return Ok(x);
     }
     b.call("_to_copy", &[x.into(), Arg::A(Attribute::DType(d))])
-}
-
-fn to_dtype(b: &mut OpBuilder, op: OpId) -> DecompResult {
-    let x = input(b, op, "self")?;
-    let (d, copy) = b.with_args(op, |a| (a.dtype("dtype").flatten(), a.bool("copy").unwrap_or(false)))?;
-    let d = d.or(b.dtype(x));
-    if copy {
-        return one(b.call("_to_copy", &[x.into(), Arg::A(d.map(Attribute::DType).unwrap_or(Attribute::None))]));
-    }
-    cast_to(b, x, d)
-}
-
-fn linear(b: &mut OpBuilder, op: OpId) -> DecompResult {
-    let (x, w) = (input(b, op, "input")?, input(b, op, "weight")?);
-    let bias = opt_input(b, op, "bias")?;
-    let r = rank_of(b, x)?;
-    if rank_of(b, w)? != 2 || r == 0 {
-        return Ok(None);
-    }
-    let wt = permute(b, w, &[1, 0])?;
-    let mm = |b: &mut OpBuilder, x2: ValueId| -> Result<ValueId, String> {
-        match bias {
-            Some(bv) => b.call("addmm", &[bv.into(), x2.into(), wt.into()]),
-            None => b.call("mm", &[x2.into(), wt.into()]),
-        }
-    };
-    match r {
-        2 => one(mm(b, x)),
-        1 => {
-            let x2 = b.call("unsqueeze", &[x.into(), Arg::A(Attribute::Int(0))])?;
-            let y = mm(b, x2)?;
-            one(b.call("squeeze.dims", &[y.into(), Arg::A(Attribute::ints(&[0]))]))
-        }
-        _ => {
-            let xs = b.sizes_of(x).ok_or("linear: unknown input shape")?;
-            let k = xs[r - 1].clone();
-            let x2 = view(b, x, &[Size::Static(-1), k])?;
-            let y = mm(b, x2)?;
-            let mut out: Vec<Size> = xs[..r - 1].to_vec();
-            out.push(b.sizes_of(w).ok_or("linear: unknown weight shape")?[0].clone());
-            one(view(b, y, &out))
-        }
-    }
-}
-
-fn matmul(b: &mut OpBuilder, op: OpId) -> DecompResult {
-    if b.with_args(op, |a| a.value("self"))?.and_then(|x| b.dtype(x)) == Some(DType::Bool) {
-        return Err("matmul is not implemented for bool".into());
-    }
-    let (x, y) = (input(b, op, "self")?, input(b, op, "other")?);
-    let (rx, ry) = (rank_of(b, x)?, rank_of(b, y)?);
-    let i = |k: i64| Arg::A(Attribute::Int(k));
-    match (rx, ry) {
-        (1, 1) => {
-            let p = b.call("mul.Tensor", &[x.into(), y.into()])?;
-            // The dot product keeps the operands' dtype (an integer sum would widen to int64).
-            let d = b.dtype(p).map_or(Attribute::None, Attribute::DType);
-            one(b.call("sum.dim_IntList", &[p.into(), Arg::A(Attribute::ints(&[0])), Arg::A(Attribute::Bool(false)), Arg::A(d)]))
-        }
-        (2, 2) => one(b.call("mm", &[x.into(), y.into()])),
-        (1, 2) => {
-            let x2 = b.call("unsqueeze", &[x.into(), i(0)])?;
-            let m = b.call("mm", &[x2.into(), y.into()])?;
-            one(b.call("squeeze.dims", &[m.into(), Arg::A(Attribute::ints(&[0]))]))
-        }
-        (_, 1) if rx >= 2 => {
-            let y2 = b.call("unsqueeze", &[y.into(), i(1)])?;
-            let m = if rx == 2 {
-                b.call("mm", &[x.into(), y2.into()])?
-            } else {
-                let xs = b.sizes_of(x).ok_or("matmul: unknown shape")?;
-                let x2 = view(b, x, &[Size::Static(-1), xs[rx - 1].clone()])?;
-                let m = b.call("mm", &[x2.into(), y2.into()])?;
-                let mut out: Vec<Size> = xs[..rx - 1].to_vec();
-                out.push(Size::Static(1));
-                view(b, m, &out)?
-            };
-            one(b.call("squeeze.dims", &[m.into(), Arg::A(Attribute::ints(&[-1]))]))
-        }
-        (_, 2) if rx >= 3 => {
-            let xs = b.sizes_of(x).ok_or("matmul: unknown shape")?;
-            let x2 = view(b, x, &[Size::Static(-1), xs[rx - 1].clone()])?;
-            let m = b.call("mm", &[x2.into(), y.into()])?;
-            let mut out: Vec<Size> = xs[..rx - 1].to_vec();
-            out.push(b.sizes_of(y).ok_or("matmul: unknown shape")?[1].clone());
-            one(view(b, m, &out))
-        }
-        (p, q) if p >= 1 && q >= 2 => {
-            // Batched: broadcast the batch dims, fold them into one, bmm, unfold.
-            let (x, p) = if p == 1 { (b.call("unsqueeze", &[x.into(), i(0)])?, 2) } else { (x, p) };
-            let xs = b.shape(x).ok_or("matmul: unknown shape")?;
-            let ys = b.shape(y).ok_or("matmul: unknown shape")?;
-            let batch = dialect_aten::infer::broadcast_shapes(&xs[..p - 2], &ys[..q - 2], b.ranges)?;
-            if batch.iter().any(|d| !d.is_static()) {
-                return Ok(None);
-            }
-            let bs: Vec<i64> = batch.iter().filter_map(Dim::as_static).collect();
-            let nb: i64 = bs.iter().product();
-            let fold = |b: &mut OpBuilder, v: ValueId, sh: &[Dim], r: usize| -> Result<ValueId, String> {
-                let (m, n) = (sh[r - 2].clone(), sh[r - 1].clone());
-                let mut full: Vec<Size> = bs.iter().map(|&k| Size::Static(k)).collect();
-                let tail = |d: &Dim, at: usize| d.as_static().map(Size::Static).unwrap_or(Size::Of(v, at));
-                full.push(tail(&m, r - 2));
-                full.push(tail(&n, r - 1));
-                let same = sh[..r - 2].iter().map(Dim::as_static).collect::<Vec<_>>() == bs.iter().map(|&k| Some(k)).collect::<Vec<_>>();
-                let v = if same {
-                    v
-                } else {
-                    let s = b.sizes(&full)?;
-                    let e = b.call("expand", &[v.into(), s])?;
-                    b.call("clone", &[e.into(), Arg::A(Attribute::Int(0))])?
-                };
-                view(b, v, &[Size::Static(nb), tail(&m, r - 2), tail(&n, r - 1)])
-            };
-            let x3 = fold(b, x, &xs, p)?;
-            let y3 = fold(b, y, &ys, q)?;
-            let m = b.call("bmm", &[x3.into(), y3.into()])?;
-            let ms = b.sizes_of(m).ok_or("matmul: unknown shape")?;
-            let mut out: Vec<Size> = bs.iter().map(|&k| Size::Static(k)).collect();
-            if rx == 1 {
-                out.push(ms[2].clone());
-                return one(view(b, m, &out));
-            }
-            out.push(ms[1].clone());
-            out.push(ms[2].clone());
-            one(view(b, m, &out))
-        }
-        _ => Ok(None),
-    }
-}
-
-fn conv(b: &mut OpBuilder, op: OpId) -> DecompResult {
-    let name = b.module().op_name(op).to_string();
-    let n = if name.contains("conv1d") { 1 } else if name.contains("conv3d") { 3 } else { 2 };
-    let (x, w) = (input(b, op, "input")?, input(b, op, "weight")?);
-    let bias = opt_input(b, op, "bias")?;
-    let (stride, padding, dilation, groups) =
-        b.with_args(op, |a| (a.ints("stride"), a.ints("padding"), a.ints("dilation"), a.int("groups")))?;
-    let (Some(s), Some(p), Some(d), Some(g)) = (stride, padding, dilation, groups) else { return Ok(None) };
-    let expand = |v: Vec<i64>, def: i64| -> Vec<i64> {
-        (0..n).map(|i| if v.len() == 1 { v[0] } else { v.get(i).copied().unwrap_or(def) }).collect()
-    };
-    one(b.call(
-        "convolution",
-        &[
-            x.into(),
-            w.into(),
-            bias.map(Arg::V).unwrap_or(Arg::A(Attribute::None)),
-            Arg::A(Attribute::ints(&expand(s, 1))),
-            Arg::A(Attribute::ints(&expand(p, 0))),
-            Arg::A(Attribute::ints(&expand(d, 1))),
-            Arg::A(Attribute::Bool(false)),
-            Arg::A(Attribute::ints(&vec![0; n])),
-            Arg::A(Attribute::Int(g)),
-        ],
-    ))
-}
-
-fn batch_norm(b: &mut OpBuilder, op: OpId) -> DecompResult {
-    let x = input(b, op, "input")?;
-    let (w, bias) = (opt_input(b, op, "weight")?, opt_input(b, op, "bias")?);
-    let (rm, rv) = (opt_input(b, op, "running_mean")?, opt_input(b, op, "running_var")?);
-    let (training, momentum, eps) = b.with_args(op, |a| (a.bool("training"), a.float("momentum"), a.float("eps")))?;
-    let (Some(rm), Some(rv), Some(false)) = (rm, rv, training) else { return Ok(None) };
-    let opt = |v: Option<ValueId>| v.map(Arg::V).unwrap_or(Arg::A(Attribute::None));
-    let r = b.call_n(
-        op::_NATIVE_BATCH_NORM_LEGIT_NO_TRAINING,
-        &[
-            x.into(),
-            opt(w),
-            opt(bias),
-            rm.into(),
-            rv.into(),
-            Arg::A(Attribute::float(momentum.unwrap_or(0.1))),
-            Arg::A(Attribute::float(eps.unwrap_or(1e-5))),
-        ],
-    )?;
-    Ok(Some(vec![r[0]]))
-}
-
-fn layer_norm(b: &mut OpBuilder, op: OpId) -> DecompResult {
-    let x = input(b, op, "input")?;
-    let (w, bias) = (opt_input(b, op, "weight")?, opt_input(b, op, "bias")?);
-    let (ns, eps) = b.with_args(op, |a| (a.ints("normalized_shape"), a.float("eps")))?;
-    let ns = ns.ok_or("layer_norm: normalized_shape must be constant")?;
-    let opt = |v: Option<ValueId>| v.map(Arg::V).unwrap_or(Arg::A(Attribute::None));
-    let r = b.call_n(
-        op::NATIVE_LAYER_NORM,
-        &[x.into(), Arg::A(Attribute::ints(&ns)), opt(w), opt(bias), Arg::A(Attribute::float(eps.unwrap_or(1e-5)))],
-    )?;
-    Ok(Some(vec![r[0]]))
-}
-
-fn group_norm(b: &mut OpBuilder, op: OpId) -> DecompResult {
-    let x = input(b, op, "input")?;
-    let (w, bias) = (opt_input(b, op, "weight")?, opt_input(b, op, "bias")?);
-    let (g, eps) = b.with_args(op, |a| (a.int("num_groups"), a.float("eps")))?;
-    let g = g.ok_or("group_norm: num_groups must be constant")?;
-    let sh = b.shape(x).ok_or("group_norm: unknown shape")?;
-    if sh.len() < 2 {
-        return Err("group_norm: input must have rank at least 2".into());
-    }
-    let (Some(c), Some(hw)) = (sh[1].as_static(), sh[2..].iter().map(Dim::as_static).product::<Option<i64>>()) else {
-        return Ok(None);
-    };
-    let n = match sh[0].as_static() {
-        Some(n) => Arg::A(Attribute::Int(n)),
-        None => Arg::V(b.call("sym_size.int", &[x.into(), Arg::A(Attribute::Int(0))])?),
-    };
-    let opt = |v: Option<ValueId>| v.map(Arg::V).unwrap_or(Arg::A(Attribute::None));
-    let r = b.call_n(
-        op::NATIVE_GROUP_NORM,
-        &[
-            x.into(),
-            opt(w),
-            opt(bias),
-            n,
-            Arg::A(Attribute::Int(c)),
-            Arg::A(Attribute::Int(hw)),
-            Arg::A(Attribute::Int(g)),
-            Arg::A(Attribute::float(eps.unwrap_or(1e-5))),
-        ],
-    )?;
-    Ok(Some(vec![r[0]]))
-}
-
-fn softmax(b: &mut OpBuilder, op: OpId, core: &str) -> DecompResult {
-    let x = input(b, op, "self")?;
-    let (dim, dtype) = b.with_args(op, |a| (a.int("dim"), a.dtype("dtype").flatten()))?;
-    let dim = dim.ok_or("softmax: dim must be constant")?;
-    let x = match dtype {
-        Some(d) if b.dtype(x) != Some(d) => b.call("_to_copy", &[x.into(), Arg::A(Attribute::DType(d))])?,
-        _ => x,
-    };
-    one(b.call(core, &[x.into(), Arg::A(Attribute::Int(dim)), Arg::A(Attribute::Bool(false))]))
-}
-
-fn hardsigmoid(b: &mut OpBuilder, x: ValueId) -> Result<ValueId, String> {
-    let s = b.call("add.Scalar", &[x.into(), Arg::A(Attribute::Int(3))])?;
-    let c = b.call("clamp", &[s.into(), Arg::A(Attribute::Int(0)), Arg::A(Attribute::Int(6))])?;
-    b.call("div.Scalar", &[c.into(), Arg::A(Attribute::Int(6))])
-}
-
-fn softplus(b: &mut OpBuilder, x: ValueId) -> Result<ValueId, String> {
-    let e = b.call("exp", &[x.into()])?;
-    let l = b.call("log1p", &[e.into()])?;
-    let big = b.call("gt.Scalar", &[x.into(), Arg::A(Attribute::Int(20))])?;
-    b.call("where.self", &[big.into(), x.into(), l.into()])
-}
-
-/// A bool `[rows, cols]` mask of `col - row <cmp> diagonal`.
-fn band_mask(b: &mut OpBuilder, rows: i64, cols: i64, cmp: &str, diagonal: i64) -> Result<ValueId, String> {
-    let i = |k: i64| Arg::A(Attribute::Int(k));
-    let c = b.call("arange.start_step", &[i(0), i(cols)])?;
-    let r = b.call("arange.start_step", &[i(0), i(rows)])?;
-    let c = b.call("unsqueeze", &[c.into(), i(0)])?;
-    let r = b.call("unsqueeze", &[r.into(), i(1)])?;
-    let d = b.call("sub.Tensor", &[c.into(), r.into()])?;
-    b.call(cmp, &[d.into(), i(diagonal)])
-}
-
-fn tri(b: &mut OpBuilder, op: OpId, cmp: &str) -> DecompResult {
-    let x = input(b, op, "self")?;
-    let diag = b.with_args(op, |a| a.int("diagonal"))?.unwrap_or(0);
-    let sh = b.shape(x).ok_or("tril/triu: unknown shape")?;
-    let n = sh.len();
-    if n < 2 {
-        return Err("tril/triu: input must have rank at least 2".into());
-    }
-    let (Some(rows), Some(cols)) = (sh[n - 2].as_static(), sh[n - 1].as_static()) else { return Ok(None) };
-    let mask = band_mask(b, rows, cols, cmp, diag)?;
-    let dtype = b.dtype(x).ok_or("tril/triu: unknown dtype")?;
-    let zero = b.call("scalar_tensor", &[Arg::A(Attribute::Int(0)), Arg::A(Attribute::DType(dtype))])?;
-    one(b.call("where.self", &[mask.into(), x.into(), zero.into()]))
-}
-
-/// `ones`/`zeros` → `full` with the dtype made explicit.
-fn fill_like_new(b: &mut OpBuilder, op: OpId, value: i64) -> DecompResult {
-    let (size_attr, size_val, rest) = b.with_args(op, |a| {
-        (a.constant("size"), a.value("size"), ["dtype", "layout", "device", "pin_memory"].map(|n| a.constant(n).unwrap_or(Attribute::None)))
-    })?;
-    let size = match (size_val, size_attr) {
-        (Some(v), _) => Arg::V(v),
-        (None, Some(a)) => Arg::A(a),
-        _ => return Err("size is missing".into()),
-    };
-    let [dtype, layout, device, pin] = rest;
-    let dtype = if dtype == Attribute::None { Attribute::DType(DType::F32) } else { dtype };
-    one(b.call("full", &[size, Arg::A(Attribute::Int(value)), Arg::A(dtype), Arg::A(layout), Arg::A(device), Arg::A(pin)]))
-}
-
-/// `new_ones`, `new_zeros`, `new_empty` (zero-filled: any value is a valid empty tensor) and
-/// `new_full` (`value` `None`: its `fill_value`): a `full` whose dtype defaults to `self`'s.
-fn new_filled(b: &mut OpBuilder, op: OpId, value: Option<Attribute>) -> DecompResult {
-    let x = input(b, op, "self")?;
-    let (size_attr, size_val, fill, rest) = b.with_args(op, |a| {
-        (
-            a.constant("size"),
-            a.value("size"),
-            a.constant("fill_value"),
-            ["dtype", "layout", "device", "pin_memory"].map(|n| a.constant(n).unwrap_or(Attribute::None)),
-        )
-    })?;
-    let size = match (size_val, size_attr) {
-        (Some(v), _) => Arg::V(v),
-        (None, Some(a)) => Arg::A(a),
-        _ => return Err("size is missing".into()),
-    };
-    let value = value.or(fill).ok_or("new_full: the fill value must be constant")?;
-    let [dtype, layout, device, pin] = rest;
-    let dtype = match dtype {
-        Attribute::None => Attribute::DType(b.dtype(x).ok_or("the dtype of self is unknown")?),
-        d => d,
-    };
-    one(b.call("full", &[size, Arg::A(value), Arg::A(dtype), Arg::A(layout), Arg::A(device), Arg::A(pin)]))
-}
-
-fn fill_like(b: &mut OpBuilder, op: OpId, value: i64) -> DecompResult {
-    let x = input(b, op, "self")?;
-    let rest = b.with_args(op, |a| {
-        ["dtype", "layout", "device", "pin_memory", "memory_format"].map(|n| a.constant(n).unwrap_or(Attribute::None))
-    })?;
-    let mut args = vec![Arg::V(x), Arg::A(Attribute::Int(value))];
-    args.extend(rest.into_iter().map(Arg::A));
-    one(b.call("full_like", &args))
-}
-
-fn arange(b: &mut OpBuilder, op: OpId) -> DecompResult {
-    let (start, start_v, end, end_v, rest) = b.with_args(op, |a| {
-        (
-            a.constant("start").unwrap_or(Attribute::Int(0)),
-            a.value("start"),
-            a.constant("end"),
-            a.value("end"),
-            ["dtype", "layout", "device", "pin_memory"].map(|n| a.constant(n).unwrap_or(Attribute::None)),
-        )
-    })?;
-    let start = start_v.map(Arg::V).unwrap_or(Arg::A(start));
-    let end = match (end_v, end) {
-        (Some(v), _) => Arg::V(v),
-        (None, Some(e)) => Arg::A(e),
-        _ => return Err("arange: end is missing".into()),
-    };
-    let mut args = vec![start, end, Arg::A(Attribute::Int(1))];
-    args.extend(rest.into_iter().map(Arg::A));
-    one(b.call("arange.start_step", &args))
-}
-
-fn masked_fill_scalar(b: &mut OpBuilder, op: OpId) -> DecompResult {
-    let (x, mask) = (input(b, op, "self")?, input(b, op, "mask")?);
-    let v = b.with_args(op, |a| a.constant("value"))?.ok_or("masked_fill: the value must be constant")?;
-    let dtype = b.dtype(x).ok_or("masked_fill: unknown dtype")?;
-    let s = b.call("scalar_tensor", &[Arg::A(v), Arg::A(Attribute::DType(dtype))])?;
-    one(b.call("where.self", &[mask.into(), s.into(), x.into()]))
-}
-
-fn reduce_all(b: &mut OpBuilder, op: OpId, core: &str) -> DecompResult {
-    let x = input(b, op, "self")?;
-    let dtype = b.with_args(op, |a| a.constant("dtype"))?.unwrap_or(Attribute::None);
-    let r = rank_of(b, x)? as i64;
-    let dims: Vec<Size> = (0..r).map(Size::Static).collect();
-    let dims = int_list_value(b, &dims)?;
-    one(b.call(core, &[x.into(), dims, Arg::A(Attribute::Bool(false)), Arg::A(dtype)]))
-}
-
-/// An int list passed as a `prim.ListConstruct` value (schemas such as `int[1]` take any length only so).
-fn int_list_value(b: &mut OpBuilder, sizes: &[Size]) -> Result<Arg, String> {
-    if sizes.len() <= 1 {
-        return b.sizes(sizes);
-    }
-    let mut elems = Vec::new();
-    for s in sizes {
-        elems.push(match s {
-            Size::Static(n) => b.constant(Attribute::Int(*n))?,
-            Size::Of(v, i) => b.call("sym_size.int", &[Arg::V(*v), Arg::A(Attribute::Int(*i as i64))])?,
-        });
-    }
-    Ok(Arg::V(b.list(elems)?))
-}
-
-fn binary_rename(b: &mut OpBuilder, op: OpId, core: &str) -> DecompResult {
-    let (x, o) = (input(b, op, "self")?, input(b, op, "other")?);
-    one(b.call(core, &[x.into(), o.into()]))
-}
-
-fn sdpa(b: &mut OpBuilder, op: OpId) -> DecompResult {
-    let (q, k, v) = (input(b, op, "query")?, input(b, op, "key")?, input(b, op, "value")?);
-    let mask = opt_input(b, op, "attn_mask")?;
-    let (dp, causal, scale, gqa) =
-        b.with_args(op, |a| (a.float("dropout_p").unwrap_or(0.0), a.bool("is_causal").unwrap_or(false), a.float("scale"), a.bool("enable_gqa").unwrap_or(false)))?;
-    if dp != 0.0 || gqa {
-        return Ok(None);
-    }
-    let qs = b.shape(q).ok_or("scaled_dot_product_attention: unknown query shape")?;
-    let ks = b.shape(k).ok_or("scaled_dot_product_attention: unknown key shape")?;
-    let e = qs.last().and_then(Dim::as_static);
-    let scale = match (scale, e) {
-        (Some(s), _) => s,
-        (None, Some(e)) if e > 0 => 1.0 / (e as f64).sqrt(),
-        _ => return Ok(None),
-    };
-    let kt = swap_last(b, k)?;
-    let s = b.call("matmul", &[q.into(), kt.into()])?;
-    let mut s = b.call("mul.Scalar", &[s.into(), Arg::A(Attribute::float(scale))])?;
-    let neg_inf = Attribute::float(f64::NEG_INFINITY);
-    if causal {
-        let (Some(l), Some(sl)) = (qs.get(qs.len().wrapping_sub(2)).and_then(Dim::as_static), ks.get(ks.len().wrapping_sub(2)).and_then(Dim::as_static)) else {
-            return Ok(None);
-        };
-        let keep = band_mask(b, l, sl, "le.Scalar", 0)?;
-        let drop = b.call("logical_not", &[keep.into()])?;
-        s = b.call("masked_fill.Scalar", &[s.into(), drop.into(), Arg::A(neg_inf.clone())])?;
-    }
-    if let Some(mv) = mask {
-        if b.dtype(mv) == Some(DType::Bool) {
-            let drop = b.call("logical_not", &[mv.into()])?;
-            s = b.call("masked_fill.Scalar", &[s.into(), drop.into(), Arg::A(neg_inf)])?;
-        } else {
-            s = b.call("add.Tensor", &[s.into(), mv.into()])?;
-        }
-    }
-    let p = b.call("_softmax", &[s.into(), Arg::A(Attribute::Int(-1)), Arg::A(Attribute::Bool(false))])?;
-    one(b.call("matmul", &[p.into(), v.into()]))
 }
 
 // ----- the driver -----
@@ -852,38 +295,60 @@ fn decompose_impl(
 ) -> Result<DecomposeStats, Diagnostic> {
     let ranges = Ranges::of_module(m);
     let mut stats = DecomposeStats::default();
+    rewrite_to_fixed_point(m, root, |m, op| {
+        if !select(m.op_name(op)) {
+            return Ok(None);
+        }
+        let Some(f) = table.get(m.op_name(op)).cloned() else { return Ok(None) };
+        match decompose_one(ctx, m, &ranges, op, &f) {
+            Err(d) if keep_on_error => {
+                stats.kept.push(d);
+                Ok(None)
+            }
+            Ok(Some(created)) => {
+                stats.decomposed += 1;
+                stats.created += created.len();
+                Ok(Some(created))
+            }
+            other => other,
+        }
+    })?;
+    Ok(stats)
+}
+
+/// Visits every op nested in `root` in pre-order, and the ops each visit creates right after
+/// it, until no visit creates more: the driver of decomposition and of the composite fallback.
+/// `step` replaces the op it is given and returns the ops it created, or `None` when it leaves
+/// the op alone (it is not visited again). A run that keeps creating ops fails once it has
+/// made 64 times as many rewrites as there were ops to begin with.
+pub(crate) fn rewrite_to_fixed_point(
+    m: &mut Module,
+    root: OpId,
+    mut step: impl FnMut(&mut Module, OpId) -> Result<Option<Vec<OpId>>, Diagnostic>,
+) -> Result<(), Diagnostic> {
     let mut work: Vec<OpId> = Vec::new();
     m.walk(root, WalkOrder::PreOrder, &mut |o| work.push(o));
     work.reverse();
     let mut budget = 64 * (work.len() + 16);
-    let mut failed: HashSet<OpId> = HashSet::new();
+    let mut declined: HashSet<OpId> = HashSet::new();
     while let Some(op) = work.pop() {
-        if !m.contains_op(op) || failed.contains(&op) || !select(m.op_name(op)) {
+        if !m.contains_op(op) || declined.contains(&op) {
             continue;
         }
-        let Some(f) = table.get(m.op_name(op)).cloned() else { continue };
-        budget = budget.checked_sub(1).ok_or_else(|| {
-            Diagnostic::error(m.loc(op).clone(), "decomposition did not terminate (a decomposition keeps producing its own op)")
-        })?;
-        let outcome = match decompose_one(ctx, m, &ranges, op, &f) {
-            Err(d) if keep_on_error => {
-                stats.kept.push(d);
-                None
-            }
-            other => other?,
-        };
-        match outcome {
+        let (loc, name) = (m.loc(op).clone(), m.op_name(op).to_string());
+        match step(m, op)? {
             Some(created) => {
-                stats.decomposed += 1;
-                stats.created += created.len();
+                budget = budget.checked_sub(1).ok_or_else(|| {
+                    Diagnostic::error(loc, format!("rewriting '{name}' did not terminate (its replacement keeps producing ops to rewrite)"))
+                })?;
                 work.extend(created.into_iter().rev());
             }
             None => {
-                failed.insert(op);
+                declined.insert(op);
             }
         }
     }
-    Ok(stats)
+    Ok(())
 }
 
 /// Replaces `op` by what `f` builds; the created ops, or `None` when `f` leaves the op alone.

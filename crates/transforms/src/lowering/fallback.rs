@@ -14,12 +14,11 @@
 //! executor's to report. `dialect-run -O0` and `runtime::compile` run this before execution;
 //! everything that has a kernel runs as imported.
 
-use super::decompose::{DecompositionTable, decompose_one, replace_results};
+use super::decompose::{DecompositionTable, decompose_one, replace_results, rewrite_to_fixed_point};
 use super::rewrite::{Arg, OpBuilder};
 use dialect_aten::infer::Ranges;
 use dialect_aten::{ArgSource, bind_args, functional_counterpart};
 use ir::{Context, Diagnostic, Module, OpId, WalkOrder};
-use std::collections::HashSet;
 
 /// What [`composite_fallback`] did.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -57,43 +56,22 @@ pub fn composite_fallback(
 ) -> Result<FallbackStats, Diagnostic> {
     let ranges = Ranges::of_module(m);
     let mut stats = FallbackStats::default();
-    let mut work: Vec<OpId> = Vec::new();
-    m.walk(root, WalkOrder::PreOrder, &mut |o| work.push(o));
-    work.reverse();
-    let mut budget = 64 * (work.len() + 16);
-    let mut declined: HashSet<OpId> = HashSet::new();
-    while let Some(op) = work.pop() {
-        if !m.contains_op(op) || declined.contains(&op) || has_kernel(m.op_name(op)) {
-            continue;
-        }
-        let name = m.op_name(op).to_string();
-        let created = if is_mutating(ctx, &name) {
-            match functionalize_one(ctx, m, &ranges, op)? {
-                Some(c) => {
-                    stats.functionalized += 1;
-                    Some(c)
-                }
-                None => None,
-            }
-        } else if let Some(f) = table.get(&name).cloned() {
+    rewrite_to_fixed_point(m, root, |m, op| {
+        let name = m.op_name(op);
+        if has_kernel(name) {
+            Ok(None)
+        } else if is_mutating(ctx, name) {
+            let c = functionalize_one(ctx, m, &ranges, op)?;
+            stats.functionalized += usize::from(c.is_some());
+            Ok(c)
+        } else if let Some(f) = table.get(name).cloned() {
             let c = decompose_one(ctx, m, &ranges, op, &f)?;
             stats.decomposed += usize::from(c.is_some());
-            c
+            Ok(c)
         } else {
-            None
-        };
-        match created {
-            Some(c) => {
-                budget = budget.checked_sub(1).ok_or_else(|| {
-                    Diagnostic::error(m.loc(c.first().copied().unwrap_or(root)).clone(), format!("the fallback of '{name}' did not terminate"))
-                })?;
-                work.extend(c.into_iter().rev());
-            }
-            None => {
-                declined.insert(op);
-            }
+            Ok(None)
         }
-    }
+    })?;
     Ok(stats)
 }
 

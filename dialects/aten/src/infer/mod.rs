@@ -15,6 +15,7 @@ mod args;
 mod dims;
 mod promote;
 mod refine;
+mod families;
 mod rules;
 mod shapes;
 mod split;
@@ -23,6 +24,7 @@ pub use args::*;
 pub use dims::*;
 pub use promote::*;
 pub use refine::*;
+use families::head_of;
 use rules::*;
 pub use shapes::*;
 pub use split::*;
@@ -100,13 +102,14 @@ pub fn infer_op_with(
     let Some(schema) = ctx.op_def(m.op_name(op)).and_then(|d| d.schema.clone()) else {
         return Ok(None);
     };
-    let a = Args::bind(m, op, &schema)?;
-    let key = if schema.overload.is_empty() {
-        schema.name.clone()
-    } else {
-        format!("{}.{}", schema.name, schema.overload)
+    // An Edge op is inferred as the ATen op it mirrors; an op of another dialect with a
+    // schema but no `ShapeInference` of its own has no rule here.
+    let name = ctx.mirrored(m.op_name(op));
+    let (Some(this), Some(head)) = (crate::op::by_name(name), head_of(name)) else {
+        return Ok(None);
     };
-    infer_key(&key, &schema.name, &a, r)
+    let a = Args::bind(m, op, &schema)?;
+    infer_key(this, head, &a, r)
 }
 
 #[cfg(test)]

@@ -1,6 +1,8 @@
 //! Slices and splits: the length of a slice and the pieces of `split`/`chunk`/`unbind`.
 
 use super::*;
+use crate::op;
+use ir::OpRef;
 
 
 pub(super) fn slice_len(d: &Dim, a: &Args) -> Dim {
@@ -18,17 +20,20 @@ pub(super) fn slice_len(d: &Dim, a: &Args) -> Dim {
     }
 }
 
-pub(super) fn split_types(key: &str, base: &str, a: &Args, s: Option<&TensorType>) -> Option<Vec<Type>> {
+/// The result types of `this`, a split of the family `head` (`split`, `split_with_sizes`,
+/// `unsafe_split`, `chunk`, `unbind`).
+pub(super) fn split_types(this: OpRef, head: OpRef, a: &Args, s: Option<&TensorType>) -> Option<Vec<Type>> {
     let t = s?;
     let sh = t.shape.clone()?;
     let dim = a.int("dim").unwrap_or(0);
     let i = norm_dim(dim, sh.len())?;
     let n = sh[i].as_static();
-    let sizes: Vec<i64> = match (base, key) {
-        ("split_with_sizes", _) | ("split", "split.sizes") | ("unsafe_split", "unsafe_split.sizes") => a.ints("split_sizes")?,
-        ("split", _) | ("unsafe_split", _) => split_pieces(n?, a.int("split_size")?)?,
-        ("chunk", _) => chunk_pieces(n?, a.int("chunks")?)?,
-        ("unbind", _) => {
+    let sizes: Vec<i64> = match head {
+        op::SPLIT_WITH_SIZES => a.ints("split_sizes")?,
+        op::SPLIT if this == op::SPLIT_SIZES => a.ints("split_sizes")?,
+        op::SPLIT | op::UNSAFE_SPLIT_TENSOR => split_pieces(n?, a.int("split_size")?)?,
+        op::CHUNK => chunk_pieces(n?, a.int("chunks")?)?,
+        op::UNBIND_INT => {
             let mut out = sh.clone();
             out.remove(i);
             let elem = tensor(t.dtype, Some(out));
@@ -47,22 +52,22 @@ pub(super) fn split_types(key: &str, base: &str, a: &Args, s: Option<&TensorType
 }
 
 /// The sizes each piece of a split gets along the split dimension, when static.
-pub fn split_sizes(key: &str, a: &Args) -> Option<Vec<i64>> {
+pub fn split_sizes(this: OpRef, a: &Args) -> Option<Vec<i64>> {
     let t = self_or(a)?;
     let sh = t.shape.clone()?;
     let dim = a.int("dim").unwrap_or(0);
     let i = norm_dim(dim, sh.len())?;
     let n = sh[i].as_static();
-    if key.starts_with("split_with_sizes") || key == "split.sizes" {
-        return a.ints("split_sizes");
+    match this {
+        op::SPLIT_WITH_SIZES | op::SPLIT_WITH_SIZES_COPY | op::SPLIT_WITH_SIZES_COPY_OUT | op::SPLIT_SIZES => {
+            a.ints("split_sizes")
+        }
+        op::SPLIT_TENSOR | op::SPLIT_COPY_TENSOR | op::SPLIT_COPY_TENSOR_OUT | op::UNSAFE_SPLIT_TENSOR => {
+            split_pieces(n?, a.int("split_size")?)
+        }
+        op::CHUNK => chunk_pieces(n?, a.int("chunks")?),
+        _ => None,
     }
-    if key.starts_with("split") {
-        return split_pieces(n?, a.int("split_size")?);
-    }
-    if key.starts_with("chunk") {
-        return chunk_pieces(n?, a.int("chunks")?);
-    }
-    None
 }
 
 /// The pieces of `n` elements split into pieces of `k` (the last one shorter; one empty piece
