@@ -10,27 +10,28 @@
 
 use crate::signature::{ArgSource, bind_args};
 use dialect_prim::fold::Folded;
-use ir::{Attribute, Context, DType, DenseAttr, Module, OpId, TypeKind};
+use crate::op;
+use ir::{Attribute, Context, DType, DenseAttr, Module, OpId, OpRef, TypeKind};
 
 /// Tensor folds give up beyond this many result elements unless the caller passes another limit.
 pub const DEFAULT_MAX_ELEMENTS: usize = 64;
 
 /// Binary tensor ops folded elementwise.
-const TENSOR_BINARY: [&str; 10] = [
-    "aten.add.Tensor",
-    "aten.sub.Tensor",
-    "aten.mul.Tensor",
-    "aten.div.Tensor",
-    "aten.add.Scalar",
-    "aten.sub.Scalar",
-    "aten.mul.Scalar",
-    "aten.div.Scalar",
-    "aten.maximum",
-    "aten.minimum",
+const TENSOR_BINARY: [OpRef; 10] = [
+    op::ADD_TENSOR,
+    op::SUB_TENSOR,
+    op::MUL_TENSOR,
+    op::DIV_TENSOR,
+    op::ADD_SCALAR,
+    op::SUB_SCALAR,
+    op::MUL_SCALAR,
+    op::DIV_SCALAR,
+    op::MAXIMUM,
+    op::MINIMUM,
 ];
 
 /// Unary tensor ops folded elementwise.
-const TENSOR_UNARY: [&str; 3] = ["aten.neg", "aten.abs", "aten.relu"];
+const TENSOR_UNARY: [OpRef; 3] = [op::NEG, op::ABS, op::RELU];
 
 /// Scalar (TorchScript `int`/`float`/`Scalar`) ops folded.
 const SCALAR_BASES: [&str; 9] = [
@@ -42,10 +43,10 @@ pub fn foldable_ops(ctx: &Context) -> Vec<String> {
     let mut names: Vec<String> = TENSOR_BINARY
         .iter()
         .chain(TENSOR_UNARY.iter())
-        .map(|s| s.to_string())
+        .map(|o| o.name().to_string())
         .collect();
     for def in ctx.ops() {
-        if def.dialect() == "aten" && is_scalar_op(ctx, &def.name) {
+        if def.dialect() == crate::DIALECT && is_scalar_op(ctx, &def.name) {
             names.push(def.name.clone());
         }
     }
@@ -108,7 +109,7 @@ pub fn fold_with_limit(
         })
         .collect();
     let result_ty = m.value_type(m.results(op)[0]).clone();
-    let value = if TENSOR_BINARY.contains(&name.as_str()) || TENSOR_UNARY.contains(&name.as_str()) {
+    let value = if TENSOR_BINARY.iter().chain(&TENSOR_UNARY).any(|o| o.is(&name)) {
         let TypeKind::Tensor(t) = result_ty.kind() else {
             return None;
         };

@@ -43,10 +43,13 @@ pub(crate) fn test_context() -> ir::Context {
     c
 }
 
+/// The dialect's name, the namespace of every op it declares.
+pub const DIALECT: &str = "aten";
+
 /// Registers the aten dialect and all its ops.
 pub fn register(ctx: &mut ir::Context) {
     ctx.register_dialect(
-        "aten",
+        DIALECT,
         "ATen operators, declared from PyTorch's schema strings.",
     );
     for def in ops::shared_definitions() {

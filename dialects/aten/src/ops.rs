@@ -1,7 +1,8 @@
 //! Op declarations built from the schema data file.
 
 use ir::schema::{FunctionSchema, parse_schema, registry_lines};
-use ir::{OpDef, Syntax, Traits};
+use crate::op;
+use ir::{OpDef, OpRef, Syntax, Traits};
 use std::sync::OnceLock;
 
 /// The schema data file: one ATen schema per line.
@@ -35,22 +36,22 @@ const EXTRA_ELEMENTWISE: &[&str] = &[
 ];
 
 /// Commutative binary ops.
-const COMMUTATIVE: &[&str] = &[
-    "aten.add.Tensor",
-    "aten.mul.Tensor",
-    "aten.maximum",
-    "aten.minimum",
-    "aten.eq.Tensor",
-    "aten.ne.Tensor",
-    "aten.logical_and",
-    "aten.logical_or",
-    "aten.logical_xor",
-    "aten.bitwise_and.Tensor",
-    "aten.bitwise_or.Tensor",
-    "aten.bitwise_xor.Tensor",
-    "aten.fmax",
-    "aten.fmin",
-    "aten.hypot",
+const COMMUTATIVE: &[OpRef] = &[
+    op::ADD_TENSOR,
+    op::MUL_TENSOR,
+    op::MAXIMUM,
+    op::MINIMUM,
+    op::EQ_TENSOR,
+    op::NE_TENSOR,
+    op::LOGICAL_AND,
+    op::LOGICAL_OR,
+    op::LOGICAL_XOR,
+    op::BITWISE_AND_TENSOR,
+    op::BITWISE_OR_TENSOR,
+    op::BITWISE_XOR_TENSOR,
+    op::FMAX,
+    op::FMIN,
+    op::HYPOT,
 ];
 
 /// Ops whose results depend on a random generator: never pure.
@@ -122,7 +123,7 @@ pub fn definition(s: &FunctionSchema) -> OpDef {
     if is_elementwise(s.name.trim_end_matches('_')) && s.returns.len() == 1 {
         traits = traits | Traits::ELEMENTWISE;
     }
-    if COMMUTATIVE.contains(&name.as_str()) {
+    if COMMUTATIVE.iter().any(|o| o.is(&name)) {
         traits = traits | Traits::COMMUTATIVE;
     }
     let summary = format!("ATen `{}`.", s.qualified_name());

@@ -5,6 +5,9 @@
 //! A liveness pass per block marks each register operand as moved (its last use), borrowed or
 //! cloned, and lists the registers to clear after instructions whose nested blocks held the
 //! last use, so values die as early as possible.
+//!
+//! One file because it is one pass: every kind of op becomes instructions through the same
+//! state (`Lin`), in the function's order, and the liveness marks depend on all of them.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;

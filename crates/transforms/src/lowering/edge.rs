@@ -9,6 +9,7 @@
 //! stay aten ops in either mode. `verify-edge` checks that a module is entirely Edge.
 
 use dialect_aten::infer::{Args, PromoteArg, float_result, result_type};
+use dialect_aten::op;
 use dialect_edge::{PromotionRule, edge_name, promotion_rule};
 use ir::{Attribute, Context, DType, Diagnostic, InsertPoint, Module, OpId, OperationState, TensorType, Type, TypeKind, ValueId, WalkOrder};
 use pass::{AnalysisManager, Pass, PassOptions, PassResult};
@@ -59,10 +60,11 @@ pub fn lower_to_edge(ctx: &Context, m: &mut Module, root: OpId, strict: bool) ->
         if is_structural(&name) || is_edge(ctx, &name) {
             continue;
         }
-        let target = if name.starts_with("aten.") { edge_name(&name) } else { None };
+        let is_aten = ctx.op_def(&name).is_some_and(|d| d.dialect() == dialect_aten::DIALECT);
+        let target = if is_aten { edge_name(&name) } else { None };
         let Some(target) = target.filter(|t| ctx.op_def(t).is_some()) else {
             if strict && !is_scalar_op(m, op) {
-                let why = if name.starts_with("aten.") {
+                let why = if is_aten {
                     "is not in the Edge operator set (decompose it to core ATen first)"
                 } else {
                     "is not an aten op and cannot be lowered to Edge"
@@ -181,7 +183,7 @@ pub fn cast(m: &mut Module, v: ValueId, to: DType, at: InsertPoint) -> ValueId {
         InsertPoint::Before(o) | InsertPoint::After(o) => m.loc(o).clone(),
         _ => ir::Location::Unknown,
     };
-    let st = OperationState::new("edge._to_copy")
+    let st = OperationState::new(edge_name(op::_TO_COPY.name()).unwrap_or_else(|| op::_TO_COPY.name().to_string()))
         .operands([v])
         .attr("dtype", Attribute::DType(to))
         .results([Type::tensor_of(TensorType { dtype: Some(to), shape })])
