@@ -20,8 +20,8 @@
 //!   %x = "test.source"() : () -> tensor<4xf32>
 //!   %r = "prim.FusionGroup"(%x) ({
 //!   ^bb0(%a: tensor<4xf32>):
-//!     %e = op::EXP(%a) : (tensor<4xf32>) -> tensor<4xf32>
-//!     %m = op::MUL_TENSOR(%e, %a) : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+//!     %e = "aten.exp"(%a) : (tensor<4xf32>) -> tensor<4xf32>
+//!     %m = "aten.mul.Tensor"(%e, %a) : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
 //!     "prim.Return"(%m) : (tensor<4xf32>) -> ()
 //!   }) : (tensor<4xf32>) -> tensor<4xf32>
 //! "#;

@@ -9,7 +9,7 @@
 //!   isolated region like a partition's) that its backend compiles into one callable.
 //! - `backend.alloc {size = bytes, offset = bytes}`: a buffer of the result's tensor type
 //!   planned into a slab (`offset` within the slab; both optional until memory planning).
-//! - `backend.out_call {kernel = op::ADD_TENSOR, outs = 1}`: Static Runtime's out variant:
+//! - `backend.out_call {kernel = "aten.add.Tensor", outs = 1}`: Static Runtime's out variant:
 //!   runs `kernel` on the leading operands, writing into the trailing `outs` buffer operands;
 //!   the results are those buffers (same types), so data flow stays explicit in SSA.
 

@@ -107,16 +107,16 @@ pub(super) fn add(t: &mut DecompositionTable) {
     }
     t.insert(op::CLAMP_MIN_TENSOR, |b, op| {
         let (x, m) = (input(b, op, "self")?, input(b, op, "min")?);
-        one(b.call("clamp.Tensor", &[x.into(), m.into()]))
+        one(b.call(op::CLAMP_TENSOR, &[x.into(), m.into()]))
     })
     .insert(op::CLAMP_MAX_TENSOR, |b, op| {
         let (x, m) = (input(b, op, "self")?, input(b, op, "max")?);
-        one(b.call("clamp.Tensor", &[x.into(), Arg::A(Attribute::None), m.into()]))
+        one(b.call(op::CLAMP_TENSOR, &[x.into(), Arg::A(Attribute::None), m.into()]))
     })
     .insert(op::FLOOR_DIVIDE_SCALAR, |b, op| {
         let x = input(b, op, "self")?;
         let s = b.with_args(op, |a| a.constant("other"))?.ok_or("floor_divide: the divisor must be constant")?;
-        one(b.call("div.Scalar_mode", &[x.into(), Arg::A(s), Arg::A(Attribute::str("floor"))]))
+        one(b.call(op::DIV_SCALAR_MODE, &[x.into(), Arg::A(s), Arg::A(Attribute::str("floor"))]))
     })
     .insert(op::CELU, |b, op| {
         let x = input(b, op, "self")?;
@@ -124,51 +124,51 @@ pub(super) fn add(t: &mut DecompositionTable) {
         if alpha == 0.0 {
             return Err("celu: alpha must not be 0".into());
         }
-        one(b.call("elu", &[x.into(), f(alpha), f(1.0), f(1.0 / alpha)]))
+        one(b.call(op::ELU, &[x.into(), f(alpha), f(1.0), f(1.0 / alpha)]))
     })
     .insert(op::SELU, |b, op| {
         let x = input(b, op, "self")?;
-        one(b.call("elu", &[x.into(), f(1.673_263_242_354_377_3), f(1.050_700_987_355_480_5), f(1.0)]))
+        one(b.call(op::ELU, &[x.into(), f(1.673_263_242_354_377_3), f(1.050_700_987_355_480_5), f(1.0)]))
     })
     .insert(op::GLU, glu)
     .insert(op::HARDSHRINK, |b, op| {
         let x = input(b, op, "self")?;
         let l = b.with_args(op, |a| a.float("lambd"))?.unwrap_or(0.5);
-        let ax = b.call("abs", &[x.into()])?;
-        let keep = b.call("gt.Scalar", &[ax.into(), f(l)])?;
+        let ax = b.call(op::ABS, &[x.into()])?;
+        let keep = b.call(op::GT_SCALAR, &[ax.into(), f(l)])?;
         let zero = zeros_like(b, x)?;
-        one(b.call("where.self", &[keep.into(), x.into(), zero.into()]))
+        one(b.call(op::WHERE_SELF, &[keep.into(), x.into(), zero.into()]))
     })
     .insert(op::SOFTSHRINK, |b, op| {
         let x = input(b, op, "self")?;
         let l = b.with_args(op, |a| a.float("lambd"))?.unwrap_or(0.5);
-        let hi = b.call("gt.Scalar", &[x.into(), f(l)])?;
-        let lo = b.call("lt.Scalar", &[x.into(), f(-l)])?;
-        let minus = b.call("sub.Scalar", &[x.into(), f(l)])?;
-        let plus = b.call("add.Scalar", &[x.into(), f(l)])?;
+        let hi = b.call(op::GT_SCALAR, &[x.into(), f(l)])?;
+        let lo = b.call(op::LT_SCALAR, &[x.into(), f(-l)])?;
+        let minus = b.call(op::SUB_SCALAR, &[x.into(), f(l)])?;
+        let plus = b.call(op::ADD_SCALAR, &[x.into(), f(l)])?;
         let zero = zeros_like(b, x)?;
-        let inner = b.call("where.self", &[lo.into(), plus.into(), zero.into()])?;
-        one(b.call("where.self", &[hi.into(), minus.into(), inner.into()]))
+        let inner = b.call(op::WHERE_SELF, &[lo.into(), plus.into(), zero.into()])?;
+        one(b.call(op::WHERE_SELF, &[hi.into(), minus.into(), inner.into()]))
     })
     .insert(op::THRESHOLD, |b, op| {
         let x = input(b, op, "self")?;
         let (th, v) = b.with_args(op, |a| (a.constant("threshold"), a.constant("value")))?;
         let (Some(th), Some(v)) = (th, v) else { return Err("threshold: threshold and value must be constant".into()) };
-        let keep = b.call("gt.Scalar", &[x.into(), Arg::A(th)])?;
+        let keep = b.call(op::GT_SCALAR, &[x.into(), Arg::A(th)])?;
         let d = b.dtype(x).ok_or("threshold: unknown dtype")?;
-        let fill = b.call("scalar_tensor", &[Arg::A(v), Arg::A(Attribute::DType(d))])?;
-        one(b.call("where.self", &[keep.into(), x.into(), fill.into()]))
+        let fill = b.call(op::SCALAR_TENSOR, &[Arg::A(v), Arg::A(Attribute::DType(d))])?;
+        one(b.call(op::WHERE_SELF, &[keep.into(), x.into(), fill.into()]))
     })
     .insert(op::LOG_SIGMOID, |b, op| {
         // log σ(x) = min(x, 0) − log1p(exp(−|x|)), stable for every x.
         let x = input(b, op, "self")?;
         let zero = zeros_like(b, x)?;
-        let m = b.call("minimum", &[x.into(), zero.into()])?;
-        let ax = b.call("abs", &[x.into()])?;
-        let na = b.call("neg", &[ax.into()])?;
-        let e = b.call("exp", &[na.into()])?;
-        let l = b.call("log1p", &[e.into()])?;
-        one(b.call("sub.Tensor", &[m.into(), l.into()]))
+        let m = b.call(op::MINIMUM, &[x.into(), zero.into()])?;
+        let ax = b.call(op::ABS, &[x.into()])?;
+        let na = b.call(op::NEG, &[ax.into()])?;
+        let e = b.call(op::EXP, &[na.into()])?;
+        let l = b.call(op::LOG1P, &[e.into()])?;
+        one(b.call(op::SUB_TENSOR, &[m.into(), l.into()]))
     })
     .insert(op::LOGADDEXP, |b, op| logaddexp(b, op, false))
     .insert(op::LOGADDEXP2, |b, op| logaddexp(b, op, true))
@@ -176,60 +176,60 @@ pub(super) fn add(t: &mut DecompositionTable) {
         let x = input(b, op, "self")?;
         let eps = b.with_args(op, |a| a.float("eps"))?;
         let x = match eps {
-            Some(e) => b.call("clamp", &[x.into(), f(e), f(1.0 - e)])?,
+            Some(e) => b.call(op::CLAMP, &[x.into(), f(e), f(1.0 - e)])?,
             None => x,
         };
-        let one_minus = b.call("rsub.Scalar", &[x.into(), f(1.0)])?;
-        let q = b.call("div.Tensor", &[x.into(), one_minus.into()])?;
-        one(b.call("log", &[q.into()]))
+        let one_minus = b.call(op::RSUB_SCALAR, &[x.into(), f(1.0)])?;
+        let q = b.call(op::DIV_TENSOR, &[x.into(), one_minus.into()])?;
+        one(b.call(op::LOG, &[q.into()]))
     })
     .insert(op::HEAVISIDE, |b, op| {
         let (x, v) = (input(b, op, "self")?, input(b, op, "values")?);
         let d = b.dtype(x).ok_or("heaviside: unknown dtype")?;
-        let pos = b.call("gt.Scalar", &[x.into(), Arg::A(Attribute::Int(0))])?;
+        let pos = b.call(op::GT_SCALAR, &[x.into(), Arg::A(Attribute::Int(0))])?;
         let pos = cast(b, pos, d)?;
-        let z = b.call("eq.Scalar", &[x.into(), Arg::A(Attribute::Int(0))])?;
-        one(b.call("where.self", &[z.into(), v.into(), pos.into()]))
+        let z = b.call(op::EQ_SCALAR, &[x.into(), Arg::A(Attribute::Int(0))])?;
+        one(b.call(op::WHERE_SELF, &[z.into(), v.into(), pos.into()]))
     })
     .insert(op::OUTER, |b, op| {
         let (x, y) = (input(b, op, "self")?, input(b, op, "vec2")?);
-        let col = b.call("unsqueeze", &[x.into(), Arg::A(Attribute::Int(1))])?;
-        one(b.call("mul.Tensor", &[col.into(), y.into()]))
+        let col = b.call(op::UNSQUEEZE, &[x.into(), Arg::A(Attribute::Int(1))])?;
+        one(b.call(op::MUL_TENSOR, &[col.into(), y.into()]))
     })
     .insert(op::ADDR, |b, op| {
         let (x, v1, v2) = (input(b, op, "self")?, input(b, op, "vec1")?, input(b, op, "vec2")?);
         let (beta, alpha) = b.with_args(op, |a| (a.constant("beta"), a.constant("alpha")))?;
-        let col = b.call("unsqueeze", &[v1.into(), Arg::A(Attribute::Int(1))])?;
-        let outer = b.call("mul.Tensor", &[col.into(), v2.into()])?;
-        let outer = b.call("mul.Scalar", &[outer.into(), Arg::A(alpha.unwrap_or(Attribute::Int(1)))])?;
-        let x = b.call("mul.Scalar", &[x.into(), Arg::A(beta.unwrap_or(Attribute::Int(1)))])?;
-        one(b.call("add.Tensor", &[x.into(), outer.into()]))
+        let col = b.call(op::UNSQUEEZE, &[v1.into(), Arg::A(Attribute::Int(1))])?;
+        let outer = b.call(op::MUL_TENSOR, &[col.into(), v2.into()])?;
+        let outer = b.call(op::MUL_SCALAR, &[outer.into(), Arg::A(alpha.unwrap_or(Attribute::Int(1)))])?;
+        let x = b.call(op::MUL_SCALAR, &[x.into(), Arg::A(beta.unwrap_or(Attribute::Int(1)))])?;
+        one(b.call(op::ADD_TENSOR, &[x.into(), outer.into()]))
     })
     .insert(op::DOT, dot)
     .insert(op::VDOT, dot)
     .insert(op::INNER, |b, op| {
         let (x, y) = (input(b, op, "self")?, input(b, op, "other")?);
         if rank_of(b, x)? == 1 && rank_of(b, y)? == 1 {
-            let p = b.call("mul.Tensor", &[x.into(), y.into()])?;
-            return one(b.call("sum", &[p.into()]));
+            let p = b.call(op::MUL_TENSOR, &[x.into(), y.into()])?;
+            return one(b.call(op::SUM, &[p.into()]));
         }
         Ok(None)
     })
     .insert(op::TRACE, |b, op| {
         let x = input(b, op, "self")?;
-        let d = b.call("diagonal", &[x.into()])?;
-        one(b.call("sum", &[d.into()]))
+        let d = b.call(op::DIAGONAL, &[x.into()])?;
+        one(b.call(op::SUM, &[d.into()]))
     })
     .insert(op::MSE_LOSS, |b, op| {
         let (x, y) = (input(b, op, "self")?, input(b, op, "target")?);
-        let d = b.call("sub.Tensor", &[x.into(), y.into()])?;
-        let sq = b.call("mul.Tensor", &[d.into(), d.into()])?;
+        let d = b.call(op::SUB_TENSOR, &[x.into(), y.into()])?;
+        let sq = b.call(op::MUL_TENSOR, &[d.into(), d.into()])?;
         reduce(b, op, sq)
     })
     .insert(op::L1_LOSS, |b, op| {
         let (x, y) = (input(b, op, "self")?, input(b, op, "target")?);
-        let d = b.call("sub.Tensor", &[x.into(), y.into()])?;
-        let ad = b.call("abs", &[d.into()])?;
+        let d = b.call(op::SUB_TENSOR, &[x.into(), y.into()])?;
+        let ad = b.call(op::ABS, &[d.into()])?;
         reduce(b, op, ad)
     })
     .insert(op::SMOOTH_L1_LOSS, |b, op| {
@@ -246,13 +246,13 @@ pub(super) fn add(t: &mut DecompositionTable) {
         let (x, y) = (input(b, op, "self")?, input(b, op, "target")?);
         let log_target = b.with_args(op, |a| a.bool("log_target"))?.unwrap_or(false);
         let v = if log_target {
-            let e = b.call("exp", &[y.into()])?;
-            let d = b.call("sub.Tensor", &[y.into(), x.into()])?;
-            b.call("mul.Tensor", &[e.into(), d.into()])?
+            let e = b.call(op::EXP, &[y.into()])?;
+            let d = b.call(op::SUB_TENSOR, &[y.into(), x.into()])?;
+            b.call(op::MUL_TENSOR, &[e.into(), d.into()])?
         } else {
-            let yl = b.call("xlogy.Tensor", &[y.into(), y.into()])?;
-            let yx = b.call("mul.Tensor", &[y.into(), x.into()])?;
-            b.call("sub.Tensor", &[yl.into(), yx.into()])?
+            let yl = b.call(op::XLOGY_TENSOR, &[y.into(), y.into()])?;
+            let yx = b.call(op::MUL_TENSOR, &[y.into(), x.into()])?;
+            b.call(op::SUB_TENSOR, &[yl.into(), yx.into()])?
         };
         reduce(b, op, v)
     })
@@ -265,42 +265,42 @@ pub(super) fn add(t: &mut DecompositionTable) {
         let (dim, eps) = b.with_args(op, |a| (a.int("dim"), a.float("eps")))?;
         let dim = Arg::A(Attribute::ints(&[dim.unwrap_or(1)]));
         let eps = eps.unwrap_or(1e-8);
-        let p = b.call("mul.Tensor", &[x1.into(), x2.into()])?;
-        let num = b.call("sum.dim_IntList", &[p.into(), dim.clone()])?;
-        let s1 = b.call("mul.Tensor", &[x1.into(), x1.into()])?;
-        let n1 = b.call("sum.dim_IntList", &[s1.into(), dim.clone()])?;
-        let s2 = b.call("mul.Tensor", &[x2.into(), x2.into()])?;
-        let n2 = b.call("sum.dim_IntList", &[s2.into(), dim])?;
-        let den = b.call("mul.Tensor", &[n1.into(), n2.into()])?;
-        let den = b.call("clamp", &[den.into(), f(eps * eps)])?;
-        let den = b.call("sqrt", &[den.into()])?;
-        one(b.call("div.Tensor", &[num.into(), den.into()]))
+        let p = b.call(op::MUL_TENSOR, &[x1.into(), x2.into()])?;
+        let num = b.call(op::SUM_DIM_INTLIST, &[p.into(), dim.clone()])?;
+        let s1 = b.call(op::MUL_TENSOR, &[x1.into(), x1.into()])?;
+        let n1 = b.call(op::SUM_DIM_INTLIST, &[s1.into(), dim.clone()])?;
+        let s2 = b.call(op::MUL_TENSOR, &[x2.into(), x2.into()])?;
+        let n2 = b.call(op::SUM_DIM_INTLIST, &[s2.into(), dim])?;
+        let den = b.call(op::MUL_TENSOR, &[n1.into(), n2.into()])?;
+        let den = b.call(op::CLAMP, &[den.into(), f(eps * eps)])?;
+        let den = b.call(op::SQRT, &[den.into()])?;
+        one(b.call(op::DIV_TENSOR, &[num.into(), den.into()]))
     })
     .insert(op::PAIRWISE_DISTANCE, |b, op| {
         let (x1, x2) = (input(b, op, "x1")?, input(b, op, "x2")?);
         let (p, eps, keep) = b.with_args(op, |a| (a.float("p"), a.float("eps"), a.bool("keepdim")))?;
-        let d = b.call("sub.Tensor", &[x1.into(), x2.into()])?;
-        let d = b.call("add.Scalar", &[d.into(), f(eps.unwrap_or(1e-6))])?;
+        let d = b.call(op::SUB_TENSOR, &[x1.into(), x2.into()])?;
+        let d = b.call(op::ADD_SCALAR, &[d.into(), f(eps.unwrap_or(1e-6))])?;
         let p = p.unwrap_or(2.0);
         if p != 2.0 {
             return Ok(None);
         }
-        let sq = b.call("mul.Tensor", &[d.into(), d.into()])?;
-        let s = b.call("sum.dim_IntList", &[sq.into(), Arg::A(Attribute::ints(&[-1])), Arg::A(Attribute::Bool(keep.unwrap_or(false)))])?;
-        one(b.call("sqrt", &[s.into()]))
+        let sq = b.call(op::MUL_TENSOR, &[d.into(), d.into()])?;
+        let s = b.call(op::SUM_DIM_INTLIST, &[sq.into(), Arg::A(Attribute::ints(&[-1])), Arg::A(Attribute::Bool(keep.unwrap_or(false)))])?;
+        one(b.call(op::SQRT, &[s.into()]))
     })
     .insert(op::COUNT_NONZERO, |b, op| {
         let x = input(b, op, "self")?;
-        let nz = b.call("ne.Scalar", &[x.into(), Arg::A(Attribute::Int(0))])?;
+        let nz = b.call(op::NE_SCALAR, &[x.into(), Arg::A(Attribute::Int(0))])?;
         let r = rank_of(b, x)? as i64;
         let dims: Vec<i64> = (0..r).collect();
-        one(b.call("sum.dim_IntList", &[nz.into(), Arg::A(Attribute::ints(&dims)), Arg::A(Attribute::Bool(false)), Arg::A(Attribute::DType(DType::I64))]))
+        one(b.call(op::SUM_DIM_INTLIST, &[nz.into(), Arg::A(Attribute::ints(&dims)), Arg::A(Attribute::Bool(false)), Arg::A(Attribute::DType(DType::I64))]))
     })
     .insert(op::COUNT_NONZERO_DIM_INTLIST, |b, op| {
         let x = input(b, op, "self")?;
         let dims = b.with_args(op, |a| a.ints("dim"))?.ok_or("count_nonzero: dims must be constant")?;
-        let nz = b.call("ne.Scalar", &[x.into(), Arg::A(Attribute::Int(0))])?;
-        one(b.call("sum.dim_IntList", &[nz.into(), Arg::A(Attribute::ints(&dims)), Arg::A(Attribute::Bool(false)), Arg::A(Attribute::DType(DType::I64))]))
+        let nz = b.call(op::NE_SCALAR, &[x.into(), Arg::A(Attribute::Int(0))])?;
+        one(b.call(op::SUM_DIM_INTLIST, &[nz.into(), Arg::A(Attribute::ints(&dims)), Arg::A(Attribute::Bool(false)), Arg::A(Attribute::DType(DType::I64))]))
     })
     .insert(op::NANSUM, |b, op| {
         let x = input(b, op, "self")?;
@@ -310,34 +310,34 @@ pub(super) fn add(t: &mut DecompositionTable) {
             Some(d) if !d.is_empty() => d,
             _ => (0..rank_of(b, x)? as i64).collect(),
         };
-        one(b.call("sum.dim_IntList", &[clean.into(), Arg::A(Attribute::ints(&dims)), Arg::A(Attribute::Bool(keep.unwrap_or(false)))]))
+        one(b.call(op::SUM_DIM_INTLIST, &[clean.into(), Arg::A(Attribute::ints(&dims)), Arg::A(Attribute::Bool(keep.unwrap_or(false)))]))
     })
     .insert(op::ISCLOSE, |b, op| {
         let (x, y) = (input(b, op, "self")?, input(b, op, "other")?);
         let (rtol, atol, equal_nan) = b.with_args(op, |a| (a.float("rtol"), a.float("atol"), a.bool("equal_nan")))?;
-        let d = b.call("sub.Tensor", &[x.into(), y.into()])?;
-        let ad = b.call("abs", &[d.into()])?;
-        let ay = b.call("abs", &[y.into()])?;
-        let tol = b.call("mul.Scalar", &[ay.into(), f(rtol.unwrap_or(1e-5))])?;
-        let tol = b.call("add.Scalar", &[tol.into(), f(atol.unwrap_or(1e-8))])?;
-        let close = b.call("le.Tensor", &[ad.into(), tol.into()])?;
-        let eq = b.call("eq.Tensor", &[x.into(), y.into()])?;
-        let mut r = b.call("logical_or", &[close.into(), eq.into()])?;
+        let d = b.call(op::SUB_TENSOR, &[x.into(), y.into()])?;
+        let ad = b.call(op::ABS, &[d.into()])?;
+        let ay = b.call(op::ABS, &[y.into()])?;
+        let tol = b.call(op::MUL_SCALAR, &[ay.into(), f(rtol.unwrap_or(1e-5))])?;
+        let tol = b.call(op::ADD_SCALAR, &[tol.into(), f(atol.unwrap_or(1e-8))])?;
+        let close = b.call(op::LE_TENSOR, &[ad.into(), tol.into()])?;
+        let eq = b.call(op::EQ_TENSOR, &[x.into(), y.into()])?;
+        let mut r = b.call(op::LOGICAL_OR, &[close.into(), eq.into()])?;
         if equal_nan == Some(true) {
-            let nx = b.call("isnan", &[x.into()])?;
-            let ny = b.call("isnan", &[y.into()])?;
-            let both = b.call("logical_and", &[nx.into(), ny.into()])?;
-            r = b.call("logical_or", &[r.into(), both.into()])?;
+            let nx = b.call(op::ISNAN, &[x.into()])?;
+            let ny = b.call(op::ISNAN, &[y.into()])?;
+            let both = b.call(op::LOGICAL_AND, &[nx.into(), ny.into()])?;
+            r = b.call(op::LOGICAL_OR, &[r.into(), both.into()])?;
         }
         one(Ok(r))
     })
     .insert(op::FLIPLR, |b, op| {
         let x = input(b, op, "self")?;
-        one(b.call("flip", &[x.into(), Arg::A(Attribute::ints(&[1]))]))
+        one(b.call(op::FLIP, &[x.into(), Arg::A(Attribute::ints(&[1]))]))
     })
     .insert(op::FLIPUD, |b, op| {
         let x = input(b, op, "self")?;
-        one(b.call("flip", &[x.into(), Arg::A(Attribute::ints(&[0]))]))
+        one(b.call(op::FLIP, &[x.into(), Arg::A(Attribute::ints(&[0]))]))
     })
     .insert(op::TILE, |b, op| {
         let x = input(b, op, "self")?;
@@ -345,7 +345,7 @@ pub(super) fn add(t: &mut DecompositionTable) {
         let r = rank_of(b, x)?;
         let mut reps = vec![1i64; r.saturating_sub(dims.len())];
         reps.extend(&dims);
-        one(b.call("repeat", &[x.into(), Arg::A(Attribute::ints(&reps))]))
+        one(b.call(op::REPEAT, &[x.into(), Arg::A(Attribute::ints(&reps))]))
     })
     .insert(op::PRELU, |b, op| {
         let (x, w) = (input(b, op, "self")?, input(b, op, "weight")?);
@@ -353,13 +353,13 @@ pub(super) fn add(t: &mut DecompositionTable) {
         let w = if r >= 2 && rank_of(b, w)? == 1 {
             let mut shape = vec![-1i64];
             shape.extend(std::iter::repeat_n(1, r - 2));
-            b.call("view", &[w.into(), Arg::A(Attribute::ints(&shape))])?
+            b.call(op::VIEW, &[w.into(), Arg::A(Attribute::ints(&shape))])?
         } else {
             w
         };
-        let pos = b.call("gt.Scalar", &[x.into(), Arg::A(Attribute::Int(0))])?;
-        let neg = b.call("mul.Tensor", &[x.into(), w.into()])?;
-        one(b.call("where.self", &[pos.into(), x.into(), neg.into()]))
+        let pos = b.call(op::GT_SCALAR, &[x.into(), Arg::A(Attribute::Int(0))])?;
+        let neg = b.call(op::MUL_TENSOR, &[x.into(), w.into()])?;
+        one(b.call(op::WHERE_SELF, &[pos.into(), x.into(), neg.into()]))
     })
     .insert(op::AMINMAX, |b, op| {
         let x = input(b, op, "self")?;
@@ -369,8 +369,8 @@ pub(super) fn add(t: &mut DecompositionTable) {
             Some(d) => vec![d],
             None => (0..rank_of(b, x)? as i64).collect(),
         };
-        let lo = b.call("amin", &[x.into(), Arg::A(Attribute::ints(&dims)), keep.clone()])?;
-        let hi = b.call("amax", &[x.into(), Arg::A(Attribute::ints(&dims)), keep])?;
+        let lo = b.call(op::AMIN, &[x.into(), Arg::A(Attribute::ints(&dims)), keep.clone()])?;
+        let hi = b.call(op::AMAX, &[x.into(), Arg::A(Attribute::ints(&dims)), keep])?;
         Ok(Some(vec![lo, hi]))
     })
     .insert(op::ZERO, |b, op| {
@@ -380,13 +380,13 @@ pub(super) fn add(t: &mut DecompositionTable) {
     .insert(op::FLOAT_POWER_TENSOR_TENSOR, |b, op| {
         let (x, y) = (input(b, op, "self")?, input(b, op, "exponent")?);
         let (x, y) = (cast(b, x, DType::F64)?, cast(b, y, DType::F64)?);
-        one(b.call("pow.Tensor_Tensor", &[x.into(), y.into()]))
+        one(b.call(op::POW_TENSOR_TENSOR, &[x.into(), y.into()]))
     })
     .insert(op::FLOAT_POWER_TENSOR_SCALAR, |b, op| {
         let x = input(b, op, "self")?;
         let e = b.with_args(op, |a| a.float("exponent"))?.ok_or("float_power: the exponent must be constant")?;
         let x = cast(b, x, DType::F64)?;
-        one(b.call("pow.Tensor_Scalar", &[x.into(), f(e)]))
+        one(b.call(op::POW_TENSOR_SCALAR, &[x.into(), f(e)]))
     })
     .insert(op::HANN_WINDOW, |b, op| hann(b, op, true))
     .insert(op::HANN_WINDOW_PERIODIC, |b, op| hann(b, op, false))
@@ -399,31 +399,31 @@ pub(super) fn add(t: &mut DecompositionTable) {
         let dim = Attribute::Int(dim.unwrap_or(-1));
         let mut v = x;
         for _ in 0..n.unwrap_or(1) {
-            let hi = b.call("slice.Tensor", &[v.into(), Arg::A(dim.clone()), Arg::A(Attribute::Int(1)), Arg::A(Attribute::Int(i64::MAX))])?;
-            let lo = b.call("slice.Tensor", &[v.into(), Arg::A(dim.clone()), Arg::A(Attribute::Int(0)), Arg::A(Attribute::Int(-1))])?;
+            let hi = b.call(op::SLICE_TENSOR, &[v.into(), Arg::A(dim.clone()), Arg::A(Attribute::Int(1)), Arg::A(Attribute::Int(i64::MAX))])?;
+            let lo = b.call(op::SLICE_TENSOR, &[v.into(), Arg::A(dim.clone()), Arg::A(Attribute::Int(0)), Arg::A(Attribute::Int(-1))])?;
             v = if b.dtype(x) == Some(DType::Bool) {
-                b.call("logical_xor", &[hi.into(), lo.into()])?
+                b.call(op::LOGICAL_XOR, &[hi.into(), lo.into()])?
             } else {
-                b.call("sub.Tensor", &[hi.into(), lo.into()])?
+                b.call(op::SUB_TENSOR, &[hi.into(), lo.into()])?
             };
         }
         one(Ok(v))
     })
     .insert(op::SQUEEZE_COPY, |b, op| {
         let x = input(b, op, "self")?;
-        let s = b.call("squeeze", &[x.into()])?;
-        one(b.call("clone", &[s.into()]))
+        let s = b.call(op::SQUEEZE, &[x.into()])?;
+        one(b.call(op::CLONE, &[s.into()]))
     })
     .insert(op::SQUEEZE_COPY_DIM, |b, op| {
         let x = input(b, op, "self")?;
         let d = b.with_args(op, |a| a.constant("dim"))?.ok_or("squeeze_copy: dim must be constant")?;
-        let s = b.call("squeeze.dim", &[x.into(), Arg::A(d)])?;
-        one(b.call("clone", &[s.into()]))
+        let s = b.call(op::SQUEEZE_DIM, &[x.into(), Arg::A(d)])?;
+        one(b.call(op::CLONE, &[s.into()]))
     })
     .insert(op::ISREAL, |b, op| {
         // No complex dtype: every element is real.
         let x = input(b, op, "self")?;
-        one(b.call("ones_like", &[x.into(), Arg::A(Attribute::DType(DType::Bool))]))
+        one(b.call(op::ONES_LIKE, &[x.into(), Arg::A(Attribute::DType(DType::Bool))]))
     })
     .insert(op::CHANNEL_SHUFFLE, channel_shuffle)
     .insert(op::NATIVE_CHANNEL_SHUFFLE, channel_shuffle)
@@ -436,13 +436,13 @@ pub(super) fn f(v: f64) -> Arg {
 }
 
 pub(super) fn zeros_like(b: &mut OpBuilder, x: ValueId) -> Result<ValueId, String> {
-    b.call("zeros_like", &[x.into()])
+    b.call(op::ZEROS_LIKE, &[x.into()])
 }
 
 fn without_nan(b: &mut OpBuilder, x: ValueId) -> Result<ValueId, String> {
-    let n = b.call("isnan", &[x.into()])?;
+    let n = b.call(op::ISNAN, &[x.into()])?;
     let z = zeros_like(b, x)?;
-    b.call("where.self", &[n.into(), z.into(), x.into()])
+    b.call(op::WHERE_SELF, &[n.into(), z.into(), x.into()])
 }
 
 /// An alias: the same arguments, passed to `target`.
@@ -464,8 +464,8 @@ fn rename(b: &mut OpBuilder, op: OpId, target: OpRef) -> DecompResult {
 pub(super) fn reduce(b: &mut OpBuilder, op: OpId, v: ValueId) -> DecompResult {
     match b.with_args(op, |a| a.int("reduction"))?.unwrap_or(1) {
         0 => Ok(Some(vec![v])),
-        1 => one(b.call("mean", &[v.into()])),
-        2 => one(b.call("sum", &[v.into()])),
+        1 => one(b.call(op::MEAN, &[v.into()])),
+        2 => one(b.call(op::SUM, &[v.into()])),
         r => Err(format!("reduction must be 0, 1 or 2, got {r}")),
     }
 }
@@ -474,17 +474,17 @@ pub(super) fn reduce(b: &mut OpBuilder, op: OpId, v: ValueId) -> DecompResult {
 /// `d = self − target`; `l1` (beta 0) is plain L1.
 fn piecewise_loss(b: &mut OpBuilder, op: OpId, t: f64, a: f64, c: f64, s: f64, l1: bool) -> DecompResult {
     let (x, y) = (input(b, op, "self")?, input(b, op, "target")?);
-    let d = b.call("sub.Tensor", &[x.into(), y.into()])?;
-    let ad = b.call("abs", &[d.into()])?;
+    let d = b.call(op::SUB_TENSOR, &[x.into(), y.into()])?;
+    let ad = b.call(op::ABS, &[d.into()])?;
     if l1 {
         return reduce(b, op, ad);
     }
-    let sq = b.call("mul.Tensor", &[ad.into(), ad.into()])?;
-    let quad = b.call("mul.Scalar", &[sq.into(), f(a)])?;
-    let lin = b.call("sub.Scalar", &[ad.into(), f(c / s)])?;
-    let lin = b.call("mul.Scalar", &[lin.into(), f(s)])?;
-    let small = b.call("lt.Scalar", &[ad.into(), f(t)])?;
-    let v = b.call("where.self", &[small.into(), quad.into(), lin.into()])?;
+    let sq = b.call(op::MUL_TENSOR, &[ad.into(), ad.into()])?;
+    let quad = b.call(op::MUL_SCALAR, &[sq.into(), f(a)])?;
+    let lin = b.call(op::SUB_SCALAR, &[ad.into(), f(c / s)])?;
+    let lin = b.call(op::MUL_SCALAR, &[lin.into(), f(s)])?;
+    let small = b.call(op::LT_SCALAR, &[ad.into(), f(t)])?;
+    let v = b.call(op::WHERE_SELF, &[small.into(), quad.into(), lin.into()])?;
     reduce(b, op, v)
 }
 
@@ -492,18 +492,18 @@ fn piecewise_loss(b: &mut OpBuilder, op: OpId, t: f64, a: f64, c: f64, s: f64, l
 fn bce(b: &mut OpBuilder, op: OpId) -> DecompResult {
     let (x, y) = (input(b, op, "self")?, input(b, op, "target")?);
     let w = opt_input(b, op, "weight")?;
-    let lx = b.call("log", &[x.into()])?;
-    let lx = b.call("clamp", &[lx.into(), f(-100.0)])?;
-    let one_minus = b.call("rsub.Scalar", &[x.into(), f(1.0)])?;
-    let l1x = b.call("log", &[one_minus.into()])?;
-    let l1x = b.call("clamp", &[l1x.into(), f(-100.0)])?;
-    let ny = b.call("rsub.Scalar", &[y.into(), f(1.0)])?;
-    let a = b.call("mul.Tensor", &[y.into(), lx.into()])?;
-    let c = b.call("mul.Tensor", &[ny.into(), l1x.into()])?;
-    let s = b.call("add.Tensor", &[a.into(), c.into()])?;
-    let mut v = b.call("neg", &[s.into()])?;
+    let lx = b.call(op::LOG, &[x.into()])?;
+    let lx = b.call(op::CLAMP, &[lx.into(), f(-100.0)])?;
+    let one_minus = b.call(op::RSUB_SCALAR, &[x.into(), f(1.0)])?;
+    let l1x = b.call(op::LOG, &[one_minus.into()])?;
+    let l1x = b.call(op::CLAMP, &[l1x.into(), f(-100.0)])?;
+    let ny = b.call(op::RSUB_SCALAR, &[y.into(), f(1.0)])?;
+    let a = b.call(op::MUL_TENSOR, &[y.into(), lx.into()])?;
+    let c = b.call(op::MUL_TENSOR, &[ny.into(), l1x.into()])?;
+    let s = b.call(op::ADD_TENSOR, &[a.into(), c.into()])?;
+    let mut v = b.call(op::NEG, &[s.into()])?;
     if let Some(w) = w {
-        v = b.call("mul.Tensor", &[v.into(), w.into()])?;
+        v = b.call(op::MUL_TENSOR, &[v.into(), w.into()])?;
     }
     reduce(b, op, v)
 }
@@ -512,31 +512,31 @@ fn bce(b: &mut OpBuilder, op: OpId) -> DecompResult {
 fn bce_with_logits(b: &mut OpBuilder, op: OpId) -> DecompResult {
     let (x, y) = (input(b, op, "self")?, input(b, op, "target")?);
     let (w, pw) = (opt_input(b, op, "weight")?, opt_input(b, op, "pos_weight")?);
-    let ax = b.call("abs", &[x.into()])?;
-    let nax = b.call("neg", &[ax.into()])?;
-    let e = b.call("exp", &[nax.into()])?;
-    let l = b.call("log1p", &[e.into()])?;
-    let nx = b.call("neg", &[x.into()])?;
+    let ax = b.call(op::ABS, &[x.into()])?;
+    let nax = b.call(op::NEG, &[ax.into()])?;
+    let e = b.call(op::EXP, &[nax.into()])?;
+    let l = b.call(op::LOG1P, &[e.into()])?;
+    let nx = b.call(op::NEG, &[x.into()])?;
     let zero = zeros_like(b, x)?;
-    let m = b.call("maximum", &[nx.into(), zero.into()])?;
-    let sp = b.call("add.Tensor", &[l.into(), m.into()])?;
-    let ny = b.call("rsub.Scalar", &[y.into(), f(1.0)])?;
-    let lin = b.call("mul.Tensor", &[ny.into(), x.into()])?;
+    let m = b.call(op::MAXIMUM, &[nx.into(), zero.into()])?;
+    let sp = b.call(op::ADD_TENSOR, &[l.into(), m.into()])?;
+    let ny = b.call(op::RSUB_SCALAR, &[y.into(), f(1.0)])?;
+    let lin = b.call(op::MUL_TENSOR, &[ny.into(), x.into()])?;
     let coef = match pw {
         Some(pw) => {
-            let pm1 = b.call("sub.Scalar", &[pw.into(), f(1.0)])?;
-            let t = b.call("mul.Tensor", &[pm1.into(), y.into()])?;
-            Some(b.call("add.Scalar", &[t.into(), f(1.0)])?)
+            let pm1 = b.call(op::SUB_SCALAR, &[pw.into(), f(1.0)])?;
+            let t = b.call(op::MUL_TENSOR, &[pm1.into(), y.into()])?;
+            Some(b.call(op::ADD_SCALAR, &[t.into(), f(1.0)])?)
         }
         None => None,
     };
     let sp = match coef {
-        Some(c) => b.call("mul.Tensor", &[c.into(), sp.into()])?,
+        Some(c) => b.call(op::MUL_TENSOR, &[c.into(), sp.into()])?,
         None => sp,
     };
-    let mut v = b.call("add.Tensor", &[lin.into(), sp.into()])?;
+    let mut v = b.call(op::ADD_TENSOR, &[lin.into(), sp.into()])?;
     if let Some(w) = w {
-        v = b.call("mul.Tensor", &[v.into(), w.into()])?;
+        v = b.call(op::MUL_TENSOR, &[v.into(), w.into()])?;
     }
     reduce(b, op, v)
 }
@@ -544,19 +544,19 @@ fn bce_with_logits(b: &mut OpBuilder, op: OpId) -> DecompResult {
 /// `max(a, b) + log1p(exp(−|a − b|))` (base 2 with `two`).
 fn logaddexp(b: &mut OpBuilder, op: OpId, two: bool) -> DecompResult {
     let (x, y) = (input(b, op, "self")?, input(b, op, "other")?);
-    let m = b.call("maximum", &[x.into(), y.into()])?;
-    let d = b.call("sub.Tensor", &[x.into(), y.into()])?;
-    let ad = b.call("abs", &[d.into()])?;
-    let nad = b.call("neg", &[ad.into()])?;
+    let m = b.call(op::MAXIMUM, &[x.into(), y.into()])?;
+    let d = b.call(op::SUB_TENSOR, &[x.into(), y.into()])?;
+    let ad = b.call(op::ABS, &[d.into()])?;
+    let nad = b.call(op::NEG, &[ad.into()])?;
     let t = if two {
-        let p = b.call("exp2", &[nad.into()])?;
-        let l = b.call("log1p", &[p.into()])?;
-        b.call("mul.Scalar", &[l.into(), f(std::f64::consts::LOG2_E)])?
+        let p = b.call(op::EXP2, &[nad.into()])?;
+        let l = b.call(op::LOG1P, &[p.into()])?;
+        b.call(op::MUL_SCALAR, &[l.into(), f(std::f64::consts::LOG2_E)])?
     } else {
-        let p = b.call("exp", &[nad.into()])?;
-        b.call("log1p", &[p.into()])?
+        let p = b.call(op::EXP, &[nad.into()])?;
+        b.call(op::LOG1P, &[p.into()])?
     };
-    one(b.call("add.Tensor", &[m.into(), t.into()]))
+    one(b.call(op::ADD_TENSOR, &[m.into(), t.into()]))
 }
 
 fn dot(b: &mut OpBuilder, op: OpId) -> DecompResult {
@@ -569,10 +569,10 @@ fn dot(b: &mut OpBuilder, op: OpId) -> DecompResult {
     if b.dtype(x) == Some(DType::Bool) {
         return Err("dot is not implemented for bool".into());
     }
-    let p = b.call("mul.Tensor", &[x.into(), y.into()])?;
+    let p = b.call(op::MUL_TENSOR, &[x.into(), y.into()])?;
     // The product keeps its dtype (integer sums would widen to int64).
     let d = b.dtype(p).ok_or("dot: unknown dtype")?;
-    one(b.call("sum", &[p.into(), Arg::A(Attribute::DType(d))]))
+    one(b.call(op::SUM, &[p.into(), Arg::A(Attribute::DType(d))]))
 }
 
 /// `glu(x, dim)`: the first half of `x` along `dim` times the sigmoid of the second.
@@ -586,10 +586,10 @@ fn glu(b: &mut OpBuilder, op: OpId) -> DecompResult {
         Some(ir::Dim::Static(n)) if n % 2 == 0 => *n,
         _ => return Err("glu: the halved dimension must be static and even".into()),
     };
-    let first = b.call("slice.Tensor", &[x.into(), Arg::A(Attribute::Int(d)), Arg::A(Attribute::Int(0)), Arg::A(Attribute::Int(n / 2))])?;
-    let second = b.call("slice.Tensor", &[x.into(), Arg::A(Attribute::Int(d)), Arg::A(Attribute::Int(n / 2)), Arg::A(Attribute::Int(n))])?;
-    let s = b.call("sigmoid", &[second.into()])?;
-    one(b.call("mul.Tensor", &[first.into(), s.into()]))
+    let first = b.call(op::SLICE_TENSOR, &[x.into(), Arg::A(Attribute::Int(d)), Arg::A(Attribute::Int(0)), Arg::A(Attribute::Int(n / 2))])?;
+    let second = b.call(op::SLICE_TENSOR, &[x.into(), Arg::A(Attribute::Int(d)), Arg::A(Attribute::Int(n / 2)), Arg::A(Attribute::Int(n))])?;
+    let s = b.call(op::SIGMOID, &[second.into()])?;
+    one(b.call(op::MUL_TENSOR, &[first.into(), s.into()]))
 }
 
 /// `hann_window(n)`: `sin²(π k / N)` for `k < n`, `N = n` when periodic, `n − 1` otherwise.
@@ -602,13 +602,13 @@ fn hann(b: &mut OpBuilder, op: OpId, default_overload: bool) -> DecompResult {
         _ => DType::F32,
     };
     if n <= 1 {
-        return one(b.call("ones", &[Arg::A(Attribute::ints(&[n])), Arg::A(Attribute::DType(dtype))]));
+        return one(b.call(op::ONES, &[Arg::A(Attribute::ints(&[n])), Arg::A(Attribute::DType(dtype))]));
     }
     let den = if periodic { n } else { n - 1 } as f64;
-    let k = b.call("arange", &[Arg::A(Attribute::Int(n)), Arg::A(Attribute::DType(DType::F64))])?;
-    let a = b.call("mul.Scalar", &[k.into(), f(std::f64::consts::PI / den)])?;
-    let s = b.call("sin", &[a.into()])?;
-    let s2 = b.call("mul.Tensor", &[s.into(), s.into()])?;
+    let k = b.call(op::ARANGE, &[Arg::A(Attribute::Int(n)), Arg::A(Attribute::DType(DType::F64))])?;
+    let a = b.call(op::MUL_SCALAR, &[k.into(), f(std::f64::consts::PI / den)])?;
+    let s = b.call(op::SIN, &[a.into()])?;
+    let s2 = b.call(op::MUL_TENSOR, &[s.into(), s.into()])?;
     one(cast(b, s2, dtype))
 }
 
@@ -634,13 +634,13 @@ fn channel_shuffle(b: &mut OpBuilder, op: OpId) -> DecompResult {
     }
     let mut split = vec![s[0], g, s[1] / g];
     split.extend(&s[2..]);
-    let c = b.call("clone", &[x.into(), Arg::A(Attribute::Int(0))])?;
-    let v = b.call("view", &[c.into(), Arg::A(Attribute::ints(&split))])?;
+    let c = b.call(op::CLONE, &[x.into(), Arg::A(Attribute::Int(0))])?;
+    let v = b.call(op::VIEW, &[c.into(), Arg::A(Attribute::ints(&split))])?;
     let mut perm: Vec<i64> = (0..split.len() as i64).collect();
     perm.swap(1, 2);
-    let p = b.call("permute", &[v.into(), Arg::A(Attribute::ints(&perm))])?;
-    let p = b.call("clone", &[p.into(), Arg::A(Attribute::Int(0))])?;
-    one(b.call("view", &[p.into(), Arg::A(Attribute::ints(&s))]))
+    let p = b.call(op::PERMUTE, &[v.into(), Arg::A(Attribute::ints(&perm))])?;
+    let p = b.call(op::CLONE, &[p.into(), Arg::A(Attribute::Int(0))])?;
+    one(b.call(op::VIEW, &[p.into(), Arg::A(Attribute::ints(&s))]))
 }
 
 /// `pixel_shuffle(x, r)` (`[.., c·r², h, w]` → `[.., c, h·r, w·r]`) and its inverse.
@@ -666,11 +666,11 @@ fn pixel_shuffle(b: &mut OpBuilder, op: OpId, shuffle: bool) -> DecompResult {
     };
     let mut perm: Vec<i64> = (0..k as i64).collect();
     perm.extend(perm_tail.iter().map(|p| p + k as i64));
-    let c0 = b.call("clone", &[x.into(), Arg::A(Attribute::Int(0))])?;
-    let v = b.call("view", &[c0.into(), Arg::A(Attribute::ints(&split))])?;
-    let p = b.call("permute", &[v.into(), Arg::A(Attribute::ints(&perm))])?;
-    let p = b.call("clone", &[p.into(), Arg::A(Attribute::Int(0))])?;
-    one(b.call("view", &[p.into(), Arg::A(Attribute::ints(&out))]))
+    let c0 = b.call(op::CLONE, &[x.into(), Arg::A(Attribute::Int(0))])?;
+    let v = b.call(op::VIEW, &[c0.into(), Arg::A(Attribute::ints(&split))])?;
+    let p = b.call(op::PERMUTE, &[v.into(), Arg::A(Attribute::ints(&perm))])?;
+    let p = b.call(op::CLONE, &[p.into(), Arg::A(Attribute::Int(0))])?;
+    one(b.call(op::VIEW, &[p.into(), Arg::A(Attribute::ints(&out))]))
 }
 
 #[cfg(test)]

@@ -86,12 +86,12 @@ impl DecompositionTable {
             .insert(op::DROPOUT, dropout)
             .insert(op::CONTIGUOUS, |b, op| {
                 let x = input(b, op, "self")?;
-                one(b.call("clone", &[x.into(), Arg::A(Attribute::Int(0))]))
+                one(b.call(op::CLONE, &[x.into(), Arg::A(Attribute::Int(0))]))
             })
             .insert(op::DETACH, |b, op| Ok(Some(vec![input(b, op, "self")?])))
             .insert(op::LIFT_FRESH_COPY, |b, op| {
                 let x = input(b, op, "self")?;
-                one(b.call("clone", &[x.into()]))
+                one(b.call(op::CLONE, &[x.into()]))
             })
             .insert(op::T, t_op)
             .insert(op::TRANSPOSE_INT, transpose)
@@ -106,7 +106,7 @@ impl DecompositionTable {
                 let (x, o) = (input(b, op, "self")?, input(b, op, "other")?);
                 let sizes = b.sizes_of(o).ok_or("expand_as: the other tensor's shape is unknown")?;
                 let s = b.sizes(&sizes)?;
-                one(b.call("expand", &[x.into(), s]))
+                one(b.call(op::EXPAND, &[x.into(), s]))
             })
             .insert(op::TYPE_AS, |b, op| {
                 let (x, o) = (input(b, op, "self")?, input(b, op, "other")?);
@@ -128,8 +128,8 @@ impl DecompositionTable {
             .insert(op::SCALED_DOT_PRODUCT_ATTENTION, sdpa)
             .insert(op::SILU, |b, op| {
                 let x = float_input(b, op, "silu")?;
-                let s = b.call("sigmoid", &[x.into()])?;
-                one(b.call("mul.Tensor", &[x.into(), s.into()]))
+                let s = b.call(op::SIGMOID, &[x.into()])?;
+                one(b.call(op::MUL_TENSOR, &[x.into(), s.into()]))
             })
             .insert(op::HARDSIGMOID, |b, op| {
                 let x = float_input(b, op, "hardsigmoid")?;
@@ -138,17 +138,17 @@ impl DecompositionTable {
             .insert(op::HARDSWISH, |b, op| {
                 let x = float_input(b, op, "hardswish")?;
                 let h = hardsigmoid(b, x)?;
-                one(b.call("mul.Tensor", &[x.into(), h.into()]))
+                one(b.call(op::MUL_TENSOR, &[x.into(), h.into()]))
             })
             .insert(op::RELU6, |b, op| {
                 let x = input(b, op, "self")?;
-                one(b.call("clamp", &[x.into(), Arg::A(Attribute::Int(0)), Arg::A(Attribute::Int(6))]))
+                one(b.call(op::CLAMP, &[x.into(), Arg::A(Attribute::Int(0)), Arg::A(Attribute::Int(6))]))
             })
             .insert(op::MISH, |b, op| {
                 let x = float_input(b, op, "mish")?;
                 let sp = softplus(b, x)?;
-                let t = b.call("tanh", &[sp.into()])?;
-                one(b.call("mul.Tensor", &[x.into(), t.into()]))
+                let t = b.call(op::TANH, &[sp.into()])?;
+                one(b.call(op::MUL_TENSOR, &[x.into(), t.into()]))
             })
             .insert(op::SOFTPLUS, |b, op| {
                 let beta = b.with_args(op, |a| a.float("beta"))?.unwrap_or(1.0);
@@ -174,12 +174,12 @@ impl DecompositionTable {
             .insert(op::MASKED_FILL_SCALAR, masked_fill_scalar)
             .insert(op::MASKED_FILL_TENSOR, |b, op| {
                 let (x, mask, v) = (input(b, op, "self")?, input(b, op, "mask")?, input(b, op, "value")?);
-                one(b.call("where.self", &[mask.into(), v.into(), x.into()]))
+                one(b.call(op::WHERE_SELF, &[mask.into(), v.into(), x.into()]))
             })
             .insert(op::SUM, |b, op| reduce_all(b, op, "sum.dim_IntList"))
             .insert(op::FLOOR_DIVIDE, |b, op| {
                 let (x, o) = (input(b, op, "self")?, input(b, op, "other")?);
-                one(b.call("div.Tensor_mode", &[x.into(), o.into(), Arg::A(Attribute::str("floor"))]))
+                one(b.call(op::DIV_TENSOR_MODE, &[x.into(), o.into(), Arg::A(Attribute::str("floor"))]))
             })
             .insert(op::__AND___TENSOR, |b, op| binary_rename(b, op, "bitwise_and.Tensor"))
             .insert(op::__OR___TENSOR, |b, op| binary_rename(b, op, "bitwise_or.Tensor"))
@@ -199,23 +199,23 @@ impl DecompositionTable {
             .insert(op::ADAPTIVE_AVG_POOL2D, |b, op| {
                 let x = input(b, op, "self")?;
                 let os = b.with_args(op, |a| a.ints("output_size"))?.ok_or("adaptive_avg_pool2d: output_size must be constant")?;
-                one(b.call("_adaptive_avg_pool2d", &[x.into(), Arg::A(Attribute::ints(&os))]))
+                one(b.call(op::_ADAPTIVE_AVG_POOL2D, &[x.into(), Arg::A(Attribute::ints(&os))]))
             })
             .insert(op::SQUARE, |b, op| {
                 let x = input(b, op, "self")?;
                 // A bool tensor squares as int64, as `pow(x, 2)` promotes it.
                 let x = if b.dtype(x) == Some(DType::Bool) { cast(b, x, DType::I64)? } else { x };
-                one(b.call("mul.Tensor", &[x.into(), x.into()]))
+                one(b.call(op::MUL_TENSOR, &[x.into(), x.into()]))
             })
             .insert(op::CLAMP_MIN, |b, op| {
                 let x = input(b, op, "self")?;
                 let v = b.with_args(op, |a| a.constant("min"))?.ok_or("clamp_min: bound must be constant")?;
-                one(b.call("clamp", &[x.into(), Arg::A(v)]))
+                one(b.call(op::CLAMP, &[x.into(), Arg::A(v)]))
             })
             .insert(op::CLAMP_MAX, |b, op| {
                 let x = input(b, op, "self")?;
                 let v = b.with_args(op, |a| a.constant("max"))?.ok_or("clamp_max: bound must be constant")?;
-                one(b.call("clamp", &[x.into(), Arg::A(Attribute::None), Arg::A(v)]))
+                one(b.call(op::CLAMP, &[x.into(), Arg::A(Attribute::None), Arg::A(v)]))
             });
         for add in [super::composite::add, super::stacking::add, super::losses::add, super::reductions::add, super::layers::add] {
             add(&mut t);
@@ -253,7 +253,7 @@ pub(super) fn cast(b: &mut OpBuilder, x: ValueId, d: DType) -> Result<ValueId, S
     if b.dtype(x) == Some(d) {
         return Ok(x);
     }
-    b.call("_to_copy", &[x.into(), Arg::A(Attribute::DType(d))])
+    b.call(op::_TO_COPY, &[x.into(), Arg::A(Attribute::DType(d))])
 }
 
 // ----- the driver -----

@@ -14,9 +14,9 @@ use ir::{Attribute, DType, OpId, ValueId};
 pub(super) fn add(t: &mut DecompositionTable) {
     t.insert(op::_PRELU_KERNEL, |b, op| {
         let (x, w) = (input(b, op, "self")?, input(b, op, "weight")?);
-        let pos = b.call("gt.Scalar", &[x.into(), Arg::A(Attribute::Int(0))])?;
-        let neg = b.call("mul.Tensor", &[w.into(), x.into()])?;
-        one(b.call("where.self", &[pos.into(), x.into(), neg.into()]))
+        let pos = b.call(op::GT_SCALAR, &[x.into(), Arg::A(Attribute::Int(0))])?;
+        let neg = b.call(op::MUL_TENSOR, &[w.into(), x.into()])?;
+        one(b.call(op::WHERE_SELF, &[pos.into(), x.into(), neg.into()]))
     })
     .insert(op::RRELU, |b, op| {
         let x = input(b, op, "self")?;
@@ -25,7 +25,7 @@ pub(super) fn add(t: &mut DecompositionTable) {
             return Err("rrelu: training mode draws random slopes, which is not supported".into());
         }
         let slope = (lo.unwrap_or(0.125) + hi.unwrap_or(1.0 / 3.0)) / 2.0;
-        one(b.call("leaky_relu", &[x.into(), Arg::A(Attribute::float(slope))]))
+        one(b.call(op::LEAKY_RELU, &[x.into(), Arg::A(Attribute::float(slope))]))
     })
     .insert(op::CHAIN_MATMUL, |b, op| {
         let ms = tensor_list(b, op, "matrices")?;
@@ -36,10 +36,10 @@ pub(super) fn add(t: &mut DecompositionTable) {
         }
         let mut acc = ms[0];
         if ms.len() == 1 {
-            return one(b.call("clone", &[acc.into()]));
+            return one(b.call(op::CLONE, &[acc.into()]));
         }
         for &m in &ms[1..] {
-            acc = b.call("mm", &[acc.into(), m.into()])?;
+            acc = b.call(op::MM, &[acc.into(), m.into()])?;
         }
         one(Ok(acc))
     })
@@ -48,10 +48,10 @@ pub(super) fn add(t: &mut DecompositionTable) {
     .insert(op::LOG_SIGMOID_FORWARD, |b, op| {
         // The buffer is `exp(−|x|)`, what PyTorch's CPU kernel keeps for the backward.
         let x = input(b, op, "self")?;
-        let out = b.call("log_sigmoid", &[x.into()])?;
-        let ax = b.call("abs", &[x.into()])?;
-        let nax = b.call("neg", &[ax.into()])?;
-        let buf = b.call("exp", &[nax.into()])?;
+        let out = b.call(op::LOG_SIGMOID, &[x.into()])?;
+        let ax = b.call(op::ABS, &[x.into()])?;
+        let nax = b.call(op::NEG, &[ax.into()])?;
+        let buf = b.call(op::EXP, &[nax.into()])?;
         Ok(Some(vec![out, buf]))
     })
     .insert(op::_FUSED_RMS_NORM, fused_rms_norm)
@@ -72,15 +72,15 @@ fn bilinear(b: &mut OpBuilder, op: OpId) -> DecompResult {
     let [o, i, j] = ws[..] else { return Err("bilinear: the weight must be 3-d".into()) };
     let s1 = static_shape(b, x1, "bilinear")?;
     let lead = &s1[..s1.len().saturating_sub(1)];
-    let wp = b.call("permute", &[w.into(), Arg::A(Attribute::ints(&[1, 0, 2]))])?;
-    let wm = b.call("reshape", &[wp.into(), Arg::A(Attribute::ints(&[i, o * j]))])?;
-    let u = b.call("matmul", &[x1.into(), wm.into()])?;
-    let u = b.call("reshape", &[u.into(), Arg::A(Attribute::ints(&[lead, &[o, j]].concat()))])?;
-    let x2u = b.call("unsqueeze", &[x2.into(), Arg::A(Attribute::Int(-2))])?;
-    let p = b.call("mul.Tensor", &[u.into(), x2u.into()])?;
-    let mut y = b.call("sum.dim_IntList", &[p.into(), Arg::A(Attribute::ints(&[-1]))])?;
+    let wp = b.call(op::PERMUTE, &[w.into(), Arg::A(Attribute::ints(&[1, 0, 2]))])?;
+    let wm = b.call(op::RESHAPE, &[wp.into(), Arg::A(Attribute::ints(&[i, o * j]))])?;
+    let u = b.call(op::MATMUL, &[x1.into(), wm.into()])?;
+    let u = b.call(op::RESHAPE, &[u.into(), Arg::A(Attribute::ints(&[lead, &[o, j]].concat()))])?;
+    let x2u = b.call(op::UNSQUEEZE, &[x2.into(), Arg::A(Attribute::Int(-2))])?;
+    let p = b.call(op::MUL_TENSOR, &[u.into(), x2u.into()])?;
+    let mut y = b.call(op::SUM_DIM_INTLIST, &[p.into(), Arg::A(Attribute::ints(&[-1]))])?;
     if let Some(bias) = bias {
-        y = b.call("add.Tensor", &[y.into(), bias.into()])?;
+        y = b.call(op::ADD_TENSOR, &[y.into(), bias.into()])?;
     }
     one(Ok(y))
 }
@@ -99,7 +99,7 @@ fn max_pool1d_with_indices(b: &mut OpBuilder, op: OpId) -> DecompResult {
     };
     let k = one_of(k, None)?;
     let (s, p, d) = (one_of(s, Some(k))?, one_of(p, Some(0))?, one_of(d, Some(1))?);
-    let u = b.call("unsqueeze", &[x.into(), Arg::A(Attribute::Int(-2))])?;
+    let u = b.call(op::UNSQUEEZE, &[x.into(), Arg::A(Attribute::Int(-2))])?;
     let pair = |a: i64, v: i64| Arg::A(Attribute::ints(&[a, v]));
     let r = b.call_n(
         op::MAX_POOL2D_WITH_INDICES,
@@ -107,7 +107,7 @@ fn max_pool1d_with_indices(b: &mut OpBuilder, op: OpId) -> DecompResult {
     )?;
     let mut out = Vec::new();
     for v in r {
-        out.push(b.call("squeeze.dim", &[v.into(), Arg::A(Attribute::Int(-2))])?);
+        out.push(b.call(op::SQUEEZE_DIM, &[v.into(), Arg::A(Attribute::Int(-2))])?);
     }
     Ok(Some(out))
 }
@@ -132,13 +132,13 @@ fn fused_rms_norm(b: &mut OpBuilder, op: OpId) -> DecompResult {
         (None, _) => f32::EPSILON as f64,
     };
     let dims: Vec<i64> = (r - n..r).collect();
-    let sq = b.call("mul.Tensor", &[x.into(), x.into()])?;
-    let ms = b.call("mean.dim", &[sq.into(), Arg::A(Attribute::ints(&dims)), Arg::A(Attribute::Bool(true))])?;
-    let ms = b.call("add.Scalar", &[ms.into(), Arg::A(Attribute::float(eps))])?;
-    let rstd = b.call("rsqrt", &[ms.into()])?;
-    let mut y = b.call("mul.Tensor", &[x.into(), rstd.into()])?;
+    let sq = b.call(op::MUL_TENSOR, &[x.into(), x.into()])?;
+    let ms = b.call(op::MEAN_DIM, &[sq.into(), Arg::A(Attribute::ints(&dims)), Arg::A(Attribute::Bool(true))])?;
+    let ms = b.call(op::ADD_SCALAR, &[ms.into(), Arg::A(Attribute::float(eps))])?;
+    let rstd = b.call(op::RSQRT, &[ms.into()])?;
+    let mut y = b.call(op::MUL_TENSOR, &[x.into(), rstd.into()])?;
     if let Some(w) = w {
-        y = b.call("mul.Tensor", &[y.into(), w.into()])?;
+        y = b.call(op::MUL_TENSOR, &[y.into(), w.into()])?;
     }
     Ok(Some(vec![y, rstd]))
 }
@@ -160,15 +160,15 @@ fn pad_circular(b: &mut OpBuilder, x: ValueId, pad: &[i64]) -> Result<ValueId, S
         let at = |a: i64| Arg::A(Attribute::Int(a));
         let mut parts = Vec::new();
         if l > 0 {
-            parts.push(b.call("slice.Tensor", &[v.into(), at(d), at(n - l), at(n)])?);
+            parts.push(b.call(op::SLICE_TENSOR, &[v.into(), at(d), at(n - l), at(n)])?);
         }
         parts.push(v);
         if r > 0 {
-            parts.push(b.call("slice.Tensor", &[v.into(), at(d), at(0), at(r)])?);
+            parts.push(b.call(op::SLICE_TENSOR, &[v.into(), at(d), at(0), at(r)])?);
         }
         if parts.len() > 1 {
             let l = b.list(parts)?;
-            v = b.call("cat", &[l.into(), at(d)])?;
+            v = b.call(op::CAT, &[l.into(), at(d)])?;
         }
     }
     Ok(v)
@@ -188,7 +188,7 @@ fn pad_enum(b: &mut OpBuilder, op: OpId) -> DecompResult {
             one(b.call(&format!("{kind}_pad{k}d"), &[x.into(), padding]))
         }
         Some(2) => one(pad_circular(b, x, &pad)),
-        Some(3) => one(b.call("constant_pad_nd", &[x.into(), padding, Arg::A(Attribute::float(value.unwrap_or(0.0)))])),
+        Some(3) => one(b.call(op::CONSTANT_PAD_ND, &[x.into(), padding, Arg::A(Attribute::float(value.unwrap_or(0.0)))])),
         _ => Err(format!("_pad_enum: unsupported mode {mode:?} for {} padded dimensions", k)),
     }
 }

@@ -36,32 +36,32 @@ pub(super) fn add(t: &mut DecompositionTable) {
             let (x1, x2, y) = (input(b, op, "input1")?, input(b, op, "input2")?, input(b, op, "target")?);
             let margin = b.with_args(op, |a| a.float("margin"))?.unwrap_or(0.0);
             // max(0, −y·(x1 − x2) + margin)
-            let d = b.call("sub.Tensor", &[x1.into(), x2.into()])?;
-            let yd = b.call("mul.Tensor", &[y.into(), d.into()])?;
-            let v = b.call("rsub.Scalar", &[yd.into(), f(margin)])?;
-            let v = b.call("clamp", &[v.into(), f(0.0)])?;
+            let d = b.call(op::SUB_TENSOR, &[x1.into(), x2.into()])?;
+            let yd = b.call(op::MUL_TENSOR, &[y.into(), d.into()])?;
+            let v = b.call(op::RSUB_SCALAR, &[yd.into(), f(margin)])?;
+            let v = b.call(op::CLAMP, &[v.into(), f(0.0)])?;
             reduce(b, op, v)
         })
         .insert(op::HINGE_EMBEDDING_LOSS, |b, op| {
             let (x, y) = (input(b, op, "self")?, input(b, op, "target")?);
             let margin = b.with_args(op, |a| a.float("margin"))?.unwrap_or(1.0);
             // max(0, margin − x) where y ≠ 1, plus x where y ≠ −1.
-            let m = b.call("rsub.Scalar", &[x.into(), f(margin)])?;
-            let m = b.call("clamp", &[m.into(), f(0.0)])?;
+            let m = b.call(op::RSUB_SCALAR, &[x.into(), f(margin)])?;
+            let m = b.call(op::CLAMP, &[m.into(), f(0.0)])?;
             let zero = zeros_like(b, m)?;
-            let not_pos = b.call("ne.Scalar", &[y.into(), Arg::A(Attribute::Int(1))])?;
-            let lm = b.call("where.self", &[not_pos.into(), m.into(), zero.into()])?;
-            let not_neg = b.call("ne.Scalar", &[y.into(), Arg::A(Attribute::Int(-1))])?;
-            let ls = b.call("where.self", &[not_neg.into(), x.into(), zero.into()])?;
-            let v = b.call("add.Tensor", &[lm.into(), ls.into()])?;
+            let not_pos = b.call(op::NE_SCALAR, &[y.into(), Arg::A(Attribute::Int(1))])?;
+            let lm = b.call(op::WHERE_SELF, &[not_pos.into(), m.into(), zero.into()])?;
+            let not_neg = b.call(op::NE_SCALAR, &[y.into(), Arg::A(Attribute::Int(-1))])?;
+            let ls = b.call(op::WHERE_SELF, &[not_neg.into(), x.into(), zero.into()])?;
+            let v = b.call(op::ADD_TENSOR, &[lm.into(), ls.into()])?;
             reduce(b, op, v)
         })
         .insert(op::SOFT_MARGIN_LOSS, |b, op| {
             let (x, y) = (input(b, op, "self")?, input(b, op, "target")?);
-            let p = b.call("mul.Tensor", &[y.into(), x.into()])?;
-            let n = b.call("neg", &[p.into()])?;
-            let e = b.call("exp", &[n.into()])?;
-            let v = b.call("log1p", &[e.into()])?;
+            let p = b.call(op::MUL_TENSOR, &[y.into(), x.into()])?;
+            let n = b.call(op::NEG, &[p.into()])?;
+            let e = b.call(op::EXP, &[n.into()])?;
+            let v = b.call(op::LOG1P, &[e.into()])?;
             reduce(b, op, v)
         })
         .insert(op::COSINE_EMBEDDING_LOSS, cosine_embedding_loss)
@@ -86,7 +86,7 @@ pub(super) fn add(t: &mut DecompositionTable) {
             let e = input(b, op, "exponent")?;
             let s = b.with_args(op, |a| a.float("self"))?.ok_or("float_power: the base must be constant")?;
             let e = cast(b, e, DType::F64)?;
-            one(b.call("pow.Scalar", &[f(s), e.into()]))
+            one(b.call(op::POW_SCALAR, &[f(s), e.into()]))
         });
 }
 
@@ -118,7 +118,7 @@ fn dims_or_all(b: &OpBuilder, x: ValueId, dims: Option<Vec<i64>>) -> Result<Vec<
 /// `(stat(x), mean(x))` over `dims` with Bessel's `correction`.
 fn stat_and_mean(b: &mut OpBuilder, stat: &str, x: ValueId, dims: &[i64], correction: Attribute, keep: bool) -> DecompResult {
     let s = b.call(stat, &[x.into(), ints(dims), Arg::A(correction), Arg::A(Attribute::Bool(keep))])?;
-    let m = b.call("mean.dim", &[x.into(), ints(dims), Arg::A(Attribute::Bool(keep))])?;
+    let m = b.call(op::MEAN_DIM, &[x.into(), ints(dims), Arg::A(Attribute::Bool(keep))])?;
     Ok(Some(vec![s, m]))
 }
 
@@ -152,21 +152,21 @@ fn nanmean(b: &mut OpBuilder, op: OpId) -> DecompResult {
     };
     let dims = ints(&dims_or_all(b, x, dims)?);
     let keep = Arg::A(Attribute::Bool(keep.unwrap_or(false)));
-    let nan = b.call("isnan", &[x.into()])?;
+    let nan = b.call(op::ISNAN, &[x.into()])?;
     let zero = zeros_like(b, x)?;
-    let clean = b.call("where.self", &[nan.into(), zero.into(), x.into()])?;
-    let s = b.call("sum.dim_IntList", &[clean.into(), dims.clone(), keep.clone()])?;
-    let present = b.call("logical_not", &[nan.into()])?;
+    let clean = b.call(op::WHERE_SELF, &[nan.into(), zero.into(), x.into()])?;
+    let s = b.call(op::SUM_DIM_INTLIST, &[clean.into(), dims.clone(), keep.clone()])?;
+    let present = b.call(op::LOGICAL_NOT, &[nan.into()])?;
     let d = b.dtype(x).ok_or("nanmean: unknown dtype")?;
-    let n = b.call("sum.dim_IntList", &[present.into(), dims, keep, Arg::A(Attribute::DType(d))])?;
-    one(b.call("div.Tensor", &[s.into(), n.into()]))
+    let n = b.call(op::SUM_DIM_INTLIST, &[present.into(), dims, keep, Arg::A(Attribute::DType(d))])?;
+    one(b.call(op::DIV_TENSOR, &[s.into(), n.into()]))
 }
 
 /// A per-channel parameter `[C]` shaped `[C, 1, …]` to broadcast against `[N, C, …]` of rank `r`.
 fn per_channel(b: &mut OpBuilder, w: ValueId, r: usize) -> Result<ValueId, String> {
     let mut shape = vec![-1i64];
     shape.extend(std::iter::repeat_n(1, r.saturating_sub(2)));
-    b.call("reshape", &[w.into(), ints(&shape)])
+    b.call(op::RESHAPE, &[w.into(), ints(&shape)])
 }
 
 /// `instance_norm`: each `(sample, channel)` normalized over its spatial dimensions (or by
@@ -188,8 +188,8 @@ fn instance_norm(b: &mut OpBuilder, op: OpId) -> DecompResult {
         }
         let dims: Vec<i64> = (2..r as i64).collect();
         let keep = Arg::A(Attribute::Bool(true));
-        let var = b.call("var.correction", &[x.into(), ints(&dims), int(0), keep.clone()])?;
-        let mean = b.call("mean.dim", &[x.into(), ints(&dims), keep])?;
+        let var = b.call(op::VAR_CORRECTION, &[x.into(), ints(&dims), int(0), keep.clone()])?;
+        let mean = b.call(op::MEAN_DIM, &[x.into(), ints(&dims), keep])?;
         (mean, var)
     } else {
         let (Some(rm), Some(rv)) = (rm, rv) else {
@@ -197,17 +197,17 @@ fn instance_norm(b: &mut OpBuilder, op: OpId) -> DecompResult {
         };
         (per_channel(b, rm, r)?, per_channel(b, rv, r)?)
     };
-    let c = b.call("sub.Tensor", &[x.into(), mean.into()])?;
-    let v = b.call("add.Scalar", &[var.into(), f(eps)])?;
-    let inv = b.call("rsqrt", &[v.into()])?;
-    let mut y = b.call("mul.Tensor", &[c.into(), inv.into()])?;
+    let c = b.call(op::SUB_TENSOR, &[x.into(), mean.into()])?;
+    let v = b.call(op::ADD_SCALAR, &[var.into(), f(eps)])?;
+    let inv = b.call(op::RSQRT, &[v.into()])?;
+    let mut y = b.call(op::MUL_TENSOR, &[c.into(), inv.into()])?;
     if let Some(w) = w {
         let w = per_channel(b, w, r)?;
-        y = b.call("mul.Tensor", &[y.into(), w.into()])?;
+        y = b.call(op::MUL_TENSOR, &[y.into(), w.into()])?;
     }
     if let Some(bias) = bias {
         let bias = per_channel(b, bias, r)?;
-        y = b.call("add.Tensor", &[y.into(), bias.into()])?;
+        y = b.call(op::ADD_TENSOR, &[y.into(), bias.into()])?;
     }
     one(Ok(y))
 }
@@ -225,13 +225,13 @@ fn renorm(b: &mut OpBuilder, op: OpId) -> DecompResult {
     let d = if dim < 0 { dim + r } else { dim };
     let dims: Vec<i64> = (0..r).filter(|&i| i != d).collect();
     let n = p_norm(b, x, p, &dims, true)?;
-    let big = b.call("gt.Scalar", &[n.into(), f(maxnorm)])?;
-    let ne = b.call("add.Scalar", &[n.into(), f(1e-7)])?;
-    let scale = b.call("reciprocal", &[ne.into()])?;
-    let scale = b.call("mul.Scalar", &[scale.into(), f(maxnorm)])?;
-    let unit = b.call("ones_like", &[scale.into()])?;
-    let factor = b.call("where.self", &[big.into(), scale.into(), unit.into()])?;
-    one(b.call("mul.Tensor", &[x.into(), factor.into()]))
+    let big = b.call(op::GT_SCALAR, &[n.into(), f(maxnorm)])?;
+    let ne = b.call(op::ADD_SCALAR, &[n.into(), f(1e-7)])?;
+    let scale = b.call(op::RECIPROCAL, &[ne.into()])?;
+    let scale = b.call(op::MUL_SCALAR, &[scale.into(), f(maxnorm)])?;
+    let unit = b.call(op::ONES_LIKE, &[scale.into()])?;
+    let factor = b.call(op::WHERE_SELF, &[big.into(), scale.into(), unit.into()])?;
+    one(b.call(op::MUL_TENSOR, &[x.into(), factor.into()]))
 }
 
 /// `nll_loss` (and `cross_entropy_loss`, which takes `log_softmax` first): for class indices
@@ -255,7 +255,7 @@ fn nll(b: &mut OpBuilder, op: OpId, log_softmax: bool, forward: bool) -> DecompR
         if b.dtype(t).is_some_and(|d| d.is_floating()) {
             return Err("cross_entropy_loss: class-probability targets are not supported".into());
         }
-        b.call("_log_softmax", &[x.into(), int(cdim), Arg::A(Attribute::Bool(false))])?
+        b.call(op::_LOG_SOFTMAX, &[x.into(), int(cdim), Arg::A(Attribute::Bool(false))])?
     } else {
         x
     };
@@ -266,30 +266,30 @@ fn nll(b: &mut OpBuilder, op: OpId, log_softmax: bool, forward: bool) -> DecompR
         return Err("nll_loss: the target must have one dimension fewer than the input".into());
     }
     let t = cast(b, t, DType::I64)?;
-    let keep = b.call("ne.Scalar", &[t.into(), int(ignore)])?;
+    let keep = b.call(op::NE_SCALAR, &[t.into(), int(ignore)])?;
     let zero_t = zeros_like(b, t)?;
-    let safe = b.call("where.self", &[keep.into(), t.into(), zero_t.into()])?;
-    let idx = b.call("unsqueeze", &[safe.into(), int(cdim)])?;
-    let picked = b.call("gather", &[x.into(), int(cdim), idx.into()])?;
-    let picked = b.call("squeeze.dim", &[picked.into(), int(cdim)])?;
+    let safe = b.call(op::WHERE_SELF, &[keep.into(), t.into(), zero_t.into()])?;
+    let idx = b.call(op::UNSQUEEZE, &[safe.into(), int(cdim)])?;
+    let picked = b.call(op::GATHER, &[x.into(), int(cdim), idx.into()])?;
+    let picked = b.call(op::SQUEEZE_DIM, &[picked.into(), int(cdim)])?;
     let d = b.dtype(x).ok_or("nll_loss: unknown dtype")?;
     let mut wt = cast(b, keep, d)?;
     if let Some(w) = w {
-        let flat = b.call("reshape", &[safe.into(), ints(&[-1])])?;
-        let taken = b.call("index_select", &[w.into(), int(0), flat.into()])?;
+        let flat = b.call(op::RESHAPE, &[safe.into(), ints(&[-1])])?;
+        let taken = b.call(op::INDEX_SELECT, &[w.into(), int(0), flat.into()])?;
         let shape = b.shape(safe).ok_or("nll_loss: unknown target shape")?;
         let shape: Vec<i64> = shape.iter().map(|s| s.as_static().ok_or("nll_loss: the target shape must be static")).collect::<Result<_, _>>()?;
-        let taken = b.call("reshape", &[taken.into(), ints(&shape)])?;
-        wt = b.call("mul.Tensor", &[taken.into(), wt.into()])?;
+        let taken = b.call(op::RESHAPE, &[taken.into(), ints(&shape)])?;
+        wt = b.call(op::MUL_TENSOR, &[taken.into(), wt.into()])?;
     }
-    let p = b.call("mul.Tensor", &[picked.into(), wt.into()])?;
-    let loss = b.call("neg", &[p.into()])?;
+    let p = b.call(op::MUL_TENSOR, &[picked.into(), wt.into()])?;
+    let loss = b.call(op::NEG, &[p.into()])?;
     let (out, total) = match red {
-        0 => (loss, b.call("scalar_tensor", &[int(0), Arg::A(Attribute::DType(d))])?),
+        0 => (loss, b.call(op::SCALAR_TENSOR, &[int(0), Arg::A(Attribute::DType(d))])?),
         1 | 2 => {
-            let s = b.call("sum", &[loss.into()])?;
-            let n = b.call("sum", &[wt.into()])?;
-            (if red == 1 { b.call("div.Tensor", &[s.into(), n.into()])? } else { s }, n)
+            let s = b.call(op::SUM, &[loss.into()])?;
+            let n = b.call(op::SUM, &[wt.into()])?;
+            (if red == 1 { b.call(op::DIV_TENSOR, &[s.into(), n.into()])? } else { s }, n)
         }
         r => return Err(format!("reduction must be 0, 1 or 2, got {r}")),
     };
@@ -313,28 +313,28 @@ fn multi_margin_loss(b: &mut OpBuilder, op: OpId) -> DecompResult {
         [_, c] => c,
         _ => return Err("multi_margin_loss: expects a 1-d or 2-d input".into()),
     };
-    let x = b.call("reshape", &[x.into(), ints(&[-1, c])])?;
-    let t = b.call("reshape", &[y.into(), ints(&[-1, 1])])?;
-    let xy = b.call("gather", &[x.into(), int(1), t.into()])?;
-    let z = b.call("sub.Tensor", &[x.into(), xy.into()])?;
-    let z = b.call("add.Scalar", &[z.into(), f(margin.unwrap_or(1.0))])?;
-    let mut z = b.call("clamp", &[z.into(), f(0.0)])?;
+    let x = b.call(op::RESHAPE, &[x.into(), ints(&[-1, c])])?;
+    let t = b.call(op::RESHAPE, &[y.into(), ints(&[-1, 1])])?;
+    let xy = b.call(op::GATHER, &[x.into(), int(1), t.into()])?;
+    let z = b.call(op::SUB_TENSOR, &[x.into(), xy.into()])?;
+    let z = b.call(op::ADD_SCALAR, &[z.into(), f(margin.unwrap_or(1.0))])?;
+    let mut z = b.call(op::CLAMP, &[z.into(), f(0.0)])?;
     if p == 2 {
-        z = b.call("mul.Tensor", &[z.into(), z.into()])?;
+        z = b.call(op::MUL_TENSOR, &[z.into(), z.into()])?;
     }
     if let Some(w) = w {
-        let flat = b.call("reshape", &[t.into(), ints(&[-1])])?;
-        let wy = b.call("index_select", &[w.into(), int(0), flat.into()])?;
-        let wy = b.call("unsqueeze", &[wy.into(), int(1)])?;
-        z = b.call("mul.Tensor", &[z.into(), wy.into()])?;
+        let flat = b.call(op::RESHAPE, &[t.into(), ints(&[-1])])?;
+        let wy = b.call(op::INDEX_SELECT, &[w.into(), int(0), flat.into()])?;
+        let wy = b.call(op::UNSQUEEZE, &[wy.into(), int(1)])?;
+        z = b.call(op::MUL_TENSOR, &[z.into(), wy.into()])?;
     }
-    let classes = b.call("arange", &[int(c), Arg::A(Attribute::DType(DType::I64))])?;
-    let own = b.call("eq.Tensor", &[classes.into(), t.into()])?;
+    let classes = b.call(op::ARANGE, &[int(c), Arg::A(Attribute::DType(DType::I64))])?;
+    let own = b.call(op::EQ_TENSOR, &[classes.into(), t.into()])?;
     let zero = zeros_like(b, z)?;
-    let z = b.call("where.self", &[own.into(), zero.into(), z.into()])?;
-    let s = b.call("sum.dim_IntList", &[z.into(), ints(&[1])])?;
-    let s = b.call("div.Scalar", &[s.into(), int(c)])?;
-    let v = b.call("reshape", &[s.into(), ints(&ys)])?;
+    let z = b.call(op::WHERE_SELF, &[own.into(), zero.into(), z.into()])?;
+    let s = b.call(op::SUM_DIM_INTLIST, &[z.into(), ints(&[1])])?;
+    let s = b.call(op::DIV_SCALAR, &[s.into(), int(c)])?;
+    let v = b.call(op::RESHAPE, &[s.into(), ints(&ys)])?;
     reduce(b, op, v)
 }
 
@@ -344,26 +344,26 @@ fn cosine_embedding_loss(b: &mut OpBuilder, op: OpId) -> DecompResult {
     let (x1, x2, y) = (input(b, op, "input1")?, input(b, op, "input2")?, input(b, op, "target")?);
     let margin = b.with_args(op, |a| a.float("margin"))?.unwrap_or(0.0);
     let last = ints(&[-1]);
-    let p = b.call("mul.Tensor", &[x1.into(), x2.into()])?;
-    let dot = b.call("sum.dim_IntList", &[p.into(), last.clone()])?;
+    let p = b.call(op::MUL_TENSOR, &[x1.into(), x2.into()])?;
+    let dot = b.call(op::SUM_DIM_INTLIST, &[p.into(), last.clone()])?;
     let mut mags = Vec::new();
     for x in [x1, x2] {
-        let sq = b.call("mul.Tensor", &[x.into(), x.into()])?;
-        let s = b.call("sum.dim_IntList", &[sq.into(), last.clone()])?;
-        mags.push(b.call("add.Scalar", &[s.into(), f(1e-12)])?);
+        let sq = b.call(op::MUL_TENSOR, &[x.into(), x.into()])?;
+        let s = b.call(op::SUM_DIM_INTLIST, &[sq.into(), last.clone()])?;
+        mags.push(b.call(op::ADD_SCALAR, &[s.into(), f(1e-12)])?);
     }
-    let den = b.call("mul.Tensor", &[mags[0].into(), mags[1].into()])?;
-    let den = b.call("sqrt", &[den.into()])?;
-    let cos = b.call("div.Tensor", &[dot.into(), den.into()])?;
+    let den = b.call(op::MUL_TENSOR, &[mags[0].into(), mags[1].into()])?;
+    let den = b.call(op::SQRT, &[den.into()])?;
+    let cos = b.call(op::DIV_TENSOR, &[dot.into(), den.into()])?;
     let zero = zeros_like(b, cos)?;
-    let pos = b.call("rsub.Scalar", &[cos.into(), f(1.0)])?;
-    let neg = b.call("sub.Scalar", &[cos.into(), f(margin)])?;
-    let neg = b.call("clamp", &[neg.into(), f(0.0)])?;
-    let is_pos = b.call("eq.Scalar", &[y.into(), int(1)])?;
-    let lp = b.call("where.self", &[is_pos.into(), pos.into(), zero.into()])?;
-    let is_neg = b.call("eq.Scalar", &[y.into(), int(-1)])?;
-    let ln = b.call("where.self", &[is_neg.into(), neg.into(), zero.into()])?;
-    let v = b.call("add.Tensor", &[lp.into(), ln.into()])?;
+    let pos = b.call(op::RSUB_SCALAR, &[cos.into(), f(1.0)])?;
+    let neg = b.call(op::SUB_SCALAR, &[cos.into(), f(margin)])?;
+    let neg = b.call(op::CLAMP, &[neg.into(), f(0.0)])?;
+    let is_pos = b.call(op::EQ_SCALAR, &[y.into(), int(1)])?;
+    let lp = b.call(op::WHERE_SELF, &[is_pos.into(), pos.into(), zero.into()])?;
+    let is_neg = b.call(op::EQ_SCALAR, &[y.into(), int(-1)])?;
+    let ln = b.call(op::WHERE_SELF, &[is_neg.into(), neg.into(), zero.into()])?;
+    let v = b.call(op::ADD_TENSOR, &[lp.into(), ln.into()])?;
     reduce(b, op, v)
 }
 
@@ -374,35 +374,35 @@ fn poisson_nll_loss(b: &mut OpBuilder, op: OpId) -> DecompResult {
     let (log_input, full, eps) = b.with_args(op, |a| (a.bool("log_input"), a.bool("full"), a.float("eps")))?;
     let (log_input, full) = (log_input.unwrap_or(true), full.unwrap_or(false));
     let mut v = if log_input {
-        let e = b.call("exp", &[x.into()])?;
-        let tx = b.call("mul.Tensor", &[t.into(), x.into()])?;
-        b.call("sub.Tensor", &[e.into(), tx.into()])?
+        let e = b.call(op::EXP, &[x.into()])?;
+        let tx = b.call(op::MUL_TENSOR, &[t.into(), x.into()])?;
+        b.call(op::SUB_TENSOR, &[e.into(), tx.into()])?
     } else {
-        let xe = b.call("add.Scalar", &[x.into(), f(eps.unwrap_or(1e-8))])?;
-        let l = b.call("log", &[xe.into()])?;
-        let tl = b.call("mul.Tensor", &[t.into(), l.into()])?;
-        b.call("sub.Tensor", &[x.into(), tl.into()])?
+        let xe = b.call(op::ADD_SCALAR, &[x.into(), f(eps.unwrap_or(1e-8))])?;
+        let l = b.call(op::LOG, &[xe.into()])?;
+        let tl = b.call(op::MUL_TENSOR, &[t.into(), l.into()])?;
+        b.call(op::SUB_TENSOR, &[x.into(), tl.into()])?
     };
     if full {
-        let lt = b.call("log", &[t.into()])?;
-        let tlt = b.call("mul.Tensor", &[t.into(), lt.into()])?;
-        let a = b.call("sub.Tensor", &[tlt.into(), t.into()])?;
-        let tp = b.call("mul.Scalar", &[t.into(), f(2.0 * std::f64::consts::PI)])?;
-        let l2 = b.call("log", &[tp.into()])?;
-        let h = b.call("mul.Scalar", &[l2.into(), f(0.5)])?;
-        let s = b.call("add.Tensor", &[a.into(), h.into()])?;
-        let big = b.call("gt.Scalar", &[t.into(), int(1)])?;
+        let lt = b.call(op::LOG, &[t.into()])?;
+        let tlt = b.call(op::MUL_TENSOR, &[t.into(), lt.into()])?;
+        let a = b.call(op::SUB_TENSOR, &[tlt.into(), t.into()])?;
+        let tp = b.call(op::MUL_SCALAR, &[t.into(), f(2.0 * std::f64::consts::PI)])?;
+        let l2 = b.call(op::LOG, &[tp.into()])?;
+        let h = b.call(op::MUL_SCALAR, &[l2.into(), f(0.5)])?;
+        let s = b.call(op::ADD_TENSOR, &[a.into(), h.into()])?;
+        let big = b.call(op::GT_SCALAR, &[t.into(), int(1)])?;
         let zero = zeros_like(b, s)?;
-        let s = b.call("where.self", &[big.into(), s.into(), zero.into()])?;
-        v = b.call("add.Tensor", &[v.into(), s.into()])?;
+        let s = b.call(op::WHERE_SELF, &[big.into(), s.into(), zero.into()])?;
+        v = b.call(op::ADD_TENSOR, &[v.into(), s.into()])?;
     }
     reduce(b, op, v)
 }
 
 /// `‖x − y + eps‖_p` over the last dimension, as `pairwise_distance` computes it.
 fn distance(b: &mut OpBuilder, x: ValueId, y: ValueId, p: f64, eps: f64) -> Result<ValueId, String> {
-    let d = b.call("sub.Tensor", &[x.into(), y.into()])?;
-    let d = b.call("add.Scalar", &[d.into(), f(eps)])?;
+    let d = b.call(op::SUB_TENSOR, &[x.into(), y.into()])?;
+    let d = b.call(op::ADD_SCALAR, &[d.into(), f(eps)])?;
     p_norm(b, d, p, &[-1], false)
 }
 
@@ -416,11 +416,11 @@ fn triplet_margin_loss(b: &mut OpBuilder, op: OpId) -> DecompResult {
     let mut dn = distance(b, a, n, pn, eps)?;
     if swap.unwrap_or(false) {
         let ds = distance(b, p, n, pn, eps)?;
-        dn = b.call("minimum", &[dn.into(), ds.into()])?;
+        dn = b.call(op::MINIMUM, &[dn.into(), ds.into()])?;
     }
-    let d = b.call("sub.Tensor", &[dp.into(), dn.into()])?;
-    let d = b.call("add.Scalar", &[d.into(), f(margin.unwrap_or(1.0))])?;
-    let v = b.call("clamp", &[d.into(), f(0.0)])?;
+    let d = b.call(op::SUB_TENSOR, &[dp.into(), dn.into()])?;
+    let d = b.call(op::ADD_SCALAR, &[d.into(), f(margin.unwrap_or(1.0))])?;
+    let v = b.call(op::CLAMP, &[d.into(), f(0.0)])?;
     reduce(b, op, v)
 }
 
@@ -428,22 +428,22 @@ fn triplet_margin_loss(b: &mut OpBuilder, op: OpId) -> DecompResult {
 fn special_entr(b: &mut OpBuilder, op: OpId) -> DecompResult {
     let x = float_of(b, input(b, op, "self")?)?;
     let d = b.dtype(x).ok_or("entr: unknown dtype")?;
-    let l = b.call("log", &[x.into()])?;
-    let p = b.call("mul.Tensor", &[x.into(), l.into()])?;
-    let v = b.call("neg", &[p.into()])?;
+    let l = b.call(op::LOG, &[x.into()])?;
+    let p = b.call(op::MUL_TENSOR, &[x.into(), l.into()])?;
+    let v = b.call(op::NEG, &[p.into()])?;
     let zero = zeros_like(b, x)?;
-    let is_zero = b.call("eq.Scalar", &[x.into(), int(0)])?;
-    let v = b.call("where.self", &[is_zero.into(), zero.into(), v.into()])?;
-    let ninf = b.call("scalar_tensor", &[f(f64::NEG_INFINITY), Arg::A(Attribute::DType(d))])?;
-    let neg = b.call("lt.Scalar", &[x.into(), int(0)])?;
-    one(b.call("where.self", &[neg.into(), ninf.into(), v.into()]))
+    let is_zero = b.call(op::EQ_SCALAR, &[x.into(), int(0)])?;
+    let v = b.call(op::WHERE_SELF, &[is_zero.into(), zero.into(), v.into()])?;
+    let ninf = b.call(op::SCALAR_TENSOR, &[f(f64::NEG_INFINITY), Arg::A(Attribute::DType(d))])?;
+    let neg = b.call(op::LT_SCALAR, &[x.into(), int(0)])?;
+    one(b.call(op::WHERE_SELF, &[neg.into(), ninf.into(), v.into()]))
 }
 
 /// `ndtr(x) = ½·erfc(−x/√2)`, accurate in both tails.
 fn ndtr(b: &mut OpBuilder, x: ValueId) -> Result<ValueId, String> {
-    let s = b.call("mul.Scalar", &[x.into(), f(-std::f64::consts::FRAC_1_SQRT_2)])?;
-    let e = b.call("erfc", &[s.into()])?;
-    b.call("mul.Scalar", &[e.into(), f(0.5)])
+    let s = b.call(op::MUL_SCALAR, &[x.into(), f(-std::f64::consts::FRAC_1_SQRT_2)])?;
+    let e = b.call(op::ERFC, &[s.into()])?;
+    b.call(op::MUL_SCALAR, &[e.into(), f(0.5)])
 }
 
 /// `log ndtr(x)`, computed in double precision: `log1p(−½·erfc(x/√2))` for `x > 0`,
@@ -453,45 +453,45 @@ fn log_ndtr(b: &mut OpBuilder, op: OpId) -> DecompResult {
     let x = float_of(b, input(b, op, "self")?)?;
     let d = b.dtype(x).ok_or("log_ndtr: unknown dtype")?;
     let x = cast(b, x, DType::F64)?;
-    let s = b.call("mul.Scalar", &[x.into(), f(std::f64::consts::FRAC_1_SQRT_2)])?;
-    let upper = b.call("erfc", &[s.into()])?;
-    let upper = b.call("mul.Scalar", &[upper.into(), f(-0.5)])?;
-    let hi = b.call("log1p", &[upper.into()])?;
+    let s = b.call(op::MUL_SCALAR, &[x.into(), f(std::f64::consts::FRAC_1_SQRT_2)])?;
+    let upper = b.call(op::ERFC, &[s.into()])?;
+    let upper = b.call(op::MUL_SCALAR, &[upper.into(), f(-0.5)])?;
+    let hi = b.call(op::LOG1P, &[upper.into()])?;
     let n = ndtr(b, x)?;
-    let mid = b.call("log", &[n.into()])?;
-    let x2 = b.call("mul.Tensor", &[x.into(), x.into()])?;
-    let inv = b.call("reciprocal", &[x2.into()])?;
+    let mid = b.call(op::LOG, &[n.into()])?;
+    let x2 = b.call(op::MUL_TENSOR, &[x.into(), x.into()])?;
+    let inv = b.call(op::RECIPROCAL, &[x2.into()])?;
     // Horner form of 1 − u + 3u² − 15u³ + 105u⁴ with u = 1/x².
-    let mut series = b.call("mul.Scalar", &[inv.into(), f(105.0)])?;
+    let mut series = b.call(op::MUL_SCALAR, &[inv.into(), f(105.0)])?;
     for c in [-15.0, 3.0, -1.0] {
-        let t = b.call("add.Scalar", &[series.into(), f(c)])?;
-        series = b.call("mul.Tensor", &[t.into(), inv.into()])?;
+        let t = b.call(op::ADD_SCALAR, &[series.into(), f(c)])?;
+        series = b.call(op::MUL_TENSOR, &[t.into(), inv.into()])?;
     }
-    let series = b.call("add.Scalar", &[series.into(), f(1.0)])?;
-    let ls = b.call("log", &[series.into()])?;
-    let nx = b.call("neg", &[x.into()])?;
-    let lx = b.call("log", &[nx.into()])?;
-    let q = b.call("mul.Scalar", &[x2.into(), f(-0.5)])?;
-    let q = b.call("sub.Tensor", &[q.into(), lx.into()])?;
-    let q = b.call("add.Tensor", &[q.into(), ls.into()])?;
-    let low = b.call("sub.Scalar", &[q.into(), f(0.5 * (2.0 * std::f64::consts::PI).ln())])?;
-    let is_low = b.call("lt.Scalar", &[x.into(), f(-20.0)])?;
-    let v = b.call("where.self", &[is_low.into(), low.into(), mid.into()])?;
-    let pos = b.call("gt.Scalar", &[x.into(), int(0)])?;
-    let v = b.call("where.self", &[pos.into(), hi.into(), v.into()])?;
+    let series = b.call(op::ADD_SCALAR, &[series.into(), f(1.0)])?;
+    let ls = b.call(op::LOG, &[series.into()])?;
+    let nx = b.call(op::NEG, &[x.into()])?;
+    let lx = b.call(op::LOG, &[nx.into()])?;
+    let q = b.call(op::MUL_SCALAR, &[x2.into(), f(-0.5)])?;
+    let q = b.call(op::SUB_TENSOR, &[q.into(), lx.into()])?;
+    let q = b.call(op::ADD_TENSOR, &[q.into(), ls.into()])?;
+    let low = b.call(op::SUB_SCALAR, &[q.into(), f(0.5 * (2.0 * std::f64::consts::PI).ln())])?;
+    let is_low = b.call(op::LT_SCALAR, &[x.into(), f(-20.0)])?;
+    let v = b.call(op::WHERE_SELF, &[is_low.into(), low.into(), mid.into()])?;
+    let pos = b.call(op::GT_SCALAR, &[x.into(), int(0)])?;
+    let v = b.call(op::WHERE_SELF, &[pos.into(), hi.into(), v.into()])?;
     one(cast(b, v, d))
 }
 
 /// `x·g(y)` (`g` = `log` or `log1p`), 0 where `x == 0` unless `y` is NaN.
 pub(super) fn xlog(b: &mut OpBuilder, x: ValueId, y: ValueId, g: &str) -> Result<ValueId, String> {
     let l = b.call(g, &[y.into()])?;
-    let p = b.call("mul.Tensor", &[x.into(), l.into()])?;
-    let z = b.call("eq.Scalar", &[x.into(), int(0)])?;
-    let ny = b.call("isnan", &[y.into()])?;
-    let nny = b.call("logical_not", &[ny.into()])?;
-    let zero_case = b.call("logical_and", &[z.into(), nny.into()])?;
+    let p = b.call(op::MUL_TENSOR, &[x.into(), l.into()])?;
+    let z = b.call(op::EQ_SCALAR, &[x.into(), int(0)])?;
+    let ny = b.call(op::ISNAN, &[y.into()])?;
+    let nny = b.call(op::LOGICAL_NOT, &[ny.into()])?;
+    let zero_case = b.call(op::LOGICAL_AND, &[z.into(), nny.into()])?;
     let zero = zeros_like(b, p)?;
-    b.call("where.self", &[zero_case.into(), zero.into(), p.into()])
+    b.call(op::WHERE_SELF, &[zero_case.into(), zero.into(), p.into()])
 }
 
 /// `xlogy`/`xlog1py` with one side a Python number: the number becomes a tensor of the
@@ -509,7 +509,7 @@ fn scalar_xlog(b: &mut OpBuilder, op: OpId, g: &str, scalar_self: bool) -> Decom
     let td = b.dtype(t).ok_or("xlogy: unknown dtype")?;
     let d = result_type([PromoteArg::Tensor { dtype: td, zero_dim: false }, PromoteArg::Scalar(cat)]).ok_or("xlogy: no common dtype")?;
     let d = float_result(d);
-    let s = b.call("scalar_tensor", &[Arg::A(s), Arg::A(Attribute::DType(d))])?;
+    let s = b.call(op::SCALAR_TENSOR, &[Arg::A(s), Arg::A(Attribute::DType(d))])?;
     let t = cast(b, t, d)?;
     let (x, y) = if scalar_self { (s, t) } else { (t, s) };
     one(xlog(b, x, y, g))

@@ -33,8 +33,8 @@ pub(super) fn add(t: &mut DecompositionTable) {
             let (v, g) = (input(b, op, "v")?, input(b, op, "g")?);
             let dim = b.with_args(op, |a| a.int("dim"))?.unwrap_or(0);
             let n = norm_except_dim(b, v, 2.0, dim)?;
-            let s = b.call("div.Tensor", &[g.into(), n.into()])?;
-            one(b.call("mul.Tensor", &[v.into(), s.into()]))
+            let s = b.call(op::DIV_TENSOR, &[g.into(), n.into()])?;
+            one(b.call(op::MUL_TENSOR, &[v.into(), s.into()]))
         })
         .insert(op::_EUCLIDEAN_DIST, euclidean_dist)
         .insert(op::TRAPEZOID_DX, |b, op| trapezoid_dx(b, op, false))
@@ -57,14 +57,14 @@ pub(super) fn add(t: &mut DecompositionTable) {
             let x = input(b, op, "self")?;
             let c = cov(b, x, 1)?;
             if rank_of(b, c)? == 0 {
-                return one(b.call("div.Tensor", &[c.into(), c.into()]));
+                return one(b.call(op::DIV_TENSOR, &[c.into(), c.into()]));
             }
-            let d = b.call("diagonal", &[c.into()])?;
-            let sd = b.call("sqrt", &[d.into()])?;
-            let col = b.call("unsqueeze", &[sd.into(), Arg::A(Attribute::Int(1))])?;
-            let c = b.call("div.Tensor", &[c.into(), col.into()])?;
-            let c = b.call("div.Tensor", &[c.into(), sd.into()])?;
-            one(b.call("clamp", &[c.into(), f(-1.0), f(1.0)]))
+            let d = b.call(op::DIAGONAL, &[c.into()])?;
+            let sd = b.call(op::SQRT, &[d.into()])?;
+            let col = b.call(op::UNSQUEEZE, &[sd.into(), Arg::A(Attribute::Int(1))])?;
+            let c = b.call(op::DIV_TENSOR, &[c.into(), col.into()])?;
+            let c = b.call(op::DIV_TENSOR, &[c.into(), sd.into()])?;
+            one(b.call(op::CLAMP, &[c.into(), f(-1.0), f(1.0)]))
         });
 }
 
@@ -78,29 +78,29 @@ fn all_if_empty(b: &OpBuilder, x: ValueId, dims: Vec<i64>) -> Result<Vec<i64>, S
 pub(super) fn p_norm(b: &mut OpBuilder, x: ValueId, p: f64, dims: &[i64], keep: bool) -> Result<ValueId, String> {
     let keep = Arg::A(Attribute::Bool(keep));
     if p == 2.0 {
-        let sq = b.call("mul.Tensor", &[x.into(), x.into()])?;
-        let s = b.call("sum.dim_IntList", &[sq.into(), ints(dims), keep])?;
-        return b.call("sqrt", &[s.into()]);
+        let sq = b.call(op::MUL_TENSOR, &[x.into(), x.into()])?;
+        let s = b.call(op::SUM_DIM_INTLIST, &[sq.into(), ints(dims), keep])?;
+        return b.call(op::SQRT, &[s.into()]);
     }
-    let ax = b.call("abs", &[x.into()])?;
+    let ax = b.call(op::ABS, &[x.into()])?;
     if p == f64::INFINITY {
-        return b.call("amax", &[ax.into(), ints(dims), keep]);
+        return b.call(op::AMAX, &[ax.into(), ints(dims), keep]);
     }
     if p == f64::NEG_INFINITY {
-        return b.call("amin", &[ax.into(), ints(dims), keep]);
+        return b.call(op::AMIN, &[ax.into(), ints(dims), keep]);
     }
     if p == 0.0 {
-        let nz = b.call("ne.Scalar", &[x.into(), Arg::A(Attribute::Int(0))])?;
+        let nz = b.call(op::NE_SCALAR, &[x.into(), Arg::A(Attribute::Int(0))])?;
         let d = b.dtype(x).ok_or("norm: unknown dtype")?;
         let nz = cast(b, nz, d)?;
-        return b.call("sum.dim_IntList", &[nz.into(), ints(dims), keep]);
+        return b.call(op::SUM_DIM_INTLIST, &[nz.into(), ints(dims), keep]);
     }
-    let pw = if p == 1.0 { ax } else { b.call("pow.Tensor_Scalar", &[ax.into(), f(p)])? };
-    let s = b.call("sum.dim_IntList", &[pw.into(), ints(dims), keep])?;
+    let pw = if p == 1.0 { ax } else { b.call(op::POW_TENSOR_SCALAR, &[ax.into(), f(p)])? };
+    let s = b.call(op::SUM_DIM_INTLIST, &[pw.into(), ints(dims), keep])?;
     if p == 1.0 {
         return Ok(s);
     }
-    b.call("pow.Tensor_Scalar", &[s.into(), f(1.0 / p)])
+    b.call(op::POW_TENSOR_SCALAR, &[s.into(), f(1.0 / p)])
 }
 
 /// `norm(x, p, dim, keepdim, dtype)`: `p` defaults to 2 and `dim` to every dimension; with
@@ -119,15 +119,15 @@ fn norm(b: &mut OpBuilder, op: OpId, with_dims: bool, with_dtype: bool) -> Decom
 
 /// `Σ (y[i+1] + y[i]) / 2 · dx[i]` along `dim` (its running sum with `cumulative`).
 fn trapezoid_sum(b: &mut OpBuilder, y: ValueId, dx: Arg, dim: i64, cumulative: bool) -> Result<ValueId, String> {
-    let hi = b.call("slice.Tensor", &[y.into(), Arg::A(Attribute::Int(dim)), Arg::A(Attribute::Int(1)), Arg::A(Attribute::Int(i64::MAX))])?;
-    let lo = b.call("slice.Tensor", &[y.into(), Arg::A(Attribute::Int(dim)), Arg::A(Attribute::Int(0)), Arg::A(Attribute::Int(-1))])?;
-    let s = b.call("add.Tensor", &[hi.into(), lo.into()])?;
+    let hi = b.call(op::SLICE_TENSOR, &[y.into(), Arg::A(Attribute::Int(dim)), Arg::A(Attribute::Int(1)), Arg::A(Attribute::Int(i64::MAX))])?;
+    let lo = b.call(op::SLICE_TENSOR, &[y.into(), Arg::A(Attribute::Int(dim)), Arg::A(Attribute::Int(0)), Arg::A(Attribute::Int(-1))])?;
+    let s = b.call(op::ADD_TENSOR, &[hi.into(), lo.into()])?;
     let s = match dx {
-        Arg::V(dx) => b.call("mul.Tensor", &[s.into(), dx.into()])?,
-        a => b.call("mul.Scalar", &[s.into(), a])?,
+        Arg::V(dx) => b.call(op::MUL_TENSOR, &[s.into(), dx.into()])?,
+        a => b.call(op::MUL_SCALAR, &[s.into(), a])?,
     };
-    let s = if cumulative { b.call("cumsum", &[s.into(), Arg::A(Attribute::Int(dim))])? } else { b.call("sum.dim_IntList", &[s.into(), ints(&[dim])])? };
-    b.call("mul.Scalar", &[s.into(), f(0.5)])
+    let s = if cumulative { b.call(op::CUMSUM, &[s.into(), Arg::A(Attribute::Int(dim))])? } else { b.call(op::SUM_DIM_INTLIST, &[s.into(), ints(&[dim])])? };
+    b.call(op::MUL_SCALAR, &[s.into(), f(0.5)])
 }
 
 fn trapezoid_dx(b: &mut OpBuilder, op: OpId, cumulative: bool) -> DecompResult {
@@ -149,13 +149,13 @@ fn trapezoid_x(b: &mut OpBuilder, op: OpId, cumulative: bool) -> DecompResult {
     let (x, xd) = if rx == 1 && ry > 1 {
         let mut shape = vec![1i64; ry as usize];
         shape[d as usize] = -1;
-        (b.call("reshape", &[x.into(), ints(&shape)])?, d)
+        (b.call(op::RESHAPE, &[x.into(), ints(&shape)])?, d)
     } else {
         (x, dim)
     };
-    let hi = b.call("slice.Tensor", &[x.into(), Arg::A(Attribute::Int(xd)), Arg::A(Attribute::Int(1)), Arg::A(Attribute::Int(i64::MAX))])?;
-    let lo = b.call("slice.Tensor", &[x.into(), Arg::A(Attribute::Int(xd)), Arg::A(Attribute::Int(0)), Arg::A(Attribute::Int(-1))])?;
-    let dx = b.call("sub.Tensor", &[hi.into(), lo.into()])?;
+    let hi = b.call(op::SLICE_TENSOR, &[x.into(), Arg::A(Attribute::Int(xd)), Arg::A(Attribute::Int(1)), Arg::A(Attribute::Int(i64::MAX))])?;
+    let lo = b.call(op::SLICE_TENSOR, &[x.into(), Arg::A(Attribute::Int(xd)), Arg::A(Attribute::Int(0)), Arg::A(Attribute::Int(-1))])?;
+    let dx = b.call(op::SUB_TENSOR, &[hi.into(), lo.into()])?;
     one(trapezoid_sum(b, y, Arg::V(dx), d, cumulative))
 }
 
@@ -182,18 +182,18 @@ fn euclidean_dist(b: &mut OpBuilder, op: OpId) -> DecompResult {
         return Err("_euclidean_dist: expects tensors of at least 2 dimensions".into());
     }
     let keep = Arg::A(Attribute::Bool(true));
-    let s1 = b.call("mul.Tensor", &[x1.into(), x1.into()])?;
-    let n1 = b.call("sum.dim_IntList", &[s1.into(), ints(&[-1]), keep.clone()])?;
-    let s2 = b.call("mul.Tensor", &[x2.into(), x2.into()])?;
-    let n2 = b.call("sum.dim_IntList", &[s2.into(), ints(&[-1]), keep])?;
-    let n2 = b.call("transpose.int", &[n2.into(), Arg::A(Attribute::Int(-1)), Arg::A(Attribute::Int(-2))])?;
-    let x2t = b.call("transpose.int", &[x2.into(), Arg::A(Attribute::Int(-1)), Arg::A(Attribute::Int(-2))])?;
-    let dot = b.call("matmul", &[x1.into(), x2t.into()])?;
-    let dot = b.call("mul.Scalar", &[dot.into(), f(-2.0)])?;
-    let d = b.call("add.Tensor", &[n1.into(), n2.into()])?;
-    let d = b.call("add.Tensor", &[d.into(), dot.into()])?;
-    let d = b.call("clamp", &[d.into(), f(0.0)])?;
-    one(b.call("sqrt", &[d.into()]))
+    let s1 = b.call(op::MUL_TENSOR, &[x1.into(), x1.into()])?;
+    let n1 = b.call(op::SUM_DIM_INTLIST, &[s1.into(), ints(&[-1]), keep.clone()])?;
+    let s2 = b.call(op::MUL_TENSOR, &[x2.into(), x2.into()])?;
+    let n2 = b.call(op::SUM_DIM_INTLIST, &[s2.into(), ints(&[-1]), keep])?;
+    let n2 = b.call(op::TRANSPOSE_INT, &[n2.into(), Arg::A(Attribute::Int(-1)), Arg::A(Attribute::Int(-2))])?;
+    let x2t = b.call(op::TRANSPOSE_INT, &[x2.into(), Arg::A(Attribute::Int(-1)), Arg::A(Attribute::Int(-2))])?;
+    let dot = b.call(op::MATMUL, &[x1.into(), x2t.into()])?;
+    let dot = b.call(op::MUL_SCALAR, &[dot.into(), f(-2.0)])?;
+    let d = b.call(op::ADD_TENSOR, &[n1.into(), n2.into()])?;
+    let d = b.call(op::ADD_TENSOR, &[d.into(), dot.into()])?;
+    let d = b.call(op::CLAMP, &[d.into(), f(0.0)])?;
+    one(b.call(op::SQRT, &[d.into()]))
 }
 
 /// `sum_to_size(x, size)`: sums the leading dimensions `size` lacks and, keeping them, the
@@ -216,14 +216,14 @@ fn sum_to_size(b: &mut OpBuilder, op: OpId) -> DecompResult {
     }
     let mut v = x;
     if !keep_dims.is_empty() {
-        v = b.call("sum.dim_IntList", &[v.into(), ints(&keep_dims), Arg::A(Attribute::Bool(true))])?;
+        v = b.call(op::SUM_DIM_INTLIST, &[v.into(), ints(&keep_dims), Arg::A(Attribute::Bool(true))])?;
     }
     if lead > 0 {
         let dims: Vec<i64> = (0..lead as i64).collect();
-        v = b.call("sum.dim_IntList", &[v.into(), ints(&dims)])?;
+        v = b.call(op::SUM_DIM_INTLIST, &[v.into(), ints(&dims)])?;
     }
     if v == x {
-        v = b.call("clone", &[x.into()])?;
+        v = b.call(op::CLONE, &[x.into()])?;
     }
     one(Ok(v))
 }
@@ -240,11 +240,11 @@ fn safe_softmax(b: &mut OpBuilder, op: OpId) -> DecompResult {
     if !b.dtype(x).is_some_and(|d| d.is_floating()) {
         return Err("_safe_softmax: expected a floating-point tensor".into());
     }
-    let sm = b.call("_softmax", &[x.into(), Arg::A(Attribute::Int(dim)), Arg::A(Attribute::Bool(false))])?;
-    let top = b.call("amax", &[x.into(), ints(&[dim]), Arg::A(Attribute::Bool(true))])?;
-    let masked = b.call("eq.Scalar", &[top.into(), f(f64::NEG_INFINITY)])?;
-    let zero = b.call("scalar_tensor", &[Arg::A(Attribute::Int(0)), Arg::A(Attribute::DType(b.dtype(sm).unwrap_or(DType::F32)))])?;
-    one(b.call("where.self", &[masked.into(), zero.into(), sm.into()]))
+    let sm = b.call(op::_SOFTMAX, &[x.into(), Arg::A(Attribute::Int(dim)), Arg::A(Attribute::Bool(false))])?;
+    let top = b.call(op::AMAX, &[x.into(), ints(&[dim]), Arg::A(Attribute::Bool(true))])?;
+    let masked = b.call(op::EQ_SCALAR, &[top.into(), f(f64::NEG_INFINITY)])?;
+    let zero = b.call(op::SCALAR_TENSOR, &[Arg::A(Attribute::Int(0)), Arg::A(Attribute::DType(b.dtype(sm).unwrap_or(DType::F32)))])?;
+    one(b.call(op::WHERE_SELF, &[masked.into(), zero.into(), sm.into()]))
 }
 
 /// `cov(x, correction)`: variables are rows (a vector is one variable, giving a 0-d result),
@@ -254,14 +254,14 @@ fn cov(b: &mut OpBuilder, x: ValueId, correction: i64) -> Result<ValueId, String
     let x = cast(b, x, dialect_aten::infer::float_result(d))?;
     let s = super::composite::static_shape(b, x, "cov")?;
     let (x, n) = match s[..] {
-        [n] => (b.call("unsqueeze", &[x.into(), Arg::A(Attribute::Int(0))])?, n),
+        [n] => (b.call(op::UNSQUEEZE, &[x.into(), Arg::A(Attribute::Int(0))])?, n),
         [_, n] => (x, n),
         _ => return Err("cov: expects a 1-d or 2-d tensor".into()),
     };
-    let m = b.call("mean.dim", &[x.into(), ints(&[1]), Arg::A(Attribute::Bool(true))])?;
-    let xm = b.call("sub.Tensor", &[x.into(), m.into()])?;
-    let xt = b.call("permute", &[xm.into(), ints(&[1, 0])])?;
-    let c = b.call("mm", &[xm.into(), xt.into()])?;
-    let c = b.call("div.Scalar", &[c.into(), Arg::A(Attribute::Int(n - correction))])?;
-    if s.len() == 1 { b.call("squeeze", &[c.into()]) } else { Ok(c) }
+    let m = b.call(op::MEAN_DIM, &[x.into(), ints(&[1]), Arg::A(Attribute::Bool(true))])?;
+    let xm = b.call(op::SUB_TENSOR, &[x.into(), m.into()])?;
+    let xt = b.call(op::PERMUTE, &[xm.into(), ints(&[1, 0])])?;
+    let c = b.call(op::MM, &[xm.into(), xt.into()])?;
+    let c = b.call(op::DIV_SCALAR, &[c.into(), Arg::A(Attribute::Int(n - correction))])?;
+    if s.len() == 1 { b.call(op::SQUEEZE, &[c.into()]) } else { Ok(c) }
 }

@@ -1,5 +1,6 @@
 //! A builder of aten ops for lowerings: schema-positional arguments, inferred result types.
 
+use dialect_aten::op;
 use dialect_aten::infer::{Args, Ranges, infer_op_with, refine};
 use ir::schema::SchemaType;
 use ir::{Attribute, Context, DType, Dim, InsertPoint, Location, Module, OpId, OperationState, TensorType, Type, ValueId};
@@ -136,7 +137,8 @@ impl<'a> OpBuilder<'a> {
     }
 
     /// [`OpBuilder::call_n`] for a single-result op (`aten.` is prefixed when missing).
-    pub fn call(&mut self, name: &str, args: &[Arg]) -> Result<ValueId, String> {
+    pub fn call(&mut self, name: impl AsRef<str>, args: &[Arg]) -> Result<ValueId, String> {
+        let name = name.as_ref();
         let full = if name.contains('.') && self.ctx.op_def(name).is_some() { name.to_string() } else { format!("aten.{name}") };
         self.call_n(&full, args)?.first().copied().ok_or_else(|| format!("'{full}' has no result"))
     }
@@ -180,7 +182,7 @@ impl<'a> OpBuilder<'a> {
         for s in resolved {
             elems.push(match s {
                 Size::Static(n) => self.constant(Attribute::Int(n))?,
-                Size::Of(v, i) => self.call("sym_size.int", &[Arg::V(v), Arg::A(Attribute::Int(i as i64))])?,
+                Size::Of(v, i) => self.call(op::SYM_SIZE_INT, &[Arg::V(v), Arg::A(Attribute::Int(i as i64))])?,
             });
         }
         let op = self.insert(OperationState::new(dialect_prim::LIST_CONSTRUCT).operands(elems).results([Type::list(Type::int())]))?;

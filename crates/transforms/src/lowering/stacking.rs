@@ -43,7 +43,7 @@ pub(super) fn add(t: &mut DecompositionTable) {
         .insert(op::DIAGFLAT, |b, op| {
             let x = input(b, op, "self")?;
             let off = b.with_args(op, |a| a.int("offset"))?.unwrap_or(0);
-            let flat = b.call("reshape", &[x.into(), ints(&[-1])])?;
+            let flat = b.call(op::RESHAPE, &[x.into(), ints(&[-1])])?;
             one(diag_embed(b, flat, off, 0, 1))
         })
         .insert(op::ROT90, rot90)
@@ -65,7 +65,7 @@ pub(super) fn add(t: &mut DecompositionTable) {
             let dim = b.with_args(op, |a| a.int("dim"))?.ok_or("_dim_arange: dim must be constant")?;
             let s = static_shape(b, x, "_dim_arange")?;
             let n = s[norm_dim(dim, s.len(), "_dim_arange")?];
-            one(b.call("arange", &[int(n), Arg::A(Attribute::DType(DType::I64))]))
+            one(b.call(op::ARANGE, &[int(n), Arg::A(Attribute::DType(DType::I64))]))
         });
 }
 
@@ -105,13 +105,13 @@ pub(super) fn tensor_list(b: &OpBuilder, op: OpId, name: &str) -> Result<Vec<Val
 fn atleast(b: &mut OpBuilder, x: ValueId, n: usize) -> Result<ValueId, String> {
     match (rank_of(b, x)?, n) {
         (r, n) if r >= n => Ok(x),
-        (0, n) => b.call("reshape", &[x.into(), ints(&vec![1; n])]),
-        (1, 2) => b.call("unsqueeze", &[x.into(), int(0)]),
+        (0, n) => b.call(op::RESHAPE, &[x.into(), ints(&vec![1; n])]),
+        (1, 2) => b.call(op::UNSQUEEZE, &[x.into(), int(0)]),
         (1, _) => {
-            let row = b.call("unsqueeze", &[x.into(), int(0)])?;
-            b.call("unsqueeze", &[row.into(), int(2)])
+            let row = b.call(op::UNSQUEEZE, &[x.into(), int(0)])?;
+            b.call(op::UNSQUEEZE, &[row.into(), int(2)])
         }
-        _ => b.call("unsqueeze", &[x.into(), int(2)]),
+        _ => b.call(op::UNSQUEEZE, &[x.into(), int(2)]),
     }
 }
 
@@ -127,7 +127,7 @@ fn stack_along(b: &mut OpBuilder, op: OpId, n: usize, dim: fn(usize) -> i64) -> 
     let ys = xs.into_iter().map(|x| atleast(b, x, n)).collect::<Result<Vec<_>, _>>()?;
     let d = dim(rank_of(b, ys[0])?);
     let l = b.list(ys)?;
-    one(b.call("cat", &[l.into(), int(d)]))
+    one(b.call(op::CAT, &[l.into(), int(d)]))
 }
 
 /// `column_stack`: scalars and vectors become columns, `[n, 1]`; the rest are joined on dim 1.
@@ -136,13 +136,13 @@ fn column_stack(b: &mut OpBuilder, op: OpId) -> DecompResult {
     let mut ys = Vec::new();
     for x in xs {
         ys.push(match rank_of(b, x)? {
-            0 => b.call("reshape", &[x.into(), ints(&[1, 1])])?,
-            1 => b.call("unsqueeze", &[x.into(), int(1)])?,
+            0 => b.call(op::RESHAPE, &[x.into(), ints(&[1, 1])])?,
+            1 => b.call(op::UNSQUEEZE, &[x.into(), int(1)])?,
             _ => x,
         });
     }
     let l = b.list(ys)?;
-    one(b.call("cat", &[l.into(), int(1)]))
+    one(b.call(op::CAT, &[l.into(), int(1)]))
 }
 
 /// `meshgrid`: input `i` (0-d or 1-d) viewed along axis `i` and expanded to the grid; with
@@ -165,8 +165,8 @@ fn meshgrid(b: &mut OpBuilder, op: OpId, xy: bool) -> DecompResult {
     for (i, &x) in xs.iter().enumerate() {
         let mut shape = vec![1i64; xs.len()];
         shape[i] = lens[i];
-        let v = b.call("reshape", &[x.into(), ints(&shape)])?;
-        grids.push(b.call("expand", &[v.into(), ints(&lens)])?);
+        let v = b.call(op::RESHAPE, &[x.into(), ints(&shape)])?;
+        grids.push(b.call(op::EXPAND, &[v.into(), ints(&lens)])?);
     }
     if swap {
         grids.swap(0, 1);
@@ -195,7 +195,7 @@ fn broadcast_tensors(b: &mut OpBuilder, op: OpId) -> DecompResult {
     let xs = tensor_list(b, op, "tensors")?;
     let shapes = xs.iter().map(|&x| static_shape(b, x, "broadcast_tensors")).collect::<Result<Vec<_>, _>>()?;
     let out = broadcast_shape(&shapes)?;
-    let ys = xs.into_iter().map(|x| b.call("expand", &[x.into(), ints(&out)])).collect::<Result<Vec<_>, _>>()?;
+    let ys = xs.into_iter().map(|x| b.call(op::EXPAND, &[x.into(), ints(&out)])).collect::<Result<Vec<_>, _>>()?;
     one(b.list(ys))
 }
 
@@ -207,8 +207,8 @@ fn block_diag(b: &mut OpBuilder, op: OpId) -> DecompResult {
     for x in xs {
         let s = static_shape(b, x, "block_diag")?;
         let v = match s.len() {
-            0 => b.call("reshape", &[x.into(), ints(&[1, 1])])?,
-            1 => b.call("unsqueeze", &[x.into(), int(0)])?,
+            0 => b.call(op::RESHAPE, &[x.into(), ints(&[1, 1])])?,
+            1 => b.call(op::UNSQUEEZE, &[x.into(), int(0)])?,
             2 => x,
             r => return Err(format!("block_diag: expects tensors of at most 2 dimensions, got {r}")),
         };
@@ -223,11 +223,11 @@ fn block_diag(b: &mut OpBuilder, op: OpId) -> DecompResult {
     let mut at = 0;
     for (v, c) in blocks {
         let v = cast(b, v, d)?;
-        rows.push(b.call("constant_pad_nd", &[v.into(), ints(&[at, width - at - c]), int(0)])?);
+        rows.push(b.call(op::CONSTANT_PAD_ND, &[v.into(), ints(&[at, width - at - c]), int(0)])?);
         at += c;
     }
     let l = b.list(rows)?;
-    one(b.call("cat", &[l.into(), int(0)]))
+    one(b.call(op::CAT, &[l.into(), int(0)]))
 }
 
 /// `kron(a, b)`: `a` with a size-1 axis after each dimension times `b` with one before each,
@@ -240,11 +240,11 @@ fn kron(b: &mut OpBuilder, op: OpId) -> DecompResult {
     sy.splice(0..0, std::iter::repeat_n(1, r - sy.len()));
     let xi: Vec<i64> = sx.iter().flat_map(|&n| [n, 1]).collect();
     let yi: Vec<i64> = sy.iter().flat_map(|&n| [1, n]).collect();
-    let xv = b.call("reshape", &[x.into(), ints(&xi)])?;
-    let yv = b.call("reshape", &[y.into(), ints(&yi)])?;
-    let p = b.call("mul.Tensor", &[xv.into(), yv.into()])?;
+    let xv = b.call(op::RESHAPE, &[x.into(), ints(&xi)])?;
+    let yv = b.call(op::RESHAPE, &[y.into(), ints(&yi)])?;
+    let p = b.call(op::MUL_TENSOR, &[xv.into(), yv.into()])?;
     let out: Vec<i64> = sx.iter().zip(&sy).map(|(a, c)| a * c).collect();
-    one(b.call("reshape", &[p.into(), ints(&out)]))
+    one(b.call(op::RESHAPE, &[p.into(), ints(&out)]))
 }
 
 /// `diag`: a vector becomes a square matrix with it on diagonal `offset`; a matrix gives a
@@ -255,8 +255,8 @@ fn diag(b: &mut OpBuilder, op: OpId) -> DecompResult {
     match rank_of(b, x)? {
         1 => one(diag_embed(b, x, off, 0, 1)),
         2 => {
-            let d = b.call("diagonal", &[x.into(), int(off)])?;
-            one(b.call("clone", &[d.into()]))
+            let d = b.call(op::DIAGONAL, &[x.into(), int(off)])?;
+            one(b.call(op::CLONE, &[d.into()]))
         }
         r => Err(format!("diag: expects a 1-d or 2-d tensor, got {r} dimensions")),
     }
@@ -275,21 +275,21 @@ fn diag_embed(b: &mut OpBuilder, x: ValueId, off: i64, dim1: i64, dim2: i64) -> 
     let m = n + off.abs();
     // Element `k` sits at row `k` (offset ≥ 0) or column `k` (offset < 0): pad to `m` and
     // broadcast along the other axis, then keep only the diagonal where `col − row = offset`.
-    let padded = b.call("constant_pad_nd", &[x.into(), ints(&[0, off.abs()]), int(0)])?;
-    let v = b.call("unsqueeze", &[padded.into(), int(if off >= 0 { -1 } else { -2 })])?;
-    let idx = b.call("arange", &[int(m), Arg::A(Attribute::DType(DType::I64))])?;
-    let row = b.call("unsqueeze", &[idx.into(), int(1)])?;
-    let delta = b.call("sub.Tensor", &[idx.into(), row.into()])?;
-    let on = b.call("eq.Scalar", &[delta.into(), int(off)])?;
-    let zero = b.call("scalar_tensor", &[int(0), Arg::A(Attribute::DType(b.dtype(x).ok_or("diag_embed: unknown dtype")?))])?;
-    let full = b.call("where.self", &[on.into(), v.into(), zero.into()])?;
+    let padded = b.call(op::CONSTANT_PAD_ND, &[x.into(), ints(&[0, off.abs()]), int(0)])?;
+    let v = b.call(op::UNSQUEEZE, &[padded.into(), int(if off >= 0 { -1 } else { -2 })])?;
+    let idx = b.call(op::ARANGE, &[int(m), Arg::A(Attribute::DType(DType::I64))])?;
+    let row = b.call(op::UNSQUEEZE, &[idx.into(), int(1)])?;
+    let delta = b.call(op::SUB_TENSOR, &[idx.into(), row.into()])?;
+    let on = b.call(op::EQ_SCALAR, &[delta.into(), int(off)])?;
+    let zero = b.call(op::SCALAR_TENSOR, &[int(0), Arg::A(Attribute::DType(b.dtype(x).ok_or("diag_embed: unknown dtype")?))])?;
+    let full = b.call(op::WHERE_SELF, &[on.into(), v.into(), zero.into()])?;
     // Batch dimensions keep their order; rows go to `d1` and columns to `d2`.
     let mut batch = 0..(r as i64 - 2);
     let perm: Vec<i64> = (0..r).map(|p| if p == d1 { r as i64 - 2 } else if p == d2 { r as i64 - 1 } else { batch.next().unwrap_or(0) }).collect();
     if perm.iter().enumerate().all(|(i, &p)| i as i64 == p) {
         return Ok(full);
     }
-    b.call("permute", &[full.into(), ints(&perm)])
+    b.call(op::PERMUTE, &[full.into(), ints(&perm)])
 }
 
 /// `rot90(x, k, dims)`: a quarter turn is a flip of the second dimension then a transpose.
@@ -303,15 +303,15 @@ fn rot90(b: &mut OpBuilder, op: OpId) -> DecompResult {
         return Err("rot90: needs two distinct dimensions of a tensor of rank 2 or more".into());
     }
     match k.unwrap_or(1).rem_euclid(4) {
-        0 => one(b.call("clone", &[x.into()])),
+        0 => one(b.call(op::CLONE, &[x.into()])),
         1 => {
-            let f = b.call("flip", &[x.into(), ints(&[c])])?;
-            one(b.call("transpose.int", &[f.into(), int(a), int(c)]))
+            let f = b.call(op::FLIP, &[x.into(), ints(&[c])])?;
+            one(b.call(op::TRANSPOSE_INT, &[f.into(), int(a), int(c)]))
         }
-        2 => one(b.call("flip", &[x.into(), ints(&[a, c])])),
+        2 => one(b.call(op::FLIP, &[x.into(), ints(&[a, c])])),
         _ => {
-            let f = b.call("flip", &[x.into(), ints(&[a])])?;
-            one(b.call("transpose.int", &[f.into(), int(a), int(c)]))
+            let f = b.call(op::FLIP, &[x.into(), ints(&[a])])?;
+            one(b.call(op::TRANSPOSE_INT, &[f.into(), int(a), int(c)]))
         }
     }
 }
@@ -324,9 +324,9 @@ fn take_along_dim(b: &mut OpBuilder, op: OpId) -> DecompResult {
         return Err("take_along_dim: indices must be an integer tensor".into());
     }
     let Some(dim) = b.with_args(op, |a| a.int("dim"))? else {
-        let fx = b.call("reshape", &[x.into(), ints(&[-1])])?;
-        let fi = b.call("reshape", &[idx.into(), ints(&[-1])])?;
-        return one(b.call("gather", &[fx.into(), int(0), fi.into()]));
+        let fx = b.call(op::RESHAPE, &[x.into(), ints(&[-1])])?;
+        let fi = b.call(op::RESHAPE, &[idx.into(), ints(&[-1])])?;
+        return one(b.call(op::GATHER, &[fx.into(), int(0), fi.into()]));
     };
     let (sx, si) = (static_shape(b, x, "take_along_dim")?, static_shape(b, idx, "take_along_dim")?);
     if sx.len() != si.len() {
@@ -336,11 +336,11 @@ fn take_along_dim(b: &mut OpBuilder, op: OpId) -> DecompResult {
     let mut with_idx = sx.clone();
     with_idx[d] = si[d];
     let shape = broadcast_shape(&[with_idx, si])?;
-    let ib = b.call("expand", &[idx.into(), ints(&shape)])?;
+    let ib = b.call(op::EXPAND, &[idx.into(), ints(&shape)])?;
     let mut xs = shape;
     xs[d] = sx[d];
-    let xb = b.call("expand", &[x.into(), ints(&xs)])?;
-    one(b.call("gather", &[xb.into(), int(d as i64), ib.into()]))
+    let xb = b.call(op::EXPAND, &[x.into(), ints(&xs)])?;
+    one(b.call(op::GATHER, &[xb.into(), int(d as i64), ib.into()]))
 }
 
 /// `repeat_interleave(x, r, dim)`: a size-`r` axis after `dim`, expanded and merged into it.
@@ -353,16 +353,16 @@ fn repeat_interleave(b: &mut OpBuilder, op: OpId) -> DecompResult {
     }
     let (x, d) = match dim {
         Some(d) => (x, norm_dim(d, rank_of(b, x)?, "repeat_interleave")?),
-        None => (b.call("reshape", &[x.into(), ints(&[-1])])?, 0),
+        None => (b.call(op::RESHAPE, &[x.into(), ints(&[-1])])?, 0),
     };
     let s = static_shape(b, x, "repeat_interleave")?;
-    let u = b.call("unsqueeze", &[x.into(), int(d as i64 + 1)])?;
+    let u = b.call(op::UNSQUEEZE, &[x.into(), int(d as i64 + 1)])?;
     let mut big = s.clone();
     big.insert(d + 1, reps);
-    let e = b.call("expand", &[u.into(), ints(&big)])?;
+    let e = b.call(op::EXPAND, &[u.into(), ints(&big)])?;
     let mut out = s;
     out[d] *= reps;
-    one(b.call("reshape", &[e.into(), ints(&out)]))
+    one(b.call(op::RESHAPE, &[e.into(), ints(&out)]))
 }
 
 /// `one_hot(x, n)`: `x[…, None] == arange(n)` as int64; `n` must be given (`-1` would make the
@@ -376,18 +376,18 @@ fn one_hot(b: &mut OpBuilder, op: OpId) -> DecompResult {
     if b.dtype(x) != Some(DType::I64) {
         return Err("one_hot is only applicable to index tensors of type int64".into());
     }
-    let u = b.call("unsqueeze", &[x.into(), int(-1)])?;
-    let c = b.call("arange", &[int(n), Arg::A(Attribute::DType(DType::I64))])?;
-    let e = b.call("eq.Tensor", &[u.into(), c.into()])?;
+    let u = b.call(op::UNSQUEEZE, &[x.into(), int(-1)])?;
+    let c = b.call(op::ARANGE, &[int(n), Arg::A(Attribute::DType(DType::I64))])?;
+    let e = b.call(op::EQ_TENSOR, &[u.into(), c.into()])?;
     one(cast(b, e, DType::I64))
 }
 
 /// `x` rotated left by `k` along `d` (element `i` is `x[(i + k) mod 3]` for the size-3 axis).
 fn rotate3(b: &mut OpBuilder, x: ValueId, d: i64, k: i64) -> Result<ValueId, String> {
-    let hi = b.call("slice.Tensor", &[x.into(), int(d), int(k), int(3)])?;
-    let lo = b.call("slice.Tensor", &[x.into(), int(d), int(0), int(k)])?;
+    let hi = b.call(op::SLICE_TENSOR, &[x.into(), int(d), int(k), int(3)])?;
+    let lo = b.call(op::SLICE_TENSOR, &[x.into(), int(d), int(0), int(k)])?;
     let l = b.list(vec![hi, lo])?;
-    b.call("cat", &[l.into(), int(d)])
+    b.call(op::CAT, &[l.into(), int(d)])
 }
 
 /// `cross(x, y, dim)`: `x₁y₂ − x₂y₁` cyclically along a size-3 dimension (the first such when
@@ -406,14 +406,14 @@ fn cross(b: &mut OpBuilder, op: OpId, dim: Option<i64>) -> DecompResult {
     if shape[d] != 3 {
         return Err(format!("cross: dimension {d} must have size 3, has {}", shape[d]));
     }
-    let x = b.call("expand", &[x.into(), ints(&shape)])?;
-    let y = b.call("expand", &[y.into(), ints(&shape)])?;
+    let x = b.call(op::EXPAND, &[x.into(), ints(&shape)])?;
+    let y = b.call(op::EXPAND, &[y.into(), ints(&shape)])?;
     let d = d as i64;
     let (x1, x2) = (rotate3(b, x, d, 1)?, rotate3(b, x, d, 2)?);
     let (y1, y2) = (rotate3(b, y, d, 1)?, rotate3(b, y, d, 2)?);
-    let p = b.call("mul.Tensor", &[x1.into(), y2.into()])?;
-    let q = b.call("mul.Tensor", &[x2.into(), y1.into()])?;
-    one(b.call("sub.Tensor", &[p.into(), q.into()]))
+    let p = b.call(op::MUL_TENSOR, &[x1.into(), y2.into()])?;
+    let q = b.call(op::MUL_TENSOR, &[x2.into(), y1.into()])?;
+    one(b.call(op::SUB_TENSOR, &[p.into(), q.into()]))
 }
 
 /// `tensordot(a, b, da, db)`: `a` permuted to `[free, contracted]` and `b` to `[contracted,
@@ -438,13 +438,13 @@ fn tensordot(b: &mut OpBuilder, op: OpId) -> DecompResult {
     let ny: i64 = free_y.iter().map(|&i| sy[i]).product();
     let px: Vec<i64> = free_x.iter().chain(&dx).map(|&i| i as i64).collect();
     let py: Vec<i64> = dy.iter().chain(&free_y).map(|&i| i as i64).collect();
-    let xp = b.call("permute", &[x.into(), ints(&px)])?;
-    let xm = b.call("reshape", &[xp.into(), ints(&[mx, k])])?;
-    let yp = b.call("permute", &[y.into(), ints(&py)])?;
-    let ym = b.call("reshape", &[yp.into(), ints(&[k, ny])])?;
-    let p = b.call("mm", &[xm.into(), ym.into()])?;
+    let xp = b.call(op::PERMUTE, &[x.into(), ints(&px)])?;
+    let xm = b.call(op::RESHAPE, &[xp.into(), ints(&[mx, k])])?;
+    let yp = b.call(op::PERMUTE, &[y.into(), ints(&py)])?;
+    let ym = b.call(op::RESHAPE, &[yp.into(), ints(&[k, ny])])?;
+    let p = b.call(op::MM, &[xm.into(), ym.into()])?;
     let out: Vec<i64> = free_x.iter().map(|&i| sx[i]).chain(free_y.iter().map(|&i| sy[i])).collect();
-    one(b.call("reshape", &[p.into(), ints(&out)]))
+    one(b.call(op::RESHAPE, &[p.into(), ints(&out)]))
 }
 
 /// `vander(x, N, increasing)`: column `k` is `x^(N−1−k)` (`x^k` when increasing), in `x`'s dtype
@@ -460,10 +460,10 @@ fn vander(b: &mut OpBuilder, op: OpId) -> DecompResult {
     }
     let d = DType::promote(b.dtype(x).ok_or("vander: unknown dtype")?, DType::I64);
     let x = cast(b, x, d)?;
-    let mut k = b.call("arange", &[int(n), Arg::A(Attribute::DType(d))])?;
+    let mut k = b.call(op::ARANGE, &[int(n), Arg::A(Attribute::DType(d))])?;
     if !inc.unwrap_or(false) {
-        k = b.call("flip", &[k.into(), ints(&[0])])?;
+        k = b.call(op::FLIP, &[k.into(), ints(&[0])])?;
     }
-    let col = b.call("unsqueeze", &[x.into(), int(1)])?;
-    one(b.call("pow.Tensor_Tensor", &[col.into(), k.into()]))
+    let col = b.call(op::UNSQUEEZE, &[x.into(), int(1)])?;
+    one(b.call(op::POW_TENSOR_TENSOR, &[col.into(), k.into()]))
 }

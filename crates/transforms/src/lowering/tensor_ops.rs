@@ -20,7 +20,7 @@ pub(super) fn float_input(b: &OpBuilder, op: OpId, name: &str) -> Result<ValueId
 
 
 pub(super) fn permute(b: &mut OpBuilder, x: ValueId, perm: &[i64]) -> Result<ValueId, String> {
-    b.call("permute", &[x.into(), Arg::A(Attribute::ints(perm))])
+    b.call(op::PERMUTE, &[x.into(), Arg::A(Attribute::ints(perm))])
 }
 
 pub(super) fn swap_last(b: &mut OpBuilder, x: ValueId) -> Result<ValueId, String> {
@@ -35,9 +35,9 @@ pub(super) fn swap_last(b: &mut OpBuilder, x: ValueId) -> Result<ValueId, String
 
 /// `view`, cloning first when `x` may not be contiguous.
 pub(super) fn view(b: &mut OpBuilder, x: ValueId, sizes: &[Size]) -> Result<ValueId, String> {
-    let x = if is_contiguous_producer(b.module(), x) { x } else { b.call("clone", &[x.into(), Arg::A(Attribute::Int(0))])? };
+    let x = if is_contiguous_producer(b.module(), x) { x } else { b.call(op::CLONE, &[x.into(), Arg::A(Attribute::Int(0))])? };
     let s = b.sizes(sizes)?;
-    b.call("view", &[x.into(), s])
+    b.call(op::VIEW, &[x.into(), s])
 }
 
 pub(super) fn dropout(b: &mut OpBuilder, op: OpId) -> DecompResult {
@@ -75,13 +75,13 @@ pub(super) fn transpose(b: &mut OpBuilder, op: OpId) -> DecompResult {
 pub(super) fn reshape(b: &mut OpBuilder, op: OpId) -> DecompResult {
     let x = input(b, op, "self")?;
     let (attr, val) = b.with_args(op, |a| (a.constant("shape"), a.value("shape")))?;
-    let x = if is_contiguous_producer(b.module(), x) { x } else { b.call("clone", &[x.into(), Arg::A(Attribute::Int(0))])? };
+    let x = if is_contiguous_producer(b.module(), x) { x } else { b.call(op::CLONE, &[x.into(), Arg::A(Attribute::Int(0))])? };
     let s = match (attr, val) {
         (_, Some(v)) if !matches!(b.module().value_type(v).kind(), TypeKind::None) => Arg::V(v),
         (Some(a), _) => Arg::A(a),
         _ => return Err("reshape: shape is missing".into()),
     };
-    one(b.call("view", &[x.into(), s]))
+    one(b.call(op::VIEW, &[x.into(), s]))
 }
 
 pub(super) fn flatten(b: &mut OpBuilder, op: OpId) -> DecompResult {
@@ -121,13 +121,13 @@ pub(super) fn split_like(b: &mut OpBuilder, op: OpId) -> DecompResult {
     let x = input(b, op, "self")?;
     let (sizes, dim) = b.with_args(op, |a| (split_sizes(this, a), a.int("dim").unwrap_or(0)))?;
     let sizes = sizes.ok_or_else(|| format!("{name}: split sizes must be static"))?;
-    one(b.call("split_with_sizes", &[x.into(), Arg::A(Attribute::ints(&sizes)), Arg::A(Attribute::Int(dim))]))
+    one(b.call(op::SPLIT_WITH_SIZES, &[x.into(), Arg::A(Attribute::ints(&sizes)), Arg::A(Attribute::Int(dim))]))
 }
 
 pub(super) fn rsub_tensor(b: &mut OpBuilder, op: OpId) -> DecompResult {
     let (x, o) = (input(b, op, "self")?, input(b, op, "other")?);
     let alpha = b.with_args(op, |a| a.constant("alpha"))?.unwrap_or(Attribute::Int(1));
-    one(b.call("sub.Tensor", &[o.into(), x.into(), Arg::A(alpha)]))
+    one(b.call(op::SUB_TENSOR, &[o.into(), x.into(), Arg::A(alpha)]))
 }
 
 pub(super) fn rsub_scalar(b: &mut OpBuilder, op: OpId) -> DecompResult {
@@ -138,12 +138,12 @@ pub(super) fn rsub_scalar(b: &mut OpBuilder, op: OpId) -> DecompResult {
     let (other, alpha) = b.with_args(op, |a| (a.constant("other"), a.scalar("alpha")))?;
     let other = other.ok_or("rsub: the scalar must be constant")?;
     let scaled = match alpha {
-        None | Some(ScalarVal::Int(Some(1))) => b.call("neg", &[x.into()])?,
-        Some(ScalarVal::Int(Some(k))) => b.call("mul.Scalar", &[x.into(), Arg::A(Attribute::Int(-k))])?,
-        Some(ScalarVal::Float(Some(k))) => b.call("mul.Scalar", &[x.into(), Arg::A(Attribute::float(-k))])?,
+        None | Some(ScalarVal::Int(Some(1))) => b.call(op::NEG, &[x.into()])?,
+        Some(ScalarVal::Int(Some(k))) => b.call(op::MUL_SCALAR, &[x.into(), Arg::A(Attribute::Int(-k))])?,
+        Some(ScalarVal::Float(Some(k))) => b.call(op::MUL_SCALAR, &[x.into(), Arg::A(Attribute::float(-k))])?,
         _ => return Ok(None),
     };
-    one(b.call("add.Scalar", &[scaled.into(), Arg::A(other)]))
+    one(b.call(op::ADD_SCALAR, &[scaled.into(), Arg::A(other)]))
 }
 
 pub(super) fn to_dtype(b: &mut OpBuilder, op: OpId) -> DecompResult {
@@ -151,7 +151,7 @@ pub(super) fn to_dtype(b: &mut OpBuilder, op: OpId) -> DecompResult {
     let (d, copy) = b.with_args(op, |a| (a.dtype("dtype").flatten(), a.bool("copy").unwrap_or(false)))?;
     let d = d.or(b.dtype(x));
     if copy {
-        return one(b.call("_to_copy", &[x.into(), Arg::A(d.map(Attribute::DType).unwrap_or(Attribute::None))]));
+        return one(b.call(op::_TO_COPY, &[x.into(), Arg::A(d.map(Attribute::DType).unwrap_or(Attribute::None))]));
     }
     cast_to(b, x, d)
 }
@@ -166,16 +166,16 @@ pub(super) fn linear(b: &mut OpBuilder, op: OpId) -> DecompResult {
     let wt = permute(b, w, &[1, 0])?;
     let mm = |b: &mut OpBuilder, x2: ValueId| -> Result<ValueId, String> {
         match bias {
-            Some(bv) => b.call("addmm", &[bv.into(), x2.into(), wt.into()]),
-            None => b.call("mm", &[x2.into(), wt.into()]),
+            Some(bv) => b.call(op::ADDMM, &[bv.into(), x2.into(), wt.into()]),
+            None => b.call(op::MM, &[x2.into(), wt.into()]),
         }
     };
     match r {
         2 => one(mm(b, x)),
         1 => {
-            let x2 = b.call("unsqueeze", &[x.into(), Arg::A(Attribute::Int(0))])?;
+            let x2 = b.call(op::UNSQUEEZE, &[x.into(), Arg::A(Attribute::Int(0))])?;
             let y = mm(b, x2)?;
-            one(b.call("squeeze.dims", &[y.into(), Arg::A(Attribute::ints(&[0]))]))
+            one(b.call(op::SQUEEZE_DIMS, &[y.into(), Arg::A(Attribute::ints(&[0]))]))
         }
         _ => {
             let xs = b.sizes_of(x).ok_or("linear: unknown input shape")?;
@@ -198,42 +198,42 @@ pub(super) fn matmul(b: &mut OpBuilder, op: OpId) -> DecompResult {
     let i = |k: i64| Arg::A(Attribute::Int(k));
     match (rx, ry) {
         (1, 1) => {
-            let p = b.call("mul.Tensor", &[x.into(), y.into()])?;
+            let p = b.call(op::MUL_TENSOR, &[x.into(), y.into()])?;
             // The dot product keeps the operands' dtype (an integer sum would widen to int64).
             let d = b.dtype(p).map_or(Attribute::None, Attribute::DType);
-            one(b.call("sum.dim_IntList", &[p.into(), Arg::A(Attribute::ints(&[0])), Arg::A(Attribute::Bool(false)), Arg::A(d)]))
+            one(b.call(op::SUM_DIM_INTLIST, &[p.into(), Arg::A(Attribute::ints(&[0])), Arg::A(Attribute::Bool(false)), Arg::A(d)]))
         }
-        (2, 2) => one(b.call("mm", &[x.into(), y.into()])),
+        (2, 2) => one(b.call(op::MM, &[x.into(), y.into()])),
         (1, 2) => {
-            let x2 = b.call("unsqueeze", &[x.into(), i(0)])?;
-            let m = b.call("mm", &[x2.into(), y.into()])?;
-            one(b.call("squeeze.dims", &[m.into(), Arg::A(Attribute::ints(&[0]))]))
+            let x2 = b.call(op::UNSQUEEZE, &[x.into(), i(0)])?;
+            let m = b.call(op::MM, &[x2.into(), y.into()])?;
+            one(b.call(op::SQUEEZE_DIMS, &[m.into(), Arg::A(Attribute::ints(&[0]))]))
         }
         (_, 1) if rx >= 2 => {
-            let y2 = b.call("unsqueeze", &[y.into(), i(1)])?;
+            let y2 = b.call(op::UNSQUEEZE, &[y.into(), i(1)])?;
             let m = if rx == 2 {
-                b.call("mm", &[x.into(), y2.into()])?
+                b.call(op::MM, &[x.into(), y2.into()])?
             } else {
                 let xs = b.sizes_of(x).ok_or("matmul: unknown shape")?;
                 let x2 = view(b, x, &[Size::Static(-1), xs[rx - 1].clone()])?;
-                let m = b.call("mm", &[x2.into(), y2.into()])?;
+                let m = b.call(op::MM, &[x2.into(), y2.into()])?;
                 let mut out: Vec<Size> = xs[..rx - 1].to_vec();
                 out.push(Size::Static(1));
                 view(b, m, &out)?
             };
-            one(b.call("squeeze.dims", &[m.into(), Arg::A(Attribute::ints(&[-1]))]))
+            one(b.call(op::SQUEEZE_DIMS, &[m.into(), Arg::A(Attribute::ints(&[-1]))]))
         }
         (_, 2) if rx >= 3 => {
             let xs = b.sizes_of(x).ok_or("matmul: unknown shape")?;
             let x2 = view(b, x, &[Size::Static(-1), xs[rx - 1].clone()])?;
-            let m = b.call("mm", &[x2.into(), y.into()])?;
+            let m = b.call(op::MM, &[x2.into(), y.into()])?;
             let mut out: Vec<Size> = xs[..rx - 1].to_vec();
             out.push(b.sizes_of(y).ok_or("matmul: unknown shape")?[1].clone());
             one(view(b, m, &out))
         }
         (p, q) if p >= 1 && q >= 2 => {
             // Batched: broadcast the batch dims, fold them into one, bmm, unfold.
-            let (x, p) = if p == 1 { (b.call("unsqueeze", &[x.into(), i(0)])?, 2) } else { (x, p) };
+            let (x, p) = if p == 1 { (b.call(op::UNSQUEEZE, &[x.into(), i(0)])?, 2) } else { (x, p) };
             let xs = b.shape(x).ok_or("matmul: unknown shape")?;
             let ys = b.shape(y).ok_or("matmul: unknown shape")?;
             let batch = dialect_aten::infer::broadcast_shapes(&xs[..p - 2], &ys[..q - 2], b.ranges)?;
@@ -253,14 +253,14 @@ pub(super) fn matmul(b: &mut OpBuilder, op: OpId) -> DecompResult {
                     v
                 } else {
                     let s = b.sizes(&full)?;
-                    let e = b.call("expand", &[v.into(), s])?;
-                    b.call("clone", &[e.into(), Arg::A(Attribute::Int(0))])?
+                    let e = b.call(op::EXPAND, &[v.into(), s])?;
+                    b.call(op::CLONE, &[e.into(), Arg::A(Attribute::Int(0))])?
                 };
                 view(b, v, &[Size::Static(nb), tail(&m, r - 2), tail(&n, r - 1)])
             };
             let x3 = fold(b, x, &xs, p)?;
             let y3 = fold(b, y, &ys, q)?;
-            let m = b.call("bmm", &[x3.into(), y3.into()])?;
+            let m = b.call(op::BMM, &[x3.into(), y3.into()])?;
             let ms = b.sizes_of(m).ok_or("matmul: unknown shape")?;
             let mut out: Vec<Size> = bs.iter().map(|&k| Size::Static(k)).collect();
             if rx == 1 {
@@ -351,7 +351,7 @@ pub(super) fn group_norm(b: &mut OpBuilder, op: OpId) -> DecompResult {
     };
     let n = match sh[0].as_static() {
         Some(n) => Arg::A(Attribute::Int(n)),
-        None => Arg::V(b.call("sym_size.int", &[x.into(), Arg::A(Attribute::Int(0))])?),
+        None => Arg::V(b.call(op::SYM_SIZE_INT, &[x.into(), Arg::A(Attribute::Int(0))])?),
     };
     let opt = |v: Option<ValueId>| v.map(Arg::V).unwrap_or(Arg::A(Attribute::None));
     let r = b.call_n(
@@ -375,33 +375,33 @@ pub(super) fn softmax(b: &mut OpBuilder, op: OpId, core: &str) -> DecompResult {
     let (dim, dtype) = b.with_args(op, |a| (a.int("dim"), a.dtype("dtype").flatten()))?;
     let dim = dim.ok_or("softmax: dim must be constant")?;
     let x = match dtype {
-        Some(d) if b.dtype(x) != Some(d) => b.call("_to_copy", &[x.into(), Arg::A(Attribute::DType(d))])?,
+        Some(d) if b.dtype(x) != Some(d) => b.call(op::_TO_COPY, &[x.into(), Arg::A(Attribute::DType(d))])?,
         _ => x,
     };
     one(b.call(core, &[x.into(), Arg::A(Attribute::Int(dim)), Arg::A(Attribute::Bool(false))]))
 }
 
 pub(super) fn hardsigmoid(b: &mut OpBuilder, x: ValueId) -> Result<ValueId, String> {
-    let s = b.call("add.Scalar", &[x.into(), Arg::A(Attribute::Int(3))])?;
-    let c = b.call("clamp", &[s.into(), Arg::A(Attribute::Int(0)), Arg::A(Attribute::Int(6))])?;
-    b.call("div.Scalar", &[c.into(), Arg::A(Attribute::Int(6))])
+    let s = b.call(op::ADD_SCALAR, &[x.into(), Arg::A(Attribute::Int(3))])?;
+    let c = b.call(op::CLAMP, &[s.into(), Arg::A(Attribute::Int(0)), Arg::A(Attribute::Int(6))])?;
+    b.call(op::DIV_SCALAR, &[c.into(), Arg::A(Attribute::Int(6))])
 }
 
 pub(super) fn softplus(b: &mut OpBuilder, x: ValueId) -> Result<ValueId, String> {
-    let e = b.call("exp", &[x.into()])?;
-    let l = b.call("log1p", &[e.into()])?;
-    let big = b.call("gt.Scalar", &[x.into(), Arg::A(Attribute::Int(20))])?;
-    b.call("where.self", &[big.into(), x.into(), l.into()])
+    let e = b.call(op::EXP, &[x.into()])?;
+    let l = b.call(op::LOG1P, &[e.into()])?;
+    let big = b.call(op::GT_SCALAR, &[x.into(), Arg::A(Attribute::Int(20))])?;
+    b.call(op::WHERE_SELF, &[big.into(), x.into(), l.into()])
 }
 
 /// A bool `[rows, cols]` mask of `col - row <cmp> diagonal`.
 pub(super) fn band_mask(b: &mut OpBuilder, rows: i64, cols: i64, cmp: &str, diagonal: i64) -> Result<ValueId, String> {
     let i = |k: i64| Arg::A(Attribute::Int(k));
-    let c = b.call("arange.start_step", &[i(0), i(cols)])?;
-    let r = b.call("arange.start_step", &[i(0), i(rows)])?;
-    let c = b.call("unsqueeze", &[c.into(), i(0)])?;
-    let r = b.call("unsqueeze", &[r.into(), i(1)])?;
-    let d = b.call("sub.Tensor", &[c.into(), r.into()])?;
+    let c = b.call(op::ARANGE_START_STEP, &[i(0), i(cols)])?;
+    let r = b.call(op::ARANGE_START_STEP, &[i(0), i(rows)])?;
+    let c = b.call(op::UNSQUEEZE, &[c.into(), i(0)])?;
+    let r = b.call(op::UNSQUEEZE, &[r.into(), i(1)])?;
+    let d = b.call(op::SUB_TENSOR, &[c.into(), r.into()])?;
     b.call(cmp, &[d.into(), i(diagonal)])
 }
 
@@ -416,8 +416,8 @@ pub(super) fn tri(b: &mut OpBuilder, op: OpId, cmp: &str) -> DecompResult {
     let (Some(rows), Some(cols)) = (sh[n - 2].as_static(), sh[n - 1].as_static()) else { return Ok(None) };
     let mask = band_mask(b, rows, cols, cmp, diag)?;
     let dtype = b.dtype(x).ok_or("tril/triu: unknown dtype")?;
-    let zero = b.call("scalar_tensor", &[Arg::A(Attribute::Int(0)), Arg::A(Attribute::DType(dtype))])?;
-    one(b.call("where.self", &[mask.into(), x.into(), zero.into()]))
+    let zero = b.call(op::SCALAR_TENSOR, &[Arg::A(Attribute::Int(0)), Arg::A(Attribute::DType(dtype))])?;
+    one(b.call(op::WHERE_SELF, &[mask.into(), x.into(), zero.into()]))
 }
 
 /// `ones`/`zeros` → `full` with the dtype made explicit.
@@ -432,7 +432,7 @@ pub(super) fn fill_like_new(b: &mut OpBuilder, op: OpId, value: i64) -> DecompRe
     };
     let [dtype, layout, device, pin] = rest;
     let dtype = if dtype == Attribute::None { Attribute::DType(DType::F32) } else { dtype };
-    one(b.call("full", &[size, Arg::A(Attribute::Int(value)), Arg::A(dtype), Arg::A(layout), Arg::A(device), Arg::A(pin)]))
+    one(b.call(op::FULL, &[size, Arg::A(Attribute::Int(value)), Arg::A(dtype), Arg::A(layout), Arg::A(device), Arg::A(pin)]))
 }
 
 /// `new_ones`, `new_zeros`, `new_empty` (zero-filled: any value is a valid empty tensor) and
@@ -458,7 +458,7 @@ pub(super) fn new_filled(b: &mut OpBuilder, op: OpId, value: Option<Attribute>) 
         Attribute::None => Attribute::DType(b.dtype(x).ok_or("the dtype of self is unknown")?),
         d => d,
     };
-    one(b.call("full", &[size, Arg::A(value), Arg::A(dtype), Arg::A(layout), Arg::A(device), Arg::A(pin)]))
+    one(b.call(op::FULL, &[size, Arg::A(value), Arg::A(dtype), Arg::A(layout), Arg::A(device), Arg::A(pin)]))
 }
 
 pub(super) fn fill_like(b: &mut OpBuilder, op: OpId, value: i64) -> DecompResult {
@@ -468,7 +468,7 @@ pub(super) fn fill_like(b: &mut OpBuilder, op: OpId, value: i64) -> DecompResult
     })?;
     let mut args = vec![Arg::V(x), Arg::A(Attribute::Int(value))];
     args.extend(rest.into_iter().map(Arg::A));
-    one(b.call("full_like", &args))
+    one(b.call(op::FULL_LIKE, &args))
 }
 
 pub(super) fn arange(b: &mut OpBuilder, op: OpId) -> DecompResult {
@@ -489,15 +489,15 @@ pub(super) fn arange(b: &mut OpBuilder, op: OpId) -> DecompResult {
     };
     let mut args = vec![start, end, Arg::A(Attribute::Int(1))];
     args.extend(rest.into_iter().map(Arg::A));
-    one(b.call("arange.start_step", &args))
+    one(b.call(op::ARANGE_START_STEP, &args))
 }
 
 pub(super) fn masked_fill_scalar(b: &mut OpBuilder, op: OpId) -> DecompResult {
     let (x, mask) = (input(b, op, "self")?, input(b, op, "mask")?);
     let v = b.with_args(op, |a| a.constant("value"))?.ok_or("masked_fill: the value must be constant")?;
     let dtype = b.dtype(x).ok_or("masked_fill: unknown dtype")?;
-    let s = b.call("scalar_tensor", &[Arg::A(v), Arg::A(Attribute::DType(dtype))])?;
-    one(b.call("where.self", &[mask.into(), s.into(), x.into()]))
+    let s = b.call(op::SCALAR_TENSOR, &[Arg::A(v), Arg::A(Attribute::DType(dtype))])?;
+    one(b.call(op::WHERE_SELF, &[mask.into(), s.into(), x.into()]))
 }
 
 pub(super) fn reduce_all(b: &mut OpBuilder, op: OpId, core: &str) -> DecompResult {
@@ -518,7 +518,7 @@ pub(super) fn int_list_value(b: &mut OpBuilder, sizes: &[Size]) -> Result<Arg, S
     for s in sizes {
         elems.push(match s {
             Size::Static(n) => b.constant(Attribute::Int(*n))?,
-            Size::Of(v, i) => b.call("sym_size.int", &[Arg::V(*v), Arg::A(Attribute::Int(*i as i64))])?,
+            Size::Of(v, i) => b.call(op::SYM_SIZE_INT, &[Arg::V(*v), Arg::A(Attribute::Int(*i as i64))])?,
         });
     }
     Ok(Arg::V(b.list(elems)?))
@@ -546,26 +546,26 @@ pub(super) fn sdpa(b: &mut OpBuilder, op: OpId) -> DecompResult {
         _ => return Ok(None),
     };
     let kt = swap_last(b, k)?;
-    let s = b.call("matmul", &[q.into(), kt.into()])?;
-    let mut s = b.call("mul.Scalar", &[s.into(), Arg::A(Attribute::float(scale))])?;
+    let s = b.call(op::MATMUL, &[q.into(), kt.into()])?;
+    let mut s = b.call(op::MUL_SCALAR, &[s.into(), Arg::A(Attribute::float(scale))])?;
     let neg_inf = Attribute::float(f64::NEG_INFINITY);
     if causal {
         let (Some(l), Some(sl)) = (qs.get(qs.len().wrapping_sub(2)).and_then(Dim::as_static), ks.get(ks.len().wrapping_sub(2)).and_then(Dim::as_static)) else {
             return Ok(None);
         };
         let keep = band_mask(b, l, sl, "le.Scalar", 0)?;
-        let drop = b.call("logical_not", &[keep.into()])?;
-        s = b.call("masked_fill.Scalar", &[s.into(), drop.into(), Arg::A(neg_inf.clone())])?;
+        let drop = b.call(op::LOGICAL_NOT, &[keep.into()])?;
+        s = b.call(op::MASKED_FILL_SCALAR, &[s.into(), drop.into(), Arg::A(neg_inf.clone())])?;
     }
     if let Some(mv) = mask {
         if b.dtype(mv) == Some(DType::Bool) {
-            let drop = b.call("logical_not", &[mv.into()])?;
-            s = b.call("masked_fill.Scalar", &[s.into(), drop.into(), Arg::A(neg_inf)])?;
+            let drop = b.call(op::LOGICAL_NOT, &[mv.into()])?;
+            s = b.call(op::MASKED_FILL_SCALAR, &[s.into(), drop.into(), Arg::A(neg_inf)])?;
         } else {
-            s = b.call("add.Tensor", &[s.into(), mv.into()])?;
+            s = b.call(op::ADD_TENSOR, &[s.into(), mv.into()])?;
         }
     }
-    let p = b.call("_softmax", &[s.into(), Arg::A(Attribute::Int(-1)), Arg::A(Attribute::Bool(false))])?;
-    one(b.call("matmul", &[p.into(), v.into()]))
+    let p = b.call(op::_SOFTMAX, &[s.into(), Arg::A(Attribute::Int(-1)), Arg::A(Attribute::Bool(false))])?;
+    one(b.call(op::MATMUL, &[p.into(), v.into()]))
 }
 
