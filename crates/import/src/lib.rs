@@ -17,8 +17,9 @@ pub mod torchscript;
 pub mod treespec;
 
 mod error;
-mod zipread;
 mod file;
+mod mapped;
+mod zipread;
 
 pub use error::{ImportError, ParseError};
 pub use file::{Format, import_bytes, import_file};
