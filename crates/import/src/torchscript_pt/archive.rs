@@ -160,7 +160,10 @@ impl StorageTable {
                 let Some(zip_index) = reader.zip.index_for_name(&entry) else {
                     return Err(format!("storage `{entry}` is not in the archive"));
                 };
-                let (_, range) = reader.locate(zip_index, &entry).map_err(|e| e.to_string())?;
+                let (_, range) = reader.locate(zip_index, &entry).map_err(|e| match e {
+                    ImportError::BadEntry { reason, .. } => format!("storage `{entry}`: {reason}"),
+                    other => other.to_string(),
+                })?;
                 let Some(range) = range else {
                     return Err(format!(
                         "storage `{entry}` is compressed; tensor data must be stored uncompressed"

@@ -25,6 +25,9 @@ pub use value::{Dict, List, Object, Storage, Tensor, Value};
 /// How deeply values may nest.
 pub const MAX_NESTING: usize = crate::error::MAX_NESTING;
 
+/// The most parts (scalars and tuples) one dict key may have.
+const MAX_KEY_PARTS: usize = 4096;
+
 /// Why a pickle was refused, and the byte offset of the opcode at fault.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PickleError {
@@ -523,7 +526,7 @@ impl Machine<'_, '_> {
             return Err(format!("SETITEM on {}", self.describe(dict)));
         }
         for pair in items.chunks(2) {
-            let key = self.key(pair[0], 0)?;
+            let key = self.key(pair[0], 0, &mut { MAX_KEY_PARTS })?;
             let Node::Dict(d) = &mut self.nodes[dict] else { unreachable!() };
             match d.index.get(&key) {
                 Some(&at) => d.entries[at].1 = pair[1],
@@ -536,10 +539,13 @@ impl Machine<'_, '_> {
         Ok(())
     }
 
-    fn key(&self, id: Id, depth: usize) -> R<Key> {
+    /// The key of node `id`; `budget` bounds the parts a key may have, so that a tuple whose
+    /// parts are shared many times over cannot take exponential time to compare.
+    fn key(&self, id: Id, depth: usize, budget: &mut usize) -> R<Key> {
         if depth > MAX_NESTING {
             return Err(format!("a dict key nests deeper than {MAX_NESTING} levels"));
         }
+        *budget = budget.checked_sub(1).ok_or("a dict key has too many parts")?;
         Ok(match &self.nodes[id] {
             Node::None => Key::None,
             Node::Bool(b) => Key::Int((*b).into()),
@@ -551,7 +557,7 @@ impl Machine<'_, '_> {
             Node::Tuple(items) => Key::Tuple(
                 items
                     .iter()
-                    .map(|&i| self.key(i, depth + 1))
+                    .map(|&i| self.key(i, depth + 1, budget))
                     .collect::<R<_>>()?,
             ),
             Node::List { .. } | Node::Dict(_) => {

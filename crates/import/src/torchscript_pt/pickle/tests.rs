@@ -256,6 +256,13 @@ fn deep_nesting_is_refused_without_overflowing_the_stack() {
     p.extend(std::iter::repeat_n(0x85u8, 100_000));
     p.extend(b"Ns.");
     assert!(refused(&p).message.contains("deeper than"));
+    // A key whose parts are shared 2^40 times over is refused quickly.
+    let mut p = b"}Nq\x000".to_vec();
+    for _ in 0..40 {
+        p.extend(b"h\x00h\x00\x86q\x000");
+    }
+    p.extend(b"h\x00Ns.");
+    assert!(refused(&p).message.contains("too many parts"));
 }
 
 #[test]
