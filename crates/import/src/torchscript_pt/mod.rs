@@ -147,7 +147,7 @@ impl TorchScriptArchive {
                 return Err(ImportError::TorchScriptArchive {
                     path,
                     entry: data_entry,
-                    message: format!("the pickle holds {}, not a module object", kind(other)),
+                    message: format!("the pickle holds {}, not a module object", other.kind()),
                 });
             }
         };
@@ -157,7 +157,7 @@ impl TorchScriptArchive {
                 return Err(ImportError::TorchScriptArchive {
                     path,
                     entry: format!("{}constants.pkl", entries.prefix),
-                    message: format!("the pickle holds {}, not a tuple", kind(other)),
+                    message: format!("the pickle holds {}, not a tuple", other.kind()),
                 });
             }
         };
@@ -258,18 +258,6 @@ impl TorchScriptArchive {
     }
 }
 
-fn kind(v: &Value) -> String {
-    match v {
-        Value::Object(o) => format!("an object of `{}`", o.class),
-        Value::Tuple(_) => "a tuple".into(),
-        Value::List(_) => "a list".into(),
-        Value::Dict(_) => "a dict".into(),
-        Value::Tensor(_) => "a tensor".into(),
-        Value::None => "None".into(),
-        _ => "a scalar".into(),
-    }
-}
-
 /// What a class's header in `code/` declares.
 #[derive(Debug, Default)]
 struct ClassHeader {
@@ -345,17 +333,17 @@ impl ClassHeaders {
         let entries: &[(Value, Value)] = match &object.state {
             None => &[],
             Some(Value::Dict(d)) => &d.entries,
-            Some(other) => return Err(err(format!("module `{class}` has {} as its state, not an attribute dict", kind(other)))),
+            Some(other) => return Err(err(format!("module `{class}` has {} as its state, not an attribute dict", other.kind()))),
         };
         let mut attributes = Vec::with_capacity(entries.len());
         for (key, value) in entries {
             let Some(name) = key.as_str() else {
-                return Err(err(format!("module `{class}` has an attribute whose name is {}", kind(key))));
+                return Err(err(format!("module `{class}` has an attribute whose name is {}", key.kind())));
             };
             let declared = |list: &[String]| list.iter().any(|n| n == name);
             let tensor_or_none = |what: &str| match value {
                 Value::Tensor(_) | Value::None => Ok(value.clone()),
-                other => Err(err(format!("{what} `{name}` of `{class}` is {}, not a tensor", kind(other)))),
+                other => Err(err(format!("{what} `{name}` of `{class}` is {}, not a tensor", other.kind()))),
             };
             if let Value::Object(o) = value
                 && !self.0.contains_key(&o.class)

@@ -1,7 +1,7 @@
 //! Decoding the arguments of the text opcodes of protocol 0 (integers, quoted strings,
 //! `raw-unicode-escape` lines) and of the variable-length integers of protocol 2.
 
-use super::{Node, R};
+use super::{Node, R, Value};
 
 pub(super) fn parse_int(text: &str) -> R<i64> {
     text.trim()
@@ -32,8 +32,8 @@ pub(super) fn long_from_bytes(bytes: &[u8]) -> R<i64> {
 /// A protocol-0 string: text if it is UTF-8, bytes otherwise.
 pub(super) fn string_node(bytes: Vec<u8>) -> Node {
     match String::from_utf8(bytes) {
-        Ok(s) => Node::Str(s.into()),
-        Err(e) => Node::Bytes(e.into_bytes().into()),
+        Ok(s) => Node::Leaf(Value::Str(s.into())),
+        Err(e) => Node::Leaf(Value::Bytes(e.into_bytes().into())),
     }
 }
 

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use ir::DType;
 
-use super::{DictNode, Id, Machine, Node, R, Storage, Tensor};
+use super::{DictNode, Id, Machine, Node, R, Storage, Tensor, Value};
 
 /// The callables and classes of the allow-list.
 #[derive(Clone, Debug, PartialEq)]
@@ -119,7 +119,7 @@ impl Machine<'_, '_> {
         match global {
             Global::RebuildTensorV2 => {
                 let tensor = self.rebuild_tensor(&args)?;
-                self.push(Node::Tensor(Arc::new(tensor)));
+                self.push(Node::Leaf(Value::Tensor(Arc::new(tensor))));
             }
             Global::OrderedDict if args.is_empty() => self.push(Node::Dict(DictNode::default())),
             Global::OrderedDict => return Err("`collections.OrderedDict` is called with arguments".into()),
@@ -132,10 +132,10 @@ impl Machine<'_, '_> {
                 };
                 for &item in items {
                     let ok = match (check, &self.nodes[item]) {
-                        (ListCheck::Int, Node::Int(_))
-                        | (ListCheck::Float, Node::Float(_))
-                        | (ListCheck::Bool, Node::Bool(_))
-                        | (ListCheck::Tensor, Node::Tensor(_)) => true,
+                        (ListCheck::Int, Node::Leaf(Value::Int(_)))
+                        | (ListCheck::Float, Node::Leaf(Value::Float(_)))
+                        | (ListCheck::Bool, Node::Leaf(Value::Bool(_)))
+                        | (ListCheck::Tensor, Node::Leaf(Value::Tensor(_))) => true,
                         _ => false,
                     };
                     if !ok {
@@ -170,7 +170,7 @@ impl Machine<'_, '_> {
         if !(6..=7).contains(&args.len()) {
             return Err(bad(&format!("takes 6 or 7 arguments, not {}", args.len())));
         }
-        let Node::Storage(storage) = &self.nodes[args[0]] else {
+        let Node::Leaf(Value::Storage(storage)) = &self.nodes[args[0]] else {
             return Err(bad(&format!("the storage is {}", self.describe(args[0]))));
         };
         let offset = self.int(args[1]).and_then(|i| u64::try_from(i).ok()).ok_or_else(|| bad("the storage offset is not a non-negative int"))?;
@@ -179,7 +179,7 @@ impl Machine<'_, '_> {
         if sizes.len() != strides.len() {
             return Err(bad(&format!("{} sizes but {} strides", sizes.len(), strides.len())));
         }
-        let Node::Bool(requires_grad) = self.nodes[args[4]] else {
+        let Node::Leaf(Value::Bool(requires_grad)) = self.nodes[args[4]] else {
             return Err(bad("requires_grad is not a bool"));
         };
         match &self.nodes[args[5]] {
@@ -187,7 +187,7 @@ impl Machine<'_, '_> {
             _ => return Err(bad("backward hooks must be an empty dict")),
         }
         if let Some(&meta) = args.get(6)
-            && !matches!(self.nodes[meta], Node::None | Node::Dict(_))
+            && !matches!(self.nodes[meta], Node::Leaf(Value::None) | Node::Dict(_))
         {
             return Err(bad("the metadata is not a dict"));
         }
@@ -251,7 +251,7 @@ impl Machine<'_, '_> {
             index: 0,
         };
         storage.index = (self.storages)(&storage)?;
-        self.push(Node::Storage(Arc::new(storage)));
+        self.push(Node::Leaf(Value::Storage(Arc::new(storage))));
         Ok(())
     }
 }

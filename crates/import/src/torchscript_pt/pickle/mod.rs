@@ -71,18 +71,12 @@ type Id = usize;
 
 /// A node of the arena: containers refer to their elements by id.
 enum Node {
-    None,
-    Bool(bool),
-    Int(i64),
-    Float(f64),
-    Str(Arc<str>),
-    Bytes(Arc<[u8]>),
+    /// A value without parts: a scalar, a string, a storage or a tensor.
+    Leaf(Value),
     Tuple(Vec<Id>),
     List { items: Vec<Id>, ty: Option<String> },
     Dict(DictNode),
     Global(Global),
-    Storage(Arc<Storage>),
-    Tensor(Arc<Tensor>),
     Object { class: Arc<str>, state: Option<Id> },
 }
 
@@ -220,6 +214,16 @@ impl Machine<'_, '_> {
         Ok(self.stack.split_off(mark))
     }
 
+    /// The memo index argument of a PUT or GET opcode (`MEMOIZE`: the next free index).
+    fn memo_index(&mut self, op: u8) -> R<u64> {
+        match op {
+            b'p' | b'g' => parse_index(self.line()?),
+            b'q' | b'h' => Ok(self.u8()?.into()),
+            b'r' | b'j' => Ok(self.u32()?.into()),
+            _ => Ok(self.memo.len() as u64),
+        }
+    }
+
     fn memo_put(&mut self, index: u64) -> R<()> {
         let id = self.top()?;
         self.memo.insert(index, id);
@@ -234,32 +238,25 @@ impl Machine<'_, '_> {
 
     fn int(&self, id: Id) -> Option<i64> {
         match self.nodes[id] {
-            Node::Int(i) => Some(i),
+            Node::Leaf(Value::Int(i)) => Some(i),
             _ => None,
         }
     }
 
     fn str(&self, id: Id) -> Option<&Arc<str>> {
         match &self.nodes[id] {
-            Node::Str(s) => Some(s),
+            Node::Leaf(Value::Str(s)) => Some(s),
             _ => None,
         }
     }
 
     fn describe(&self, id: Id) -> String {
         match &self.nodes[id] {
-            Node::None => "None".into(),
-            Node::Bool(_) => "a bool".into(),
-            Node::Int(_) => "an int".into(),
-            Node::Float(_) => "a float".into(),
-            Node::Str(_) => "a str".into(),
-            Node::Bytes(_) => "bytes".into(),
+            Node::Leaf(v) => v.kind(),
             Node::Tuple(_) => "a tuple".into(),
             Node::List { .. } => "a list".into(),
             Node::Dict(_) => "a dict".into(),
             Node::Global(g) => format!("`{}`", g.name()),
-            Node::Storage(_) => "a storage".into(),
-            Node::Tensor(_) => "a tensor".into(),
             Node::Object { class, .. } => format!("an object of `{class}`"),
         }
     }
@@ -290,53 +287,53 @@ impl Machine<'_, '_> {
                 let id = self.top()?;
                 self.stack.push(id);
             }
-            b'N' => self.push(Node::None),
-            0x88 => self.push(Node::Bool(true)),
-            0x89 => self.push(Node::Bool(false)),
+            b'N' => self.push(Node::Leaf(Value::None)),
+            0x88 => self.push(Node::Leaf(Value::Bool(true))),
+            0x89 => self.push(Node::Leaf(Value::Bool(false))),
             b'I' => {
                 let node = match self.line()? {
-                    "01" => Node::Bool(true),
-                    "00" => Node::Bool(false),
-                    text => Node::Int(parse_int(text)?),
+                    "01" => Node::Leaf(Value::Bool(true)),
+                    "00" => Node::Leaf(Value::Bool(false)),
+                    text => Node::Leaf(Value::Int(parse_int(text)?)),
                 };
                 self.push(node);
             }
             b'L' => {
                 let text = self.line()?;
                 let value = parse_int(text.strip_suffix('L').unwrap_or(text))?;
-                self.push(Node::Int(value));
+                self.push(Node::Leaf(Value::Int(value)));
             }
             b'J' => {
                 let v = self.i32()?;
-                self.push(Node::Int(v.into()));
+                self.push(Node::Leaf(Value::Int(v.into())));
             }
             b'K' => {
                 let v = self.u8()?;
-                self.push(Node::Int(v.into()));
+                self.push(Node::Leaf(Value::Int(v.into())));
             }
             b'M' => {
                 let v = u16::from_le_bytes(self.fixed()?);
-                self.push(Node::Int(v.into()));
+                self.push(Node::Leaf(Value::Int(v.into())));
             }
             0x8a => {
                 let n = self.u8()?;
                 let v = long_from_bytes(self.take(n.into())?)?;
-                self.push(Node::Int(v));
+                self.push(Node::Leaf(Value::Int(v)));
             }
             0x8b => {
                 let n = self.i32()?;
                 let n = u64::try_from(n).map_err(|_| format!("negative LONG4 length {n}"))?;
                 let v = long_from_bytes(self.counted(n)?)?;
-                self.push(Node::Int(v));
+                self.push(Node::Leaf(Value::Int(v)));
             }
             b'F' => {
                 let text = self.line()?;
                 let v: f64 = text.trim().parse().map_err(|_| format!("`{text}` is not a float"))?;
-                self.push(Node::Float(v));
+                self.push(Node::Leaf(Value::Float(v)));
             }
             b'G' => {
                 let v = f64::from_be_bytes(self.fixed()?);
-                self.push(Node::Float(v));
+                self.push(Node::Leaf(Value::Float(v)));
             }
             b'S' => {
                 let text = self.line()?.to_owned();
@@ -356,7 +353,7 @@ impl Machine<'_, '_> {
             }
             b'V' => {
                 let text = raw_unicode_unescape(self.line()?)?;
-                self.push(Node::Str(text.into()));
+                self.push(Node::Leaf(Value::Str(text.into())));
             }
             b'X' | 0x8c | 0x8d => {
                 let n = match op {
@@ -366,7 +363,7 @@ impl Machine<'_, '_> {
                 };
                 let bytes = self.counted(n)?;
                 let text = std::str::from_utf8(bytes).map_err(|_| "a unicode string is not UTF-8".to_string())?;
-                let node = Node::Str(text.into());
+                let node = Node::Leaf(Value::Str(text.into()));
                 self.push(node);
             }
             b'B' | b'C' | 0x8e => {
@@ -376,7 +373,7 @@ impl Machine<'_, '_> {
                     _ => self.u64()?,
                 };
                 let bytes: Arc<[u8]> = self.counted(n)?.into();
-                self.push(Node::Bytes(bytes));
+                self.push(Node::Leaf(Value::Bytes(bytes)));
             }
             b')' => self.push(Node::Tuple(Vec::new())),
             b't' => {
@@ -425,33 +422,13 @@ impl Machine<'_, '_> {
                 let dict = self.top()?;
                 self.set_items(dict, items)?;
             }
-            b'p' => {
-                let index = parse_index(self.line()?)?;
+            b'p' | b'q' | b'r' | 0x94 => {
+                let index = self.memo_index(op)?;
                 self.memo_put(index)?;
             }
-            b'q' => {
-                let index = self.u8()?;
-                self.memo_put(index.into())?;
-            }
-            b'r' => {
-                let index = self.u32()?;
-                self.memo_put(index.into())?;
-            }
-            0x94 => {
-                let index = self.memo.len() as u64;
-                self.memo_put(index)?;
-            }
-            b'g' => {
-                let index = parse_index(self.line()?)?;
+            b'g' | b'h' | b'j' => {
+                let index = self.memo_index(op)?;
                 self.memo_get(index)?;
-            }
-            b'h' => {
-                let index = self.u8()?;
-                self.memo_get(index.into())?;
-            }
-            b'j' => {
-                let index = self.u32()?;
-                self.memo_get(index.into())?;
             }
             b'c' => {
                 let module = self.line()?.to_owned();
@@ -547,13 +524,13 @@ impl Machine<'_, '_> {
         }
         *budget = budget.checked_sub(1).ok_or("a dict key has too many parts")?;
         Ok(match &self.nodes[id] {
-            Node::None => Key::None,
-            Node::Bool(b) => Key::Int((*b).into()),
-            Node::Int(i) => Key::Int(*i),
-            Node::Float(f) if f.fract() == 0.0 && f.abs() < 9.2e18 => Key::Int(*f as i64),
-            Node::Float(f) => Key::Float(f.to_bits()),
-            Node::Str(s) => Key::Str(s.clone()),
-            Node::Bytes(b) => Key::Bytes(b.clone()),
+            Node::Leaf(Value::None) => Key::None,
+            Node::Leaf(Value::Bool(b)) => Key::Int((*b).into()),
+            Node::Leaf(Value::Int(i)) => Key::Int(*i),
+            Node::Leaf(Value::Float(f)) if f.fract() == 0.0 && f.abs() < 9.2e18 => Key::Int(*f as i64),
+            Node::Leaf(Value::Float(f)) => Key::Float(f.to_bits()),
+            Node::Leaf(Value::Str(s)) => Key::Str(s.clone()),
+            Node::Leaf(Value::Bytes(b)) => Key::Bytes(b.clone()),
             Node::Tuple(items) => Key::Tuple(
                 items
                     .iter()
@@ -591,12 +568,7 @@ impl Machine<'_, '_> {
                 return Err(format!("values nest deeper than {MAX_NESTING} levels"));
             }
             let value = match &self.nodes[id] {
-                Node::None => Value::None,
-                Node::Bool(b) => Value::Bool(*b),
-                Node::Int(i) => Value::Int(*i),
-                Node::Float(f) => Value::Float(*f),
-                Node::Str(s) => Value::Str(s.clone()),
-                Node::Bytes(b) => Value::Bytes(b.clone()),
+                Node::Leaf(v) => v.clone(),
                 Node::Tuple(items) => Value::Tuple(items.iter().map(get).collect()),
                 Node::List { items, ty } => Value::List(Arc::new(List {
                     items: items.iter().map(get).collect(),
@@ -607,8 +579,6 @@ impl Machine<'_, '_> {
                     ty: d.ty.clone(),
                 })),
                 Node::Global(g) => Value::Global(g.name().into()),
-                Node::Storage(s) => Value::Storage(s.clone()),
-                Node::Tensor(t) => Value::Tensor(t.clone()),
                 Node::Object { class, state } => Value::Object(Arc::new(Object {
                     class: class.to_string(),
                     state: state.as_ref().map(get),

@@ -84,6 +84,25 @@ pub struct Tensor {
 }
 
 impl Value {
+    /// What kind of value this is, for messages: `an int`, `an object of `C``.
+    pub fn kind(&self) -> String {
+        match self {
+            Value::None => "None".into(),
+            Value::Bool(_) => "a bool".into(),
+            Value::Int(_) => "an int".into(),
+            Value::Float(_) => "a float".into(),
+            Value::Str(_) => "a str".into(),
+            Value::Bytes(_) => "bytes".into(),
+            Value::Tuple(_) => "a tuple".into(),
+            Value::List(_) => "a list".into(),
+            Value::Dict(_) => "a dict".into(),
+            Value::Tensor(_) => "a tensor".into(),
+            Value::Object(o) => format!("an object of `{}`", o.class),
+            Value::Storage(_) => "a storage".into(),
+            Value::Global(g) => format!("`{g}`"),
+        }
+    }
+
     pub fn as_str(&self) -> Option<&str> {
         match self {
             Value::Str(s) => Some(s),
