@@ -8,7 +8,7 @@ root="$(dirname "$fuzz")"
 shared="$root/../shared"
 corpus="$fuzz/corpus"
 [ -d "$shared/fixtures" ] || { echo "seed.sh: $shared/fixtures is absent" >&2; exit 1; }
-mkdir -p "$corpus"/{ir_text,schema,pt2_archive,pt2_model_json,fx_text,torchscript_text,program_archive,safetensors,filecheck}
+mkdir -p "$corpus"/{ir_text,schema,pt2_archive,pt2_model_json,fx_text,torchscript_text,program_archive,safetensors,filecheck,unpickle}
 
 n=0
 for f in $(find "$root/lit" "$root/examples" -name '*.ir' -not -path '*/filecheck/*'); do
@@ -31,6 +31,14 @@ for f in $(find "$shared/fixtures" -name '*.graph.txt'); do n=$((n + 1)); cp "$f
 n=0
 for f in $(find "$shared/fixtures/export" "$shared/fixtures/torchscript" "$root/examples" -name '*.safetensors' -size -100k); do
   n=$((n + 1)); cp "$f" "$corpus/safetensors/$n.safetensors"
+done
+
+# The pickles of the TorchScript archives: module state, constants, debug tables, traced inputs.
+n=0
+for f in $(find "$shared/fixtures/torchscript_pt" -name '*.pt'); do
+  for e in $(unzip -Z1 "$f" | grep -E '\.pkl$|\.debug_pkl$'); do
+    n=$((n + 1)); unzip -p "$f" "$e" > "$corpus/unpickle/$n.pkl"
+  done
 done
 
 opt="$root/target/release/dialect-opt"

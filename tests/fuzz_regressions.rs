@@ -42,6 +42,8 @@ fn the_oracles_accept_well_formed_inputs() {
     assert!(run("pt2_archive", b"not a zip").is_ok());
     assert!(run("program_archive", b"not a zip").is_ok());
     assert!(run("safetensors", b"\x08\0\0\0\0\0\0\0{}      ").is_ok());
+    run("unpickle", b"\x80\x02ccollections\nOrderedDict\n)R.").unwrap();
+    assert!(run("unpickle", b"\x80\x02cos\nsystem\n.").is_ok());
     assert!(run("no_such_target", b"").is_err());
 }
 

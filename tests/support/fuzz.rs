@@ -23,6 +23,7 @@ pub const TARGETS: &[&str] = &[
     "program_archive",
     "safetensors",
     "filecheck",
+    "unpickle",
 ];
 
 /// Runs the oracle of `target` on `data`.
@@ -37,6 +38,7 @@ pub fn run(target: &str, data: &[u8]) -> Result<(), String> {
         "program_archive" => program_archive(data),
         "safetensors" => safetensors(data),
         "filecheck" => filecheck(data),
+        "unpickle" => unpickle(data),
         other => Err(format!("no fuzz target `{other}`")),
     }
 }
@@ -223,6 +225,49 @@ pub fn filecheck(data: &[u8]) -> Result<(), String> {
     let config = filecheck::Config::default();
     if let Ok(file) = filecheck::CheckFile::parse(checks, "fuzz.checks", &config) {
         let _ = file.run(input, "fuzz.input");
+    }
+    Ok(())
+}
+
+/// A pickle as TorchScript archives hold them, every persistent storage taken to exist: decoding
+/// either fails with an error at an offset inside the input, or succeeds with every tensor
+/// inside the elements its storage declares. The value is walked once per shared part, as a
+/// consumer would, without recursion.
+pub fn unpickle(data: &[u8]) -> Result<(), String> {
+    use import::torchscript_pt::pickle::{self, Value};
+    let mut storages = 0;
+    let value = match pickle::unpickle(data, &mut |_| {
+        storages += 1;
+        Ok(storages - 1)
+    }) {
+        Ok(v) => v,
+        Err(e) if e.offset > data.len() as u64 || e.message.is_empty() => {
+            return Err(format!("error without a position in the {}-byte input: {e:?}", data.len()));
+        }
+        Err(_) => return Ok(()),
+    };
+    let mut seen = std::collections::HashSet::new();
+    let mut work = vec![&value];
+    while let Some(v) = work.pop() {
+        match v {
+            Value::Tuple(items) if seen.insert(items.as_ptr() as usize) => work.extend(items.iter()),
+            Value::List(l) if seen.insert(&**l as *const _ as usize) => work.extend(l.items.iter()),
+            Value::Dict(d) if seen.insert(&**d as *const _ as usize) => work.extend(d.entries.iter().flat_map(|(k, v)| [k, v])),
+            Value::Object(o) if seen.insert(&**o as *const _ as usize) => work.extend(o.state.iter()),
+            Value::Tensor(t) => {
+                let elem = t.storage.dtype.size_bytes() as u128;
+                let reach = if t.sizes.contains(&0) {
+                    0
+                } else {
+                    let last = t.sizes.iter().zip(&t.strides).map(|(&s, &st)| (s as u128 - 1) * st as u128).sum::<u128>();
+                    (t.offset as u128 + last + 1) * elem
+                };
+                if reach > t.storage.numel as u128 * elem {
+                    return Err(format!("an accepted tensor reaches {reach} bytes of a {}-element storage", t.storage.numel));
+                }
+            }
+            _ => {}
+        }
     }
     Ok(())
 }

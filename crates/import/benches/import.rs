@@ -1,13 +1,20 @@
 //! Import time of a real `torch.export` archive: `bench/bench_lstm_cell/core.pt2` from the
 //! shared fixture corpus, through `import::import_file` (zip, JSON, conversion to IR,
-//! verification; weights are mapped, not read). Skipped with a message when the corpus is absent.
+//! verification; weights are mapped, not read); and load time of a real TorchScript archive,
+//! `torchscript_pt/tv_mobilenet_v3_small/model.pt`, through `import::torchscript_pt::load` (zip,
+//! sources, unpickling, module tree; storages located, not read). Each case is skipped with a
+//! message when the corpus is absent.
 
 use std::path::PathBuf;
 
 use criterion::{Criterion, criterion_group, criterion_main};
 
 fn fixture() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/fixtures/bench/bench_lstm_cell/core.pt2")
+    shared("bench/bench_lstm_cell/core.pt2")
+}
+
+fn shared(path: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/fixtures").join(path)
 }
 
 fn context() -> ir::Context {
@@ -36,9 +43,27 @@ fn import_lstm_cell(c: &mut Criterion) {
     });
 }
 
+fn load_mobilenet_pt(c: &mut Criterion) {
+    let path = shared("torchscript_pt/tv_mobilenet_v3_small/model.pt");
+    if !path.exists() {
+        eprintln!("skipping: {} not found (the shared fixture corpus is absent)", path.display());
+        return;
+    }
+    if let Err(e) = import::torchscript_pt::load(&path) {
+        eprintln!("cannot load {}: {e}", path.display());
+        return;
+    }
+    c.bench_function("torchscript_pt::load tv_mobilenet_v3_small/model.pt", |b| {
+        b.iter(|| {
+            let r = import::torchscript_pt::load(&path);
+            std::hint::black_box(&r);
+        })
+    });
+}
+
 criterion_group! {
     name = benches;
     config = Criterion::default().sample_size(30).measurement_time(std::time::Duration::from_secs(3));
-    targets = import_lstm_cell
+    targets = import_lstm_cell, load_mobilenet_pt
 }
 criterion_main!(benches);

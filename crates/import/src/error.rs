@@ -160,6 +160,22 @@ pub enum ImportError {
     /// A malformed program archive of this project.
     #[error("{}: {message}", path.display())]
     Archive { path: PathBuf, message: String },
+    /// A pickle (`data.pkl`, `constants.pkl`, a `.debug_pkl`) that is malformed or asks for
+    /// something the safe unpickler refuses.
+    #[error("{}: `{entry}`: {message} at byte offset {offset}", path.display())]
+    Pickle {
+        path: PathBuf,
+        entry: String,
+        offset: u64,
+        message: String,
+    },
+    /// A TorchScript archive (`.pt`) whose pickled values do not describe a loadable module.
+    #[error("{}: `{entry}`: {message}", path.display())]
+    TorchScriptArchive {
+        path: PathBuf,
+        entry: String,
+        message: String,
+    },
     #[error("{}: cannot tell the input format from the file name; name one ({})", path.display(), crate::Format::NAMES)]
     UnknownFormat { path: PathBuf },
 

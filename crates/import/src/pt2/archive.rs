@@ -1,19 +1,17 @@
 //! Opening a `.pt2` zip archive: locating the program, parsing it, indexing weights lazily.
 
-use std::borrow::Cow;
 use std::collections::HashMap;
-use std::fs::File;
 use std::io::{Cursor, Read};
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
 
-use memmap2::Mmap;
 use serde::Deserialize;
-use zip::{CompressionMethod, ZipArchive};
+use zip::ZipArchive;
 
 use super::schema::{ExportedProgram, InputSpec, PayloadConfig, ScalarType, SchemaVersion, SymInt};
 use crate::ImportError;
+use crate::mapped::{EntryReader, MapBytes, bytes_needed, prefixes_of};
 
 /// The schema major version this reader understands.
 const SUPPORTED_MAJOR: i64 = 8;
@@ -83,23 +81,6 @@ struct Payload {
     inflated: OnceLock<Vec<u8>>,
 }
 
-/// The archive's bytes, shared by the archive handle and the zip reader: a memory-mapped
-/// file, or bytes handed over in memory (a program serialized by PyTorch in the same process).
-#[derive(Clone)]
-enum MapBytes {
-    Mapped(Arc<Mmap>),
-    Owned(Arc<[u8]>),
-}
-
-impl AsRef<[u8]> for MapBytes {
-    fn as_ref(&self) -> &[u8] {
-        match self {
-            MapBytes::Mapped(m) => m,
-            MapBytes::Owned(b) => b,
-        }
-    }
-}
-
 /// An open `.pt2` archive.
 ///
 /// Opening parses the JSON program and the payload configs and checks every stored tensor
@@ -137,15 +118,8 @@ impl Pt2Archive {
     /// Opens the archive at `path`, parses its program and indexes its weights.
     pub fn open(path: impl AsRef<Path>) -> Result<Pt2Archive, ImportError> {
         let path = path.as_ref().to_path_buf();
-        let io_err = |source| ImportError::Io {
-            path: path.clone(),
-            source,
-        };
-        let file = File::open(&path).map_err(io_err)?;
-        // SAFETY: the map is only read. Like every reader of a memory-mapped file, this assumes
-        // no other process truncates or rewrites the archive while it is open.
-        let map = unsafe { Mmap::map(&file) }.map_err(io_err)?;
-        Pt2Archive::from_map(path, MapBytes::Mapped(Arc::new(map)))
+        let map = MapBytes::map(&path)?;
+        Pt2Archive::from_map(path, map)
     }
 
     /// Opens an archive held in memory (`torch.export.save` into a buffer). `name` stands for
@@ -155,23 +129,7 @@ impl Pt2Archive {
     }
 
     fn from_map(path: PathBuf, map: MapBytes) -> Result<Pt2Archive, ImportError> {
-        let mut zip =
-            ZipArchive::new(Cursor::new(map.clone())).map_err(|e| ImportError::NotZip {
-                path: path.clone(),
-                reason: e.to_string(),
-            })?;
-
-        // PyTorch writes archives that start at offset 0. A directory found further in is the
-        // nested zip of `sample_inputs` showing through a truncated outer archive.
-        if zip.offset() != 0 {
-            return Err(ImportError::NotZip {
-                path,
-                reason: format!(
-                    "no zip directory for the whole file (an archive starts at byte {})",
-                    zip.offset()
-                ),
-            });
-        }
+        let mut zip = map.zip(&path)?;
         let prefix = find_prefix(&path, &zip)?;
         let mut reader = EntryReader {
             path: &path,
@@ -448,32 +406,12 @@ impl PayloadTable {
     }
 }
 
-/// Bytes a strided view reaches in its storage, or `None` on overflow.
-fn bytes_needed(sizes: &[u64], strides: &[u64], offset: u64, elem: usize) -> Option<u64> {
-    if sizes.contains(&0) {
-        return Some(0);
-    }
-    let mut last = offset;
-    for (size, stride) in sizes.iter().zip(strides) {
-        last = last.checked_add((size - 1).checked_mul(*stride)?)?;
-    }
-    last.checked_add(1)?.checked_mul(elem as u64)
-}
-
 /// Finds the folder that holds `models/model.json`: the archive's top-level folder.
 fn find_prefix<R: Read + std::io::Seek>(
     path: &Path,
     zip: &ZipArchive<R>,
 ) -> Result<String, ImportError> {
-    let candidates: Vec<String> = zip
-        .file_names()
-        .filter_map(|name| {
-            let prefix = name.strip_suffix(MODEL_JSON)?;
-            let folder = prefix.strip_suffix('/').unwrap_or(prefix);
-            (prefix.is_empty() || (prefix.ends_with('/') && !folder.contains('/')))
-                .then(|| prefix.to_owned())
-        })
-        .collect();
+    let candidates = prefixes_of(zip, MODEL_JSON);
     match candidates.len() {
         0 => Err(ImportError::MissingModelJson {
             path: path.to_path_buf(),
@@ -505,70 +443,4 @@ fn parse_json<'a, T: Deserialize<'a>>(
             message: text.strip_suffix(&position).unwrap_or(&text).to_owned(),
         }
     })
-}
-
-/// Reads entries during `open`, borrowing stored ones from the map.
-struct EntryReader<'a> {
-    path: &'a Path,
-    map: &'a MapBytes,
-    zip: &'a mut ZipArchive<Cursor<MapBytes>>,
-}
-
-impl EntryReader<'_> {
-    /// Uncompressed length of entry `index` and, when stored, its byte range in the map.
-    fn locate(
-        &mut self,
-        index: usize,
-        entry: &str,
-    ) -> Result<(u64, Option<Range<usize>>), ImportError> {
-        let path = self.path;
-        let file = self
-            .zip
-            .by_index_raw(index)
-            .map_err(|e| bad_entry(path, entry, e))?;
-        let size = file.size();
-        if file.compression() != CompressionMethod::Stored || file.encrypted() {
-            return Ok((size, None));
-        }
-        let start = file.data_start();
-        let end = start.checked_add(file.compressed_size());
-        let map_len = self.map.as_ref().len() as u64;
-        match end {
-            Some(end) if end <= map_len && file.compressed_size() == size => {
-                Ok((size, Some(start as usize..end as usize)))
-            }
-            _ => Err(bad_entry(
-                path,
-                entry,
-                "entry data runs past the end of the file",
-            )),
-        }
-    }
-
-    fn read(&mut self, entry: &str) -> Result<Cow<'_, [u8]>, ImportError> {
-        let path = self.path;
-        let Some(index) = self.zip.index_for_name(entry) else {
-            return Err(ImportError::MissingEntry {
-                path: self.path.to_path_buf(),
-                entry: entry.to_owned(),
-            });
-        };
-        if let (_, Some(range)) = self.locate(index, entry)? {
-            return Ok(Cow::Borrowed(&self.map.as_ref()[range]));
-        }
-        let file = self
-            .zip
-            .by_index(index)
-            .map_err(|e| bad_entry(path, entry, e))?;
-        let out = crate::zipread::read_entry(file).map_err(|e| bad_entry(path, entry, e))?;
-        Ok(Cow::Owned(out))
-    }
-}
-
-fn bad_entry(path: &Path, entry: &str, reason: impl ToString) -> ImportError {
-    ImportError::BadEntry {
-        path: path.to_path_buf(),
-        entry: entry.to_owned(),
-        reason: reason.to_string(),
-    }
 }
