@@ -11,7 +11,6 @@ use pass::{
 };
 use std::cell::RefCell;
 use std::rc::Rc;
-use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// Records the anchors it runs on.
 struct Trace {
@@ -285,14 +284,18 @@ fn passes_refuse_the_wrong_anchor() {
     );
 }
 
-static COMPUTED: AtomicUsize = AtomicUsize::new(0);
+thread_local! {
+    /// How many times `OpCount` was computed on this thread: per thread, since the tests that
+    /// compute it run in parallel and only one of them counts.
+    static COMPUTED: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
 
 /// Counts the ops under an op, and how many times it was computed.
 struct OpCount(usize);
 
 impl Analysis for OpCount {
     fn compute(_: &Context, m: &Module, op: OpId) -> Result<Self, Diagnostic> {
-        COMPUTED.fetch_add(1, Ordering::SeqCst);
+        COMPUTED.set(COMPUTED.get() + 1);
         Ok(OpCount(m.nested_ops(op).len()))
     }
 }
@@ -356,11 +359,11 @@ fn analyses_are_cached_until_invalidated() {
     f.add_pass(p("read-after-mutate", false, false)).unwrap();
     f.add_pass(p("mutate-preserving", true, true)).unwrap();
     f.add_pass(p("read-stale", false, false)).unwrap();
-    COMPUTED.store(0, Ordering::SeqCst);
+    COMPUTED.set(0);
     pm.run(&c, &mut m, &mut Vec::new()).unwrap();
     // Per function: computed once, reused, recomputed after the invalidating change, then kept
     // (stale, as declared) across the preserving change.
-    assert_eq!(COMPUTED.load(Ordering::SeqCst), 4);
+    assert_eq!(COMPUTED.get(), 4);
     assert_eq!(*counts.borrow(), [9, 9, 9, 10, 10, 10, 3, 3, 3, 4, 4, 4]);
 }
 
