@@ -599,7 +599,7 @@ impl Writer<'_> {
             Node::Const { ty, value } => {
                 let ty = self.g.analysis.type_at(*ty).cloned().ok_or_else(|| err("constant of unknown type"))?;
                 let attr = constant_attr(&ty, *value).ok_or_else(|| err(&format!("cannot write a constant of type {ty}")))?;
-                OperationState::new("prim.Constant").attr("value", attr).results([ty])
+                OperationState::new(dialect_prim::CONSTANT).attr("value", attr).results([ty])
             }
             Node::Op { name, attrs, .. } => {
                 let tys = match self.multi.get(&c) {

@@ -34,9 +34,6 @@ use pass::{AnalysisManager, LogLevel, Pass, PassInfo, PassOptions, PassRegistry,
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap, HashSet};
 
-/// A fused kernel defined inline (`dialect_backend::KERNEL`), whose region is left as it is.
-const BACKEND_KERNEL: &str = "backend.kernel";
-
 pub const NAME: &str = "fuse-elementwise";
 pub const DESCRIPTION: &str = "Group connected elementwise operations into prim.FusionGroup ops";
 
@@ -108,7 +105,7 @@ impl FuseElementwise {
         m.walk(root, WalkOrder::PreOrder, &mut |o| {
             // A `backend.kernel`'s region is the reference semantics of a kernel its backend
             // runs whole; grouping inside it would only change how the fallback runs.
-            if m.op_name(o) == dialect_prim::FUSION_GROUP || m.op_name(o) == BACKEND_KERNEL {
+            if m.op_name(o) == dialect_prim::FUSION_GROUP || m.op_name(o) == dialect_backend::KERNEL {
                 return;
             }
             for &r in m.regions(o) {
@@ -198,7 +195,7 @@ impl FuseElementwise {
         let (&x, [list]) = (m.operands(s).first()?, m.results(s)) else { return None };
         let [use_] = m.uses(*list) else { return None };
         let unpack = use_.op;
-        if m.op_name(unpack) != "prim.ListUnpack" || m.parent_block(unpack) != Some(block) {
+        if m.op_name(unpack) != dialect_prim::LIST_UNPACK || m.parent_block(unpack) != Some(block) {
             return None;
         }
         let xt = m.value_type(x).as_tensor()?;
@@ -479,7 +476,7 @@ fn split_dim(ctx: &Context, m: &Module, s: OpId) -> Option<i64> {
         dialect_aten::ArgSource::Operand(k) => {
             let c = m.defining_op(*m.operands(s).get(*k)?)?;
             match (m.op_name(c), m.attr(c, "value")) {
-                ("prim.Constant", Some(Attribute::Int(d))) => Some(*d),
+                (dialect_prim::CONSTANT, Some(Attribute::Int(d))) => Some(*d),
                 _ => None,
             }
         }

@@ -175,7 +175,7 @@ impl Pass for Peephole {
 fn enclosing_function(m: &Module, b: ir::BlockId) -> String {
     let mut op = m.block_parent_op(b);
     while let Some(o) = op {
-        if m.op_name(o) == "func.func" {
+        if m.op_name(o) == ir::builtin::FUNC {
             return m.attr(o, ir::builtin::SYM_NAME).and_then(|a| a.as_str()).unwrap_or("").to_string();
         }
         op = m.parent_op(o);

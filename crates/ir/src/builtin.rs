@@ -5,6 +5,10 @@ use crate::context::{Arity, AttrKind, Context, OpDef, Syntax, Traits};
 use crate::module::{BlockId, InsertPoint, Module, OpId, OperationState};
 use crate::types::{Type, TypeKind};
 
+/// The namespace of the module op.
+pub const DIALECT: &str = "builtin";
+/// The namespace of functions and their terminators and calls.
+pub const FUNC_DIALECT: &str = "func";
 pub const MODULE: &str = "builtin.module";
 pub const FUNC: &str = "func.func";
 pub const RETURN: &str = "func.return";

@@ -158,6 +158,12 @@ pub enum Syntax {
     Module,
 }
 
+/// The dialect an op named `name` belongs to, registered or not: its namespace, what precedes
+/// the first `.` (`prim` for `prim.Constant`, `aten` for `aten.add.Tensor`).
+pub fn dialect_namespace(name: &str) -> &str {
+    name.split('.').next().unwrap_or("")
+}
+
 /// The definition of an operation: its signature, traits, hooks and documentation.
 #[derive(Clone)]
 pub struct OpDef {
@@ -249,7 +255,7 @@ impl OpDef {
     }
 
     pub fn dialect(&self) -> &str {
-        self.name.split('.').next().unwrap_or("")
+        dialect_namespace(&self.name)
     }
 
     pub fn has_trait(&self, t: Traits) -> bool {

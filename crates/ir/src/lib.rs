@@ -23,7 +23,7 @@ pub mod verify;
 
 pub use attributes::{Attribute, DenseAttr};
 pub use builder::Builder;
-pub use context::{Arity, AttrKind, Context, OpDef, Syntax, Traits};
+pub use context::{Arity, AttrKind, Context, OpDef, Syntax, Traits, dialect_namespace};
 pub use diag::{Diagnostic, Severity};
 pub use dtype::{DType, DTypeCategory};
 pub use interface::OpRef;

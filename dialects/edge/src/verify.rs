@@ -89,7 +89,7 @@ pub fn verify_edge_op(ctx: &Context, m: &Module, op: OpId) -> Result<(), String>
         return Ok(());
     }
     let Some(schema) = ctx.op_def(m.op_name(op)).and_then(|d| d.schema.clone()) else { return Ok(()) };
-    let args = Args::bind(m, op, &schema)?;
+    let args = Args::bind(ctx, m, op, &schema)?;
     let result = m.results(op).first().and_then(|&r| m.value_type(r).as_tensor()).and_then(|t| t.dtype);
     let mut tensor_dtype: Option<(String, DType)> = None;
     let mut scalars: Vec<(String, DTypeCategory)> = Vec::new();

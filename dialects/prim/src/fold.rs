@@ -19,18 +19,18 @@ pub enum Folded {
 
 /// The op names that have a folder in this module.
 pub const FOLDABLE: [&str; 13] = [
-    "prim.add",
-    "prim.sub",
-    "prim.mul",
-    "prim.floordiv",
-    "prim.mod",
-    "prim.max",
-    "prim.eq",
-    "prim.ne",
-    "prim.lt",
-    "prim.le",
-    "prim.gt",
-    "prim.ge",
+    crate::ADD,
+    crate::SUB,
+    crate::MUL,
+    crate::FLOORDIV,
+    crate::MOD,
+    crate::MAX,
+    crate::EQ,
+    crate::NE,
+    crate::LT,
+    crate::LE,
+    crate::GT,
+    crate::GE,
     TUPLE_INDEX,
 ];
 
@@ -50,18 +50,18 @@ pub fn fold(_ctx: &Context, m: &Module, op: OpId, consts: &[Option<Attribute>]) 
     let (a, b) = (consts[0].as_ref().and_then(Attribute::as_int), consts[1].as_ref().and_then(Attribute::as_int));
     if let (Some(a), Some(b)) = (a, b) {
         let value = match name {
-            "prim.add" => Attribute::Int(a.checked_add(b)?),
-            "prim.sub" => Attribute::Int(a.checked_sub(b)?),
-            "prim.mul" => Attribute::Int(a.checked_mul(b)?),
-            "prim.floordiv" => Attribute::Int(floordiv(a, b)?),
-            "prim.mod" => Attribute::Int(python_mod(a, b)?),
-            "prim.max" => Attribute::Int(a.max(b)),
-            "prim.eq" => Attribute::Bool(a == b),
-            "prim.ne" => Attribute::Bool(a != b),
-            "prim.lt" => Attribute::Bool(a < b),
-            "prim.le" => Attribute::Bool(a <= b),
-            "prim.gt" => Attribute::Bool(a > b),
-            "prim.ge" => Attribute::Bool(a >= b),
+            crate::ADD => Attribute::Int(a.checked_add(b)?),
+            crate::SUB => Attribute::Int(a.checked_sub(b)?),
+            crate::MUL => Attribute::Int(a.checked_mul(b)?),
+            crate::FLOORDIV => Attribute::Int(floordiv(a, b)?),
+            crate::MOD => Attribute::Int(python_mod(a, b)?),
+            crate::MAX => Attribute::Int(a.max(b)),
+            crate::EQ => Attribute::Bool(a == b),
+            crate::NE => Attribute::Bool(a != b),
+            crate::LT => Attribute::Bool(a < b),
+            crate::LE => Attribute::Bool(a <= b),
+            crate::GT => Attribute::Bool(a > b),
+            crate::GE => Attribute::Bool(a >= b),
             _ => return None,
         };
         return Some(vec![Folded::Const(value)]);
@@ -70,16 +70,16 @@ pub fn fold(_ctx: &Context, m: &Module, op: OpId, consts: &[Option<Attribute>]) 
     let (x, y) = (operands[0], operands[1]);
     let same = x == y;
     let folded = match (name, a, b) {
-        ("prim.add", _, Some(0)) | ("prim.sub", _, Some(0)) | ("prim.mul", _, Some(1)) | ("prim.floordiv", _, Some(1)) => {
+        (crate::ADD, _, Some(0)) | (crate::SUB, _, Some(0)) | (crate::MUL, _, Some(1)) | (crate::FLOORDIV, _, Some(1)) => {
             Folded::Value(x)
         }
-        ("prim.add", Some(0), _) | ("prim.mul", Some(1), _) => Folded::Value(y),
-        ("prim.mul", _, Some(0)) | ("prim.mul", Some(0), _) => Folded::Const(Attribute::Int(0)),
-        ("prim.mod", _, Some(1)) | ("prim.mod", _, Some(-1)) => Folded::Const(Attribute::Int(0)),
-        ("prim.sub", _, _) if same => Folded::Const(Attribute::Int(0)),
-        ("prim.max", _, _) if same => Folded::Value(x),
-        ("prim.eq" | "prim.le" | "prim.ge", _, _) if same => Folded::Const(Attribute::Bool(true)),
-        ("prim.ne" | "prim.lt" | "prim.gt", _, _) if same => Folded::Const(Attribute::Bool(false)),
+        (crate::ADD, Some(0), _) | (crate::MUL, Some(1), _) => Folded::Value(y),
+        (crate::MUL, _, Some(0)) | (crate::MUL, Some(0), _) => Folded::Const(Attribute::Int(0)),
+        (crate::MOD, _, Some(1)) | (crate::MOD, _, Some(-1)) => Folded::Const(Attribute::Int(0)),
+        (crate::SUB, _, _) if same => Folded::Const(Attribute::Int(0)),
+        (crate::MAX, _, _) if same => Folded::Value(x),
+        (crate::EQ | crate::LE | crate::GE, _, _) if same => Folded::Const(Attribute::Bool(true)),
+        (crate::NE | crate::LT | crate::GT, _, _) if same => Folded::Const(Attribute::Bool(false)),
         _ => return None,
     };
     Some(vec![folded])

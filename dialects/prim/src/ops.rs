@@ -17,25 +17,37 @@ pub const TUPLE_INDEX: &str = "prim.TupleIndex";
 pub const FUSION_GROUP: &str = "prim.FusionGroup";
 pub const UNINITIALIZED: &str = "prim.Uninitialized";
 pub const RAISE_EXCEPTION: &str = "prim.RaiseException";
+pub const ADD: &str = "prim.add";
+pub const SUB: &str = "prim.sub";
+pub const MUL: &str = "prim.mul";
+pub const FLOORDIV: &str = "prim.floordiv";
+pub const MOD: &str = "prim.mod";
+pub const MAX: &str = "prim.max";
+pub const EQ: &str = "prim.eq";
+pub const NE: &str = "prim.ne";
+pub const LT: &str = "prim.lt";
+pub const LE: &str = "prim.le";
+pub const GT: &str = "prim.gt";
+pub const GE: &str = "prim.ge";
 
 /// SymInt arithmetic on `i64` values: `(name, summary)`.
 pub const SYMINT_BINARY: [(&str, &str); 6] = [
-    ("prim.add", "Adds two integers."),
-    ("prim.sub", "Subtracts two integers."),
-    ("prim.mul", "Multiplies two integers."),
-    ("prim.floordiv", "Divides two integers, rounding toward negative infinity (Python's `//`)."),
-    ("prim.mod", "Remainder with the sign of the divisor (Python's `%`)."),
-    ("prim.max", "The larger of two integers."),
+    (ADD, "Adds two integers."),
+    (SUB, "Subtracts two integers."),
+    (MUL, "Multiplies two integers."),
+    (FLOORDIV, "Divides two integers, rounding toward negative infinity (Python's `//`)."),
+    (MOD, "Remainder with the sign of the divisor (Python's `%`)."),
+    (MAX, "The larger of two integers."),
 ];
 
 /// SymInt comparisons producing `i1`.
 pub const SYMINT_COMPARE: [(&str, &str); 6] = [
-    ("prim.eq", "Whether two integers are equal."),
-    ("prim.ne", "Whether two integers differ."),
-    ("prim.lt", "Whether the first integer is less than the second."),
-    ("prim.le", "Whether the first integer is at most the second."),
-    ("prim.gt", "Whether the first integer is greater than the second."),
-    ("prim.ge", "Whether the first integer is at least the second."),
+    (EQ, "Whether two integers are equal."),
+    (NE, "Whether two integers differ."),
+    (LT, "Whether the first integer is less than the second."),
+    (LE, "Whether the first integer is at most the second."),
+    (GT, "Whether the first integer is greater than the second."),
+    (GE, "Whether the first integer is at least the second."),
 ];
 
 /// Every prim op definition.
@@ -141,7 +153,7 @@ pub fn definitions() -> Vec<OpDef> {
                 .verifier(verify::symint_compare),
         );
     }
-    for name in ["prim.add", "prim.mul", "prim.max", "prim.eq", "prim.ne"] {
+    for name in [ADD, MUL, MAX, EQ, NE] {
         if let Some(d) = defs.iter_mut().find(|d| d.name == name) {
             d.traits = d.traits | Traits::COMMUTATIVE;
         }

@@ -543,24 +543,24 @@ fn scalar_overload(
 /// `torch.sym_max`), as torch.export records them.
 pub(crate) fn symint_op(target: &str) -> Option<&'static str> {
     if target == "torch.sym_max" {
-        return Some("prim.max");
+        return Some(dialect_prim::MAX);
     }
     Some(
         match target
             .strip_prefix("_operator.")
             .or_else(|| target.strip_prefix("operator."))?
         {
-            "add" => "prim.add",
-            "sub" => "prim.sub",
-            "mul" => "prim.mul",
-            "floordiv" => "prim.floordiv",
-            "mod" => "prim.mod",
-            "eq" => "prim.eq",
-            "ne" => "prim.ne",
-            "lt" => "prim.lt",
-            "le" => "prim.le",
-            "gt" => "prim.gt",
-            "ge" => "prim.ge",
+            "add" => dialect_prim::ADD,
+            "sub" => dialect_prim::SUB,
+            "mul" => dialect_prim::MUL,
+            "floordiv" => dialect_prim::FLOORDIV,
+            "mod" => dialect_prim::MOD,
+            "eq" => dialect_prim::EQ,
+            "ne" => dialect_prim::NE,
+            "lt" => dialect_prim::LT,
+            "le" => dialect_prim::LE,
+            "gt" => dialect_prim::GT,
+            "ge" => dialect_prim::GE,
             _ => return None,
         },
     )

@@ -494,7 +494,7 @@ impl<'a> Lin<'a> {
         let schema = def.and_then(|d| d.schema.clone());
         let kname = kernel_name(&name);
         let Some(f) = self.registry.get(&kname) else {
-            if schema.is_some() || kname.starts_with("aten.") {
+            if schema.is_some() || ir::dialect_namespace(kname) == dialect_aten::DIALECT {
                 self.missing.push(MissingKernel { op: name.to_string(), loc: loc_string(&loc) });
                 // Keep compiling so every missing kernel is reported at once.
                 return Ok(Some(Instr {
@@ -738,7 +738,7 @@ impl<'a> Lin<'a> {
                 } else if !m.regions(u.op).is_empty() {
                     written = true;
                     Vec::new()
-                } else if name.starts_with("prim.") {
+                } else if ir::dialect_namespace(name) == dialect_prim::DIALECT {
                     results.to_vec()
                 } else {
                     match self.ctx.op_def(name).and_then(|d| d.schema.as_deref()) {
@@ -828,18 +828,18 @@ fn list_kind(ty: Option<&Type>) -> ListKind {
 
 fn sym_op(name: &str) -> Option<SymOp> {
     Some(match name {
-        "prim.add" => SymOp::Add,
-        "prim.sub" => SymOp::Sub,
-        "prim.mul" => SymOp::Mul,
-        "prim.floordiv" => SymOp::FloorDiv,
-        "prim.mod" => SymOp::Mod,
-        "prim.max" => SymOp::Max,
-        "prim.eq" => SymOp::Eq,
-        "prim.ne" => SymOp::Ne,
-        "prim.lt" => SymOp::Lt,
-        "prim.le" => SymOp::Le,
-        "prim.gt" => SymOp::Gt,
-        "prim.ge" => SymOp::Ge,
+        dialect_prim::ADD => SymOp::Add,
+        dialect_prim::SUB => SymOp::Sub,
+        dialect_prim::MUL => SymOp::Mul,
+        dialect_prim::FLOORDIV => SymOp::FloorDiv,
+        dialect_prim::MOD => SymOp::Mod,
+        dialect_prim::MAX => SymOp::Max,
+        dialect_prim::EQ => SymOp::Eq,
+        dialect_prim::NE => SymOp::Ne,
+        dialect_prim::LT => SymOp::Lt,
+        dialect_prim::LE => SymOp::Le,
+        dialect_prim::GT => SymOp::Gt,
+        dialect_prim::GE => SymOp::Ge,
         _ => return None,
     })
 }

@@ -16,7 +16,7 @@ use pass::{AnalysisManager, Pass, PassOptions, PassResult};
 
 /// Ops that stay what they are in an Edge program.
 fn is_structural(name: &str) -> bool {
-    name.starts_with("prim.") || name.starts_with("func.") || name.starts_with("builtin.") || name.starts_with("backend.")
+    [dialect_prim::DIALECT, ir::builtin::FUNC_DIALECT, ir::builtin::DIALECT, dialect_backend::DIALECT].contains(&ir::dialect_namespace(name))
 }
 
 /// Whether an op computes no tensor: scalar and SymInt arithmetic and queries of TorchScript
@@ -128,7 +128,7 @@ fn make_promotion_explicit(ctx: &Context, m: &mut Module, op: OpId, target: &str
     let err = |m: &Module, e: String| Diagnostic::error(m.loc(op).clone(), format!("'{}' op {e}", m.op_name(op)));
     // The operands to unify: (operand index, dtype) of each non-mask tensor argument.
     let (tensors, compute) = {
-        let a = Args::bind(m, op, &schema).map_err(|e| err(m, e))?;
+        let a = Args::bind(ctx, m, op, &schema).map_err(|e| err(m, e))?;
         let mut tensors: Vec<(usize, DType)> = Vec::new();
         let mut pargs = Vec::new();
         for (i, arg) in schema.args.iter().enumerate() {
@@ -221,7 +221,7 @@ pub fn verify_edge(ctx: &Context, m: &Module, root: OpId) -> Result<(), Diagnost
     ir::verify_op(ctx, m, root)?;
     let mut missing = None;
     m.walk(root, WalkOrder::PreOrder, &mut |o| {
-        if missing.is_none() && m.op_name(o).starts_with("prim.") {
+        if missing.is_none() && ir::dialect_namespace(m.op_name(o)) == dialect_prim::DIALECT {
             for &r in m.results(o) {
                 if let TypeKind::Tensor(t) = m.value_type(r).kind() {
                     if t.dtype.is_none() {

@@ -3,7 +3,7 @@
 use dialect_aten::op;
 use dialect_aten::infer::{Args, Ranges, infer_op_with, refine};
 use ir::schema::SchemaType;
-use ir::{Attribute, Context, DType, Dim, InsertPoint, Location, Module, OpId, OperationState, TensorType, Type, ValueId};
+use ir::{Attribute, Context, DType, Dim, InsertPoint, Location, Module, OpId, OpRef, OperationState, TensorType, Type, ValueId};
 
 /// One argument of an op being built, in schema order.
 #[derive(Clone, Debug)]
@@ -69,7 +69,7 @@ impl<'a> OpBuilder<'a> {
             .op_def(self.m.op_name(op))
             .and_then(|d| d.schema.clone())
             .ok_or_else(|| format!("'{}' has no schema", self.m.op_name(op)))?;
-        let a = Args::bind(self.m, op, &schema)?;
+        let a = Args::bind(self.ctx, self.m, op, &schema)?;
         Ok(f(&a))
     }
 
@@ -196,29 +196,61 @@ impl<'a> OpBuilder<'a> {
     }
 }
 
+/// Views that keep their input's layout (a squeezed permute is still strided).
+const LAYOUT_KEEPING_VIEWS: &[OpRef] = &[op::SQUEEZE, op::UNSQUEEZE, op::VIEW, op::ALIAS, op::DETACH, op::_UNSAFE_VIEW];
+
+/// Views whose result may be strided however their input is laid out.
+const STRIDED_VIEWS: &[OpRef] = &[
+    op::PERMUTE,
+    op::TRANSPOSE_INT,
+    op::T,
+    op::EXPAND,
+    op::SLICE_TENSOR,
+    op::SELECT_INT,
+    op::AS_STRIDED,
+    op::DIAGONAL,
+    op::NARROW,
+    op::SPLIT_TENSOR,
+    op::SPLIT_WITH_SIZES,
+    op::CHUNK,
+    op::UNBIND_INT,
+    op::MOVEDIM_INT,
+    op::SWAPAXES,
+    op::NUMPY_T,
+    op::MT,
+    op::EXPAND_AS,
+    op::UNFOLD,
+];
+
+/// Whether the op `name` (or the ATen op it mirrors) is a view of [`LAYOUT_KEEPING_VIEWS`]
+/// (`Some(true)`) or of [`STRIDED_VIEWS`] (`Some(false)`), any overload of them.
+fn view_layout(ctx: &Context, name: &str) -> Option<bool> {
+    static MAP: std::sync::OnceLock<std::collections::HashMap<&'static str, bool>> = std::sync::OnceLock::new();
+    let map = MAP.get_or_init(|| {
+        let keeping = dialect_aten::family::members(LAYOUT_KEEPING_VIEWS).into_iter().map(|o| (o.name(), true));
+        let strided = dialect_aten::family::members(STRIDED_VIEWS).into_iter().map(|o| (o.name(), false));
+        keeping.chain(strided).collect()
+    });
+    map.get(ctx.mirrored(name)).copied()
+}
+
 /// Whether a value is known to be laid out contiguously (so `view` applies to it directly).
-pub fn is_contiguous_producer(m: &Module, v: ValueId) -> bool {
+pub fn is_contiguous_producer(ctx: &Context, m: &Module, v: ValueId) -> bool {
     match m.defining_op(v) {
         // A function's arguments are taken to be contiguous; a value carried around a loop (an
         // argument of its body) may be a view.
-        None => m.value_block(v).and_then(|b| m.block_parent_op(b)).is_none_or(|o| m.op_name(o) == "func.func"),
+        None => m.value_block(v).and_then(|b| m.block_parent_op(b)).is_none_or(|o| m.op_name(o) == ir::builtin::FUNC),
         Some(d) => {
             let name = m.op_name(d);
             // Control flow returns whatever its regions yield, views included.
-            if matches!(name, "prim.If" | "prim.Loop") {
+            if matches!(name, dialect_prim::IF | dialect_prim::LOOP) {
                 return false;
             }
-            let base = name.split('.').nth(1).unwrap_or("");
-            // Views that keep their input's layout (a squeezed permute is still strided).
-            if matches!(base, "squeeze" | "unsqueeze" | "view" | "alias" | "detach" | "_unsafe_view") {
-                return m.operands(d).first().is_none_or(|&x| is_contiguous_producer(m, x));
+            match view_layout(ctx, name) {
+                Some(true) => m.operands(d).first().is_none_or(|&x| is_contiguous_producer(ctx, m, x)),
+                Some(false) => false,
+                None => name != dialect_prim::LIST_UNPACK,
             }
-            !matches!(
-                base,
-                "permute" | "transpose" | "t" | "expand" | "slice" | "select" | "as_strided" | "diagonal" | "narrow"
-                    | "split" | "split_with_sizes" | "chunk" | "unbind" | "movedim" | "swapaxes" | "numpy_T" | "mT"
-                    | "expand_as" | "unfold"
-            ) && !name.starts_with("prim.ListUnpack")
         }
     }
 }

@@ -107,7 +107,7 @@ impl Propagator<'_> {
     }
 
     fn refine_results(&mut self, m: &mut Module, op: OpId, types: &[Type]) -> Result<(), Diagnostic> {
-        let structural = m.op_name(op).starts_with("prim.");
+        let structural = ir::dialect_namespace(m.op_name(op)) == dialect_prim::DIALECT;
         for (&r, t) in m.results(op).to_vec().iter().zip(types) {
             let old = m.value_type(r).clone();
             if !self.refinable(m, r) {

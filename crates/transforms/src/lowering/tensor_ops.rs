@@ -35,7 +35,7 @@ pub(super) fn swap_last(b: &mut OpBuilder, x: ValueId) -> Result<ValueId, String
 
 /// `view`, cloning first when `x` may not be contiguous.
 pub(super) fn view(b: &mut OpBuilder, x: ValueId, sizes: &[Size]) -> Result<ValueId, String> {
-    let x = if is_contiguous_producer(b.module(), x) { x } else { b.call(op::CLONE, &[x.into(), Arg::A(Attribute::Int(0))])? };
+    let x = if is_contiguous_producer(b.ctx, b.module(), x) { x } else { b.call(op::CLONE, &[x.into(), Arg::A(Attribute::Int(0))])? };
     let s = b.sizes(sizes)?;
     b.call(op::VIEW, &[x.into(), s])
 }
@@ -75,7 +75,7 @@ pub(super) fn transpose(b: &mut OpBuilder, op: OpId) -> DecompResult {
 pub(super) fn reshape(b: &mut OpBuilder, op: OpId) -> DecompResult {
     let x = input(b, op, "self")?;
     let (attr, val) = b.with_args(op, |a| (a.constant("shape"), a.value("shape")))?;
-    let x = if is_contiguous_producer(b.module(), x) { x } else { b.call(op::CLONE, &[x.into(), Arg::A(Attribute::Int(0))])? };
+    let x = if is_contiguous_producer(b.ctx, b.module(), x) { x } else { b.call(op::CLONE, &[x.into(), Arg::A(Attribute::Int(0))])? };
     let s = match (attr, val) {
         (_, Some(v)) if !matches!(b.module().value_type(v).kind(), TypeKind::None) => Arg::V(v),
         (Some(a), _) => Arg::A(a),

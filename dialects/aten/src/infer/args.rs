@@ -5,6 +5,7 @@ use super::*;
 
 /// The arguments of one op, by schema name.
 pub struct Args<'a> {
+    pub ctx: &'a Context,
     pub m: &'a Module,
     pub op: OpId,
     pub schema: &'a FunctionSchema,
@@ -39,9 +40,10 @@ impl ScalarVal {
 
 impl<'a> Args<'a> {
     /// Binds the op's operands and attributes to `schema`.
-    pub fn bind(m: &'a Module, op: OpId, schema: &'a FunctionSchema) -> Result<Args<'a>, String> {
+    pub fn bind(ctx: &'a Context, m: &'a Module, op: OpId, schema: &'a FunctionSchema) -> Result<Args<'a>, String> {
         let binding = bind_args(schema, m, op).map_err(|e| e.to_string())?;
         Ok(Args {
+            ctx,
             m,
             op,
             schema,
@@ -178,7 +180,7 @@ impl<'a> Args<'a> {
                     };
                 }
                 match self.m.value_type(v).kind() {
-                    TypeKind::Int => Some(vec![int_dim(self.m, v)]),
+                    TypeKind::Int => Some(vec![int_dim(self.ctx, self.m, v)]),
                     TypeKind::List(_) => {
                         let def = self.m.defining_op(v)?;
                         if self.m.op_name(def) != dialect_prim::LIST_CONSTRUCT {
@@ -188,7 +190,7 @@ impl<'a> Args<'a> {
                             self.m
                                 .operands(def)
                                 .iter()
-                                .map(|&e| int_dim(self.m, e))
+                                .map(|&e| int_dim(self.ctx, self.m, e))
                                 .collect(),
                         )
                     }
@@ -228,11 +230,11 @@ pub fn constant_of(m: &Module, v: ValueId) -> Option<Attribute> {
 }
 
 /// The size an `i64` value stands for: a constant, a traced `sym_size`, or SymInt arithmetic.
-pub fn int_dim(m: &Module, v: ValueId) -> Dim {
-    int_dim_depth(m, v, 0)
+pub fn int_dim(ctx: &Context, m: &Module, v: ValueId) -> Dim {
+    int_dim_depth(ctx, m, v, 0)
 }
 
-pub(super) fn int_dim_depth(m: &Module, v: ValueId, depth: usize) -> Dim {
+pub(super) fn int_dim_depth(ctx: &Context, m: &Module, v: ValueId, depth: usize) -> Dim {
     if depth > 16 {
         return Dim::Unknown;
     }
@@ -243,8 +245,9 @@ pub(super) fn int_dim_depth(m: &Module, v: ValueId, depth: usize) -> Dim {
         return Dim::Unknown;
     };
     let ops = m.operands(def);
-    match m.op_name(def) {
-        "aten.sym_size.int" | "edge.sym_size.int" => {
+    // An Edge op reads as the ATen op it mirrors.
+    match ctx.mirrored(m.op_name(def)) {
+        n if crate::op::SYM_SIZE_INT.is(n) => {
             let Some(t) = ops.first().and_then(|&t| m.value_type(t).as_tensor()) else {
                 return Dim::Unknown;
             };
@@ -259,17 +262,17 @@ pub(super) fn int_dim_depth(m: &Module, v: ValueId, depth: usize) -> Dim {
                 _ => Dim::Unknown,
             }
         }
-        "prim.mul" if ops.len() == 2 => dim_mul(
-            &int_dim_depth(m, ops[0], depth + 1),
-            &int_dim_depth(m, ops[1], depth + 1),
+        dialect_prim::MUL if ops.len() == 2 => dim_mul(
+            &int_dim_depth(ctx, m, ops[0], depth + 1),
+            &int_dim_depth(ctx, m, ops[1], depth + 1),
         ),
-        "prim.add" if ops.len() == 2 => dim_add(
-            &int_dim_depth(m, ops[0], depth + 1),
-            &int_dim_depth(m, ops[1], depth + 1),
+        dialect_prim::ADD if ops.len() == 2 => dim_add(
+            &int_dim_depth(ctx, m, ops[0], depth + 1),
+            &int_dim_depth(ctx, m, ops[1], depth + 1),
         ),
-        "prim.floordiv" if ops.len() == 2 => dim_div_exact(
-            &int_dim_depth(m, ops[0], depth + 1),
-            &int_dim_depth(m, ops[1], depth + 1),
+        dialect_prim::FLOORDIV if ops.len() == 2 => dim_div_exact(
+            &int_dim_depth(ctx, m, ops[0], depth + 1),
+            &int_dim_depth(ctx, m, ops[1], depth + 1),
         )
         .unwrap_or(Dim::Unknown),
         _ => Dim::Unknown,

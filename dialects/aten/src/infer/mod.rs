@@ -68,7 +68,7 @@ impl ShapeInference {
         match self {
             ShapeInference::FloatUnary => {
                 let s = match ctx.op_def(m.op_name(op)).and_then(|d| d.schema.clone()) {
-                    Some(schema) => self_or(&Args::bind(m, op, &schema)?),
+                    Some(schema) => self_or(&Args::bind(ctx, m, op, &schema)?),
                     None => m
                         .operands(op)
                         .first()
@@ -108,7 +108,7 @@ pub fn infer_op_with(
     let (Some(this), Some(head)) = (crate::op::by_name(name), head_of(name)) else {
         return Ok(None);
     };
-    let a = Args::bind(m, op, &schema)?;
+    let a = Args::bind(ctx, m, op, &schema)?;
     infer_key(this, head, &a, r)
 }
 
