@@ -9,6 +9,7 @@
 use crate::infer::ShapeInference;
 use crate::op;
 use ir::{Context, OpRef};
+use std::collections::HashMap;
 
 /// Unary ops computed in floating point: the result has the operand's shape and its dtype
 /// when floating, the default float dtype otherwise (`exp`, `sigmoid`, `gelu`, …).
@@ -49,22 +50,26 @@ pub const FLOAT_UNARY: &[OpRef] = &[
 /// Every op of the data file that is `family`'s member or one of its variants (another
 /// overload, the in-place or the out= form).
 pub fn members(family: &[OpRef]) -> Vec<OpRef> {
+    member_heads(family).into_iter().map(|(m, _)| m).collect()
+}
+
+/// Every op of the data file that is a member of the family of one of `heads` ([`members`]),
+/// with that head, in the data file's order; found in one pass however many heads are given
+/// (a later head of the same base name wins).
+pub fn member_heads(heads: &[OpRef]) -> Vec<(OpRef, OpRef)> {
     let schemas = crate::schemas();
     let names: Vec<String> = schemas.iter().map(|s| s.op_name()).collect();
-    let bases: Vec<&str> = family
-        .iter()
-        .filter_map(|o| {
-            names
-                .iter()
-                .position(|n| o.is(n))
-                .map(|i| schemas[i].name.as_str())
-        })
-        .collect();
+    let index: HashMap<&str, usize> = names.iter().enumerate().map(|(i, n)| (n.as_str(), i)).collect();
+    let mut head_of_base: HashMap<&str, OpRef> = HashMap::new();
+    for &h in heads {
+        if let Some(&i) = index.get(h.name()) {
+            head_of_base.insert(schemas[i].name.as_str(), h);
+        }
+    }
     schemas
         .iter()
         .zip(&names)
-        .filter(|(s, _)| bases.contains(&s.name.trim_end_matches('_')))
-        .filter_map(|(_, n)| op::by_name(n))
+        .filter_map(|(s, n)| Some((op::by_name(n)?, *head_of_base.get(s.name.trim_end_matches('_'))?)))
         .collect()
 }
 

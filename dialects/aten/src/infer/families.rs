@@ -383,15 +383,8 @@ pub(super) const HEADS: &[OpRef] = &[
 pub(super) fn head_of(name: &str) -> Option<OpRef> {
     static MAP: std::sync::OnceLock<std::collections::HashMap<&'static str, OpRef>> = std::sync::OnceLock::new();
     MAP.get_or_init(|| {
-        let mut map = std::collections::HashMap::new();
-        for list in [HEADS, SAME_UNARY, BOOL_UNARY, COMPARE, BINARY] {
-            for &h in list {
-                for m in crate::family::members(&[h]) {
-                    map.insert(m.name(), h);
-                }
-            }
-        }
-        map
+        let heads: Vec<OpRef> = [HEADS, SAME_UNARY, BOOL_UNARY, COMPARE, BINARY].concat();
+        crate::family::member_heads(&heads).into_iter().map(|(m, h)| (m.name(), h)).collect()
     })
     .get(name)
     .copied()
