@@ -119,21 +119,24 @@ pub fn read_meta(io: &Path) -> Result<Meta, String> {
         calls: v["calls"].as_u64().map(|c| c as usize),
         scalar_calls: Vec::new(),
     };
+    // TorchScript archive fixtures give each non-tensor argument as `inputs[K] = {"value": …}`.
+    if let Some(inputs) = v["inputs"].as_array() {
+        let mut map = HashMap::new();
+        for (pos, input) in inputs.iter().enumerate() {
+            let Some(val) = input.get("value") else { continue };
+            map.insert(pos, json_scalar(val).ok_or_else(|| format!("{}: unsupported input value {val}", meta_path.display()))?);
+        }
+        if !map.is_empty() {
+            m.scalar_calls.push(map);
+        }
+    }
     if let Some(calls) = v["calls"].as_array() {
         for c in calls {
             let mut map = HashMap::new();
             if let Some(obj) = c["scalar_inputs"].as_object() {
                 for (k, val) in obj {
                     let Ok(pos) = k.parse::<usize>() else { continue };
-                    let iv = if let Some(b) = val.as_bool() {
-                        IValue::Bool(b)
-                    } else if let Some(i) = val.as_i64() {
-                        IValue::Int(i)
-                    } else if let Some(f) = val.as_f64() {
-                        IValue::Float(f)
-                    } else {
-                        return Err(format!("{}: unsupported scalar input {val}", meta_path.display()));
-                    };
+                    let iv = json_scalar(val).ok_or_else(|| format!("{}: unsupported scalar input {val}", meta_path.display()))?;
                     map.insert(pos, iv);
                 }
             }
@@ -141,6 +144,66 @@ pub fn read_meta(io: &Path) -> Result<Meta, String> {
         }
     }
     Ok(m)
+}
+
+/// A JSON scalar as a program input: a bool, int, float, string or `null` (None).
+fn json_scalar(val: &serde_json::Value) -> Option<IValue> {
+    Some(if let Some(b) = val.as_bool() {
+        IValue::Bool(b)
+    } else if let Some(i) = val.as_i64() {
+        IValue::Int(i)
+    } else if let Some(f) = val.as_f64() {
+        IValue::Float(f)
+    } else if let Some(s) = val.as_str() {
+        IValue::Str(s.into())
+    } else if val.is_null() {
+        IValue::None
+    } else {
+        return None;
+    })
+}
+
+/// Gives each user input of `@forward` whose tensor type is fully unknown (TorchScript programs
+/// declare only `Tensor`) the dtype and shape of the tensor passed for it (`in.N` or
+/// `callK.in.N` of `io`), so that shape propagation, and the decompositions that need ranks,
+/// see them. The program is then specialised to those inputs, as a profiled TorchScript graph is.
+pub fn specialize_inputs(m: &mut ir::Module, io: &[(String, Tensor)], call: usize) {
+    let Some(func) = m.function("forward") else { return };
+    let Some((mut inputs, results)) = ir::builtin::function_signature(m, func) else { return };
+    let attrs = match m.attr(func, ir::builtin::ARG_ATTRS) {
+        Some(ir::Attribute::Array(a)) => a.to_vec(),
+        _ => Vec::new(),
+    };
+    let Some(entry) = m.regions(func).first().and_then(|&r| m.entry_block(r)) else { return };
+    let args = m.block_args(entry).to_vec();
+    let mut user = 0;
+    let mut changed = false;
+    for (i, &arg) in args.iter().enumerate() {
+        let is_user = match attrs.get(i) {
+            Some(ir::Attribute::Dict(d)) => d.iter().any(|(k, _)| &**k == "prim.input"),
+            _ => true,
+        };
+        if !is_user {
+            continue;
+        }
+        let pos = user;
+        user += 1;
+        let unknown = m.value_type(arg).as_tensor().is_some_and(|t| t.dtype.is_none() && t.shape.is_none());
+        if !unknown {
+            continue;
+        }
+        let Some((_, t)) = io.iter().find(|(k, _)| *k == format!("in.{pos}") || *k == format!("call{call}.in.{pos}")) else { continue };
+        let dims: Vec<i64> = t.sizes().iter().map(|&d| d as i64).collect();
+        let ty = ir::Type::tensor(t.dtype(), &dims);
+        m.set_value_type(arg, ty.clone());
+        if let Some(slot) = inputs.get_mut(i) {
+            *slot = ty;
+        }
+        changed = true;
+    }
+    if changed {
+        m.set_attr(func, ir::builtin::FUNCTION_TYPE, ir::Attribute::Type(ir::Type::function(inputs, results)));
+    }
 }
 
 /// The key prefix of call `call`'s expected outputs in an io file: `out.` for the first call of

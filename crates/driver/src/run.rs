@@ -30,7 +30,7 @@ pub struct RunArgs {
     /// Which call of a TorchScript fixture to run (its `callK.*` tensors and scalar inputs).
     #[arg(long, default_value_t = 0)]
     pub call: usize,
-    /// A non-tensor input by position: `--scalar 1=5 --scalar 2=0.5`.
+    /// A non-tensor input by position: `--scalar 1=5 --scalar 2=0.5 --scalar 3=None`.
     #[arg(long, value_name = "POS=VALUE")]
     pub scalar: Vec<String>,
     /// Sizes of generated inputs' symbolic dimensions: `--dim s0=1024` (default: the range minimum, at least 2).
@@ -181,6 +181,11 @@ fn run(opts: &RunArgs, stdout: &mut dyn Write, stderr: &mut dyn Write) -> Result
     let t0 = Instant::now();
     let mut program = import::import_file(&ctx, &opts.program, format).map_err(|e| e.to_string())?;
     let import_time = t0.elapsed();
+    let io_inputs = match &opts.inputs {
+        Some(p) => runtime::io::load_safetensors(p).map_err(|e| format!("{}: {e}", p.display()))?,
+        None => Vec::new(),
+    };
+    fixture::specialize_inputs(&mut program.module, &io_inputs, opts.call);
     let t_lower = Instant::now();
     match pipeline_of(opts) {
         Some(p) => {
@@ -214,10 +219,6 @@ fn run(opts: &RunArgs, stdout: &mut dyn Write, stderr: &mut dyn Write) -> Result
     let meta = match (&opts.compare, &opts.inputs) {
         (Some(p), _) | (None, Some(p)) => fixture::read_meta(p)?,
         _ => fixture::Meta::default(),
-    };
-    let io_inputs = match &opts.inputs {
-        Some(p) => runtime::io::load_safetensors(p).map_err(|e| format!("{}: {e}", p.display()))?,
-        None => Vec::new(),
     };
     let inputs = build_inputs(opts, &compiled, &io_inputs, &meta)?;
 
@@ -347,6 +348,7 @@ fn build_inputs(opts: &RunArgs, compiled: &runtime::CompiledProgram, io: &[(Stri
         let val = match v {
             "true" | "True" => IValue::Bool(true),
             "false" | "False" => IValue::Bool(false),
+            "None" | "none" => IValue::None,
             _ => match v.parse::<i64>() {
                 Ok(i) => IValue::Int(i),
                 Err(_) => IValue::Float(v.parse().map_err(|_| format!("--scalar value '{v}' is not a number or bool"))?),
@@ -375,6 +377,10 @@ fn build_inputs(opts: &RunArgs, compiled: &runtime::CompiledProgram, io: &[(Stri
             .map(|(_, t)| t.clone());
         if let Some(t) = from_io {
             out.push(IValue::Tensor(t));
+            continue;
+        }
+        if let Some(v) = scalars.get(&pos) {
+            out.push(v.clone());
             continue;
         }
         match info.ty.kind() {

@@ -176,6 +176,18 @@ pub enum ImportError {
         entry: String,
         message: String,
     },
+    /// An error in an archive's TorchScript source (`code/…py`), at a line and column, with
+    /// the source line and a caret, and the original Python location where the archive's
+    /// debug table maps it.
+    #[error("{}: {entry}:{line}:{col}: error: {message}\n{excerpt}", path.display())]
+    TorchScriptSource {
+        path: PathBuf,
+        entry: String,
+        line: usize,
+        col: usize,
+        message: String,
+        excerpt: String,
+    },
     #[error("{}: cannot tell the input format from the file name; name one ({})", path.display(), crate::Format::NAMES)]
     UnknownFormat { path: PathBuf },
 

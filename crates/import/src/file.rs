@@ -14,6 +14,8 @@ pub enum Format {
     Fx,
     /// TorchScript IR text (`.graph.txt`, `.ts`).
     TorchScript,
+    /// A `torch.jit.save` archive (`.pt`): its code compiled by the TorchScript frontend.
+    TorchScriptArchive,
     /// This project's program archive (`.dar`).
     Archive,
     /// Text IR (`.ir`, `.mlir`); the program has no weights.
@@ -22,14 +24,15 @@ pub enum Format {
 
 impl Format {
     /// The names [`Format::from_name`] accepts, for messages.
-    pub const NAMES: &'static str = "pt2, fx, torchscript, archive, ir";
+    pub const NAMES: &'static str = "pt2, fx, torchscript, pt, archive, ir";
 
-    /// The format called `name` (`pt2`, `fx`, `torchscript`, `archive`, `ir`).
+    /// The format called `name` (`pt2`, `fx`, `torchscript`, `pt`, `archive`, `ir`).
     pub fn from_name(name: &str) -> Option<Format> {
         Some(match name {
             "pt2" => Format::Pt2,
             "fx" => Format::Fx,
             "torchscript" | "ts" => Format::TorchScript,
+            "pt" | "jit" => Format::TorchScriptArchive,
             "archive" | "dar" => Format::Archive,
             "ir" | "mlir" => Format::Ir,
             _ => return None,
@@ -46,6 +49,8 @@ impl Format {
             Format::Fx
         } else if ends(".graph.txt") || ends(".ts") {
             Format::TorchScript
+        } else if ends(".pt") || ends(".pth") {
+            Format::TorchScriptArchive
         } else if ends(".dar") {
             Format::Archive
         } else if ends(".ir") || ends(".mlir") {
@@ -78,6 +83,10 @@ pub fn import_file(
             crate::convert::pt2::import(ctx, Arc::new(archive))
         }
         Format::Archive => crate::archive::load(ctx, path),
+        Format::TorchScriptArchive => {
+            let archive = crate::torchscript_pt::load(path)?;
+            crate::torchscript_pt::compile::compile(ctx, &archive)
+        }
         Format::Fx | Format::TorchScript | Format::Ir => {
             let text = std::fs::read_to_string(path).map_err(|source| ImportError::Io {
                 path: path.to_path_buf(),
@@ -101,6 +110,10 @@ pub fn import_bytes(
         Format::Pt2 => {
             let archive = crate::pt2::Pt2Archive::from_bytes(name, bytes)?;
             crate::convert::pt2::import(ctx, Arc::new(archive))
+        }
+        Format::TorchScriptArchive => {
+            let archive = crate::torchscript_pt::TorchScriptArchive::from_bytes(name, bytes)?;
+            crate::torchscript_pt::compile::compile(ctx, &archive)
         }
         Format::Archive => Err(ImportError::UnsupportedInMemory {
             path: name.to_path_buf(),

@@ -74,6 +74,8 @@ pub(crate) enum Source {
     Mapped { map: Arc<Mmap>, range: Range<usize> },
     /// Bytes held in memory (built by tools and tests).
     Owned(Arc<[u8]>),
+    /// A byte range of a zip archive's bytes (a TorchScript archive's storage).
+    Shared { bytes: crate::mapped::MapBytes, range: Range<usize> },
 }
 
 /// One parameter, buffer or constant: a strided view of a little-endian storage.
@@ -179,6 +181,7 @@ impl Weight {
             Source::Pt2 { archive, name } => archive.weight_bytes(name),
             Source::Mapped { map, range } => Ok(&map[range.clone()]),
             Source::Owned(bytes) => Ok(bytes),
+            Source::Shared { bytes, range } => Ok(&bytes.as_ref()[range.clone()]),
         }
     }
 

@@ -34,7 +34,8 @@ pub fn is_metadata_attr(name: &str) -> bool {
     name.contains('.') || name.starts_with('_')
 }
 
-/// Binds each schema argument to an operand or a constant.
+/// Binds each schema argument to an operand or a constant; a vararg schema (`format(str
+/// self, ...)`) binds its remaining operands after the named arguments.
 pub fn bind_args(
     schema: &FunctionSchema,
     m: &Module,
@@ -69,6 +70,11 @@ pub fn bind_args(
             };
             out.push(ArgSource::Const(c));
         }
+    }
+    if schema.is_vararg {
+        // The operands past the named arguments are the `...` arguments, in order.
+        out.extend((next..n_operands).map(ArgSource::Operand));
+        next = n_operands;
     }
     if next < n_operands {
         return Err(BindError::TooManyOperands {

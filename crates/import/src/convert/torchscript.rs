@@ -104,7 +104,7 @@ fn ts_dtype(name: &str) -> Option<DType> {
 
 /// How well a value of IR type `t` fits schema type `s`: `None` when it does not, else a cost
 /// (0 for an exact match).
-fn match_cost(s: &SchemaType, t: &Type) -> Option<u32> {
+pub(crate) fn match_cost(s: &SchemaType, t: &Type) -> Option<u32> {
     use SchemaType as S;
     if !dialect_aten::signature::value_matches(s, t) {
         return None;

@@ -28,7 +28,7 @@ pub(super) struct Token {
 }
 
 /// Maps byte offsets to 1-based line and column.
-pub(super) struct Lines<'a> {
+pub(crate) struct Lines<'a> {
     text: &'a str,
     starts: Vec<usize>,
 }
@@ -172,7 +172,7 @@ fn number_end(bytes: &[u8], mut i: usize) -> usize {
 }
 
 /// A quoted string starting at `start`; returns its value and the offset after it.
-fn string(text: &str, start: usize) -> Option<(String, usize)> {
+pub(crate) fn string(text: &str, start: usize) -> Option<(String, usize)> {
     let quote = text[start..].chars().next()?;
     let mut out = String::new();
     let mut chars = text[start + 1..].char_indices();

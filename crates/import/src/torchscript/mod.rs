@@ -13,7 +13,7 @@
 //! ```
 
 mod ast;
-mod lex;
+pub(crate) mod lex;
 mod parse;
 
 pub use ast::{TsAttr, TsBlock, TsGraph, TsLoc, TsNode, TsTensorType, TsType};

@@ -8,6 +8,9 @@
 //! from the sources here; compiling them is the TorchScript frontend's job).
 
 mod archive;
+pub mod compile;
+mod debug;
+pub mod lang;
 pub mod pickle;
 
 use std::collections::{BTreeMap, HashMap};
@@ -228,6 +231,25 @@ impl TorchScriptArchive {
     /// The entry holding `tensor`'s storage.
     pub fn storage_entry(&self, tensor: &Tensor) -> Option<&str> {
         self.storages.get(tensor.storage.index).map(|s| s.entry.as_str())
+    }
+
+    /// `tensor` as a program weight over the archive's bytes (nothing is copied).
+    pub fn weight(&self, tensor: &Tensor) -> Result<crate::Weight, ImportError> {
+        let view = self.tensor_view(tensor)?;
+        let start = view.storage.as_ptr() as usize - self.map.as_ref().as_ptr() as usize;
+        let bad = |what: &str| ImportError::InvalidWeight {
+            path: self.path.clone(),
+            name: tensor.storage.key.clone(),
+            reason: format!("{what} does not fit 64 bits"),
+        };
+        let to_i64 = |v: &[u64]| v.iter().map(|&x| i64::try_from(x).map_err(|_| bad("a size or stride"))).collect::<Result<Vec<_>, _>>();
+        Ok(crate::Weight {
+            dtype: view.dtype,
+            sizes: to_i64(view.sizes)?,
+            strides: to_i64(view.strides)?,
+            storage_offset: i64::try_from(view.offset).map_err(|_| bad("the storage offset"))?,
+            source: crate::program::Source::Shared { bytes: self.map.clone(), range: start..start + view.storage.len() },
+        })
     }
 
     /// The bytes of `tensor`, which must come from this archive.

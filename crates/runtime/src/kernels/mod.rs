@@ -33,6 +33,7 @@ pub mod probe;
 pub mod random;
 pub mod reduce;
 pub mod scalar;
+pub mod script;
 pub mod shape;
 pub mod sort;
 pub mod unary;
@@ -115,6 +116,7 @@ pub fn register_all(r: &mut KernelRegistry) {
     pad::register(r);
     resample::register(r);
     scalar::register(r);
+    script::register(r);
     distance::register(r);
     random::register(r);
     embedding_bag::register(r);

@@ -6,7 +6,7 @@ use super::{Args, KernelRegistry};
 use crate::tensor::{KernelError, Result, Scalar};
 use crate::value::IValue;
 
-fn num(op: &'static str, v: &IValue, i: usize) -> Result<Scalar> {
+pub(super) fn num(op: &'static str, v: &IValue, i: usize) -> Result<Scalar> {
     match v {
         IValue::Int(x) => Ok(Scalar::Int(*x)),
         IValue::Float(x) => Ok(Scalar::Float(*x)),
@@ -15,7 +15,7 @@ fn num(op: &'static str, v: &IValue, i: usize) -> Result<Scalar> {
     }
 }
 
-fn as_f64(s: Scalar) -> f64 {
+pub(super) fn as_f64(s: Scalar) -> f64 {
     match s {
         Scalar::Int(i) => i as f64,
         Scalar::Float(f) => f,
@@ -23,7 +23,7 @@ fn as_f64(s: Scalar) -> f64 {
     }
 }
 
-fn as_i64(s: Scalar) -> Option<i64> {
+pub(super) fn as_i64(s: Scalar) -> Option<i64> {
     match s {
         Scalar::Int(i) => Some(i),
         Scalar::Bool(b) => Some(b as i64),
@@ -32,7 +32,7 @@ fn as_i64(s: Scalar) -> Option<i64> {
 }
 
 /// Python arithmetic: integers stay integers (wrapping, as TorchScript's int64), anything with a float is a float.
-fn arith(op: &'static str, args: &[IValue], fi: fn(i64, i64) -> i64, ff: fn(f64, f64) -> f64) -> Result<Vec<IValue>> {
+pub(super) fn arith(op: &'static str, args: &[IValue], fi: fn(i64, i64) -> i64, ff: fn(f64, f64) -> f64) -> Result<Vec<IValue>> {
     let a = Args::new(op, args, 2)?;
     let (x, y) = (num(op, a.get(0), 0)?, num(op, a.get(1), 1)?);
     Ok(vec![match (as_i64(x), as_i64(y)) {
@@ -42,7 +42,7 @@ fn arith(op: &'static str, args: &[IValue], fi: fn(i64, i64) -> i64, ff: fn(f64,
 }
 
 /// Python comparison of two numbers (ints compared exactly, mixed int/float as floats).
-fn compare(op: &'static str, args: &[IValue], pred: fn(std::cmp::Ordering) -> bool) -> Result<Vec<IValue>> {
+pub(super) fn compare(op: &'static str, args: &[IValue], pred: fn(std::cmp::Ordering) -> bool) -> Result<Vec<IValue>> {
     let a = Args::new(op, args, 2)?;
     if let (IValue::Str(x), IValue::Str(y)) = (a.get(0), a.get(1)) {
         return Ok(vec![IValue::Bool(pred(x.cmp(y)))]);
@@ -86,7 +86,7 @@ fn k_add_str(args: &[IValue]) -> Result<Vec<IValue>> {
 }
 
 /// The elements of a list value, whatever its specialized representation.
-fn list_items(op: &'static str, v: &IValue) -> Result<Vec<IValue>> {
+pub(super) fn list_items(op: &'static str, v: &IValue) -> Result<Vec<IValue>> {
     Ok(match v {
         IValue::List(items) => items.clone(),
         IValue::IntList(xs) => xs.iter().map(|&x| IValue::Int(x)).collect(),

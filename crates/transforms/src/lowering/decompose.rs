@@ -117,6 +117,7 @@ impl DecompositionTable {
             .insert(op::TO_DEVICE, to_dtype)
             .insert(op::LINEAR, linear)
             .insert(op::MATMUL, matmul)
+            .insert(op::_CONVOLUTION, convolution_with_flags)
             .insert(op::CONV1D, conv)
             .insert(op::CONV2D, conv)
             .insert(op::CONV3D, conv)

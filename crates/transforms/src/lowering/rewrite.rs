@@ -62,6 +62,10 @@ impl<'a> OpBuilder<'a> {
         self.m
     }
 
+    pub fn ctx(&self) -> &Context {
+        self.ctx
+    }
+
     /// The arguments of `op` bound to its schema; `f` reads what it needs.
     pub fn with_args<T>(&self, op: OpId, f: impl FnOnce(&Args) -> T) -> Result<T, String> {
         let schema = self
