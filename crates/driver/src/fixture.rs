@@ -164,10 +164,11 @@ fn json_scalar(val: &serde_json::Value) -> Option<IValue> {
 }
 
 /// Gives each user input of `@forward` whose tensor type is fully unknown (TorchScript programs
-/// declare only `Tensor`) the dtype and shape of the tensor passed for it (`in.N` or
+/// declare only `Tensor` or `Tensor?`) the dtype and shape of the tensor passed for it (`in.N` or
 /// `callK.in.N` of `io`), so that shape propagation, and the decompositions that need ranks,
-/// see them. The program is then specialised to those inputs, as a profiled TorchScript graph is.
-pub fn specialize_inputs(m: &mut ir::Module, io: &[(String, Tensor)], call: usize) {
+/// see them; an optional input given None (in `scalars`) becomes None-typed. The program is then
+/// specialised to those inputs, as a profiled TorchScript graph is.
+pub fn specialize_inputs(m: &mut ir::Module, io: &[(String, Tensor)], scalars: Option<&HashMap<usize, IValue>>, call: usize) {
     let Some(func) = m.function("forward") else { return };
     let Some((mut inputs, results)) = ir::builtin::function_signature(m, func) else { return };
     let attrs = match m.attr(func, ir::builtin::ARG_ATTRS) {
@@ -188,8 +189,22 @@ pub fn specialize_inputs(m: &mut ir::Module, io: &[(String, Tensor)], call: usiz
         }
         let pos = user;
         user += 1;
-        let unknown = m.value_type(arg).as_tensor().is_some_and(|t| t.dtype.is_none() && t.shape.is_none());
-        if !unknown {
+        // An optional given None is None.
+        let declared = m.value_type(arg).clone();
+        if matches!(declared.kind(), ir::TypeKind::Optional(_)) && matches!(scalars.and_then(|s| s.get(&pos)), Some(IValue::None)) {
+            m.set_value_type(arg, ir::Type::none());
+            if let Some(slot) = inputs.get_mut(i) {
+                *slot = ir::Type::none();
+            }
+            changed = true;
+            continue;
+        }
+        // A tensor of unknown type, or an optional one (`Tensor?`) that is given a tensor.
+        let tensor = match declared.kind() {
+            ir::TypeKind::Optional(inner) => inner.as_tensor().cloned(),
+            _ => declared.as_tensor().cloned(),
+        };
+        if !tensor.is_some_and(|t| t.dtype.is_none() && t.shape.is_none()) {
             continue;
         }
         let Some((_, t)) = io.iter().find(|(k, _)| *k == format!("in.{pos}") || *k == format!("call{call}.in.{pos}")) else { continue };

@@ -19,7 +19,8 @@ pub const MAX_OPT_LEVEL: u32 = 3;
 ///   the Edge set stay aten ops, which the interpreter runs (or the runtime's composite
 ///   fallback rewrites), so no level fails on a program that runs as imported.
 /// - `1` and up: the same with the optimization passes (`cse`,
-///   `canonicalize`, `constant-pooling`) before and after it, `dce`, `fuse-attention`
+///   `canonicalize`, `constant-pooling`) before and after it (with `inline-if` and
+///   `shape-propagation` before it), `dce`, `fuse-attention`
 ///   (decomposed attention into one `backend.kernel`), `fuse-epilogue` (a linear layer and
 ///   the residual add or activation after it into one `backend.kernel`), `fuse-elementwise`
 ///   (Edge's elementwise ops carry the same traits as their aten counterparts, so groups form
@@ -43,6 +44,10 @@ pub fn pipeline_stages(level: u32) -> (Vec<&'static str>, Vec<&'static str>) {
         passes.push("lower-to-edge{strict=false}");
     } else {
         passes.extend(OPTIMIZATIONS);
+        // A branch whose condition canonicalization made constant (an `is None` the input types
+        // decide) is inlined, and what it yields typed, before Edge needs every dtype.
+        passes.push("inline-if");
+        passes.push("shape-propagation");
         passes.push("lower-to-edge{strict=false}");
         passes.extend(OPTIMIZATIONS);
         after.push("dce");

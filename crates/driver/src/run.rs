@@ -84,6 +84,10 @@ pub struct RunArgs {
     /// Seed of generated inputs.
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
+    /// Print the program as it will be compiled (after the pipeline and input specialisation) on
+    /// standard error
+    #[arg(long)]
+    pub print_ir: bool,
     /// Print the output values in full.
     #[arg(long)]
     pub print_outputs: bool,
@@ -185,7 +189,11 @@ fn run(opts: &RunArgs, stdout: &mut dyn Write, stderr: &mut dyn Write) -> Result
         Some(p) => runtime::io::load_safetensors(p).map_err(|e| format!("{}: {e}", p.display()))?,
         None => Vec::new(),
     };
-    fixture::specialize_inputs(&mut program.module, &io_inputs, opts.call);
+    let meta = match (&opts.compare, &opts.inputs) {
+        (Some(p), _) | (None, Some(p)) => fixture::read_meta(p)?,
+        _ => fixture::Meta::default(),
+    };
+    fixture::specialize_inputs(&mut program.module, &io_inputs, meta.scalar_calls.get(opts.call), opts.call);
     let t_lower = Instant::now();
     match pipeline_of(opts) {
         Some(p) => {
@@ -203,6 +211,9 @@ fn run(opts: &RunArgs, stdout: &mut dyn Write, stderr: &mut dyn Write) -> Result
         None => {}
     }
     let lower_time = t_lower.elapsed();
+    if opts.print_ir {
+        let _ = writeln!(stderr, "{}", ir::print_module(&ctx, &program.module, ir::PrintOptions::default()));
+    }
     let weights = fixture::weights_from_import(&program.weights)?;
     // The JIT is created inside the timed compile: its one-time setup is part of compiling.
     let t1 = Instant::now();
@@ -216,10 +227,6 @@ fn run(opts: &RunArgs, stdout: &mut dyn Write, stderr: &mut dyn Write) -> Result
     let mut rt = compiled.runtime();
 
     // Inputs.
-    let meta = match (&opts.compare, &opts.inputs) {
-        (Some(p), _) | (None, Some(p)) => fixture::read_meta(p)?,
-        _ => fixture::Meta::default(),
-    };
     let inputs = build_inputs(opts, &compiled, &io_inputs, &meta)?;
 
     let calls = opts.calls.or(meta.calls).unwrap_or(1).max(1);

@@ -69,7 +69,7 @@ pub fn member_heads(heads: &[OpRef]) -> Vec<(OpRef, OpRef)> {
     schemas
         .iter()
         .zip(&names)
-        .filter_map(|(s, n)| Some((op::by_name(n)?, *head_of_base.get(s.name.trim_end_matches('_'))?)))
+        .filter_map(|(s, n)| Some((op::by_name(n)?, *head_of_base.get(&*crate::mutation::base_name(&s.name))?)))
         .collect()
 }
 

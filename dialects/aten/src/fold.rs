@@ -1,5 +1,6 @@
-//! Folders of aten ops: TorchScript scalar arithmetic (`aten.add.int`, `aten.lt.float`, …) and
-//! elementwise ops on small constant tensors (`aten.add.Tensor`, `aten.mul.Scalar`, `aten.neg`, …).
+//! Folders of aten ops: TorchScript scalar arithmetic (`aten.add.int`, `aten.lt.float`, …),
+//! `is None` checks the types decide (`aten.__is__`, `aten.__isnot__`), and elementwise ops on
+//! small constant tensors (`aten.add.Tensor`, `aten.mul.Scalar`, `aten.neg`, …).
 //!
 //! A folder gets the constant operands (`None` where not constant) and returns one
 //! [`Folded`] per result. Tensor folds compute in the result's dtype, as ATen does, and only
@@ -43,6 +44,7 @@ pub fn foldable_ops(ctx: &Context) -> Vec<String> {
     let mut names: Vec<String> = TENSOR_BINARY
         .iter()
         .chain(TENSOR_UNARY.iter())
+        .chain([op::__IS__, op::__ISNOT__].iter())
         .map(|o| o.name().to_string())
         .collect();
     for def in ctx.ops() {
@@ -109,6 +111,10 @@ pub fn fold_with_limit(
         })
         .collect();
     let result_ty = m.value_type(m.results(op)[0]).clone();
+    if op::__IS__.is(&name) || op::__ISNOT__.is(&name) {
+        let is = identity_by_type(m, op, &binding)?;
+        return Some(vec![Folded::Const(Attribute::Bool(is == op::__IS__.is(&name)))]);
+    }
     let value = if TENSOR_BINARY.iter().chain(&TENSOR_UNARY).any(|o| o.is(&name)) {
         let TypeKind::Tensor(t) = result_ty.kind() else {
             return None;
@@ -122,6 +128,27 @@ pub fn fold_with_limit(
         return None;
     };
     Some(vec![Folded::Const(value)])
+}
+
+/// `a is b` when the types decide it: two None-typed values are the same None; a None-typed
+/// value is not a value whose type excludes None. Optional and `Any` values are undecided.
+fn identity_by_type(m: &Module, op: OpId, binding: &[ArgSource]) -> Option<bool> {
+    let none = |src: &ArgSource| -> Option<bool> {
+        match src {
+            ArgSource::Const(Attribute::None) => Some(true),
+            ArgSource::Const(_) => Some(false),
+            ArgSource::Operand(i) => match m.value_type(*m.operands(op).get(*i)?).kind() {
+                TypeKind::None => Some(true),
+                TypeKind::Optional(_) | TypeKind::Any => None,
+                _ => Some(false),
+            },
+        }
+    };
+    match (none(binding.first()?)?, none(binding.get(1)?)?) {
+        (true, true) => Some(true),
+        (true, false) | (false, true) => Some(false),
+        (false, false) => None,
+    }
 }
 
 /// A scalar argument as a number: integer or float.

@@ -33,15 +33,24 @@ pub enum CounterpartError {
     Missing(String),
 }
 
+/// An op's name without its in-place marker: `add_` → `add`, `__iand__` → `__and__`; other
+/// names, dunder ones (`__and__`) included, as they are.
+pub fn base_name(name: &str) -> std::borrow::Cow<'_, str> {
+    if let Some(dunder) = name.strip_prefix("__i").and_then(|n| n.strip_suffix("__")) {
+        return format!("__{dunder}__").into();
+    }
+    if name.ends_with("__") {
+        return name.into();
+    }
+    name.trim_end_matches('_').into()
+}
+
 /// The functional counterpart of the mutating op `schema` among the ops of `ctx`.
 pub fn functional_counterpart(ctx: &Context, schema: &FunctionSchema) -> Result<Counterpart, CounterpartError> {
     let written: Vec<usize> = (0..schema.args.len()).filter(|&i| schema.arg_is_written(i)).collect();
     let ns = &schema.namespace;
     if schema.is_inplace() && written == [0] {
-        let base = match schema.name.strip_prefix("__i").and_then(|n| n.strip_suffix("__")) {
-            Some(dunder) => format!("__{dunder}__"),
-            None => schema.name.trim_end_matches('_').to_string(),
-        };
+        let base = base_name(&schema.name);
         let mut name = format!("{ns}.{base}");
         if !schema.overload.is_empty() {
             name.push('.');

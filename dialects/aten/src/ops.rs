@@ -120,7 +120,7 @@ pub fn definition(s: &FunctionSchema) -> OpDef {
     {
         traits = traits | Traits::PURE;
     }
-    if is_elementwise(s.name.trim_end_matches('_')) && s.returns.len() == 1 {
+    if is_elementwise(&crate::mutation::base_name(&s.name)) && s.returns.len() == 1 {
         traits = traits | Traits::ELEMENTWISE;
     }
     if COMMUTATIVE.iter().any(|o| o.is(&name)) {

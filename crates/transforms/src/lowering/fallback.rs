@@ -41,6 +41,15 @@ pub fn needs_fallback(ctx: &Context, m: &Module, root: OpId, table: &Decompositi
     needed
 }
 
+/// Whether some op nested in `root` yields a tensor of unknown rank.
+fn has_unknown_tensor(m: &Module, root: OpId) -> bool {
+    let mut found = false;
+    m.walk(root, WalkOrder::PreOrder, &mut |o| {
+        found = found || m.results(o).iter().any(|&r| m.value_type(r).as_tensor().is_some_and(|t| t.shape.is_none()));
+    });
+    found
+}
+
 fn is_mutating(ctx: &Context, name: &str) -> bool {
     ctx.op_def(name).and_then(|d| d.schema.as_ref()).is_some_and(|s| s.is_mutable())
 }
@@ -54,6 +63,12 @@ pub fn composite_fallback(
     table: &DecompositionTable,
     has_kernel: &dyn Fn(&str) -> bool,
 ) -> Result<FallbackStats, Diagnostic> {
+    // Decompositions read shapes; a program imported without them (TorchScript declares only
+    // `Tensor`) has them inferred first. Inference that fails leaves the types as they were:
+    // the decomposition that needs them then reports which op it could not rewrite.
+    if has_unknown_tensor(m, root) {
+        let _ = super::shape_prop::propagate_shapes(ctx, m, root, false);
+    }
     let ranges = Ranges::of_module(m);
     let mut stats = FallbackStats::default();
     rewrite_to_fixed_point(m, root, |m, op| {

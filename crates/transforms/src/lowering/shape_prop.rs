@@ -172,6 +172,7 @@ impl Propagator<'_> {
             })
             .collect();
         let mut carried = initial;
+        self.seed_empty_lists(m, op, &args, &inits, &free, &saved, &mut carried)?;
         let mut converged = false;
         let refined_before = self.stats.refined;
         for _ in 0..MAX_LOOP_ITERATIONS {
@@ -211,6 +212,54 @@ impl Propagator<'_> {
         }
         let after = body_types(m, op);
         self.stats.refined += saved.iter().zip(&after).filter(|((_, a), (_, b))| a != b).count();
+        Ok(())
+    }
+
+    /// A carried list that starts empty (`prim.ListConstruct` of nothing) takes the element type
+    /// of what one iteration appends to it (`xs = aten.add.t(xs, [x])`, what `xs.append(x)`
+    /// compiles to): an empty list has no element to contradict it. The empty list is retyped to
+    /// match, and the fixed point that follows checks that every iteration agrees.
+    #[allow(clippy::too_many_arguments)]
+    fn seed_empty_lists(
+        &mut self,
+        m: &mut Module,
+        op: OpId,
+        args: &[ValueId],
+        inits: &[ValueId],
+        free: &[bool],
+        saved: &[(ValueId, Type)],
+        carried: &mut [Type],
+    ) -> Result<(), Diagnostic> {
+        let empty = |m: &Module, v: ValueId| {
+            m.defining_op(v).is_some_and(|d| m.op_name(d) == dialect_prim::LIST_CONSTRUCT && m.operands(d).is_empty())
+        };
+        let candidates: Vec<usize> = (0..args.len()).filter(|&k| free[k] && empty(m, inits[k]) && self.refinable(m, inits[k])).collect();
+        if candidates.is_empty() {
+            return Ok(());
+        }
+        restore(m, saved);
+        for (&a, t) in args.iter().zip(carried.iter()) {
+            m.set_value_type(a, t.clone());
+        }
+        self.nested(m, op)?;
+        let Some(body) = m.regions(op).first().and_then(|&r| m.entry_block(r)) else { return Ok(()) };
+        let Some(term) = m.last_op(body) else { return Ok(()) };
+        let yields = m.operands(term).to_vec();
+        for k in candidates {
+            let Some(&y) = yields.get(k + 1) else { continue };
+            let Some(def) = m.defining_op(y) else { continue };
+            if m.op_name(def) != dialect_aten::op::ADD_T.name() || m.operands(def).first() != Some(&args[k]) {
+                continue;
+            }
+            let Some(&appended) = m.operands(def).get(1) else { continue };
+            let t = m.value_type(appended).clone();
+            if matches!(t.kind(), ir::TypeKind::List(e) if e.as_tensor().is_some_and(|e| e.dtype.is_some()))
+                && dialect_prim::type_refines(&t, &carried[k])
+            {
+                carried[k] = t.clone();
+                self.set(m, inits[k], t);
+            }
+        }
         Ok(())
     }
 

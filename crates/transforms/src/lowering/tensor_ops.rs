@@ -576,11 +576,14 @@ pub(super) fn sdpa(b: &mut OpBuilder, op: OpId) -> DecompResult {
         s = b.call(op::MASKED_FILL_SCALAR, &[s.into(), drop.into(), Arg::A(neg_inf.clone())])?;
     }
     if let Some(mv) = mask {
-        if b.dtype(mv) == Some(DType::Bool) {
-            let drop = b.call(op::LOGICAL_NOT, &[mv.into()])?;
-            s = b.call(op::MASKED_FILL_SCALAR, &[s.into(), drop.into(), Arg::A(neg_inf)])?;
-        } else {
-            s = b.call(op::ADD_TENSOR, &[s.into(), mv.into()])?;
+        // A boolean mask selects, any other is added: which one it is must be known.
+        match b.dtype(mv) {
+            Some(DType::Bool) => {
+                let drop = b.call(op::LOGICAL_NOT, &[mv.into()])?;
+                s = b.call(op::MASKED_FILL_SCALAR, &[s.into(), drop.into(), Arg::A(neg_inf)])?;
+            }
+            Some(_) => s = b.call(op::ADD_TENSOR, &[s.into(), mv.into()])?,
+            None => return Err("scaled_dot_product_attention: unknown attention mask dtype".into()),
         }
     }
     let p = b.call(op::_SOFTMAX, &[s.into(), Arg::A(Attribute::Int(-1)), Arg::A(Attribute::Bool(false))])?;

@@ -205,6 +205,15 @@ impl<'a> Args<'a> {
         self.dims(name)?.iter().map(Dim::as_static).collect()
     }
 
+    /// The element type of a `Tensor[]` argument, from the list's type (however it was built).
+    pub fn list_elem(&self, name: &str) -> Option<TensorType> {
+        let v = self.value(name)?;
+        match self.m.value_type(v).kind() {
+            ir::TypeKind::List(e) => e.as_tensor().cloned(),
+            _ => None,
+        }
+    }
+
     /// A `Tensor[]` argument: the types of the `prim.ListConstruct` elements.
     pub fn tensors(&self, name: &str) -> Option<Vec<TensorType>> {
         let v = self.value(name)?;

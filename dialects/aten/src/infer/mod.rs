@@ -109,6 +109,12 @@ pub fn infer_op_with(
         return Ok(None);
     };
     let a = Args::bind(ctx, m, op, &schema)?;
+    // List concatenation keeps the element type both lists share.
+    if this == crate::op::ADD_T {
+        let (Some(x), Some(y)) = (a.value("a"), a.value("b")) else { return Ok(None) };
+        let (tx, ty) = (m.value_type(x), m.value_type(y));
+        return Ok((tx == ty && matches!(tx.kind(), ir::TypeKind::List(_))).then(|| vec![tx.clone()]));
+    }
     infer_key(this, head, &a, r)
 }
 

@@ -28,11 +28,11 @@ pub(super) fn split_types(this: OpRef, head: OpRef, a: &Args, s: Option<&TensorT
     let dim = a.int("dim").unwrap_or(0);
     let i = norm_dim(dim, sh.len())?;
     let n = sh[i].as_static();
-    let sizes: Vec<i64> = match head {
-        op::SPLIT_WITH_SIZES => a.ints("split_sizes")?,
-        op::SPLIT if this == op::SPLIT_SIZES => a.ints("split_sizes")?,
-        op::SPLIT | op::UNSAFE_SPLIT_TENSOR => split_pieces(n?, a.int("split_size")?)?,
-        op::CHUNK => chunk_pieces(n?, a.int("chunks")?)?,
+    let sizes: Option<Vec<i64>> = match head {
+        op::SPLIT_WITH_SIZES => a.ints("split_sizes"),
+        op::SPLIT if this == op::SPLIT_SIZES => a.ints("split_sizes"),
+        op::SPLIT | op::UNSAFE_SPLIT_TENSOR => n.zip(a.int("split_size")).and_then(|(n, k)| split_pieces(n, k)),
+        op::CHUNK => n.zip(a.int("chunks")).and_then(|(n, k)| chunk_pieces(n, k)),
         op::UNBIND_INT => {
             let mut out = sh.clone();
             out.remove(i);
@@ -41,8 +41,10 @@ pub(super) fn split_types(this: OpRef, head: OpRef, a: &Args, s: Option<&TensorT
         }
         _ => return None,
     };
-    // A list holds one element type: the shape is exact only when every piece has the same size.
+    // A list holds one element type: the shape is exact only when every piece has the same size
+    // (and, when the sizes are not known, only the split dimension is unknown).
     let mut out = sh.clone();
+    let sizes = sizes.unwrap_or_default();
     if sizes.windows(2).all(|w| w[0] == w[1]) && !sizes.is_empty() {
         out[i] = Dim::Static(sizes[0]);
     } else {

@@ -86,6 +86,10 @@ pub(super) fn infer_key(
     let s = self_or(a);
     let sshape = s.as_ref().and_then(|t| t.shape.clone());
     let sdtype = s.as_ref().and_then(|t| t.dtype);
+    // `_unwrap_optional` is the identity on a value that is present.
+    if head == op::_UNWRAP_OPTIONAL {
+        return Ok(a.tensor("optional").map(|t| vec![tensor(t.dtype, t.shape)]));
+    }
     // Comparisons and logical ops: broadcast, bool result.
     if COMPARE.contains(&head) {
         let (_, shape) = elementwise(a, &["self", "other"], r)?;

@@ -284,9 +284,29 @@ pub(super) fn infer(this: OpRef, head: OpRef, a: &Args) -> Result<Option<Vec<Typ
             };
             tensor(sdtype, shape)
         }
+        op::STACK => {
+            // One new dimension at `dim`, as long as the list (known when it is built here).
+            let n = a.tensors("tensors").map(|ts| ts.len() as i64);
+            let Some(elem) = a.tensors("tensors").and_then(|ts| ts.first().cloned()).or_else(|| a.list_elem("tensors")) else {
+                return Ok(None);
+            };
+            let shape = elem.shape.and_then(|mut sh| {
+                let i = norm_dim(a.int("dim").unwrap_or(0), sh.len() + 1)?;
+                sh.insert(i, n.map(Dim::Static).unwrap_or(Dim::Unknown));
+                Some(sh)
+            });
+            tensor(elem.dtype, shape)
+        }
         op::CAT | op::CONCAT | op::CONCATENATE => {
             let Some(ts) = a.tensors("tensors") else {
-                return Ok(None);
+                // A list built elsewhere: its element type, with the joined dimension unknown.
+                let Some(elem) = a.list_elem("tensors") else { return Ok(None) };
+                let shape = elem.shape.and_then(|mut sh| {
+                    let i = norm_dim(a.int("dim").unwrap_or(0), sh.len())?;
+                    sh[i] = Dim::Unknown;
+                    Some(sh)
+                });
+                return one(tensor(elem.dtype, shape));
             };
             let dim = a.int("dim").unwrap_or(0);
             let mut dtype = None;
