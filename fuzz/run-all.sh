@@ -10,7 +10,7 @@ cd "$fuzz"
 seconds="${FUZZ_SECONDS:-600}"
 sanitizer="${FUZZ_SANITIZER:-none}"
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(ir_text schema pt2_archive pt2_model_json fx_text torchscript_text program_archive safetensors filecheck unpickle)
+[ ${#targets[@]} -gt 0 ] || targets=(ir_text schema pt2_archive pt2_model_json fx_text torchscript_text program_archive safetensors filecheck unpickle torchscript_source)
 mkdir -p logs
 cargo fuzz build --sanitizer "$sanitizer" >/dev/null 2>&1 || { echo "run-all.sh: the fuzz build failed" >&2; exit 1; }
 for t in "${targets[@]}"; do

@@ -8,7 +8,7 @@ root="$(dirname "$fuzz")"
 shared="$root/../shared"
 corpus="$fuzz/corpus"
 [ -d "$shared/fixtures" ] || { echo "seed.sh: $shared/fixtures is absent" >&2; exit 1; }
-mkdir -p "$corpus"/{ir_text,schema,pt2_archive,pt2_model_json,fx_text,torchscript_text,program_archive,safetensors,filecheck,unpickle}
+mkdir -p "$corpus"/{ir_text,schema,pt2_archive,pt2_model_json,fx_text,torchscript_text,program_archive,safetensors,filecheck,unpickle,torchscript_source}
 
 n=0
 for f in $(find "$root/lit" "$root/examples" -name '*.ir' -not -path '*/filecheck/*'); do
@@ -55,3 +55,14 @@ for d in "$root"/crates/filecheck/tests/data/recorded/*/; do
 done
 
 for t in "$corpus"/*/; do echo "$(basename "$t"): $(ls "$t" | wc -l) seeds"; done
+
+# TorchScript sources: every `code/` file of the archive fixtures, and each with its first class
+# renamed `M` so that it is the root module of the archive the oracle builds.
+n=0
+for f in $(find "$shared/fixtures/torchscript_pt" -name model.pt); do
+  for e in $(unzip -Z1 "$f" | grep '/code/.*\.py$'); do
+    n=$((n + 1))
+    unzip -p "$f" "$e" > "$corpus/torchscript_source/$n.py"
+    sed '0,/^class [A-Za-z_0-9]*(/s//class M(/' "$corpus/torchscript_source/$n.py" > "$corpus/torchscript_source/$n.m.py"
+  done
+done

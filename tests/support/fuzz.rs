@@ -24,6 +24,7 @@ pub const TARGETS: &[&str] = &[
     "safetensors",
     "filecheck",
     "unpickle",
+    "torchscript_source",
 ];
 
 /// Runs the oracle of `target` on `data`.
@@ -39,6 +40,7 @@ pub fn run(target: &str, data: &[u8]) -> Result<(), String> {
         "safetensors" => safetensors(data),
         "filecheck" => filecheck(data),
         "unpickle" => unpickle(data),
+        "torchscript_source" => torchscript_source(data),
         other => Err(format!("no fuzz target `{other}`")),
     }
 }
@@ -270,4 +272,49 @@ pub fn unpickle(data: &[u8]) -> Result<(), String> {
         }
     }
     Ok(())
+}
+
+/// The bytes of a TorchScript archive whose `code/__torch__.py` is `source`: its class `M` is the
+/// root module, with no state.
+pub fn torchscript_archive(source: &str) -> Vec<u8> {
+    use zip::write::SimpleFileOptions;
+    let mut zip = zip::ZipWriter::new(Cursor::new(Vec::new()));
+    let stored = SimpleFileOptions::default().compression_method(zip::CompressionMethod::Stored);
+    let entries: [(&str, &[u8]); 4] = [
+        // PROTO 2, GLOBAL `__torch__ M`, EMPTY_TUPLE, NEWOBJ, EMPTY_DICT, BUILD, STOP.
+        ("model/data.pkl", b"\x80\x02c__torch__\nM\n)\x81}b."),
+        ("model/constants.pkl", b"\x80\x02)."),
+        ("model/version", b"3\n"),
+        ("model/code/__torch__.py", source.as_bytes()),
+    ];
+    for (name, bytes) in entries {
+        // Writing into memory cannot fail.
+        let _ = zip.start_file(name, stored);
+        let _ = zip.write_all(bytes);
+    }
+    zip.finish().map(Cursor::into_inner).unwrap_or_default()
+}
+
+/// TorchScript source (`code/__torch__.py` of an archive whose root module is its class `M`):
+/// compiling it either gives a program that verifies or fails, and an error in the source names
+/// a line and column inside it.
+pub fn torchscript_source(data: &[u8]) -> Result<(), String> {
+    let Ok(text) = std::str::from_utf8(data) else { return Ok(()) };
+    let bytes: Arc<[u8]> = torchscript_archive(text).into();
+    with_context(|ctx| match import::import_bytes(ctx, Path::new("fuzz.pt"), bytes, import::Format::TorchScriptArchive) {
+        Ok(p) => verify(ctx, &p.module).map_err(|d| format!("compiled IR does not verify: {d}")),
+        Err(import::ImportError::TorchScriptSource { line, col, message, .. }) => {
+            let lines = text.split('\n').count();
+            let width = text.split('\n').nth(line.saturating_sub(1)).map_or(0, |l| l.chars().count());
+            if line == 0 || line > lines || col == 0 || col > width + 1 || message.is_empty() {
+                Err(format!("error at {line}:{col} outside the {lines}-line source: {message}"))
+            } else {
+                Ok(())
+            }
+        }
+        Err(e) => {
+            let message = e.to_string();
+            if message.contains("fuzz.pt") { Ok(()) } else { Err(format!("the error does not name the input: {message}")) }
+        }
+    })
 }
