@@ -2,8 +2,9 @@
 //! shared fixture corpus, through `import::import_file` (zip, JSON, conversion to IR,
 //! verification; weights are mapped, not read); and load time of a real TorchScript archive,
 //! `torchscript_pt/tv_mobilenet_v3_small/model.pt`, through `import::torchscript_pt::load` (zip,
-//! sources, unpickling, module tree; storages located, not read). Each case is skipped with a
-//! message when the corpus is absent.
+//! sources, unpickling, module tree; storages located, not read) and through `import_file`
+//! (the same, then its `code/` compiled to verified IR by the TorchScript frontend). Each case is
+//! skipped with a message when the corpus is absent.
 
 use std::path::PathBuf;
 
@@ -61,9 +62,28 @@ fn load_mobilenet_pt(c: &mut Criterion) {
     });
 }
 
+fn import_mobilenet_pt(c: &mut Criterion) {
+    let path = shared("torchscript_pt/tv_mobilenet_v3_small/model.pt");
+    if !path.exists() {
+        eprintln!("skipping: {} not found (the shared fixture corpus is absent)", path.display());
+        return;
+    }
+    let ctx = context();
+    if let Err(e) = import::import_file(&ctx, &path, None) {
+        eprintln!("cannot import {}: {e}", path.display());
+        return;
+    }
+    c.bench_function("import_file tv_mobilenet_v3_small/model.pt (load and compile)", |b| {
+        b.iter(|| {
+            let r = import::import_file(&ctx, &path, None);
+            std::hint::black_box(&r);
+        })
+    });
+}
+
 criterion_group! {
     name = benches;
     config = Criterion::default().sample_size(30).measurement_time(std::time::Duration::from_secs(3));
-    targets = import_lstm_cell, load_mobilenet_pt
+    targets = import_lstm_cell, load_mobilenet_pt, import_mobilenet_pt
 }
 criterion_main!(benches);
