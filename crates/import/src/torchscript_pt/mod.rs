@@ -9,6 +9,7 @@
 
 mod archive;
 pub mod pickle;
+pub mod save;
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
