@@ -1,7 +1,8 @@
-"""Loads a saved TorchScript archive with `torch.jit.load`, runs `forward` on a fixture's
-inputs (`io.safetensors`: `in.*`) as many times as `meta.json`'s `calls` says, and compares
-the flattened results with `out.*` (and `call2.out.*`) at the fixture's tolerance. Prints one
-JSON line: the overloads of the loaded graph's operator calls and the comparison's outcome."""
+"""For each pair of arguments ARCHIVE FIXTURE_DIR: loads the saved TorchScript archive with
+`torch.jit.load`, runs `forward` on the fixture's inputs (`io.safetensors`: `in.*`) as many
+times as `meta.json`'s `calls` says, and compares the flattened results with `out.*` (and
+`call2.out.*`) at the fixture's tolerance. Prints one JSON line per pair: the archive, the
+overloads of the loaded graph's operator calls and what differed."""
 
 import json
 import sys
@@ -37,9 +38,7 @@ def overloads(block, out):
     return out
 
 
-def main():
-    archive, fixture = sys.argv[1], sys.argv[2]
-    torch.set_num_threads(1)
+def check(archive, fixture):
     module = torch.jit.load(archive)
     io = load_file(f"{fixture}/io.safetensors")
     meta = json.load(open(f"{fixture}/meta.json"))
@@ -61,7 +60,10 @@ def main():
                     err = (g.double() - w.double()).abs().max().item()
                     failures.append(f"call {call + 1} output {i}: max error {err}")
     graph = module.forward.graph
-    print(json.dumps({"overloads": overloads(graph, []), "failures": failures}))
+    print(json.dumps({"archive": archive, "overloads": overloads(graph, []), "failures": failures}), flush=True)
 
 
-main()
+torch.set_num_threads(1)
+args = sys.argv[1:]
+for k in range(0, len(args) - 1, 2):
+    check(args[k], args[k + 1])
