@@ -253,3 +253,95 @@ fn dialect_opt_emits_the_archive_or_nothing() {
     assert!(stderr.contains("prim.Loop"), "{stderr}");
     assert!(!refused.exists(), "a refused program left a file");
 }
+
+/// A `for` loop over a counter, a `while` loop with two carried values, and an `if` on a tensor.
+const CONTROL_FLOW: &str = r#"
+func.func @forward(%x: tensor<2x3xf32> {prim.input = "x"}, %n: i64 {prim.input = "n"}) -> (tensor<2x3xf32> {prim.output = "r"}, tensor<2x3xf32> {prim.output = "y"}, i64 {prim.output = "k"}) {
+  %t = prim.Constant true : i1
+  %r = prim.Loop %n, %t, %x ({
+  ^bb0(%i: i64, %acc: tensor<2x3xf32>):
+    %s = aten.sin %acc : tensor<2x3xf32>
+    %next = aten.add.Scalar %s, %i : (tensor<2x3xf32>, i64) -> tensor<2x3xf32>
+    prim.Yield %t, %next : i1, tensor<2x3xf32>
+  }) : (i64, i1, tensor<2x3xf32>) -> tensor<2x3xf32>
+  %max = prim.Constant 9223372036854775807 : i64
+  %zero = prim.Constant 0 : i64
+  %c0 = prim.lt %zero, %n : (i64, i64) -> i1
+  %w:2 = prim.Loop %max, %c0, %r, %zero ({
+  ^bb0(%j: i64, %acc2: tensor<2x3xf32>, %k: i64):
+    %m = aten.mul.Scalar %acc2 {other = 1.5 : f64} : tensor<2x3xf32>
+    %one = prim.Constant 1 : i64
+    %k1 = prim.add %k, %one : i64
+    %go = prim.lt %k1, %n : (i64, i64) -> i1
+    prim.Yield %go, %m, %k1 : i1, tensor<2x3xf32>, i64
+  }) : (i64, i1, tensor<2x3xf32>, i64) -> (tensor<2x3xf32>, i64)
+  %sum = aten.sum %w#0 : (tensor<2x3xf32>) -> tensor<f32>
+  %gt = aten.gt.Scalar %sum {other = 0 : i64} : (tensor<f32>) -> tensor<i1>
+  %p = aten._local_scalar_dense %gt : (tensor<i1>) -> i1
+  %y = prim.If %p -> (tensor<2x3xf32>) {
+    %e = aten.exp %w#0 : tensor<2x3xf32>
+    prim.Yield %e : tensor<2x3xf32>
+  } else {
+    %g = aten.neg %w#0 : tensor<2x3xf32>
+    prim.Yield %g : tensor<2x3xf32>
+  }
+  func.return %r, %y, %w#1 : tensor<2x3xf32>, tensor<2x3xf32>, i64
+}
+"#;
+
+/// Loads the archive in torch and runs `forward(x, n)` for each `n`; one JSON array per call.
+const RUN_WITH_INTS: &str = r#"
+import json, sys, torch
+m = torch.jit.load(sys.argv[1])
+x = torch.tensor(json.loads(sys.argv[2]), dtype=torch.float32)
+for n in json.loads(sys.argv[3]):
+    print(json.dumps([o.flatten().tolist() if isinstance(o, torch.Tensor) else o for o in m(x, n)]))
+"#;
+
+#[test]
+fn loops_and_branches_run_in_torch_as_in_the_interpreter() {
+    let Some(python) = torch_python("loops_and_branches_run_in_torch_as_in_the_interpreter") else { return };
+    let ctx = support::context();
+    let scratch = support::scratch_dir("torchscript-save-control");
+    let out = scratch.join("control.pt");
+    save::save(&ctx, &program(&ctx, CONTROL_FLOW), &out).unwrap_or_else(|e| panic!("{e}"));
+    let xs: Vec<f32> = vec![0.5, -1.0, 0.25, 2.0, -0.75, 0.1];
+    let ns = [0i64, 1, 3, -2];
+    let run = Command::new(&python)
+        .arg("-W")
+        .arg("ignore")
+        .arg("-c")
+        .arg(RUN_WITH_INTS)
+        .arg(&out)
+        .arg(serde_json::to_string(&[&xs[..3], &xs[3..]]).unwrap())
+        .arg(serde_json::to_string(&ns).unwrap())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&run.stdout);
+    assert!(run.status.success(), "{stdout}{}", String::from_utf8_lossy(&run.stderr));
+    let lines: Vec<serde_json::Value> = stdout.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(lines.len(), ns.len());
+
+    let options = runtime::CompileOptions { function: "forward".into(), ..runtime::CompileOptions::default() };
+    let compiled = support::compile_function(&ctx, CONTROL_FLOW, None, options).unwrap();
+    for (&n, torch_out) in ns.iter().zip(&lines) {
+        let x = runtime::Tensor::from_slice(&xs, &[2, 3]).unwrap();
+        let ours = compiled.runtime().run(&[runtime::IValue::Tensor(x), runtime::IValue::Int(n)]).unwrap();
+        assert_eq!(ours.len(), 3);
+        for (k, v) in ours.iter().enumerate() {
+            let theirs = &torch_out[k];
+            match v {
+                runtime::IValue::Int(i) => assert_eq!(theirs.as_i64(), Some(*i), "n = {n}, output {k}"),
+                runtime::IValue::Tensor(t) => {
+                    let ours: Vec<f32> = t.to_vec().unwrap();
+                    let theirs: Vec<f64> = theirs.as_array().unwrap().iter().map(|v| v.as_f64().unwrap()).collect();
+                    assert_eq!(ours.len(), theirs.len());
+                    for (a, b) in ours.iter().zip(&theirs) {
+                        assert!((f64::from(*a) - b).abs() <= 1e-5 * (1.0 + b.abs()), "n = {n}, output {k}: {ours:?} vs {theirs:?}");
+                    }
+                }
+                other => panic!("unexpected output {other:?}"),
+            }
+        }
+    }
+}

@@ -183,6 +183,8 @@ struct Emitter<'a> {
     out: String,
     dense_constants: Vec<DenseAttr>,
     first_constant: usize,
+    /// The number of the next name made up for a value without one (`_0`, `_1`, …).
+    next_temp: usize,
 }
 
 /// Emits `def forward(self, …)` of `func` for the class `self_class`; `first_constant` is the
@@ -211,6 +213,7 @@ pub(super) fn forward(
         out: String::new(),
         dense_constants: Vec::new(),
         first_constant,
+        next_temp: 0,
     };
     // Parameters first, so that they keep their names.
     let mut params = Vec::new();
@@ -306,6 +309,11 @@ fn targets(items: &[String]) -> String {
     }
 }
 
+/// `a = x` or `a, b = x, y`: each name takes the value at its position.
+fn parallel(names: &[String], values: &[String]) -> String {
+    format!("{} = {}", names.join(", "), values.join(", "))
+}
+
 impl Emitter<'_> {
     fn line(&mut self, indent: usize, text: &str) {
         for _ in 0..indent {
@@ -333,8 +341,17 @@ impl Emitter<'_> {
         if let Some(n) = self.names.get(&v) {
             return n.clone();
         }
-        let base = self.m.value_name(v).map(str::to_owned).unwrap_or_else(|| "_0".into());
-        let name = self.fresh(&base);
+        let name = match self.m.value_name(v) {
+            Some(base) => self.fresh(base),
+            None => loop {
+                let candidate = format!("_{}", self.next_temp);
+                self.next_temp += 1;
+                if !self.taken.contains(&candidate) {
+                    self.taken.insert(candidate.clone());
+                    break candidate;
+                }
+            },
+        };
         self.names.insert(v, name.clone());
         name
     }
@@ -381,7 +398,13 @@ impl Emitter<'_> {
         let operands = self.operand_names(op);
         let binary = |sym: &str| format!("{} {sym} {}", operands[0], operands[1]);
         let expr = match name.as_str() {
-            dialect_prim::CONSTANT => self.constant(op)?,
+            dialect_prim::CONSTANT => {
+                // Constants are written where they are used, as literals.
+                let literal = self.constant(op)?;
+                let r = self.m.results(op)[0];
+                self.names.insert(r, literal);
+                return Ok(());
+            }
             dialect_prim::LIST_CONSTRUCT => self.list(op, &operands)?,
             dialect_prim::TUPLE_CONSTRUCT => tuple_expr(&operands),
             dialect_prim::LIST_UNPACK | dialect_prim::TUPLE_UNPACK => {
@@ -503,7 +526,7 @@ impl Emitter<'_> {
                 return Err(self.err(op, "a branch yields a different number of values than the op has results"));
             }
             if !results.is_empty() {
-                self.line(indent + 1, &format!("{} = {}", targets(&results), targets(&yielded)));
+                self.line(indent + 1, &parallel(&results, &yielded));
             } else if self.out.len() == start {
                 self.line(indent + 1, "pass");
             }
@@ -543,7 +566,7 @@ impl Emitter<'_> {
         }
         let inits: Vec<String> = carried.iter().map(|&v| self.name(v)).collect();
         if !names.is_empty() {
-            self.line(indent, &format!("{} = {}", targets(&names), targets(&inits)));
+            self.line(indent, &parallel(&names, &inits));
         }
         if always {
             let trip = self.name(operands[0]);
@@ -565,7 +588,7 @@ impl Emitter<'_> {
             next.remove(0);
         }
         if !names.is_empty() {
-            self.line(indent + 1, &format!("{} = {}", targets(&names), targets(&next)));
+            self.line(indent + 1, &parallel(&names, &next));
         } else if self.out.len() == start {
             self.line(indent + 1, "pass");
         }
