@@ -1,5 +1,5 @@
 //! Programs saved as TorchScript archives (`import::torchscript_pt::save`): every program of
-//! `../shared/fixtures/export` (as exported and decomposed) is saved, loaded by the real
+//! `../shared/fixtures/export` and `../shared/zoo` (as exported and decomposed) is saved, loaded by the real
 //! `torch.jit.load` (`tests/data/torchscript_check.py` in the project's `.venv`, or the
 //! interpreter `DIALECT_PYTHON` names), run on the fixture's inputs (twice for stateful
 //! programs) and compared with PyTorch's recorded outputs; the loaded graph must call exactly
@@ -48,15 +48,49 @@ fn import(ctx: &ir::Context, path: &Path) -> Program {
     import::import_file(ctx, path, None).unwrap_or_else(|e| panic!("{e}"))
 }
 
-/// The operator overloads the saved `forward` must call, sorted: each aten op of the IR
+/// The ops of `func` whose work can be seen: those with effects (not pure), those the results
+/// depend on, and the ops holding either. TorchScript drops the others when it loads the code.
+fn live_ops(ctx: &ir::Context, m: &ir::Module, func: ir::OpId) -> std::collections::HashSet<ir::OpId> {
+    let mut live = std::collections::HashSet::new();
+    let mut work: Vec<ir::OpId> = m
+        .nested_ops(func)
+        .into_iter()
+        .filter(|&op| op != func && (!ctx.has_trait(m.op_name(op), ir::Traits::PURE) || m.op_name(op) == "func.return"))
+        .collect();
+    while let Some(op) = work.pop() {
+        if op == func || !live.insert(op) {
+            continue;
+        }
+        for &v in m.operands(op) {
+            match m.defining_op(v) {
+                Some(d) => work.push(d),
+                // A block argument: the op owning the block feeds it.
+                None => work.extend(m.value_block(v).and_then(|b| m.block_parent_op(b))),
+            }
+        }
+        work.extend(m.parent_op(op));
+        for &r in m.regions(op) {
+            for &b in m.region_blocks(r) {
+                work.extend(m.last_op(b));
+            }
+        }
+    }
+    live
+}
+
+/// The operator overloads the saved `forward` must call, sorted: each live aten op of the IR
 /// (`aten.add.Tensor`, `aten.relu`), the conversions and integer arithmetic the emitter spells
 /// for scalar reads and `prim` arithmetic, and one `aten.copy_` per mutation. Ops without
-/// results are left out (TorchScript drops those it knows to be pure).
+/// results are left out, as TorchScript drops those it knows to be pure.
 fn expected_overloads(ctx: &ir::Context, p: &Program) -> Vec<String> {
     let m = &p.module;
     let func = p.forward().unwrap();
+    let live = live_ops(ctx, m, func);
     let mut out = Vec::new();
     for op in m.nested_ops(func) {
+        if !live.contains(&op) {
+            continue;
+        }
         let name = m.op_name(op);
         let result_kind = m.results(op).first().map(|&r| m.value_type(r).kind().clone());
         let int_op = |word: &str| Some(format!("aten.{word}.int"));
@@ -123,15 +157,11 @@ fn run_in_torch(python: &Path, cases: &[(PathBuf, PathBuf)]) -> Vec<Vec<String>>
     all
 }
 
-#[test]
-fn every_export_fixture_loads_in_torch_with_its_outputs() {
-    let Some(root) = support::required_fixture_dir("export") else { return };
-    let Some(python) = torch_python("every_export_fixture_loads_in_torch_with_its_outputs") else { return };
+/// Saves the exported and the decomposed program of each case directory, runs them all in
+/// torch and checks outputs and overloads.
+fn check_in_torch(python: &Path, cases: &[PathBuf], tag: &str) {
     let ctx = support::context();
-    let scratch = support::scratch_dir("torchscript-save");
-    let cases = export_cases(&root);
-    assert!(cases.len() >= 15, "{cases:?}");
-    // Every program of the corpus can be expressed; none is refused.
+    let scratch = support::scratch_dir(tag);
     let mut runs = Vec::new();
     let mut expected = Vec::new();
     for dir in cases {
@@ -145,9 +175,26 @@ fn every_export_fixture_loads_in_torch_with_its_outputs() {
             runs.push((out, dir.clone()));
         }
     }
-    for ((case, want), got) in expected.iter().zip(run_in_torch(&python, &runs)) {
+    for ((case, want), got) in expected.iter().zip(run_in_torch(python, &runs)) {
         assert_eq!(&got, want, "{case}: the loaded graph calls other overloads");
     }
+}
+
+#[test]
+fn every_export_fixture_loads_in_torch_with_its_outputs() {
+    let Some(root) = support::required_fixture_dir("export") else { return };
+    let Some(python) = torch_python("every_export_fixture_loads_in_torch_with_its_outputs") else { return };
+    let cases = export_cases(&root);
+    assert!(cases.len() >= 15, "{cases:?}");
+    // Every program of the corpus can be expressed; none is refused.
+    check_in_torch(&python, &cases, "torchscript-save");
+}
+
+#[test]
+fn every_zoo_model_loads_in_torch_with_its_outputs() {
+    let Some(models) = support::required_zoo_models() else { return };
+    let Some(python) = torch_python("every_zoo_model_loads_in_torch_with_its_outputs") else { return };
+    check_in_torch(&python, &models, "torchscript-save-zoo");
 }
 
 #[test]

@@ -470,14 +470,40 @@ impl Emitter<'_> {
         };
         // A literal list's type is read from its elements; other element types are spelled out.
         let plain = matches!(elem.kind(), TypeKind::Tensor(_) | TypeKind::Int | TypeKind::Float | TypeKind::Bool | TypeKind::Str);
-        if plain && !operands.is_empty() {
+        let ty = match self.list_type_from_uses(r) {
+            Some(ty) => ty,
+            None if plain && !operands.is_empty() => return Ok(format!("[{}]", operands.join(", "))),
+            None if matches!(elem.kind(), TypeKind::Any) => {
+                return Err(self.err(op, "a list whose element type is unknown (`!prim.any`) and that no operator argument types"));
+            }
+            None => format!("List[{}]", py_type(&elem).map_err(|e| self.err(op, e))?),
+        };
+        if ty == "List[Tensor]" && !operands.is_empty() {
             return Ok(format!("[{}]", operands.join(", ")));
         }
-        let ty = py_type(&elem).map_err(|e| self.err(op, e))?;
-        if matches!(elem.kind(), TypeKind::Any) {
-            return Err(self.err(op, "a list whose element type is unknown (`!prim.any`)"));
+        Ok(format!("annotate({ty}, [{}])", operands.join(", ")))
+    }
+
+    /// The list type the operator arguments that take `list` declare, when they agree and
+    /// TorchScript can spell it (`Tensor?[] indices` gives `List[Optional[Tensor]]`).
+    fn list_type_from_uses(&self, list: ValueId) -> Option<String> {
+        let mut found: Option<String> = None;
+        for u in self.m.uses(list) {
+            let schema = self.ctx.op_def(self.m.op_name(u.op)).and_then(|d| d.schema.clone())?;
+            let binding = bind_args(&schema, self.m, u.op).ok()?;
+            let arg = schema.args.iter().zip(&binding).find(|(_, s)| **s == ArgSource::Operand(u.index)).map(|(a, _)| a)?;
+            let SchemaType::List { elem, .. } = arg.ty.unwrap_optional() else { return None };
+            let spelled = match elem.as_ref() {
+                SchemaType::Optional(inner) => format!("Optional[{}]", schema_py_type(inner).ok()?),
+                other => schema_py_type(other).ok()?.to_string(),
+            };
+            let ty = format!("List[{spelled}]");
+            if found.as_ref().is_some_and(|f| *f != ty) {
+                return None;
+            }
+            found = Some(ty);
         }
-        Ok(format!("annotate(List[{ty}], [{}])", operands.join(", ")))
+        found
     }
 
     /// An op with a schema: `ops.aten.add(x, y, alpha=1)`.
