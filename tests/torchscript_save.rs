@@ -264,6 +264,13 @@ fn what_cannot_be_expressed_is_refused_by_name() {
     // A loop that both counts and tests a condition has no `for`/`while` spelling here.
     let e = save::to_bytes(&ctx, &program(&ctx, TRIP_AND_CONDITION), "m").unwrap_err().to_string();
     assert!(e.contains("prim.Loop") && e.contains("trip count"), "{e}");
+    // The overload `add(Scalar a, Scalar b)` given two ints: TorchScript would pick `add.int`.
+    let ambiguous = r#"func.func @forward(%a: i64 {prim.input = "a"}, %b: i64 {prim.input = "b"}) -> i64 {
+  %c = aten.add %a, %b : (i64, i64) -> i64
+  func.return %c : i64
+}"#;
+    let e = save::to_bytes(&ctx, &program(&ctx, ambiguous), "m").unwrap_err().to_string();
+    assert!(e.contains("`aten.add`") && e.contains("aten::add.int"), "{e}");
     // State the program names but does not hold.
     let missing = r#"func.func @forward(%w: tensor<2xf32> {prim.param = "fc.weight"}, %x: tensor<2xf32> {prim.input = "x"}) -> tensor<2xf32> {
   %y = aten.add.Tensor %x, %w : tensor<2xf32>
@@ -301,7 +308,8 @@ fn dialect_opt_emits_the_archive_or_nothing() {
     assert!(!refused.exists(), "a refused program left a file");
 }
 
-/// A `for` loop over a counter, a `while` loop with two carried values, and an `if` on a tensor.
+/// A `for` loop over a counter, a `while` loop with two carried values, an `if` on a tensor
+/// and a tensor constant.
 const CONTROL_FLOW: &str = r#"
 func.func @forward(%x: tensor<2x3xf32> {prim.input = "x"}, %n: i64 {prim.input = "n"}) -> (tensor<2x3xf32> {prim.output = "r"}, tensor<2x3xf32> {prim.output = "y"}, i64 {prim.output = "k"}) {
   %t = prim.Constant true : i1
@@ -330,9 +338,12 @@ func.func @forward(%x: tensor<2x3xf32> {prim.input = "x"}, %n: i64 {prim.input =
     prim.Yield %e : tensor<2x3xf32>
   } else {
     %g = aten.neg %w#0 : tensor<2x3xf32>
-    prim.Yield %g : tensor<2x3xf32>
+    %d = prim.Constant dense<[0.5, 1.0, -2.0]> : tensor<3xf32>
+    %g2 = aten.mul.Tensor %g, %d : (tensor<2x3xf32>, tensor<3xf32>) -> tensor<2x3xf32>
+    prim.Yield %g2 : tensor<2x3xf32>
   }
-  func.return %r, %y, %w#1 : tensor<2x3xf32>, tensor<2x3xf32>, i64
+  %kk = aten.add.int %w#1, %n : (i64, i64) -> i64
+  func.return %r, %y, %kk : tensor<2x3xf32>, tensor<2x3xf32>, i64
 }
 "#;
 
@@ -352,7 +363,8 @@ fn loops_and_branches_run_in_torch_as_in_the_interpreter() {
     let scratch = support::scratch_dir("torchscript-save-control");
     let out = scratch.join("control.pt");
     save::save(&ctx, &program(&ctx, CONTROL_FLOW), &out).unwrap_or_else(|e| panic!("{e}"));
-    let xs: Vec<f32> = vec![0.5, -1.0, 0.25, 2.0, -0.75, 0.1];
+    // Negative in sum, so that both branches are taken over the values of `n`.
+    let xs: Vec<f32> = vec![-0.5, -1.0, 0.25, -2.0, -0.75, 0.1];
     let ns = [0i64, 1, 3, -2];
     let run = Command::new(&python)
         .arg("-W")
@@ -369,6 +381,8 @@ fn loops_and_branches_run_in_torch_as_in_the_interpreter() {
     let lines: Vec<serde_json::Value> = stdout.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
     assert_eq!(lines.len(), ns.len());
 
+    let archive = torchscript_pt::load(&out).unwrap();
+    assert_eq!(archive.constants().len(), 1, "the dense constant is `CONSTANTS.c0`");
     let options = runtime::CompileOptions { function: "forward".into(), ..runtime::CompileOptions::default() };
     let compiled = support::compile_function(&ctx, CONTROL_FLOW, None, options).unwrap();
     for (&n, torch_out) in ns.iter().zip(&lines) {

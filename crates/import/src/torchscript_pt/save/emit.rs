@@ -12,6 +12,8 @@ use dialect_aten::{ArgSource, bind_args};
 use ir::schema::SchemaType;
 use ir::{Attribute, BlockId, DenseAttr, Module, OpId, Type, TypeKind, ValueId};
 
+use super::overload::{self, Given, Ty};
+
 /// What one argument of `forward` is in the saved module.
 #[derive(Clone, Debug)]
 pub(super) enum ArgRole {
@@ -164,6 +166,23 @@ fn literal(a: &Attribute, ty: &SchemaType) -> Result<String, String> {
         }
         other => return Err(format!("constant `{other}` for an argument of type `{ty}` has no TorchScript literal")),
     })
+}
+
+/// The TorchScript type of the literal [`literal`] writes for `a`.
+fn literal_ty(a: &Attribute, ty: &SchemaType) -> Ty {
+    let inner = ty.unwrap_optional();
+    match a {
+        Attribute::None => Ty::None,
+        Attribute::Bool(_) => Ty::Bool,
+        Attribute::Int(_) if matches!(inner, SchemaType::Float | SchemaType::SymFloat) => Ty::Float,
+        Attribute::Int(_) | Attribute::DType(_) => Ty::Int,
+        Attribute::Float(_) => Ty::Float,
+        Attribute::Str(_) if matches!(inner, SchemaType::Device) => Ty::Device,
+        Attribute::Str(_) => Ty::Str,
+        Attribute::Device(_) => Ty::Device,
+        Attribute::Array(_) => Ty::of_schema(inner),
+        _ => Ty::Other,
+    }
 }
 
 /// Turns `name` into an identifier: other characters become `_`, a leading digit gets one.
@@ -527,14 +546,44 @@ impl Emitter<'_> {
             return Ok(format!("{conv}({})", operands[0]));
         }
         let mut parts = Vec::with_capacity(schema.args.len());
+        let mut given = Vec::with_capacity(schema.args.len());
         for (arg, src) in schema.args.iter().zip(binding) {
-            let text = match src {
-                ArgSource::Operand(i) => operands[i].clone(),
-                ArgSource::Const(a) => literal(&a, &arg.ty).map_err(|e| self.err(op, format!("argument `{}`: {e}", arg.name)))?,
+            let (text, ty) = match src {
+                ArgSource::Operand(i) => {
+                    let v = self.m.operands(op)[i];
+                    (operands[i].clone(), self.operand_ty(v, &arg.ty))
+                }
+                ArgSource::Const(a) => {
+                    let text = literal(&a, &arg.ty).map_err(|e| self.err(op, format!("argument `{}`: {e}", arg.name)))?;
+                    (text, literal_ty(&a, &arg.ty))
+                }
             };
             parts.push(if arg.kwarg_only { format!("{}={text}", arg.name) } else { text });
+            given.push(Given { keyword: arg.kwarg_only.then(|| arg.name.clone()), ty });
+        }
+        let rivals = overload::rivals(&schema, dialect_aten::schemas(), &given).map_err(|()| {
+            let types: Vec<String> = given.iter().map(|g| format!("{:?}", g.ty)).collect();
+            self.err(op, format!("its arguments ({}) do not fit `{}` without conversions", types.join(", "), schema.qualified_name()))
+        })?;
+        if !rivals.is_empty() {
+            let names: Vec<String> = rivals.iter().map(|s| format!("`{}`", s.qualified_name())).collect();
+            return Err(self.err(op, format!("TorchScript could resolve the call to {} as well; no spelling picks `{}` alone", names.join(", "), schema.qualified_name())));
         }
         Ok(format!("ops.{}.{}({})", schema.namespace, schema.name, parts.join(", ")))
+    }
+
+    /// The TorchScript type of the operand `v` passed for an argument of type `arg`: a list
+    /// that was spelled out for its argument has that argument's type.
+    fn operand_ty(&self, v: ValueId, arg: &SchemaType) -> Ty {
+        let ty = Ty::of(self.m.value_type(v));
+        let built_here = self.m.defining_op(v).is_some_and(|d| self.m.op_name(d) == dialect_prim::LIST_CONSTRUCT);
+        match (&ty, built_here) {
+            (Ty::List(_), true) => match self.list_type_from_uses(v) {
+                Some(_) => Ty::of_schema(arg.unwrap_optional()),
+                None => ty,
+            },
+            _ => ty,
+        }
     }
 
     fn if_op(&mut self, op: OpId, indent: usize) -> R<()> {

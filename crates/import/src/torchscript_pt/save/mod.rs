@@ -9,6 +9,7 @@
 //! saving a program read back from such an archive gives the same code.
 
 mod emit;
+mod overload;
 pub mod pickler;
 mod zip;
 

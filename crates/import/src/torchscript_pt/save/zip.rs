@@ -49,16 +49,7 @@ impl ZipBuilder {
 
         let out = &mut self.out;
         out.extend_from_slice(&0x0403_4b50u32.to_le_bytes());
-        put16(out, VERSION);
-        put16(out, 0); // flags
-        put16(out, 0); // stored
-        put16(out, DOS_TIME);
-        put16(out, DOS_DATE);
-        out.extend_from_slice(&crc.to_le_bytes());
-        out.extend_from_slice(&size.to_le_bytes());
-        out.extend_from_slice(&size.to_le_bytes());
-        put16(out, name_len);
-        put16(out, extra.len() as u16);
+        header_fields(out, crc, size, name_len, extra.len() as u16);
         out.extend_from_slice(name.as_bytes());
         out.extend_from_slice(&extra);
         debug_assert_eq!(out.len() % ALIGNMENT, 0);
@@ -70,16 +61,7 @@ impl ZipBuilder {
         let c = &mut self.central;
         c.extend_from_slice(&0x0201_4b50u32.to_le_bytes());
         put16(c, VERSION); // made by
-        put16(c, VERSION);
-        put16(c, 0);
-        put16(c, 0);
-        put16(c, DOS_TIME);
-        put16(c, DOS_DATE);
-        c.extend_from_slice(&crc.to_le_bytes());
-        c.extend_from_slice(&size.to_le_bytes());
-        c.extend_from_slice(&size.to_le_bytes());
-        put16(c, name_len);
-        put16(c, 0); // extra
+        header_fields(c, crc, size, name_len, 0);
         put16(c, 0); // comment
         put16(c, 0); // disk
         put16(c, 0); // internal attributes
@@ -107,6 +89,21 @@ impl ZipBuilder {
         put16(out, 0);
         Ok(self.out)
     }
+}
+
+/// The fields the local header and the central directory share, from "version needed" to the
+/// extra field's length: a stored record without flags, dated [`DOS_DATE`].
+fn header_fields(out: &mut Vec<u8>, crc: u32, size: u32, name_len: u16, extra_len: u16) {
+    put16(out, VERSION);
+    put16(out, 0); // flags
+    put16(out, 0); // stored
+    put16(out, DOS_TIME);
+    put16(out, DOS_DATE);
+    out.extend_from_slice(&crc.to_le_bytes());
+    out.extend_from_slice(&size.to_le_bytes()); // compressed
+    out.extend_from_slice(&size.to_le_bytes());
+    put16(out, name_len);
+    put16(out, extra_len);
 }
 
 fn put16(out: &mut Vec<u8>, v: u16) {
