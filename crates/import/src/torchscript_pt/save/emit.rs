@@ -108,6 +108,11 @@ fn float_literal(f: f64) -> String {
     }
 }
 
+/// An int literal; `i64::MIN` has none (its magnitude is past `i64`), so it is computed.
+fn int_literal(i: i64) -> String {
+    if i == i64::MIN { format!("{} - 1", i + 1) } else { i.to_string() }
+}
+
 /// The TorchScript spelling of an IR type.
 pub(super) fn py_type(t: &Type) -> Result<String, String> {
     Ok(match t.kind() {
@@ -146,7 +151,7 @@ fn literal(a: &Attribute, ty: &SchemaType) -> Result<String, String> {
         Attribute::None => "None".into(),
         Attribute::Bool(b) => if *b { "True" } else { "False" }.into(),
         Attribute::Int(i) if matches!(inner, SchemaType::Float | SchemaType::SymFloat) => float_literal(*i as f64),
-        Attribute::Int(i) => i.to_string(),
+        Attribute::Int(i) => int_literal(*i),
         Attribute::Float(f) => float_literal(f.get()),
         Attribute::Str(s) if matches!(inner, SchemaType::Device) => format!("torch.device({})", str_literal(s)),
         Attribute::Str(s) => str_literal(s),
@@ -470,7 +475,7 @@ impl Emitter<'_> {
                 format!("CONSTANTS.c{index}")
             }
             (Attribute::Int(i), TypeKind::Float) => float_literal(*i as f64),
-            (Attribute::Int(i), _) => i.to_string(),
+            (Attribute::Int(i), _) => int_literal(*i),
             (Attribute::Float(f), _) => float_literal(f.get()),
             (Attribute::Bool(b), _) => if *b { "True" } else { "False" }.into(),
             (Attribute::None, _) => "None".into(),
@@ -682,6 +687,8 @@ mod tests {
         assert_eq!(float_literal(1e-5).parse::<f64>().unwrap(), 1e-5);
         assert_eq!(float_literal(f64::NEG_INFINITY), "float(\"-inf\")");
         assert_eq!(str_literal("a\"b\\c\n"), "\"a\\\"b\\\\c\\n\"");
+        assert_eq!(int_literal(i64::MIN), "-9223372036854775807 - 1");
+        assert_eq!(int_literal(-3), "-3");
         assert_eq!(sanitize("x.1"), "x_1");
         assert_eq!(sanitize("0"), "_0");
         assert_eq!(attribute("self", "fc1"), "self.fc1");

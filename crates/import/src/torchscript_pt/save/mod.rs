@@ -221,7 +221,8 @@ impl Node {
     /// Adds the state `path` (`layers.0.weight`) and returns the expression that reads it.
     fn insert(&mut self, path: &str, kind: Kind, w: &Weight) -> Result<String, String> {
         let parts: Vec<&str> = path.split('.').collect();
-        if parts.iter().any(|p| p.is_empty() || *p == "training") {
+        // `training` and `forward` are the class's own; `__x__` names are Python's.
+        if parts.iter().any(|p| p.is_empty() || *p == "training" || *p == "forward" || p.starts_with("__")) {
             return Err(format!("state name `{path}` cannot name a module attribute"));
         }
         let (leaf, dirs) = parts.split_last().ok_or_else(|| format!("empty state name `{path}`"))?;

@@ -139,3 +139,46 @@ pub(super) fn rivals<'a>(ours: &FunctionSchema, all: &'a [FunctionSchema], given
         })
         .collect())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn schema(text: &str) -> FunctionSchema {
+        ir::schema::parse_schema(text).unwrap()
+    }
+
+    fn pos(ty: Ty) -> Given {
+        Given { keyword: None, ty }
+    }
+
+    #[test]
+    fn exact_fits_and_rivals() {
+        let scalar = schema("aten::add.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor");
+        let tensor = schema("aten::add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor");
+        let generic = schema("aten::add(Scalar a, Scalar b) -> Scalar");
+        let int = schema("aten::add.int(int a, int b) -> int");
+        let all = vec![scalar.clone(), tensor.clone(), generic.clone(), int.clone()];
+        // `add(x, 1, 1)` fits `add.Scalar` alone; `add(x, y, alpha=1)` fits `add.Tensor` alone.
+        let call = [pos(Ty::Tensor), pos(Ty::Int), pos(Ty::Int)];
+        assert!(accepts(&scalar, &call).is_some() && accepts(&tensor, &call).is_none());
+        assert!(rivals(&scalar, &all, &call).unwrap().is_empty());
+        let call = [pos(Ty::Tensor), pos(Ty::Tensor), Given { keyword: Some("alpha".into()), ty: Ty::Int }];
+        assert!(rivals(&tensor, &all, &call).unwrap().is_empty());
+        // A keyword-only argument given by position does not fit.
+        assert!(accepts(&tensor, &[pos(Ty::Tensor), pos(Ty::Tensor), pos(Ty::Int)]).is_none());
+        // Two ints: `add.int` wins over `add(Scalar, Scalar)`, never the other way round.
+        let ints = [pos(Ty::Int), pos(Ty::Int)];
+        assert!(rivals(&int, &all, &ints).unwrap().is_empty());
+        let r = rivals(&generic, &all, &ints).unwrap();
+        assert_eq!(r.len(), 1);
+        assert_eq!(r[0].overload, "int");
+        // A float where only ints fit: no exact fit at all.
+        assert!(rivals(&int, &all, &[pos(Ty::Int), pos(Ty::Float)]).is_err());
+        // An optional argument without a default must be given.
+        let dim = schema("aten::sum.dim_IntList(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor");
+        assert!(accepts(&dim, &[pos(Ty::Tensor)]).is_none());
+        assert!(accepts(&dim, &[pos(Ty::Tensor), pos(Ty::None)]).is_some());
+        assert!(accepts(&dim, &[pos(Ty::Tensor), pos(Ty::List(Box::new(Ty::Int)))]).is_some());
+    }
+}
