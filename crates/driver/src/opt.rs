@@ -85,6 +85,10 @@ pub struct OptArgs {
     /// Also save the (transformed) program, with its weights, as a program archive (`.dar`).
     #[arg(long, value_name = "FILE")]
     pub emit_archive: Option<PathBuf>,
+    /// Also save the (transformed) program, with its weights, as a TorchScript archive (`.pt`)
+    /// that `torch.jit.load` reads; the file's stem names the archive's top-level folder.
+    #[arg(long, value_name = "FILE")]
+    pub emit_torchscript: Option<PathBuf>,
     /// Skip the verifier after parsing (for inspecting invalid IR).
     #[arg(long)]
     pub no_verify: bool,
@@ -241,9 +245,9 @@ pub fn main_with_args(args: Vec<String>, stdout: &mut dyn Write, stderr: &mut dy
     if failed {
         return 1;
     }
-    if let Some(path) = &opts.emit_archive {
+    if opts.emit_archive.is_some() || opts.emit_torchscript.is_some() {
         if chunks.len() != 1 {
-            let _ = writeln!(stderr, "dialect-opt: --emit-archive takes a single program, not --split-input-file chunks");
+            let _ = writeln!(stderr, "dialect-opt: --emit-archive and --emit-torchscript take a single program, not --split-input-file chunks");
             return 2;
         }
         // Re-parse the printed result: it is exactly the module the passes produced.
@@ -256,9 +260,8 @@ pub fn main_with_args(args: Vec<String>, stdout: &mut dyn Write, stderr: &mut dy
             }
         };
         let program = import::Program { module, weights: import::Weights::new() };
-        if let Err(e) = import::archive::save(&ctx, &program, path) {
-            let _ = writeln!(stderr, "dialect-opt: {e}");
-            return 1;
+        if let Err(code) = save_program(&ctx, &program, &opts, stderr) {
+            return code;
         }
     }
     write_output(&opts, &outputs.join("// -----\n"), stdout, stderr)
@@ -294,13 +297,26 @@ fn run_imported(
     }
     let print = PrintOptions { generic: opts.print_op_generic, debug_info: opts.print_debuginfo };
     let text = print_module(ctx, &program.module, print);
-    if let Some(out) = &opts.emit_archive {
-        if let Err(e) = import::archive::save(ctx, &program, out) {
-            let _ = writeln!(stderr, "dialect-opt: {e}");
-            return 1;
-        }
+    if let Err(code) = save_program(ctx, &program, opts, stderr) {
+        return code;
     }
     write_output(opts, &text, stdout, stderr)
+}
+
+/// Writes the files `--emit-archive` and `--emit-torchscript` ask for; `Err` holds the exit
+/// code after a printed error (each file is written whole or not at all).
+fn save_program(ctx: &Context, program: &import::Program, opts: &OptArgs, stderr: &mut dyn Write) -> Result<(), i32> {
+    let report = |stderr: &mut dyn Write, e: import::ImportError| {
+        let _ = writeln!(stderr, "dialect-opt: {e}");
+        1
+    };
+    if let Some(out) = &opts.emit_archive {
+        import::archive::save(ctx, program, out).map_err(|e| report(stderr, e))?;
+    }
+    if let Some(out) = &opts.emit_torchscript {
+        import::torchscript_pt::save::save(ctx, program, out).map_err(|e| report(stderr, e))?;
+    }
+    Ok(())
 }
 
 /// The pass manager for `--pass-pipeline` (with the instrumentation flags and the environment

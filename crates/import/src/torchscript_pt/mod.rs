@@ -12,6 +12,7 @@ pub mod compile;
 mod debug;
 pub mod lang;
 pub mod pickle;
+pub mod save;
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
