@@ -1,9 +1,11 @@
 //! Programs saved as TorchScript archives (`import::torchscript_pt::save`): every program of
-//! `../shared/fixtures/export` and `../shared/zoo` (as exported and decomposed) is saved, loaded by the real
+//! `../shared/fixtures/export` and `../shared/zoo` (as exported and decomposed), and every
+//! archive of `../shared/fixtures/torchscript_pt` as the frontend compiles it, is saved, loaded by the real
 //! `torch.jit.load` (`tests/data/torchscript_check.py` in the project's `.venv`, or the
 //! interpreter `DIALECT_PYTHON` names), run on the fixture's inputs (twice for stateful
 //! programs) and compared with PyTorch's recorded outputs; the loaded graph must call exactly
-//! the overloads the IR names. Saving is deterministic, the project's own reader reads the
+//! the overloads the IR names. Saving is deterministic, and has no jitter (an archive loaded and
+//! saved, loaded and saved again, gives the same bytes); the project's own reader reads the
 //! archives back, `dialect-opt --emit-torchscript` writes the same bytes, and what cannot be
 //! expressed is refused with an error naming the op (and no file). Without the corpus or
 //! Python with torch, the tests that need them skip with a reason (and fail under `CI=true`).
@@ -37,9 +39,9 @@ fn torch_python(test: &str) -> Option<PathBuf> {
 }
 
 /// The fixture directories of `export/`, sorted.
-fn export_cases(root: &Path) -> Vec<PathBuf> {
-    let mut dirs: Vec<PathBuf> =
-        std::fs::read_dir(root).unwrap().flatten().map(|e| e.path()).filter(|p| p.join("model.pt2").is_file()).collect();
+/// The case directories of `root` that hold `file`, in order.
+fn cases_with(root: &Path, file: &str) -> Vec<PathBuf> {
+    let mut dirs: Vec<PathBuf> = std::fs::read_dir(root).unwrap().flatten().map(|e| e.path()).filter(|p| p.join(file).is_file()).collect();
     dirs.sort();
     dirs
 }
@@ -184,10 +186,53 @@ fn check_in_torch(python: &Path, cases: &[PathBuf], tag: &str) {
 fn every_export_fixture_loads_in_torch_with_its_outputs() {
     let Some(root) = support::required_fixture_dir("export") else { return };
     let Some(python) = torch_python("every_export_fixture_loads_in_torch_with_its_outputs") else { return };
-    let cases = export_cases(&root);
+    let cases = cases_with(&root, "model.pt2");
     assert!(cases.len() >= 15, "{cases:?}");
     // Every program of the corpus can be expressed; none is refused.
     check_in_torch(&python, &cases, "torchscript-save");
+}
+
+#[test]
+fn every_torchscript_archive_compiled_and_saved_back_runs_in_torch() {
+    let Some(root) = support::required_fixture_dir("torchscript_pt") else { return };
+    let Some(python) = torch_python("every_torchscript_archive_compiled_and_saved_back_runs_in_torch") else { return };
+    let ctx = support::context();
+    let scratch = support::scratch_dir("torchscript-resave");
+    let mut runs = Vec::new();
+    let mut expected = Vec::new();
+    for dir in cases_with(&root, "model.pt") {
+        let name = dir.file_name().unwrap().to_string_lossy().to_string();
+        let program = import(&ctx, &dir.join("model.pt"));
+        let out = scratch.join(format!("{name}.pt"));
+        save::save(&ctx, &program, &out).unwrap_or_else(|e| panic!("{name}: {e}"));
+        expected.push((name, expected_overloads(&ctx, &program)));
+        runs.push((out, dir));
+    }
+    assert!(runs.len() >= 17, "{runs:?}");
+    // TorchScript folds what these programs compute from constants (the `Final` checks of
+    // `batch_norm`, say) when it loads them, so the loaded graph calls a subset of the IR's ops,
+    // but never another overload.
+    for ((case, want), got) in expected.iter().zip(run_in_torch(&python, &runs)) {
+        let other: Vec<&String> = got.iter().filter(|o| !want.contains(o)).collect();
+        assert!(other.is_empty(), "{case}: the loaded graph calls overloads the IR does not: {other:?}");
+    }
+}
+
+/// No jitter: an archive loaded (compiled) and saved, loaded and saved again, gives the same
+/// bytes both times.
+#[test]
+fn load_save_load_save_is_byte_identical() {
+    let Some(root) = support::required_fixture_dir("torchscript_pt") else { return };
+    let ctx = support::context();
+    let scratch = support::scratch_dir("torchscript-jitter");
+    for dir in cases_with(&root, "model.pt") {
+        let name = dir.file_name().unwrap().to_string_lossy().to_string();
+        let first = save::to_bytes(&ctx, &import(&ctx, &dir.join("model.pt")), "model").unwrap_or_else(|e| panic!("{name}: {e}"));
+        let path = scratch.join(format!("{name}.pt"));
+        std::fs::write(&path, &first).unwrap();
+        let second = save::to_bytes(&ctx, &import(&ctx, &path), "model").unwrap_or_else(|e| panic!("{name} reloaded: {e}"));
+        assert!(first == second, "{name}: the second save differs from the first");
+    }
 }
 
 #[test]
@@ -200,7 +245,7 @@ fn every_zoo_model_loads_in_torch_with_its_outputs() {
 #[test]
 fn saving_is_deterministic_and_reads_back() {
     let Some(root) = support::required_fixture_dir("export") else { return };
-    for dir in export_cases(&root) {
+    for dir in cases_with(&root, "model.pt2") {
         let name = dir.file_name().unwrap().to_string_lossy().to_string();
         for file in ["model.pt2", "core.pt2"] {
             // Two imports into two contexts, saved: the same bytes.

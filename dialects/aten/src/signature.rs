@@ -29,6 +29,12 @@ pub enum BindError {
     BadDefault(String),
 }
 
+/// Overloads TorchScript picks over a sibling that fits the same arguments as well or better:
+/// it tries a name's overloads in registration order, which the schema registry does not keep.
+/// Each entry is `(name, chosen overload, passed-over overload)`, as observed in PyTorch 2.15
+/// (`float(n)` of an int is `aten::Float.Scalar`, not `aten::Float.int`).
+pub const SCRIPT_PRECEDENCE: &[(&str, &str, &str)] = &[("Float", "Scalar", "int")];
+
 /// Attributes an aten op may carry besides its arguments (kept by importers and passes).
 pub fn is_metadata_attr(name: &str) -> bool {
     name.contains('.') || name.starts_with('_')

@@ -111,7 +111,9 @@ pub(crate) fn match_cost(s: &SchemaType, t: &Type) -> Option<u32> {
     }
     Some(match (s, t.kind()) {
         (_, TypeKind::Any) => 3,
-        (S::Any | S::Var(_), _) => 3,
+        // A type variable binds to the value's type exactly; `Any` takes anything.
+        (S::Var(_), _) => 1,
+        (S::Any, _) => 3,
         (S::Optional(inner), k) if !matches!(k, TypeKind::None | TypeKind::Optional(_)) => {
             match_cost(inner, t)?
         }

@@ -204,12 +204,14 @@ impl Compiler<'_> {
         }
     }
 
-    /// `int(3)`, `float(2)`, `bool(0)` of constants.
+    /// `int(3)`, `float(2)`, `bool(0)`, `float("-inf")` of constants.
     fn fold_cast(&mut self, op: &str, v: ValueId, at: usize) -> Option<ValueId> {
         let c = self.const_of(v)?.clone();
         let a = match (op, &c) {
             ("Int", Attribute::Int(_)) | ("Float", Attribute::Float(_)) | ("Bool", Attribute::Bool(_)) => c,
             ("Int", Attribute::Bool(b)) => Attribute::Int(*b as i64),
+            ("Int", Attribute::Str(t)) => Attribute::Int(t.trim().parse().ok()?),
+            ("Float", Attribute::Str(t)) => Attribute::float(t.trim().parse().ok()?),
             ("Int", Attribute::Float(f)) if f.get().is_finite() => Attribute::Int(f.get().trunc() as i64),
             ("Float", Attribute::Int(i)) => Attribute::float(*i as f64),
             ("Bool", Attribute::Int(i)) => Attribute::Bool(*i != 0),
@@ -515,6 +517,15 @@ fn resolve(name: &str, types: &[Type], kwargs: &[(String, Type)]) -> Result<(&'s
         if best.as_ref().is_none_or(|(c, _, _)| cost < *c) {
             best = Some((cost, s, slots));
         }
+    }
+    // Where TorchScript's registration order puts another fitting overload first, it wins.
+    if let Some((_, chosen, slots)) = &best
+        && let Some(&(_, first, _)) = dialect_aten::signature::SCRIPT_PRECEDENCE.iter().find(|(n, _, passed)| *n == name && chosen.overload == *passed)
+        && let Some(s) = dialect_aten::schemas().iter().find(|s| s.namespace == "aten" && s.name == name && s.overload == first)
+        && slots.iter().zip(types.iter().chain(kwargs.iter().map(|(_, t)| t))).all(|(i, t)| s.args.get(*i).is_some_and(|a| match_cost(&a.ty, t).is_some()))
+    {
+        let slots = slots.clone();
+        return Ok((s, slots));
     }
     match best {
         Some((_, s, slots)) => Ok((s, slots)),

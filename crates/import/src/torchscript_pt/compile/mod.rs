@@ -349,6 +349,7 @@ impl<'a> Compiler<'a> {
             dialect_prim::TUPLE_INDEX,
             dialect_prim::UNINITIALIZED,
         ];
+        self.prune_loops(func);
         loop {
             let dead: Vec<OpId> = self
                 .m
@@ -362,6 +363,51 @@ impl<'a> Compiler<'a> {
             for op in dead {
                 let _ = self.m.erase_op(op);
             }
+        }
+    }
+
+    /// Drops the values a `prim.Loop` carries that neither its body reads nor anything after
+    /// it uses: the flag of a `while` loop rebound in its body is one (the condition is
+    /// evaluated anew, not read from the carried value).
+    fn prune_loops(&mut self, func: OpId) {
+        let loops: Vec<OpId> = self.m.nested_ops(func).into_iter().filter(|&o| self.m.op_name(o) == dialect_prim::LOOP).collect();
+        for op in loops {
+            let Some(body) = self.m.regions(op).first().and_then(|&r| self.m.entry_block(r)) else { continue };
+            let args = self.m.block_args(body).to_vec();
+            let results = self.m.results(op).to_vec();
+            let dead: Vec<usize> = (0..results.len())
+                .filter(|&k| args.get(k + 1).is_some_and(|&a| !self.m.has_uses(a)) && !self.m.has_uses(results[k]))
+                .collect();
+            if dead.is_empty() {
+                continue;
+            }
+            let Some(term) = self.m.last_op(body) else { continue };
+            let keep = |k: usize| !dead.contains(&k);
+            let yields: Vec<ValueId> = self.m.operands(term).iter().enumerate().filter(|&(i, _)| i == 0 || keep(i - 1)).map(|(_, &v)| v).collect();
+            self.m.set_operands(term, yields);
+            for &k in dead.iter().rev() {
+                let _ = self.m.erase_block_arg(body, k + 1);
+            }
+            let operands: Vec<ValueId> = self.m.operands(op).iter().enumerate().filter(|&(i, _)| i < 2 || keep(i - 2)).map(|(_, &v)| v).collect();
+            let kept: Vec<usize> = (0..results.len()).filter(|&k| keep(k)).collect();
+            let st = ir::OperationState::new(dialect_prim::LOOP)
+                .operands(operands)
+                .results(kept.iter().map(|&k| self.m.value_type(results[k]).clone()))
+                .regions(1)
+                .loc(self.m.loc(op).clone());
+            let new = self.m.create_op(st);
+            // Inserting a fresh op before one that is in a block cannot fail.
+            let _ = self.m.insert_op(new, ir::InsertPoint::Before(op));
+            let (old_r, new_r) = (self.m.regions(op)[0], self.m.regions(new)[0]);
+            self.m.take_region_blocks(old_r, new_r);
+            let new_results = self.m.results(new).to_vec();
+            for (&k, &v) in kept.iter().zip(&new_results) {
+                if let Some(name) = self.m.value_name(results[k]).map(str::to_owned) {
+                    name_value(&mut self.m, v, &name);
+                }
+                self.m.replace_all_uses(results[k], v);
+            }
+            let _ = self.m.erase_op(op);
         }
     }
 

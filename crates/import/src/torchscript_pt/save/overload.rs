@@ -113,14 +113,22 @@ fn accepts<'a>(schema: &'a FunctionSchema, given: &[Given]) -> Option<Vec<&'a Sc
     schema.args.iter().zip(&used).all(|(a, &u)| u || a.default.is_some()).then_some(through)
 }
 
-/// Whether `t` takes numbers of any kind (TorchScript prefers a concrete overload to these).
-fn is_generic(t: &SchemaType) -> bool {
-    matches!(t.unwrap_optional(), SchemaType::Scalar | SchemaType::Number | SchemaType::Any | SchemaType::Var(_))
+/// How generic `t` is: 0 for a concrete type, 1 for a type variable (`t`), 2 for a type that
+/// takes values of any kind (`Scalar`, `number`, `Any`); lists as their elements. TorchScript
+/// prefers the less generic of two overloads that both fit.
+fn generality(t: &SchemaType) -> u8 {
+    match t.unwrap_optional() {
+        SchemaType::Scalar | SchemaType::Number | SchemaType::Any => 2,
+        SchemaType::Var(_) => 1,
+        SchemaType::List { elem, .. } => generality(elem),
+        _ => 0,
+    }
 }
 
 /// The other overloads of `ours`'s name among `all` that accept the call as well, but for
-/// those that accept it only through generic types where `ours` is concrete (`add(Scalar a,
-/// Scalar b)` beside `add.int(int a, int b)`), which TorchScript ranks after it.
+/// those that accept it only through more generic types than `ours` (`add(Scalar a, Scalar b)`
+/// beside `add.int(int a, int b)`, `len.any(Any[] a)` beside `len.t(t[] a)`), which
+/// TorchScript ranks after it.
 ///
 /// `Err` when the call does not fit `ours` itself without conversions: TorchScript would then
 /// convert arguments, and which overload that reaches is not known here.
@@ -132,8 +140,9 @@ pub(super) fn rivals<'a>(ours: &FunctionSchema, all: &'a [FunctionSchema], given
         .filter(|s| match accepts(s, given) {
             None => false,
             Some(theirs) => {
-                let loses = mine.iter().zip(&theirs).all(|(m, t)| m == t || is_generic(t) && !is_generic(m))
-                    && mine.iter().zip(&theirs).any(|(m, t)| m != t);
+                let loses = mine.iter().zip(&theirs).all(|(m, t)| m == t || generality(t) > generality(m))
+                    && mine.iter().zip(&theirs).any(|(m, t)| m != t)
+                    || dialect_aten::signature::SCRIPT_PRECEDENCE.contains(&(ours.name.as_str(), ours.overload.as_str(), s.overload.as_str()));
                 !loses
             }
         })
