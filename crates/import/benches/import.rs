@@ -44,41 +44,32 @@ fn import_lstm_cell(c: &mut Criterion) {
     });
 }
 
-fn load_mobilenet_pt(c: &mut Criterion) {
+/// Times `f` on the mobilenet archive under `label`, unless the corpus is absent or `f` fails.
+fn bench_mobilenet<T, E: std::fmt::Display>(c: &mut Criterion, label: &str, f: impl Fn(&std::path::Path) -> Result<T, E>) {
     let path = shared("torchscript_pt/tv_mobilenet_v3_small/model.pt");
     if !path.exists() {
         eprintln!("skipping: {} not found (the shared fixture corpus is absent)", path.display());
         return;
     }
-    if let Err(e) = import::torchscript_pt::load(&path) {
-        eprintln!("cannot load {}: {e}", path.display());
+    if let Err(e) = f(&path) {
+        eprintln!("cannot read {}: {e}", path.display());
         return;
     }
-    c.bench_function("torchscript_pt::load tv_mobilenet_v3_small/model.pt", |b| {
+    c.bench_function(label, |b| {
         b.iter(|| {
-            let r = import::torchscript_pt::load(&path);
+            let r = f(&path);
             std::hint::black_box(&r);
         })
     });
 }
 
+fn load_mobilenet_pt(c: &mut Criterion) {
+    bench_mobilenet(c, "torchscript_pt::load tv_mobilenet_v3_small/model.pt", |p| import::torchscript_pt::load(p));
+}
+
 fn import_mobilenet_pt(c: &mut Criterion) {
-    let path = shared("torchscript_pt/tv_mobilenet_v3_small/model.pt");
-    if !path.exists() {
-        eprintln!("skipping: {} not found (the shared fixture corpus is absent)", path.display());
-        return;
-    }
     let ctx = context();
-    if let Err(e) = import::import_file(&ctx, &path, None) {
-        eprintln!("cannot import {}: {e}", path.display());
-        return;
-    }
-    c.bench_function("import_file tv_mobilenet_v3_small/model.pt (load and compile)", |b| {
-        b.iter(|| {
-            let r = import::import_file(&ctx, &path, None);
-            std::hint::black_box(&r);
-        })
-    });
+    bench_mobilenet(c, "import_file tv_mobilenet_v3_small/model.pt (load and compile)", |p| import::import_file(&ctx, p, None));
 }
 
 criterion_group! {

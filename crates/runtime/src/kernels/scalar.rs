@@ -72,6 +72,9 @@ macro_rules! compare_kernel {
     };
 }
 
+// The other TorchScript builtins (`script.rs`) are declared the same way.
+pub(super) use {arith_kernel, compare_kernel};
+
 arith_kernel!(k_add, op::ADD, i64::wrapping_add, |a, b| a + b);
 arith_kernel!(k_mul, op::MUL, i64::wrapping_mul, |a, b| a * b);
 compare_kernel!(k_gt, op::GT, |o| o.is_gt());

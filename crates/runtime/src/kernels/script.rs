@@ -5,35 +5,16 @@
 
 use dialect_aten::op;
 
-use super::scalar::{arith, as_f64, as_i64, compare, list_items, num};
+use super::scalar::{arith, arith_kernel, as_f64, as_i64, compare, compare_kernel, list_items, num};
 use super::{Args, KernelRegistry};
 use crate::tensor::{KernelError, Result, Scalar};
 use crate::value::IValue;
 
-macro_rules! arith_kernel {
-    ($name:ident, $op:path, $fi:expr, $ff:expr) => {
-        fn $name(args: &[IValue]) -> Result<Vec<IValue>> {
-            arith($op.name(), args, $fi, $ff)
-        }
-    };
-}
-
-macro_rules! compare_kernel {
-    ($name:ident, $op:path, $pred:expr) => {
-        fn $name(args: &[IValue]) -> Result<Vec<IValue>> {
-            if let [IValue::Bool(a), IValue::Bool(b), ..] = args {
-                return Ok(vec![IValue::Bool($pred(a.cmp(b)))]);
-            }
-            compare($op.name(), args, $pred)
-        }
-    };
-}
-
 arith_kernel!(k_sub, op::SUB, i64::wrapping_sub, |a, b| a - b);
-compare_kernel!(k_eq, op::EQ, |o: std::cmp::Ordering| o.is_eq());
-compare_kernel!(k_ne, op::NE, |o: std::cmp::Ordering| o.is_ne());
-compare_kernel!(k_le, op::LE, |o: std::cmp::Ordering| o.is_le());
-compare_kernel!(k_ge, op::GE, |o: std::cmp::Ordering| o.is_ge());
+compare_kernel!(k_eq, op::EQ, |o| o.is_eq());
+compare_kernel!(k_ne, op::NE, |o| o.is_ne());
+compare_kernel!(k_le, op::LE, |o| o.is_le());
+compare_kernel!(k_ge, op::GE, |o| o.is_ge());
 
 /// Two numbers of a binary builtin.
 fn two(op: &'static str, args: &[IValue]) -> Result<(Scalar, Scalar)> {
