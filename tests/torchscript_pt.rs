@@ -375,3 +375,47 @@ fn mutated_sources_never_panic_and_errors_are_positioned() {
         }
     }
 }
+
+/// Refinement and the statements printed code rarely has, compiled from source and run: `x is not
+/// None` and `isinstance` narrow an optional in the branch where they hold; `continue` and
+/// `break` in a `for` loop.
+#[test]
+fn refinement_continue_and_break_compile_and_run() {
+    let source = "class M(Module):
+  __parameters__ = []
+  __buffers__ = []
+  def forward(self: __torch__.M, x: Tensor, y: Optional[Tensor]=None) -> Tensor:
+    if y is not None:
+      z = torch.add(x, y)
+    else:
+      z = x
+    if isinstance(y, Tensor):
+      z = torch.mul(z, y)
+    for i in range(3):
+      if i == 1:
+        continue
+      z = torch.add(z, 1)
+      if i == 2:
+        break
+      z = torch.mul(z, 10)
+    return z
+";
+    let ctx = support::context();
+    let bytes: std::sync::Arc<[u8]> = support::fuzz::torchscript_archive(source).into();
+    let program = import::import_bytes(&ctx, Path::new("refine.pt"), bytes, import::Format::TorchScriptArchive).unwrap_or_else(|e| panic!("{e}"));
+    let weights = driver::fixture::weights_from_import(&program.weights).unwrap();
+    let compiled = runtime::compile(&program.module, &ctx, &weights, runtime::CompileOptions::default()).unwrap();
+    let x = runtime::Tensor::full(ir::DType::F32, &[2], runtime::Scalar::Float(1.0)).unwrap();
+    let y = runtime::Tensor::full(ir::DType::F32, &[2], runtime::Scalar::Float(2.0)).unwrap();
+    let run = |y: runtime::IValue| {
+        let out = compiled.runtime().run(&[runtime::IValue::Tensor(x.clone()), y]).unwrap();
+        match &out[..] {
+            [runtime::IValue::Tensor(t)] => t.get_f64(&[0]).unwrap(),
+            other => panic!("{other:?}"),
+        }
+    };
+    // With y: (1 + 2) * 2 = 6; i = 0: (6 + 1) * 10 = 70; i = 1 skipped; i = 2: 71, then break.
+    assert_eq!(run(runtime::IValue::Tensor(y)), 71.0);
+    // Without: 1; i = 0: 20; i = 2: 21.
+    assert_eq!(run(runtime::IValue::None), 21.0);
+}

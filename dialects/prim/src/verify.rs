@@ -56,6 +56,9 @@ pub fn type_refines(a: &Type, b: &Type) -> bool {
     }
     match (a.kind(), b.kind()) {
         (_, TypeKind::Any) => true,
+        // None, and a value that is present, are both values of an optional type.
+        (TypeKind::None, TypeKind::Optional(_)) => true,
+        (ak, TypeKind::Optional(y)) if !matches!(ak, TypeKind::Optional(_)) => type_refines(a, y),
         (TypeKind::Tensor(x), TypeKind::Tensor(y)) => {
             let dtype = y.dtype.is_none() || x.dtype == y.dtype;
             let shape = match (&x.shape, &y.shape) {

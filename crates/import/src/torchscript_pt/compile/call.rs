@@ -233,7 +233,7 @@ impl Compiler<'_> {
     }
 
     /// `x` with its optional type narrowed to `ty` (or to the optional's element type).
-    fn refine(&mut self, x: ValueId, ty: Option<Type>, at: usize) -> ValueId {
+    pub(crate) fn refine(&mut self, x: ValueId, ty: Option<Type>, at: usize) -> ValueId {
         let have = self.m.value_type(x).clone();
         let want = match (ty, have.kind()) {
             (Some(t), _) => t,
@@ -258,6 +258,13 @@ impl Compiler<'_> {
             (Sv::Module(p), Ann::Class(c)) => self.module_class(p).as_deref() == Some(c.as_str()),
             (Sv::Val(id), Ann::Ty(t)) => {
                 let have = self.m.value_type(*id).clone();
+                // `isinstance(x, T)` of an optional `T` is `x is not None`.
+                if let TypeKind::Optional(inner) = have.kind()
+                    && (*inner == t || inner.as_tensor().is_some() && t.as_tensor().is_some())
+                {
+                    let none = self.constant(Attribute::None, v.at);
+                    return Ok(Sv::Val(self.is_none_check(*id, none, true, v.at)?));
+                }
                 if matches!(have.kind(), TypeKind::Optional(_) | TypeKind::Any) && !matches!(t.kind(), TypeKind::Optional(_)) {
                     return Err(self.err(v.at, format!("`isinstance` of a value of type {have} is not decided at compile time")));
                 }

@@ -41,6 +41,8 @@ pub(crate) struct Frame {
     names: Vec<(String, Sv)>,
     /// The scope raised an exception: nothing after it runs.
     pub(crate) dead: bool,
+    /// Names this scope narrowed (an optional known present), with the narrowed value.
+    pub(crate) refined: Vec<(String, Sv)>,
 }
 
 impl Frame {

@@ -7,7 +7,7 @@ use ir::{Attribute, InsertPoint, OperationState, Type, TypeKind, ValueId};
 use super::env::{Frame, Sv};
 use super::{CONT, Compiler, R, RET};
 use crate::convert::{insert, join_types, name_value};
-use crate::torchscript_pt::lang::ast::{Expr, ExprKind, Stmt, StmtKind};
+use crate::torchscript_pt::lang::ast::{CmpOp, Expr, ExprKind, Stmt, StmtKind};
 
 /// Whether `stmts` may leave their list early: a `return`, a `raise`, or a `break`/`continue`
 /// of the enclosing loop (not one of a loop nested inside).
@@ -37,6 +37,30 @@ fn breaks(stmts: &[Stmt]) -> bool {
         StmtKind::If { then, orelse, .. } => breaks(then) || breaks(orelse),
         _ => false,
     })
+}
+
+/// The name a condition proves not None, and the side of the `if` (0: then, 1: else) where it
+/// holds: `x is not None`, `torch.__isnot__(x, None)`, `isinstance(x, T)` on the then side;
+/// `x is None`, `torch.__is__(x, None)` on the else side.
+fn refinement(cond: &Expr) -> Option<(String, usize)> {
+    let name_of = |e: &Expr| match &e.kind {
+        ExprKind::Name(n) => Some(n.clone()),
+        _ => None,
+    };
+    match &cond.kind {
+        ExprKind::Compare(x, rest) => match rest.as_slice() {
+            [(CmpOp::IsNot, n)] if n.kind == ExprKind::None => Some((name_of(x)?, 0)),
+            [(CmpOp::Is, n)] if n.kind == ExprKind::None => Some((name_of(x)?, 1)),
+            _ => None,
+        },
+        ExprKind::Call { func, args, .. } => match (func.dotted().as_deref(), args.as_slice()) {
+            (Some("torch.__isnot__" | "ops.aten.__isnot__"), [x, n]) if n.kind == ExprKind::None => Some((name_of(x)?, 0)),
+            (Some("torch.__is__" | "ops.aten.__is__"), [x, n]) if n.kind == ExprKind::None => Some((name_of(x)?, 1)),
+            (Some("isinstance"), [x, _]) => Some((name_of(x)?, 0)),
+            _ => None,
+        },
+        _ => None,
+    }
 }
 
 /// The names `stmts` may rebind: assignment targets, loop variables, and lists they mutate.
@@ -379,12 +403,26 @@ impl Compiler<'_> {
             all.extend_from_slice(k);
             return self.stmts(&all);
         }
+        let refined = refinement(cond);
         let (temp, blocks) = self.begin_if(c, at);
         let outer = self.block;
         let mut sides = Vec::new();
-        for (b, body) in blocks.iter().zip([then, orelse]) {
+        for (side, (b, body)) in blocks.iter().zip([then, orelse]).enumerate() {
             self.block = *b;
             self.frames.push(Frame::default());
+            // `x is not None` (or `isinstance`) makes an optional `x` its element type on the
+            // side where it holds.
+            if let Some((name, holds_on)) = &refined
+                && *holds_on == side
+                && let Some(Sv::Val(v)) = self.lookup(name)
+                && matches!(self.m.value_type(v).kind(), TypeKind::Optional(_))
+            {
+                let r = self.refine(v, None, cond.at);
+                self.bind(name, Sv::Val(r));
+                if let Some(f) = self.frames.last_mut() {
+                    f.refined.push((name.clone(), Sv::Val(r)));
+                }
+            }
             let mut all: Vec<&[Stmt]> = vec![body];
             all.extend_from_slice(k);
             let r = self.stmts(&all);
@@ -410,7 +448,9 @@ impl Compiler<'_> {
         let mut outs: Vec<(String, [Option<ValueId>; 2], Type)> = Vec::new();
         let mut direct: Vec<(String, Sv)> = Vec::new();
         for n in names {
-            let vals: Vec<Option<Sv>> = sides.iter().map(|f| f.get(&n).cloned().or_else(|| self.lookup(&n))).collect();
+            // A name a side only narrowed (`x is not None`) keeps its outer binding there.
+            let own = |f: &Frame| f.get(&n).filter(|v| !f.refined.iter().any(|(r, rv)| *r == n && rv == *v)).cloned();
+            let vals: Vec<Option<Sv>> = sides.iter().map(|f| own(f).or_else(|| self.lookup(&n))).collect();
             let live: Vec<&Sv> = sides.iter().zip(&vals).filter(|(f, _)| !f.dead).filter_map(|(_, v)| v.as_ref()).collect();
             let live_sides = sides.iter().filter(|f| !f.dead).count();
             if live.len() < live_sides || live.is_empty() {
