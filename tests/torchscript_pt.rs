@@ -419,3 +419,17 @@ fn refinement_continue_and_break_compile_and_run() {
     // Without: 1; i = 0: 20; i = 2: 21.
     assert_eq!(run(runtime::IValue::None), 21.0);
 }
+
+/// The README's TorchScript example runs on a fresh machine (it needs no fixture corpus).
+#[test]
+fn the_bundled_scripted_example_matches_pytorch() {
+    let dir = support::workspace_root().join("examples/scripted_mlp");
+    let io = dir.join("io.safetensors");
+    let out = std::process::Command::new(support::tool("dialect-run"))
+        .arg(dir.join("model.pt"))
+        .args(["--inputs".as_ref(), io.as_os_str(), "--compare".as_ref(), io.as_os_str()])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success() && stdout.contains("\nmatch"), "{stdout}{}", String::from_utf8_lossy(&out.stderr));
+}
