@@ -130,25 +130,35 @@ pub fn fold_with_limit(
     Some(vec![Folded::Const(value)])
 }
 
-/// `a is b` when the types decide it: two None-typed values are the same None; a None-typed
-/// value is not a value whose type excludes None. Optional and `Any` values are undecided.
-fn identity_by_type(m: &Module, op: OpId, binding: &[ArgSource]) -> Option<bool> {
-    let none = |src: &ArgSource| -> Option<bool> {
-        match src {
-            ArgSource::Const(Attribute::None) => Some(true),
-            ArgSource::Const(_) => Some(false),
-            ArgSource::Operand(i) => match m.value_type(*m.operands(op).get(*i)?).kind() {
-                TypeKind::None => Some(true),
-                TypeKind::Optional(_) | TypeKind::Any => None,
-                _ => Some(false),
-            },
-        }
-    };
-    match (none(binding.first()?)?, none(binding.get(1)?)?) {
+/// Whether a value of type `t` is None, when the type decides it: a None-typed value is, a
+/// value whose type excludes None is not; an optional or `Any` value is undecided.
+pub fn none_by_type(t: &TypeKind) -> Option<bool> {
+    match t {
+        TypeKind::None => Some(true),
+        TypeKind::Optional(_) | TypeKind::Any => None,
+        _ => Some(false),
+    }
+}
+
+/// `a is b` from whether each is None (`none_by_type`): two Nones are the same None, None is
+/// not a present value; two present values are undecided.
+pub fn identical_by_none(a: Option<bool>, b: Option<bool>) -> Option<bool> {
+    match (a?, b?) {
         (true, true) => Some(true),
         (true, false) | (false, true) => Some(false),
         (false, false) => None,
     }
+}
+
+/// `a is b` of an `aten.__is__`/`aten.__isnot__` op, when the types decide it.
+fn identity_by_type(m: &Module, op: OpId, binding: &[ArgSource]) -> Option<bool> {
+    let none = |src: &ArgSource| -> Option<bool> {
+        match src {
+            ArgSource::Const(a) => Some(*a == Attribute::None),
+            ArgSource::Operand(i) => none_by_type(m.value_type(*m.operands(op).get(*i)?).kind()),
+        }
+    };
+    identical_by_none(none(binding.first()?), none(binding.get(1)?))
 }
 
 /// A scalar argument as a number: integer or float.

@@ -27,27 +27,42 @@ pub(super) struct Token {
     pub end: usize,
 }
 
-/// Maps byte offsets to 1-based line and column.
+/// Where each line of a text starts, to map byte offsets to 1-based line and column; kept by
+/// whoever holds the text (`Lines` borrows it).
+#[derive(Clone, Debug)]
+pub(crate) struct LineIndex {
+    starts: Vec<usize>,
+}
+
+impl LineIndex {
+    pub fn new(text: &str) -> LineIndex {
+        let mut starts = vec![0];
+        starts.extend(text.match_indices('\n').map(|(i, _)| i + 1));
+        LineIndex { starts }
+    }
+
+    /// The line and column of `offset` in `text`, the text this index was made of.
+    pub fn position(&self, text: &str, offset: usize) -> (usize, usize) {
+        let line = self.starts.partition_point(|&s| s <= offset);
+        let start = self.starts[line - 1];
+        let col = text.get(start..offset.min(text.len())).map_or(0, |t| t.chars().count()) + 1;
+        (line, col)
+    }
+}
+
+/// Maps byte offsets of a borrowed text to 1-based line and column.
 pub(crate) struct Lines<'a> {
     text: &'a str,
-    starts: Vec<usize>,
+    index: LineIndex,
 }
 
 impl<'a> Lines<'a> {
     pub fn new(text: &'a str) -> Lines<'a> {
-        let mut starts = vec![0];
-        starts.extend(text.match_indices('\n').map(|(i, _)| i + 1));
-        Lines { text, starts }
+        Lines { text, index: LineIndex::new(text) }
     }
 
     pub fn position(&self, offset: usize) -> (usize, usize) {
-        let line = self.starts.partition_point(|&s| s <= offset);
-        let start = self.starts[line - 1];
-        let col = self.text[start..offset.min(self.text.len())]
-            .chars()
-            .count()
-            + 1;
-        (line, col)
+        self.index.position(self.text, offset)
     }
 
     pub fn error(&self, offset: usize, message: impl Into<String>) -> ParseError {

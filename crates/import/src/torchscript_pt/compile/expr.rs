@@ -442,17 +442,8 @@ impl Compiler<'_> {
     /// `a is b` / `a is not b`, folded when the types decide it (a value that cannot be None is
     /// not None; a None-typed value is).
     pub(crate) fn is_none_check(&mut self, a: ValueId, b: ValueId, negate: bool, at: usize) -> R<ValueId> {
-        let decided = |t: &Type| match t.kind() {
-            TypeKind::None => Some(true),
-            TypeKind::Optional(_) | TypeKind::Any => None,
-            _ => Some(false),
-        };
-        let (ta, tb) = (self.m.value_type(a).clone(), self.m.value_type(b).clone());
-        let fold = match (decided(&ta), decided(&tb)) {
-            (Some(true), Some(true)) => Some(true),
-            (Some(false), Some(true)) | (Some(true), Some(false)) => Some(false),
-            _ => None,
-        };
+        use dialect_aten::fold::{identical_by_none, none_by_type};
+        let fold = identical_by_none(none_by_type(self.m.value_type(a).kind()), none_by_type(self.m.value_type(b).kind()));
         if let Some(is) = fold {
             return Ok(self.constant(Attribute::Bool(is != negate), at));
         }

@@ -30,7 +30,7 @@ use ir::{Attribute, BlockId, Context, Location, Module, OpId, Type, TypeKind, Va
 use super::lang::ast::{FnDef, SourceFile};
 use super::{Slot, TorchScriptArchive, Value};
 use crate::convert::{check_context, finish_function, insert, name_value, verify_module};
-use crate::torchscript::lex::Lines;
+use crate::torchscript::lex::LineIndex;
 use crate::treespec::{DictKey, TreeSpec};
 use crate::{ImportError, Program, Weights, program};
 pub(crate) use env::Sv;
@@ -60,6 +60,8 @@ struct Src {
     /// The archive path shown in messages (`code/__torch__/m.py`).
     entry: String,
     text: Arc<str>,
+    /// Line starts of `text`, for the location of every op compiled from it.
+    lines: LineIndex,
     ast: Arc<SourceFile>,
 }
 
@@ -167,11 +169,9 @@ impl<'a> Compiler<'a> {
             None => None,
             Some(text) => {
                 let entry = format!("code/{key}");
-                let ast = super::lang::parse(text).map_err(|e| {
-                    let lines = Lines::new(text);
-                    source_error(self.path(), &entry, text, &lines, e.line, e.col, e.message, None)
-                })?;
-                self.files.push(Src { entry, text: Arc::from(text.as_str()), ast: Arc::new(ast) });
+                let ast = super::lang::parse(text)
+                    .map_err(|e| source_error(self.path(), &entry, text, e.line, e.col, e.message, None))?;
+                self.files.push(Src { entry, text: Arc::from(text.as_str()), lines: LineIndex::new(text), ast: Arc::new(ast) });
                 Some(self.files.len() - 1)
             }
         };
@@ -221,17 +221,16 @@ impl<'a> Compiler<'a> {
                 message: message.into(),
             };
         };
-        let lines = Lines::new(&src.text);
-        let (line, col) = lines.position(at);
+        let (line, col) = src.lines.position(&src.text, at);
         let note = super::debug::original_location(self.archive, &src.entry, at);
-        source_error(self.path(), &src.entry, &src.text, &lines, line, col, message.into(), note)
+        source_error(self.path(), &src.entry, &src.text, line, col, message.into(), note)
     }
 
     /// The location of byte offset `at` of the current file.
     pub(crate) fn loc(&self, at: usize) -> Location {
         match self.files.get(self.file) {
             Some(src) => {
-                let (line, col) = Lines::new(&src.text).position(at);
+                let (line, col) = src.lines.position(&src.text, at);
                 Location::file(&src.entry, line as u32, col as u32)
             }
             None => Location::default(),
@@ -519,12 +518,10 @@ fn pickled_constant(v: &Value) -> Option<Attribute> {
 
 /// An error in `entry` of the archive at `line:col`, showing the line and a caret, and the
 /// original source location when the debug table maps it.
-#[allow(clippy::too_many_arguments)]
 fn source_error(
     path: &Path,
     entry: &str,
     text: &str,
-    _lines: &Lines<'_>,
     line: usize,
     col: usize,
     message: String,
