@@ -208,6 +208,13 @@ pub enum Attribute {
     Int(i64),
     /// A 64-bit float, `1.5 : f64`, compared and hashed by bits so that every value round-trips.
     Float(FloatBits),
+    /// An integer of another builtin width, `3 : i32`, `-1 : i8`, `4 : index`; the value is
+    /// kept sign-extended from its width. `i64` values are always [`Attribute::Int`] and `i1`
+    /// values [`Attribute::Bool`] ([`Attribute::integer`] chooses).
+    SizedInt { value: i64, ty: IntType },
+    /// A float of another builtin width, `1.5 : f32`, `0x3C00 : f16`, kept as the bits of that
+    /// format so every value round-trips. `f64` values are always [`Attribute::Float`].
+    SizedFloat { bits: u32, ty: FloatType },
     Str(Arc<str>),
     Type(Type),
     Array(Arc<[Attribute]>),
@@ -222,6 +229,122 @@ pub enum Attribute {
     Device(Arc<str>),
     /// An attribute of another dialect kept as raw text (`#toy.shape<2, 3>`).
     Opaque { dialect: Arc<str>, name: Arc<str>, body: Option<Arc<str>> },
+}
+
+/// The builtin integer types an integer attribute may have besides `i64` and `i1`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum IntType {
+    I8,
+    I16,
+    I32,
+    /// MLIR's `index`: a 64-bit target-sized integer.
+    Index,
+}
+
+impl IntType {
+    pub fn name(self) -> &'static str {
+        match self {
+            IntType::I8 => "i8",
+            IntType::I16 => "i16",
+            IntType::I32 => "i32",
+            IntType::Index => "index",
+        }
+    }
+
+    pub fn bits(self) -> u32 {
+        match self {
+            IntType::I8 => 8,
+            IntType::I16 => 16,
+            IntType::I32 => 32,
+            IntType::Index => 64,
+        }
+    }
+
+    /// `value` as this width holds it (sign-extended), when it fits as a signed or unsigned
+    /// value of the width (`255 : i8` is `-1 : i8`, as in MLIR's signless integers).
+    pub fn wrap(self, value: i128) -> Option<i64> {
+        let bits = self.bits();
+        let min = -(1i128 << (bits - 1));
+        let max = (1i128 << bits) - 1;
+        if value < min || value > max {
+            return None;
+        }
+        let shift = 128 - bits;
+        Some(((value << shift) >> shift) as i64)
+    }
+}
+
+/// The builtin float types a float attribute may have besides `f64`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum FloatType {
+    F16,
+    BF16,
+    F32,
+}
+
+impl FloatType {
+    pub fn name(self) -> &'static str {
+        match self {
+            FloatType::F16 => "f16",
+            FloatType::BF16 => "bf16",
+            FloatType::F32 => "f32",
+        }
+    }
+
+    /// The value of `bits` in this format, exactly.
+    pub fn to_f64(self, bits: u32) -> f64 {
+        match self {
+            FloatType::F16 => half::f16::from_bits(bits as u16).to_f64(),
+            FloatType::BF16 => half::bf16::from_bits(bits as u16).to_f64(),
+            FloatType::F32 => f32::from_bits(bits) as f64,
+        }
+    }
+
+    /// The bits of `v` rounded to this format (to nearest, ties to even).
+    pub fn from_f64(self, v: f64) -> u32 {
+        match self {
+            FloatType::F16 => half::f16::from_f64(v).to_bits() as u32,
+            FloatType::BF16 => half::bf16::from_f64(v).to_bits() as u32,
+            FloatType::F32 => (v as f32).to_bits(),
+        }
+    }
+
+    /// Hex digits a bit pattern of this format is written with.
+    pub fn hex_digits(self) -> usize {
+        match self {
+            FloatType::F16 | FloatType::BF16 => 4,
+            FloatType::F32 => 8,
+        }
+    }
+
+    /// Parses a decimal literal into this format, rounding to nearest (f32 in one step, the
+    /// 16-bit formats through f64).
+    pub fn parse_decimal(self, text: &str) -> Option<u32> {
+        match self {
+            FloatType::F32 => text.parse::<f32>().ok().map(f32::to_bits),
+            FloatType::F16 | FloatType::BF16 => text.parse::<f64>().ok().map(|v| self.from_f64(v)),
+        }
+    }
+}
+
+/// Writes a float of a narrow format: the shortest decimal that reads back as the same bits,
+/// or the hex bits for infinities and NaNs.
+fn write_sized_float(f: &mut impl fmt::Write, bits: u32, ty: FloatType) -> fmt::Result {
+    let v = ty.to_f64(bits);
+    if !v.is_finite() {
+        return write!(f, "0x{:0width$X}", bits, width = ty.hex_digits());
+    }
+    let text = match ty {
+        FloatType::F32 => format!("{:?}", f32::from_bits(bits)),
+        FloatType::F16 => format!("{:?}", half::f16::from_bits(bits as u16)),
+        FloatType::BF16 => format!("{:?}", half::bf16::from_bits(bits as u16)),
+    };
+    let text = mlir_float_literal(&text);
+    if ty.parse_decimal(&text) == Some(bits) {
+        f.write_str(&text)
+    } else {
+        write!(f, "0x{:0width$X}", bits, width = ty.hex_digits())
+    }
 }
 
 /// An f64 compared by its bit pattern (so NaN equals itself and -0.0 differs from 0.0).
@@ -241,6 +364,21 @@ impl Attribute {
 
     pub fn str(s: &str) -> Attribute {
         Attribute::Str(s.into())
+    }
+
+    /// An integer of the given builtin width (`None` is `i64`), in its one canonical variant:
+    /// `i64` as [`Attribute::Int`], the others as [`Attribute::SizedInt`]. `None` when the
+    /// value does not fit the width.
+    pub fn integer(value: i128, ty: Option<IntType>) -> Option<Attribute> {
+        match ty {
+            None => i64::try_from(value).ok().map(Attribute::Int),
+            Some(t) => t.wrap(value).map(|value| Attribute::SizedInt { value, ty: t }),
+        }
+    }
+
+    /// A float of the given narrow format, rounded from `v`.
+    pub fn sized_float(v: f64, ty: FloatType) -> Attribute {
+        Attribute::SizedFloat { bits: ty.from_f64(v), ty }
     }
 
     pub fn array(items: Vec<Attribute>) -> Attribute {
@@ -265,16 +403,19 @@ impl Attribute {
         Attribute::Dict(items.into())
     }
 
+    /// The value of an integer attribute of any width.
     pub fn as_int(&self) -> Option<i64> {
         match self {
-            Attribute::Int(i) => Some(*i),
+            Attribute::Int(i) | Attribute::SizedInt { value: i, .. } => Some(*i),
             _ => None,
         }
     }
 
+    /// The value of a float attribute of any width, exactly.
     pub fn as_float(&self) -> Option<f64> {
         match self {
             Attribute::Float(f) => Some(f.get()),
+            Attribute::SizedFloat { bits, ty } => Some(ty.to_f64(*bits)),
             _ => None,
         }
     }
@@ -283,9 +424,8 @@ impl Attribute {
     /// spelled either way).
     pub fn as_number(&self) -> Option<f64> {
         match self {
-            Attribute::Int(i) => Some(*i as f64),
-            Attribute::Float(f) => Some(f.get()),
-            _ => None,
+            Attribute::Int(_) | Attribute::SizedInt { .. } => self.as_int().map(|i| i as f64),
+            _ => self.as_float(),
         }
     }
 
@@ -359,6 +499,8 @@ impl Attribute {
             Attribute::Bool(_) => "bool",
             Attribute::Int(_) => "integer",
             Attribute::Float(_) => "float",
+            Attribute::SizedInt { .. } => "integer",
+            Attribute::SizedFloat { .. } => "float",
             Attribute::Str(_) => "string",
             Attribute::Type(_) => "type",
             Attribute::Array(_) => "array",
@@ -395,6 +537,11 @@ impl fmt::Display for Attribute {
             Attribute::Float(v) => {
                 write_f64(f, v.get())?;
                 f.write_str(" : f64")
+            }
+            Attribute::SizedInt { value, ty } => write!(f, "{value} : {}", ty.name()),
+            Attribute::SizedFloat { bits, ty } => {
+                write_sized_float(f, *bits, *ty)?;
+                write!(f, " : {}", ty.name())
             }
             Attribute::Str(s) => write_escaped_string(f, s),
             Attribute::Type(t) => write!(f, "{t}"),
@@ -461,5 +608,19 @@ mod tests {
         assert_eq!(d.to_string(), "dense<[[1.0, 2.0], [3.0, 4.5]]> : tensor<2x2xf32>");
         let s = DenseAttr::from_i64(&[3], &[7, 7, 7]).unwrap();
         assert_eq!(s.to_string(), "dense<7> : tensor<3xi64>");
+    }
+
+    #[test]
+    fn sized_scalars_spell_with_their_width() {
+        assert_eq!(Attribute::integer(255, Some(IntType::I8)).unwrap().to_string(), "-1 : i8");
+        assert_eq!(Attribute::integer(256, Some(IntType::I8)), None);
+        assert_eq!(Attribute::integer(7, None), Some(Attribute::Int(7)));
+        assert_eq!(Attribute::integer(-3, Some(IntType::Index)).unwrap().to_string(), "-3 : index");
+        assert_eq!(Attribute::sized_float(1.5, FloatType::F32).to_string(), "1.5 : f32");
+        assert_eq!(Attribute::sized_float(0.5, FloatType::F16).to_string(), "0.5 : f16");
+        let tenth = Attribute::sized_float(0.1, FloatType::BF16);
+        assert_eq!(tenth.as_float(), Some(0.10009765625));
+        assert_eq!(Attribute::sized_float(f64::INFINITY, FloatType::BF16).to_string(), "0x7F80 : bf16");
+        assert_eq!(Attribute::sized_float(1e30, FloatType::F32).to_string(), "1.0e30 : f32");
     }
 }

@@ -116,8 +116,8 @@ impl AttrKind {
         matches!(
             (self, a),
             (AttrKind::Any, _)
-                | (AttrKind::Int, Attribute::Int(_))
-                | (AttrKind::Float, Attribute::Float(_))
+                | (AttrKind::Int, Attribute::Int(_) | Attribute::SizedInt { .. })
+                | (AttrKind::Float, Attribute::Float(_) | Attribute::SizedFloat { .. })
                 | (AttrKind::Bool, Attribute::Bool(_))
                 | (AttrKind::Str, Attribute::Str(_))
                 | (AttrKind::Type, Attribute::Type(_))

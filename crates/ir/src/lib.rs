@@ -21,7 +21,7 @@ pub mod split;
 pub mod types;
 pub mod verify;
 
-pub use attributes::{Attribute, DenseAttr};
+pub use attributes::{Attribute, DenseAttr, FloatType, IntType};
 pub use builder::Builder;
 pub use context::{Arity, AttrKind, Context, OpDef, Syntax, Traits, dialect_namespace};
 pub use diag::{Diagnostic, Severity};

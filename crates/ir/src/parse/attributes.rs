@@ -1,7 +1,7 @@
 //! Attributes: dictionaries, literals, `#dialect` attributes and dense elements.
 
 use super::*;
-use crate::attributes::{Attribute, DenseAttr};
+use crate::attributes::{Attribute, DenseAttr, FloatType, IntType};
 use crate::dtype::DType;
 use crate::types::{TensorType, Type, TypeKind};
 use std::sync::Arc;
@@ -75,6 +75,9 @@ impl<'a> Parser<'a> {
             b'-' | b'+' | b'0'..=b'9' => {
                 let lit = self.parse_untyped_literal()?;
                 if self.eat(":") {
+                    if let Some(width) = self.sized_scalar_type() {
+                        return self.sized_literal(lit, width, pos);
+                    }
                     let t = self.parse_type()?;
                     self.type_literal(lit, &t, pos)
                 } else {
@@ -108,6 +111,60 @@ impl<'a> Parser<'a> {
                 let t = self.parse_type().map_err(|_| self.err_at(pos, format!("expected attribute value{}", self.found_at(pos))))?;
                 Ok(Attribute::Type(t))
             }
+        }
+    }
+
+    /// After a literal's `:`, a builtin scalar type that is not a value type of this IR (`i8`,
+    /// `i16`, `i32`, `index`, `f16`, `bf16`, `f32`), consumed; `None` (nothing consumed) otherwise.
+    pub(super) fn sized_scalar_type(&mut self) -> Option<SizedScalar> {
+        self.ws();
+        let save = self.pos;
+        let width = match self.bare_id() {
+            Some("i8") => SizedScalar::Int(IntType::I8),
+            Some("i16") => SizedScalar::Int(IntType::I16),
+            Some("i32") => SizedScalar::Int(IntType::I32),
+            Some("index") => SizedScalar::Int(IntType::Index),
+            Some("f16") => SizedScalar::Float(FloatType::F16),
+            Some("bf16") => SizedScalar::Float(FloatType::BF16),
+            Some("f32") => SizedScalar::Float(FloatType::F32),
+            _ => {
+                self.pos = save;
+                return None;
+            }
+        };
+        Some(width)
+    }
+
+    /// `3 : i32`, `1.5 : f16`, `0x7F80 : bf16`: a literal of a builtin width other than i64/f64/i1.
+    pub(super) fn sized_literal(&self, lit: Literal, width: SizedScalar, pos: usize) -> PResult<Attribute> {
+        let hex = |t: &str| t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")).map(str::to_string);
+        match (lit, width) {
+            (Literal::Int(t), SizedScalar::Int(ty)) => {
+                let v = match hex(&t) {
+                    Some(h) => i128::from_str_radix(&h, 16),
+                    None => t.parse::<i128>(),
+                }
+                .map_err(|_| self.err_at(pos, format!("invalid integer literal '{t}'")))?;
+                Attribute::integer(v, Some(ty))
+                    .ok_or_else(|| self.err_at(pos, format!("integer {t} does not fit in {}", ty.name())))
+            }
+            (Literal::Int(t), SizedScalar::Float(ty)) if hex(&t).is_some() => {
+                let h = hex(&t).unwrap_or_default();
+                let bits = u32::from_str_radix(&h, 16).ok().filter(|_| h.len() <= ty.hex_digits());
+                let bits = bits.ok_or_else(|| {
+                    self.err_at(pos, format!("hexadecimal literal '{t}' does not fit the bits of {}", ty.name()))
+                })?;
+                Ok(Attribute::SizedFloat { bits, ty })
+            }
+            (Literal::Int(t) | Literal::Float(t), SizedScalar::Float(ty)) => {
+                let bits = ty.parse_decimal(&t).ok_or_else(|| self.err_at(pos, format!("invalid float literal '{t}'")))?;
+                Ok(Attribute::SizedFloat { bits, ty })
+            }
+            (Literal::Float(_), SizedScalar::Int(ty)) => {
+                Err(self.err_at(pos, format!("a float literal cannot have the integer type {}", ty.name())))
+            }
+            (_, SizedScalar::Int(ty)) => Err(self.err_at(pos, format!("expected an integer literal of type {}", ty.name()))),
+            (_, SizedScalar::Float(ty)) => Err(self.err_at(pos, format!("expected a float literal of type {}", ty.name()))),
         }
     }
 
@@ -399,6 +456,13 @@ impl<'a> Parser<'a> {
         Ok(())
     }
 
+}
+
+/// A builtin scalar type of an attribute literal other than i64, f64 and i1.
+#[derive(Clone, Copy)]
+pub(super) enum SizedScalar {
+    Int(IntType),
+    Float(FloatType),
 }
 
 pub(super) enum Literal {
