@@ -227,7 +227,10 @@ pub enum Attribute {
     DType(DType),
     /// `#prim.device<"cpu">`.
     Device(Arc<str>),
-    /// An attribute of another dialect kept as raw text (`#toy.shape<2, 3>`).
+    /// An attribute of a kind a dialect registered (`Context::register_attr`), with its parameters.
+    Dialect(crate::extension::DialectValue),
+    /// An attribute of an unregistered dialect, or of one that defines no attribute kinds,
+    /// kept as raw text (`#other.shape<2, 3>`).
     Opaque { dialect: Arc<str>, name: Arc<str>, body: Option<Arc<str>> },
 }
 
@@ -509,6 +512,7 @@ impl Attribute {
             Attribute::SymbolRef(_) => "symbol reference",
             Attribute::DType(_) => "dtype",
             Attribute::Device(_) => "device",
+            Attribute::Dialect(_) => "dialect attribute",
             Attribute::Opaque { .. } => "opaque",
         }
     }
@@ -578,6 +582,10 @@ impl fmt::Display for Attribute {
                 f.write_str("#prim.device<")?;
                 write_escaped_string(f, d)?;
                 f.write_str(">")
+            }
+            Attribute::Dialect(v) => {
+                f.write_str("#")?;
+                v.write_body(f)
             }
             Attribute::Opaque { dialect, name, body } => {
                 write!(f, "#{dialect}.{name}")?;

@@ -298,6 +298,7 @@ pub struct Context {
     allow_unregistered: bool,
     types: Mutex<HashSet<Type>>,
     interfaces: Interfaces,
+    kinds: crate::extension::KindRegistry,
 }
 
 impl Default for Context {
@@ -315,9 +316,18 @@ impl Context {
             allow_unregistered: false,
             types: Mutex::new(HashSet::new()),
             interfaces: Interfaces::default(),
+            kinds: Default::default(),
         };
         crate::builtin::register(&mut ctx);
         ctx
+    }
+
+    pub(crate) fn kinds(&self) -> &crate::extension::KindRegistry {
+        &self.kinds
+    }
+
+    pub(crate) fn kinds_mut(&mut self) -> &mut crate::extension::KindRegistry {
+        &mut self.kinds
     }
 
     pub fn register_dialect(&mut self, name: &str, summary: &str) {

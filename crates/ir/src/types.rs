@@ -102,7 +102,10 @@ pub enum TypeKind {
     Optional(Type),
     /// A function type, spelled `(A, B) -> (C)`.
     Function { inputs: Vec<Type>, results: Vec<Type> },
-    /// A type of another dialect, kept as its dialect, name and raw body (`!toy.shape<2, 3>`).
+    /// A type of a kind a dialect registered (`Context::register_type`), with its parameters.
+    Dialect(crate::extension::DialectValue),
+    /// A type of an unregistered dialect, or of one that defines no type kinds, kept as its
+    /// dialect, name and raw body (`!other.shape<2, 3>`).
     Opaque { dialect: Arc<str>, name: Arc<str>, body: Option<Arc<str>> },
 }
 
@@ -290,6 +293,10 @@ impl fmt::Display for Type {
                     write_list(f, results)?;
                     f.write_str(")")
                 }
+            }
+            TypeKind::Dialect(v) => {
+                f.write_str("!")?;
+                v.write_body(f)
             }
             TypeKind::Opaque { dialect, name, body } => {
                 write!(f, "!{dialect}.{name}")?;

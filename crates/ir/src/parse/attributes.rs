@@ -189,6 +189,9 @@ impl<'a> Parser<'a> {
                 .cloned()
                 .ok_or_else(|| self.err_at(pos, format!("undefined attribute alias '#{id}'")));
         };
+        if let Some(a) = self.registered_attr(dialect, name, pos)? {
+            return Ok(a);
+        }
         match (dialect, name) {
             ("prim", "none") => Ok(Attribute::None),
             ("prim", "dtype") => {

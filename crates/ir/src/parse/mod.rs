@@ -15,6 +15,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 mod attributes;
+mod dialect;
 mod lexer;
 mod locations;
 mod ops;
@@ -22,6 +23,7 @@ mod scope;
 mod types;
 
 use lexer::is_suffix_char;
+pub(crate) use dialect::ParserHandle;
 
 /// Parses a whole file into a module. Top-level ops other than a single `module` are wrapped in one.
 pub fn parse_module(ctx: &Context, source: &str, filename: &str) -> Result<Module, Diagnostic> {
@@ -79,7 +81,7 @@ struct OperandRef {
     loc: Location,
 }
 
-struct Parser<'a> {
+pub(crate) struct Parser<'a> {
     ctx: &'a Context,
     src: &'a str,
     bytes: &'a [u8],

@@ -54,6 +54,9 @@ impl<'a> Parser<'a> {
                     .cloned()
                     .ok_or_else(|| self.err_at(pos, format!("undefined type alias '!{id}'")));
             };
+            if let Some(t) = self.registered_type(dialect, name, pos)? {
+                return Ok(t);
+            }
             return match (dialect, name) {
                 ("prim", "str") => Ok(self.ctx.intern(TypeKind::Str)),
                 ("prim", "device") => Ok(self.ctx.intern(TypeKind::Device)),

@@ -73,10 +73,11 @@ fn intersects(a: &MemSet, b: &MemSet) -> bool {
     small.iter().any(|l| large.contains(l))
 }
 
-/// Whether a value of this type can alias memory.
+/// Whether a value of this type can alias memory (a type of another dialect may, for all the
+/// analysis knows).
 pub fn is_mutable_type(t: &ir::Type) -> bool {
     match t.kind() {
-        TypeKind::Tensor(_) | TypeKind::List(_) | TypeKind::Any | TypeKind::Opaque { .. } => true,
+        TypeKind::Tensor(_) | TypeKind::List(_) | TypeKind::Any | TypeKind::Dialect(_) | TypeKind::Opaque { .. } => true,
         TypeKind::Tuple(items) => items.iter().any(is_mutable_type),
         TypeKind::Optional(e) => is_mutable_type(e),
         _ => false,

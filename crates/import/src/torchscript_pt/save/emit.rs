@@ -128,7 +128,9 @@ pub(super) fn py_type(t: &Type) -> Result<String, String> {
         TypeKind::Optional(e) => format!("Optional[{}]", py_type(e)?),
         TypeKind::Tuple(items) if items.is_empty() => "Tuple[()]".into(),
         TypeKind::Tuple(items) => format!("Tuple[{}]", items.iter().map(py_type).collect::<Result<Vec<_>, _>>()?.join(", ")),
-        TypeKind::Function { .. } | TypeKind::Opaque { .. } => return Err(format!("type `{t}` has no TorchScript spelling")),
+        TypeKind::Function { .. } | TypeKind::Dialect(_) | TypeKind::Opaque { .. } => {
+            return Err(format!("type `{t}` has no TorchScript spelling"));
+        }
     })
 }
 
