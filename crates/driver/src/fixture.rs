@@ -1,6 +1,7 @@
 //! Running programs against recorded PyTorch outputs: weight conversion, pytree flattening,
 //! tolerance comparison and fixture metadata. Used by `dialect-run --compare` and the fixture tests.
 
+use dialect_prim::kinds::{Kind as PK, TypeExt as _};
 use runtime::{CompileOptions, CompiledProgram, IValue, Scalar, Tensor, Weights, compile};
 use std::collections::HashMap;
 use std::path::Path;
@@ -191,7 +192,7 @@ pub fn specialize_inputs(m: &mut ir::Module, io: &[(String, Tensor)], scalars: O
         user += 1;
         // An optional given None is None.
         let declared = m.value_type(arg).clone();
-        if matches!(declared.kind(), ir::TypeKind::Optional(_)) && matches!(scalars.and_then(|s| s.get(&pos)), Some(IValue::None)) {
+        if matches!(declared.pk(), PK::Optional(_)) && matches!(scalars.and_then(|s| s.get(&pos)), Some(IValue::None)) {
             m.set_value_type(arg, ir::Type::none());
             if let Some(slot) = inputs.get_mut(i) {
                 *slot = ir::Type::none();
@@ -200,8 +201,8 @@ pub fn specialize_inputs(m: &mut ir::Module, io: &[(String, Tensor)], scalars: O
             continue;
         }
         // A tensor of unknown type, or an optional one (`Tensor?`) that is given a tensor.
-        let tensor = match declared.kind() {
-            ir::TypeKind::Optional(inner) => inner.as_tensor().cloned(),
+        let tensor = match declared.pk() {
+            PK::Optional(inner) => inner.as_tensor().cloned(),
             _ => declared.as_tensor().cloned(),
         };
         if !tensor.is_some_and(|t| t.dtype.is_none() && t.shape.is_none()) {

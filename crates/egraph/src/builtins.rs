@@ -67,7 +67,7 @@ pub fn ops_over(g: &Graph, root: Id, ops: &[OpRef], child: Id) -> Vec<Node> {
 use egg::Language;
 
 fn has_attr(g: &Graph, n: &Node, name: &str) -> bool {
-    attr(&g.analysis, n, name).is_some_and(|a| *a != Attribute::None)
+    attr(&g.analysis, n, name).is_some_and(|a| *a != dialect_prim::kinds::none())
 }
 
 fn rank(g: &Graph, id: Id) -> Option<usize> {
@@ -165,7 +165,8 @@ fn transpose_transpose(g: &mut Graph, root: Id, a: &[Id]) -> Vec<Id> {
 
 fn bound(a: Option<&Attribute>) -> Option<Option<f64>> {
     match a {
-        None | Some(Attribute::None) => Some(None),
+        None => Some(None),
+        Some(a) if dialect_prim::kinds::is_none(a) => Some(None),
         Some(Attribute::Int(i)) => Some(Some(*i as f64)),
         Some(Attribute::Float(f)) if !f.get().is_nan() => Some(Some(f.get())),
         _ => None,

@@ -196,7 +196,7 @@ pub fn normalized_attrs(ctx: &Context, m: &Module, op: OpId) -> Vec<NamedAttr> {
             let Some((_, arg)) = s.arg(k) else { return true };
             let default = match &arg.default {
                 Some(d) => dialect_aten::default_attribute(d, &arg.ty),
-                None if matches!(arg.ty, ir::schema::SchemaType::Optional(_)) => Some(Attribute::None),
+                None if matches!(arg.ty, ir::schema::SchemaType::Optional(_)) => Some(dialect_prim::kinds::none()),
                 None => None,
             };
             default.as_ref() != Some(v)

@@ -1,11 +1,12 @@
 //! The cost model and extraction: choosing one e-node per needed e-class so that the DAG
 //! reachable from the roots is cheapest, with shared subterms counted once.
 
+use dialect_prim::kinds::{Kind as PK, TypeExt as _};
 use crate::analysis::Graph;
 use crate::lang::Node;
 use egg::{Id, Language};
 use dialect_aten::op;
-use ir::{Dim, OpRef, Type, TypeKind};
+use ir::{Dim, OpRef, Type};
 use std::collections::{HashMap, HashSet};
 
 /// Cost of an e-node that cannot be written back (its type is unknown).
@@ -57,19 +58,19 @@ const UNKNOWN_DIM: f64 = 64.0;
 
 /// (elements, bytes per element) of a value, estimated where sizes are symbolic.
 pub fn size_of(t: &Type) -> (f64, f64) {
-    match t.kind() {
-        TypeKind::Tensor(tt) => {
+    match t.pk() {
+        PK::Tensor(tt) => {
             let elems = match &tt.shape {
                 Some(dims) => dims.iter().map(|d| if let Dim::Static(n) = d { *n as f64 } else { UNKNOWN_DIM }).product(),
                 None => UNKNOWN_DIM * UNKNOWN_DIM,
             };
             (elems, tt.dtype.map_or(4.0, |d| d.size_bytes() as f64))
         }
-        TypeKind::List(e) => {
+        PK::List(e) => {
             let (n, s) = size_of(e);
             (n * 4.0, s)
         }
-        TypeKind::Tuple(items) => items.iter().map(size_of).fold((0.0, 1.0), |(n, _), (m, s)| (n + m, s)),
+        PK::Tuple(items) => items.iter().map(size_of).fold((0.0, 1.0), |(n, _), (m, s)| (n + m, s)),
         _ => (1.0, 8.0),
     }
 }

@@ -155,7 +155,7 @@ impl TreeSpec {
         match a {
             Attribute::Str(s) => TreeSpec::parse(s),
             Attribute::Unit => Ok(TreeSpec::Leaf),
-            Attribute::None => Ok(TreeSpec::None),
+            a if dialect_prim::kinds::is_none(a) => Ok(TreeSpec::None),
             Attribute::Array(items) => Ok(TreeSpec::Tuple(
                 items.iter().map(child).collect::<Result<_, _>>()?,
             )),
@@ -626,7 +626,7 @@ mod tests {
 
     #[test]
     fn spec_attributes() {
-        let a = Attribute::Array(vec![Attribute::Unit, Attribute::None, Attribute::str("[*]")].into());
+        let a = Attribute::Array(vec![Attribute::Unit, dialect_prim::kinds::none(), Attribute::str("[*]")].into());
         assert_eq!(
             TreeSpec::from_attribute(&a).unwrap(),
             TreeSpec::Tuple(vec![TreeSpec::Leaf, TreeSpec::None, TreeSpec::List(vec![TreeSpec::Leaf])])

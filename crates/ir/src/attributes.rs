@@ -201,8 +201,6 @@ pub fn write_escaped_string(f: &mut impl fmt::Write, s: &str) -> fmt::Result {
 pub enum Attribute {
     /// `unit`: a flag whose presence is the information.
     Unit,
-    /// `#prim.none`: Python's `None` as an argument value.
-    None,
     Bool(bool),
     /// A 64-bit integer, `3 : i64`.
     Int(i64),
@@ -223,10 +221,6 @@ pub enum Attribute {
     Dense(DenseAttr),
     /// `@name`.
     SymbolRef(Arc<str>),
-    /// `#prim.dtype<f32>`.
-    DType(DType),
-    /// `#prim.device<"cpu">`.
-    Device(Arc<str>),
     /// An attribute of a kind a dialect registered (`Context::register_attr`), with its parameters.
     Dialect(crate::extension::DialectValue),
     /// An attribute of an unregistered dialect, or of one that defines no attribute kinds,
@@ -479,16 +473,13 @@ impl Attribute {
         }
     }
 
-    /// The type a constant holding this attribute has (`prim.Constant`'s result type).
+    /// The builtin value type a constant holding this attribute has (`i1`, `i64`, `f64`, a
+    /// tensor); dialects type their own attributes (`dialect_prim::kinds::constant_type`).
     pub fn value_type(&self) -> Option<Type> {
         Some(match self {
-            Attribute::None => Type::none(),
             Attribute::Bool(_) => Type::bool(),
             Attribute::Int(_) => Type::int(),
             Attribute::Float(_) => Type::float(),
-            Attribute::Str(_) => Type::str(),
-            Attribute::Device(_) => Type::device(),
-            Attribute::DType(_) => Type::int(),
             Attribute::Dense(d) => Type::tensor_of(d.tensor_type().clone()),
             _ => return None,
         })
@@ -498,7 +489,6 @@ impl Attribute {
     pub fn kind_name(&self) -> &'static str {
         match self {
             Attribute::Unit => "unit",
-            Attribute::None => "none",
             Attribute::Bool(_) => "bool",
             Attribute::Int(_) => "integer",
             Attribute::Float(_) => "float",
@@ -510,8 +500,6 @@ impl Attribute {
             Attribute::Dict(_) => "dictionary",
             Attribute::Dense(_) => "dense tensor",
             Attribute::SymbolRef(_) => "symbol reference",
-            Attribute::DType(_) => "dtype",
-            Attribute::Device(_) => "device",
             Attribute::Dialect(_) => "dialect attribute",
             Attribute::Opaque { .. } => "opaque",
         }
@@ -535,7 +523,6 @@ impl fmt::Display for Attribute {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Attribute::Unit => f.write_str("unit"),
-            Attribute::None => f.write_str("#prim.none"),
             Attribute::Bool(b) => write!(f, "{b}"),
             Attribute::Int(i) => write!(f, "{i} : i64"),
             Attribute::Float(v) => {
@@ -576,12 +563,6 @@ impl fmt::Display for Attribute {
             Attribute::SymbolRef(s) => {
                 f.write_str("@")?;
                 crate::types::write_sym_name(f, s)
-            }
-            Attribute::DType(d) => write!(f, "#prim.dtype<{}>", d.mlir_name()),
-            Attribute::Device(d) => {
-                f.write_str("#prim.device<")?;
-                write_escaped_string(f, d)?;
-                f.write_str(">")
             }
             Attribute::Dialect(v) => {
                 f.write_str("#")?;

@@ -108,7 +108,6 @@ pub enum AttrKind {
     Dict,
     Dense,
     SymbolRef,
-    DType,
 }
 
 impl AttrKind {
@@ -125,7 +124,6 @@ impl AttrKind {
                 | (AttrKind::Dict, Attribute::Dict(_))
                 | (AttrKind::Dense, Attribute::Dense(_))
                 | (AttrKind::SymbolRef, Attribute::SymbolRef(_))
-                | (AttrKind::DType, Attribute::DType(_))
         )
     }
 }

@@ -77,6 +77,12 @@ impl DialectValue {
         Ok(DialectValue { def: def.clone(), params: params.into() })
     }
 
+    /// A value whose parameters the caller guarantees satisfy the kind's verifier (a dialect's
+    /// own constructors, which build only valid parameters).
+    pub fn trusted(def: &Arc<KindDef>, params: Vec<Attribute>) -> DialectValue {
+        DialectValue { def: def.clone(), params: params.into() }
+    }
+
     pub fn def(&self) -> &Arc<KindDef> {
         &self.def
     }
@@ -291,6 +297,16 @@ impl DialectParser<'_, '_> {
     /// A bare identifier (`f32`, `cpu`, `x`).
     pub fn parse_keyword(&mut self) -> Result<String, Diagnostic> {
         self.p.hook_keyword()
+    }
+
+    /// The current position (after whitespace), for [`DialectParser::error_at`].
+    pub fn mark(&mut self) -> usize {
+        self.p.hook_mark()
+    }
+
+    /// An error at a position taken with [`DialectParser::mark`].
+    pub fn error_at(&self, mark: usize, msg: impl Into<String>) -> Diagnostic {
+        self.p.hook_error_at(mark, msg.into())
     }
 
     /// An error at the current position.

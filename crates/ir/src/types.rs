@@ -1,4 +1,9 @@
-//! Types of SSA values: tensors with dtype and (possibly symbolic) shape, TorchScript scalars and containers.
+//! Types of SSA values: the builtin ones (tensors with dtype and possibly symbolic shape, `i64`,
+//! `f64`, `i1`, `none`, tuples, functions) and the kinds dialects define.
+//!
+//! The tensor type spells an unknown dtype `!prim.any` and names its symbolic sizes in a
+//! `#prim.sym<...>` encoding: the one place the core's text borrows prim's names, so that a
+//! tensor of unknown dtype or symbolic shape is still legal MLIR that real `mlir-opt` reads.
 
 use crate::dtype::DType;
 use std::fmt;
@@ -86,20 +91,10 @@ pub enum TypeKind {
     Float,
     /// A TorchScript `bool`, spelled `i1`.
     Bool,
-    /// A string, spelled `!prim.str`.
-    Str,
     /// The type of `None`, spelled `none`.
     None,
-    /// A device, spelled `!prim.device`.
-    Device,
-    /// A value of any type (TorchScript's `Any`), spelled `!prim.any`.
-    Any,
-    /// A homogeneous list, spelled `!prim.list<T>`.
-    List(Type),
     /// A fixed-size heterogeneous tuple, spelled `tuple<A, B>`.
     Tuple(Vec<Type>),
-    /// `T` or `None`, spelled `!prim.optional<T>`.
-    Optional(Type),
     /// A function type, spelled `(A, B) -> (C)`.
     Function { inputs: Vec<Type>, results: Vec<Type> },
     /// A type of a kind a dialect registered (`Context::register_type`), with its parameters.
@@ -146,32 +141,12 @@ impl Type {
         Type::new(TypeKind::Bool)
     }
 
-    pub fn str() -> Type {
-        Type::new(TypeKind::Str)
-    }
-
     pub fn none() -> Type {
         Type::new(TypeKind::None)
     }
 
-    pub fn device() -> Type {
-        Type::new(TypeKind::Device)
-    }
-
-    pub fn any() -> Type {
-        Type::new(TypeKind::Any)
-    }
-
-    pub fn list(elem: Type) -> Type {
-        Type::new(TypeKind::List(elem))
-    }
-
     pub fn tuple(elems: Vec<Type>) -> Type {
         Type::new(TypeKind::Tuple(elems))
-    }
-
-    pub fn optional(elem: Type) -> Type {
-        Type::new(TypeKind::Optional(elem))
     }
 
     pub fn function(inputs: Vec<Type>, results: Vec<Type>) -> Type {
@@ -271,12 +246,7 @@ impl fmt::Display for Type {
             TypeKind::Int => f.write_str("i64"),
             TypeKind::Float => f.write_str("f64"),
             TypeKind::Bool => f.write_str("i1"),
-            TypeKind::Str => f.write_str("!prim.str"),
             TypeKind::None => f.write_str("none"),
-            TypeKind::Device => f.write_str("!prim.device"),
-            TypeKind::Any => f.write_str("!prim.any"),
-            TypeKind::List(e) => write!(f, "!prim.list<{e}>"),
-            TypeKind::Optional(e) => write!(f, "!prim.optional<{e}>"),
             TypeKind::Tuple(elems) => {
                 f.write_str("tuple<")?;
                 write_list(f, elems)?;

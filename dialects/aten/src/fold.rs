@@ -9,10 +9,11 @@
 //! the dtype's width like ATen's; float ops that ATen may evaluate in a different order (`alpha`
 //! other than 1) are not folded.
 
+use dialect_prim::kinds::{Kind as PK, TypeExt as _};
 use crate::signature::{ArgSource, bind_args};
 use dialect_prim::fold::Folded;
 use crate::op;
-use ir::{Attribute, Context, DType, DenseAttr, Module, OpId, OpRef, TypeKind};
+use ir::{Attribute, Context, DType, DenseAttr, Module, OpId, OpRef};
 
 /// Tensor folds give up beyond this many result elements unless the caller passes another limit.
 pub const DEFAULT_MAX_ELEMENTS: usize = 64;
@@ -116,14 +117,14 @@ pub fn fold_with_limit(
         return Some(vec![Folded::Const(Attribute::Bool(is == op::__IS__.is(&name)))]);
     }
     let value = if TENSOR_BINARY.iter().chain(&TENSOR_UNARY).any(|o| o.is(&name)) {
-        let TypeKind::Tensor(t) = result_ty.kind() else {
+        let PK::Tensor(t) = result_ty.pk() else {
             return None;
         };
         let dtype = t.dtype?;
         let dims = t.static_dims()?;
         fold_tensor(&schema.name, &args, dtype, &dims, max_elements)?
     } else if is_scalar_op(ctx, &name) {
-        fold_scalar(&schema.name, &args, result_ty.kind())?
+        fold_scalar(&schema.name, &args, result_ty.pk())?
     } else {
         return None;
     };
@@ -132,10 +133,10 @@ pub fn fold_with_limit(
 
 /// Whether a value of type `t` is None, when the type decides it: a None-typed value is, a
 /// value whose type excludes None is not; an optional or `Any` value is undecided.
-pub fn none_by_type(t: &TypeKind) -> Option<bool> {
+pub fn none_by_type(t: PK<'_>) -> Option<bool> {
     match t {
-        TypeKind::None => Some(true),
-        TypeKind::Optional(_) | TypeKind::Any => None,
+        PK::None => Some(true),
+        PK::Optional(_) | PK::Any => None,
         _ => Some(false),
     }
 }
@@ -154,8 +155,8 @@ pub fn identical_by_none(a: Option<bool>, b: Option<bool>) -> Option<bool> {
 fn identity_by_type(m: &Module, op: OpId, binding: &[ArgSource]) -> Option<bool> {
     let none = |src: &ArgSource| -> Option<bool> {
         match src {
-            ArgSource::Const(a) => Some(*a == Attribute::None),
-            ArgSource::Operand(i) => none_by_type(m.value_type(*m.operands(op).get(*i)?).kind()),
+            ArgSource::Const(a) => Some(*a == dialect_prim::kinds::none()),
+            ArgSource::Operand(i) => none_by_type(m.value_type(*m.operands(op).get(*i)?).pk()),
         }
     };
     identical_by_none(none(binding.first()?), none(binding.get(1)?))
@@ -186,7 +187,7 @@ impl Num {
     }
 }
 
-fn fold_scalar(base: &str, args: &[Option<Attribute>], result: &TypeKind) -> Option<Attribute> {
+fn fold_scalar(base: &str, args: &[Option<Attribute>], result: PK<'_>) -> Option<Attribute> {
     let a = num(args.first()?.as_ref()?)?;
     let b = num(args.get(1)?.as_ref()?)?;
     if let (Num::I(x), Num::I(y)) = (a, b) {
@@ -203,8 +204,8 @@ fn fold_scalar(base: &str, args: &[Option<Attribute>], result: &TypeKind) -> Opt
             _ => return None,
         };
         return match (v, result) {
-            (Num::I(i), TypeKind::Int) => Some(Attribute::Int(i)),
-            (Num::F(f), TypeKind::Float) => Some(Attribute::float(f)),
+            (Num::I(i), PK::Int) => Some(Attribute::Int(i)),
+            (Num::F(f), PK::Float) => Some(Attribute::float(f)),
             _ => None,
         };
     }
@@ -220,7 +221,7 @@ fn fold_scalar(base: &str, args: &[Option<Attribute>], result: &TypeKind) -> Opt
         "le" => return Some(Attribute::Bool(x <= y)),
         _ => return None,
     };
-    (*result == TypeKind::Float).then(|| Attribute::float(v))
+    (result == PK::Float).then(|| Attribute::float(v))
 }
 
 /// Element values of one operand of a tensor fold, broadcast by index.

@@ -3,8 +3,9 @@
 //! Arguments given as attributes are matched by name; the remaining arguments take the operands
 //! in order; arguments left over take their schema default (or `None` when optional).
 
+use dialect_prim::kinds::{Kind as PK, TypeExt as _};
 use ir::schema::{DefaultValue, FunctionSchema, SchemaType};
-use ir::{Attribute, DType, Module, OpId, Type, TypeKind};
+use ir::{Attribute, DType, Module, OpId, Type};
 
 /// Where one schema argument's value comes from.
 #[derive(Clone, Debug, PartialEq)]
@@ -57,7 +58,7 @@ pub fn bind_args(
     let mut out = Vec::with_capacity(schema.args.len());
     for a in &schema.args {
         if let Some(attr) = m.attr(op, &a.name) {
-            if matches!(a.ty.unwrap_optional(), SchemaType::Tensor) && *attr != Attribute::None {
+            if matches!(a.ty.unwrap_optional(), SchemaType::Tensor) && *attr != dialect_prim::kinds::none() {
                 return Err(BindError::TensorAttr {
                     name: a.name.clone(),
                     expected: a.ty.to_string(),
@@ -71,7 +72,7 @@ pub fn bind_args(
             let c = match &a.default {
                 Some(d) => default_attribute(d, &a.ty)
                     .ok_or_else(|| BindError::BadDefault(a.name.clone()))?,
-                None if matches!(a.ty, SchemaType::Optional(_)) => Attribute::None,
+                None if matches!(a.ty, SchemaType::Optional(_)) => dialect_prim::kinds::none(),
                 None => return Err(BindError::Missing(a.name.clone())),
             };
             out.push(ArgSource::Const(c));
@@ -95,12 +96,12 @@ pub fn bind_args(
 pub fn default_attribute(d: &DefaultValue, ty: &SchemaType) -> Option<Attribute> {
     let ty = ty.unwrap_optional();
     Some(match d {
-        DefaultValue::None => Attribute::None,
+        DefaultValue::None => dialect_prim::kinds::none(),
         DefaultValue::Bool(b) => Attribute::Bool(*b),
         DefaultValue::Int(i) => match ty {
             SchemaType::Float | SchemaType::SymFloat => Attribute::float(*i as f64),
             SchemaType::List { size, .. } => Attribute::ints(&vec![*i; size.unwrap_or(1)]),
-            SchemaType::ScalarType => Attribute::DType(DType::from_scalar_type_code(*i)?),
+            SchemaType::ScalarType => dialect_prim::kinds::dtype(DType::from_scalar_type_code(*i)?),
             _ => Attribute::Int(*i),
         },
         DefaultValue::Float(f) => match ty {
@@ -128,7 +129,7 @@ pub fn default_attribute(d: &DefaultValue, ty: &SchemaType) -> Option<Attribute>
             "channels_last" => Attribute::Int(2),
             "strided" => Attribute::Int(0),
             "mean" => Attribute::Int(1),
-            other => Attribute::DType(DType::from_torch_name(other)?),
+            other => dialect_prim::kinds::dtype(DType::from_torch_name(other)?),
         },
     })
 }
@@ -136,24 +137,24 @@ pub fn default_attribute(d: &DefaultValue, ty: &SchemaType) -> Option<Attribute>
 /// Whether a value of IR type `t` can be passed for schema type `s`.
 pub fn value_matches(s: &SchemaType, t: &Type) -> bool {
     use SchemaType as S;
-    match (s, t.kind()) {
+    match (s, t.pk()) {
         (S::Any | S::Var(_), _) => true,
-        (_, TypeKind::Any) => true,
-        (S::Optional(_), TypeKind::None) => true,
-        (S::Optional(inner), TypeKind::Optional(e)) => value_matches(inner, e),
+        (_, PK::Any) => true,
+        (S::Optional(_), PK::None) => true,
+        (S::Optional(inner), PK::Optional(e)) => value_matches(inner, e),
         (S::Optional(inner), _) => value_matches(inner, t),
-        (S::Tensor, TypeKind::Tensor(_)) => true,
-        (S::Int | S::SymInt | S::ScalarType | S::Layout | S::MemoryFormat, TypeKind::Int) => true,
-        (S::Float | S::SymFloat, TypeKind::Float | TypeKind::Int) => true,
-        (S::Bool | S::SymBool, TypeKind::Bool) => true,
-        (S::Scalar | S::Number, TypeKind::Int | TypeKind::Float | TypeKind::Bool) => true,
-        (S::Str, TypeKind::Str) => true,
-        (S::Device, TypeKind::Device | TypeKind::Str) => true,
-        (S::Generator, TypeKind::None) => true,
-        (S::List { elem, .. }, TypeKind::List(e)) => {
-            value_matches(elem, e) || *e.kind() == TypeKind::Any
+        (S::Tensor, PK::Tensor(_)) => true,
+        (S::Int | S::SymInt | S::ScalarType | S::Layout | S::MemoryFormat, PK::Int) => true,
+        (S::Float | S::SymFloat, PK::Float | PK::Int) => true,
+        (S::Bool | S::SymBool, PK::Bool) => true,
+        (S::Scalar | S::Number, PK::Int | PK::Float | PK::Bool) => true,
+        (S::Str, PK::Str) => true,
+        (S::Device, PK::Device | PK::Str) => true,
+        (S::Generator, PK::None) => true,
+        (S::List { elem, .. }, PK::List(e)) => {
+            value_matches(elem, e) || e.pk() == PK::Any
         }
-        (S::Tuple(items), TypeKind::Tuple(ts)) => {
+        (S::Tuple(items), PK::Tuple(ts)) => {
             items.len() == ts.len() && items.iter().zip(ts).all(|(a, b)| value_matches(a, b))
         }
         _ => false,
@@ -165,7 +166,7 @@ pub fn attr_matches(s: &SchemaType, a: &Attribute) -> bool {
     use SchemaType as S;
     match (s, a) {
         (S::Any | S::Var(_), _) => true,
-        (S::Optional(_), Attribute::None) => true,
+        (S::Optional(_), _) if dialect_prim::kinds::is_none(a) => true,
         (S::Optional(inner), _) => attr_matches(inner, a),
         (S::Int | S::SymInt, Attribute::Int(_)) => true,
         (S::Float | S::SymFloat, Attribute::Float(_) | Attribute::Int(_)) => true,
@@ -174,9 +175,11 @@ pub fn attr_matches(s: &SchemaType, a: &Attribute) -> bool {
             true
         }
         (S::Str, Attribute::Str(_)) => true,
-        (S::ScalarType, Attribute::DType(_) | Attribute::Int(_)) => true,
+        (S::ScalarType, Attribute::Int(_)) => true,
+        (S::ScalarType, _) if dialect_prim::kinds::as_dtype(a).is_some() => true,
         (S::Layout | S::MemoryFormat, Attribute::Int(_)) => true,
-        (S::Device, Attribute::Device(_) | Attribute::Str(_)) => true,
+        (S::Device, Attribute::Str(_)) => true,
+        (S::Device, _) if dialect_prim::kinds::as_device(a).is_some() => true,
         // PyTorch takes a list of any length for `int[N]`: N only says that a single int broadcasts.
         (S::List { elem, .. }, Attribute::Array(items)) => {
             items.iter().all(|i| attr_matches(elem, i))

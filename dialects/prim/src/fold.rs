@@ -5,8 +5,9 @@
 //! attribute of each operand's constant definer, `None` where not constant) and returns one
 //! [`Folded`] per result. The pass crates adapt them to their own fold registries.
 
+use crate::kinds::{Attr as PA, AttrExt as _, Kind as PK, TypeExt as _};
 use crate::ops::{CONSTANT, TUPLE_CONSTRUCT, TUPLE_INDEX};
-use ir::{Attribute, Context, Location, Module, OpId, OperationState, Type, TypeKind, ValueId};
+use ir::{Attribute, Context, Location, Module, OpId, OperationState, Type, ValueId};
 
 /// What one result of a folded op becomes.
 #[derive(Clone, Debug, PartialEq)]
@@ -113,13 +114,13 @@ fn fold_tuple_index(m: &Module, op: OpId) -> Option<Vec<Folded>> {
 
 /// Whether a constant attribute can be the value of a `prim.Constant` of type `ty`.
 pub fn constant_fits(value: &Attribute, ty: &Type) -> bool {
-    match (value, ty.kind()) {
-        (Attribute::None, TypeKind::None | TypeKind::Optional(_)) => true,
-        (Attribute::DType(_), TypeKind::Int) => true,
-        (Attribute::Str(_), TypeKind::Str) | (Attribute::Device(_), TypeKind::Device) => true,
-        (Attribute::Array(items), TypeKind::List(e)) => items.iter().all(|i| constant_fits(i, e)),
-        (_, TypeKind::Optional(e)) => constant_fits(value, e),
-        _ => value.value_type().is_some_and(|t| t == *ty),
+    match (value.pa(), ty.pk()) {
+        (PA::None, PK::None | PK::Optional(_)) => true,
+        (PA::DType(_), PK::Int) => true,
+        (PA::Other(Attribute::Str(_)), PK::Str) | (PA::Device(_), PK::Device) => true,
+        (PA::Other(Attribute::Array(items)), PK::List(e)) => items.iter().all(|i| constant_fits(i, e)),
+        (_, PK::Optional(e)) => constant_fits(value, e),
+        _ => crate::kinds::constant_type(value).is_some_and(|t| t == *ty),
     }
 }
 

@@ -1,6 +1,7 @@
 //! Verifiers of the prim ops.
 
-use ir::{Attribute, Context, Module, OpId, Type, TypeKind};
+use crate::kinds::{Attr as PA, AttrExt as _, Kind as PK, TypeExt as _};
+use ir::{Attribute, Context, Module, OpId, Type};
 
 type R = Result<(), String>;
 
@@ -14,13 +15,13 @@ fn list_of(ts: &[Type]) -> String {
 
 /// Whether `a` is the value type of constant attribute `a`.
 fn attr_has_type(a: &Attribute, t: &Type) -> bool {
-    match (a, t.kind()) {
-        (Attribute::Array(items), TypeKind::List(e)) => items.iter().all(|i| attr_has_type(i, e)),
-        (Attribute::None, TypeKind::Optional(_)) => true,
-        (Attribute::DType(_), TypeKind::Int) => true,
-        (_, TypeKind::Optional(e)) => attr_has_type(a, e),
-        (Attribute::Str(_), TypeKind::Str) | (Attribute::Device(_), TypeKind::Device) => true,
-        _ => a.value_type().is_some_and(|vt| vt == *t),
+    match (a.pa(), t.pk()) {
+        (PA::Other(Attribute::Array(items)), PK::List(e)) => items.iter().all(|i| attr_has_type(i, e)),
+        (PA::None, PK::Optional(_)) => true,
+        (PA::DType(_), PK::Int) => true,
+        (_, PK::Optional(e)) => attr_has_type(a, e),
+        (PA::Other(Attribute::Str(_)), PK::Str) | (PA::Device(_), PK::Device) => true,
+        _ => crate::kinds::constant_type(a).is_some_and(|vt| vt == *t),
     }
 }
 
@@ -54,12 +55,12 @@ pub fn type_refines(a: &Type, b: &Type) -> bool {
     if a == b {
         return true;
     }
-    match (a.kind(), b.kind()) {
-        (_, TypeKind::Any) => true,
+    match (a.pk(), b.pk()) {
+        (_, PK::Any) => true,
         // None, and a value that is present, are both values of an optional type.
-        (TypeKind::None, TypeKind::Optional(_)) => true,
-        (ak, TypeKind::Optional(y)) if !matches!(ak, TypeKind::Optional(_)) => type_refines(a, y),
-        (TypeKind::Tensor(x), TypeKind::Tensor(y)) => {
+        (PK::None, PK::Optional(_)) => true,
+        (ak, PK::Optional(y)) if !matches!(ak, PK::Optional(_)) => type_refines(a, y),
+        (PK::Tensor(x), PK::Tensor(y)) => {
             let dtype = y.dtype.is_none() || x.dtype == y.dtype;
             let shape = match (&x.shape, &y.shape) {
                 (_, None) => true,
@@ -75,8 +76,8 @@ pub fn type_refines(a: &Type, b: &Type) -> bool {
             };
             dtype && shape
         }
-        (TypeKind::List(x), TypeKind::List(y)) | (TypeKind::Optional(x), TypeKind::Optional(y)) => type_refines(x, y),
-        (TypeKind::Tuple(xs), TypeKind::Tuple(ys)) => xs.len() == ys.len() && xs.iter().zip(ys).all(|(x, y)| type_refines(x, y)),
+        (PK::List(x), PK::List(y)) | (PK::Optional(x), PK::Optional(y)) => type_refines(x, y),
+        (PK::Tuple(xs), PK::Tuple(ys)) => xs.len() == ys.len() && xs.iter().zip(ys).all(|(x, y)| type_refines(x, y)),
         _ => false,
     }
 }
@@ -89,7 +90,7 @@ fn all_refine(given: &[Type], declared: &[Type]) -> bool {
 /// it (the result type is what both branches have in common).
 pub fn if_op(_: &Context, m: &Module, op: OpId) -> R {
     let c = m.value_type(m.operands(op)[0]);
-    if *c.kind() != TypeKind::Bool {
+    if c.pk() != PK::Bool {
         return Err(format!("condition must be i1, but is {c}"));
     }
     let results = types(m, m.results(op));
@@ -111,10 +112,10 @@ pub fn if_op(_: &Context, m: &Module, op: OpId) -> R {
 /// every iteration has in common).
 pub fn loop_op(_: &Context, m: &Module, op: OpId) -> R {
     let operands = types(m, m.operands(op));
-    if *operands[0].kind() != TypeKind::Int {
+    if operands[0].pk() != PK::Int {
         return Err(format!("max trip count must be i64, but is {}", operands[0]));
     }
-    if *operands[1].kind() != TypeKind::Bool {
+    if operands[1].pk() != PK::Bool {
         return Err(format!("initial condition must be i1, but is {}", operands[1]));
     }
     let carried = &operands[2..];
@@ -124,11 +125,11 @@ pub fn loop_op(_: &Context, m: &Module, op: OpId) -> R {
     }
     let b = single_block(m, op, 0, "body")?;
     let args = types(m, m.block_args(b));
-    if args.first().map(|t| t.kind()) != Some(&TypeKind::Int) || args[1..] != results[..] {
+    if args.first().map(|t| t.pk()) != Some(PK::Int) || args[1..] != results[..] {
         return Err(format!("body block must take (i64, {}), but takes ({})", list_of(&results), list_of(&args)));
     }
     let yielded = terminator_operands(m, b);
-    if yielded.first().map(|t| t.kind()) != Some(&TypeKind::Bool) || !all_refine(&yielded[1..], &results) {
+    if yielded.first().map(|t| t.pk()) != Some(PK::Bool) || !all_refine(&yielded[1..], &results) {
         return Err(format!("body must yield (i1, {}), but yields ({})", list_of(&results), list_of(&yielded)));
     }
     Ok(())
@@ -151,12 +152,12 @@ pub fn return_op(_: &Context, m: &Module, op: OpId) -> R {
 
 pub fn list_construct(_: &Context, m: &Module, op: OpId) -> R {
     let t = m.value_type(m.results(op)[0]);
-    let TypeKind::List(elem) = t.kind() else { return Err(format!("result must be a list, but is {t}")) };
+    let PK::List(elem) = t.pk() else { return Err(format!("result must be a list, but is {t}")) };
     for (i, &v) in m.operands(op).iter().enumerate() {
         let vt = m.value_type(v);
         // An element may be more refined than the list's element type (a shaped tensor in a
         // list of tensors), as a `prim.If` branch may yield a refinement of the result type.
-        let ok = type_refines(vt, elem) || matches!(elem.kind(), TypeKind::Optional(e) if e == vt);
+        let ok = type_refines(vt, elem) || matches!(elem.pk(), PK::Optional(e) if e == vt);
         if !ok {
             return Err(format!("element #{i} has type {vt}, but the list holds {elem}"));
         }
@@ -166,7 +167,7 @@ pub fn list_construct(_: &Context, m: &Module, op: OpId) -> R {
 
 pub fn list_unpack(_: &Context, m: &Module, op: OpId) -> R {
     let t = m.value_type(m.operands(op)[0]);
-    let TypeKind::List(elem) = t.kind() else { return Err(format!("operand must be a list, but is {t}")) };
+    let PK::List(elem) = t.pk() else { return Err(format!("operand must be a list, but is {t}")) };
     for (i, &r) in m.results(op).iter().enumerate() {
         if m.value_type(r) != elem {
             return Err(format!("result #{i} has type {}, but the list holds {elem}", m.value_type(r)));
@@ -186,7 +187,7 @@ pub fn tuple_construct(_: &Context, m: &Module, op: OpId) -> R {
 
 pub fn tuple_unpack(_: &Context, m: &Module, op: OpId) -> R {
     let t = m.value_type(m.operands(op)[0]);
-    let TypeKind::Tuple(elems) = t.kind() else { return Err(format!("operand must be a tuple, but is {t}")) };
+    let PK::Tuple(elems) = t.pk() else { return Err(format!("operand must be a tuple, but is {t}")) };
     let results = types(m, m.results(op));
     if *elems != results {
         return Err(format!("results ({}) do not match the tuple's elements ({})", list_of(&results), list_of(elems)));
@@ -196,7 +197,7 @@ pub fn tuple_unpack(_: &Context, m: &Module, op: OpId) -> R {
 
 pub fn tuple_index(_: &Context, m: &Module, op: OpId) -> R {
     let t = m.value_type(m.operands(op)[0]);
-    let TypeKind::Tuple(elems) = t.kind() else { return Err(format!("operand must be a tuple, but is {t}")) };
+    let PK::Tuple(elems) = t.pk() else { return Err(format!("operand must be a tuple, but is {t}")) };
     let i = m.attr(op, "index").and_then(Attribute::as_int).unwrap_or(-1);
     let Some(e) = usize::try_from(i).ok().and_then(|i| elems.get(i)) else {
         return Err(format!("index {i} out of range for a tuple of {} element(s)", elems.len()));
@@ -227,7 +228,7 @@ pub fn fusion_group(_: &Context, m: &Module, op: OpId) -> R {
 
 pub fn raise_exception(_: &Context, m: &Module, op: OpId) -> R {
     let t = m.value_type(m.operands(op)[0]);
-    if *t.kind() != TypeKind::Str {
+    if t.pk() != PK::Str {
         return Err(format!("message must be !prim.str, but is {t}"));
     }
     Ok(())
@@ -235,7 +236,7 @@ pub fn raise_exception(_: &Context, m: &Module, op: OpId) -> R {
 
 pub fn symint_binary(_: &Context, m: &Module, op: OpId) -> R {
     let all: Vec<Type> = types(m, m.operands(op)).into_iter().chain(types(m, m.results(op))).collect();
-    if all.iter().any(|t| *t.kind() != TypeKind::Int) {
+    if all.iter().any(|t| t.pk() != PK::Int) {
         return Err(format!("operands and result must be i64, found ({})", list_of(&all)));
     }
     Ok(())
@@ -243,11 +244,11 @@ pub fn symint_binary(_: &Context, m: &Module, op: OpId) -> R {
 
 pub fn symint_compare(_: &Context, m: &Module, op: OpId) -> R {
     let ins = types(m, m.operands(op));
-    if ins.iter().any(|t| *t.kind() != TypeKind::Int) {
+    if ins.iter().any(|t| t.pk() != PK::Int) {
         return Err(format!("operands must be i64, found ({})", list_of(&ins)));
     }
     let r = m.value_type(m.results(op)[0]);
-    if *r.kind() != TypeKind::Bool {
+    if r.pk() != PK::Bool {
         return Err(format!("result must be i1, found {r}"));
     }
     Ok(())

@@ -8,6 +8,7 @@
 //! subgraphs are not printed in FX text; each is declared as a private function without a body
 //! and called from the regions of the `prim.If`.
 
+use dialect_prim::kinds::{Kind as PK, TypeExt as _};
 use dialect_aten::op;
 use std::collections::HashMap;
 use std::path::Path;
@@ -15,7 +16,7 @@ use std::sync::Arc;
 
 use ir::schema::{FunctionSchema, SchemaType};
 use ir::{
-    Attribute, BlockId, Context, DType, Location, Module, OperationState, Type, TypeKind, ValueId,
+    Attribute, BlockId, Context, DType, Location, Module, OperationState, Type, ValueId,
 };
 
 use super::{
@@ -211,7 +212,7 @@ impl Cx<'_> {
         let t = t.unwrap_optional();
         Ok(match a {
             FxArg::Node(n) => Arg::Value(self.value(n, line)?),
-            FxArg::None => Arg::Const(Attribute::None),
+            FxArg::None => Arg::Const(dialect_prim::kinds::none()),
             FxArg::Bool(b) => Arg::Const(Attribute::Bool(*b)),
             FxArg::Int(i) => match t {
                 SchemaType::Float | SchemaType::SymFloat => Arg::Const(Attribute::float(*i as f64)),
@@ -219,15 +220,15 @@ impl Cx<'_> {
             },
             FxArg::Float(f) => Arg::Const(Attribute::float(*f)),
             FxArg::Str(s) => Arg::Const(Attribute::str(s)),
-            FxArg::Dtype(st) => Arg::Const(Attribute::DType(dtype_of(*st).ok_or_else(|| {
+            FxArg::Dtype(st) => Arg::Const(dialect_prim::kinds::dtype(dtype_of(*st).ok_or_else(|| {
                 self.err(line, format!("unsupported dtype {}", st.torch_name()))
             })?)),
             FxArg::Layout(l) => Arg::Const(Attribute::Int(layout_code(*l))),
             FxArg::MemoryFormat(f) => Arg::Const(Attribute::Int(memory_format_code(*f))),
             FxArg::Device { kind, index } => Arg::Const(device_attr(kind, *index)),
             FxArg::Word(w) => match t {
-                SchemaType::Device => Arg::Const(Attribute::Device(w.as_str().into())),
-                SchemaType::ScalarType => Arg::Const(Attribute::DType(
+                SchemaType::Device => Arg::Const(dialect_prim::kinds::device(w.as_str().into())),
+                SchemaType::ScalarType => Arg::Const(dialect_prim::kinds::dtype(
                     DType::from_torch_name(w)
                         .ok_or_else(|| self.err(line, format!("`{w}` is not a dtype")))?,
                 )),
@@ -296,7 +297,7 @@ impl Cx<'_> {
                 Arg::Const(c @ Attribute::Int(_)) => super::constant(&mut self.m, block, c, &loc),
                 _ => return Err(self.err(n.line, format!("`{target}` takes integers"))),
             };
-            if *self.m.value_type(v).kind() != TypeKind::Int {
+            if self.m.value_type(v).pk() != PK::Int {
                 return Err(self.err(
                     n.line,
                     format!("`{target}` takes integers, given {}", self.m.value_type(v)),
@@ -409,8 +410,8 @@ impl Cx<'_> {
                 unpacked: None,
             } => {
                 let count = self.getitem_max.get(src).copied().unwrap_or(0).max(0) as usize;
-                let elem = match self.m.value_type(list).kind() {
-                    TypeKind::List(e) => e.clone(),
+                let elem = match self.m.value_type(list).pk() {
+                    PK::List(e) => e.clone(),
                     _ => Type::unknown_tensor(),
                 };
                 let op = insert(
@@ -474,9 +475,9 @@ impl Cx<'_> {
             Arg::Const(c @ Attribute::Bool(_)) => super::constant(&mut self.m, block, c, loc),
             _ => return Err(self.err(n.line, "cond predicate must be a tensor or a bool")),
         };
-        let pred = match self.m.value_type(pred).kind() {
-            TypeKind::Bool => pred,
-            TypeKind::Tensor(_) => {
+        let pred = match self.m.value_type(pred).pk() {
+            PK::Bool => pred,
+            PK::Tensor(_) => {
                 let op = insert(
                     &mut self.m,
                     block,

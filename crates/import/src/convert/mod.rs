@@ -127,8 +127,8 @@ pub(crate) fn memory_format_code(f: MemoryFormat) -> i64 {
 /// `#prim.device<"cpu">`, `#prim.device<"cuda:0">`.
 pub(crate) fn device_attr(kind: &str, index: Option<i64>) -> Attribute {
     match index {
-        Some(i) => Attribute::Device(format!("{kind}:{i}").into()),
-        None => Attribute::Device(kind.into()),
+        Some(i) => dialect_prim::kinds::device(&format!("{kind}:{i}")),
+        None => dialect_prim::kinds::device(kind),
     }
 }
 
@@ -143,13 +143,13 @@ pub(crate) fn type_of_schema(t: &SchemaType) -> Type {
         | SchemaType::MemoryFormat => Type::int(),
         SchemaType::Float | SchemaType::SymFloat => Type::float(),
         SchemaType::Bool | SchemaType::SymBool => Type::bool(),
-        SchemaType::Str => Type::str(),
-        SchemaType::Device => Type::device(),
+        SchemaType::Str => dialect_prim::kinds::str_type(),
+        SchemaType::Device => dialect_prim::kinds::device_type(),
         SchemaType::NoneType => Type::none(),
-        SchemaType::List { elem, .. } => Type::list(type_of_schema(elem)),
-        SchemaType::Optional(e) => Type::optional(type_of_schema(e)),
+        SchemaType::List { elem, .. } => dialect_prim::kinds::list(type_of_schema(elem)),
+        SchemaType::Optional(e) => dialect_prim::kinds::optional(type_of_schema(e)),
         SchemaType::Tuple(items) => Type::tuple(items.iter().map(type_of_schema).collect()),
-        _ => Type::any(),
+        _ => dialect_prim::kinds::any_type(),
     }
 }
 
@@ -164,7 +164,7 @@ pub(crate) fn join_types(types: &[Type]) -> Type {
     }
     let tensors: Option<Vec<&TensorType>> = types.iter().map(Type::as_tensor).collect();
     let Some(tensors) = tensors else {
-        return Type::any();
+        return dialect_prim::kinds::any_type();
     };
     let dtype = tensors[0]
         .dtype
@@ -196,12 +196,12 @@ pub(crate) fn const_type(a: &Attribute) -> Type {
         Attribute::Array(items) => {
             let elems: Vec<Type> = items.iter().map(const_type).collect();
             if elems.is_empty() {
-                Type::list(Type::int())
+                dialect_prim::kinds::list(Type::int())
             } else {
-                Type::list(join_types(&elems))
+                dialect_prim::kinds::list(join_types(&elems))
             }
         }
-        other => other.value_type().unwrap_or_else(Type::any),
+        other => dialect_prim::kinds::constant_type(other).unwrap_or_else(dialect_prim::kinds::any_type),
     }
 }
 
@@ -233,14 +233,14 @@ pub(crate) fn list_construct(
     } else if types.iter().all(|t| *t == types[0]) {
         types[0].clone()
     } else {
-        Type::any()
+        dialect_prim::kinds::any_type()
     };
     let op = insert(
         m,
         block,
         OperationState::new(dialect_prim::LIST_CONSTRUCT)
             .operands(elems.iter().copied())
-            .results([Type::list(elem)])
+            .results([dialect_prim::kinds::list(elem)])
             .loc(loc.clone()),
     );
     m.results(op)[0]
@@ -289,7 +289,7 @@ pub(crate) fn scalar_tensor(
         Arg::List(_) => return Err("a list cannot stand for a tensor".into()),
     };
     let st = st
-        .attr("dtype", Attribute::DType(dtype))
+        .attr("dtype", dialect_prim::kinds::dtype(dtype))
         .results([Type::tensor(dtype, &[])])
         .loc(loc.clone());
     let op = insert(m, block, st);
@@ -335,7 +335,7 @@ fn materialize(
             loc,
         ),
         Arg::Const(c) => {
-            if matches!(ty.unwrap_optional(), SchemaType::Tensor) && c != Attribute::None {
+            if matches!(ty.unwrap_optional(), SchemaType::Tensor) && c != dialect_prim::kinds::none() {
                 return scalar_tensor(m, block, Arg::Const(c), loc);
             }
             Ok(constant(m, block, c, loc))
@@ -424,7 +424,7 @@ pub(crate) fn emit_aten(
             {
                 Emit::Attr(c)
             }
-            Some(Arg::Const(Attribute::None)) => Emit::Attr(Attribute::None),
+            Some(Arg::Const(c)) if dialect_prim::kinds::is_none(&c) => Emit::Attr(c),
             Some(Arg::List(items))
                 if !is_tensor_list(&sarg.ty)
                     && fits_fixed_size(&sarg.ty, items.len())
@@ -467,7 +467,7 @@ pub(crate) fn emit_aten(
                     Some(d) => dialect_aten::default_attribute(d, &sarg.ty).ok_or_else(|| {
                         format!("default of argument `{}` cannot be represented", sarg.name)
                     })?,
-                    None if matches!(sarg.ty, SchemaType::Optional(_)) => Attribute::None,
+                    None if matches!(sarg.ty, SchemaType::Optional(_)) => dialect_prim::kinds::none(),
                     None => return Err(format!("argument `{}` is missing", sarg.name)),
                 };
                 st = st.attr(&sarg.name, a);
@@ -689,6 +689,6 @@ mod tests {
         let b = Type::tensor(DType::F32, &[2, 3]);
         assert_eq!(join_types(&[a.clone(), b]).to_string(), "tensor<2x?xf32>");
         assert_eq!(join_types(&[a.clone(), a.clone()]), a);
-        assert_eq!(join_types(&[a, Type::int()]), Type::any());
+        assert_eq!(join_types(&[a, Type::int()]), dialect_prim::kinds::any_type());
     }
 }

@@ -213,7 +213,7 @@ pub fn convert_program(
     );
     let mut ranges = Vec::new();
     for (sym, rc) in &program.range_constraints {
-        let lo = rc.min_val.map(Attribute::Int).unwrap_or(Attribute::None);
+        let lo = rc.min_val.map(Attribute::Int).unwrap_or(dialect_prim::kinds::none());
         let hi = rc.max_val.filter(|&v| v < i64::MAX - 1).map(Attribute::Int);
         let mut bounds = vec![lo];
         bounds.extend(hi);
@@ -372,11 +372,11 @@ impl Cx<'_> {
         let opt_tensor = |o: &OptionalTensorArgument| -> Result<Arg, ImportError> {
             Ok(match o {
                 OptionalTensorArgument::AsTensor(t) => Arg::Value(self.lookup(&t.name, at)?),
-                OptionalTensorArgument::AsNone(_) => Arg::Const(Attribute::None),
+                OptionalTensorArgument::AsNone(_) => Arg::Const(dialect_prim::kinds::none()),
             })
         };
         Ok(match a {
-            Argument::AsNone(_) => Arg::Const(Attribute::None),
+            Argument::AsNone(_) => Arg::Const(dialect_prim::kinds::none()),
             Argument::AsTensor(t) => Arg::Value(self.lookup(&t.name, at)?),
             Argument::AsTensors(ts) => Arg::List(
                 ts.iter()
@@ -396,7 +396,7 @@ impl Cx<'_> {
             Argument::AsSymInt(s) => sym_int(s)?,
             Argument::AsSymInts(v) => Arg::List(v.iter().map(sym_int).collect::<Result<_, _>>()?),
             Argument::AsScalarType(st) => {
-                Arg::Const(Attribute::DType(dtype_of(*st).ok_or_else(|| {
+                Arg::Const(dialect_prim::kinds::dtype(dtype_of(*st).ok_or_else(|| {
                     self.err(at, format!("unsupported dtype {}", st.torch_name()))
                 })?))
             }
@@ -609,7 +609,7 @@ impl Cx<'_> {
             for u in &mut unpack {
                 u.1 = elem.clone();
             }
-            slots.push((String::new(), Type::list(elem)));
+            slots.push((String::new(), dialect_prim::kinds::list(elem)));
         } else {
             let flat: Vec<Option<(String, Option<Type>)>> = node
                 .outputs

@@ -7,6 +7,7 @@
 //! `prim.If`/`prim.Loop` with their blocks as regions; `# file:line:col` comments become
 //! locations; value names (`%x.1`) are kept as printed names.
 
+use dialect_prim::kinds::{Kind as PK, TypeExt as _};
 use std::collections::HashMap;
 use std::path::Path;
 use std::sync::Arc;
@@ -14,7 +15,7 @@ use std::sync::Arc;
 use ir::schema::{FunctionSchema, SchemaType};
 use ir::{
     Attribute, BlockId, Context, DType, Dim, Location, Module, OperationState, TensorType, Type,
-    TypeKind, ValueId,
+    ValueId,
 };
 
 use super::{
@@ -109,18 +110,18 @@ pub(crate) fn match_cost(s: &SchemaType, t: &Type) -> Option<u32> {
     if !dialect_aten::signature::value_matches(s, t) {
         return None;
     }
-    Some(match (s, t.kind()) {
-        (_, TypeKind::Any) => 3,
+    Some(match (s, t.pk()) {
+        (_, PK::Any) => 3,
         // A type variable binds to the value's type exactly; `Any` takes anything.
         (S::Var(_), _) => 1,
         (S::Any, _) => 3,
-        (S::Optional(inner), k) if !matches!(k, TypeKind::None | TypeKind::Optional(_)) => {
+        (S::Optional(inner), k) if !matches!(k, PK::None | PK::Optional(_)) => {
             match_cost(inner, t)?
         }
         (S::Scalar | S::Number, _) => 1,
-        (S::Float | S::SymFloat, TypeKind::Int) => 2,
-        (S::Device, TypeKind::Str) => 2,
-        (S::List { elem, .. }, TypeKind::List(e)) => match_cost(elem, e).unwrap_or(3),
+        (S::Float | S::SymFloat, PK::Int) => 2,
+        (S::Device, PK::Str) => 2,
+        (S::List { elem, .. }, PK::List(e)) => match_cost(elem, e).unwrap_or(3),
         _ => 0,
     })
 }
@@ -229,15 +230,15 @@ impl Cx<'_> {
                 "int" | "SymInt" | "ScalarType" | "Layout" | "MemoryFormat" => Type::int(),
                 "float" | "SymFloat" => Type::float(),
                 "bool" | "SymBool" => Type::bool(),
-                "str" => Type::str(),
+                "str" => dialect_prim::kinds::str_type(),
                 "NoneType" => Type::none(),
-                "Device" => Type::device(),
-                "Scalar" | "number" | "Any" => Type::any(),
+                "Device" => dialect_prim::kinds::device_type(),
+                "Scalar" | "number" | "Any" => dialect_prim::kinds::any_type(),
                 "Tensor" => Type::unknown_tensor(),
                 other => return Err(self.err(line, format!("unsupported type `{other}`"))),
             },
-            TsType::List(e) => Type::list(self.ty(e, line)?),
-            TsType::Optional(e) => Type::optional(self.ty(e, line)?),
+            TsType::List(e) => dialect_prim::kinds::list(self.ty(e, line)?),
+            TsType::Optional(e) => dialect_prim::kinds::optional(self.ty(e, line)?),
             TsType::Tuple(items) => Type::tuple(
                 items
                     .iter()
@@ -289,25 +290,25 @@ impl Cx<'_> {
             )
         };
         let scalar = |v: &TsAttr, t: &Type| -> Option<Attribute> {
-            Some(match (t.kind(), v) {
-                (TypeKind::Int, TsAttr::Int(i)) => Attribute::Int(*i),
-                (TypeKind::Bool, TsAttr::Int(i)) => Attribute::Bool(*i != 0),
-                (TypeKind::Bool, TsAttr::Word(w)) if w == "True" || w == "False" => {
+            Some(match (t.pk(), v) {
+                (PK::Int, TsAttr::Int(i)) => Attribute::Int(*i),
+                (PK::Bool, TsAttr::Int(i)) => Attribute::Bool(*i != 0),
+                (PK::Bool, TsAttr::Word(w)) if w == "True" || w == "False" => {
                     Attribute::Bool(w == "True")
                 }
-                (TypeKind::Float, TsAttr::Float(f)) => Attribute::float(*f),
-                (TypeKind::Float, TsAttr::Int(i)) => Attribute::float(*i as f64),
-                (TypeKind::Str, TsAttr::Str(s)) => Attribute::str(s),
-                (TypeKind::Device, TsAttr::Str(s) | TsAttr::Word(s)) => {
-                    Attribute::Device(s.as_str().into())
+                (PK::Float, TsAttr::Float(f)) => Attribute::float(*f),
+                (PK::Float, TsAttr::Int(i)) => Attribute::float(*i as f64),
+                (PK::Str, TsAttr::Str(s)) => Attribute::str(s),
+                (PK::Device, TsAttr::Str(s) | TsAttr::Word(s)) => {
+                    dialect_prim::kinds::device(s.as_str().into())
                 }
                 _ => return None,
             })
         };
-        match (value, ty.kind()) {
-            (None, TypeKind::None | TypeKind::Optional(_)) => Ok(Attribute::None),
-            (Some(TsAttr::Word(w)), _) if w == "None" => Ok(Attribute::None),
-            (Some(TsAttr::List(items)), TypeKind::List(e)) => Ok(Attribute::array(
+        match (value, ty.pk()) {
+            (None, PK::None | PK::Optional(_)) => Ok(dialect_prim::kinds::none()),
+            (Some(TsAttr::Word(w)), _) if w == "None" => Ok(dialect_prim::kinds::none()),
+            (Some(TsAttr::List(items)), PK::List(e)) => Ok(Attribute::array(
                 items
                     .iter()
                     .map(|i| scalar(i, e))
@@ -376,26 +377,26 @@ impl Cx<'_> {
                 let elem_ok = |e: &Type| {
                     in_types
                         .iter()
-                        .all(|t| t == e || matches!(e.kind(), TypeKind::Optional(x) if x == t))
+                        .all(|t| t == e || matches!(e.pk(), PK::Optional(x) if x == t))
                 };
                 let ty = match out_types.as_slice() {
-                    [t] if matches!(t.kind(), TypeKind::List(e) if elem_ok(e)) => t.clone(),
-                    _ => Type::list(if in_types.is_empty() {
-                        Type::any()
+                    [t] if matches!(t.pk(), PK::List(e) if elem_ok(e)) => t.clone(),
+                    _ => dialect_prim::kinds::list(if in_types.is_empty() {
+                        dialect_prim::kinds::any_type()
                     } else {
                         join_types(&in_types)
                     }),
                 };
-                let ty = match ty.kind() {
-                    TypeKind::List(e) if !elem_ok(e) => Type::list(Type::any()),
+                let ty = match ty.pk() {
+                    PK::List(e) if !elem_ok(e) => dialect_prim::kinds::list(dialect_prim::kinds::any_type()),
                     _ => ty,
                 };
                 (dialect_prim::LIST_CONSTRUCT.into(), vec![ty])
             }
             "prim::ListUnpack" => {
                 let elem = match in_types.as_slice() {
-                    [t] => match t.kind() {
-                        TypeKind::List(e) => e.clone(),
+                    [t] => match t.pk() {
+                        PK::List(e) => e.clone(),
                         _ => return Err(self.err(n.line, format!("prim::ListUnpack of a {t}"))),
                     },
                     _ => return Err(self.err(n.line, "prim::ListUnpack takes one list")),
@@ -409,9 +410,9 @@ impl Cx<'_> {
                 dialect_prim::TUPLE_CONSTRUCT.into(),
                 vec![Type::tuple(in_types.clone())],
             ),
-            "prim::TupleUnpack" => match in_types.first().map(Type::kind) {
-                Some(TypeKind::Tuple(items)) if inputs.len() == 1 => {
-                    (dialect_prim::TUPLE_UNPACK.into(), items.clone())
+            "prim::TupleUnpack" => match in_types.first().map(dialect_prim::kinds::kind) {
+                Some(PK::Tuple(items)) if inputs.len() == 1 => {
+                    (dialect_prim::TUPLE_UNPACK.into(), items.to_vec())
                 }
                 _ => return Err(self.err(n.line, "prim::TupleUnpack takes one tuple")),
             },
@@ -425,8 +426,8 @@ impl Cx<'_> {
                 let Some(i) = idx.as_int() else {
                     return Err(self.err(n.line, "prim::TupleIndex needs an integer index"));
                 };
-                let elem = match self.m.value_type(t).kind() {
-                    TypeKind::Tuple(items) => {
+                let elem = match self.m.value_type(t).pk() {
+                    PK::Tuple(items) => {
                         usize::try_from(i).ok().and_then(|i| items.get(i).cloned())
                     }
                     _ => None,

@@ -177,7 +177,7 @@ impl<'a> Parser<'a> {
         format!(", found '{tok}'")
     }
 
-    /// `#prim.none`, `#prim.dtype<f32>`, `#prim.device<"cpu">`, `#alias`, `#dialect.name<body>`.
+    /// `#alias`, `#dialect.name...` of a registered kind (through its hook), or `#dialect.name<body>` kept opaque.
     pub(super) fn parse_hash_attr(&mut self) -> PResult<Attribute> {
         let pos = self.pos;
         self.pos += 1;
@@ -193,21 +193,6 @@ impl<'a> Parser<'a> {
             return Ok(a);
         }
         match (dialect, name) {
-            ("prim", "none") => Ok(Attribute::None),
-            ("prim", "dtype") => {
-                self.expect("<")?;
-                let p = self.pos;
-                let n = self.bare_id().unwrap_or("");
-                let d = DType::from_mlir_name(n).ok_or_else(|| self.err_at(p, format!("unknown dtype '{n}'")))?;
-                self.expect(">")?;
-                Ok(Attribute::DType(d))
-            }
-            ("prim", "device") => {
-                self.expect("<")?;
-                let s = self.string_lit()?;
-                self.expect(">")?;
-                Ok(Attribute::Device(s.into()))
-            }
             _ => {
                 let body = self.opaque_body()?;
                 if !self.ctx.is_registered_dialect(dialect) && !self.ctx.allow_unregistered() {
@@ -298,7 +283,7 @@ impl<'a> Parser<'a> {
             (Literal::Dense(body), TypeKind::Tensor(tt)) => self.build_dense(body, tt, pos),
             (Literal::Attr(a), _) => {
                 if let Some(vt) = a.value_type() {
-                    if vt != *ty && !matches!(a, Attribute::DType(_)) {
+                    if vt != *ty {
                         return Err(self.err_at(pos, format!("{} literal does not have type '{ty}'", a.kind_name())));
                     }
                 }

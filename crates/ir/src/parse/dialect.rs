@@ -17,6 +17,15 @@ impl<'a> Parser<'a> {
         self.err(msg)
     }
 
+    pub(crate) fn hook_mark(&mut self) -> usize {
+        self.ws();
+        self.pos
+    }
+
+    pub(crate) fn hook_error_at(&self, pos: usize, msg: String) -> Diagnostic {
+        self.err_at(pos.min(self.src.len()), msg)
+    }
+
     pub(crate) fn hook_eat(&mut self, s: &str) -> bool {
         self.eat(s)
     }

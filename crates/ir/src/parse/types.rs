@@ -58,22 +58,6 @@ impl<'a> Parser<'a> {
                 return Ok(t);
             }
             return match (dialect, name) {
-                ("prim", "str") => Ok(self.ctx.intern(TypeKind::Str)),
-                ("prim", "device") => Ok(self.ctx.intern(TypeKind::Device)),
-                ("prim", "any") => Ok(self.ctx.intern(TypeKind::Any)),
-                ("prim", "list") => {
-                    self.expect("<")?;
-                    let e = self.parse_type()?;
-                    self.expect(">")?;
-                    Ok(self.ctx.intern(TypeKind::List(e)))
-                }
-                ("prim", "optional") => {
-                    self.expect("<")?;
-                    let e = self.parse_type()?;
-                    self.expect(">")?;
-                    Ok(self.ctx.intern(TypeKind::Optional(e)))
-                }
-                ("prim", other) => Err(self.err_at(pos, format!("unknown prim type '!prim.{other}'"))),
                 _ => {
                     let body = self.opaque_body()?;
                     if !self.ctx.is_registered_dialect(dialect) && !self.ctx.allow_unregistered() {

@@ -151,7 +151,7 @@ impl Builder {
     pub(crate) fn lower(&mut self, name: &str, args: &[Arg]) -> Result<NodeId, JitError> {
         let op: &'static str = intern(name);
         let bad = |m: &str| JitError::Invalid(format!("{op}: {m}"));
-        let arg = |i: usize| args.get(i).cloned().unwrap_or(Arg::Attr(Attribute::None));
+        let arg = |i: usize| args.get(i).cloned().unwrap_or(Arg::Attr(dialect_prim::kinds::none()));
         let tensor = |i: usize| match arg(i) {
             Arg::Node(n) => Ok(n),
             Arg::Attr(a) => Err(bad(&format!("argument {i} must be a tensor, got {}", a.kind_name()))),
@@ -166,7 +166,7 @@ impl Builder {
         };
         let opt_scalar = |i: usize| -> Result<Option<Scalar>, JitError> {
             match arg(i) {
-                Arg::Attr(Attribute::None) => Ok(None),
+                Arg::Attr(a) if dialect_prim::kinds::is_none(&a) => Ok(None),
                 Arg::Attr(a) => attr_scalar(&a).map(Some).ok_or_else(|| bad(&format!("argument {i} must be a number"))),
                 Arg::Node(_) => Err(JitError::Unsupported(format!("{op}: a scalar argument computed at run time"))),
             }
@@ -207,7 +207,7 @@ impl Builder {
             Rule::DivMode => {
                 let mode = match arg(2) {
                     Arg::Attr(Attribute::Str(s)) => Some(s.to_string()),
-                    Arg::Attr(Attribute::None) => None,
+                    Arg::Attr(a) if dialect_prim::kinds::is_none(&a) => None,
                     _ if name.ends_with("_mode") => return Err(bad("rounding_mode must be a string")),
                     _ => None,
                 };
@@ -369,7 +369,7 @@ impl Builder {
                     match arg(1) {
                         Arg::Attr(Attribute::Str(s)) if &*s == "tanh" => Unary::GeluTanh,
                         Arg::Attr(Attribute::Str(s)) if &*s == "none" => Unary::GeluErf,
-                        Arg::Attr(Attribute::None) => Unary::GeluErf,
+                        Arg::Attr(a) if dialect_prim::kinds::is_none(&a) => Unary::GeluErf,
                         _ => return Err(bad("approximate must be 'none' or 'tanh'")),
                     }
                 };
@@ -410,11 +410,11 @@ impl Builder {
                 let t = tensor(0)?;
                 let d = match rule {
                     Rule::Cast => match arg(1) {
-                        Arg::Attr(Attribute::DType(d)) => d,
+                        Arg::Attr(a) if dialect_prim::kinds::as_dtype(&a).is_some() => dialect_prim::kinds::as_dtype(&a).unwrap_or(DType::F32),
                         Arg::Attr(Attribute::Int(c)) => {
                             DType::from_scalar_type_code(c).ok_or_else(|| bad(&format!("unknown dtype code {c}")))?
                         }
-                        Arg::Attr(Attribute::None) => self.dtype(t),
+                        Arg::Attr(a) if dialect_prim::kinds::is_none(&a) => self.dtype(t),
                         _ => return Err(bad("dtype must be a constant")),
                     },
                     Rule::TypeAs => self.dtype(tensor(1)?),
@@ -425,7 +425,7 @@ impl Builder {
             Rule::ScalarTensor => {
                 let s = opt_scalar(0)?.ok_or_else(|| bad("s must be a number"))?;
                 let d = match arg(1) {
-                    Arg::Attr(Attribute::DType(d)) => d,
+                    Arg::Attr(a) if dialect_prim::kinds::as_dtype(&a).is_some() => dialect_prim::kinds::as_dtype(&a).unwrap_or(DType::F32),
                     Arg::Attr(Attribute::Int(c)) => DType::from_scalar_type_code(c).ok_or_else(|| bad("unknown dtype"))?,
                     _ => DType::F32,
                 };

@@ -33,14 +33,18 @@ pub fn parse(text: &str) -> (Module, OpId) {
 }
 
 pub fn attr_value(a: &Attribute) -> IValue {
+    use dialect_prim::kinds::Attr as PA;
+    match dialect_prim::kinds::attr(a) {
+        PA::None => return IValue::None,
+        PA::DType(d) => return IValue::ScalarType(d),
+        PA::Device(d) => return IValue::Device(d.into()),
+        PA::Other(_) => {}
+    }
     match a {
-        Attribute::None => IValue::None,
         Attribute::Bool(b) => IValue::Bool(*b),
         Attribute::Int(i) => IValue::Int(*i),
         Attribute::Float(f) => IValue::Float(f.get()),
         Attribute::Str(s) => IValue::Str(s.clone()),
-        Attribute::DType(d) => IValue::ScalarType(*d),
-        Attribute::Device(d) => IValue::Device(d.clone()),
         Attribute::Array(items) => {
             if items.iter().all(|i| matches!(i, Attribute::Int(_))) {
                 IValue::IntList(items.iter().filter_map(|i| i.as_int()).collect())

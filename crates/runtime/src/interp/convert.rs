@@ -1,7 +1,8 @@
 //! Compile-time conversion of attributes (op attributes, schema defaults, constants) to runtime values.
 
+use dialect_prim::kinds::{Attr as PA, Kind as PK, TypeExt as _};
 use ir::schema::SchemaType;
-use ir::{Attribute, DType, DenseAttr, Type, TypeKind};
+use ir::{Attribute, DType, DenseAttr, Type};
 
 use crate::tensor::Tensor;
 use crate::value::IValue;
@@ -17,8 +18,10 @@ pub(crate) fn dense_to_tensor(d: &DenseAttr) -> Result<Tensor, String> {
 pub(crate) fn attr_for_schema(a: &Attribute, ty: &SchemaType) -> Result<IValue, String> {
     use SchemaType as S;
     let inner = ty.unwrap_optional();
+    if dialect_prim::kinds::is_none(a) {
+        return Ok(IValue::None);
+    }
     Ok(match (a, inner) {
-        (Attribute::None, _) => IValue::None,
         (Attribute::Int(i), S::ScalarType) => IValue::ScalarType(
             DType::from_scalar_type_code(*i).ok_or_else(|| format!("unsupported ScalarType code {i}"))?,
         ),
@@ -69,30 +72,34 @@ fn array(items: &[Attribute], elem: Option<&SchemaType>) -> Result<IValue, Strin
 
 /// Converts an attribute to a value; `ty`, when known, is the type of the value it becomes.
 pub(crate) fn attr_value(a: &Attribute, ty: Option<&Type>) -> Result<IValue, String> {
+    match dialect_prim::kinds::attr(a) {
+        PA::None => return Ok(IValue::None),
+        PA::DType(d) => return Ok(IValue::ScalarType(d)),
+        PA::Device(d) => return Ok(IValue::Device(d.into())),
+        PA::Other(_) => {}
+    }
     Ok(match a {
-        Attribute::None | Attribute::Unit => IValue::None,
+        Attribute::Unit => IValue::None,
         Attribute::Bool(b) => IValue::Bool(*b),
-        Attribute::Int(i) => match ty.map(Type::kind) {
-            Some(TypeKind::Float) => IValue::Float(*i as f64),
-            Some(TypeKind::Bool) => IValue::Bool(*i != 0),
+        Attribute::Int(i) => match ty.map(dialect_prim::kinds::kind) {
+            Some(PK::Float) => IValue::Float(*i as f64),
+            Some(PK::Bool) => IValue::Bool(*i != 0),
             _ => IValue::Int(*i),
         },
         Attribute::Float(f) => IValue::Float(f.get()),
         Attribute::Str(s) => IValue::Str(s.clone()),
-        Attribute::DType(d) => IValue::ScalarType(*d),
-        Attribute::Device(d) => IValue::Device(d.clone()),
         Attribute::Dense(d) => IValue::Tensor(dense_to_tensor(d)?),
         Attribute::Array(items) => {
-            let elem = match ty.map(Type::kind) {
-                Some(TypeKind::List(e)) => match e.kind() {
-                    TypeKind::Float => Some(SchemaType::Float),
-                    TypeKind::Bool => Some(SchemaType::Bool),
-                    TypeKind::Int => Some(SchemaType::Int),
+            let elem = match ty.map(dialect_prim::kinds::kind) {
+                Some(PK::List(e)) => match e.pk() {
+                    PK::Float => Some(SchemaType::Float),
+                    PK::Bool => Some(SchemaType::Bool),
+                    PK::Int => Some(SchemaType::Int),
                     _ => None,
                 },
                 _ => None,
             };
-            if let Some(TypeKind::Tuple(ts)) = ty.map(Type::kind) {
+            if let Some(PK::Tuple(ts)) = ty.map(dialect_prim::kinds::kind) {
                 let vals = items
                     .iter()
                     .enumerate()

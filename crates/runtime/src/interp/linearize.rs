@@ -9,11 +9,12 @@
 //! One file because it is one pass: every kind of op becomes instructions through the same
 //! state (`Lin`), in the function's order, and the liveness marks depend on all of them.
 
+use dialect_prim::kinds::{Kind as PK, TypeExt as _};
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use dialect_aten::{ArgSource, bind_args, op};
-use ir::{Context, Module, OpId, Traits, Type, TypeKind, ValueId};
+use ir::{Context, Module, OpId, Traits, Type, ValueId};
 
 use super::convert::{attr_for_schema, attr_value};
 use super::run::{Frame, instr_regs};
@@ -815,13 +816,13 @@ fn fresh_group_results(m: &Module, op: OpId) -> bool {
 }
 
 fn list_kind(ty: Option<&Type>) -> ListKind {
-    let Some(TypeKind::List(e)) = ty.map(Type::kind) else { return ListKind::Generic };
-    match e.kind() {
-        TypeKind::Tensor(_) => ListKind::Tensor,
-        TypeKind::Optional(inner) if inner.is_tensor() => ListKind::OptionalTensor,
-        TypeKind::Int => ListKind::Int,
-        TypeKind::Float => ListKind::Float,
-        TypeKind::Bool => ListKind::Bool,
+    let Some(PK::List(e)) = ty.map(dialect_prim::kinds::kind) else { return ListKind::Generic };
+    match e.pk() {
+        PK::Tensor(_) => ListKind::Tensor,
+        PK::Optional(inner) if inner.is_tensor() => ListKind::OptionalTensor,
+        PK::Int => ListKind::Int,
+        PK::Float => ListKind::Float,
+        PK::Bool => ListKind::Bool,
         _ => ListKind::Generic,
     }
 }

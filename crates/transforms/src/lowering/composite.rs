@@ -111,7 +111,7 @@ pub(super) fn add(t: &mut DecompositionTable) {
     })
     .insert(op::CLAMP_MAX_TENSOR, |b, op| {
         let (x, m) = (input(b, op, "self")?, input(b, op, "max")?);
-        one(b.call(op::CLAMP_TENSOR, &[x.into(), Arg::A(Attribute::None), m.into()]))
+        one(b.call(op::CLAMP_TENSOR, &[x.into(), Arg::A(dialect_prim::kinds::none()), m.into()]))
     })
     .insert(op::FLOOR_DIVIDE_SCALAR, |b, op| {
         let x = input(b, op, "self")?;
@@ -156,7 +156,7 @@ pub(super) fn add(t: &mut DecompositionTable) {
         let (Some(th), Some(v)) = (th, v) else { return Err("threshold: threshold and value must be constant".into()) };
         let keep = b.call(op::GT_SCALAR, &[x.into(), Arg::A(th)])?;
         let d = b.dtype(x).ok_or("threshold: unknown dtype")?;
-        let fill = b.call(op::SCALAR_TENSOR, &[Arg::A(v), Arg::A(Attribute::DType(d))])?;
+        let fill = b.call(op::SCALAR_TENSOR, &[Arg::A(v), Arg::A(dialect_prim::kinds::dtype(d))])?;
         one(b.call(op::WHERE_SELF, &[keep.into(), x.into(), fill.into()]))
     })
     .insert(op::LOG_SIGMOID, |b, op| {
@@ -294,13 +294,13 @@ pub(super) fn add(t: &mut DecompositionTable) {
         let nz = b.call(op::NE_SCALAR, &[x.into(), Arg::A(Attribute::Int(0))])?;
         let r = rank_of(b, x)? as i64;
         let dims: Vec<i64> = (0..r).collect();
-        one(b.call(op::SUM_DIM_INTLIST, &[nz.into(), Arg::A(Attribute::ints(&dims)), Arg::A(Attribute::Bool(false)), Arg::A(Attribute::DType(DType::I64))]))
+        one(b.call(op::SUM_DIM_INTLIST, &[nz.into(), Arg::A(Attribute::ints(&dims)), Arg::A(Attribute::Bool(false)), Arg::A(dialect_prim::kinds::dtype(DType::I64))]))
     })
     .insert(op::COUNT_NONZERO_DIM_INTLIST, |b, op| {
         let x = input(b, op, "self")?;
         let dims = b.with_args(op, |a| a.ints("dim"))?.ok_or("count_nonzero: dims must be constant")?;
         let nz = b.call(op::NE_SCALAR, &[x.into(), Arg::A(Attribute::Int(0))])?;
-        one(b.call(op::SUM_DIM_INTLIST, &[nz.into(), Arg::A(Attribute::ints(&dims)), Arg::A(Attribute::Bool(false)), Arg::A(Attribute::DType(DType::I64))]))
+        one(b.call(op::SUM_DIM_INTLIST, &[nz.into(), Arg::A(Attribute::ints(&dims)), Arg::A(Attribute::Bool(false)), Arg::A(dialect_prim::kinds::dtype(DType::I64))]))
     })
     .insert(op::NANSUM, |b, op| {
         let x = input(b, op, "self")?;
@@ -423,7 +423,7 @@ pub(super) fn add(t: &mut DecompositionTable) {
     .insert(op::ISREAL, |b, op| {
         // No complex dtype: every element is real.
         let x = input(b, op, "self")?;
-        one(b.call(op::ONES_LIKE, &[x.into(), Arg::A(Attribute::DType(DType::Bool))]))
+        one(b.call(op::ONES_LIKE, &[x.into(), Arg::A(dialect_prim::kinds::dtype(DType::Bool))]))
     })
     .insert(op::CHANNEL_SHUFFLE, channel_shuffle)
     .insert(op::NATIVE_CHANNEL_SHUFFLE, channel_shuffle)
@@ -572,7 +572,7 @@ fn dot(b: &mut OpBuilder, op: OpId) -> DecompResult {
     let p = b.call(op::MUL_TENSOR, &[x.into(), y.into()])?;
     // The product keeps its dtype (integer sums would widen to int64).
     let d = b.dtype(p).ok_or("dot: unknown dtype")?;
-    one(b.call(op::SUM, &[p.into(), Arg::A(Attribute::DType(d))]))
+    one(b.call(op::SUM, &[p.into(), Arg::A(dialect_prim::kinds::dtype(d))]))
 }
 
 /// `glu(x, dim)`: the first half of `x` along `dim` times the sigmoid of the second.
@@ -597,15 +597,12 @@ fn hann(b: &mut OpBuilder, op: OpId, default_overload: bool) -> DecompResult {
     let (n, periodic, dtype) = b.with_args(op, |a| (a.int("window_length"), a.bool("periodic"), a.constant("dtype")))?;
     let n = n.ok_or("hann_window: the length must be constant")?;
     let periodic = if default_overload { true } else { periodic.unwrap_or(true) };
-    let dtype = match dtype {
-        Some(Attribute::DType(d)) => d,
-        _ => DType::F32,
-    };
+    let dtype = dtype.as_ref().and_then(dialect_prim::kinds::as_dtype).unwrap_or(DType::F32);
     if n <= 1 {
-        return one(b.call(op::ONES, &[Arg::A(Attribute::ints(&[n])), Arg::A(Attribute::DType(dtype))]));
+        return one(b.call(op::ONES, &[Arg::A(Attribute::ints(&[n])), Arg::A(dialect_prim::kinds::dtype(dtype))]));
     }
     let den = if periodic { n } else { n - 1 } as f64;
-    let k = b.call(op::ARANGE, &[Arg::A(Attribute::Int(n)), Arg::A(Attribute::DType(DType::F64))])?;
+    let k = b.call(op::ARANGE, &[Arg::A(Attribute::Int(n)), Arg::A(dialect_prim::kinds::dtype(DType::F64))])?;
     let a = b.call(op::MUL_SCALAR, &[k.into(), f(std::f64::consts::PI / den)])?;
     let s = b.call(op::SIN, &[a.into()])?;
     let s2 = b.call(op::MUL_TENSOR, &[s.into(), s.into()])?;

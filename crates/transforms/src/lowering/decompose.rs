@@ -7,11 +7,12 @@
 //! with an entry (`scaled_dot_product_attention` builds `aten.matmul`): the driver decomposes
 //! newly created ops too, to a fixed point.
 
+use dialect_prim::kinds::{Kind as PK, TypeExt as _};
 use super::rewrite::{Arg, OpBuilder};
 use super::tensor_ops::*;
 use dialect_aten::infer::{Ranges, refine};
 use dialect_aten::op;
-use ir::{Attribute, Context, DType, Diagnostic, Dim, Module, OpId, TypeKind, ValueId, WalkOrder};
+use ir::{Attribute, Context, DType, Diagnostic, Dim, Module, OpId, ValueId, WalkOrder};
 use pass::{AnalysisManager, Pass, PassOptions, PassResult};
 use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
@@ -188,9 +189,9 @@ impl DecompositionTable {
             .insert(op::MAX_POOL2D, |b, op| {
                 let x = input(b, op, "self")?;
                 let mut consts = b.with_args(op, |a| {
-                    ["kernel_size", "stride", "padding", "dilation", "ceil_mode"].map(|n| a.constant(n).unwrap_or(Attribute::None))
+                    ["kernel_size", "stride", "padding", "dilation", "ceil_mode"].map(|n| a.constant(n).unwrap_or(dialect_prim::kinds::none()))
                 })?;
-                if consts[1] == Attribute::None || consts[1].as_array().is_some_and(|a| a.is_empty()) {
+                if consts[1] == dialect_prim::kinds::none() || consts[1].as_array().is_some_and(|a| a.is_empty()) {
                     consts[1] = consts[0].clone();
                 }
                 let mut args = vec![Arg::V(x)];
@@ -216,7 +217,7 @@ impl DecompositionTable {
             .insert(op::CLAMP_MAX, |b, op| {
                 let x = input(b, op, "self")?;
                 let v = b.with_args(op, |a| a.constant("max"))?.ok_or("clamp_max: bound must be constant")?;
-                one(b.call(op::CLAMP, &[x.into(), Arg::A(Attribute::None), Arg::A(v)]))
+                one(b.call(op::CLAMP, &[x.into(), Arg::A(dialect_prim::kinds::none()), Arg::A(v)]))
             });
         for add in [super::composite::add, super::stacking::add, super::losses::add, super::reductions::add, super::layers::add] {
             add(&mut t);
@@ -254,7 +255,7 @@ pub(super) fn cast(b: &mut OpBuilder, x: ValueId, d: DType) -> Result<ValueId, S
     if b.dtype(x) == Some(d) {
         return Ok(x);
     }
-    b.call(op::_TO_COPY, &[x.into(), Arg::A(Attribute::DType(d))])
+    b.call(op::_TO_COPY, &[x.into(), Arg::A(dialect_prim::kinds::dtype(d))])
 }
 
 // ----- the driver -----
@@ -396,7 +397,7 @@ pub(crate) fn replace_results(m: &mut Module, op: OpId, repl: &[ValueId], create
             // `prim.ListUnpack` of a list, whose results must have the list's element type), and
             // a function result keeps its declared type until shape propagation refines both.
             let returned = m.uses(old).iter().any(|u| m.op_name(u.op) == ir::builtin::RETURN);
-            let list = matches!(ot.kind(), TypeKind::List(_));
+            let list = matches!(ot.pk(), PK::List(_));
             let t = if refine(&t, &ot).is_ok() && t != ot && (ot_is_complete(&ot) || returned || list) { ot.clone() } else { t };
             m.set_value_type(new, t);
         }

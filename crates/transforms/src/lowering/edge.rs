@@ -8,10 +8,11 @@
 //! run it anyway). Ops that compute no tensor (scalar and SymInt ops such as `aten.size.int`)
 //! stay aten ops in either mode. `verify-edge` checks that a module is entirely Edge.
 
+use dialect_prim::kinds::{Kind as PK, TypeExt as _};
 use dialect_aten::infer::{Args, PromoteArg, float_result, result_type};
 use dialect_aten::op;
 use dialect_edge::{PromotionRule, edge_name, promotion_rule};
-use ir::{Attribute, Context, DType, Diagnostic, InsertPoint, Module, OpId, OperationState, TensorType, Type, TypeKind, ValueId, WalkOrder};
+use ir::{Context, DType, Diagnostic, InsertPoint, Module, OpId, OperationState, TensorType, Type, ValueId, WalkOrder};
 use pass::{AnalysisManager, Pass, PassOptions, PassResult};
 
 /// Ops that stay what they are in an Edge program.
@@ -24,10 +25,10 @@ fn is_structural(name: &str) -> bool {
 /// they stay aten ops even in strict mode; runtimes run them as they are.
 fn is_scalar_op(m: &Module, op: OpId) -> bool {
     fn holds_tensor(t: &Type) -> bool {
-        match t.kind() {
-            TypeKind::Tensor(_) | TypeKind::Any => true,
-            TypeKind::List(e) | TypeKind::Optional(e) => holds_tensor(e),
-            TypeKind::Tuple(items) => items.iter().any(holds_tensor),
+        match t.pk() {
+            PK::Tensor(_) | PK::Any => true,
+            PK::List(e) | PK::Optional(e) => holds_tensor(e),
+            PK::Tuple(items) => items.iter().any(holds_tensor),
             _ => false,
         }
     }
@@ -185,7 +186,7 @@ pub fn cast(m: &mut Module, v: ValueId, to: DType, at: InsertPoint) -> ValueId {
     };
     let st = OperationState::new(edge_name(op::_TO_COPY.name()).unwrap_or_else(|| op::_TO_COPY.name().to_string()))
         .operands([v])
-        .attr("dtype", Attribute::DType(to))
+        .attr("dtype", dialect_prim::kinds::dtype(to))
         .results([Type::tensor_of(TensorType { dtype: Some(to), shape })])
         .loc(loc);
     let c = m.create_op(st);
@@ -223,7 +224,7 @@ pub fn verify_edge(ctx: &Context, m: &Module, root: OpId) -> Result<(), Diagnost
     m.walk(root, WalkOrder::PreOrder, &mut |o| {
         if missing.is_none() && ir::dialect_namespace(m.op_name(o)) == dialect_prim::DIALECT {
             for &r in m.results(o) {
-                if let TypeKind::Tensor(t) = m.value_type(r).kind() {
+                if let PK::Tensor(t) = m.value_type(r).pk() {
                     if t.dtype.is_none() {
                         missing = Some(o);
                     }

@@ -135,10 +135,7 @@ fn std_mean_correction(b: &mut OpBuilder, op: OpId) -> DecompResult {
     let x = float_only(b, op, "std_mean")?;
     let (dims, c, keep) = b.with_args(op, |a| (a.ints("dim"), a.constant("correction"), a.bool("keepdim")))?;
     let dims = dims_or_all(b, x, dims)?;
-    let c = match c {
-        None | Some(Attribute::None) => Attribute::Int(1),
-        Some(c) => c,
-    };
+    let c = c.filter(|c| !dialect_prim::kinds::is_none(c)).unwrap_or(Attribute::Int(1));
     stat_and_mean(b, "std.correction", x, &dims, c, keep.unwrap_or(false))
 }
 
@@ -158,7 +155,7 @@ fn nanmean(b: &mut OpBuilder, op: OpId) -> DecompResult {
     let s = b.call(op::SUM_DIM_INTLIST, &[clean.into(), dims.clone(), keep.clone()])?;
     let present = b.call(op::LOGICAL_NOT, &[nan.into()])?;
     let d = b.dtype(x).ok_or("nanmean: unknown dtype")?;
-    let n = b.call(op::SUM_DIM_INTLIST, &[present.into(), dims, keep, Arg::A(Attribute::DType(d))])?;
+    let n = b.call(op::SUM_DIM_INTLIST, &[present.into(), dims, keep, Arg::A(dialect_prim::kinds::dtype(d))])?;
     one(b.call(op::DIV_TENSOR, &[s.into(), n.into()]))
 }
 
@@ -285,7 +282,7 @@ fn nll(b: &mut OpBuilder, op: OpId, log_softmax: bool, forward: bool) -> DecompR
     let p = b.call(op::MUL_TENSOR, &[picked.into(), wt.into()])?;
     let loss = b.call(op::NEG, &[p.into()])?;
     let (out, total) = match red {
-        0 => (loss, b.call(op::SCALAR_TENSOR, &[int(0), Arg::A(Attribute::DType(d))])?),
+        0 => (loss, b.call(op::SCALAR_TENSOR, &[int(0), Arg::A(dialect_prim::kinds::dtype(d))])?),
         1 | 2 => {
             let s = b.call(op::SUM, &[loss.into()])?;
             let n = b.call(op::SUM, &[wt.into()])?;
@@ -328,7 +325,7 @@ fn multi_margin_loss(b: &mut OpBuilder, op: OpId) -> DecompResult {
         let wy = b.call(op::UNSQUEEZE, &[wy.into(), int(1)])?;
         z = b.call(op::MUL_TENSOR, &[z.into(), wy.into()])?;
     }
-    let classes = b.call(op::ARANGE, &[int(c), Arg::A(Attribute::DType(DType::I64))])?;
+    let classes = b.call(op::ARANGE, &[int(c), Arg::A(dialect_prim::kinds::dtype(DType::I64))])?;
     let own = b.call(op::EQ_TENSOR, &[classes.into(), t.into()])?;
     let zero = zeros_like(b, z)?;
     let z = b.call(op::WHERE_SELF, &[own.into(), zero.into(), z.into()])?;
@@ -434,7 +431,7 @@ fn special_entr(b: &mut OpBuilder, op: OpId) -> DecompResult {
     let zero = zeros_like(b, x)?;
     let is_zero = b.call(op::EQ_SCALAR, &[x.into(), int(0)])?;
     let v = b.call(op::WHERE_SELF, &[is_zero.into(), zero.into(), v.into()])?;
-    let ninf = b.call(op::SCALAR_TENSOR, &[f(f64::NEG_INFINITY), Arg::A(Attribute::DType(d))])?;
+    let ninf = b.call(op::SCALAR_TENSOR, &[f(f64::NEG_INFINITY), Arg::A(dialect_prim::kinds::dtype(d))])?;
     let neg = b.call(op::LT_SCALAR, &[x.into(), int(0)])?;
     one(b.call(op::WHERE_SELF, &[neg.into(), ninf.into(), v.into()]))
 }
@@ -509,7 +506,7 @@ fn scalar_xlog(b: &mut OpBuilder, op: OpId, g: &str, scalar_self: bool) -> Decom
     let td = b.dtype(t).ok_or("xlogy: unknown dtype")?;
     let d = result_type([PromoteArg::Tensor { dtype: td, zero_dim: false }, PromoteArg::Scalar(cat)]).ok_or("xlogy: no common dtype")?;
     let d = float_result(d);
-    let s = b.call(op::SCALAR_TENSOR, &[Arg::A(s), Arg::A(Attribute::DType(d))])?;
+    let s = b.call(op::SCALAR_TENSOR, &[Arg::A(s), Arg::A(dialect_prim::kinds::dtype(d))])?;
     let t = cast(b, t, d)?;
     let (x, y) = if scalar_self { (s, t) } else { (t, s) };
     one(xlog(b, x, y, g))

@@ -243,7 +243,7 @@ fn safe_softmax(b: &mut OpBuilder, op: OpId) -> DecompResult {
     let sm = b.call(op::_SOFTMAX, &[x.into(), Arg::A(Attribute::Int(dim)), Arg::A(Attribute::Bool(false))])?;
     let top = b.call(op::AMAX, &[x.into(), ints(&[dim]), Arg::A(Attribute::Bool(true))])?;
     let masked = b.call(op::EQ_SCALAR, &[top.into(), f(f64::NEG_INFINITY)])?;
-    let zero = b.call(op::SCALAR_TENSOR, &[Arg::A(Attribute::Int(0)), Arg::A(Attribute::DType(b.dtype(sm).unwrap_or(DType::F32)))])?;
+    let zero = b.call(op::SCALAR_TENSOR, &[Arg::A(Attribute::Int(0)), Arg::A(dialect_prim::kinds::dtype(b.dtype(sm).unwrap_or(DType::F32)))])?;
     one(b.call(op::WHERE_SELF, &[masked.into(), zero.into(), sm.into()]))
 }
 

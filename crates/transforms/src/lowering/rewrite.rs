@@ -46,8 +46,8 @@ fn default_result_type(t: &SchemaType) -> Type {
         SchemaType::Int | SchemaType::SymInt => Type::int(),
         SchemaType::Float | SchemaType::SymFloat => Type::float(),
         SchemaType::Bool | SchemaType::SymBool => Type::bool(),
-        SchemaType::List { elem, .. } => Type::list(default_result_type(elem)),
-        _ => Type::any(),
+        SchemaType::List { elem, .. } => dialect_prim::kinds::list(default_result_type(elem)),
+        _ => dialect_prim::kinds::any_type(),
     }
 }
 
@@ -117,7 +117,7 @@ impl<'a> OpBuilder<'a> {
                 Arg::Default if last_value.is_some_and(|l| i < l) => {
                     let d = match &sa.default {
                         Some(d) => dialect_aten::default_attribute(d, &sa.ty).ok_or_else(|| format!("no default for '{}'", sa.name))?,
-                        None => Attribute::None,
+                        None => dialect_prim::kinds::none(),
                     };
                     st = st.attr(&sa.name, d);
                 }
@@ -149,7 +149,7 @@ impl<'a> OpBuilder<'a> {
 
     /// A `prim.Constant` of an int, float or bool.
     pub fn constant(&mut self, a: Attribute) -> Result<ValueId, String> {
-        let ty = a.value_type().ok_or("constant has no value type")?;
+        let ty = dialect_prim::kinds::constant_type(&a).ok_or("constant has no value type")?;
         let op = self.insert(OperationState::new(dialect_prim::CONSTANT).attr("value", a).results([ty]))?;
         Ok(self.m.results(op)[0])
     }
@@ -159,9 +159,9 @@ impl<'a> OpBuilder<'a> {
     pub fn list(&mut self, elems: Vec<ValueId>) -> Result<ValueId, String> {
         let mut elem = elems.first().map(|&e| self.m.value_type(e).clone()).unwrap_or_else(Type::int);
         if elems.iter().any(|&e| *self.m.value_type(e) != elem) {
-            elem = Type::any();
+            elem = dialect_prim::kinds::any_type();
         }
-        let op = self.insert(OperationState::new(dialect_prim::LIST_CONSTRUCT).operands(elems).results([Type::list(elem)]))?;
+        let op = self.insert(OperationState::new(dialect_prim::LIST_CONSTRUCT).operands(elems).results([dialect_prim::kinds::list(elem)]))?;
         Ok(self.m.results(op)[0])
     }
 
@@ -189,7 +189,7 @@ impl<'a> OpBuilder<'a> {
                 Size::Of(v, i) => self.call(op::SYM_SIZE_INT, &[Arg::V(v), Arg::A(Attribute::Int(i as i64))])?,
             });
         }
-        let op = self.insert(OperationState::new(dialect_prim::LIST_CONSTRUCT).operands(elems).results([Type::list(Type::int())]))?;
+        let op = self.insert(OperationState::new(dialect_prim::LIST_CONSTRUCT).operands(elems).results([dialect_prim::kinds::list(Type::int())]))?;
         Ok(Arg::V(self.m.results(op)[0]))
     }
 

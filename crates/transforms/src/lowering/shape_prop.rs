@@ -10,8 +10,9 @@
 //! Inputs that contradict each other (an impossible broadcast) are an error naming the op; with
 //! `strict=true`, so is an annotated type that contradicts the inferred one.
 
+use dialect_prim::kinds::{Kind as PK, TypeExt as _};
 use dialect_aten::infer::{Ranges, ShapeInference, infer_op_with, join, refine};
-use ir::{Attribute, Context, Diagnostic, Module, OpId, Type, TypeKind, ValueId, WalkOrder};
+use ir::{Attribute, Context, Diagnostic, Module, OpId, Type, ValueId, WalkOrder};
 use std::collections::HashSet;
 use pass::{AnalysisManager, Pass, PassOptions, PassResult};
 
@@ -79,19 +80,19 @@ impl Propagator<'_> {
         } else if name == dialect_prim::TUPLE_CONSTRUCT {
             Some(vec![Type::tuple(m.operands(op).iter().map(|&v| m.value_type(v).clone()).collect())])
         } else if name == dialect_prim::LIST_UNPACK {
-            match m.operands(op).first().map(|&l| m.value_type(l).kind().clone()) {
-                Some(TypeKind::List(e)) => Some(vec![e; m.results(op).len()]),
+            match m.operands(op).first().map(|&l| m.value_type(l).pk()) {
+                Some(PK::List(e)) => Some(vec![e.clone(); m.results(op).len()]),
                 _ => None,
             }
         } else if name == dialect_prim::TUPLE_INDEX {
             let i = m.attr(op, "index").and_then(Attribute::as_int).unwrap_or(-1);
-            match m.operands(op).first().map(|&t| m.value_type(t).kind().clone()) {
-                Some(TypeKind::Tuple(es)) => usize::try_from(i).ok().and_then(|i| es.get(i).cloned()).map(|t| vec![t]),
+            match m.operands(op).first().map(|&t| m.value_type(t).pk()) {
+                Some(PK::Tuple(es)) => usize::try_from(i).ok().and_then(|i| es.get(i).cloned()).map(|t| vec![t]),
                 _ => None,
             }
         } else if name == dialect_prim::TUPLE_UNPACK {
-            match m.operands(op).first().map(|&t| m.value_type(t).kind().clone()) {
-                Some(TypeKind::Tuple(es)) => Some(es),
+            match m.operands(op).first().map(|&t| m.value_type(t).pk()) {
+                Some(PK::Tuple(es)) => Some(es.to_vec()),
                 _ => None,
             }
         } else if self.inferred(name) {
@@ -253,7 +254,7 @@ impl Propagator<'_> {
             }
             let Some(&appended) = m.operands(def).get(1) else { continue };
             let t = m.value_type(appended).clone();
-            if matches!(t.kind(), ir::TypeKind::List(e) if e.as_tensor().is_some_and(|e| e.dtype.is_some()))
+            if matches!(t.pk(), PK::List(e) if e.as_tensor().is_some_and(|e| e.dtype.is_some()))
                 && dialect_prim::type_refines(&t, &carried[k])
             {
                 carried[k] = t.clone();
@@ -339,13 +340,13 @@ fn restore(m: &mut Module, saved: &[(ValueId, Type)]) {
 /// The list type of a `prim.ListConstruct`: its elements' common type, `!prim.any` when they differ.
 fn list_type(m: &Module, op: OpId) -> Option<Type> {
     let old = m.value_type(m.results(op)[0]).clone();
-    let TypeKind::List(_) = old.kind() else { return None };
+    let PK::List(_) = old.pk() else { return None };
     let ops = m.operands(op);
     let first = m.value_type(*ops.first()?).clone();
     if !first.is_tensor() {
         return None;
     }
-    if ops.iter().all(|&v| *m.value_type(v) == first) { Some(Type::list(first)) } else { Some(Type::list(Type::any())) }
+    if ops.iter().all(|&v| *m.value_type(v) == first) { Some(dialect_prim::kinds::list(first)) } else { Some(dialect_prim::kinds::list(dialect_prim::kinds::any_type())) }
 }
 
 /// The symbols some op refers to (a call's callee, a `cond` branch).

@@ -65,7 +65,7 @@ pub(super) fn add(t: &mut DecompositionTable) {
             let dim = b.with_args(op, |a| a.int("dim"))?.ok_or("_dim_arange: dim must be constant")?;
             let s = static_shape(b, x, "_dim_arange")?;
             let n = s[norm_dim(dim, s.len(), "_dim_arange")?];
-            one(b.call(op::ARANGE, &[int(n), Arg::A(Attribute::DType(DType::I64))]))
+            one(b.call(op::ARANGE, &[int(n), Arg::A(dialect_prim::kinds::dtype(DType::I64))]))
         });
 }
 
@@ -277,11 +277,11 @@ fn diag_embed(b: &mut OpBuilder, x: ValueId, off: i64, dim1: i64, dim2: i64) -> 
     // broadcast along the other axis, then keep only the diagonal where `col − row = offset`.
     let padded = b.call(op::CONSTANT_PAD_ND, &[x.into(), ints(&[0, off.abs()]), int(0)])?;
     let v = b.call(op::UNSQUEEZE, &[padded.into(), int(if off >= 0 { -1 } else { -2 })])?;
-    let idx = b.call(op::ARANGE, &[int(m), Arg::A(Attribute::DType(DType::I64))])?;
+    let idx = b.call(op::ARANGE, &[int(m), Arg::A(dialect_prim::kinds::dtype(DType::I64))])?;
     let row = b.call(op::UNSQUEEZE, &[idx.into(), int(1)])?;
     let delta = b.call(op::SUB_TENSOR, &[idx.into(), row.into()])?;
     let on = b.call(op::EQ_SCALAR, &[delta.into(), int(off)])?;
-    let zero = b.call(op::SCALAR_TENSOR, &[int(0), Arg::A(Attribute::DType(b.dtype(x).ok_or("diag_embed: unknown dtype")?))])?;
+    let zero = b.call(op::SCALAR_TENSOR, &[int(0), Arg::A(dialect_prim::kinds::dtype(b.dtype(x).ok_or("diag_embed: unknown dtype")?))])?;
     let full = b.call(op::WHERE_SELF, &[on.into(), v.into(), zero.into()])?;
     // Batch dimensions keep their order; rows go to `d1` and columns to `d2`.
     let mut batch = 0..(r as i64 - 2);
@@ -377,7 +377,7 @@ fn one_hot(b: &mut OpBuilder, op: OpId) -> DecompResult {
         return Err("one_hot is only applicable to index tensors of type int64".into());
     }
     let u = b.call(op::UNSQUEEZE, &[x.into(), int(-1)])?;
-    let c = b.call(op::ARANGE, &[int(n), Arg::A(Attribute::DType(DType::I64))])?;
+    let c = b.call(op::ARANGE, &[int(n), Arg::A(dialect_prim::kinds::dtype(DType::I64))])?;
     let e = b.call(op::EQ_TENSOR, &[u.into(), c.into()])?;
     one(cast(b, e, DType::I64))
 }
@@ -460,7 +460,7 @@ fn vander(b: &mut OpBuilder, op: OpId) -> DecompResult {
     }
     let d = DType::promote(b.dtype(x).ok_or("vander: unknown dtype")?, DType::I64);
     let x = cast(b, x, d)?;
-    let mut k = b.call(op::ARANGE, &[int(n), Arg::A(Attribute::DType(d))])?;
+    let mut k = b.call(op::ARANGE, &[int(n), Arg::A(dialect_prim::kinds::dtype(d))])?;
     if !inc.unwrap_or(false) {
         k = b.call(op::FLIP, &[k.into(), ints(&[0])])?;
     }

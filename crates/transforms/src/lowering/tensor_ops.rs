@@ -151,7 +151,7 @@ pub(super) fn to_dtype(b: &mut OpBuilder, op: OpId) -> DecompResult {
     let (d, copy) = b.with_args(op, |a| (a.dtype("dtype").flatten(), a.bool("copy").unwrap_or(false)))?;
     let d = d.or(b.dtype(x));
     if copy {
-        return one(b.call(op::_TO_COPY, &[x.into(), Arg::A(d.map(Attribute::DType).unwrap_or(Attribute::None))]));
+        return one(b.call(op::_TO_COPY, &[x.into(), Arg::A(d.map(dialect_prim::kinds::dtype).unwrap_or(dialect_prim::kinds::none()))]));
     }
     cast_to(b, x, d)
 }
@@ -200,7 +200,7 @@ pub(super) fn matmul(b: &mut OpBuilder, op: OpId) -> DecompResult {
         (1, 1) => {
             let p = b.call(op::MUL_TENSOR, &[x.into(), y.into()])?;
             // The dot product keeps the operands' dtype (an integer sum would widen to int64).
-            let d = b.dtype(p).map_or(Attribute::None, Attribute::DType);
+            let d = b.dtype(p).map_or(dialect_prim::kinds::none(), dialect_prim::kinds::dtype);
             one(b.call(op::SUM_DIM_INTLIST, &[p.into(), Arg::A(Attribute::ints(&[0])), Arg::A(Attribute::Bool(false)), Arg::A(d)]))
         }
         (2, 2) => one(b.call(op::MM, &[x.into(), y.into()])),
@@ -291,7 +291,7 @@ pub(super) fn conv(b: &mut OpBuilder, op: OpId) -> DecompResult {
         &[
             x.into(),
             w.into(),
-            bias.map(Arg::V).unwrap_or(Arg::A(Attribute::None)),
+            bias.map(Arg::V).unwrap_or(Arg::A(dialect_prim::kinds::none())),
             Arg::A(Attribute::ints(&expand(s, 1))),
             Arg::A(Attribute::ints(&expand(p, 0))),
             Arg::A(Attribute::ints(&expand(d, 1))),
@@ -326,7 +326,7 @@ pub(super) fn batch_norm(b: &mut OpBuilder, op: OpId) -> DecompResult {
     let (rm, rv) = (opt_input(b, op, "running_mean")?, opt_input(b, op, "running_var")?);
     let (training, momentum, eps) = b.with_args(op, |a| (a.bool("training"), a.float("momentum"), a.float("eps")))?;
     let (Some(rm), Some(rv), Some(false)) = (rm, rv, training) else { return Ok(None) };
-    let opt = |v: Option<ValueId>| v.map(Arg::V).unwrap_or(Arg::A(Attribute::None));
+    let opt = |v: Option<ValueId>| v.map(Arg::V).unwrap_or(Arg::A(dialect_prim::kinds::none()));
     let r = b.call_n(
         op::_NATIVE_BATCH_NORM_LEGIT_NO_TRAINING,
         &[
@@ -347,7 +347,7 @@ pub(super) fn layer_norm(b: &mut OpBuilder, op: OpId) -> DecompResult {
     let (w, bias) = (opt_input(b, op, "weight")?, opt_input(b, op, "bias")?);
     let (ns, eps) = b.with_args(op, |a| (a.ints("normalized_shape"), a.float("eps")))?;
     let ns = ns.ok_or("layer_norm: normalized_shape must be constant")?;
-    let opt = |v: Option<ValueId>| v.map(Arg::V).unwrap_or(Arg::A(Attribute::None));
+    let opt = |v: Option<ValueId>| v.map(Arg::V).unwrap_or(Arg::A(dialect_prim::kinds::none()));
     let r = b.call_n(
         op::NATIVE_LAYER_NORM,
         &[x.into(), Arg::A(Attribute::ints(&ns)), opt(w), opt(bias), Arg::A(Attribute::float(eps.unwrap_or(1e-5)))],
@@ -371,7 +371,7 @@ pub(super) fn group_norm(b: &mut OpBuilder, op: OpId) -> DecompResult {
         Some(n) => Arg::A(Attribute::Int(n)),
         None => Arg::V(b.call(op::SYM_SIZE_INT, &[x.into(), Arg::A(Attribute::Int(0))])?),
     };
-    let opt = |v: Option<ValueId>| v.map(Arg::V).unwrap_or(Arg::A(Attribute::None));
+    let opt = |v: Option<ValueId>| v.map(Arg::V).unwrap_or(Arg::A(dialect_prim::kinds::none()));
     let r = b.call_n(
         op::NATIVE_GROUP_NORM,
         &[
@@ -393,7 +393,7 @@ pub(super) fn softmax(b: &mut OpBuilder, op: OpId, core: &str) -> DecompResult {
     let (dim, dtype) = b.with_args(op, |a| (a.int("dim"), a.dtype("dtype").flatten()))?;
     let dim = dim.ok_or("softmax: dim must be constant")?;
     let x = match dtype {
-        Some(d) if b.dtype(x) != Some(d) => b.call(op::_TO_COPY, &[x.into(), Arg::A(Attribute::DType(d))])?,
+        Some(d) if b.dtype(x) != Some(d) => b.call(op::_TO_COPY, &[x.into(), Arg::A(dialect_prim::kinds::dtype(d))])?,
         _ => x,
     };
     one(b.call(core, &[x.into(), Arg::A(Attribute::Int(dim)), Arg::A(Attribute::Bool(false))]))
@@ -434,14 +434,14 @@ pub(super) fn tri(b: &mut OpBuilder, op: OpId, cmp: &str) -> DecompResult {
     let (Some(rows), Some(cols)) = (sh[n - 2].as_static(), sh[n - 1].as_static()) else { return Ok(None) };
     let mask = band_mask(b, rows, cols, cmp, diag)?;
     let dtype = b.dtype(x).ok_or("tril/triu: unknown dtype")?;
-    let zero = b.call(op::SCALAR_TENSOR, &[Arg::A(Attribute::Int(0)), Arg::A(Attribute::DType(dtype))])?;
+    let zero = b.call(op::SCALAR_TENSOR, &[Arg::A(Attribute::Int(0)), Arg::A(dialect_prim::kinds::dtype(dtype))])?;
     one(b.call(op::WHERE_SELF, &[mask.into(), x.into(), zero.into()]))
 }
 
 /// `ones`/`zeros` → `full` with the dtype made explicit.
 pub(super) fn fill_like_new(b: &mut OpBuilder, op: OpId, value: i64) -> DecompResult {
     let (size_attr, size_val, rest) = b.with_args(op, |a| {
-        (a.constant("size"), a.value("size"), ["dtype", "layout", "device", "pin_memory"].map(|n| a.constant(n).unwrap_or(Attribute::None)))
+        (a.constant("size"), a.value("size"), ["dtype", "layout", "device", "pin_memory"].map(|n| a.constant(n).unwrap_or(dialect_prim::kinds::none())))
     })?;
     let size = match (size_val, size_attr) {
         (Some(v), _) => Arg::V(v),
@@ -449,7 +449,7 @@ pub(super) fn fill_like_new(b: &mut OpBuilder, op: OpId, value: i64) -> DecompRe
         _ => return Err("size is missing".into()),
     };
     let [dtype, layout, device, pin] = rest;
-    let dtype = if dtype == Attribute::None { Attribute::DType(DType::F32) } else { dtype };
+    let dtype = if dtype == dialect_prim::kinds::none() { dialect_prim::kinds::dtype(DType::F32) } else { dtype };
     one(b.call(op::FULL, &[size, Arg::A(Attribute::Int(value)), Arg::A(dtype), Arg::A(layout), Arg::A(device), Arg::A(pin)]))
 }
 
@@ -462,7 +462,7 @@ pub(super) fn new_filled(b: &mut OpBuilder, op: OpId, value: Option<Attribute>) 
             a.constant("size"),
             a.value("size"),
             a.constant("fill_value"),
-            ["dtype", "layout", "device", "pin_memory"].map(|n| a.constant(n).unwrap_or(Attribute::None)),
+            ["dtype", "layout", "device", "pin_memory"].map(|n| a.constant(n).unwrap_or(dialect_prim::kinds::none())),
         )
     })?;
     let size = match (size_val, size_attr) {
@@ -472,9 +472,10 @@ pub(super) fn new_filled(b: &mut OpBuilder, op: OpId, value: Option<Attribute>) 
     };
     let value = value.or(fill).ok_or("new_full: the fill value must be constant")?;
     let [dtype, layout, device, pin] = rest;
-    let dtype = match dtype {
-        Attribute::None => Attribute::DType(b.dtype(x).ok_or("the dtype of self is unknown")?),
-        d => d,
+    let dtype = if dialect_prim::kinds::is_none(&dtype) {
+        dialect_prim::kinds::dtype(b.dtype(x).ok_or("the dtype of self is unknown")?)
+    } else {
+        dtype
     };
     one(b.call(op::FULL, &[size, Arg::A(value), Arg::A(dtype), Arg::A(layout), Arg::A(device), Arg::A(pin)]))
 }
@@ -482,7 +483,7 @@ pub(super) fn new_filled(b: &mut OpBuilder, op: OpId, value: Option<Attribute>) 
 pub(super) fn fill_like(b: &mut OpBuilder, op: OpId, value: i64) -> DecompResult {
     let x = input(b, op, "self")?;
     let rest = b.with_args(op, |a| {
-        ["dtype", "layout", "device", "pin_memory", "memory_format"].map(|n| a.constant(n).unwrap_or(Attribute::None))
+        ["dtype", "layout", "device", "pin_memory", "memory_format"].map(|n| a.constant(n).unwrap_or(dialect_prim::kinds::none()))
     })?;
     let mut args = vec![Arg::V(x), Arg::A(Attribute::Int(value))];
     args.extend(rest.into_iter().map(Arg::A));
@@ -496,7 +497,7 @@ pub(super) fn arange(b: &mut OpBuilder, op: OpId) -> DecompResult {
             a.value("start"),
             a.constant("end"),
             a.value("end"),
-            ["dtype", "layout", "device", "pin_memory"].map(|n| a.constant(n).unwrap_or(Attribute::None)),
+            ["dtype", "layout", "device", "pin_memory"].map(|n| a.constant(n).unwrap_or(dialect_prim::kinds::none())),
         )
     })?;
     let start = start_v.map(Arg::V).unwrap_or(Arg::A(start));
@@ -514,13 +515,13 @@ pub(super) fn masked_fill_scalar(b: &mut OpBuilder, op: OpId) -> DecompResult {
     let (x, mask) = (input(b, op, "self")?, input(b, op, "mask")?);
     let v = b.with_args(op, |a| a.constant("value"))?.ok_or("masked_fill: the value must be constant")?;
     let dtype = b.dtype(x).ok_or("masked_fill: unknown dtype")?;
-    let s = b.call(op::SCALAR_TENSOR, &[Arg::A(v), Arg::A(Attribute::DType(dtype))])?;
+    let s = b.call(op::SCALAR_TENSOR, &[Arg::A(v), Arg::A(dialect_prim::kinds::dtype(dtype))])?;
     one(b.call(op::WHERE_SELF, &[mask.into(), s.into(), x.into()]))
 }
 
 pub(super) fn reduce_all(b: &mut OpBuilder, op: OpId, core: &str) -> DecompResult {
     let x = input(b, op, "self")?;
-    let dtype = b.with_args(op, |a| a.constant("dtype"))?.unwrap_or(Attribute::None);
+    let dtype = b.with_args(op, |a| a.constant("dtype"))?.unwrap_or(dialect_prim::kinds::none());
     let r = rank_of(b, x)? as i64;
     let dims: Vec<Size> = (0..r).map(Size::Static).collect();
     let dims = int_list_value(b, &dims)?;

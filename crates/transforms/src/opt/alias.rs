@@ -17,8 +17,9 @@
 //! with regions writes what its nested ops write; an unknown op writes the wildcard. The analysis
 //! is flow-insensitive, so it stays valid (conservative) while ops are moved or erased.
 
+use dialect_prim::kinds::{Kind as PK, TypeExt as _};
 use ir::schema::FunctionSchema;
-use ir::{Context, Diagnostic, Module, OpId, Traits, TypeKind, ValueId, WalkOrder};
+use ir::{Context, Diagnostic, Module, OpId, Traits, ValueId, WalkOrder};
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::fmt::Write as _;
 use std::sync::Arc;
@@ -76,10 +77,10 @@ fn intersects(a: &MemSet, b: &MemSet) -> bool {
 /// Whether a value of this type can alias memory (a type of another dialect may, for all the
 /// analysis knows).
 pub fn is_mutable_type(t: &ir::Type) -> bool {
-    match t.kind() {
-        TypeKind::Tensor(_) | TypeKind::List(_) | TypeKind::Any | TypeKind::Dialect(_) | TypeKind::Opaque { .. } => true,
-        TypeKind::Tuple(items) => items.iter().any(is_mutable_type),
-        TypeKind::Optional(e) => is_mutable_type(e),
+    match t.pk() {
+        PK::Tensor(_) | PK::List(_) | PK::Any | PK::Other => true,
+        PK::Tuple(items) => items.iter().any(is_mutable_type),
+        PK::Optional(e) => is_mutable_type(e),
         _ => false,
     }
 }
@@ -507,7 +508,7 @@ impl AliasDb {
             if let Some(elems) = self.elements.get(&v) {
                 e.reads.extend(elems.iter().flatten().copied());
             }
-            if matches!(m.value_type(v).kind(), TypeKind::List(_)) {
+            if matches!(m.value_type(v).pk(), PK::List(_)) {
                 e.reads.insert(MemLoc::WILDCARD);
             }
         }

@@ -274,7 +274,7 @@ impl RewritePattern for Pattern {
             Kind::NoopView => noop_view(m, op).map(|v| vec![v]),
             Kind::Clone => {
                 let (Some(&x), Some(&r)) = (m.operands(op).first(), m.results(op).first()) else { return Ok(false) };
-                let fmt_ok = m.attr(op, "memory_format").is_none_or(|a| *a == Attribute::None);
+                let fmt_ok = m.attr(op, "memory_format").is_none_or(|a| *a == dialect_prim::kinds::none());
                 (fmt_ok && m.value_type(x) == m.value_type(r) && replace_is_alias_safe(ctx, m, r, x)).then(|| vec![x])
             }
             Kind::Identity => identity_arith(ctx, m, op).map(|v| vec![v]),
@@ -340,7 +340,7 @@ fn noop_view(m: &Module, op: OpId) -> Option<ValueId> {
         op::T => (rank <= 1).then_some(x),
         op::TO_DTYPE => {
             let copy = m.attr(op, "copy").and_then(Attribute::as_bool).unwrap_or(false);
-            let fmt = m.attr(op, "memory_format").is_none_or(|a| *a == Attribute::None);
+            let fmt = m.attr(op, "memory_format").is_none_or(|a| *a == dialect_prim::kinds::none());
             (!copy && fmt).then_some(x)
         }
         _ if SAME_TYPE_VIEWS.contains(&name) => Some(x),

@@ -1,6 +1,7 @@
 //! Reading an op's arguments by schema name: operand types, constant attributes and
 //! schema defaults, and constant integers traced through SymInt arithmetic.
 
+use dialect_prim::kinds::{Attr as PA, Kind as PK, TypeExt as _};
 use super::*;
 
 /// The arguments of one op, by schema name.
@@ -93,12 +94,12 @@ impl<'a> Args<'a> {
     pub fn is_none(&self, name: &str) -> bool {
         match self.source(name) {
             None => true,
-            Some(ArgSource::Const(a)) => *a == Attribute::None,
+            Some(ArgSource::Const(a)) => *a == dialect_prim::kinds::none(),
             Some(ArgSource::Operand(k)) => self
                 .m
                 .operands(self.op)
                 .get(*k)
-                .is_none_or(|&v| matches!(self.m.value_type(v).kind(), TypeKind::None)),
+                .is_none_or(|&v| matches!(self.m.value_type(v).pk(), PK::None)),
         }
     }
 
@@ -139,20 +140,21 @@ impl<'a> Args<'a> {
             };
         }
         let v = self.value(name)?;
-        match self.m.value_type(v).kind() {
-            TypeKind::Int => Some(ScalarVal::Int(None)),
-            TypeKind::Float => Some(ScalarVal::Float(None)),
-            TypeKind::Bool => Some(ScalarVal::Bool(None)),
+        match self.m.value_type(v).pk() {
+            PK::Int => Some(ScalarVal::Int(None)),
+            PK::Float => Some(ScalarVal::Float(None)),
+            PK::Bool => Some(ScalarVal::Bool(None)),
             _ => None,
         }
     }
 
     /// A `ScalarType?` argument: `Some(None)` when it is `None`.
     pub fn dtype(&self, name: &str) -> Option<Option<DType>> {
-        match self.constant(name)? {
-            Attribute::None => Some(None),
-            Attribute::DType(d) => Some(Some(d)),
-            Attribute::Int(c) => DType::from_scalar_type_code(c).map(Some),
+        let c = self.constant(name)?;
+        match dialect_prim::kinds::attr(&c) {
+            PA::None => Some(None),
+            PA::DType(d) => Some(Some(d)),
+            PA::Other(Attribute::Int(c)) => DType::from_scalar_type_code(*c).map(Some),
             _ => None,
         }
     }
@@ -179,9 +181,9 @@ impl<'a> Args<'a> {
                         _ => None,
                     };
                 }
-                match self.m.value_type(v).kind() {
-                    TypeKind::Int => Some(vec![int_dim(self.ctx, self.m, v)]),
-                    TypeKind::List(_) => {
+                match self.m.value_type(v).pk() {
+                    PK::Int => Some(vec![int_dim(self.ctx, self.m, v)]),
+                    PK::List(_) => {
                         let def = self.m.defining_op(v)?;
                         if self.m.op_name(def) != dialect_prim::LIST_CONSTRUCT {
                             return None;
@@ -208,8 +210,8 @@ impl<'a> Args<'a> {
     /// The element type of a `Tensor[]` argument, from the list's type (however it was built).
     pub fn list_elem(&self, name: &str) -> Option<TensorType> {
         let v = self.value(name)?;
-        match self.m.value_type(v).kind() {
-            ir::TypeKind::List(e) => e.as_tensor().cloned(),
+        match self.m.value_type(v).pk() {
+            PK::List(e) => e.as_tensor().cloned(),
             _ => None,
         }
     }

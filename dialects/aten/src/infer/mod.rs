@@ -24,6 +24,7 @@ pub use args::*;
 pub use dims::*;
 pub use promote::*;
 pub use refine::*;
+use dialect_prim::kinds::{Kind as PK, TypeExt as _};
 use families::head_of;
 use rules::*;
 pub use shapes::*;
@@ -32,8 +33,7 @@ pub use split::*;
 use crate::signature::{ArgSource, bind_args};
 use ir::schema::FunctionSchema;
 use ir::{
-    Attribute, Context, DType, DTypeCategory, Dim, Module, OpId, TensorType, Type, TypeKind,
-    ValueId,
+    Attribute, Context, DType, DTypeCategory, Dim, Module, OpId, TensorType, Type, ValueId,
 };
 use std::collections::HashMap;
 
@@ -113,7 +113,7 @@ pub fn infer_op_with(
     if this == crate::op::ADD_T {
         let (Some(x), Some(y)) = (a.value("a"), a.value("b")) else { return Ok(None) };
         let (tx, ty) = (m.value_type(x), m.value_type(y));
-        return Ok((tx == ty && matches!(tx.kind(), ir::TypeKind::List(_))).then(|| vec![tx.clone()]));
+        return Ok((tx == ty && matches!(tx.pk(), PK::List(_))).then(|| vec![tx.clone()]));
     }
     infer_key(this, head, &a, r)
 }

@@ -1,12 +1,13 @@
 //! Merging what is known about a value with what inference finds: refinement and join.
 
+use dialect_prim::kinds::{Kind as PK, TypeExt as _};
 use super::*;
 
 /// Merges what is known about a value (`old`) with an inferred type (`new`): the more specific
 /// of each part. `Err` when they contradict each other (different dtypes, ranks or static sizes).
 pub fn refine(old: &Type, new: &Type) -> Result<Type, String> {
-    match (old.kind(), new.kind()) {
-        (TypeKind::Tensor(o), TypeKind::Tensor(n)) => {
+    match (old.pk(), new.pk()) {
+        (PK::Tensor(o), PK::Tensor(n)) => {
             let dtype = match (o.dtype, n.dtype) {
                 (Some(x), Some(y)) if x != y => {
                     return Err(format!("dtype {x} conflicts with inferred {y}"));
@@ -42,8 +43,8 @@ pub fn refine(old: &Type, new: &Type) -> Result<Type, String> {
             };
             Ok(Type::tensor_of(TensorType { dtype, shape }))
         }
-        (TypeKind::List(o), TypeKind::List(n)) => Ok(Type::list(refine(o, n)?)),
-        (TypeKind::Any, _) => Ok(new.clone()),
+        (PK::List(o), PK::List(n)) => Ok(dialect_prim::kinds::list(refine(o, n)?)),
+        (PK::Any, _) => Ok(new.clone()),
         _ => Ok(old.clone()),
     }
 }
@@ -55,8 +56,8 @@ pub fn join(a: &Type, b: &Type) -> Option<Type> {
     if a == b {
         return Some(a.clone());
     }
-    match (a.kind(), b.kind()) {
-        (TypeKind::Tensor(x), TypeKind::Tensor(y)) => {
+    match (a.pk(), b.pk()) {
+        (PK::Tensor(x), PK::Tensor(y)) => {
             let dtype = if x.dtype == y.dtype { x.dtype } else { None };
             let shape = match (&x.shape, &y.shape) {
                 (Some(p), Some(q)) if p.len() == q.len() => Some(
@@ -69,9 +70,9 @@ pub fn join(a: &Type, b: &Type) -> Option<Type> {
             };
             Some(Type::tensor_of(TensorType { dtype, shape }))
         }
-        (TypeKind::List(x), TypeKind::List(y)) => Some(Type::list(join(x, y)?)),
-        (TypeKind::Optional(x), TypeKind::Optional(y)) => Some(Type::optional(join(x, y)?)),
-        (TypeKind::Tuple(xs), TypeKind::Tuple(ys)) if xs.len() == ys.len() => Some(Type::tuple(
+        (PK::List(x), PK::List(y)) => Some(dialect_prim::kinds::list(join(x, y)?)),
+        (PK::Optional(x), PK::Optional(y)) => Some(dialect_prim::kinds::optional(join(x, y)?)),
+        (PK::Tuple(xs), PK::Tuple(ys)) if xs.len() == ys.len() => Some(Type::tuple(
             xs.iter()
                 .zip(ys)
                 .map(|(x, y)| join(x, y))

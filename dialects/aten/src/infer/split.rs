@@ -37,7 +37,7 @@ pub(super) fn split_types(this: OpRef, head: OpRef, a: &Args, s: Option<&TensorT
             let mut out = sh.clone();
             out.remove(i);
             let elem = tensor(t.dtype, Some(out));
-            return Some(vec![Type::list(elem)]);
+            return Some(vec![dialect_prim::kinds::list(elem)]);
         }
         _ => return None,
     };
@@ -50,7 +50,7 @@ pub(super) fn split_types(this: OpRef, head: OpRef, a: &Args, s: Option<&TensorT
     } else {
         out[i] = Dim::Unknown;
     }
-    Some(vec![Type::list(tensor(t.dtype, Some(out)))])
+    Some(vec![dialect_prim::kinds::list(tensor(t.dtype, Some(out)))])
 }
 
 /// The sizes each piece of a split gets along the split dimension, when static.

@@ -2,10 +2,11 @@
 //! printed code (`annotate`, `unchecked_cast`, `getattr`, `isinstance`, …), and ATen operators
 //! resolved against the registry's schemas with TorchScript's implicit conversions.
 
+use dialect_prim::kinds::{Kind as PK, TypeExt as _};
 use std::collections::HashMap;
 
 use ir::schema::{FunctionSchema, SchemaType};
-use ir::{Attribute, OperationState, Type, TypeKind, ValueId};
+use ir::{Attribute, OperationState, Type, ValueId};
 
 use super::env::{Frame, Sv};
 use super::types::Ann;
@@ -101,26 +102,26 @@ impl Compiler<'_> {
                     for a in args {
                         self.expr(a)?;
                     }
-                    return Ok(Sv::Val(self.constant(Attribute::None, at)));
+                    return Ok(Sv::Val(self.constant(dialect_prim::kinds::none(), at)));
                 }
                 ("torch.warn" | "ops.aten.warn", _) => {
                     // Warnings do not change results; they are compiled for their errors only.
                     for a in args {
                         self.expr(a)?;
                     }
-                    return Ok(Sv::Val(self.constant(Attribute::None, at)));
+                    return Ok(Sv::Val(self.constant(dialect_prim::kinds::none(), at)));
                 }
                 ("torch.device", [d]) => {
                     let v = self.expr(d).and_then(|v| self.value(v, d.at))?;
                     return match self.const_of(v).cloned() {
-                        Some(Attribute::Str(s)) => Ok(Sv::Val(self.constant(Attribute::Device(s), at))),
+                        Some(Attribute::Str(s)) => Ok(Sv::Val(self.constant(dialect_prim::kinds::device(&s), at))),
                         _ => Err(self.err(d.at, "`torch.device` needs a constant string")),
                     };
                 }
                 ("ops.prim.RaiseException", [msg, ..]) => {
                     let m = self.expr(msg).and_then(|v| self.value(v, msg.at))?;
                     self.raise_value(m, at);
-                    return Ok(Sv::Val(self.constant(Attribute::None, at)));
+                    return Ok(Sv::Val(self.constant(dialect_prim::kinds::none(), at)));
                 }
                 ("ops.prim.NumToTensor", [x]) => {
                     let v = self.expr(x).and_then(|v| self.value(v, x.at))?;
@@ -187,7 +188,7 @@ impl Compiler<'_> {
                 if let ([t], true, "Int" | "Float") = (a.as_slice(), k.is_empty(), op.as_str())
                     && let Some(&inner) = self.wrapped.get(t)
                 {
-                    let same = matches!((op.as_str(), self.m.value_type(inner).kind()), ("Int", TypeKind::Int) | ("Float", TypeKind::Float));
+                    let same = matches!((op.as_str(), self.m.value_type(inner).pk()), ("Int", PK::Int) | ("Float", PK::Float));
                     if same {
                         return Ok(Sv::Val(inner));
                     }
@@ -226,7 +227,7 @@ impl Compiler<'_> {
         let x = self.value(x, v.at)?;
         let t = match self.annotation(ty)? {
             Ann::Ty(t) => Some(t),
-            Ann::Number => Some(Type::any()),
+            Ann::Number => Some(dialect_prim::kinds::any_type()),
             _ => return Err(self.err(ty.at, "`unchecked_cast` to this type is not supported")),
         };
         Ok(Sv::Val(self.refine(x, t, v.at)))
@@ -235,12 +236,12 @@ impl Compiler<'_> {
     /// `x` with its optional type narrowed to `ty` (or to the optional's element type).
     pub(crate) fn refine(&mut self, x: ValueId, ty: Option<Type>, at: usize) -> ValueId {
         let have = self.m.value_type(x).clone();
-        let want = match (ty, have.kind()) {
+        let want = match (ty, have.pk()) {
             (Some(t), _) => t,
-            (None, TypeKind::Optional(e)) => e.clone(),
+            (None, PK::Optional(e)) => e.clone(),
             (None, _) => return x,
         };
-        if have == want || !matches!(have.kind(), TypeKind::Optional(_) | TypeKind::Any) {
+        if have == want || !matches!(have.pk(), PK::Optional(_) | PK::Any) {
             return x;
         }
         // `aten._unwrap_optional` is the identity on a value that is present.
@@ -259,13 +260,13 @@ impl Compiler<'_> {
             (Sv::Val(id), Ann::Ty(t)) => {
                 let have = self.m.value_type(*id).clone();
                 // `isinstance(x, T)` of an optional `T` is `x is not None`.
-                if let TypeKind::Optional(inner) = have.kind()
+                if let PK::Optional(inner) = have.pk()
                     && (*inner == t || inner.as_tensor().is_some() && t.as_tensor().is_some())
                 {
-                    let none = self.constant(Attribute::None, v.at);
+                    let none = self.constant(dialect_prim::kinds::none(), v.at);
                     return Ok(Sv::Val(self.is_none_check(*id, none, true, v.at)?));
                 }
-                if matches!(have.kind(), TypeKind::Optional(_) | TypeKind::Any) && !matches!(t.kind(), TypeKind::Optional(_)) {
+                if matches!(have.pk(), PK::Optional(_) | PK::Any) && !matches!(t.pk(), PK::Optional(_)) {
                     return Err(self.err(v.at, format!("`isinstance` of a value of type {have} is not decided at compile time")));
                 }
                 have == t || (have.as_tensor().is_some() && t.as_tensor().is_some())
@@ -294,8 +295,8 @@ impl Compiler<'_> {
             return Err(self.err(at, format!("keyword arguments to `{method}` are not supported")));
         }
         let l = self.expr(list).and_then(|v| self.value(v, list.at))?;
-        let elem = match self.m.value_type(l).kind() {
-            TypeKind::List(e) => e.clone(),
+        let elem = match self.m.value_type(l).pk() {
+            PK::List(e) => e.clone(),
             _ => return Err(self.err(list.at, format!("`{method}` of a value that is not a list"))),
         };
         for frame in &self.frames {
@@ -397,7 +398,7 @@ impl Compiler<'_> {
             };
             // A float parameter takes an int argument converted, as TorchScript does.
             let v = match (&v, &p.ty) {
-                (Sv::Val(x), Some(t)) if matches!(self.m.value_type(*x).kind(), TypeKind::Int) && t.dotted().as_deref() == Some("float") => {
+                (Sv::Val(x), Some(t)) if matches!(self.m.value_type(*x).pk(), PK::Int) && t.dotted().as_deref() == Some("float") => {
                     match self.call_aten("Float", vec![*x], vec![], p.at) {
                         Ok(v) => v,
                         Err(e) => {
@@ -450,7 +451,7 @@ impl Compiler<'_> {
             let op = self.push(OperationState::new(&op_name).operands(args).results(results).loc(loc));
             return Ok(match self.m.results(op) {
                 [r] => Sv::Val(*r),
-                _ => Sv::Val(self.constant(Attribute::None, at)),
+                _ => Sv::Val(self.constant(dialect_prim::kinds::none(), at)),
             });
         }
         let mut given: Vec<Option<ValueId>> = vec![None; schema.args.len()];
@@ -469,7 +470,7 @@ impl Compiler<'_> {
         let op = emit_aten(&mut self.m, self.block, &op_name, schema, arg_list, results, &loc, Vec::new()).map_err(|m| self.err(at, m))?;
         let rs = self.m.results(op).to_vec();
         Ok(match rs.as_slice() {
-            [] => Sv::Val(self.constant(Attribute::None, at)),
+            [] => Sv::Val(self.constant(dialect_prim::kinds::none(), at)),
             [r] => Sv::Val(*r),
             _ => Sv::Val(self.tuple(rs, at)),
         })
@@ -547,14 +548,14 @@ fn resolve(name: &str, types: &[Type], kwargs: &[(String, Type)]) -> Result<(&'s
 
 /// Records what the type variables of `s` stand for, given a value of type `t`.
 fn bind_vars(s: &SchemaType, t: &Type, vars: &mut HashMap<String, Type>) {
-    match (s, t.kind()) {
+    match (s, t.pk()) {
         (SchemaType::Var(n), _) => {
             vars.entry(n.clone()).or_insert_with(|| t.clone());
         }
-        (SchemaType::List { elem, .. }, TypeKind::List(e)) => bind_vars(elem, e, vars),
-        (SchemaType::Optional(inner), TypeKind::Optional(e)) => bind_vars(inner, e, vars),
+        (SchemaType::List { elem, .. }, PK::List(e)) => bind_vars(elem, e, vars),
+        (SchemaType::Optional(inner), PK::Optional(e)) => bind_vars(inner, e, vars),
         (SchemaType::Optional(inner), _) => bind_vars(inner, t, vars),
-        (SchemaType::Tuple(items), TypeKind::Tuple(ts)) => {
+        (SchemaType::Tuple(items), PK::Tuple(ts)) => {
             for (a, b) in items.iter().zip(ts) {
                 bind_vars(a, b, vars);
             }
@@ -566,9 +567,9 @@ fn bind_vars(s: &SchemaType, t: &Type, vars: &mut HashMap<String, Type>) {
 /// The IR type of schema type `s` with its type variables replaced.
 fn subst(s: &SchemaType, vars: &HashMap<String, Type>) -> Type {
     match s {
-        SchemaType::Var(n) => vars.get(n).cloned().unwrap_or_else(Type::any),
-        SchemaType::List { elem, .. } => Type::list(subst(elem, vars)),
-        SchemaType::Optional(e) => Type::optional(subst(e, vars)),
+        SchemaType::Var(n) => vars.get(n).cloned().unwrap_or_else(dialect_prim::kinds::any_type),
+        SchemaType::List { elem, .. } => dialect_prim::kinds::list(subst(elem, vars)),
+        SchemaType::Optional(e) => dialect_prim::kinds::optional(subst(e, vars)),
         SchemaType::Tuple(items) => Type::tuple(items.iter().map(|i| subst(i, vars)).collect()),
         other => type_of_schema(other),
     }

@@ -2,7 +2,8 @@
 //! operators mean for tensors and numbers) and constants folded where the branch they choose
 //! must be known at compile time.
 
-use ir::{Attribute, OperationState, Type, TypeKind, ValueId};
+use dialect_prim::kinds::{Kind as PK, TypeExt as _};
+use ir::{Attribute, OperationState, Type, ValueId};
 
 use super::env::Sv;
 use super::types::Ann;
@@ -75,7 +76,7 @@ impl Compiler<'_> {
             ExprKind::Float(f) => Ok(Sv::Val(self.constant(Attribute::float(*f), at))),
             ExprKind::Str(s) => Ok(Sv::Val(self.constant(Attribute::str(s), at))),
             ExprKind::Bool(b) => Ok(Sv::Val(self.constant(Attribute::Bool(*b), at))),
-            ExprKind::None => Ok(Sv::Val(self.constant(Attribute::None, at))),
+            ExprKind::None => Ok(Sv::Val(self.constant(dialect_prim::kinds::none(), at))),
             ExprKind::Ellipsis => Err(self.err(at, "`...` is not supported here")),
             ExprKind::Tuple(items) => {
                 let vals = items.iter().map(|i| self.expr(i).and_then(|v| self.value(v, i.at))).collect::<R<Vec<_>>>()?;
@@ -87,7 +88,7 @@ impl Compiler<'_> {
                 let elem = if types.is_empty() {
                     Type::unknown_tensor()
                 } else {
-                    self.unify(&types).unwrap_or_else(Type::any)
+                    self.unify(&types).unwrap_or_else(dialect_prim::kinds::any_type)
                 };
                 Ok(Sv::Val(self.list(vals, elem, at)))
             }
@@ -221,7 +222,7 @@ impl Compiler<'_> {
     /// `prim.ListConstruct` of `vals` with element type `elem`.
     pub(crate) fn list(&mut self, vals: Vec<ValueId>, elem: Type, at: usize) -> ValueId {
         let loc = self.loc(at);
-        let op = self.push(OperationState::new(dialect_prim::LIST_CONSTRUCT).operands(vals).results([Type::list(elem)]).loc(loc));
+        let op = self.push(OperationState::new(dialect_prim::LIST_CONSTRUCT).operands(vals).results([dialect_prim::kinds::list(elem)]).loc(loc));
         self.m.results(op)[0]
     }
 
@@ -273,8 +274,8 @@ impl Compiler<'_> {
             }
             Sv::Val(v) => {
                 let ty = self.m.value_type(v).clone();
-                match ty.kind() {
-                    TypeKind::Tuple(items) => {
+                match ty.pk() {
+                    PK::Tuple(items) => {
                         let k = self.expr(index).and_then(|x| self.value(x, index.at))?;
                         let Some(Attribute::Int(i)) = self.const_of(k).cloned() else {
                             return Err(self.err(index.at, "a tuple is indexed by a constant"));
@@ -286,14 +287,14 @@ impl Compiler<'_> {
                         }
                         Ok(Sv::Val(self.tuple_items(v, items.len(), at)?[j as usize]))
                     }
-                    TypeKind::Tensor(_) => self.tensor_index(v, index, at),
+                    PK::Tensor(_) => self.tensor_index(v, index, at),
                     _ => {
                         if let ExprKind::Slice(lo, hi, step) = &index.kind {
                             let mut args = vec![v];
                             for b in [lo, hi, step] {
                                 let x = match b {
                                     Some(e) => self.expr(e).and_then(|x| self.value(x, e.at))?,
-                                    None => self.constant(Attribute::None, at),
+                                    None => self.constant(dialect_prim::kinds::none(), at),
                                 };
                                 args.push(x);
                             }
@@ -323,7 +324,7 @@ impl Compiler<'_> {
                     for b in [lo, hi] {
                         args.push(match b {
                             Some(e) => self.expr(e).and_then(|x| self.value(x, e.at))?,
-                            None => self.constant(Attribute::None, at),
+                            None => self.constant(dialect_prim::kinds::none(), at),
                         });
                     }
                     args.push(match step {
@@ -342,7 +343,7 @@ impl Compiler<'_> {
                 }
                 _ => {
                     let i = self.expr(p).and_then(|x| self.value(x, p.at))?;
-                    if !matches!(self.m.value_type(i).kind(), TypeKind::Int) {
+                    if !matches!(self.m.value_type(i).pk(), PK::Int) {
                         return Err(self.err(p.at, "tensor indexing by anything but integers, slices and None is not supported"));
                     }
                     let d = self.constant(Attribute::Int(dim), at);
@@ -409,7 +410,7 @@ impl Compiler<'_> {
             };
             return self.call_aten(name, vec![a, b], vec![], at);
         }
-        if matches!(self.m.value_type(a).kind(), TypeKind::List(_)) && op == BinOp::Add {
+        if matches!(self.m.value_type(a).pk(), PK::List(_)) && op == BinOp::Add {
             return self.call_aten("add", vec![a, b], vec![], at);
         }
         self.binary(op, a, b, at)
@@ -443,7 +444,7 @@ impl Compiler<'_> {
     /// not None; a None-typed value is).
     pub(crate) fn is_none_check(&mut self, a: ValueId, b: ValueId, negate: bool, at: usize) -> R<ValueId> {
         use dialect_aten::fold::{identical_by_none, none_by_type};
-        let fold = identical_by_none(none_by_type(self.m.value_type(a).kind()), none_by_type(self.m.value_type(b).kind()));
+        let fold = identical_by_none(none_by_type(self.m.value_type(a).pk()), none_by_type(self.m.value_type(b).pk()));
         if let Some(is) = fold {
             return Ok(self.constant(Attribute::Bool(is != negate), at));
         }
@@ -470,14 +471,14 @@ impl Compiler<'_> {
     pub(crate) fn truth(&mut self, sv: Sv, at: usize) -> R<ValueId> {
         let v = self.value(sv, at)?;
         let ty = self.m.value_type(v).clone();
-        match ty.kind() {
-            TypeKind::Bool => Ok(v),
-            TypeKind::None => Ok(self.constant(Attribute::Bool(false), at)),
-            TypeKind::Optional(_) => {
-                let none = self.constant(Attribute::None, at);
+        match ty.pk() {
+            PK::Bool => Ok(v),
+            PK::None => Ok(self.constant(Attribute::Bool(false), at)),
+            PK::Optional(_) => {
+                let none = self.constant(dialect_prim::kinds::none(), at);
                 self.is_none_check(v, none, true, at)
             }
-            TypeKind::Int | TypeKind::Float => match self.const_of(v).cloned() {
+            PK::Int | PK::Float => match self.const_of(v).cloned() {
                 Some(Attribute::Int(i)) => Ok(self.constant(Attribute::Bool(i != 0), at)),
                 Some(Attribute::Float(f)) => Ok(self.constant(Attribute::Bool(f.get() != 0.0), at)),
                 _ => {
@@ -485,11 +486,11 @@ impl Compiler<'_> {
                     self.value(r, at)
                 }
             },
-            TypeKind::Tensor(_) | TypeKind::Any => {
+            PK::Tensor(_) | PK::Any => {
                 let r = self.call_aten("Bool", vec![v], vec![], at)?;
                 self.value(r, at)
             }
-            TypeKind::List(_) | TypeKind::Str => {
+            PK::List(_) | PK::Str => {
                 let n = self.call_aten("len", vec![v], vec![], at)?;
                 let n = self.value(n, at)?;
                 let zero = self.constant(Attribute::Int(0), at);
@@ -529,14 +530,14 @@ impl Compiler<'_> {
                 }
                 // An empty list takes the annotated element type; a None the optional type.
                 if let Some(items) = self.construct_items(x, dialect_prim::LIST_CONSTRUCT)
-                    && let TypeKind::List(elem) = t.kind()
+                    && let PK::List(elem) = t.pk()
                 {
                     return Ok(Sv::Val(self.list(items, elem.clone(), value.at)));
                 }
-                if matches!(have.kind(), TypeKind::None) && matches!(t.kind(), TypeKind::Optional(_)) {
+                if matches!(have.pk(), PK::None) && matches!(t.pk(), PK::Optional(_)) {
                     return Ok(Sv::Val(x));
                 }
-                if self.unify(&[t.clone(), have.clone()]).as_ref() == Some(&t) || matches!(t.kind(), TypeKind::Any) {
+                if self.unify(&[t.clone(), have.clone()]).as_ref() == Some(&t) || matches!(t.pk(), PK::Any) {
                     return Ok(Sv::Val(x));
                 }
                 Err(self.err(value.at, format!("a value of type {have} annotated as {t}")))

@@ -442,7 +442,7 @@ impl<'a> Compiler<'a> {
             }
             Some(Slot::Parameter(Value::Tensor(t))) => Ok(Sv::Val(self.state_arg(&dotted(name), program::ATTR_PARAM, t, at)?)),
             Some(Slot::Buffer(Value::Tensor(t))) => Ok(Sv::Val(self.state_arg(&dotted(name), program::ATTR_BUFFER, t, at)?)),
-            Some(Slot::Parameter(_) | Slot::Buffer(_)) => Ok(Sv::Val(self.constant(Attribute::None, at))),
+            Some(Slot::Parameter(_) | Slot::Buffer(_)) => Ok(Sv::Val(self.constant(dialect_prim::kinds::none(), at))),
             Some(Slot::Plain(Value::Tensor(t))) => Ok(Sv::Val(self.state_arg(&dotted(name), program::ATTR_CONSTANT, t, at)?)),
             Some(Slot::Plain(v)) => {
                 let a = pickled_constant(v).ok_or_else(|| {
@@ -505,7 +505,7 @@ impl<'a> Compiler<'a> {
 /// The attribute of a pickled plain value the program may read as a constant.
 fn pickled_constant(v: &Value) -> Option<Attribute> {
     Some(match v {
-        Value::None => Attribute::None,
+        Value::None => dialect_prim::kinds::none(),
         Value::Bool(b) => Attribute::Bool(*b),
         Value::Int(i) => Attribute::Int(*i),
         Value::Float(f) => Attribute::float(*f),

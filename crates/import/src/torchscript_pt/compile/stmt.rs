@@ -2,7 +2,8 @@
 //! `assert`; branches and loops become `prim.If`/`prim.Loop` with the names they change as
 //! results or carried values.
 
-use ir::{Attribute, InsertPoint, OperationState, Type, TypeKind, ValueId};
+use dialect_prim::kinds::{Kind as PK, TypeExt as _};
+use ir::{Attribute, InsertPoint, OperationState, Type, ValueId};
 
 use super::env::{Frame, Sv};
 use super::{CONT, Compiler, R, RET};
@@ -183,7 +184,7 @@ impl Compiler<'_> {
                     }
                     let v = match e {
                         Some(e) => self.expr(e)?,
-                        None => Sv::Val(self.constant(Attribute::None, s.at)),
+                        None => Sv::Val(self.constant(dialect_prim::kinds::none(), s.at)),
                     };
                     self.bind(RET, v);
                     return Ok(());
@@ -306,20 +307,21 @@ impl Compiler<'_> {
     pub(crate) fn unpack(&mut self, v: &Sv, n: usize, at: usize) -> R<Vec<Sv>> {
         let Sv::Val(v) = v else { return Err(self.err(at, format!("cannot unpack {}", v.describe()))) };
         let v = *v;
-        let parts = match self.m.value_type(v).kind().clone() {
-            TypeKind::Tuple(items) => {
+        let vt = self.m.value_type(v).clone();
+        let parts = match vt.pk() {
+            PK::Tuple(items) => {
                 if items.len() != n {
                     return Err(self.err(at, format!("cannot unpack a tuple of {} into {n} names", items.len())));
                 }
                 self.tuple_items(v, n, at)?
             }
-            TypeKind::List(elem) => match self.construct_items(v, dialect_prim::LIST_CONSTRUCT) {
+            PK::List(elem) => match self.construct_items(v, dialect_prim::LIST_CONSTRUCT) {
                 Some(items) if items.len() == n => items,
                 Some(items) => return Err(self.err(at, format!("cannot unpack a list of {} into {n} names", items.len()))),
                 None => {
                     let loc = self.loc(at);
                     let op = self.push(
-                        OperationState::new(dialect_prim::LIST_UNPACK).operands([v]).results(vec![elem; n]).loc(loc),
+                        OperationState::new(dialect_prim::LIST_UNPACK).operands([v]).results(vec![elem.clone(); n]).loc(loc),
                     );
                     self.m.results(op).to_vec()
                 }
@@ -334,12 +336,13 @@ impl Compiler<'_> {
         if let Some(items) = self.construct_items(v, dialect_prim::TUPLE_CONSTRUCT) {
             return Ok(items);
         }
-        let TypeKind::Tuple(types) = self.m.value_type(v).kind().clone() else {
+        let vt = self.m.value_type(v).clone();
+        let PK::Tuple(types) = vt.pk() else {
             return Err(self.err(at, "not a tuple"));
         };
         debug_assert_eq!(types.len(), n);
         let loc = self.loc(at);
-        let op = self.push(OperationState::new(dialect_prim::TUPLE_UNPACK).operands([v]).results(types).loc(loc));
+        let op = self.push(OperationState::new(dialect_prim::TUPLE_UNPACK).operands([v]).results(types.to_vec()).loc(loc));
         Ok(self.m.results(op).to_vec())
     }
 
@@ -415,7 +418,7 @@ impl Compiler<'_> {
             if let Some((name, holds_on)) = &refined
                 && *holds_on == side
                 && let Some(Sv::Val(v)) = self.lookup(name)
-                && matches!(self.m.value_type(v).kind(), TypeKind::Optional(_))
+                && matches!(self.m.value_type(v).pk(), PK::Optional(_))
             {
                 let r = self.refine(v, None, cond.at);
                 self.bind(name, Sv::Val(r));
@@ -520,22 +523,22 @@ impl Compiler<'_> {
         if types.iter().all(|t| t == first) {
             return Some(first.clone());
         }
-        let some: Vec<&Type> = types.iter().filter(|t| !matches!(t.kind(), TypeKind::None)).collect();
+        let some: Vec<&Type> = types.iter().filter(|t| !matches!(t.pk(), PK::None)).collect();
         let has_none = some.len() < types.len();
         let inner: Vec<Type> = some
             .iter()
-            .map(|t| match t.kind() {
-                TypeKind::Optional(e) => e.clone(),
+            .map(|t| match t.pk() {
+                PK::Optional(e) => e.clone(),
                 _ => (*t).clone(),
             })
             .collect();
-        let any_optional = has_none || some.iter().any(|t| matches!(t.kind(), TypeKind::Optional(_)));
+        let any_optional = has_none || some.iter().any(|t| matches!(t.pk(), PK::Optional(_)));
         let base = if inner.iter().all(|t| *t == inner[0]) {
             inner[0].clone()
         } else if inner.iter().all(|t| t.as_tensor().is_some()) {
             join_types(&inner)
-        } else if inner.iter().all(|t| matches!(t.kind(), TypeKind::List(e) if e.as_tensor().is_some())) {
-            Type::list(Type::unknown_tensor())
+        } else if inner.iter().all(|t| matches!(t.pk(), PK::List(e) if e.as_tensor().is_some())) {
+            dialect_prim::kinds::list(Type::unknown_tensor())
         } else {
             return None;
         };
@@ -592,18 +595,19 @@ impl Compiler<'_> {
             }
             Sv::Val(v) => {
                 let v = *v;
-                match self.m.value_type(v).kind().clone() {
-                    TypeKind::Tuple(items) => {
+                let vt = self.m.value_type(v).clone();
+                match vt.pk() {
+                    PK::Tuple(items) => {
                         for part in self.tuple_items(v, items.len(), at)? {
                             self.unrolled(target, Sv::Val(part), body)?;
                         }
                         Ok(())
                     }
-                    TypeKind::List(_) | TypeKind::Tensor(_) => {
+                    PK::List(_) | PK::Tensor(_) => {
                         let len = self.call_aten("len", vec![v], vec![], at)?;
                         let trip = self.value(len, at)?;
                         let cond = self.constant(Attribute::Bool(true), at);
-                        let is_list = matches!(self.m.value_type(v).kind(), TypeKind::List(_));
+                        let is_list = matches!(self.m.value_type(v).pk(), PK::List(_));
                         self.build_loop(at, trip, cond, None, body, &mut |c, i| {
                             let item = if is_list {
                                 c.call_aten("__getitem__", vec![v, i], vec![], at)?
@@ -614,7 +618,7 @@ impl Compiler<'_> {
                             c.assign(target, item)
                         })
                     }
-                    other => Err(self.err(iter.at, format!("cannot iterate over a value of type {}", Type::new(other)))),
+                    _ => Err(self.err(iter.at, format!("cannot iterate over a value of type {vt}"))),
                 }
             }
             other => Err(self.err(iter.at, format!("cannot iterate over {}", other.describe()))),

@@ -1,6 +1,7 @@
 //! Type annotations (`Optional[List[Tensor]]`, `Tuple[int, int]`, `Final[int]`) as IR types.
 
-use ir::{Type, TypeKind};
+use dialect_prim::kinds::{Kind as PK, TypeExt as _};
+use ir::{Type};
 
 use super::{Compiler, R};
 use crate::torchscript_pt::lang::ast::{Expr, ExprKind};
@@ -31,10 +32,10 @@ impl Compiler<'_> {
                     "int" | "SymInt" | "ScalarType" | "Layout" | "MemoryFormat" => Type::int(),
                     "float" | "SymFloat" => Type::float(),
                     "bool" | "SymBool" => Type::bool(),
-                    "str" => Type::str(),
+                    "str" => dialect_prim::kinds::str_type(),
                     "NoneType" => Type::none(),
-                    "Device" | "torch.device" => Type::device(),
-                    "Any" => Type::any(),
+                    "Device" | "torch.device" => dialect_prim::kinds::device_type(),
+                    "Any" => dialect_prim::kinds::any_type(),
                     "number" | "Scalar" => return Ok(Ann::Number),
                     n if n.starts_with("__torch__.") => return Ok(Ann::Class(n.to_owned())),
                     other => return Err(bad(self, format!("`{other}`"))),
@@ -53,7 +54,7 @@ impl Compiler<'_> {
                     }
                 };
                 Ok(match head_name.as_str() {
-                    "List" => Ann::Ty(Type::list(one(self)?)),
+                    "List" => Ann::Ty(dialect_prim::kinds::list(one(self)?)),
                     "Optional" => Ann::Ty(optional(one(self)?)),
                     "Final" => return match args.as_slice() {
                         [a] => self.annotation(a),
@@ -74,13 +75,13 @@ impl Compiler<'_> {
                         let some: Vec<&Type> = types
                             .iter()
                             .filter_map(|t| match t {
-                                Ann::Ty(t) if *t.kind() != TypeKind::None => Some(t),
+                                Ann::Ty(t) if t.pk() != PK::None => Some(t),
                                 _ => None,
                             })
                             .collect();
                         match some.as_slice() {
                             [t] if types.len() == 2 => Ann::Ty(optional((*t).clone())),
-                            _ => Ann::Ty(Type::any()),
+                            _ => Ann::Ty(dialect_prim::kinds::any_type()),
                         }
                     }
                     other => return Err(bad(self, format!("`{other}[…]`"))),
@@ -94,7 +95,7 @@ impl Compiler<'_> {
     pub(crate) fn value_type(&mut self, e: &Expr) -> R<Type> {
         match self.annotation(e)? {
             Ann::Ty(t) => Ok(t),
-            Ann::Number => Ok(Type::any()),
+            Ann::Number => Ok(dialect_prim::kinds::any_type()),
             Ann::Dict => Err(self.err(e.at, "dict values are supported only as literals built in the program")),
             Ann::Class(c) => Err(self.err(e.at, format!("values of class `{c}` are not supported"))),
         }
@@ -103,8 +104,8 @@ impl Compiler<'_> {
 
 /// `Optional[t]`, which is `t` itself when `t` may already be None.
 pub(crate) fn optional(t: Type) -> Type {
-    match t.kind() {
-        TypeKind::Optional(_) | TypeKind::None | TypeKind::Any => t,
-        _ => Type::optional(t),
+    match t.pk() {
+        PK::Optional(_) | PK::None | PK::Any => t,
+        _ => dialect_prim::kinds::optional(t),
     }
 }

@@ -5,12 +5,13 @@
 //! `prim.Loop` as `if`/`for`/`while`; values named after their IR names (made identifiers,
 //! unique). Emitting what was emitted once more gives the same text.
 
+use dialect_prim::kinds::{Attr as PA, AttrExt as _, Kind as PK, TypeExt as _};
 use std::collections::{HashMap, HashSet};
 use std::fmt::Write as _;
 
 use dialect_aten::{ArgSource, bind_args};
 use ir::schema::SchemaType;
-use ir::{Attribute, BlockId, DenseAttr, Module, OpId, Type, TypeKind, ValueId};
+use ir::{Attribute, BlockId, DenseAttr, Module, OpId, Type, ValueId};
 
 use super::overload::{self, Given, Ty};
 
@@ -115,20 +116,20 @@ fn int_literal(i: i64) -> String {
 
 /// The TorchScript spelling of an IR type.
 pub(super) fn py_type(t: &Type) -> Result<String, String> {
-    Ok(match t.kind() {
-        TypeKind::Tensor(_) => "Tensor".into(),
-        TypeKind::Int => "int".into(),
-        TypeKind::Float => "float".into(),
-        TypeKind::Bool => "bool".into(),
-        TypeKind::Str => "str".into(),
-        TypeKind::None => "NoneType".into(),
-        TypeKind::Device => "Device".into(),
-        TypeKind::Any => "Any".into(),
-        TypeKind::List(e) => format!("List[{}]", py_type(e)?),
-        TypeKind::Optional(e) => format!("Optional[{}]", py_type(e)?),
-        TypeKind::Tuple(items) if items.is_empty() => "Tuple[()]".into(),
-        TypeKind::Tuple(items) => format!("Tuple[{}]", items.iter().map(py_type).collect::<Result<Vec<_>, _>>()?.join(", ")),
-        TypeKind::Function { .. } | TypeKind::Dialect(_) | TypeKind::Opaque { .. } => {
+    Ok(match t.pk() {
+        PK::Tensor(_) => "Tensor".into(),
+        PK::Int => "int".into(),
+        PK::Float => "float".into(),
+        PK::Bool => "bool".into(),
+        PK::Str => "str".into(),
+        PK::None => "NoneType".into(),
+        PK::Device => "Device".into(),
+        PK::Any => "Any".into(),
+        PK::List(e) => format!("List[{}]", py_type(e)?),
+        PK::Optional(e) => format!("Optional[{}]", py_type(e)?),
+        PK::Tuple(items) if items.is_empty() => "Tuple[()]".into(),
+        PK::Tuple(items) => format!("Tuple[{}]", items.iter().map(py_type).collect::<Result<Vec<_>, _>>()?.join(", ")),
+        PK::Function { .. } | PK::Other => {
             return Err(format!("type `{t}` has no TorchScript spelling"));
         }
     })
@@ -149,16 +150,19 @@ fn schema_py_type(t: &SchemaType) -> Result<&'static str, String> {
 /// A constant argument as a literal of the schema type `ty`.
 fn literal(a: &Attribute, ty: &SchemaType) -> Result<String, String> {
     let inner = ty.unwrap_optional();
+    match a.pa() {
+        PA::None => return Ok("None".into()),
+        PA::DType(d) => return Ok(d.scalar_type_code().to_string()),
+        PA::Device(d) => return Ok(format!("torch.device({})", str_literal(d))),
+        PA::Other(_) => {}
+    }
     Ok(match a {
-        Attribute::None => "None".into(),
         Attribute::Bool(b) => if *b { "True" } else { "False" }.into(),
         Attribute::Int(i) if matches!(inner, SchemaType::Float | SchemaType::SymFloat) => float_literal(*i as f64),
         Attribute::Int(i) => int_literal(*i),
         Attribute::Float(f) => float_literal(f.get()),
         Attribute::Str(s) if matches!(inner, SchemaType::Device) => format!("torch.device({})", str_literal(s)),
         Attribute::Str(s) => str_literal(s),
-        Attribute::DType(d) => d.scalar_type_code().to_string(),
-        Attribute::Device(d) => format!("torch.device({})", str_literal(d)),
         Attribute::Array(items) => {
             let elem = match inner {
                 SchemaType::List { elem, .. } => elem.as_ref(),
@@ -178,15 +182,19 @@ fn literal(a: &Attribute, ty: &SchemaType) -> Result<String, String> {
 /// The TorchScript type of the literal [`literal`] writes for `a`.
 fn literal_ty(a: &Attribute, ty: &SchemaType) -> Ty {
     let inner = ty.unwrap_optional();
+    match a.pa() {
+        PA::None => return Ty::None,
+        PA::DType(_) => return Ty::Int,
+        PA::Device(_) => return Ty::Device,
+        PA::Other(_) => {}
+    }
     match a {
-        Attribute::None => Ty::None,
         Attribute::Bool(_) => Ty::Bool,
         Attribute::Int(_) if matches!(inner, SchemaType::Float | SchemaType::SymFloat) => Ty::Float,
-        Attribute::Int(_) | Attribute::DType(_) => Ty::Int,
+        Attribute::Int(_) => Ty::Int,
         Attribute::Float(_) => Ty::Float,
         Attribute::Str(_) if matches!(inner, SchemaType::Device) => Ty::Device,
         Attribute::Str(_) => Ty::Str,
-        Attribute::Device(_) => Ty::Device,
         Attribute::Array(_) => Ty::of_schema(inner),
         _ => Ty::Other,
     }
@@ -470,36 +478,41 @@ impl Emitter<'_> {
     fn constant(&mut self, op: OpId) -> R<String> {
         let value = self.m.attr(op, "value").ok_or_else(|| self.err(op, "has no `value`"))?;
         let ty = self.m.results(op).first().map(|&r| self.m.value_type(r).clone()).ok_or_else(|| self.err(op, "has no result"))?;
-        Ok(match (value, ty.kind()) {
+        Ok(match (value, ty.pk()) {
             (Attribute::Dense(d), _) => {
                 let index = self.first_constant + self.dense_constants.len();
                 self.dense_constants.push(d.clone());
                 format!("CONSTANTS.c{index}")
             }
-            (Attribute::Int(i), TypeKind::Float) => float_literal(*i as f64),
+            (Attribute::Int(i), PK::Float) => float_literal(*i as f64),
             (Attribute::Int(i), _) => int_literal(*i),
             (Attribute::Float(f), _) => float_literal(f.get()),
             (Attribute::Bool(b), _) => if *b { "True" } else { "False" }.into(),
-            (Attribute::None, _) => "None".into(),
-            (Attribute::Str(s), TypeKind::Device) | (Attribute::Device(s), _) => format!("torch.device({})", str_literal(s)),
+            (a, _) if dialect_prim::kinds::is_none(a) => "None".into(),
+            (Attribute::Str(s), PK::Device) => format!("torch.device({})", str_literal(s)),
+            (a, _) if dialect_prim::kinds::as_device(a).is_some() => {
+                format!("torch.device({})", str_literal(dialect_prim::kinds::as_device(a).unwrap_or_default()))
+            }
             (Attribute::Str(s), _) => str_literal(s),
-            (Attribute::DType(d), _) => d.scalar_type_code().to_string(),
+            (a, _) if dialect_prim::kinds::as_dtype(a).is_some() => {
+                dialect_prim::kinds::as_dtype(a).map(|d| d.scalar_type_code().to_string()).unwrap_or_default()
+            }
             (other, _) => return Err(self.err(op, format!("constant `{other}` has no TorchScript literal"))),
         })
     }
 
     fn list(&mut self, op: OpId, operands: &[String]) -> R<String> {
         let r = self.m.results(op)[0];
-        let elem = match self.m.value_type(r).kind() {
-            TypeKind::List(e) => e.clone(),
+        let elem = match self.m.value_type(r).pk() {
+            PK::List(e) => e.clone(),
             _ => return Err(self.err(op, "does not build a list")),
         };
         // A literal list's type is read from its elements; other element types are spelled out.
-        let plain = matches!(elem.kind(), TypeKind::Tensor(_) | TypeKind::Int | TypeKind::Float | TypeKind::Bool | TypeKind::Str);
+        let plain = matches!(elem.pk(), PK::Tensor(_) | PK::Int | PK::Float | PK::Bool | PK::Str);
         let ty = match self.list_type_from_uses(r) {
             Some(ty) => ty,
             None if plain && !operands.is_empty() => return Ok(format!("[{}]", operands.join(", "))),
-            None if matches!(elem.kind(), TypeKind::Any) => {
+            None if matches!(elem.pk(), PK::Any) => {
                 return Err(self.err(op, "a list whose element type is unknown (`!prim.any`) and that no operator argument types"));
             }
             None => format!("List[{}]", py_type(&elem).map_err(|e| self.err(op, e))?),
@@ -544,10 +557,10 @@ impl Emitter<'_> {
         if schema.namespace == "aten" && schema.name == "_local_scalar_dense" {
             // TorchScript types the result as a number; the IR's type says which.
             let r = self.m.results(op)[0];
-            let conv = match self.m.value_type(r).kind() {
-                TypeKind::Bool => "bool",
-                TypeKind::Int => "int",
-                TypeKind::Float => "float",
+            let conv = match self.m.value_type(r).pk() {
+                PK::Bool => "bool",
+                PK::Int => "int",
+                PK::Float => "float",
                 _ => return Err(self.err(op, "a scalar read of a type other than i1, i64 or f64")),
             };
             return Ok(format!("{conv}({})", operands[0]));
@@ -700,6 +713,6 @@ mod tests {
         assert_eq!(literal(&Attribute::ints(&[]), &int_list).unwrap(), "annotate(List[int], [])");
         assert_eq!(literal(&Attribute::ints(&[1, -2]), &int_list).unwrap(), "[1, -2]");
         assert_eq!(literal(&Attribute::Int(2), &SchemaType::Float).unwrap(), "2.0");
-        assert_eq!(literal(&Attribute::DType(ir::DType::F32), &SchemaType::ScalarType.optional()).unwrap(), "6");
+        assert_eq!(literal(&dialect_prim::kinds::dtype(ir::DType::F32), &SchemaType::ScalarType.optional()).unwrap(), "6");
     }
 }

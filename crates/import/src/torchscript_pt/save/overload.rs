@@ -26,8 +26,8 @@ pub(super) enum Ty {
 impl Ty {
     /// The type of a value of IR type `t`.
     pub(super) fn of(t: &ir::Type) -> Ty {
-        use ir::TypeKind as K;
-        match t.kind() {
+        use dialect_prim::kinds::Kind as K;
+        match dialect_prim::kinds::kind(t) {
             K::Tensor(_) => Ty::Tensor,
             K::Int => Ty::Int,
             K::Float => Ty::Float,
