@@ -11,6 +11,7 @@ pub mod builtin;
 pub mod context;
 pub mod diag;
 pub mod dtype;
+pub mod format;
 pub mod interface;
 pub mod location;
 pub mod module;
@@ -26,6 +27,7 @@ pub use builder::Builder;
 pub use context::{Arity, AttrKind, Context, OpDef, Syntax, Traits, dialect_namespace};
 pub use diag::{Diagnostic, Severity};
 pub use dtype::{DType, DTypeCategory};
+pub use format::{AssemblyFormat, CustomDirective, FormatError};
 pub use interface::OpRef;
 pub use location::Location;
 pub use module::{
