@@ -343,7 +343,7 @@ impl AssemblyFormat {
         }
         // `{` after `attr-dict` could be either the dictionary or a bare region.
         for w in flat.windows(2) {
-            if matches!(w[0], Element::AttrDict { keyword: false }) && matches!(w[1], Element::Region(_) | Element::Custom(_)) {
+            if matches!(w[0], Element::AttrDict { keyword: false }) && matches!(w[1], Element::Region(_)) {
                 return err("attr-dict", "'attr-dict' right before a bare region is ambiguous; use 'attr-dict-with-keyword'".into());
             }
         }

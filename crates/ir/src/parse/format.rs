@@ -31,6 +31,20 @@ impl ParsedOp {
         self.attrs.push((name.into(), value));
     }
 
+    /// How many operands have been read.
+    pub fn num_operands(&self) -> usize {
+        self.operands.len()
+    }
+
+    /// Sets the type of operand `i` (read already or not).
+    pub fn set_operand_type(&mut self, i: usize, ty: Type) {
+        if self.operand_types.len() <= i {
+            self.operands.resize_with(i + 1, || None);
+            self.operand_types.resize(i + 1, None);
+        }
+        self.operand_types[i] = Some(ty);
+    }
+
     /// Sets the result types.
     pub fn set_result_types(&mut self, types: Vec<Type>) {
         self.result_types = types;
@@ -81,10 +95,11 @@ impl OpParser<'_, '_> {
         self.p.symbol_name()
     }
 
-    /// Reads an operand reference (`%x`, `%3#1`) and appends it to `st` with type `ty`.
-    pub fn parse_operand(&mut self, st: &mut ParsedOp, ty: Type) -> PResult<()> {
+    /// Reads an operand reference (`%x`, `%3#1`) and appends it to `st`; its type is given
+    /// with [`ParsedOp::set_operand_type`].
+    pub fn parse_operand(&mut self, st: &mut ParsedOp) -> PResult<()> {
         let r = self.p.parse_operand_ref()?;
-        st.push_operand(st.operands.len(), r, Some(ty));
+        st.push_operand(st.operands.len(), r, None);
         Ok(())
     }
 
@@ -249,6 +264,33 @@ impl<'a> Parser<'a> {
         if is_keyword_literal(s) { self.eat_kw(s) } else { self.eat(s) }
     }
 
+    /// Whether operands follow: `%a, %b#1` not ending in `=`, which would make it the next op's results.
+    fn at_operands(&mut self) -> bool {
+        self.ws();
+        if self.peek() != b'%' {
+            return false;
+        }
+        let save = self.pos;
+        while self.peek() == b'%' {
+            self.pos += 1;
+            let _ = self.suffix_id();
+            if matches!(self.peek(), b'#' | b':') && self.peek_at(1).is_ascii_digit() {
+                self.pos += 1;
+                while self.peek().is_ascii_digit() {
+                    self.pos += 1;
+                }
+            }
+            if !self.eat(",") {
+                break;
+            }
+            self.ws();
+        }
+        self.ws();
+        let results = self.peek() == b'=';
+        self.pos = save;
+        !results
+    }
+
     /// Whether `(` and then `{` follow: a parenthesized region list.
     fn at_region_list(&mut self) -> bool {
         self.ws();
@@ -273,10 +315,7 @@ impl<'a> Parser<'a> {
             Element::Optional { elements, .. } => {
                 let present = match &elements[0] {
                     Element::Literal(s) => self.eat_literal(s),
-                    Element::Operands => {
-                        self.ws();
-                        self.peek() == b'%'
-                    }
+                    Element::Operands => self.at_operands(),
                     Element::Regions => self.at_region_list(),
                     _ => false,
                 };
@@ -286,6 +325,9 @@ impl<'a> Parser<'a> {
                 }
             }
             Element::Operands => {
+                if !self.at_operands() {
+                    return Ok(());
+                }
                 for r in self.parse_operand_refs()? {
                     st.push_operand(st.operands.len(), r, None);
                 }
