@@ -363,3 +363,17 @@ fn ops_that_do_not_fit_print_generically() {
     assert!(out.contains("\"fmt.if\"(%c) ({"), "{out}");
     assert!(out.contains("    fmt.if %d {"), "{out}");
 }
+
+#[test]
+fn the_documented_example_prints_as_documented() {
+    let mut c = Context::new();
+    c.register_dialect("toy", "");
+    let def = OpDef::new("toy.transpose")
+        .try_assembly_format("`(` operands `)` attr-dict `:` type(operands) `->` type(results)")
+        .unwrap();
+    c.register_op(def).unwrap();
+    let src = "func.func @f(%a: tensor<2x3xf64>) {\n  %t = toy.transpose (%a) : tensor<2x3xf64> -> tensor<3x2xf64>\n}\n";
+    let m = parse_module(&c, src, "t.ir").unwrap();
+    let out = print_module(&c, &m, PrintOptions::default());
+    assert!(out.contains("    %t = toy.transpose (%a) : tensor<2x3xf64> -> tensor<3x2xf64>\n"), "{out}");
+}
