@@ -307,14 +307,18 @@ fn named_syntaxes_are_formats() {
 #[test]
 fn malformed_formats_are_errors_with_columns() {
     let cases = [
-        ("operands `:` type(operands)", 1, "attr-dict"),
+        ("operands `:` type(operands)", 28, "attr-dict"),
+        ("attr-dict operands attr-dict `:` type(operands)", 20, "only one"),
+        ("operand(0, i1) operand(2, i1) attr-dict", 16, "each once"),
+        ("attr-dict $a `,` $a", 18, "more than once"),
+        ("attr-dict type(operands) operands", 11, "must follow"),
         ("operands attr-dict `:` type(operand)", 24, "'type' takes"),
         ("attr-dict `{`", 11, "neither a keyword"),
         ("attr-dict (`->` type(results)", 30, "unclosed optional group"),
         ("attr-dict (`->`)?", 11, "needs an anchor"),
         ("attr-dict operands", 11, "never given"),
         ("attr-dict frobnicate", 11, "unknown directive 'frobnicate'"),
-        ("attr-dict region(0)", 1, "ambiguous"),
+        ("attr-dict region(0)", 11, "ambiguous"),
         ("attr-dict `x", 11, "unclosed literal"),
         ("attr-dict untyped($v)", 11, "result type"),
     ];
@@ -334,7 +338,7 @@ fn registering_a_bad_format_fails() {
     let e = c.register_op(OpDef::new("fmt.b").assembly_format("operand(0, q9) attr-dict")).unwrap_err();
     assert!(e.to_string().contains("column 12: bad type 'q9'"), "{e}");
     let e = c.register_op(OpDef::new("fmt.c").assembly_format("attr-dict attr-dict")).unwrap_err();
-    assert!(e.to_string().contains("exactly one 'attr-dict'"), "{e}");
+    assert!(e.to_string().contains("column 11: a format has only one 'attr-dict'"), "{e}");
     assert!(OpDef::new("fmt.d").try_assembly_format("operands attr-dict `:` type(operands)").is_ok());
     assert!(c.op_def("fmt.a").is_none());
 }

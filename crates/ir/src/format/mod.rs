@@ -109,7 +109,8 @@ impl fmt::Display for AssemblyFormat {
 /// Punctuation a literal may be (braces are left to regions and attribute dictionaries, `%` to operands).
 const PUNCTUATION: [&str; 14] = [",", "->", "(", ")", "[", "]", ":", "=", "<", ">", "?", "*", "+", "|"];
 
-fn is_keyword(s: &str) -> bool {
+/// Whether a literal is a keyword (matched whole) rather than punctuation.
+pub(crate) fn is_keyword(s: &str) -> bool {
     let mut c = s.chars();
     c.next().is_some_and(|c0| c0.is_ascii_alphabetic() || c0 == '_')
         && c.all(|ch| ch.is_ascii_alphanumeric() || ch == '_' || ch == '.' || ch == '$' || ch == '-')
@@ -125,26 +126,22 @@ pub(crate) fn opens(e: &Element) -> bool {
     matches!(e, Element::Literal(s) if matches!(s.as_str(), "(" | "[" | "<"))
 }
 
-/// Whether a literal is a keyword (matched whole) rather than punctuation.
-pub(crate) fn is_keyword_literal(s: &str) -> bool {
-    is_keyword(s)
-}
 
 impl AssemblyFormat {
     /// Parses and checks a format string.
     pub fn parse(source: &str) -> Result<AssemblyFormat, FormatError> {
-        let mut r = Reader { src: source, pos: 0, fixed_types: Vec::new(), customs: Vec::new() };
+        let mut r = Reader { src: source, pos: 0, fixed_types: Vec::new(), customs: Vec::new(), columns: Vec::new() };
         let (elements, _) = r.elements(false)?;
         let mut f = AssemblyFormat {
             source: source.to_string(),
             elements,
-            fixed_types: r.fixed_types,
-            customs: r.customs,
+            fixed_types: std::mem::take(&mut r.fixed_types),
+            customs: std::mem::take(&mut r.customs),
             operands: Count::None,
             regions: Count::None,
             has_result_types: false,
         };
-        f.check()?;
+        f.check(&r.columns)?;
         Ok(f)
     }
 
@@ -265,88 +262,103 @@ impl AssemblyFormat {
     }
 
     /// The structural rules a format must obey so that what it prints parses back the same.
-    fn check(&mut self) -> Result<(), FormatError> {
-        let col = |source: &str, what: &str| source.find(what).map_or(1, |p| p + 1);
-        let flat: Vec<Element> = self.flat().cloned().collect();
-        let count = |pred: &dyn Fn(&Element) -> bool| flat.iter().filter(|e| pred(e)).count();
-        let err = |what: &str, message: String| Err(FormatError { column: col(&self.source, what), message });
-        if count(&|e| matches!(e, Element::AttrDict { .. })) != 1 {
-            return err("attr-dict", "a format needs exactly one 'attr-dict' or 'attr-dict-with-keyword'".into());
+    /// `columns` holds the column of each element of [`AssemblyFormat::flat`], in its order.
+    fn check(&mut self, columns: &[usize]) -> Result<(), FormatError> {
+        let flat: Vec<(&Element, usize)> = self.flat().zip(columns.iter().copied()).collect();
+        let end = self.source.chars().count() + 1;
+        let fail = |column: usize, message: &str| Err(FormatError { column, message: message.to_string() });
+        let find = |pred: &dyn Fn(&Element) -> bool, nth: usize| flat.iter().filter(|(e, _)| pred(e)).nth(nth).map(|&(_, c)| c);
+        let count = |pred: &dyn Fn(&Element) -> bool| flat.iter().filter(|(e, _)| pred(e)).count();
+        let is_dict = |e: &Element| matches!(e, Element::AttrDict { .. });
+        let is_all = |e: &Element| matches!(e, Element::Operands);
+        let is_one = |e: &Element| matches!(e, Element::Operand { .. });
+        let is_regions = |e: &Element| matches!(e, Element::Regions);
+        let is_region = |e: &Element| matches!(e, Element::Region(_));
+        let gives_operand_types =
+            |e: &Element| matches!(e, Element::OperandTypes | Element::FunctionalType | Element::SameOrFunctionalType);
+        let gives_result_types =
+            |e: &Element| matches!(e, Element::ResultTypes | Element::FunctionalType | Element::SameOrFunctionalType);
+        let is_fixed = |e: &Element| matches!(e, Element::Operand { fixed: Some(_), .. });
+        if let Some(c) = find(&is_dict, 1) {
+            return fail(c, "a format has only one 'attr-dict' or 'attr-dict-with-keyword'");
         }
-        if count(&|e| matches!(e, Element::Operands)) > 1 {
-            return err("operands", "'operands' appears more than once".into());
+        if count(&is_dict) == 0 {
+            return fail(end, "a format needs exactly one 'attr-dict' or 'attr-dict-with-keyword'");
         }
-        let indexed: Vec<usize> =
-            flat.iter().filter_map(|e| if let Element::Operand { index, .. } = e { Some(*index) } else { None }).collect();
-        if !indexed.is_empty() && count(&|e| matches!(e, Element::Operands)) > 0 {
-            return err("operand(", "'operands' and 'operand(i)' cannot be mixed".into());
+        if let Some(c) = find(&is_all, 1) {
+            return fail(c, "'operands' appears more than once");
         }
-        let mut sorted = indexed.clone();
-        sorted.sort_unstable();
-        if sorted.iter().enumerate().any(|(i, &k)| i != k) {
-            return err("operand(", "'operand(i)' must name operands 0, 1, … each once".into());
+        if let (Some(_), Some(c)) = (find(&is_all, 0), find(&is_one, 0)) {
+            return fail(c, "'operands' and 'operand(i)' cannot be mixed");
         }
-        self.operands = if !indexed.is_empty() {
-            Count::Exactly(indexed.len())
-        } else if count(&|e| matches!(e, Element::Operands)) > 0 {
-            Count::All
-        } else {
-            Count::None
-        };
-        let bare: Vec<usize> = flat.iter().filter_map(|e| if let Element::Region(i) = e { Some(*i) } else { None }).collect();
-        if count(&|e| matches!(e, Element::Regions)) > 1 || (!bare.is_empty() && count(&|e| matches!(e, Element::Regions)) > 0) {
-            return err("region", "regions are given either once by 'regions' or each by 'region(i)'".into());
-        }
-        if bare.iter().enumerate().any(|(i, &k)| i != k) {
-            return err("region(", "'region(i)' must name regions 0, 1, … in order".into());
-        }
-        self.regions = if !bare.is_empty() {
-            Count::Exactly(bare.len())
-        } else if count(&|e| matches!(e, Element::Regions)) > 0 {
-            Count::All
-        } else {
-            Count::None
-        };
-        let operand_types = count(&|e| matches!(e, Element::OperandTypes | Element::FunctionalType | Element::SameOrFunctionalType));
-        let result_types = count(&|e| matches!(e, Element::ResultTypes | Element::FunctionalType | Element::SameOrFunctionalType));
-        let fixed = flat.iter().any(|e| matches!(e, Element::Operand { fixed: Some(_), .. }));
-        if operand_types > 1 || result_types > 1 || (fixed && operand_types > 0) {
-            return err("type", "operand and result types may each be given by one directive only".into());
-        }
-        let all_fixed = flat.iter().all(|e| !matches!(e, Element::Operand { fixed: None, .. }));
-        if self.operands != Count::None && operand_types == 0 && !(fixed && all_fixed) && !self.has_custom() {
-            return err("operand", "the operands' types are never given (add 'type(operands)' or a type directive)".into());
-        }
-        self.has_result_types = result_types > 0;
-        let mut seen = Vec::new();
-        for e in &flat {
-            if let Element::Attr(a) | Element::UntypedAttr(a) = e {
-                if seen.contains(a) {
-                    return err(a, format!("attribute '{a}' appears more than once"));
-                }
-                seen.push(a.clone());
+        let indexed: Vec<(usize, usize)> =
+            flat.iter().filter_map(|&(e, c)| if let Element::Operand { index, .. } = e { Some((*index, c)) } else { None }).collect();
+        for &(index, c) in &indexed {
+            if index >= indexed.len() || indexed.iter().filter(|(k, _)| *k == index).count() > 1 {
+                return fail(c, "'operand(i)' must name operands 0, 1, … each once");
             }
-            if matches!(e, Element::UntypedAttr(_)) && !self.has_result_types {
-                return err("untyped", "'untyped' needs a directive that gives the result type".into());
+        }
+        let operands = match (indexed.len(), count(&is_all)) {
+            (0, 0) => Count::None,
+            (0, _) => Count::All,
+            (n, _) => Count::Exactly(n),
+        };
+        if let Some(c) = find(&is_regions, 1).or(find(&is_regions, 0).and(find(&is_region, 0))) {
+            return fail(c, "regions are given either once by 'regions' or each by 'region(i)'");
+        }
+        let bare: Vec<(usize, usize)> =
+            flat.iter().filter_map(|&(e, c)| if let Element::Region(i) = e { Some((*i, c)) } else { None }).collect();
+        if let Some(&(_, c)) = bare.iter().enumerate().find(|(k, (i, _))| k != i).map(|(_, b)| b) {
+            return fail(c, "'region(i)' must name regions 0, 1, … in order");
+        }
+        let regions = match (bare.len(), count(&is_regions)) {
+            (0, 0) => Count::None,
+            (0, _) => Count::All,
+            (n, _) => Count::Exactly(n),
+        };
+        if let Some(c) = find(&gives_operand_types, 1)
+            .or(find(&gives_result_types, 1))
+            .or(find(&is_fixed, 0).and(find(&gives_operand_types, 0)))
+        {
+            return fail(c, "operand and result types may each be given by one directive only");
+        }
+        let all_fixed = count(&is_fixed) == indexed.len();
+        let typed = count(&gives_operand_types) > 0 || (!indexed.is_empty() && all_fixed);
+        if operands != Count::None && !typed && !self.has_custom() {
+            let c = find(&is_all, 0).or(find(&is_one, 0)).unwrap_or(end);
+            return fail(c, "the operands' types are never given (add 'type(operands)' or a type directive)");
+        }
+        let has_result_types = count(&gives_result_types) > 0;
+        let mut seen = Vec::new();
+        for &(e, c) in &flat {
+            if let Element::Attr(a) | Element::UntypedAttr(a) = e {
+                if seen.contains(&a) {
+                    return fail(c, &format!("attribute '{a}' appears more than once"));
+                }
+                seen.push(a);
+            }
+            if matches!(e, Element::UntypedAttr(_)) && !has_result_types {
+                return fail(c, "'untyped' needs a directive that gives the result type");
             }
         }
         // Type directives about operands must come after the operands, whose count they need.
-        let mut operands_seen = self.operands == Count::None;
-        for e in &flat {
-            match e {
-                Element::Operands | Element::Operand { .. } => operands_seen = true,
-                Element::OperandTypes | Element::FunctionalType | Element::SameOrFunctionalType if !operands_seen => {
-                    return err("type", "a directive giving operand types must follow the operands".into());
-                }
-                _ => {}
+        let mut operands_seen = operands == Count::None;
+        for &(e, c) in &flat {
+            if is_all(e) || is_one(e) {
+                operands_seen = true;
+            } else if gives_operand_types(e) && !operands_seen {
+                return fail(c, "a directive giving operand types must follow the operands");
             }
         }
         // `{` after `attr-dict` could be either the dictionary or a bare region.
         for w in flat.windows(2) {
-            if matches!(w[0], Element::AttrDict { keyword: false }) && matches!(w[1], Element::Region(_)) {
-                return err("attr-dict", "'attr-dict' right before a bare region is ambiguous; use 'attr-dict-with-keyword'".into());
+            if matches!(w[0].0, Element::AttrDict { keyword: false }) && is_region(w[1].0) {
+                return fail(w[1].1, "a bare region right after 'attr-dict' is ambiguous; use 'attr-dict-with-keyword'");
             }
         }
+        self.operands = operands;
+        self.regions = regions;
+        self.has_result_types = has_result_types;
         Ok(())
     }
 }
@@ -371,11 +383,17 @@ struct Reader<'s> {
     pos: usize,
     fixed_types: Vec<(String, usize)>,
     customs: Vec<(String, usize)>,
+    /// The column of each element outside groups and in them, in the order they are read.
+    columns: Vec<usize>,
 }
 
 impl Reader<'_> {
+    fn column(&self, at: usize) -> usize {
+        self.src[..at.min(self.src.len())].chars().count() + 1
+    }
+
     fn err<T>(&self, at: usize, message: impl Into<String>) -> Result<T, FormatError> {
-        Err(FormatError { column: self.src[..at.min(self.src.len())].chars().count() + 1, message: message.into() })
+        Err(FormatError { column: self.column(at), message: message.into() })
     }
 
     fn ws(&mut self) {
@@ -450,7 +468,12 @@ impl Reader<'_> {
                 anchor = Some(out.len() - 1);
                 continue;
             }
-            out.push(self.element(in_group)?);
+            let at = self.pos;
+            let e = self.element(in_group)?;
+            if !matches!(e, Element::Optional { .. }) {
+                self.columns.push(self.column(at));
+            }
+            out.push(e);
         }
         Ok((out, anchor))
     }
@@ -507,7 +530,7 @@ impl Reader<'_> {
                     if text.is_empty() {
                         return self.err(start, "expected a type after ','");
                     }
-                    self.fixed_types.push((text.clone(), start + 1));
+                    self.fixed_types.push((text.clone(), self.column(start)));
                     fixed = Some(text);
                 }
                 self.expect(")")?;
@@ -553,7 +576,7 @@ impl Reader<'_> {
                     return self.err(name_at, "expected a custom directive name");
                 }
                 self.expect(">")?;
-                self.customs.push((name.clone(), name_at + 1));
+                self.customs.push((name.clone(), self.column(name_at)));
                 Element::Custom(name)
             }
             "" => return self.err(at, format!("unexpected '{}'", rest.chars().next().unwrap_or(' '))),

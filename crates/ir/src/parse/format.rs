@@ -4,7 +4,7 @@ use super::attributes::Literal;
 use super::*;
 use crate::builtin::{ARG_ATTRS, FUNCTION_TYPE, RES_ATTRS, SYM_NAME};
 use crate::context::Traits;
-use crate::format::{AssemblyFormat, Element, is_keyword_literal};
+use crate::format::{AssemblyFormat, Element, is_keyword};
 use crate::types::TypeKind;
 
 /// What has been read of an op so far: operands, types, attributes and regions.
@@ -261,7 +261,7 @@ impl<'a> Parser<'a> {
     }
 
     fn eat_literal(&mut self, s: &str) -> bool {
-        if is_keyword_literal(s) { self.eat_kw(s) } else { self.eat(s) }
+        if is_keyword(s) { self.eat_kw(s) } else { self.eat(s) }
     }
 
     /// Whether operands follow: `%a, %b#1` not ending in `=`, which would make it the next op's results.
