@@ -381,3 +381,19 @@ fn the_documented_example_prints_as_documented() {
     let out = print_module(&c, &m, PrintOptions::default());
     assert!(out.contains("    %t = toy.transpose (%a) : tensor<2x3xf64> -> tensor<3x2xf64>\n"), "{out}");
 }
+
+#[test]
+fn builtin_directives_in_user_formats_never_panic() {
+    let mut c = Context::new();
+    c.register_dialect("u", "");
+    c.register_op(OpDef::new("u.body").assembly_format("custom<FunctionBody> attr-dict")).unwrap();
+    c.register_op(OpDef::new("u.sig").assembly_format("custom<FunctionSignature> attr-dict")).unwrap();
+    let mut m = Module::new();
+    let body = m.body();
+    for name in ["u.body", "u.sig"] {
+        let op = m.create_op(OperationState::new(name));
+        m.insert_op(op, InsertPoint::End(body)).unwrap();
+    }
+    let out = print_module(&c, &m, PrintOptions::default());
+    assert!(out.contains("\"u.body\"() : () -> ()") && out.contains("\"u.sig\"() : () -> ()"), "{out}");
+}

@@ -49,6 +49,10 @@ impl CustomDirective for FunctionSignature {
 }
 
 impl CustomDirective for FunctionBody {
+    fn expressible(&self, _: &Context, m: &Module, op: OpId) -> bool {
+        m.regions(op).len() == 1
+    }
+
     fn print(&self, p: &mut OpPrinter<'_, '_>, op: OpId) {
         p.function_body(op);
     }

@@ -53,7 +53,8 @@ impl OpPrinter<'_, '_> {
         else {
             return;
         };
-        let blocks = p.m.region_blocks(p.m.regions(op)[0]).to_vec();
+        let Some(&region) = p.m.regions(op).first() else { return };
+        let blocks = p.m.region_blocks(region).to_vec();
         let arg_attrs = p.m.attr(op, ARG_ATTRS).and_then(Attribute::as_array).map(<[_]>::to_vec);
         let res_attrs = p.m.attr(op, RES_ATTRS).and_then(Attribute::as_array).map(<[_]>::to_vec);
         if let Some(Attribute::Str(vis)) = p.m.attr(op, "sym_visibility") {
@@ -110,9 +111,10 @@ impl OpPrinter<'_, '_> {
     /// The body of a function, whose entry arguments the signature named; closes its naming scope.
     pub(crate) fn function_body(&mut self, op: OpId) {
         let p = &mut *self.p;
-        let region = p.m.regions(op)[0];
-        if !p.m.region_blocks(region).is_empty() {
-            p.region_body(region, false, true);
+        if let Some(&region) = p.m.regions(op).first() {
+            if !p.m.region_blocks(region).is_empty() {
+                p.region_body(region, false, true);
+            }
         }
         if p.ctx.has_trait(p.m.op_name(op), Traits::ISOLATED_FROM_ABOVE) {
             p.names.pop_scope();
@@ -163,7 +165,7 @@ impl Printer<'_> {
     }
 
     fn format_element(&mut self, op: OpId, e: &Element, skip: &[String]) {
-        let isolated = self.ctx.has_trait(self.m.op_name(op), Traits::ISOLATED_FROM_ABOVE);
+        let isolated = || self.ctx.has_trait(self.m.op_name(op), Traits::ISOLATED_FROM_ABOVE);
         match e {
             Element::Literal(s) => self.out.push_str(s),
             Element::Operands => {
@@ -208,6 +210,7 @@ impl Printer<'_> {
             }
             Element::Regions => {
                 let regions = self.m.regions(op).to_vec();
+                let isolated = isolated();
                 if !regions.is_empty() {
                     self.out.push('(');
                     for (i, &r) in regions.iter().enumerate() {
@@ -220,7 +223,7 @@ impl Printer<'_> {
                 }
             }
             Element::Region(i) => {
-                let r = self.m.regions(op)[*i];
+                let (r, isolated) = (self.m.regions(op)[*i], isolated());
                 self.region(r, isolated, false, false);
             }
             Element::Custom(name) => {
