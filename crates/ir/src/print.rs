@@ -276,8 +276,25 @@ impl<'a> Printer<'a> {
         self.loc_suffix(&loc);
     }
 
-    fn generic_op(&mut self, op: OpId) {
+    /// `({...}, {...})`: all regions of `op`, entry blocks labelled when they have arguments;
+    /// nothing when it has none.
+    fn region_list(&mut self, op: OpId) {
         let isolated = self.ctx.has_trait(self.m.op_name(op), Traits::ISOLATED_FROM_ABOVE);
+        let regions = self.m.regions(op).to_vec();
+        if regions.is_empty() {
+            return;
+        }
+        self.out.push('(');
+        for (i, &r) in regions.iter().enumerate() {
+            if i > 0 {
+                self.out.push_str(", ");
+            }
+            self.region(r, isolated, true, false);
+        }
+        self.out.push(')');
+    }
+
+    fn generic_op(&mut self, op: OpId) {
         self.results_prefix(op);
         let name = self.m.op_name(op).to_string();
         crate::attributes::write_escaped_string(&mut self.out, &name).ok();
@@ -285,16 +302,9 @@ impl<'a> Printer<'a> {
         let operands = self.m.operands(op).to_vec();
         self.operand_list(&operands);
         self.out.push(')');
-        let regions = self.m.regions(op).to_vec();
-        if !regions.is_empty() {
-            self.out.push_str(" (");
-            for (i, &r) in regions.iter().enumerate() {
-                if i > 0 {
-                    self.out.push_str(", ");
-                }
-                self.region(r, isolated, true, false);
-            }
-            self.out.push(')');
+        if !self.m.regions(op).is_empty() {
+            self.out.push(' ');
+            self.region_list(op);
         }
         self.attr_dict(op);
         self.out.push_str(" : ");

@@ -208,20 +208,7 @@ impl Printer<'_> {
                     self.functional_type(op);
                 }
             }
-            Element::Regions => {
-                let regions = self.m.regions(op).to_vec();
-                let isolated = isolated();
-                if !regions.is_empty() {
-                    self.out.push('(');
-                    for (i, &r) in regions.iter().enumerate() {
-                        if i > 0 {
-                            self.out.push_str(", ");
-                        }
-                        self.region(r, isolated, true, false);
-                    }
-                    self.out.push(')');
-                }
-            }
+            Element::Regions => self.region_list(op),
             Element::Region(i) => {
                 let (r, isolated) = (self.m.regions(op)[*i], isolated());
                 self.region(r, isolated, false, false);
