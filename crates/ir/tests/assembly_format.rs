@@ -57,7 +57,7 @@ const OPS: [(&str, &str); 8] = [
     ("fmt.arrow", "operands attr-dict `:` functional-type(operands, results)"),
     (
         "fmt.opt",
-        "$name (`to` $target^)? (`with` operands^ `:` type(operands))? (`->` type(results))? regions attr-dict",
+        "$name (`to` $target^ `,` $b)? (`with` operands^ `:` type(operands))? (`->` type(results))? regions attr-dict",
     ),
     ("fmt.pair", "custom<Pair> attr-dict"),
     ("fmt.bare", "operand(0, i1) `,` operand(1, i64) attr-dict `:` type(results) region(0)"),
@@ -189,8 +189,12 @@ fn shape(s: &mut OpSpec) {
         }
         "fmt.arrow" => s.regions.clear(),
         "fmt.opt" => {
-            if !s.attrs.iter().any(|a| ATTR_NAMES[a.0] == "name") {
-                s.attrs.push((2, Val::Int(3)));
+            // `name` is always printed; `target` and `b` only together.
+            for (k, v) in [(2, Val::Int(3)), (3, Val::Str("t".into())), (1, Val::Bool(false))] {
+                let has = |s: &OpSpec, k: usize| s.attrs.iter().any(|a| a.0 == k);
+                if !has(s, k) && (k == 2 || has(s, 1) || has(s, 3)) {
+                    s.attrs.push((k, v));
+                }
             }
         }
         "fmt.bare" => {
@@ -396,4 +400,19 @@ fn builtin_directives_in_user_formats_never_panic() {
     }
     let out = print_module(&c, &m, PrintOptions::default());
     assert!(out.contains("\"u.body\"() : () -> ()") && out.contains("\"u.sig\"() : () -> ()"), "{out}");
+}
+
+#[test]
+fn a_group_that_prints_must_show_all_it_holds() {
+    let mut c = Context::new();
+    c.register_dialect("u", "");
+    c.register_op(OpDef::new("u.g").assembly_format("(`to` $t^ `:` type(results) $u)? attr-dict")).unwrap();
+    let src = "\"u.g\"() {t = 1 : i64} : () -> ()\n%0 = \"u.g\"() {t = 1 : i64, u = 2 : i64} : () -> i64\n";
+    let m = parse_module(&c, src, "t.ir").unwrap();
+    let out = print_module(&c, &m, PrintOptions::default());
+    // Without results or `u` the group would print `to 1 : i64 :` and not read back.
+    assert!(out.contains("  \"u.g\"() {t = 1 : i64} : () -> ()\n"), "{out}");
+    assert!(out.contains("  %0 = u.g to 1 : i64 : i64 2 : i64\n"), "{out}");
+    let m2 = parse_module(&c, &out, "out.ir").unwrap();
+    assert_eq!(print_module(&c, &m2, PrintOptions::default()), out);
 }

@@ -221,44 +221,48 @@ impl AssemblyFormat {
         {
             return false;
         }
-        let present = |e: &Element| match e {
-            Element::Operands => !operands.is_empty(),
+        self.elements_fit(ctx, m, op, &self.elements)
+    }
+
+    /// Whether `e` would print something for `op` (the test of an optional group's anchor).
+    pub(crate) fn present(m: &Module, op: OpId, e: &Element) -> bool {
+        match e {
+            Element::Operands | Element::OperandTypes => !m.operands(op).is_empty(),
             Element::ResultTypes => !m.results(op).is_empty(),
-            Element::Regions => !regions.is_empty(),
+            Element::Regions => !m.regions(op).is_empty(),
             Element::Attr(a) | Element::UntypedAttr(a) => m.attr(op, a).is_some(),
-            Element::OperandTypes => !operands.is_empty(),
             _ => false,
-        };
-        for (i, e) in self.elements.iter().enumerate() {
-            let next = self.elements.get(i + 1);
-            let ok = match e {
-                Element::Optional { elements, anchor } => {
-                    if present(&elements[*anchor]) {
-                        // The group's first element is how the parser sees it, so it must print.
-                        matches!(elements[0], Element::Literal(_)) || present(&elements[0])
-                    } else {
-                        elements.iter().all(|e| !present(e))
-                    }
-                }
-                Element::Attr(a) => m.attr(op, a).is_some(),
-                Element::UntypedAttr(a) => m.attr(op, a).is_some() && m.results(op).len() == 1,
-                Element::ResultTypes => {
-                    !m.results(op).is_empty() || matches!(next, Some(Element::Literal(l)) if l == ")")
-                }
-                Element::Operand { index, fixed: Some(t) } => crate::parse::parse_type(ctx, t)
-                    .is_ok_and(|t| operands.get(*index).is_some_and(|&v| *m.value_type(v) == t)),
-                Element::Region(i) => regions.get(*i).is_some_and(|&r| {
-                    let blocks = m.region_blocks(r);
-                    blocks.len() == 1 && m.block_args(blocks[0]).is_empty()
-                }),
-                Element::Custom(n) => ctx.custom_directive(n).is_some_and(|d| d.expressible(ctx, m, op)),
-                _ => true,
-            };
-            if !ok {
-                return false;
-            }
         }
-        true
+    }
+
+    /// Whether each element, and each optional group that will print, can show `op` unambiguously.
+    fn elements_fit(&self, ctx: &Context, m: &Module, op: OpId, elements: &[Element]) -> bool {
+        let operands = m.operands(op);
+        elements.iter().enumerate().all(|(i, e)| match e {
+            Element::Optional { elements: inner, anchor } => {
+                if Self::present(m, op, &inner[*anchor]) {
+                    // The group's first element is how the parser sees it, so it must print.
+                    (matches!(inner[0], Element::Literal(_)) || Self::present(m, op, &inner[0]))
+                        && self.elements_fit(ctx, m, op, inner)
+                } else {
+                    inner.iter().all(|e| !Self::present(m, op, e))
+                }
+            }
+            Element::Attr(a) => m.attr(op, a).is_some(),
+            Element::UntypedAttr(a) => m.attr(op, a).is_some() && m.results(op).len() == 1,
+            // An empty type list reads back only where a `)` ends it.
+            Element::ResultTypes => {
+                !m.results(op).is_empty() || matches!(elements.get(i + 1), Some(Element::Literal(l)) if l == ")")
+            }
+            Element::Operand { index, fixed: Some(t) } => crate::parse::parse_type(ctx, t)
+                .is_ok_and(|t| operands.get(*index).is_some_and(|&v| *m.value_type(v) == t)),
+            Element::Region(i) => m.regions(op).get(*i).is_some_and(|&r| {
+                let blocks = m.region_blocks(r);
+                blocks.len() == 1 && m.block_args(blocks[0]).is_empty()
+            }),
+            Element::Custom(n) => ctx.custom_directive(n).is_some_and(|d| d.expressible(ctx, m, op)),
+            _ => true,
+        })
     }
 
     /// The structural rules a format must obey so that what it prints parses back the same.

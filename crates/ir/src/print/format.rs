@@ -135,7 +135,7 @@ impl Printer<'_> {
     fn format_elements(&mut self, op: OpId, elements: &[Element], skip: &[String], open: &mut bool) {
         for e in elements {
             if let Element::Optional { elements, anchor } = e {
-                if self.anchor_present(op, &elements[*anchor]) {
+                if AssemblyFormat::present(self.m, op, &elements[*anchor]) {
                     self.format_elements(op, elements, skip, open);
                 }
                 continue;
@@ -151,16 +151,6 @@ impl Printer<'_> {
             } else {
                 *open = opens(e);
             }
-        }
-    }
-
-    fn anchor_present(&self, op: OpId, e: &Element) -> bool {
-        match e {
-            Element::Operands => !self.m.operands(op).is_empty(),
-            Element::ResultTypes => !self.m.results(op).is_empty(),
-            Element::Regions => !self.m.regions(op).is_empty(),
-            Element::Attr(a) | Element::UntypedAttr(a) => self.m.attr(op, a).is_some(),
-            _ => false,
         }
     }
 
