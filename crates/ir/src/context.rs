@@ -1,6 +1,7 @@
 //! The context: registered dialects and operation definitions, and the type interner.
 
 use crate::attributes::Attribute;
+use crate::format::{AssemblyFormat, CustomDirective, FormatError};
 use crate::interface::{Interfaces, OpRef};
 use crate::module::{Module, OpId};
 use crate::schema::FunctionSchema;
@@ -139,7 +140,8 @@ pub struct AttrSpec {
 /// A per-op verification hook: returns a message describing the first problem.
 pub type VerifyFn = Arc<dyn Fn(&Context, &Module, OpId) -> Result<(), String> + Send + Sync>;
 
-/// The custom ("pretty") syntax an op prints with, chosen from the formats the printer and parser know.
+/// Named assembly formats for the common shapes of custom ("pretty") syntax; each stands for a
+/// format string (see [`Syntax::format`] and [`crate::format`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Syntax {
     /// `%r = dialect.op %a, %b {attrs} : (A, B) -> R`, regions as `({...})` after the operands.
@@ -173,7 +175,9 @@ pub struct OpDef {
     pub regions: Arity,
     pub attrs: Vec<AttrSpec>,
     pub verify: Option<VerifyFn>,
-    pub syntax: Syntax,
+    /// The custom syntax: a checked assembly format, or why the declared one is malformed
+    /// (reported by [`Context::register_op`]).
+    format: Result<Arc<AssemblyFormat>, FormatError>,
     /// The ATen schema an op was declared from, if any.
     pub schema: Option<Arc<FunctionSchema>>,
     /// The op this one mirrors (an Edge op's ATen op): it computes the same function, so it
@@ -192,7 +196,7 @@ impl OpDef {
             regions: Arity::Exact(0),
             attrs: Vec::new(),
             verify: None,
-            syntax: Syntax::Default,
+            format: AssemblyFormat::of_syntax(Syntax::Default),
             schema: None,
             mirrors: None,
         }
@@ -228,9 +232,30 @@ impl OpDef {
         self
     }
 
+    /// Gives the op one of the named formats.
     pub fn syntax(mut self, s: Syntax) -> Self {
-        self.syntax = s;
+        self.format = AssemblyFormat::of_syntax(s);
         self
+    }
+
+    /// Gives the op a custom syntax written in the format language (see [`crate::format`]). A
+    /// malformed format makes [`Context::register_op`] fail; [`OpDef::try_assembly_format`]
+    /// reports it at once.
+    pub fn assembly_format(mut self, format: &str) -> Self {
+        self.format = AssemblyFormat::parse(format).map(Arc::new);
+        self
+    }
+
+    /// Like [`OpDef::assembly_format`], returning the format's error at once.
+    pub fn try_assembly_format(self, format: &str) -> Result<Self, FormatError> {
+        let def = self.assembly_format(format);
+        def.format.clone()?;
+        Ok(def)
+    }
+
+    /// The op's assembly format, when it is well formed.
+    pub fn format(&self) -> Option<&Arc<AssemblyFormat>> {
+        self.format.as_ref().ok()
     }
 
     pub fn schema(mut self, s: FunctionSchema) -> Self {
@@ -287,6 +312,8 @@ pub enum RegistryError {
     DuplicateOp(String),
     #[error("operation '{op}' belongs to dialect '{dialect}', which is not registered")]
     UnknownDialect { op: String, dialect: String },
+    #[error("assembly format of operation '{op}', {error}")]
+    Format { op: String, error: FormatError },
 }
 
 /// Registered dialects and operations, and interned types. Shared read-only once built.
@@ -297,6 +324,7 @@ pub struct Context {
     types: Mutex<HashSet<Type>>,
     interfaces: Interfaces,
     kinds: crate::extension::KindRegistry,
+    directives: HashMap<String, Arc<dyn CustomDirective>>,
 }
 
 impl Default for Context {
@@ -315,7 +343,9 @@ impl Context {
             types: Mutex::new(HashSet::new()),
             interfaces: Interfaces::default(),
             kinds: Default::default(),
+            directives: HashMap::new(),
         };
+        crate::format::register_builtin_directives(&mut ctx);
         crate::builtin::register(&mut ctx);
         ctx
     }
@@ -342,6 +372,7 @@ impl Context {
         if self.ops.contains_key(&def.name) {
             return Err(RegistryError::DuplicateOp(def.name.clone()));
         }
+        self.check_format(&def)?;
         self.ops.insert(def.name.clone(), Arc::new(def));
         Ok(())
     }
@@ -355,8 +386,31 @@ impl Context {
         if self.ops.contains_key(&def.name) {
             return Err(RegistryError::DuplicateOp(def.name.clone()));
         }
+        self.check_format(&def)?;
         self.ops.insert(def.name.clone(), def);
         Ok(())
+    }
+
+    /// Checks an op's format: well formed, its custom directives registered, its fixed types valid.
+    fn check_format(&self, def: &OpDef) -> Result<(), RegistryError> {
+        let error = match &def.format {
+            Ok(f) => match f.check_in(self) {
+                Ok(()) => return Ok(()),
+                Err(e) => e,
+            },
+            Err(e) => e.clone(),
+        };
+        Err(RegistryError::Format { op: def.name.clone(), error })
+    }
+
+    /// Registers a custom directive, usable as `custom<name>` by ops registered after it.
+    pub fn register_custom_directive(&mut self, name: &str, directive: Arc<dyn CustomDirective>) {
+        self.directives.insert(name.to_string(), directive);
+    }
+
+    /// The custom directive registered under `name`.
+    pub fn custom_directive(&self, name: &str) -> Option<&Arc<dyn CustomDirective>> {
+        self.directives.get(name)
     }
 
     /// The definition of an op, named by its handle or its name.

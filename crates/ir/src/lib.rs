@@ -12,6 +12,7 @@ pub mod context;
 pub mod diag;
 pub mod dtype;
 pub mod extension;
+pub mod format;
 pub mod interface;
 pub mod location;
 pub mod module;
@@ -28,6 +29,7 @@ pub use context::{Arity, AttrKind, Context, OpDef, Syntax, Traits, dialect_names
 pub use diag::{Diagnostic, Severity};
 pub use dtype::{DType, DTypeCategory};
 pub use extension::{DialectParser, DialectValue, KindDef, print_angle_list};
+pub use format::{AssemblyFormat, CustomDirective, FormatError};
 pub use interface::OpRef;
 pub use location::Location;
 pub use module::{

@@ -1,8 +1,9 @@
-//! The text printer: MLIR's generic form for every op, and each op's custom form.
+//! The text printer: MLIR's generic form for every op, and each op's custom form (in `format`).
+
+pub(crate) mod format;
 
 use crate::attributes::{Attribute, write_attr_name, write_f64};
-use crate::builtin::{ARG_ATTRS, FUNCTION_TYPE, RES_ATTRS, SYM_NAME};
-use crate::context::{Context, Syntax, Traits};
+use crate::context::{Context, Traits};
 use crate::location::Location;
 use crate::module::{BlockId, Module, OpId, RegionId, ValueDef, ValueId};
 use crate::types::{Type, TypeKind};
@@ -229,13 +230,21 @@ impl<'a> Printer<'a> {
         let _ = write!(self.out, "{}", Type::function(ins, outs));
     }
 
-    fn attr_dict(&mut self, op: OpId, skip: &[&str], keyword: bool) {
+    /// ` {attrs}` of the generic form, nothing when there are none.
+    fn attr_dict(&mut self, op: OpId) {
+        if !self.m.attributes(op).is_empty() {
+            self.out.push(' ');
+            self.attr_dict_body(op, &[], false);
+        }
+    }
+
+    /// `{attrs}` (`attributes {attrs}` with `keyword`) but for those in `skip`; nothing when none are left.
+    fn attr_dict_body(&mut self, op: OpId, skip: &[&str], keyword: bool) {
         let attrs: Vec<_> =
             self.m.attributes(op).iter().filter(|(k, _)| !skip.contains(&&**k)).cloned().collect();
         if attrs.is_empty() {
             return;
         }
-        self.out.push(' ');
         if keyword {
             self.out.push_str("attributes ");
         }
@@ -250,31 +259,42 @@ impl<'a> Printer<'a> {
 
     fn op(&mut self, op: OpId) {
         let name = self.m.op_name(op).to_string();
-        let def = self.ctx.op_def(&name).cloned();
-        let syntax = match (&def, self.opts.generic) {
-            (Some(d), false) => d.syntax,
-            _ => {
-                self.generic_op(op);
-                let loc = self.m.loc(op).clone();
-                self.loc_suffix(&loc);
-                return;
-            }
+        let format = match self.ctx.op_def(&name).and_then(|d| d.format()) {
+            Some(f) if !self.opts.generic && f.expressible(self.ctx, self.m, op) => Some(f.clone()),
+            _ => None,
         };
-        let isolated = def.as_ref().is_some_and(|d| d.has_trait(Traits::ISOLATED_FROM_ABOVE));
-        match syntax {
-            Syntax::Default => self.default_op(op, &name),
-            Syntax::Constant => self.constant_op(op, &name),
-            Syntax::IfElse => self.if_op(op, &name),
-            Syntax::Function => self.func_op(op, isolated),
-            Syntax::Return => self.return_op(op, &name),
-            Syntax::Module => self.module_op(op),
+        match format {
+            Some(f) => {
+                self.results_prefix(op);
+                // Builtin ops print without their dialect prefix (`module`).
+                self.out.push_str(name.strip_prefix("builtin.").unwrap_or(&name));
+                self.formatted_op(op, &f);
+            }
+            None => self.generic_op(op),
         }
         let loc = self.m.loc(op).clone();
         self.loc_suffix(&loc);
     }
 
-    fn generic_op(&mut self, op: OpId) {
+    /// `({...}, {...})`: all regions of `op`, entry blocks labelled when they have arguments;
+    /// nothing when it has none.
+    fn region_list(&mut self, op: OpId) {
         let isolated = self.ctx.has_trait(self.m.op_name(op), Traits::ISOLATED_FROM_ABOVE);
+        let regions = self.m.regions(op).to_vec();
+        if regions.is_empty() {
+            return;
+        }
+        self.out.push('(');
+        for (i, &r) in regions.iter().enumerate() {
+            if i > 0 {
+                self.out.push_str(", ");
+            }
+            self.region(r, isolated, true, false);
+        }
+        self.out.push(')');
+    }
+
+    fn generic_op(&mut self, op: OpId) {
         self.results_prefix(op);
         let name = self.m.op_name(op).to_string();
         crate::attributes::write_escaped_string(&mut self.out, &name).ok();
@@ -282,204 +302,13 @@ impl<'a> Printer<'a> {
         let operands = self.m.operands(op).to_vec();
         self.operand_list(&operands);
         self.out.push(')');
-        let regions = self.m.regions(op).to_vec();
-        if !regions.is_empty() {
-            self.out.push_str(" (");
-            for (i, &r) in regions.iter().enumerate() {
-                if i > 0 {
-                    self.out.push_str(", ");
-                }
-                self.region(r, isolated, true, false);
-            }
-            self.out.push(')');
+        if !self.m.regions(op).is_empty() {
+            self.out.push(' ');
+            self.region_list(op);
         }
-        self.attr_dict(op, &[], false);
+        self.attr_dict(op);
         self.out.push_str(" : ");
         self.functional_type(op);
-    }
-
-    /// `%r = name %a, %b (regions) {attrs} : T` or `: (A, B) -> R`.
-    fn default_op(&mut self, op: OpId, name: &str) {
-        let isolated = self.ctx.has_trait(name, Traits::ISOLATED_FROM_ABOVE);
-        self.results_prefix(op);
-        self.out.push_str(name);
-        let operands = self.m.operands(op).to_vec();
-        if !operands.is_empty() {
-            self.out.push(' ');
-            self.operand_list(&operands);
-        }
-        let regions = self.m.regions(op).to_vec();
-        if !regions.is_empty() {
-            self.out.push_str(" (");
-            for (i, &r) in regions.iter().enumerate() {
-                if i > 0 {
-                    self.out.push_str(", ");
-                }
-                self.region(r, isolated, true, false);
-            }
-            self.out.push(')');
-        }
-        self.attr_dict(op, &[], false);
-        self.out.push_str(" : ");
-        let ins = self.operand_types(op);
-        let outs = self.result_types(op);
-        if short_type_form(&ins, &outs) {
-            let _ = write!(self.out, "{}", outs[0]);
-        } else {
-            self.functional_type(op);
-        }
-    }
-
-    /// `%c = prim.Constant 1 : i64`.
-    fn constant_op(&mut self, op: OpId, name: &str) {
-        let Some(value) = self.m.attr(op, "value").cloned() else {
-            return self.generic_op(op);
-        };
-        let outs = self.result_types(op);
-        if outs.len() != 1 || !self.m.operands(op).is_empty() || !self.m.regions(op).is_empty() {
-            return self.generic_op(op);
-        }
-        self.results_prefix(op);
-        self.out.push_str(name);
-        self.out.push(' ');
-        write_untyped_literal(&mut self.out, &value);
-        self.attr_dict(op, &["value"], false);
-        let _ = write!(self.out, " : {}", outs[0]);
-    }
-
-    /// `%r = prim.If %c -> (T) { ... } else { ... }`.
-    fn if_op(&mut self, op: OpId, name: &str) {
-        let regions = self.m.regions(op).to_vec();
-        let operands = self.m.operands(op).to_vec();
-        let simple_regions = regions.len() == 2
-            && regions.iter().all(|&r| {
-                let blocks = self.m.region_blocks(r);
-                blocks.len() == 1 && self.m.block_args(blocks[0]).is_empty()
-            });
-        if operands.len() != 1 || !simple_regions || *self.m.value_type(operands[0]).kind() != TypeKind::Bool {
-            return self.generic_op(op);
-        }
-        self.results_prefix(op);
-        self.out.push_str(name);
-        self.out.push(' ');
-        self.operand_list(&operands);
-        let outs = self.result_types(op);
-        if !outs.is_empty() {
-            self.out.push_str(" -> (");
-            self.type_list(outs);
-            self.out.push(')');
-        }
-        self.out.push(' ');
-        self.region(regions[0], false, false, false);
-        self.out.push_str(" else ");
-        self.region(regions[1], false, false, false);
-        self.attr_dict(op, &[], false);
-    }
-
-    fn func_op(&mut self, op: OpId, isolated: bool) {
-        let (Some(Attribute::Str(sym)), Some((inputs, results))) =
-            (self.m.attr(op, SYM_NAME).cloned(), crate::builtin::function_signature(self.m, op))
-        else {
-            return self.generic_op(op);
-        };
-        let region = self.m.regions(op)[0];
-        let blocks = self.m.region_blocks(region).to_vec();
-        let arg_attrs = self.m.attr(op, ARG_ATTRS).and_then(Attribute::as_array).map(<[_]>::to_vec);
-        let res_attrs = self.m.attr(op, RES_ATTRS).and_then(Attribute::as_array).map(<[_]>::to_vec);
-        let entry_ok = blocks.first().is_none_or(|&b| self.m.block_args(b).len() == inputs.len());
-        if !entry_ok {
-            return self.generic_op(op);
-        }
-        self.out.push_str("func.func ");
-        if let Some(Attribute::Str(vis)) = self.m.attr(op, "sym_visibility") {
-            let _ = write!(self.out, "{vis} ");
-        }
-        self.out.push('@');
-        crate::types::write_sym_name(&mut self.out, &sym).ok();
-        self.out.push('(');
-        if isolated {
-            self.names.push_scope();
-        }
-        for (i, t) in inputs.iter().enumerate() {
-            if i > 0 {
-                self.out.push_str(", ");
-            }
-            if let Some(&b) = blocks.first() {
-                let a = self.m.block_args(b)[i];
-                let n = self.define_block_arg(a, true);
-                let _ = write!(self.out, "{n}: ");
-            }
-            let _ = write!(self.out, "{t}");
-            if let Some(Attribute::Dict(d)) = arg_attrs.as_ref().and_then(|a| a.get(i)) {
-                if !d.is_empty() {
-                    let _ = write!(self.out, " {}", Attribute::Dict(d.clone()));
-                }
-            }
-        }
-        self.out.push(')');
-        let any_res_attrs = res_attrs
-            .as_ref()
-            .is_some_and(|a| a.iter().any(|d| matches!(d, Attribute::Dict(x) if !x.is_empty())));
-        if !results.is_empty() {
-            self.out.push_str(" -> ");
-            let paren = results.len() > 1
-                || any_res_attrs
-                || matches!(results[0].kind(), TypeKind::Function { .. });
-            if paren {
-                self.out.push('(');
-            }
-            for (i, t) in results.iter().enumerate() {
-                if i > 0 {
-                    self.out.push_str(", ");
-                }
-                let _ = write!(self.out, "{t}");
-                if let Some(Attribute::Dict(d)) = res_attrs.as_ref().and_then(|a| a.get(i)) {
-                    if !d.is_empty() {
-                        let _ = write!(self.out, " {}", Attribute::Dict(d.clone()));
-                    }
-                }
-            }
-            if paren {
-                self.out.push(')');
-            }
-        }
-        self.attr_dict(op, &[SYM_NAME, FUNCTION_TYPE, ARG_ATTRS, RES_ATTRS, "sym_visibility"], true);
-        if !blocks.is_empty() {
-            self.out.push(' ');
-            self.region_body(region, false, true);
-        }
-        if isolated {
-            self.names.pop_scope();
-        }
-    }
-
-    fn return_op(&mut self, op: OpId, name: &str) {
-        if !self.m.results(op).is_empty() || !self.m.regions(op).is_empty() {
-            return self.generic_op(op);
-        }
-        self.out.push_str(name);
-        let operands = self.m.operands(op).to_vec();
-        if !operands.is_empty() {
-            self.out.push(' ');
-            self.operand_list(&operands);
-            self.out.push_str(" : ");
-            let tys = self.operand_types(op);
-            self.type_list(tys);
-        }
-        self.attr_dict(op, &[], false);
-    }
-
-    fn module_op(&mut self, op: OpId) {
-        let regions = self.m.regions(op).to_vec();
-        if regions.len() != 1 || self.m.region_blocks(regions[0]).len() != 1 {
-            return self.generic_op(op);
-        }
-        self.out.push_str("module");
-        self.attr_dict(op, &[], true);
-        self.out.push(' ');
-        self.names.push_scope();
-        self.region(regions[0], false, false, false);
-        self.names.pop_scope();
     }
 
     /// Prints `{ blocks }`. `isolated` opens a fresh naming scope; `always_label` prints the entry

@@ -2,7 +2,7 @@
 //!
 //! This file holds the parser's state and the top level (aliases, the implicit module); the
 //! characters and tokens are in `lexer`, SSA names in `scope`, operations and regions in `ops`,
-//! then `attributes`, `types` and `locations`.
+//! custom forms in `format`, then `attributes`, `types` and `locations`.
 
 use crate::attributes::Attribute;
 use crate::builtin::MODULE;
@@ -16,6 +16,7 @@ use std::sync::Arc;
 
 mod attributes;
 mod dialect;
+pub(crate) mod format;
 mod lexer;
 mod locations;
 mod ops;

@@ -1,9 +1,8 @@
-//! Operations and regions: the generic form, the custom forms of registered ops, `module` and `func.func`.
+//! Operations and regions: the generic form, and the dispatch of custom forms to their assembly format.
 
 use super::*;
 use crate::attributes::Attribute;
-use crate::builtin::{ARG_ATTRS, FUNC, FUNCTION_TYPE, MODULE, RES_ATTRS, SYM_NAME};
-use crate::context::Syntax;
+use crate::builtin::{FUNC, MODULE};
 use crate::location::Location;
 use crate::module::{BlockId, InsertPoint, OpId, OperationState, RegionId};
 use crate::types::{Type, TypeKind};
@@ -245,126 +244,11 @@ impl<'a> Parser<'a> {
                 format!("custom op '{name}' is unknown: ops of unregistered dialects must use the generic form"),
             ));
         };
-        let loc = self.loc_at(start);
-        match def.syntax {
-            Syntax::Default => self.parse_default_op(&name, loc, def.has_trait(crate::context::Traits::ISOLATED_FROM_ABOVE)),
-            Syntax::Constant => self.parse_constant_op(&name, loc),
-            Syntax::IfElse => self.parse_if_op(&name, loc),
-            Syntax::Function => self.parse_func_op(loc),
-            Syntax::Return => self.parse_return_op(&name, loc),
-            Syntax::Module => self.parse_module_op(loc),
-        }
-    }
-
-    pub(super) fn parse_default_op(&mut self, name: &str, loc: Location, isolated: bool) -> PResult<OpId> {
-        let refs = self.parse_operand_refs()?;
-        let holder = self.m.create_op(OperationState::new(MODULE));
-        if self.eat("(") {
-            loop {
-                let r = self.m.add_region(holder);
-                self.parse_region(r, isolated, &[])?;
-                if !self.eat(",") {
-                    break;
-                }
-            }
-            self.expect(")")?;
-        }
-        let mut attrs = Vec::new();
-        self.ws();
-        if self.peek() == b'{' {
-            attrs = self.parse_attr_dict_body()?;
-        }
-        self.expect(":")?;
-        let tpos = self.pos;
-        let ty = self.parse_type()?;
-        let (inputs, results) = match ty.kind() {
-            TypeKind::Function { inputs, results } => (inputs.clone(), results.clone()),
-            _ => (vec![ty.clone(); refs.len()], vec![ty.clone()]),
+        let Some(format) = def.format() else {
+            return Err(self.err_at(name_pos, format!("operation '{name}' has no valid assembly format")));
         };
-        if inputs.len() != refs.len() {
-            return Err(self.err_at(tpos, format!("expected {} operand type(s) but had {}", refs.len(), inputs.len())));
-        }
-        self.finish_op(name, &refs, &inputs, results, attrs, holder, loc)
-    }
-
-    pub(super) fn parse_constant_op(&mut self, name: &str, loc: Location) -> PResult<OpId> {
-        let vpos = self.pos;
-        let lit = self.parse_untyped_literal()?;
-        let mut attrs = Vec::new();
-        self.ws();
-        if self.peek() == b'{' {
-            attrs = self.parse_attr_dict_body()?;
-        }
-        self.expect(":")?;
-        let ty = self.parse_type()?;
-        let value = self.type_literal(lit, &ty, vpos)?;
-        attrs.push(("value".into(), value));
-        let holder = self.m.create_op(OperationState::new(MODULE));
-        self.finish_op(name, &[], &[], vec![ty], attrs, holder, loc)
-    }
-
-    pub(super) fn parse_if_op(&mut self, name: &str, loc: Location) -> PResult<OpId> {
-        let cond = self.parse_operand_ref()?;
-        let mut results = Vec::new();
-        if self.eat("->") {
-            self.expect("(")?;
-            results = self.parse_type_list_until(")")?;
-        }
-        let holder = self.m.create_op(OperationState::new(MODULE));
-        let then_r = self.m.add_region(holder);
-        self.parse_region(then_r, false, &[])?;
-        if !self.eat_kw("else") {
-            return Err(self.err(format!("expected 'else' region{}", self.found())));
-        }
-        let else_r = self.m.add_region(holder);
-        self.parse_region(else_r, false, &[])?;
-        let mut attrs = Vec::new();
-        self.ws();
-        if self.peek() == b'{' {
-            attrs = self.parse_attr_dict_body()?;
-        }
-        self.finish_op(name, &[cond], &[Type::bool()], results, attrs, holder, loc)
-    }
-
-    pub(super) fn parse_return_op(&mut self, name: &str, loc: Location) -> PResult<OpId> {
-        let refs = self.parse_operand_refs()?;
-        let mut types = Vec::new();
-        if !refs.is_empty() {
-            self.expect(":")?;
-            for i in 0..refs.len() {
-                if i > 0 {
-                    self.expect(",")?;
-                }
-                types.push(self.parse_type()?);
-            }
-        }
-        let mut attrs = Vec::new();
-        self.ws();
-        if self.peek() == b'{' {
-            attrs = self.parse_attr_dict_body()?;
-        }
-        let holder = self.m.create_op(OperationState::new(MODULE));
-        self.finish_op(name, &refs, &types, vec![], attrs, holder, loc)
-    }
-
-    pub(super) fn parse_module_op(&mut self, loc: Location) -> PResult<OpId> {
-        let mut attrs = Vec::new();
-        self.ws();
-        if self.peek() == b'@' {
-            self.pos += 1;
-            let n = self.symbol_name()?;
-            attrs.push((SYM_NAME.into(), Attribute::str(&n)));
-        }
-        if self.eat_kw("attributes") {
-            attrs.extend(self.parse_attr_dict_body()?);
-        }
-        let holder = self.m.create_op(OperationState::new(MODULE));
-        let r = self.m.add_region(holder);
-        self.parse_region(r, true, &[])?;
-        if self.m.region_blocks(r).is_empty() {
-            self.m.append_block(r, &[]);
-        }
-        self.finish_op(MODULE, &[], &[], vec![], attrs, holder, loc)
+        let loc = self.loc_at(start);
+        self.parse_formatted_op(&name, format, loc)
     }
 
     pub(super) fn symbol_name(&mut self) -> PResult<String> {
@@ -373,100 +257,6 @@ impl<'a> Parser<'a> {
         } else {
             Ok(self.suffix_id().ok_or_else(|| self.err("expected symbol name"))?.to_string())
         }
-    }
-
-    /// `func.func [private] @name(%a: T {attrs}, ...) -> (R {attrs}) [attributes {...}] [{ body }]`.
-    pub(super) fn parse_func_op(&mut self, loc: Location) -> PResult<OpId> {
-        let mut attrs: Vec<(Arc<str>, Attribute)> = Vec::new();
-        if let Some(vis) = ["private", "public", "nested"].into_iter().find(|v| self.eat_kw(v)) {
-            attrs.push(("sym_visibility".into(), Attribute::str(vis)));
-        }
-        self.ws();
-        if !self.eat("@") {
-            return Err(self.err(format!("expected '@' and a function name{}", self.found())));
-        }
-        let sym = self.symbol_name()?;
-        self.expect("(")?;
-        let mut args: Vec<(Option<(String, Location)>, Type)> = Vec::new();
-        let mut arg_attrs = Vec::new();
-        self.ws();
-        if !self.eat(")") {
-            loop {
-                self.ws();
-                let name = if self.peek() == b'%' {
-                    let l = self.here();
-                    self.pos += 1;
-                    let n = self.suffix_id().ok_or_else(|| self.err("expected argument name"))?.to_string();
-                    self.expect(":")?;
-                    Some((n, l))
-                } else {
-                    None
-                };
-                let t = self.parse_type()?;
-                self.ws();
-                let d = if self.peek() == b'{' { self.parse_attr_dict_body()? } else { Vec::new() };
-                arg_attrs.push(Attribute::dict(d));
-                if self.eat_kw("loc") {
-                    let _ = self.parse_loc_body(None)?;
-                }
-                args.push((name, t));
-                if !self.eat(",") {
-                    break;
-                }
-            }
-            self.expect(")")?;
-        }
-        let mut results = Vec::new();
-        let mut res_attrs = Vec::new();
-        if self.eat("->") {
-            self.ws();
-            let paren = self.peek() == b'(' && !self.looks_like_function_type();
-            if paren {
-                self.pos += 1;
-                self.ws();
-                if !self.eat(")") {
-                    loop {
-                        results.push(self.parse_type()?);
-                        self.ws();
-                        let d = if self.peek() == b'{' { self.parse_attr_dict_body()? } else { Vec::new() };
-                        res_attrs.push(Attribute::dict(d));
-                        if !self.eat(",") {
-                            break;
-                        }
-                    }
-                    self.expect(")")?;
-                }
-            } else {
-                results.push(self.parse_type()?);
-                res_attrs.push(Attribute::dict(Vec::new()));
-            }
-        }
-        if self.eat_kw("attributes") {
-            attrs.extend(self.parse_attr_dict_body()?);
-        }
-        let inputs: Vec<Type> = args.iter().map(|(_, t)| t.clone()).collect();
-        attrs.push((SYM_NAME.into(), Attribute::str(&sym)));
-        attrs.push((FUNCTION_TYPE.into(), Attribute::Type(Type::function(inputs.clone(), results))));
-        if arg_attrs.iter().any(|a| matches!(a, Attribute::Dict(d) if !d.is_empty())) {
-            attrs.push((ARG_ATTRS.into(), Attribute::array(arg_attrs)));
-        }
-        if res_attrs.iter().any(|a| matches!(a, Attribute::Dict(d) if !d.is_empty())) {
-            attrs.push((RES_ATTRS.into(), Attribute::array(res_attrs)));
-        }
-        let holder = self.m.create_op(OperationState::new(MODULE));
-        let r = self.m.add_region(holder);
-        self.ws();
-        if self.peek() == b'{' {
-            let named: Vec<(String, Location, Type)> = args
-                .iter()
-                .filter_map(|(n, t)| n.as_ref().map(|(n, l)| (n.clone(), l.clone(), t.clone())))
-                .collect();
-            if named.len() != args.len() {
-                return Err(self.err("a function with a body needs named arguments ('%name: type')"));
-            }
-            self.parse_region(r, true, &named)?;
-        }
-        self.finish_op(FUNC, &[], &[], vec![], attrs, holder, loc)
     }
 
     /// Whether the text at the cursor is `(...) -> ...` (a function type) rather than a parenthesized list.
