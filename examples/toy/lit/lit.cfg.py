@@ -30,3 +30,13 @@ for tool in ["toy-opt", "toy-run"]:
         config.available_features.add(tool)
     else:
         lit_config.warning("%s not found in %s" % (tool, tools_dir))
+
+# Real MLIR, where installed, checks that toy's generic form is legal MLIR.
+import shutil
+
+for candidate in ["mlir-opt-22", "mlir-opt"]:
+    found = shutil.which(candidate)
+    if found:
+        config.available_features.add("mlir-opt")
+        config.substitutions.append(("%mlir-opt", found))
+        break

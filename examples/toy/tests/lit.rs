@@ -1,6 +1,6 @@
 //! Runs toy's own lit suite (`examples/toy/lit`) under `cargo test -p toy`: the settings of
 //! `lit/lit.cfg.py` — `.ir` tests, `toy-opt`, `toy-run` and `filecheck` first on `PATH`, their
-//! names as features — with the project's lit runner. A positional argument filters tests by a
+//! names as features, `mlir-opt` where installed — with the project's lit runner. A positional argument filters tests by a
 //! substring of their path.
 
 use std::path::{Path, PathBuf};
@@ -21,6 +21,13 @@ fn main() -> ExitCode {
     config.temp_root = tools_dir.join("toy-lit-tmp");
     config.features = vec!["toy-opt".to_string(), "toy-run".to_string()];
     config.timeout = Some(std::time::Duration::from_secs(300));
+    // Real MLIR, where installed, checks that toy's generic form is legal MLIR.
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    let mlir_opt = ["mlir-opt-22", "mlir-opt"].iter().find_map(|n| std::env::split_paths(&path).map(|d| d.join(n)).find(|p| p.is_file()));
+    if let Some(m) = mlir_opt {
+        config.features.push("mlir-opt".to_string());
+        config.substitutions.push(("%mlir-opt".to_string(), m.to_string_lossy().into_owned()));
+    }
     let tests = match lit::discover(&root) {
         Ok(t) => t,
         Err(e) => {
