@@ -1,4 +1,8 @@
 //! Command-line tools: `dialect-opt`, `dialect-run` and `filecheck`, as libraries the thin binaries call.
+//!
+//! [`opt_main`] and [`run_main`] are the tools with the dialects, passes and kernels supplied by
+//! the caller, so a dialect kept in its own crate builds its own `-opt` and `-run` tools on them
+//! (as `examples/toy` does) without changing this crate.
 
 pub mod alloc;
 pub mod fixture;
@@ -14,7 +18,6 @@ pub fn default_context() -> Context {
     let mut ctx = Context::new();
     dialect_prim::register(&mut ctx);
     dialect_aten::register(&mut ctx);
-    dialect_toy::register(&mut ctx);
     dialect_edge::register(&mut ctx);
     dialect_backend::register(&mut ctx);
     jit::attach(&mut ctx);
@@ -24,7 +27,11 @@ pub fn default_context() -> Context {
 /// [`default_context`] with the operators of the op libraries at `paths` declared
 /// (`--op-library`: one schema per line, [`dialect_aten::register_library`]).
 pub fn context_with_libraries(paths: &[std::path::PathBuf]) -> Result<Context, String> {
-    let mut ctx = default_context();
+    declare_libraries(default_context(), paths)
+}
+
+/// `ctx` with the operators of the op libraries at `paths` declared.
+pub fn declare_libraries(mut ctx: Context, paths: &[std::path::PathBuf]) -> Result<Context, String> {
     for p in paths {
         let text = std::fs::read_to_string(p).map_err(|e| format!("{}: {e}", p.display()))?;
         dialect_aten::register_library(&mut ctx, &text, &p.display().to_string()).map_err(|e| e.to_string())?;
@@ -33,7 +40,9 @@ pub fn context_with_libraries(paths: &[std::path::PathBuf]) -> Result<Context, S
 }
 
 pub mod coverage;
+pub use opt::opt_main;
 pub use pipeline::{pipeline_for_level, pipeline_stages};
+pub use run::{RunTool, run_main, run_main_with};
 
 /// The passes every tool offers: the pass manager's own, `transforms`' (`canonicalize` with
 /// its patterns among them), `egraph`'s and `default-pipeline`.

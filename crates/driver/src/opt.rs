@@ -72,6 +72,10 @@ pub struct OptArgs {
     /// Print a table of the time spent in each pass.
     #[arg(long, visible_alias = "mlir-timing")]
     pub timing: bool,
+    /// Print the statistics the passes report (counters such as rewrites applied), per pass,
+    /// after the pipeline ran.
+    #[arg(long, visible_alias = "mlir-pass-statistics")]
+    pub pass_statistics: bool,
     /// When a pass fails, write its input IR and the pipeline to this file (re-run with `--run-reproducer`).
     #[arg(long, value_name = "FILE")]
     pub reproducer: Option<PathBuf>,
@@ -108,17 +112,46 @@ pub struct OptArgs {
     pub list_ops: Option<String>,
 }
 
-/// Runs `dialect-opt` with the given arguments; returns the process exit code.
+/// Runs `dialect-opt` with the given arguments (the built-in dialects and passes); returns the
+/// process exit code.
 pub fn main_with_args(args: Vec<String>, stdout: &mut dyn Write, stderr: &mut dyn Write) -> i32 {
-    let registry = crate::default_pass_registry();
+    opt_main(crate::default_context(), &crate::default_pass_registry(), args, stdout, stderr)
+}
+
+/// The tool's name for messages: the file name of `args[0]`, or `fallback` without one.
+pub fn tool_name(args: &[String], fallback: &str) -> String {
+    args.first()
+        .and_then(|a| std::path::Path::new(a).file_stem())
+        .and_then(|s| s.to_str())
+        .filter(|s| !s.is_empty())
+        .unwrap_or(fallback)
+        .to_string()
+}
+
+/// An `mlir-opt`-style tool over the caller's dialects and passes (MLIR's `MlirOptMain`): parses
+/// (or imports) the input, verifies it, runs the pipeline the flags ask for over `passes`, and
+/// prints the result. `context` holds the dialects the tool knows (`--op-library` declares more
+/// into it); every registered pass also has a flag of its own and is listed by `--list-passes`
+/// and `--help`. Messages are prefixed with the file name of `args[0]`. Returns the exit code.
+pub fn opt_main(context: Context, passes: &pass::PassRegistry, args: Vec<String>, stdout: &mut dyn Write, stderr: &mut dyn Write) -> i32 {
+    let tool = tool_name(&args, "dialect-opt");
+    let registry = passes;
     let args = crate::normalize_llvm_flags(args);
     // `--<pass>` and `--<pass>={options}` flags, in order, form a pipeline of their own.
-    let (args, pass_flags) = extract_pass_flags(args, &registry);
-    let mut opts = match OptArgs::try_parse_from(args) {
+    let (args, pass_flags) = extract_pass_flags(args, registry);
+    let command = <OptArgs as clap::CommandFactory>::command()
+        .bin_name(tool.clone())
+        .after_help(format!("Passes (also flags of their own: --<pass> or --<pass>=\"options\"):\n{}", registry.help_text()));
+    let mut opts = match command.try_get_matches_from(args).and_then(|m| <OptArgs as clap::FromArgMatches>::from_arg_matches(&m)) {
         Ok(o) => o,
-        Err(e) => {
+        Err(e) if e.use_stderr() => {
             let _ = write!(stderr, "{e}");
-            return if e.use_stderr() { 2 } else { 0 };
+            return 2;
+        }
+        // `--help` and `--version` go to standard output.
+        Err(e) => {
+            let _ = write!(stdout, "{e}");
+            return 0;
         }
     };
     if opts.list_passes {
@@ -127,15 +160,15 @@ pub fn main_with_args(args: Vec<String>, stdout: &mut dyn Write, stderr: &mut dy
     }
     if !pass_flags.is_empty() {
         if opts.pass_pipeline.is_some() {
-            let _ = writeln!(stderr, "dialect-opt: use either --pass-pipeline or per-pass flags, not both");
+            let _ = writeln!(stderr, "{tool}: use either --pass-pipeline or per-pass flags, not both");
             return 2;
         }
         opts.pass_pipeline = Some(format!("builtin.module({})", pass_flags.join(",")));
     }
-    let mut ctx = match crate::context_with_libraries(&opts.op_library) {
+    let mut ctx = match crate::declare_libraries(context, &opts.op_library) {
         Ok(c) => c,
         Err(e) => {
-            let _ = writeln!(stderr, "dialect-opt: {e}");
+            let _ = writeln!(stderr, "{tool}: {e}");
             return 1;
         }
     };
@@ -156,7 +189,7 @@ pub fn main_with_args(args: Vec<String>, stdout: &mut dyn Write, stderr: &mut dy
     if let Some(d) = &opts.list_ops {
         let ops = ctx.ops_of_dialect(d);
         if ops.is_empty() {
-            let _ = writeln!(stderr, "dialect-opt: no registered dialect '{d}'");
+            let _ = writeln!(stderr, "{tool}: no registered dialect '{d}'");
             return 1;
         }
         for name in ops {
@@ -169,7 +202,7 @@ pub fn main_with_args(args: Vec<String>, stdout: &mut dyn Write, stderr: &mut dy
         Some(n) => match import::Format::from_name(n) {
             Some(f) => Some(f),
             None => {
-                let _ = writeln!(stderr, "dialect-opt: unknown input format '{n}' (expected one of {})", import::Format::NAMES);
+                let _ = writeln!(stderr, "{tool}: unknown input format '{n}' (expected one of {})", import::Format::NAMES);
                 return 2;
             }
         },
@@ -177,12 +210,12 @@ pub fn main_with_args(args: Vec<String>, stdout: &mut dyn Write, stderr: &mut dy
         None => import::Format::from_path(std::path::Path::new(&opts.input)),
     };
     if let Some(f) = format.filter(|f| *f != import::Format::Ir) {
-        return run_imported(&ctx, &registry, &opts, f, stdout, stderr);
+        return run_imported(&ctx, registry, &opts, &tool, f, stdout, stderr);
     }
     let (name, mut source) = match read_input(&opts.input) {
         Ok(x) => x,
         Err(e) => {
-            let _ = writeln!(stderr, "dialect-opt: {e}");
+            let _ = writeln!(stderr, "{tool}: {e}");
             return 1;
         }
     };
@@ -195,12 +228,12 @@ pub fn main_with_args(args: Vec<String>, stdout: &mut dyn Write, stderr: &mut dy
                 source = source[..header_lines].lines().map(|_| "\n").collect::<String>() + &r.ir;
             }
             Err(e) => {
-                let _ = writeln!(stderr, "dialect-opt: {name}: {e}");
+                let _ = writeln!(stderr, "{tool}: {name}: {e}");
                 return 1;
             }
         }
     }
-    let mut pm = match pass_manager(&opts, &registry, stderr) {
+    let mut pm = match pass_manager(&opts, registry, &tool, stderr) {
         Ok(pm) => pm,
         Err(code) => return code,
     };
@@ -247,7 +280,7 @@ pub fn main_with_args(args: Vec<String>, stdout: &mut dyn Write, stderr: &mut dy
     }
     if opts.emit_archive.is_some() || opts.emit_torchscript.is_some() {
         if chunks.len() != 1 {
-            let _ = writeln!(stderr, "dialect-opt: --emit-archive and --emit-torchscript take a single program, not --split-input-file chunks");
+            let _ = writeln!(stderr, "{tool}: --emit-archive and --emit-torchscript take a single program, not --split-input-file chunks");
             return 2;
         }
         // Re-parse the printed result: it is exactly the module the passes produced.
@@ -260,11 +293,11 @@ pub fn main_with_args(args: Vec<String>, stdout: &mut dyn Write, stderr: &mut dy
             }
         };
         let program = import::Program { module, weights: import::Weights::new() };
-        if let Err(code) = save_program(&ctx, &program, &opts, stderr) {
+        if let Err(code) = save_program(&ctx, &program, &opts, &tool, stderr) {
             return code;
         }
     }
-    write_output(&opts, &outputs.join("// -----\n"), stdout, stderr)
+    write_output(&opts, &tool, &outputs.join("// -----\n"), stdout, stderr)
 }
 
 /// Imports a program (`.pt2`, FX, TorchScript, archive), runs the pipeline, prints it, and
@@ -273,6 +306,7 @@ fn run_imported(
     ctx: &Context,
     registry: &pass::PassRegistry,
     opts: &OptArgs,
+    tool: &str,
     format: import::Format,
     stdout: &mut dyn Write,
     stderr: &mut dyn Write,
@@ -281,11 +315,11 @@ fn run_imported(
     let mut program = match import::import_file(ctx, path, Some(format)) {
         Ok(p) => p,
         Err(e) => {
-            let _ = writeln!(stderr, "dialect-opt: {e}");
+            let _ = writeln!(stderr, "{tool}: {e}");
             return 1;
         }
     };
-    let pm = match pass_manager(opts, registry, stderr) {
+    let pm = match pass_manager(opts, registry, tool, stderr) {
         Ok(pm) => pm,
         Err(code) => return code,
     };
@@ -297,17 +331,17 @@ fn run_imported(
     }
     let print = PrintOptions { generic: opts.print_op_generic, debug_info: opts.print_debuginfo };
     let text = print_module(ctx, &program.module, print);
-    if let Err(code) = save_program(ctx, &program, opts, stderr) {
+    if let Err(code) = save_program(ctx, &program, opts, tool, stderr) {
         return code;
     }
-    write_output(opts, &text, stdout, stderr)
+    write_output(opts, tool, &text, stdout, stderr)
 }
 
 /// Writes the files `--emit-archive` and `--emit-torchscript` ask for; `Err` holds the exit
 /// code after a printed error (each file is written whole or not at all).
-fn save_program(ctx: &Context, program: &import::Program, opts: &OptArgs, stderr: &mut dyn Write) -> Result<(), i32> {
+fn save_program(ctx: &Context, program: &import::Program, opts: &OptArgs, tool: &str, stderr: &mut dyn Write) -> Result<(), i32> {
     let report = |stderr: &mut dyn Write, e: import::ImportError| {
-        let _ = writeln!(stderr, "dialect-opt: {e}");
+        let _ = writeln!(stderr, "{tool}: {e}");
         1
     };
     if let Some(out) = &opts.emit_archive {
@@ -321,14 +355,14 @@ fn save_program(ctx: &Context, program: &import::Program, opts: &OptArgs, stderr
 
 /// The pass manager for `--pass-pipeline` (with the instrumentation flags and the environment
 /// variables), or `None` without a pipeline; `Err` holds the exit code after a printed error.
-fn pass_manager(opts: &OptArgs, registry: &pass::PassRegistry, stderr: &mut dyn Write) -> Result<Option<pass::PassManager>, i32> {
+fn pass_manager(opts: &OptArgs, registry: &pass::PassRegistry, tool: &str, stderr: &mut dyn Write) -> Result<Option<pass::PassManager>, i32> {
     let Some(text) = &opts.pass_pipeline else { return Ok(None) };
     let config = pass_config(opts).with_env().map_err(|e| {
-        let _ = writeln!(stderr, "dialect-opt: {e}");
+        let _ = writeln!(stderr, "{tool}: {e}");
         2
     })?;
     let pm = pass::PassManager::parse(registry, text, config).map_err(|e| {
-        let _ = writeln!(stderr, "dialect-opt: invalid pass pipeline '{text}': {e}");
+        let _ = writeln!(stderr, "{tool}: invalid pass pipeline '{text}': {e}");
         2
     })?;
     if opts.dump_pass_pipeline {
@@ -338,11 +372,11 @@ fn pass_manager(opts: &OptArgs, registry: &pass::PassRegistry, stderr: &mut dyn 
 }
 
 /// Writes the result to `-o` (through `outfile`'s rule) or standard output; returns the exit code.
-fn write_output(opts: &OptArgs, text: &str, stdout: &mut dyn Write, stderr: &mut dyn Write) -> i32 {
+fn write_output(opts: &OptArgs, tool: &str, text: &str, stdout: &mut dyn Write, stderr: &mut dyn Write) -> i32 {
     match &opts.output {
         Some(path) if path.as_os_str() != "-" => {
             if let Err(e) = outfile::write(path, text.as_bytes()) {
-                let _ = writeln!(stderr, "dialect-opt: {e}");
+                let _ = writeln!(stderr, "{tool}: {e}");
                 return 1;
             }
         }
@@ -400,6 +434,7 @@ fn pass_config(opts: &OptArgs) -> pass::PassManagerConfig {
         print_ir_tree_dir: opts.print_ir_tree_dir.clone(),
         print_options: PrintOptions { generic: opts.print_op_generic, debug_info: opts.print_debuginfo },
         timing: opts.timing,
+        pass_statistics: opts.pass_statistics,
         reproducer_path: opts.reproducer.clone(),
         ..pass::PassManagerConfig::default()
     }

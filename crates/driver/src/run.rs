@@ -1,8 +1,7 @@
 //! `dialect-run`: import a program, compile it, run it on inputs, compare with expected outputs, benchmark.
 
-use crate::default_pass_registry;
 use clap::Parser;
-use ir::{DType, Dim, TypeKind};
+use ir::{Context, DType, Dim, TypeKind};
 use crate::fixture;
 use runtime::{CompileOptions, IValue, InputKind, Tensor};
 use std::collections::HashMap;
@@ -123,19 +122,64 @@ impl RunArgs {
     }
 }
 
-/// Runs `dialect-run`; returns the exit code.
+/// Runs `dialect-run` (the built-in dialects, passes and kernels); returns the exit code.
 pub fn main_with_args(args: Vec<String>, stdout: &mut dyn Write, stderr: &mut dyn Write) -> i32 {
-    let opts = match RunArgs::try_parse_from(crate::normalize_llvm_flags(opt_level_flags(args))) {
+    run_main(crate::default_context(), &crate::default_pass_registry(), runtime::registry(), args, stdout, stderr)
+}
+
+/// What a `-run` tool runs programs with: the dialects, the passes its pipelines are parsed
+/// against, the interpreter's kernels, and the lowering of its own dialects.
+pub struct RunTool<'a> {
+    /// The dialects the tool knows (`--op-library` declares more into it).
+    pub context: Context,
+    /// The passes of `--pipeline` and of the optimization levels.
+    pub passes: &'a pass::PassRegistry,
+    /// The interpreter's kernels (`runtime::registry()` and the tool's own).
+    pub kernels: &'a runtime::KernelRegistry,
+    /// Pipeline elements run before the pipeline of `-O<N>` for N ≥ 1 (`toy-to-aten`): the
+    /// lowering of the tool's own ops into those the level pipelines know. `-O0` runs the
+    /// program as imported, so its ops need kernels of their own.
+    pub lowering: Vec<String>,
+}
+
+/// A `-run` tool over the caller's dialects, passes and kernels: imports a program, lowers it
+/// (`--pipeline`, `-O<N>`), compiles it with `kernels`, runs it, compares and benchmarks it —
+/// everything `dialect-run` does. Messages are prefixed with the file name of `args[0]`.
+/// Returns the exit code.
+pub fn run_main(
+    context: Context,
+    passes: &pass::PassRegistry,
+    kernels: &runtime::KernelRegistry,
+    args: Vec<String>,
+    stdout: &mut dyn Write,
+    stderr: &mut dyn Write,
+) -> i32 {
+    run_main_with(RunTool { context, passes, kernels, lowering: Vec::new() }, args, stdout, stderr)
+}
+
+/// [`run_main`] with a lowering run before the optimization levels' pipelines.
+pub fn run_main_with(tool: RunTool<'_>, args: Vec<String>, stdout: &mut dyn Write, stderr: &mut dyn Write) -> i32 {
+    let name = crate::opt::tool_name(&args, "dialect-run");
+    let command = <RunArgs as clap::CommandFactory>::command().bin_name(name.clone());
+    let parsed = command
+        .try_get_matches_from(crate::normalize_llvm_flags(opt_level_flags(args)))
+        .and_then(|m| <RunArgs as clap::FromArgMatches>::from_arg_matches(&m));
+    let opts = match parsed {
         Ok(o) => o,
-        Err(e) => {
+        Err(e) if e.use_stderr() => {
             let _ = write!(stderr, "{e}");
-            return if e.use_stderr() { 2 } else { 0 };
+            return 2;
+        }
+        // `--help` and `--version` go to standard output.
+        Err(e) => {
+            let _ = write!(stdout, "{e}");
+            return 0;
         }
     };
-    match run(&opts, stdout, stderr) {
+    match run(tool, &opts, stdout, stderr) {
         Ok(code) => code,
         Err(e) => {
-            let _ = writeln!(stderr, "dialect-run: {e}");
+            let _ = writeln!(stderr, "{name}: {e}");
             1
         }
     }
@@ -153,10 +197,15 @@ fn opt_level_flags(args: Vec<String>) -> Vec<String> {
 }
 
 /// The pipeline to run before compiling, if any: `--pipeline`, or that of `-O<n>` for n ≥ 1.
-fn pipeline_of(opts: &RunArgs) -> Option<String> {
+fn pipeline_of(opts: &RunArgs, lowering: &[String]) -> Option<String> {
     match (&opts.pipeline, opts.opt_level) {
         (Some(p), _) => Some(p.clone()),
-        (None, Some(n)) if n > 0 => Some(crate::pipeline_for_level(n)),
+        (None, Some(n)) if n > 0 && lowering.is_empty() => Some(crate::pipeline_for_level(n)),
+        (None, Some(n)) if n > 0 => {
+            let (to_edge, after) = crate::pipeline_stages(n);
+            let level = to_edge.into_iter().chain(after).map(str::to_string);
+            Some(format!("builtin.module({})", lowering.iter().cloned().chain(level).collect::<Vec<_>>().join(",")))
+        }
         _ => None,
     }
 }
@@ -165,7 +214,7 @@ fn parse_kv<'a>(s: &'a str, what: &str) -> Result<(&'a str, &'a str), String> {
     s.split_once('=').ok_or_else(|| format!("{what} '{s}' is not of the form KEY=VALUE"))
 }
 
-fn run(opts: &RunArgs, stdout: &mut dyn Write, stderr: &mut dyn Write) -> Result<i32, String> {
+fn run(tool: RunTool<'_>, opts: &RunArgs, stdout: &mut dyn Write, stderr: &mut dyn Write) -> Result<i32, String> {
     if opts.threads == 0 {
         return Err("--threads must be at least 1".into());
     }
@@ -177,7 +226,7 @@ fn run(opts: &RunArgs, stdout: &mut dyn Write, stderr: &mut dyn Write) -> Result
     kernels::isa::from_env().map_err(|e| e.to_string())?;
     // A second build of the global pool (in tests) fails harmlessly: the first size stands.
     let _ = rayon::ThreadPoolBuilder::new().num_threads(opts.threads).build_global();
-    let ctx = crate::context_with_libraries(&opts.op_library)?;
+    let ctx = crate::declare_libraries(tool.context, &opts.op_library)?;
     let format = match &opts.import {
         Some(n) => Some(import::Format::from_name(n).ok_or_else(|| format!("unknown input format '{n}' (expected one of {})", import::Format::NAMES))?),
         None => None,
@@ -195,10 +244,9 @@ fn run(opts: &RunArgs, stdout: &mut dyn Write, stderr: &mut dyn Write) -> Result
     };
     fixture::specialize_inputs(&mut program.module, &io_inputs, meta.scalar_calls.get(opts.call), opts.call);
     let t_lower = Instant::now();
-    match pipeline_of(opts) {
+    match pipeline_of(opts, &tool.lowering) {
         Some(p) => {
-            let registry = default_pass_registry();
-            let mut pm = pass::PassManager::parse(&registry, &p, pass::PassManagerConfig::default())
+            let mut pm = pass::PassManager::parse(tool.passes, &p, pass::PassManagerConfig::default())
                 .map_err(|e| format!("invalid pipeline '{p}': {e}"))?;
             if opts.dump_pass_pipeline {
                 let _ = writeln!(stdout, "{}", pm.pipeline_text());
@@ -222,7 +270,7 @@ fn run(opts: &RunArgs, stdout: &mut dyn Write, stderr: &mut dyn Write) -> Result
         Backend::Interp => None,
     };
     let options = CompileOptions { fusion: jit.clone().map(|j| j as Arc<dyn runtime::FusionCompiler>), ..CompileOptions::default() };
-    let compiled = runtime::compile(&program.module, &ctx, &weights, options).map_err(|e| e.to_string())?;
+    let compiled = runtime::compile_with_registry(&program.module, &ctx, &weights, options, tool.kernels).map_err(|e| e.to_string())?;
     let compile_time = t1.elapsed();
     let mut rt = compiled.runtime();
 

@@ -76,6 +76,7 @@ pub struct AnalysisManager {
     pub(crate) state: PassState,
     output: String,
     nested_timing: crate::instrument::Timing,
+    statistics: crate::instrument::Statistics,
 }
 
 impl AnalysisManager {
@@ -228,6 +229,18 @@ impl AnalysisManager {
     /// report under the pass's name (`default-pipeline/cse`).
     pub fn record_nested_timing(&mut self, timing: &crate::instrument::Timing) {
         self.nested_timing.merge("", timing);
+    }
+
+    /// Adds `value` to the running pass's counter `name` (created at zero with `description`
+    /// when first reported); the pass manager sums counters over the pass's runs and prints
+    /// them when asked (`--mlir-pass-statistics`).
+    pub fn add_statistic(&mut self, name: &str, description: &str, value: u64) {
+        let pass = self.state.pass.clone();
+        self.statistics.add(&pass, name, description, value);
+    }
+
+    pub(crate) fn take_statistics(&mut self) -> crate::instrument::Statistics {
+        std::mem::take(&mut self.statistics)
     }
 
     pub(crate) fn take_nested_timing(&mut self) -> crate::instrument::Timing {

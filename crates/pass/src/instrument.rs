@@ -1,6 +1,74 @@
-//! Instrumentation output: the timing report and failure reproducers.
+//! Instrumentation output: the timing report, pass statistics and failure reproducers.
 
 use std::time::Duration;
+
+/// Named counters reported by passes ([`crate::AnalysisManager::add_statistic`]), summed per
+/// pass name over its runs, in first-report order; `--mlir-pass-statistics` prints them.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Statistics {
+    passes: Vec<(String, Vec<Statistic>)>,
+}
+
+/// One named counter of a pass.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Statistic {
+    pub name: String,
+    pub description: String,
+    pub value: u64,
+}
+
+impl Statistics {
+    /// Adds `value` to the counter `name` of `pass`.
+    pub fn add(&mut self, pass: &str, name: &str, description: &str, value: u64) {
+        let i = match self.passes.iter().position(|(p, _)| p == pass) {
+            Some(i) => i,
+            None => {
+                self.passes.push((pass.to_string(), Vec::new()));
+                self.passes.len() - 1
+            }
+        };
+        let stats = &mut self.passes[i].1;
+        match stats.iter_mut().find(|s| s.name == name) {
+            Some(s) => s.value += value,
+            None => stats.push(Statistic { name: name.to_string(), description: description.to_string(), value }),
+        }
+    }
+
+    /// Adds every counter of `other`.
+    pub fn merge(&mut self, other: &Statistics) {
+        for (pass, stats) in &other.passes {
+            for s in stats {
+                self.add(pass, &s.name, &s.description, s.value);
+            }
+        }
+    }
+
+    /// The value of counter `name` of `pass`, if it was reported.
+    pub fn get(&self, pass: &str, name: &str) -> Option<u64> {
+        let (_, stats) = self.passes.iter().find(|(p, _)| p == pass)?;
+        stats.iter().find(|s| s.name == name).map(|s| s.value)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.passes.is_empty()
+    }
+
+    /// The report, laid out like MLIR's `-mlir-pass-statistics`: each pass that reported a
+    /// counter, then its counters as `(S) value name - description`.
+    pub fn report(&self) -> String {
+        let rule = "===-------------------------------------------------------------------------===";
+        let mut out = format!("{rule}\n                         ... Pass statistics report ...\n{rule}\n");
+        for (pass, stats) in &self.passes {
+            out.push_str(pass);
+            out.push('\n');
+            let width = stats.iter().map(|s| s.value.to_string().len()).max().unwrap_or(0);
+            for s in stats {
+                out.push_str(&format!("  (S) {:>width$} {} - {}\n", s.value, s.name, s.description));
+            }
+        }
+        out
+    }
+}
 
 /// Wall time and run count per pass name, in first-run order.
 #[derive(Clone, Debug, Default)]
@@ -169,4 +237,22 @@ fn pipeline_flag(cfg: &str) -> Result<String, String> {
         return Err("unterminated quote in reproducer '--pass-pipeline='".into());
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod statistics_tests {
+    use super::Statistics;
+
+    #[test]
+    fn counters_add_up_per_pass_in_first_report_order() {
+        let mut s = Statistics::default();
+        s.add("b-pass", "rewrites", "Patterns applied", 2);
+        s.add("a-pass", "erased", "Ops erased", 10);
+        s.add("b-pass", "rewrites", "Patterns applied", 3);
+        assert_eq!(s.get("b-pass", "rewrites"), Some(5));
+        assert_eq!(s.get("a-pass", "rewrites"), None);
+        let report = s.report();
+        let body: Vec<&str> = report.lines().skip(3).collect();
+        assert_eq!(body, ["b-pass", "  (S) 5 rewrites - Patterns applied", "a-pass", "  (S) 10 erased - Ops erased"]);
+    }
 }

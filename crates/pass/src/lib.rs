@@ -6,10 +6,13 @@
 //! each pass and reporting through the instrumentation of [`PassManagerConfig`]. Passes get
 //! cached analyses, logging and rewrite limits through the [`AnalysisManager`]. Patterns are
 //! applied with [`apply_patterns_greedily`]; dialects are lowered with
-//! [`apply_partial_conversion`] and [`apply_full_conversion`]. See `docs/passes.md`.
+//! [`apply_partial_conversion`] and [`apply_full_conversion`]. Patterns may be written as
+//! declarative rules ([`drr`]); a dialect attaches its canonicalization patterns to its ops
+//! ([`CanonicalizationPatterns`]) and `canonicalize` applies them. See `docs/passes.md`.
 
 mod analysis;
 mod conversion;
+pub mod drr;
 mod env;
 mod instrument;
 mod manager;
@@ -27,7 +30,7 @@ pub use conversion::{
     apply_full_conversion, apply_partial_conversion,
 };
 pub use env::{LOG_ENV, LogConfig, LogLevel, OPT_LIMIT_ENV, OptLimits};
-pub use instrument::{Reproducer, Timing};
+pub use instrument::{Reproducer, Statistic, Statistics, Timing};
 pub use manager::{OpPassManager, PassManager, PassManagerConfig};
 pub use options::{OptionError, OptionKind, OptionSpec, OptionValue, PassOptions};
 pub use pass::{Anchor, Pass, PassResult};
@@ -38,6 +41,6 @@ pub use passes::{
 pub use pipeline::{Pipeline, PipelineElement, PipelineError};
 pub use registry::{PassCtor, PassInfo, PassRegistry};
 pub use rewrite::{
-    FoldFn, FoldResult, GreedyConfig, GreedyResult, MaterializeFn, PatternRewriter, RewritePattern,
+    CanonicalizationPatterns, FoldFn, FoldResult, GreedyConfig, GreedyResult, MaterializeFn, PatternRewriter, RewritePattern,
     RewriteSet, apply_patterns_greedily, is_trivially_dead,
 };

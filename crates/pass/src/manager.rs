@@ -3,7 +3,7 @@
 
 use crate::analysis::{AnalysisManager, PassState};
 use crate::env::{LogConfig, OptLimits};
-use crate::instrument::{Reproducer, Timing};
+use crate::instrument::{Reproducer, Statistics, Timing};
 use crate::pass::{Anchor, Pass};
 use crate::pipeline::{Pipeline, PipelineElement, PipelineError};
 use crate::registry::PassRegistry;
@@ -40,6 +40,8 @@ pub struct PassManagerConfig {
     pub print_options: PrintOptions,
     /// Print a timing report at the end of each run (`--timing`).
     pub timing: bool,
+    /// Print the passes' statistics at the end of each run (`--mlir-pass-statistics`).
+    pub pass_statistics: bool,
     /// On failure, write the failing pass's input IR and pipeline here (`--reproducer=path`).
     pub reproducer_path: Option<PathBuf>,
     /// Per-pass logging (`DIALECT_LOG`).
@@ -62,6 +64,7 @@ impl Default for PassManagerConfig {
             print_ir_tree_dir: None,
             print_options: PrintOptions::default(),
             timing: false,
+            pass_statistics: false,
             reproducer_path: None,
             log: LogConfig::default(),
             opt_limits: OptLimits::default(),
@@ -203,6 +206,7 @@ pub struct PassManager {
     config: PassManagerConfig,
     am: AnalysisManager,
     timing: Timing,
+    statistics: Statistics,
 }
 
 impl PassManager {
@@ -217,6 +221,7 @@ impl PassManager {
             config,
             am: AnalysisManager::new(),
             timing: Timing::default(),
+            statistics: Statistics::default(),
         }
     }
 
@@ -291,6 +296,7 @@ impl PassManager {
             config: &self.config,
             am: &mut self.am,
             timing: Timing::default(),
+            statistics: Statistics::default(),
             rewrites: HashMap::new(),
             tree_index: HashMap::new(),
             changed: false,
@@ -317,6 +323,11 @@ impl PassManager {
             emit(st.out, &report)?;
         }
         self.timing = timing;
+        let statistics = std::mem::take(&mut st.statistics);
+        if self.config.pass_statistics {
+            emit(st.out, &statistics.report())?;
+        }
+        self.statistics = statistics;
         result.map(|_| changed)
     }
 }
@@ -325,6 +336,7 @@ struct RunState<'a> {
     config: &'a PassManagerConfig,
     am: &'a mut AnalysisManager,
     timing: Timing,
+    statistics: Statistics,
     /// Rewrites made so far per pass name, for `DIALECT_OPT_LIMIT`.
     rewrites: HashMap<String, usize>,
     /// Next file index per tree-dump directory.
@@ -504,6 +516,8 @@ fn run_pass(
     st.timing.record(&name, t0.elapsed());
     let nested = st.am.take_nested_timing();
     st.timing.merge(&name, &nested);
+    let stats = st.am.take_statistics();
+    st.statistics.merge(&stats);
     *st.rewrites.entry(name.clone()).or_insert(0) += st.am.state.rewrites;
     let logged = st.am.take_output();
     emit(st.out, &logged)?;

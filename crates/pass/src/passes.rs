@@ -6,7 +6,7 @@ use crate::env::LogLevel;
 use crate::options::PassOptions;
 use crate::pass::{Pass, PassResult};
 use crate::registry::{PassInfo, PassRegistry};
-use crate::rewrite::{GreedyConfig, RewriteSet, apply_patterns_greedily, is_trivially_dead};
+use crate::rewrite::{CanonicalizationPatterns, GreedyConfig, RewriteSet, apply_patterns_greedily, is_trivially_dead};
 use ir::{Context, Diagnostic, Module, OpId, PrintOptions, WalkOrder};
 use std::sync::Arc;
 
@@ -62,6 +62,9 @@ impl Pass for Dce {
 /// Applies folders and canonicalization patterns greedily, and removes dead pure ops.
 pub struct Canonicalize {
     rewrites: Arc<RewriteSet>,
+    /// `rewrites` with the patterns attached in the context of the last run (keyed by the
+    /// context's address), built once per context.
+    merged: Option<(usize, Arc<RewriteSet>)>,
     config: GreedyConfig,
     test_convergence: bool,
     options: String,
@@ -86,6 +89,7 @@ impl Canonicalize {
     pub fn new(rewrites: Arc<RewriteSet>) -> Canonicalize {
         Canonicalize {
             rewrites,
+            merged: None,
             config: GreedyConfig::default(),
             test_convergence: false,
             options: String::new(),
@@ -147,8 +151,18 @@ impl Pass for Canonicalize {
     ) -> Result<PassResult, Diagnostic> {
         let mut config = self.config.clone();
         config.max_rewrites = am.rewrite_budget();
-        let r = apply_patterns_greedily(ctx, m, op, &self.rewrites, &config)?;
+        let key = ctx as *const Context as usize;
+        let set = match &self.merged {
+            Some((k, set)) if *k == key => set.clone(),
+            _ => {
+                let set = CanonicalizationPatterns::merged(ctx, &self.rewrites);
+                self.merged = Some((key, set.clone()));
+                set
+            }
+        };
+        let r = apply_patterns_greedily(ctx, m, op, &set, &config)?;
         am.record_rewrites(r.rewrites);
+        am.add_statistic("num-rewrites", "Patterns and folders applied", r.rewrites as u64);
         crate::log!(
             am,
             LogLevel::Dump,

@@ -124,6 +124,34 @@ impl RewriteSet {
     }
 }
 
+/// The canonicalization patterns of a dialect's ops, attached to each op they are rooted at
+/// (`ctx.attach(op, CanonicalizationPatterns(set))`, MLIR's `getCanonicalizationPatterns`):
+/// `canonicalize` applies every set attached in its context besides its own, so a dialect
+/// outside the project gets canonicalized without the pass knowing of it.
+#[derive(Clone)]
+pub struct CanonicalizationPatterns(pub Arc<RewriteSet>);
+
+impl CanonicalizationPatterns {
+    /// `base` extended with every set attached in `ctx` (each once), or `base` itself when
+    /// nothing is attached.
+    pub fn merged(ctx: &Context, base: &Arc<RewriteSet>) -> Arc<RewriteSet> {
+        let mut seen: Vec<&Arc<RewriteSet>> = Vec::new();
+        for (_, CanonicalizationPatterns(set)) in ctx.interfaces::<CanonicalizationPatterns>() {
+            if !seen.iter().any(|s| Arc::ptr_eq(s, set)) {
+                seen.push(set);
+            }
+        }
+        if seen.is_empty() {
+            return base.clone();
+        }
+        let mut all = RewriteSet::clone(base);
+        for set in seen {
+            all.extend(set);
+        }
+        Arc::new(all)
+    }
+}
+
 /// Whether `op` may be erased: a registered pure op, not a terminator, whose results are unused.
 pub fn is_trivially_dead(ctx: &Context, m: &Module, op: OpId) -> bool {
     let Some(def) = ctx.op_def(m.op_name(op)) else {

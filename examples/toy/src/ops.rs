@@ -1,15 +1,26 @@
-//! An example dialect: how a user's dialect declares ops, traits, verifiers and syntax.
+//! The toy dialect's ops: their handles, definitions (traits, arity, attributes, syntax) and
+//! verifiers, all in this one file.
 //!
 //! `toy` is a tiny tensor language in the spirit of MLIR's tutorial: constants, elementwise
-//! `add`/`mul`, `transpose`, `reshape` and a side-effecting `print`. `docs/dialects.md` walks
-//! through this file; the lit tests under `lit/dialects/toy/` exercise it through `dialect-opt`.
+//! `add`/`mul`, `scale` by a constant factor, `transpose`, `reshape` and a side-effecting
+//! `print`. `docs/dialects.md` walks through this file.
 
-use ir::{Arity, AttrKind, Context, Module, OpDef, OpId, Syntax, Traits, TypeKind};
+use ir::{Arity, AttrKind, Context, Module, OpDef, OpId, OpRef, Syntax, Traits, TypeKind};
 
 pub const DIALECT: &str = "toy";
 
-/// Registers the toy dialect.
-pub fn register(ctx: &mut Context) {
+// [doc:handles]
+pub const CONSTANT: OpRef = OpRef::new("toy.constant");
+pub const ADD: OpRef = OpRef::new("toy.add");
+pub const MUL: OpRef = OpRef::new("toy.mul");
+pub const SCALE: OpRef = OpRef::new("toy.scale");
+pub const TRANSPOSE: OpRef = OpRef::new("toy.transpose");
+pub const RESHAPE: OpRef = OpRef::new("toy.reshape");
+pub const PRINT: OpRef = OpRef::new("toy.print");
+// [/doc:handles]
+
+/// Registers the toy dialect's ops (the crate's `register` adds its patterns).
+pub fn register_ops(ctx: &mut Context) {
     ctx.register_dialect(DIALECT, "A tiny example tensor language.");
     for def in definitions() {
         // Names below are distinct, so registration only fails if the dialect was registered twice.
@@ -20,7 +31,8 @@ pub fn register(ctx: &mut Context) {
 /// The toy ops.
 pub fn definitions() -> Vec<OpDef> {
     vec![
-        OpDef::new("toy.constant")
+        // [doc:ops]
+        OpDef::new(CONSTANT.name())
             .summary("A constant tensor: `%c = toy.constant dense<[1.0, 2.0]> : tensor<2xf64>`.")
             .traits(Traits::PURE | Traits::CONSTANT_LIKE)
             .operands(Arity::Exact(0))
@@ -28,31 +40,41 @@ pub fn definitions() -> Vec<OpDef> {
             .attr("value", AttrKind::Dense, true)
             .syntax(Syntax::Constant)
             .verifier(verify_constant),
-        OpDef::new("toy.add")
+        OpDef::new(ADD.name())
             .summary("Elementwise addition of two tensors of the same shape.")
             .traits(Traits::PURE | Traits::ELEMENTWISE | Traits::COMMUTATIVE | Traits::SAME_OPERANDS_AND_RESULT_SHAPE)
             .operands(Arity::Exact(2))
             .results(Arity::Exact(1))
             .verifier(verify_tensors),
-        OpDef::new("toy.mul")
+        // [/doc:ops]
+        OpDef::new(MUL.name())
             .summary("Elementwise multiplication of two tensors of the same shape.")
             .traits(Traits::PURE | Traits::ELEMENTWISE | Traits::COMMUTATIVE | Traits::SAME_OPERANDS_AND_RESULT_SHAPE)
             .operands(Arity::Exact(2))
             .results(Arity::Exact(1))
             .verifier(verify_tensors),
-        OpDef::new("toy.transpose")
+        // [doc:scale]
+        OpDef::new(SCALE.name())
+            .summary("Multiplies every element by the constant `factor`.")
+            .traits(Traits::PURE | Traits::ELEMENTWISE | Traits::SAME_OPERANDS_AND_RESULT_SHAPE)
+            .operands(Arity::Exact(1))
+            .results(Arity::Exact(1))
+            .attr("factor", AttrKind::Float, true)
+            .verifier(verify_tensors),
+        // [/doc:scale]
+        OpDef::new(TRANSPOSE.name())
             .summary("Swaps the two dimensions of a rank-2 tensor.")
             .traits(Traits::PURE)
             .operands(Arity::Exact(1))
             .results(Arity::Exact(1))
             .verifier(verify_transpose),
-        OpDef::new("toy.reshape")
+        OpDef::new(RESHAPE.name())
             .summary("Reshapes a tensor to the static shape of its result.")
             .traits(Traits::PURE)
             .operands(Arity::Exact(1))
             .results(Arity::Exact(1))
             .verifier(verify_reshape),
-        OpDef::new("toy.print")
+        OpDef::new(PRINT.name())
             .summary("Prints a tensor; has a side effect, so it is never removed.")
             .operands(Arity::Exact(1))
             .results(Arity::Exact(0))
@@ -61,6 +83,7 @@ pub fn definitions() -> Vec<OpDef> {
     ]
 }
 
+// [doc:verifier]
 fn verify_constant(_: &Context, m: &Module, op: OpId) -> Result<(), String> {
     let Some(d) = m.attr(op, "value").and_then(|a| a.as_dense()) else {
         return Err("requires a dense 'value'".into());
@@ -71,6 +94,8 @@ fn verify_constant(_: &Context, m: &Module, op: OpId) -> Result<(), String> {
     }
     Ok(())
 }
+
+// [/doc:verifier]
 
 fn verify_tensors(_: &Context, m: &Module, op: OpId) -> Result<(), String> {
     for &v in m.operands(op).iter().chain(m.results(op)) {
