@@ -27,8 +27,9 @@ add-self: (toy.add ?x ?x) => (toy.scale ?x factor=2.0) if (float ?x)
 "#;
 // [/doc:rules]
 
-/// Constants up to this many elements are reshaped at compile time.
-pub const MAX_FOLDED_ELEMENTS: usize = 1 << 16;
+/// Constants up to this many elements are reshaped at compile time; a larger one is reshaped
+/// when the program runs, so programs do not grow by a copy of each large constant.
+pub const MAX_FOLDED_ELEMENTS: usize = 8;
 
 // [doc:natives]
 /// The native functions the rules name.
