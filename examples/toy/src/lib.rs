@@ -11,6 +11,7 @@ pub mod lowering;
 pub mod ops;
 pub mod passes;
 pub mod patterns;
+pub mod types;
 
 use ir::Context;
 
@@ -19,7 +20,7 @@ pub use ops::DIALECT;
 // [doc:register]
 /// Registers the toy dialect: its ops, and the patterns `canonicalize` applies to them.
 pub fn register(ctx: &mut Context) -> Result<(), String> {
-    ops::register_ops(ctx);
+    ops::register_ops(ctx)?;
     patterns::attach(ctx)
 }
 

@@ -37,6 +37,23 @@ impl ConversionPattern for OneToOne {
     }
 }
 
+/// `toy.struct` becomes a `prim.TupleConstruct` of the same tensors, typed `tuple<...>`.
+struct StructToTuple;
+
+impl ConversionPattern for StructToTuple {
+    fn root(&self) -> Option<&str> {
+        Some(crate::ops::STRUCT.name())
+    }
+
+    fn match_and_rewrite(&self, _: &Context, rw: &mut ConversionRewriter<'_, '_>, op: OpId, operands: &[ValueId]) -> Result<bool, Diagnostic> {
+        let m = rw.module();
+        let Some(fields) = crate::types::struct_fields(m.value_type(m.results(op)[0])) else { return Ok(false) };
+        let state = OperationState::new(dialect_prim::TUPLE_CONSTRUCT).operands(operands.iter().copied()).results([Type::tuple(fields)]);
+        rw.replace_op_with(op, state)?;
+        Ok(true)
+    }
+}
+
 /// The conversion patterns: each toy op that computes, and what it becomes.
 pub fn patterns() -> ConversionPatternSet {
     use crate::ops::*;
@@ -56,6 +73,24 @@ pub fn patterns() -> ConversionPatternSet {
             Some(vec![("shape", Attribute::ints(&dims))])
         },
     });
+    set.add(StructToTuple);
+    set.add(OneToOne {
+        from: FIELD,
+        to: ir::OpRef::new(dialect_prim::TUPLE_INDEX),
+        attrs: |m, o| Some(vec![("index", Attribute::Int(m.attr(o, "index")?.as_int()?))]),
+    });
+    set.add(OneToOne {
+        from: FILL,
+        to: op::FULL,
+        attrs: |m, o| {
+            let t = m.value_type(m.results(o)[0]).as_tensor()?;
+            Some(vec![
+                ("size", Attribute::ints(&t.static_dims()?)),
+                ("fill_value", m.attr(o, "value")?.clone()),
+                ("dtype", dialect_prim::kinds::dtype(t.dtype?)),
+            ])
+        },
+    });
     set
 }
 
@@ -68,7 +103,7 @@ pub fn target() -> ConversionTarget {
 }
 // [/doc:lowering]
 
-use ir::ValueId;
+use ir::{Type, ValueId};
 
 // [doc:pass]
 /// The lowering as a pass; it counts the ops it converted (`num-lowered`).

@@ -17,15 +17,20 @@ pub const SCALE: OpRef = OpRef::new("toy.scale");
 pub const TRANSPOSE: OpRef = OpRef::new("toy.transpose");
 pub const RESHAPE: OpRef = OpRef::new("toy.reshape");
 pub const PRINT: OpRef = OpRef::new("toy.print");
+pub const STRUCT: OpRef = OpRef::new("toy.struct");
+pub const FIELD: OpRef = OpRef::new("toy.field");
+pub const FILL: OpRef = OpRef::new("toy.fill");
 // [/doc:handles]
 
-/// Registers the toy dialect's ops (the crate's `register` adds its patterns).
-pub fn register_ops(ctx: &mut Context) {
+/// Registers the toy dialect: its type and attribute kinds, then its ops (the crate's
+/// `register` adds its patterns).
+pub fn register_ops(ctx: &mut Context) -> Result<(), String> {
     ctx.register_dialect(DIALECT, "A tiny example tensor language.");
+    crate::types::register(ctx)?;
     for def in definitions() {
-        // Names below are distinct, so registration only fails if the dialect was registered twice.
-        let _ = ctx.register_op(def);
+        ctx.register_op(def).map_err(|e| e.to_string())?;
     }
+    Ok(())
 }
 
 /// The toy ops.
@@ -80,6 +85,32 @@ pub fn definitions() -> Vec<OpDef> {
             .results(Arity::Exact(0))
             .syntax(Syntax::Return)
             .verifier(verify_tensors),
+        // [doc:formats]
+        OpDef::new(STRUCT.name())
+            .summary("Packs tensors into a `!toy.struct`.")
+            .traits(Traits::PURE)
+            .operands(Arity::AtLeast(1))
+            .results(Arity::Exact(1))
+            .assembly_format("operands attr-dict `:` functional-type(operands, results)")
+            .verifier(verify_struct),
+        OpDef::new(FIELD.name())
+            .summary("Field `index` of a `!toy.struct`.")
+            .traits(Traits::PURE)
+            .operands(Arity::Exact(1))
+            .results(Arity::Exact(1))
+            .attr("index", AttrKind::Int, true)
+            .assembly_format("operands `[` $index `]` attr-dict `:` type(operands) `->` type(results)")
+            .verifier(verify_field),
+        OpDef::new(FILL.name())
+            .summary("A tensor of `shape` (a `#toy.shape`) filled with `value`.")
+            .traits(Traits::PURE)
+            .operands(Arity::Exact(0))
+            .results(Arity::Exact(1))
+            .attr("value", AttrKind::Float, true)
+            .attr("shape", AttrKind::Any, true)
+            .assembly_format("$value `,` $shape attr-dict `:` type(results)")
+            .verifier(verify_fill),
+        // [/doc:formats]
     ]
 }
 
@@ -96,6 +127,46 @@ fn verify_constant(_: &Context, m: &Module, op: OpId) -> Result<(), String> {
 }
 
 // [/doc:verifier]
+
+// [doc:struct-verifiers]
+fn verify_struct(_: &Context, m: &Module, op: OpId) -> Result<(), String> {
+    let t = m.value_type(m.results(op)[0]);
+    let fields = crate::types::struct_fields(t).ok_or_else(|| format!("result must be a !toy.struct, found {t}"))?;
+    let operands: Vec<_> = m.operands(op).iter().map(|&v| m.value_type(v).clone()).collect();
+    if fields != operands {
+        return Err(format!("operand types must be the struct's fields, found {}", list(&operands)));
+    }
+    Ok(())
+}
+
+fn verify_field(_: &Context, m: &Module, op: OpId) -> Result<(), String> {
+    let s = m.value_type(m.operands(op)[0]);
+    let fields = crate::types::struct_fields(s).ok_or_else(|| format!("operand must be a !toy.struct, found {s}"))?;
+    let index = m.attr(op, "index").and_then(|a| a.as_int()).unwrap_or(-1);
+    let field = usize::try_from(index).ok().and_then(|i| fields.get(i));
+    let field = field.ok_or_else(|| format!("index {index} is out of range for a struct of {} field(s)", fields.len()))?;
+    let r = m.value_type(m.results(op)[0]);
+    if r != field {
+        return Err(format!("result type {r} must be field {index}'s type {field}"));
+    }
+    Ok(())
+}
+
+fn verify_fill(_: &Context, m: &Module, op: OpId) -> Result<(), String> {
+    let shape = m.attr(op, "shape").ok_or("requires a 'shape'")?;
+    let dims = crate::types::shape_dims(shape).ok_or_else(|| format!("'shape' must be a #toy.shape, found {shape}"))?;
+    let r = m.value_type(m.results(op)[0]);
+    let t = r.as_tensor().ok_or_else(|| format!("result must be a tensor, found {r}"))?;
+    if t.static_dims().as_deref() != Some(&dims[..]) || !t.dtype.is_some_and(|d| d.is_floating()) {
+        return Err(format!("result type {r} must be a float tensor of shape {shape}"));
+    }
+    Ok(())
+}
+// [/doc:struct-verifiers]
+
+fn list(types: &[ir::Type]) -> String {
+    types.iter().map(|t| t.to_string()).collect::<Vec<_>>().join(", ")
+}
 
 fn verify_tensors(_: &Context, m: &Module, op: OpId) -> Result<(), String> {
     for &v in m.operands(op).iter().chain(m.results(op)) {

@@ -24,6 +24,8 @@ scale-one: (toy.scale ?x factor=?f) => ?x if (attr-eq ?f 1.0)
 scale-scale: (toy.scale (toy.scale ?x factor=?a) factor=?b) => @merge-scales ?x ?a ?b
 # A float tensor added to itself is scaled by two.
 add-self: (toy.add ?x ?x) => (toy.scale ?x factor=2.0) if (float ?x)
+# A field of a struct built here is the tensor it was built from.
+field-of-struct: (toy.field ?s index=?i) => @field-of-struct ?s ?i if (@built-struct ?s)
 "#;
 // [/doc:rules]
 
@@ -46,6 +48,16 @@ pub fn natives() -> Natives {
             let state = OperationState::new(crate::ops::CONSTANT).results([ty]).attr("value", Attribute::Dense(reshaped));
             Ok(Some(vec![rw.create_value(state)?]))
         })
+        .predicate("built-struct", |_, m, args| {
+            args[0].value().and_then(|v| m.defining_op(v)).is_some_and(|d| m.op_name(d) == crate::ops::STRUCT.name())
+        })
+        .builder("field-of-struct", |_, rw, _, args| {
+            let [Binding::Value(s), Binding::Attr(i)] = args else { return Ok(None) };
+            let m = rw.module();
+            let Some(def) = m.defining_op(*s) else { return Ok(None) };
+            let field = i.as_int().and_then(|i| usize::try_from(i).ok()).and_then(|i| m.operands(def).get(i).copied());
+            Ok(field.map(|v| vec![v]))
+        })
         .builder("merge-scales", |_, rw, op, args| {
             let [Binding::Value(x), Binding::Attr(a), Binding::Attr(b)] = args else { return Ok(None) };
             let (Some(a), Some(b)) = (a.as_float(), b.as_float()) else { return Ok(None) };
@@ -67,7 +79,7 @@ pub fn rewrite_set(ctx: &Context) -> Result<RewriteSet, String> {
 /// Attaches the rules to the ops they are rooted at, for `canonicalize`.
 pub fn attach(ctx: &mut Context) -> Result<(), String> {
     let set = Arc::new(rewrite_set(ctx)?);
-    for op in [crate::ops::TRANSPOSE, crate::ops::RESHAPE, crate::ops::SCALE, crate::ops::ADD] {
+    for op in [crate::ops::TRANSPOSE, crate::ops::RESHAPE, crate::ops::SCALE, crate::ops::ADD, crate::ops::FIELD] {
         ctx.attach(op, CanonicalizationPatterns(set.clone()));
     }
     Ok(())

@@ -54,7 +54,15 @@ fn docs_example_registers_and_round_trips() {
 fn toy_registers_like_builtin_dialects() {
     let mut ctx = Context::new();
     toy::register(&mut ctx).unwrap();
-    assert_eq!(ctx.ops_of_dialect("toy"), ["toy.add", "toy.constant", "toy.mul", "toy.print", "toy.reshape", "toy.scale", "toy.transpose"]);
+    assert_eq!(
+        ctx.ops_of_dialect("toy"),
+        ["toy.add", "toy.constant", "toy.field", "toy.fill", "toy.mul", "toy.print", "toy.reshape", "toy.scale", "toy.struct", "toy.transpose"]
+    );
     let attached = ctx.interfaces::<pass::CanonicalizationPatterns>().count();
-    assert_eq!(attached, 4, "the rules are attached to each op they are rooted at");
+    assert_eq!(attached, 5, "the rules are attached to each op they are rooted at");
+    let (types, attrs) = ctx.kinds_of_dialect("toy");
+    assert_eq!(types.iter().map(|d| d.full_name()).collect::<Vec<_>>(), ["toy.struct"]);
+    assert_eq!(attrs.iter().map(|d| d.full_name()).collect::<Vec<_>>(), ["toy.shape"]);
+    // A second registration is refused, not a panic.
+    assert!(toy::register(&mut ctx).is_err());
 }
