@@ -314,6 +314,16 @@ impl DialectParser<'_, '_> {
         self.p.hook_error(msg.into())
     }
 
+    /// Reads sizes written as a tensor type writes them, `2x3x4`, as MLIR's
+    /// `parseDimensionList` does (whitespace around the `x` allowed).
+    pub fn parse_dimension_list(&mut self) -> Result<Vec<i64>, Diagnostic> {
+        let mut dims = vec![self.parse_integer()?];
+        while self.eat("x") {
+            dims.push(self.parse_integer()?);
+        }
+        Ok(dims)
+    }
+
     /// Reads `<p, p, ...>` with `item` for each element; nothing at all reads as no elements.
     pub fn parse_angle_list(
         &mut self,

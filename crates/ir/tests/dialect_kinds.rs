@@ -17,12 +17,9 @@ fn parse_pair(p: &mut DialectParser<'_, '_>) -> Result<Vec<Attribute>, Diagnosti
 /// `#shapes.dims<2x3x4>`: static sizes written as a tensor shape is.
 fn parse_dims(p: &mut DialectParser<'_, '_>) -> Result<Vec<Attribute>, Diagnostic> {
     p.expect("<")?;
-    let mut dims = vec![Attribute::Int(p.parse_integer()?)];
-    while p.eat("x") {
-        dims.push(Attribute::Int(p.parse_integer()?));
-    }
+    let dims = p.parse_dimension_list()?;
     p.expect(">")?;
-    Ok(dims)
+    Ok(dims.into_iter().map(Attribute::Int).collect())
 }
 
 fn print_dims(params: &[Attribute], f: &mut dyn fmt::Write) -> fmt::Result {

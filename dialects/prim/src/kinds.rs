@@ -87,44 +87,38 @@ fn verify_device(params: &[Attribute]) -> Result<(), String> {
     }
 }
 
-fn def(name: &str, summary: &str, parse: ir::extension::ParseParamsFn, print: ir::extension::PrintParamsFn) -> Arc<KindDef> {
-    Arc::new(KindDef::new(crate::DIALECT, name, parse, print).summary(summary))
+/// A kind of the prim dialect; `verify` checks the parameters of kinds that have any.
+fn def(
+    name: &str,
+    summary: &str,
+    parse: ir::extension::ParseParamsFn,
+    print: ir::extension::PrintParamsFn,
+    verify: Option<ir::extension::VerifyParamsFn>,
+) -> Arc<KindDef> {
+    let mut d = KindDef::new(crate::DIALECT, name, parse, print).summary(summary);
+    d.verify = verify;
+    Arc::new(d)
 }
 
-static STR_T: LazyLock<Arc<KindDef>> = LazyLock::new(|| def("str", "A string (TorchScript `str`).", no_params, print_nothing));
+static STR_T: LazyLock<Arc<KindDef>> =
+    LazyLock::new(|| def("str", "A string (TorchScript `str`).", no_params, print_nothing, None));
 static DEVICE_T: LazyLock<Arc<KindDef>> =
-    LazyLock::new(|| def("device", "A device (TorchScript `Device`).", no_params, print_nothing));
+    LazyLock::new(|| def("device", "A device (TorchScript `Device`).", no_params, print_nothing, None));
 static ANY_T: LazyLock<Arc<KindDef>> =
-    LazyLock::new(|| def("any", "A value of any type (TorchScript `Any`).", no_params, print_nothing));
+    LazyLock::new(|| def("any", "A value of any type (TorchScript `Any`).", no_params, print_nothing, None));
 static LIST_T: LazyLock<Arc<KindDef>> = LazyLock::new(|| {
-    Arc::new(
-        KindDef::new(crate::DIALECT, "list", parse_one_type, print_one_type)
-            .summary("A homogeneous list (TorchScript `List[T]`).")
-            .verifier(verify_one_type),
-    )
+    def("list", "A homogeneous list (TorchScript `List[T]`).", parse_one_type, print_one_type, Some(verify_one_type))
 });
 static OPTIONAL_T: LazyLock<Arc<KindDef>> = LazyLock::new(|| {
-    Arc::new(
-        KindDef::new(crate::DIALECT, "optional", parse_one_type, print_one_type)
-            .summary("`T` or None (TorchScript `Optional[T]`).")
-            .verifier(verify_one_type),
-    )
+    def("optional", "`T` or None (TorchScript `Optional[T]`).", parse_one_type, print_one_type, Some(verify_one_type))
 });
 static NONE_A: LazyLock<Arc<KindDef>> =
-    LazyLock::new(|| def("none", "Python's `None` as an argument value.", no_params, print_nothing));
+    LazyLock::new(|| def("none", "Python's `None` as an argument value.", no_params, print_nothing, None));
 static DTYPE_A: LazyLock<Arc<KindDef>> = LazyLock::new(|| {
-    Arc::new(
-        KindDef::new(crate::DIALECT, "dtype", parse_dtype, print_dtype)
-            .summary("A dtype (`torch.float32` is `#prim.dtype<f32>`).")
-            .verifier(verify_dtype),
-    )
+    def("dtype", "A dtype (`torch.float32` is `#prim.dtype<f32>`).", parse_dtype, print_dtype, Some(verify_dtype))
 });
 static DEVICE_A: LazyLock<Arc<KindDef>> = LazyLock::new(|| {
-    Arc::new(
-        KindDef::new(crate::DIALECT, "device", parse_device, print_device)
-            .summary("A device (`#prim.device<\"cpu\">`).")
-            .verifier(verify_device),
-    )
+    def("device", "A device (`#prim.device<\"cpu\">`).", parse_device, print_device, Some(verify_device))
 });
 
 /// Registers the prim type and attribute kinds in a context (the dialect must be registered).

@@ -36,12 +36,9 @@ pub fn struct_def() -> KindDef {
 /// `#toy.shape<2x3>`: static sizes, written as a tensor type writes them.
 fn parse_shape(p: &mut DialectParser<'_, '_>) -> Result<Vec<Attribute>, Diagnostic> {
     p.expect("<")?;
-    let mut dims = vec![Attribute::Int(p.parse_integer()?)];
-    while p.eat("x") {
-        dims.push(Attribute::Int(p.parse_integer()?));
-    }
+    let dims = p.parse_dimension_list()?;
     p.expect(">")?;
-    Ok(dims)
+    Ok(dims.into_iter().map(Attribute::Int).collect())
 }
 
 fn print_shape(params: &[Attribute], f: &mut dyn fmt::Write) -> fmt::Result {
