@@ -314,6 +314,10 @@ pub enum RegistryError {
     UnknownDialect { op: String, dialect: String },
     #[error("assembly format of operation '{op}', {error}")]
     Format { op: String, error: FormatError },
+    #[error("type or attribute kind '{0}' is already registered")]
+    DuplicateKind(String),
+    #[error("type or attribute kind '{kind}' belongs to dialect '{dialect}', which is not registered")]
+    KindOfUnknownDialect { kind: String, dialect: String },
 }
 
 /// Registered dialects and operations, and interned types. Shared read-only once built.

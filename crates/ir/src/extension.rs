@@ -135,11 +135,14 @@ impl fmt::Debug for DialectValue {
     }
 }
 
-/// The type and attribute kinds registered in a context, by `dialect.name`.
+/// The kinds of one dialect, by name.
+type KindTable = std::collections::HashMap<String, Arc<KindDef>>;
+
+/// The type and attribute kinds registered in a context, by dialect, then name.
 #[derive(Default, Clone)]
 pub(crate) struct KindRegistry {
-    types: std::collections::HashMap<String, Arc<KindDef>>,
-    attrs: std::collections::HashMap<String, Arc<KindDef>>,
+    types: std::collections::HashMap<String, KindTable>,
+    attrs: std::collections::HashMap<String, KindTable>,
 }
 
 impl Context {
@@ -170,48 +173,48 @@ impl Context {
     }
 
     fn insert_kind(&mut self, def: Arc<KindDef>, attr: bool) -> Result<(), RegistryError> {
-        let full = def.full_name();
         if !self.is_registered_dialect(&def.dialect) {
-            return Err(RegistryError::UnknownDialect { op: full, dialect: def.dialect.to_string() });
+            return Err(RegistryError::KindOfUnknownDialect { kind: def.full_name(), dialect: def.dialect.to_string() });
         }
         let kinds = self.kinds_mut();
         let table = if attr { &mut kinds.attrs } else { &mut kinds.types };
-        if table.contains_key(&full) {
-            return Err(RegistryError::DuplicateOp(full));
+        let of_dialect = table.entry(def.dialect.to_string()).or_default();
+        if of_dialect.contains_key(&*def.name) {
+            return Err(RegistryError::DuplicateKind(def.full_name()));
         }
-        table.insert(full, def);
+        of_dialect.insert(def.name.to_string(), def);
         Ok(())
     }
 
     /// The definition of type kind `dialect.name`, if registered.
     pub fn type_def(&self, dialect: &str, name: &str) -> Option<&Arc<KindDef>> {
-        self.kinds().types.get(&format!("{dialect}.{name}"))
+        self.kinds().types.get(dialect)?.get(name)
     }
 
     /// The definition of attribute kind `dialect.name`, if registered.
     pub fn attr_def(&self, dialect: &str, name: &str) -> Option<&Arc<KindDef>> {
-        self.kinds().attrs.get(&format!("{dialect}.{name}"))
+        self.kinds().attrs.get(dialect)?.get(name)
     }
 
     /// The registered type kinds, then attribute kinds, of a dialect, sorted by name.
     pub fn kinds_of_dialect(&self, dialect: &str) -> (Vec<&Arc<KindDef>>, Vec<&Arc<KindDef>>) {
-        fn pick<'m>(m: &'m std::collections::HashMap<String, Arc<KindDef>>, dialect: &str) -> Vec<&'m Arc<KindDef>> {
-            let mut v: Vec<_> = m.values().filter(|d| &*d.dialect == dialect).collect();
+        fn sorted(table: Option<&KindTable>) -> Vec<&Arc<KindDef>> {
+            let mut v: Vec<_> = table.into_iter().flat_map(|t| t.values()).collect();
             v.sort_by(|a, b| a.name.cmp(&b.name));
             v
         }
         let k = self.kinds();
-        (pick(&k.types, dialect), pick(&k.attrs, dialect))
+        (sorted(k.types.get(dialect)), sorted(k.attrs.get(dialect)))
     }
 
     /// Whether a dialect defines any type kind (then an unknown `!dialect.x` is an error, not opaque).
     pub fn defines_types(&self, dialect: &str) -> bool {
-        self.kinds().types.values().any(|d| &*d.dialect == dialect)
+        self.kinds().types.get(dialect).is_some_and(|t| !t.is_empty())
     }
 
     /// Whether a dialect defines any attribute kind.
     pub fn defines_attrs(&self, dialect: &str) -> bool {
-        self.kinds().attrs.values().any(|d| &*d.dialect == dialect)
+        self.kinds().attrs.get(dialect).is_some_and(|t| !t.is_empty())
     }
 }
 
