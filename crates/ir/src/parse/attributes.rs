@@ -148,16 +148,13 @@ impl<'a> Parser<'a> {
                 Attribute::integer(v, Some(ty))
                     .ok_or_else(|| self.err_at(pos, format!("integer {t} does not fit in {}", ty.name())))
             }
-            (Literal::Int(t), SizedScalar::Float(ty)) if hex(&t).is_some() => {
-                let h = hex(&t).unwrap_or_default();
-                let bits = u32::from_str_radix(&h, 16).ok().filter(|_| h.len() <= ty.hex_digits());
-                let bits = bits.ok_or_else(|| {
-                    self.err_at(pos, format!("hexadecimal literal '{t}' does not fit the bits of {}", ty.name()))
-                })?;
-                Ok(Attribute::SizedFloat { bits, ty })
-            }
             (Literal::Int(t) | Literal::Float(t), SizedScalar::Float(ty)) => {
-                let bits = ty.parse_decimal(&t).ok_or_else(|| self.err_at(pos, format!("invalid float literal '{t}'")))?;
+                let bits = match hex(&t) {
+                    Some(h) => u32::from_str_radix(&h, 16).ok().filter(|_| h.len() <= ty.hex_digits()).ok_or_else(|| {
+                        self.err_at(pos, format!("hexadecimal literal '{t}' does not fit the bits of {}", ty.name()))
+                    })?,
+                    None => ty.parse_decimal(&t).ok_or_else(|| self.err_at(pos, format!("invalid float literal '{t}'")))?,
+                };
                 Ok(Attribute::SizedFloat { bits, ty })
             }
             (Literal::Float(_), SizedScalar::Int(ty)) => {
@@ -192,18 +189,14 @@ impl<'a> Parser<'a> {
         if let Some(a) = self.registered_attr(dialect, name, pos)? {
             return Ok(a);
         }
-        match (dialect, name) {
-            _ => {
-                let body = self.opaque_body()?;
-                if !self.ctx.is_registered_dialect(dialect) && !self.ctx.allow_unregistered() {
-                    return Err(self.err_at(
-                        pos,
-                        format!("attribute of unregistered dialect '{dialect}' (use --allow-unregistered-dialect)"),
-                    ));
-                }
-                Ok(Attribute::Opaque { dialect: dialect.into(), name: name.into(), body: body.map(Into::into) })
-            }
+        let body = self.opaque_body()?;
+        if !self.ctx.is_registered_dialect(dialect) && !self.ctx.allow_unregistered() {
+            return Err(self.err_at(
+                pos,
+                format!("attribute of unregistered dialect '{dialect}' (use --allow-unregistered-dialect)"),
+            ));
         }
+        Ok(Attribute::Opaque { dialect: dialect.into(), name: name.into(), body: body.map(Into::into) })
     }
 
     /// A balanced `<...>` body, returned raw; `None` when there is none.

@@ -57,22 +57,14 @@ impl<'a> Parser<'a> {
             if let Some(t) = self.registered_type(dialect, name, pos)? {
                 return Ok(t);
             }
-            return match (dialect, name) {
-                _ => {
-                    let body = self.opaque_body()?;
-                    if !self.ctx.is_registered_dialect(dialect) && !self.ctx.allow_unregistered() {
-                        return Err(self.err_at(
-                            pos,
-                            format!("type of unregistered dialect '{dialect}' (use --allow-unregistered-dialect)"),
-                        ));
-                    }
-                    Ok(self.ctx.intern(TypeKind::Opaque {
-                        dialect: dialect.into(),
-                        name: name.into(),
-                        body: body.map(Into::into),
-                    }))
-                }
-            };
+            let body = self.opaque_body()?;
+            if !self.ctx.is_registered_dialect(dialect) && !self.ctx.allow_unregistered() {
+                return Err(self.err_at(
+                    pos,
+                    format!("type of unregistered dialect '{dialect}' (use --allow-unregistered-dialect)"),
+                ));
+            }
+            return Ok(self.ctx.intern(TypeKind::Opaque { dialect: dialect.into(), name: name.into(), body: body.map(Into::into) }));
         }
         let Some(id) = self.bare_id() else {
             return Err(self.err(format!("expected type{}", self.found())));
