@@ -6,6 +6,7 @@
 
 use super::*;
 use dialect_aten::op;
+use dialect_prim::kinds::Attr as PA;
 use ir::OpRef;
 use std::collections::HashMap;
 use std::sync::OnceLock;
@@ -410,11 +411,14 @@ impl Builder {
                 let t = tensor(0)?;
                 let d = match rule {
                     Rule::Cast => match arg(1) {
-                        Arg::Attr(a) if dialect_prim::kinds::as_dtype(&a).is_some() => dialect_prim::kinds::as_dtype(&a).unwrap_or(DType::F32),
-                        Arg::Attr(Attribute::Int(c)) => {
-                            DType::from_scalar_type_code(c).ok_or_else(|| bad(&format!("unknown dtype code {c}")))?
-                        }
-                        Arg::Attr(a) if dialect_prim::kinds::is_none(&a) => self.dtype(t),
+                        Arg::Attr(a) => match dialect_prim::kinds::attr(&a) {
+                            PA::DType(d) => d,
+                            PA::Other(Attribute::Int(c)) => {
+                                DType::from_scalar_type_code(*c).ok_or_else(|| bad(&format!("unknown dtype code {c}")))?
+                            }
+                            PA::None => self.dtype(t),
+                            _ => return Err(bad("dtype must be a constant")),
+                        },
                         _ => return Err(bad("dtype must be a constant")),
                     },
                     Rule::TypeAs => self.dtype(tensor(1)?),
@@ -425,8 +429,11 @@ impl Builder {
             Rule::ScalarTensor => {
                 let s = opt_scalar(0)?.ok_or_else(|| bad("s must be a number"))?;
                 let d = match arg(1) {
-                    Arg::Attr(a) if dialect_prim::kinds::as_dtype(&a).is_some() => dialect_prim::kinds::as_dtype(&a).unwrap_or(DType::F32),
-                    Arg::Attr(Attribute::Int(c)) => DType::from_scalar_type_code(c).ok_or_else(|| bad("unknown dtype"))?,
+                    Arg::Attr(a) => match dialect_prim::kinds::attr(&a) {
+                        PA::DType(d) => d,
+                        PA::Other(Attribute::Int(c)) => DType::from_scalar_type_code(*c).ok_or_else(|| bad("unknown dtype"))?,
+                        _ => DType::F32,
+                    },
                     _ => DType::F32,
                 };
                 check_dtype(op, d)?;

@@ -478,26 +478,22 @@ impl Emitter<'_> {
     fn constant(&mut self, op: OpId) -> R<String> {
         let value = self.m.attr(op, "value").ok_or_else(|| self.err(op, "has no `value`"))?;
         let ty = self.m.results(op).first().map(|&r| self.m.value_type(r).clone()).ok_or_else(|| self.err(op, "has no result"))?;
-        Ok(match (value, ty.pk()) {
-            (Attribute::Dense(d), _) => {
+        Ok(match (value.pa(), ty.pk()) {
+            (PA::Other(Attribute::Dense(d)), _) => {
                 let index = self.first_constant + self.dense_constants.len();
                 self.dense_constants.push(d.clone());
                 format!("CONSTANTS.c{index}")
             }
-            (Attribute::Int(i), PK::Float) => float_literal(*i as f64),
-            (Attribute::Int(i), _) => int_literal(*i),
-            (Attribute::Float(f), _) => float_literal(f.get()),
-            (Attribute::Bool(b), _) => if *b { "True" } else { "False" }.into(),
-            (a, _) if dialect_prim::kinds::is_none(a) => "None".into(),
-            (Attribute::Str(s), PK::Device) => format!("torch.device({})", str_literal(s)),
-            (a, _) if dialect_prim::kinds::as_device(a).is_some() => {
-                format!("torch.device({})", str_literal(dialect_prim::kinds::as_device(a).unwrap_or_default()))
-            }
-            (Attribute::Str(s), _) => str_literal(s),
-            (a, _) if dialect_prim::kinds::as_dtype(a).is_some() => {
-                dialect_prim::kinds::as_dtype(a).map(|d| d.scalar_type_code().to_string()).unwrap_or_default()
-            }
-            (other, _) => return Err(self.err(op, format!("constant `{other}` has no TorchScript literal"))),
+            (PA::Other(Attribute::Int(i)), PK::Float) => float_literal(*i as f64),
+            (PA::Other(Attribute::Int(i)), _) => int_literal(*i),
+            (PA::Other(Attribute::Float(f)), _) => float_literal(f.get()),
+            (PA::Other(Attribute::Bool(b)), _) => if *b { "True" } else { "False" }.into(),
+            (PA::None, _) => "None".into(),
+            (PA::Other(Attribute::Str(s)), PK::Device) => format!("torch.device({})", str_literal(s)),
+            (PA::Device(s), _) => format!("torch.device({})", str_literal(s)),
+            (PA::Other(Attribute::Str(s)), _) => str_literal(s),
+            (PA::DType(d), _) => d.scalar_type_code().to_string(),
+            (_, _) => return Err(self.err(op, format!("constant `{value}` has no TorchScript literal"))),
         })
     }
 
