@@ -39,6 +39,27 @@ pub fn declare_libraries(mut ctx: Context, paths: &[std::path::PathBuf]) -> Resu
     Ok(ctx)
 }
 
+/// Parses a tool's arguments with `command`: errors go to `stderr` (exit code 2), `--help` and
+/// `--version` to `stdout` (exit code 0); `Err` holds the exit code.
+pub fn parse_args<T: clap::FromArgMatches>(
+    command: clap::Command,
+    args: Vec<String>,
+    stdout: &mut dyn std::io::Write,
+    stderr: &mut dyn std::io::Write,
+) -> Result<T, i32> {
+    match command.try_get_matches_from(args).and_then(|m| T::from_arg_matches(&m)) {
+        Ok(o) => Ok(o),
+        Err(e) if e.use_stderr() => {
+            let _ = write!(stderr, "{e}");
+            Err(2)
+        }
+        Err(e) => {
+            let _ = write!(stdout, "{e}");
+            Err(0)
+        }
+    }
+}
+
 pub mod coverage;
 pub use opt::opt_main;
 pub use pipeline::{pipeline_for_level, pipeline_stages};

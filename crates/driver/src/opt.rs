@@ -142,17 +142,9 @@ pub fn opt_main(context: Context, passes: &pass::PassRegistry, args: Vec<String>
     let command = <OptArgs as clap::CommandFactory>::command()
         .bin_name(tool.clone())
         .after_help(format!("Passes (also flags of their own: --<pass> or --<pass>=\"options\"):\n{}", registry.help_text()));
-    let mut opts = match command.try_get_matches_from(args).and_then(|m| <OptArgs as clap::FromArgMatches>::from_arg_matches(&m)) {
+    let mut opts: OptArgs = match crate::parse_args(command, args, stdout, stderr) {
         Ok(o) => o,
-        Err(e) if e.use_stderr() => {
-            let _ = write!(stderr, "{e}");
-            return 2;
-        }
-        // `--help` and `--version` go to standard output.
-        Err(e) => {
-            let _ = write!(stdout, "{e}");
-            return 0;
-        }
+        Err(code) => return code,
     };
     if opts.list_passes {
         let _ = write!(stdout, "{}", registry.help_text());

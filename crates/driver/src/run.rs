@@ -161,20 +161,9 @@ pub fn run_main(
 pub fn run_main_with(tool: RunTool<'_>, args: Vec<String>, stdout: &mut dyn Write, stderr: &mut dyn Write) -> i32 {
     let name = crate::opt::tool_name(&args, "dialect-run");
     let command = <RunArgs as clap::CommandFactory>::command().bin_name(name.clone());
-    let parsed = command
-        .try_get_matches_from(crate::normalize_llvm_flags(opt_level_flags(args)))
-        .and_then(|m| <RunArgs as clap::FromArgMatches>::from_arg_matches(&m));
-    let opts = match parsed {
+    let opts: RunArgs = match crate::parse_args(command, crate::normalize_llvm_flags(opt_level_flags(args)), stdout, stderr) {
         Ok(o) => o,
-        Err(e) if e.use_stderr() => {
-            let _ = write!(stderr, "{e}");
-            return 2;
-        }
-        // `--help` and `--version` go to standard output.
-        Err(e) => {
-            let _ = write!(stdout, "{e}");
-            return 0;
-        }
+        Err(code) => return code,
     };
     match run(tool, &opts, stdout, stderr) {
         Ok(code) => code,
