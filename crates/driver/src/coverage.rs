@@ -48,6 +48,8 @@ pub fn aten_coverage(ctx: &Context) -> Vec<OpCoverage> {
         let via_functional = if kernel.is_none() && s.is_mutable() {
             dialect_aten::functional_counterpart(ctx, s)
                 .ok()
+                // The fallback writes back with `copy_`, which takes tensors, not lists.
+                .filter(|c| c.written.iter().all(|&i| s.args[i].ty == ir::schema::SchemaType::Tensor))
                 .filter(|c| reg.contains(&c.op) || table.contains(&c.op))
                 .map(|c| c.op)
         } else {

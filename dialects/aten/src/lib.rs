@@ -30,7 +30,7 @@ pub mod op {
 }
 
 pub use library::{LibraryError, register_library};
-pub use mutation::{Counterpart, CounterpartError, functional_counterpart};
+pub use mutation::{Counterpart, CounterpartError, functional_counterpart, is_inplace_view};
 pub use ops::{SCHEMAS, core_schemas, definitions, export_decompositions, schemas};
 pub use signature::{ArgSource, BindError, bind_args, default_attribute};
 

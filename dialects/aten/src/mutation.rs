@@ -33,6 +33,29 @@ pub enum CounterpartError {
     Missing(String),
 }
 
+/// The in-place ops PyTorch tags `inplace_view` (`torch.Tag.inplace_view`): they change only the
+/// sizes, strides or storage of `self`, not its elements, so a later read of `self` sees the new
+/// shape. Writing their functional result back with `copy_` cannot express that; a fallback
+/// instead makes the later reads of `self` read the functional result.
+pub const INPLACE_VIEW: &[&str] = &[
+    "as_strided_",
+    "detach_",
+    "resize_",
+    "resize_as_",
+    "set_",
+    "squeeze_",
+    "swapaxes_",
+    "swapdims_",
+    "t_",
+    "transpose_",
+    "unsqueeze_",
+];
+
+/// Whether `schema` is one of PyTorch's `inplace_view` ops ([`INPLACE_VIEW`]), in any overload.
+pub fn is_inplace_view(schema: &FunctionSchema) -> bool {
+    schema.namespace == "aten" && INPLACE_VIEW.contains(&schema.name.as_str())
+}
+
 /// An op's name without its in-place marker: `add_` → `add`, `__iand__` → `__and__`; other
 /// names, dunder ones (`__and__`) included, as they are.
 pub fn base_name(name: &str) -> std::borrow::Cow<'_, str> {
@@ -56,8 +79,15 @@ pub fn functional_counterpart(ctx: &Context, schema: &FunctionSchema) -> Result<
             name.push('.');
             name.push_str(&schema.overload);
         }
-        let found = ctx.op_def(&name).and_then(|d| d.schema.as_ref()).is_some_and(|c| takes(c, schema, &[]) && c.returns.len() == 1);
-        return if found { Ok(Counterpart { op: name, written, is_out: false }) } else { Err(CounterpartError::Missing(name)) };
+        let fits = |c: &FunctionSchema| takes(c, schema, &[]) && c.returns.len() == 1;
+        if ctx.op_def(&name).and_then(|d| d.schema.as_ref()).is_some_and(|c| fits(c)) {
+            return Ok(Counterpart { op: name, written, is_out: false });
+        }
+        // The same arguments under another overload name (`transpose_` → `transpose.int`).
+        return match overload_that_fits(ctx, ns, &base, fits) {
+            Some(op) => Ok(Counterpart { op, written, is_out: false }),
+            None => Err(CounterpartError::Missing(name)),
+        };
     }
     if !schema.is_out() || written != schema.out_args() {
         return Err(CounterpartError::NotInplaceOrOut);
@@ -75,19 +105,22 @@ pub fn functional_counterpart(ctx: &Context, schema: &FunctionSchema) -> Result<
             return Ok(Counterpart { op: g.clone(), written, is_out: true });
         }
     }
-    let mut others: Vec<&str> = ctx
-        .ops()
-        .filter(|d| d.schema.as_ref().is_some_and(|c| c.namespace == *ns && c.name == schema.name && fits(c)))
-        .map(|d| d.name.as_str())
-        .collect();
-    others.sort_unstable();
-    match others.first() {
-        Some(op) => Ok(Counterpart { op: op.to_string(), written, is_out: true }),
+    match overload_that_fits(ctx, ns, &schema.name, fits) {
+        Some(op) => Ok(Counterpart { op, written, is_out: true }),
         None => {
             guesses.dedup();
             Err(CounterpartError::Missing(guesses.join(" or ")))
         }
     }
+}
+
+/// The first, by name, of the overloads of `ns::name` that `fits` accepts.
+fn overload_that_fits(ctx: &Context, ns: &str, name: &str, fits: impl Fn(&FunctionSchema) -> bool) -> Option<String> {
+    ctx.ops()
+        .filter(|d| d.schema.as_ref().is_some_and(|c| c.namespace == ns && c.name == name && fits(c)))
+        .map(|d| d.name.as_str())
+        .min()
+        .map(str::to_string)
 }
 
 /// Whether `cand` takes exactly the arguments of `schema` other than `drop`, by position and type.
@@ -119,6 +152,16 @@ mod tests {
         // The argument is `self` in one and `input` in the other.
         assert_eq!(of(&c, "aten.dropout_").unwrap().op, "aten.dropout");
         assert_eq!(of(&c, "aten.__iand__.Tensor").unwrap().op, "aten.__and__.Tensor");
+        // The same arguments under another overload name.
+        assert_eq!(of(&c, "aten.transpose_").unwrap().op, "aten.transpose.int");
+    }
+
+    #[test]
+    fn inplace_view_ops_are_pytorchs() {
+        let c = ctx();
+        let tagged = |n: &str| is_inplace_view(&c.op_def(n).and_then(|d| d.schema.clone()).expect(n));
+        assert!(tagged("aten.unsqueeze_") && tagged("aten.squeeze_.dim") && tagged("aten.resize_"));
+        assert!(!tagged("aten.add_.Tensor") && !tagged("aten.unsqueeze"));
     }
 
     #[test]

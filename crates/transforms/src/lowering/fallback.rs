@@ -14,11 +14,11 @@
 //! executor's to report. `dialect-run -O0` and `runtime::compile` run this before execution;
 //! everything that has a kernel runs as imported.
 
-use super::decompose::{DecompositionTable, decompose_one, replace_results, rewrite_to_fixed_point};
+use super::decompose::{DecompositionTable, decompose_one, erase_unused, replace_results, rewrite_to_fixed_point};
 use super::rewrite::{Arg, OpBuilder};
 use dialect_aten::infer::Ranges;
-use dialect_aten::{ArgSource, bind_args, functional_counterpart};
-use ir::{Context, Diagnostic, Module, OpId, WalkOrder};
+use dialect_aten::{ArgSource, Counterpart, bind_args, functional_counterpart, is_inplace_view};
+use ir::{Context, Diagnostic, Module, OpId, ValueId, WalkOrder};
 
 /// What [`composite_fallback`] did.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -66,11 +66,14 @@ pub fn composite_fallback(
     // Decompositions read shapes; a program imported without them (TorchScript declares only
     // `Tensor`) has them inferred first. Inference that fails leaves the types as they were:
     // the decomposition that needs them then reports which op it could not rewrite.
+    let mut stats = FallbackStats::default();
+    // In-place view ops first, while the types of later reads are still the imported ones:
+    // the reads they rewire see a new shape, which inference then propagates.
+    stats.functionalized += rewire_inplace_views(ctx, m, root, has_kernel)?;
     if has_unknown_tensor(m, root) {
         let _ = super::shape_prop::propagate_shapes(ctx, m, root, false);
     }
     let ranges = Ranges::of_module(m);
-    let mut stats = FallbackStats::default();
     rewrite_to_fixed_point(m, root, |m, op| {
         let name = m.op_name(op);
         if has_kernel(name) {
@@ -90,22 +93,24 @@ pub fn composite_fallback(
     Ok(stats)
 }
 
-/// `y = foo_(x, …)` → `t = foo(x, …); y = aten.copy_(x, t)` (and likewise for each written
-/// argument of an out variant); `None` when the op has no functional counterpart.
-fn functionalize_one(ctx: &Context, m: &mut Module, ranges: &Ranges, op: OpId) -> Result<Option<Vec<OpId>>, Diagnostic> {
-    let name = m.op_name(op).to_string();
-    let Some(schema) = ctx.op_def(&name).and_then(|d| d.schema.clone()) else { return Ok(None) };
+/// The functional counterpart of the mutating `op`, the arguments to call it with, and the
+/// values `op` writes (in the counterpart's result order); `None` when there is no counterpart.
+fn counterpart_call(ctx: &Context, m: &Module, op: OpId) -> Result<Option<(Counterpart, Vec<Arg>, Vec<ValueId>)>, Diagnostic> {
+    let name = m.op_name(op);
+    let Some(schema) = ctx.op_def(name).and_then(|d| d.schema.clone()) else { return Ok(None) };
     let Ok(counterpart) = functional_counterpart(ctx, &schema) else { return Ok(None) };
     let binding = bind_args(&schema, m, op).map_err(|e| Diagnostic::error(m.loc(op).clone(), format!("'{name}' {e}")))?;
-    let operands = m.operands(op).to_vec();
-    let value_of = |src: &ArgSource| match src {
-        ArgSource::Operand(i) => operands.get(*i).map(|&v| Arg::V(v)),
-        ArgSource::Const(a) => Some(Arg::A(a.clone())),
-    };
+    let operands = m.operands(op);
     let mut args = Vec::new();
     let mut targets = Vec::new();
     for (i, src) in binding.iter().enumerate() {
-        let Some(arg) = value_of(src) else { return Ok(None) };
+        let arg = match src {
+            ArgSource::Operand(i) => match operands.get(*i) {
+                Some(&v) => Arg::V(v),
+                None => return Ok(None),
+            },
+            ArgSource::Const(a) => Arg::A(a.clone()),
+        };
         if counterpart.written.contains(&i) {
             let Arg::V(v) = arg else { return Ok(None) };
             targets.push(v);
@@ -115,6 +120,80 @@ fn functionalize_one(ctx: &Context, m: &mut Module, ranges: &Ranges, op: OpId) -
         }
         args.push(arg);
     }
+    Ok(Some((counterpart, args, targets)))
+}
+
+/// Rewrites every `inplace_view` op nested in `root` that `has_kernel` rejects as
+/// [`rewire_inplace_view`] does; the number rewritten. `functionalize` runs this first too.
+pub fn rewire_inplace_views(ctx: &Context, m: &mut Module, root: OpId, has_kernel: &dyn Fn(&str) -> bool) -> Result<usize, Diagnostic> {
+    let mut views = Vec::new();
+    m.walk(root, WalkOrder::PreOrder, &mut |o| {
+        let name = m.op_name(o);
+        if !has_kernel(name) && ctx.op_def(name).and_then(|d| d.schema.as_ref()).is_some_and(|s| is_inplace_view(s)) {
+            views.push(o);
+        }
+    });
+    if views.is_empty() {
+        return Ok(0);
+    }
+    let ranges = Ranges::of_module(m);
+    let mut n = 0;
+    for op in views {
+        n += usize::from(rewire_inplace_view(ctx, m, &ranges, op)?.is_some());
+    }
+    Ok(n)
+}
+
+/// `y = foo_(x, …)` for one of PyTorch's `inplace_view` ops (`unsqueeze_`, `resize_`, …) →
+/// `t = foo(x, …)`, with `y` and every later read of `x` reading `t`: such an op changes the
+/// shape `x` is read with, which writing `t` back into `x` cannot. "Later" is after the op in
+/// its block, ops nested in later ops included; reads in other blocks keep reading `x`.
+fn rewire_inplace_view(ctx: &Context, m: &mut Module, ranges: &Ranges, op: OpId) -> Result<Option<Vec<OpId>>, Diagnostic> {
+    let name = m.op_name(op).to_string();
+    let Some((counterpart, args, targets)) = counterpart_call(ctx, m, op)? else { return Ok(None) };
+    let [target] = targets[..] else { return Ok(None) };
+    let mut b = OpBuilder::before(ctx, m, ranges, op);
+    let built = b.call_n(&counterpart.op, &args);
+    let created = std::mem::take(&mut b.created);
+    let value = match built {
+        Ok(v) if v.len() == 1 => v[0],
+        Ok(_) | Err(_) => {
+            let why = built.err().unwrap_or_else(|| "it has more than one result".into());
+            return Err(Diagnostic::error(m.loc(op).clone(), format!("'{name}' op: its functional form '{}' cannot be built: {why}", counterpart.op)));
+        }
+    };
+    let block = m.parent_block(op);
+    // The ancestor of `user` in the op's block, if it is nested there.
+    let in_block = |m: &Module, user: OpId| {
+        let mut cur = Some(user);
+        while let Some(o) = cur {
+            if m.parent_block(o) == block {
+                return Some(o);
+            }
+            cur = m.parent_op(o);
+        }
+        None
+    };
+    // Nested below the block defining `x` (a branch, a loop body), the new shape would have to
+    // leave the region with `x`; that is declined, and the write-back reports what it cannot do.
+    if m.value_block(target) != block && m.uses(target).iter().any(|u| in_block(m, u.op).is_none()) {
+        erase_unused(m, &created);
+        return Ok(None);
+    }
+    m.replace_uses_where(target, value, |m, u| in_block(m, u.op).is_some_and(|o| m.is_before_in_block(op, o)));
+    for r in m.results(op).to_vec() {
+        m.replace_all_uses(r, value);
+    }
+    let loc = m.loc(op).clone();
+    m.erase_op(op).map_err(|e| Diagnostic::error(loc, e.to_string()))?;
+    Ok(Some(created))
+}
+
+/// `y = foo_(x, …)` → `t = foo(x, …); y = aten.copy_(x, t)` (and likewise for each written
+/// argument of an out variant); `None` when the op has no functional counterpart.
+fn functionalize_one(ctx: &Context, m: &mut Module, ranges: &Ranges, op: OpId) -> Result<Option<Vec<OpId>>, Diagnostic> {
+    let name = m.op_name(op).to_string();
+    let Some((counterpart, args, targets)) = counterpart_call(ctx, m, op)? else { return Ok(None) };
     let mut b = OpBuilder::before(ctx, m, ranges, op);
     let built = (|| -> Result<Vec<ir::ValueId>, String> {
         let values = b.call_n(&counterpart.op, &args)?;

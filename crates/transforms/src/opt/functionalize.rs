@@ -61,6 +61,9 @@ fn describe(m: &Module, v: ValueId) -> String {
 /// Functionalizes `func`; returns the number of ops rewritten.
 pub fn run_functionalize(ctx: &Context, m: &mut Module, func: OpId, am: &mut AnalysisManager) -> Result<usize, Diagnostic> {
     let Some(entry) = m.regions(func).first().and_then(|&r| m.entry_block(r)) else { return Ok(0) };
+    // In-place view ops change only how later reads see their tensor: those reads read the
+    // functional view instead, and nothing is written back.
+    let rewired = crate::lowering::fallback::rewire_inplace_views(ctx, m, func, &|_| false)?;
     for o in m.nested_ops(func) {
         if schema_writes(ctx, m, o) && m.parent_block(o) != Some(entry) {
             let parent = m.parent_op(o).map(|p| m.op_name(p).to_string()).unwrap_or_default();
@@ -79,7 +82,7 @@ pub fn run_functionalize(ctx: &Context, m: &mut Module, func: OpId, am: &mut Ana
         owner: HashMap::new(),
         regen: HashMap::new(),
         args: m.block_args(entry).to_vec(),
-        rewrites: 0,
+        rewrites: rewired,
     };
     for op in m.block_ops(entry) {
         if !m.contains_op(op) {

@@ -296,6 +296,8 @@ pub(super) const HEADS: &[OpRef] = &[
     op::REPEAT,
     op::REPLICATION_PAD2D,
     op::RESHAPE,
+    op::RESIZE,
+    op::RESIZE_AS,
     op::RMS_NORM,
     op::ROLL,
     op::ROUND,

@@ -136,6 +136,8 @@ pub(super) fn infer(this: OpRef, head: OpRef, a: &Args) -> Result<Option<Vec<Typ
             tensor(sdtype, shape)
         }
         op::EXPAND_AS => tensor(sdtype, a.tensor("other").and_then(|t| t.shape)),
+        op::RESIZE => tensor(sdtype, a.dims("size")),
+        op::RESIZE_AS => tensor(sdtype, a.tensor("the_template").and_then(|t| t.shape)),
         op::SLICE_TENSOR | op::SLICE_COPY_TENSOR | op::NARROW => {
             let dim = a.int("dim").unwrap_or(0);
             let shape = match sshape {
