@@ -20,6 +20,7 @@ pub mod treespec;
 
 mod error;
 mod file;
+mod overload;
 mod mapped;
 mod zipread;
 

@@ -12,7 +12,6 @@ use std::collections::HashMap;
 use std::path::Path;
 use std::sync::Arc;
 
-use ir::schema::{FunctionSchema, SchemaType};
 use ir::{
     Attribute, BlockId, Context, DType, Dim, Location, Module, OperationState, TensorType, Type,
     ValueId,
@@ -101,75 +100,6 @@ fn ts_dtype(name: &str) -> Option<DType> {
         "Bool" => DType::Bool,
         _ => return None,
     })
-}
-
-/// How well a value of IR type `t` fits schema type `s`: `None` when it does not, else a cost
-/// (0 for an exact match).
-pub(crate) fn match_cost(s: &SchemaType, t: &Type) -> Option<u32> {
-    use SchemaType as S;
-    if !dialect_aten::signature::value_matches(s, t) {
-        return None;
-    }
-    Some(match (s, t.pk()) {
-        (_, PK::Any) => 3,
-        // A type variable binds to the value's type exactly; `Any` takes anything.
-        (S::Var(_), _) => 1,
-        (S::Any, _) => 3,
-        (S::Optional(inner), k) if !matches!(k, PK::None | PK::Optional(_)) => {
-            match_cost(inner, t)?
-        }
-        (S::Scalar | S::Number, _) => 1,
-        (S::Float | S::SymFloat, PK::Int) => 2,
-        (S::Device, PK::Str) => 2,
-        (S::List { elem, .. }, PK::List(e)) => match_cost(elem, e).unwrap_or(3),
-        _ => 0,
-    })
-}
-
-/// The overload of `aten::<name>` a TorchScript call with arguments of `types` means.
-fn resolve<'s>(name: &str, types: &[Type]) -> Result<&'s FunctionSchema, String> {
-    let mut best: Option<(u32, &FunctionSchema)> = None;
-    let mut any = false;
-    for s in dialect_aten::schemas()
-        .iter()
-        .filter(|s| s.name == name && s.namespace == "aten")
-    {
-        any = true;
-        if types.len() > s.args.len() {
-            continue;
-        }
-        let rest_ok = s.args[types.len()..]
-            .iter()
-            .all(|a| a.default.is_some() || matches!(a.ty, SchemaType::Optional(_)));
-        if !rest_ok {
-            continue;
-        }
-        let mut cost = 0;
-        let mut ok = true;
-        for (a, t) in s.args.iter().zip(types) {
-            match match_cost(&a.ty, t) {
-                Some(c) => cost += c,
-                None => {
-                    ok = false;
-                    break;
-                }
-            }
-        }
-        if ok && best.is_none_or(|(c, _)| cost < c) {
-            best = Some((cost, s));
-        }
-    }
-    match best {
-        Some((_, s)) => Ok(s),
-        None if !any => Err(format!("unknown operator `aten::{name}`")),
-        None => {
-            let given: Vec<String> = types.iter().map(Type::to_string).collect();
-            Err(format!(
-                "no overload of `aten::{name}` takes ({})",
-                given.join(", ")
-            ))
-        }
-    }
 }
 
 impl Cx<'_> {
@@ -452,7 +382,7 @@ impl Cx<'_> {
             "prim::RaiseException" => (dialect_prim::RAISE_EXCEPTION.into(), Vec::new()),
             kind => match kind.strip_prefix("aten::") {
                 Some(op) => {
-                    let schema = match resolve(op, &in_types) {
+                    let schema = match crate::overload::resolve(op, &in_types, &[], true).map(|(s, _)| s) {
                         Ok(s) => s,
                         Err(e) if e.starts_with("unknown") => {
                             let node = n

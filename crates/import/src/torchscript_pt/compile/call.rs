@@ -5,13 +5,13 @@
 use dialect_prim::kinds::{Kind as PK, TypeExt as _};
 use std::collections::HashMap;
 
-use ir::schema::{FunctionSchema, SchemaType};
+use ir::schema::SchemaType;
 use ir::{Attribute, OperationState, Type, ValueId};
 
 use super::env::{Frame, Sv};
 use super::types::Ann;
 use super::{Compiler, FnRef, MAX_INLINE, R};
-use crate::convert::torchscript::match_cost;
+use crate::overload::resolve;
 use crate::convert::{Arg, aten_op_name, emit_aten, scalar_tensor, type_of_schema};
 use crate::torchscript_pt::lang::ast::{Expr, ExprKind};
 
@@ -436,7 +436,7 @@ impl Compiler<'_> {
     pub(crate) fn call_aten(&mut self, name: &str, args: Vec<ValueId>, kwargs: Vec<(String, ValueId)>, at: usize) -> R<Sv> {
         let types: Vec<Type> = args.iter().map(|&v| self.m.value_type(v).clone()).collect();
         let kw_types: Vec<(String, Type)> = kwargs.iter().map(|(k, v)| (k.clone(), self.m.value_type(*v).clone())).collect();
-        let (schema, slots) = resolve(name, &types, &kw_types).map_err(|m| self.err(at, m))?;
+        let (schema, slots) = resolve(name, &types, &kw_types, false).map_err(|m| self.err(at, m))?;
         let op_name = aten_op_name(&schema.name, &schema.overload);
         if self.ctx.op_def(&op_name).is_none() {
             return Err(self.err(at, format!("`{op_name}` is not registered")));
@@ -488,61 +488,6 @@ impl Compiler<'_> {
             return Arg::List(items.iter().map(|i| self.arg_of(*i)).collect());
         }
         Arg::Value(v)
-    }
-}
-
-/// The schema of `aten::<name>` these arguments select, and the schema position of each given
-/// argument (positional first, then keyword). Among the schemas they fit, the one needing the
-/// fewest implicit conversions wins; ties go to the first registered.
-fn resolve(name: &str, types: &[Type], kwargs: &[(String, Type)]) -> Result<(&'static FunctionSchema, Vec<usize>), String> {
-    let mut best: Option<(u32, &'static FunctionSchema, Vec<usize>)> = None;
-    let mut any = false;
-    'schemas: for s in dialect_aten::schemas().iter().filter(|s| s.name == name && s.namespace == "aten") {
-        any = true;
-        let positional = s.args.iter().take_while(|a| !a.kwarg_only).count();
-        if types.len() > positional && !s.is_vararg {
-            continue;
-        }
-        let mut slots: Vec<usize> = (0..types.len().min(positional)).collect();
-        for (k, _) in kwargs {
-            match s.arg(k) {
-                Some((i, _)) if !slots.contains(&i) => slots.push(i),
-                _ => continue 'schemas,
-            }
-        }
-        for (i, a) in s.args.iter().enumerate() {
-            if !slots.contains(&i) && a.default.is_none() && !matches!(a.ty, SchemaType::Optional(_)) {
-                continue 'schemas;
-            }
-        }
-        let mut cost = 0;
-        for (slot, t) in slots.iter().zip(types.iter().chain(kwargs.iter().map(|(_, t)| t))) {
-            match match_cost(&s.args[*slot].ty, t) {
-                Some(c) => cost += c,
-                None => continue 'schemas,
-            }
-        }
-        if best.as_ref().is_none_or(|(c, _, _)| cost < *c) {
-            best = Some((cost, s, slots));
-        }
-    }
-    // Where TorchScript's registration order puts another fitting overload first, it wins.
-    if let Some((_, chosen, slots)) = &best
-        && let Some(&(_, first, _)) = dialect_aten::signature::SCRIPT_PRECEDENCE.iter().find(|(n, _, passed)| *n == name && chosen.overload == *passed)
-        && let Some(s) = dialect_aten::schemas().iter().find(|s| s.namespace == "aten" && s.name == name && s.overload == first)
-        && slots.iter().zip(types.iter().chain(kwargs.iter().map(|(_, t)| t))).all(|(i, t)| s.args.get(*i).is_some_and(|a| match_cost(&a.ty, t).is_some()))
-    {
-        let slots = slots.clone();
-        return Ok((s, slots));
-    }
-    match best {
-        Some((_, s, slots)) => Ok((s, slots)),
-        None if !any => Err(format!("unknown operator `aten::{name}`")),
-        None => {
-            let mut given: Vec<String> = types.iter().map(Type::to_string).collect();
-            given.extend(kwargs.iter().map(|(k, t)| format!("{k}={t}")));
-            Err(format!("no overload of `aten::{name}` takes ({})", given.join(", ")))
-        }
     }
 }
 
