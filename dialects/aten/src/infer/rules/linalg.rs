@@ -257,7 +257,7 @@ pub(super) fn infer(this: OpRef, head: OpRef, a: &Args, r: &Ranges) -> Result<Op
             }
             tensor(sdtype, shape)
         }
-        _ => return super::views::infer(this, head, a),
+        _ => return super::factor::infer(this, head, a, r),
     };
     one(out)
 }
