@@ -1,6 +1,7 @@
 //! Ops checked against PyTorch's results, one data directory per family: `tests/data/recurrent/`
 //! (the recurrent layers and cells, which run through their decompositions) and
-//! `tests/data/linalg/` (the linear-algebra kernels and decompositions) and
+//! `tests/data/linalg/` (the linear-algebra kernels and decompositions), `tests/data/selection/`
+//! (`where(condition)`, `isin`, `split_with_sizes_copy`, `mvlgamma` and their kin) and
 //! `tests/data/accumulation/` (sums, means and products over many `bf16`/`f16`
 //! elements, whose results show that they accumulate in `f32`). Each directory's
 //! `make.py` writes `cases.json` (the op with its attributes, its operands as input indices —
@@ -99,7 +100,13 @@ fn recurrent_layers_and_cells_match_pytorch() {
 #[test]
 fn linear_algebra_matches_pytorch() {
     let n = check_dir("linalg", 1e-4, 1e-4);
-    assert!(n >= 50, "only {n} cases");
+    assert!(n >= 66, "only {n} cases");
+}
+
+#[test]
+fn selection_ops_match_pytorch() {
+    let n = check_dir("selection", 1e-5, 1e-5);
+    assert!(n >= 12, "only {n} cases");
 }
 
 /// Summing the 8,192 `bf16` elements of `sum_bf16` one by one in `bf16` gives 512 (and the `f16`

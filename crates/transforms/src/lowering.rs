@@ -25,6 +25,7 @@ mod reductions;
 mod layers;
 mod recurrent;
 mod linalg;
+mod selection;
 
 pub use attention::{FuseAttention, fuse_attention};
 pub use backend::{Backend, InterpreterBackend, LowerToBackend, OpListBackend, partition};

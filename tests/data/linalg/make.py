@@ -134,6 +134,22 @@ add("linalg_vecdot", "aten.linalg_vecdot {dim = 1 : i64}", [X, Y], torch.linalg.
 R = torch.randn(5, 2)
 add("linalg_matmul", "aten.linalg_matmul", [X, R], torch.linalg.matmul(X, R))
 
+# Norms, condition numbers and ranks from singular values; baddbmm with a result dtype.
+add("nuclear_norm", "aten.nuclear_norm", [T], torch.nuclear_norm(T))
+add("nuclear_norm_dim", "aten.nuclear_norm.dim {dim = [0, 2], keepdim = true}", [X], torch.nuclear_norm(X, dim=(0, 2), keepdim=True))
+add("linalg_cond", "aten.linalg_cond", [A], torch.linalg.cond(A))
+add("linalg_cond_neg2", "aten.linalg_cond {p = -2 : i64}", [T], torch.linalg.cond(T, -2))
+add("linalg_cond_1", "aten.linalg_cond {p = 1 : i64}", [A64], torch.linalg.cond(A64, 1))
+add("linalg_cond_fro", 'aten.linalg_cond.p_str {p = "fro"}', [A], torch.linalg.cond(A, "fro"))
+LR3 = torch.stack([LR, torch.randn(4, 4)])
+add("linalg_matrix_rank", "aten.linalg_matrix_rank.atol_rtol_float", [LR3], torch.linalg.matrix_rank(LR3))
+add("linalg_matrix_rank_tol", "aten.linalg_matrix_rank {tol = 0.5 : f64}", [LR3], torch.linalg.matrix_rank(LR3, tol=0.5))
+BH = [torch.randn(2, 3, 5).bfloat16(), torch.randn(2, 3, 4).bfloat16(), torch.randn(2, 4, 5).bfloat16()]
+# PyTorch runs `baddbmm.dtype` on CUDA only, where bf16 operands are multiplied in f32: the
+# reference is the f32 product of the same values.
+add("baddbmm_dtype", "aten.baddbmm.dtype {out_dtype = #prim.dtype<f32>, beta = 0.5 : f64, alpha = 2.0 : f64}", BH,
+    torch.baddbmm(*[t.float() for t in BH], beta=0.5, alpha=2.0))
+
 with open("cases.json", "w") as f:
     json.dump(CASES, f, indent=1)
     f.write("\n")

@@ -2,8 +2,9 @@
 //! `linalg_matmul`, `linalg_vecdot`, `linalg_multi_dot`, `matrix_power` and
 //! `linalg_matrix_power` (repeated squaring, through `linalg_inv` for negative powers), and the
 //! norms `linalg_vector_norm`, `linalg_matrix_norm` (numeric and `"fro"`/`"nuc"` orders; the
-//! spectral ones through `linalg_svdvals`) and `linalg_norm`. The factorizations themselves are
-//! interpreter kernels (`runtime::kernels::linalg`).
+//! spectral ones through `linalg_svdvals`), `linalg_norm`, `nuclear_norm`, `linalg_cond` and
+//! `linalg_matrix_rank` (from singular values), and `baddbmm` with a result dtype. The
+//! factorizations themselves are interpreter kernels (`runtime::kernels::linalg`).
 
 use super::decompose::{DecompResult, DecompositionTable, cast, input, one, rank_of};
 use super::reductions::p_norm;
@@ -39,7 +40,95 @@ pub(super) fn add(t: &mut DecompositionTable) {
     .insert(op::LINALG_MATRIX_NORM, |b, op| norm_op(b, op, true))
     .insert(op::LINALG_MATRIX_NORM_STR_ORD, |b, op| norm_op(b, op, true))
     .insert(op::LINALG_NORM, |b, op| norm_op(b, op, false))
-    .insert(op::LINALG_NORM_ORD_STR, |b, op| norm_op(b, op, false));
+    .insert(op::LINALG_NORM_ORD_STR, |b, op| norm_op(b, op, false))
+    .insert(op::NUCLEAR_NORM, |b, op| {
+        let x = input(b, op, "self")?;
+        let keep = b.with_args(op, |a| a.bool("keepdim"))?.unwrap_or(false);
+        one(matrix_norm(b, x, Ord::Nuc, &[-2, -1], keep))
+    })
+    .insert(op::NUCLEAR_NORM_DIM, |b, op| {
+        let x = input(b, op, "self")?;
+        let (dims, keep) = b.with_args(op, |a| (a.ints("dim"), a.bool("keepdim")))?;
+        one(matrix_norm(b, x, Ord::Nuc, &dims.ok_or("nuclear_norm: dim must be constant")?, keep.unwrap_or(false)))
+    })
+    .insert(op::LINALG_COND, cond)
+    .insert(op::LINALG_COND_P_STR, cond)
+    .insert(op::LINALG_MATRIX_RANK, |b, op| {
+        let x = input(b, op, "self")?;
+        let tol = b.with_args(op, |a| a.float("tol"))?.ok_or("linalg.matrix_rank: tol must be constant")?;
+        one(matrix_rank(b, x, tol, 0.0))
+    })
+    .insert(op::LINALG_MATRIX_RANK_ATOL_RTOL_FLOAT, |b, op| {
+        let x = input(b, op, "self")?;
+        let (atol, rtol) = b.with_args(op, |a| (a.float("atol"), a.float("rtol")))?;
+        // With neither tolerance, `rtol` is the dtype's epsilon times the larger matrix side;
+        // with only a positive `atol`, it is 0.
+        let rtol = match (atol, rtol) {
+            (_, Some(r)) => r,
+            (Some(a), None) if a > 0.0 => 0.0,
+            _ => {
+                let s = super::composite::static_shape(b, x, "linalg.matrix_rank")?;
+                let side = s[s.len().saturating_sub(2)..].iter().copied().max().unwrap_or(1);
+                let eps = if b.dtype(x) == Some(ir::DType::F64) { f64::EPSILON } else { f32::EPSILON as f64 };
+                eps * side as f64
+            }
+        };
+        one(matrix_rank(b, x, atol.unwrap_or(0.0), rtol))
+    })
+    .insert(op::BADDBMM_DTYPE, |b, op| {
+        // The operands in the result's dtype, then the product (which accumulates `f16`/`bf16`
+        // in `f32` anyway).
+        let dtype = b.with_args(op, |a| a.dtype("out_dtype").flatten())?.ok_or("baddbmm: out_dtype must be constant")?;
+        let (beta, alpha) = b.with_args(op, |a| (a.constant("beta"), a.constant("alpha")))?;
+        let mut v = Vec::new();
+        for name in ["self", "batch1", "batch2"] {
+            let x = input(b, op, name)?;
+            v.push(cast(b, x, dtype)?);
+        }
+        let scalar = |a: Option<Attribute>| Arg::A(a.unwrap_or(Attribute::Int(1)));
+        one(b.call(op::BADDBMM, &[v[0].into(), v[1].into(), v[2].into(), scalar(beta), scalar(alpha)]))
+    });
+}
+
+/// `linalg_matrix_rank`: the number of singular values above `max(atol, rtol·s_max)`.
+fn matrix_rank(b: &mut OpBuilder, x: ValueId, atol: f64, rtol: f64) -> Result<ValueId, String> {
+    let s = b.call(op::LINALG_SVDVALS, &[x.into()])?;
+    let top = b.call(op::AMAX, &[s.into(), ints(&[-1]), Arg::A(Attribute::Bool(true))])?;
+    let tol = b.call(op::MUL_SCALAR, &[top.into(), Arg::A(Attribute::float(rtol))])?;
+    let tol = b.call(op::CLAMP_MIN, &[tol.into(), Arg::A(Attribute::float(atol))])?;
+    let above = b.call(op::GT_TENSOR, &[s.into(), tol.into()])?;
+    b.call(op::SUM_DIM_INTLIST, &[above.into(), ints(&[-1])])
+}
+
+/// `linalg_cond(A, p)`: the ratio of the extreme singular values for `p` absent or ±2, else
+/// `‖A‖_p · ‖A⁻¹‖_p` (which needs an invertible `A`).
+fn cond(b: &mut OpBuilder, op: OpId) -> DecompResult {
+    let x = input(b, op, "self")?;
+    let (p_attr, p_num, no_p) = b.with_args(op, |a| (a.constant("p"), a.float("p"), a.is_none("p")))?;
+    let ord = match p_attr.as_ref() {
+        _ if no_p => Ord::Num(2.0),
+        Some(Attribute::Str(s)) => match &**s {
+            "fro" => Ord::Fro,
+            "nuc" => Ord::Nuc,
+            other => return Err(format!("linalg.cond: order '{other}' is not supported")),
+        },
+        _ => Ord::Num(p_num.ok_or("linalg.cond: p must be constant")?),
+    };
+    match ord {
+        Ord::Num(p) if p.abs() == 2.0 => {
+            let s = b.call(op::LINALG_SVDVALS, &[x.into()])?;
+            let hi = b.call(op::AMAX, &[s.into(), ints(&[-1])])?;
+            let lo = b.call(op::AMIN, &[s.into(), ints(&[-1])])?;
+            let (n, d) = if p > 0.0 { (hi, lo) } else { (lo, hi) };
+            one(b.call(op::DIV_TENSOR, &[n.into(), d.into()]))
+        }
+        ord => {
+            let inv = b.call(op::LINALG_INV, &[x.into()])?;
+            let na = matrix_norm(b, x, ord, &[-2, -1], false)?;
+            let ni = matrix_norm(b, inv, ord, &[-2, -1], false)?;
+            one(b.call(op::MUL_TENSOR, &[na.into(), ni.into()]))
+        }
+    }
 }
 
 /// The `p`-norm of `x` over `dims` (every dimension when empty).
@@ -49,6 +138,7 @@ fn vector_norm(b: &mut OpBuilder, x: ValueId, p: f64, dims: Vec<i64>, keep: bool
 }
 
 /// A matrix norm's order.
+#[derive(Clone, Copy)]
 enum Ord {
     Num(f64),
     Fro,

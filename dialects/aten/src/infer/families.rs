@@ -396,6 +396,8 @@ pub(super) const HEADS: &[OpRef] = &[
     op::PINVERSE,
     op::SLOGDET,
     op::SVD,
+    // Data-dependent shapes (`rules/views.rs`).
+    op::NONZERO,
 ];
 
 /// The family head of the op `name` among [`HEADS`] and the lists above (its overloads, in-place
