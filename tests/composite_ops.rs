@@ -8,7 +8,7 @@
 use std::collections::HashMap;
 
 use runtime::Tensor;
-use support::torch_case::{Operand, matches, program, run};
+use support::torch_case::{Operand, check_levels, program};
 
 #[test]
 fn composite_ops_match_pytorch_at_o0_and_o2() {
@@ -34,29 +34,11 @@ fn composite_ops_match_pytorch_at_o0_and_o2() {
             (0..n).map(Operand::Tensor).collect()
         };
         let src = program(op, &inputs, &operands, outputs, case["list_out"].as_bool().unwrap_or(false));
-        if case["error"].as_bool().unwrap_or(false) {
-            for level in [0, 2] {
-                if let Ok(got) = run(&ctx, &src, level, &inputs) {
-                    failures.push(format!("{name} at -O{level}: PyTorch refuses it, but it gave {got:?}"));
-                }
-            }
-            continue;
-        }
-        let want: Vec<&Tensor> = match outputs {
-            1 => vec![&tensors[&format!("{name}.out")]],
-            k => (0..k).map(|i| &tensors[&format!("{name}.out.{i}")]).collect(),
-        };
-        for level in [0, 2] {
-            let checked = run(&ctx, &src, level, &inputs).and_then(|got| {
-                if got.len() != want.len() {
-                    return Err(format!("{} results instead of {}", got.len(), want.len()));
-                }
-                got.iter().zip(&want).enumerate().try_for_each(|(i, (g, w))| matches(g, w, 1e-6, 1e-5).map_err(|e| format!("result {i}: {e}")))
-            });
-            if let Err(e) = checked {
-                failures.push(format!("{name} at -O{level}: {e}"));
-            }
-        }
+        let want: Option<Vec<Tensor>> = (!case["error"].as_bool().unwrap_or(false)).then(|| match outputs {
+            1 => vec![tensors[&format!("{name}.out")].clone()],
+            k => (0..k).map(|i| tensors[&format!("{name}.out.{i}")].clone()).collect(),
+        });
+        failures.extend(check_levels(&ctx, name, &src, &inputs, want.as_deref(), 1e-6, 1e-5, &|_, t| t.clone()));
     }
     assert!(cases.len() >= 30, "only {} cases", cases.len());
     assert!(failures.is_empty(), "{} of {} runs differ from PyTorch:\n{}", failures.len(), 2 * cases.len(), failures.join("\n"));

@@ -67,6 +67,42 @@ pub fn run(ctx: &ir::Context, src: &str, level: u32, inputs: &[Tensor]) -> Resul
         .collect()
 }
 
+/// Runs `src` at `-O0` and through the `-O2` pipeline and returns one line per run that differs
+/// from PyTorch: with `want` absent (PyTorch refuses the call) every run must fail, else each
+/// result, passed through `adjust` with its index, must match `want`'s within `atol + rtol·|w|`.
+#[allow(clippy::too_many_arguments)]
+pub fn check_levels(
+    ctx: &ir::Context,
+    name: &str,
+    src: &str,
+    inputs: &[Tensor],
+    want: Option<&[Tensor]>,
+    atol: f64,
+    rtol: f64,
+    adjust: &dyn Fn(usize, &Tensor) -> Tensor,
+) -> Vec<String> {
+    let mut failures = Vec::new();
+    for level in [0, 2] {
+        let got = run(ctx, src, level, inputs);
+        let Some(want) = want else {
+            if let Ok(got) = got {
+                failures.push(format!("{name} at -O{level}: PyTorch refuses it, but it gave {got:?}"));
+            }
+            continue;
+        };
+        let checked = got.and_then(|got| {
+            if got.len() != want.len() {
+                return Err(format!("{} results instead of {}", got.len(), want.len()));
+            }
+            got.iter().zip(want).enumerate().try_for_each(|(i, (g, w))| matches(&adjust(i, g), w, atol, rtol).map_err(|e| format!("result {i}: {e}")))
+        });
+        if let Err(e) = checked {
+            failures.push(format!("{name} at -O{level}: {e}"));
+        }
+    }
+    failures
+}
+
 /// `got` has `want`'s shape and dtype and each element is within `atol + rtol·|want|` of it
 /// (equal infinities and NaN against NaN match).
 pub fn matches(got: &Tensor, want: &Tensor, atol: f64, rtol: f64) -> Result<(), String> {

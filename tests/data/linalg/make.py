@@ -6,40 +6,17 @@ are determined only up to sign (eigenvectors, singular vectors), which tests/tor
 compares after giving each the sign of its largest entry; "error" marks a call PyTorch refuses.
 Run with PyTorch 2.15: python make.py"""
 
-import json
+import os
+import sys
 
 import torch
-from safetensors.torch import save_file
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from torch_cases import Cases  # noqa: E402
 
 torch.manual_seed(0)
-CASES = []
-TENSORS = {}
-
-
-def add(name, op, groups, outs=None, error=False, up_to_sign=None):
-    inputs, operands = [], []
-    for g in groups:
-        if isinstance(g, (list, tuple)):
-            operands.append(list(range(len(inputs), len(inputs) + len(g))))
-            inputs.extend(g)
-        else:
-            operands.append(len(inputs))
-            inputs.append(g)
-    for i, t in enumerate(inputs):
-        TENSORS[f"{name}.in.{i}"] = t.detach().clone().contiguous()
-    case = {"name": name, "op": op, "inputs": len(inputs), "operands": operands}
-    if error:
-        case["error"] = True
-        case["outputs"] = 1
-    else:
-        outs = list(outs) if isinstance(outs, (list, tuple)) else [outs]
-        for i, t in enumerate(outs):
-            TENSORS[f"{name}.out.{i}"] = t.detach().clone().contiguous()
-        case["outputs"] = len(outs)
-    if up_to_sign:
-        case["up_to_sign"] = up_to_sign
-    CASES.append(case)
-
+CASES = Cases()
+add = CASES.add
 
 def spd(*shape, dtype=torch.float32):
     a = torch.randn(*shape, dtype=dtype)
@@ -150,7 +127,21 @@ BH = [torch.randn(2, 3, 5).bfloat16(), torch.randn(2, 3, 4).bfloat16(), torch.ra
 add("baddbmm_dtype", "aten.baddbmm.dtype {out_dtype = #prim.dtype<f32>, beta = 0.5 : f64, alpha = 2.0 : f64}", BH,
     torch.baddbmm(*[t.float() for t in BH], beta=0.5, alpha=2.0))
 
-with open("cases.json", "w") as f:
-    json.dump(CASES, f, indent=1)
-    f.write("\n")
-save_file(TENSORS, "io.safetensors")
+# LU factors and solves with them; tensor inverses and solves; Vandermonde matrices.
+add("linalg_lu_factor", "aten.linalg_lu_factor", [T], torch.linalg.lu_factor(T))
+add("linalg_lu_factor_singular", "aten.linalg_lu_factor", [SING], error=True)
+add("lu_with_info_singular", "aten._lu_with_info", [SING], torch.ops.aten._lu_with_info(SING, True, False))
+LUF = torch.linalg.lu_factor(A)
+BS = torch.randn(2, 3, 4)
+add("lu_solve", "aten.lu_solve", [BS, LUF[0], LUF[1]], torch.lu_solve(BS, LUF[0], LUF[1]))
+TI = torch.randn(4, 6, 8, 3)
+add("linalg_tensorinv", "aten.linalg_tensorinv", [TI], torch.linalg.tensorinv(TI))
+TS, TB = torch.randn(2, 3, 6), torch.randn(2, 3)
+add("linalg_tensorsolve", "aten.linalg_tensorsolve", [TS, TB], torch.linalg.tensorsolve(TS, TB))
+TS2 = torch.randn(6, 2, 3)
+add("linalg_tensorsolve_dims", "aten.linalg_tensorsolve {dims = [0]}", [TS2, TB], torch.linalg.tensorsolve(TS2, TB, dims=(0,)))
+VX = torch.tensor([[1, 2, 3], [-1, 0, 2]])
+add("linalg_vander", "aten.linalg_vander", [VX], torch.linalg.vander(VX))
+add("linalg_vander_n", "aten.linalg_vander {N = 5 : i64}", [V], torch.linalg.vander(V, N=5))
+
+CASES.save()

@@ -5,33 +5,17 @@ attributes and its operands: an integer is one input tensor, a list of integers 
 operand of those inputs. tests/recurrent.rs runs the same calls and compares.
 Run with PyTorch 2.15: python make.py"""
 
-import json
+import os
+import sys
 
 import torch
-from safetensors.torch import save_file
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from torch_cases import Cases  # noqa: E402
 
 torch.manual_seed(0)
-CASES = []
-TENSORS = {}
-
-
-def add(name, op, groups, outs):
-    """Records a case: `groups` is the operands, each a tensor or a list of tensors."""
-    inputs, operands = [], []
-    for g in groups:
-        if isinstance(g, (list, tuple)):
-            operands.append(list(range(len(inputs), len(inputs) + len(g))))
-            inputs.extend(g)
-        else:
-            operands.append(len(inputs))
-            inputs.append(g)
-    for i, t in enumerate(inputs):
-        TENSORS[f"{name}.in.{i}"] = t.detach().clone().contiguous()
-    outs = outs if isinstance(outs, (list, tuple)) else [outs]
-    for i, t in enumerate(outs):
-        TENSORS[f"{name}.out.{i}"] = t.detach().clone().contiguous()
-    CASES.append({"name": name, "op": op, "inputs": len(inputs), "operands": operands, "outputs": len(outs)})
-
+CASES = Cases()
+add = CASES.add
 
 def attrs(has_biases, layers, bidirectional, batch_first=None):
     s = f"has_biases = {str(has_biases).lower()}, num_layers = {layers} : i64, dropout = 0.0 : f64, train = false, bidirectional = {str(bidirectional).lower()}"
@@ -85,7 +69,4 @@ for kind, gates in [("lstm", 4), ("gru", 3), ("rnn_tanh", 1), ("rnn_relu", 1)]:
         out = f(x, hx, w_ih, w_hh, *biases)
         add(f"{kind}_cell{suffix}", f"aten.{kind}_cell", [x, hx, w_ih, w_hh, *biases], list(out) if kind == "lstm" else out)
 
-with open("cases.json", "w") as f:
-    json.dump(CASES, f, indent=1)
-    f.write("\n")
-save_file(TENSORS, "io.safetensors")
+CASES.save()

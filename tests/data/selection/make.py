@@ -1,30 +1,20 @@
 """Writes cases.json and io.safetensors: PyTorch 2.15's results for the selection ops the
 project runs through their decompositions (`where(condition)`, `nonzero_numpy`, `argwhere`,
 `isin`, `split_with_sizes_copy`) and the multivariate log-gamma (`mvlgamma`,
-`special_multigammaln`); the format is tests/data/linalg's ("list_out": the op returns a
+`special_multigammaln`), written through ../torch_cases.py ("list_out": the op returns a
 `Tensor[]`). Run with PyTorch 2.15: python make.py"""
 
-import json
+import os
+import sys
 
 import torch
-from safetensors.torch import save_file
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from torch_cases import Cases  # noqa: E402
 
 torch.manual_seed(0)
-CASES = []
-TENSORS = {}
-
-
-def add(name, op, inputs, outs, list_out=False):
-    for i, t in enumerate(inputs):
-        TENSORS[f"{name}.in.{i}"] = t.clone().contiguous()
-    outs = list(outs) if isinstance(outs, (list, tuple)) else [outs]
-    for i, t in enumerate(outs):
-        TENSORS[f"{name}.out.{i}"] = t.clone().contiguous()
-    case = {"name": name, "op": op, "inputs": len(inputs), "outputs": len(outs)}
-    if list_out:
-        case["list_out"] = True
-    CASES.append(case)
-
+CASES = Cases()
+add = CASES.add
 
 X = torch.randn(3, 4)
 C = X > 0.3
@@ -46,7 +36,4 @@ P = torch.rand(3, 4) * 4 + 1.5
 add("mvlgamma", "aten.mvlgamma {p = 3 : i64}", [P], torch.mvlgamma(P, 3))
 add("special_multigammaln", "aten.special_multigammaln {p = 1 : i64}", [P.double()], torch.special.multigammaln(P.double(), 1))
 
-with open("cases.json", "w") as f:
-    json.dump(CASES, f, indent=1)
-    f.write("\n")
-save_file(TENSORS, "io.safetensors")
+CASES.save()

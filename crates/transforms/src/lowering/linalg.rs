@@ -3,9 +3,11 @@
 //! `linalg_matrix_power` (repeated squaring, through `linalg_inv` for negative powers), and the
 //! norms `linalg_vector_norm`, `linalg_matrix_norm` (numeric and `"fro"`/`"nuc"` orders; the
 //! spectral ones through `linalg_svdvals`), `linalg_norm`, `nuclear_norm`, `linalg_cond` and
-//! `linalg_matrix_rank` (from singular values), and `baddbmm` with a result dtype. The
+//! `linalg_matrix_rank` (from singular values), `linalg_tensorinv` and `linalg_tensorsolve`
+//! (through matrices of the tensors), `linalg_vander`, and `baddbmm` with a result dtype. The
 //! factorizations themselves are interpreter kernels (`runtime::kernels::linalg`).
 
+use super::composite::static_shape;
 use super::decompose::{DecompResult, DecompositionTable, cast, input, one, rank_of};
 use super::reductions::p_norm;
 use super::rewrite::{Arg, OpBuilder};
@@ -67,7 +69,7 @@ pub(super) fn add(t: &mut DecompositionTable) {
             (_, Some(r)) => r,
             (Some(a), None) if a > 0.0 => 0.0,
             _ => {
-                let s = super::composite::static_shape(b, x, "linalg.matrix_rank")?;
+                let s = static_shape(b, x, "linalg.matrix_rank")?;
                 let side = s[s.len().saturating_sub(2)..].iter().copied().max().unwrap_or(1);
                 let eps = if b.dtype(x) == Some(ir::DType::F64) { f64::EPSILON } else { f32::EPSILON as f64 };
                 eps * side as f64
@@ -75,6 +77,9 @@ pub(super) fn add(t: &mut DecompositionTable) {
         };
         one(matrix_rank(b, x, atol.unwrap_or(0.0), rtol))
     })
+    .insert(op::LINALG_TENSORINV, tensorinv)
+    .insert(op::LINALG_TENSORSOLVE, tensorsolve)
+    .insert(op::LINALG_VANDER, vander)
     .insert(op::BADDBMM_DTYPE, |b, op| {
         // The operands in the result's dtype, then the product (which accumulates `f16`/`bf16`
         // in `f32` anyway).
@@ -314,4 +319,73 @@ fn matrix_power(b: &mut OpBuilder, op: OpId) -> DecompResult {
         return one(b.call(op::CLONE, &[x.into()]));
     }
     one(Ok(acc))
+}
+
+/// `linalg_tensorinv(A, ind)`: `A` read as a square matrix of its first `ind` dimensions by the
+/// rest, inverted, and shaped as the rest followed by the first.
+fn tensorinv(b: &mut OpBuilder, op: OpId) -> DecompResult {
+    let x = input(b, op, "self")?;
+    let ind = b.with_args(op, |a| a.int("ind"))?.unwrap_or(2);
+    let s = static_shape(b, x, "linalg.tensorinv")?;
+    if ind <= 0 || ind as usize > s.len() {
+        return Err(format!("linalg.tensorinv: expected a strictly positive ind of at most {}, got {ind}", s.len()));
+    }
+    let (front, back) = s.split_at(ind as usize);
+    let (p, q) = (front.iter().product::<i64>(), back.iter().product::<i64>());
+    if p != q {
+        return Err(format!("linalg.tensorinv: expected prod(shape[:ind]) == prod(shape[ind:]), got {p} and {q}"));
+    }
+    let m = b.call(op::RESHAPE, &[x.into(), ints(&[p, q])])?;
+    let inv = b.call(op::LINALG_INV, &[m.into()])?;
+    one(b.call(op::RESHAPE, &[inv.into(), ints(&[back, front].concat())]))
+}
+
+/// `linalg_tensorsolve(A, B, dims)`: `dims` of `A` moved last, `A` read as a matrix of `B`'s
+/// elements by the rest, and the solution shaped as the rest.
+fn tensorsolve(b: &mut OpBuilder, op: OpId) -> DecompResult {
+    let (mut x, y) = (input(b, op, "self")?, input(b, op, "other")?);
+    let dims = b.with_args(op, |a| a.ints("dims"))?.unwrap_or_default();
+    let r = rank_of(b, x)?;
+    if !dims.is_empty() {
+        let d = normalize(&dims, r)?;
+        let mut perm: Vec<i64> = (0..r as i64).filter(|i| !d.contains(i)).collect();
+        perm.extend(d);
+        x = b.call(op::PERMUTE, &[x.into(), ints(&perm)])?;
+    }
+    let (sx, sy) = (static_shape(b, x, "linalg.tensorsolve")?, static_shape(b, y, "linalg.tensorsolve")?);
+    if sx.len() < sy.len() || sx[..sy.len()] != sy[..] {
+        return Err(format!("linalg.tensorsolve: the leading dimensions of A {sx:?} must be B's {sy:?}"));
+    }
+    let rest = &sx[sy.len()..];
+    let (p, q) = (sy.iter().product::<i64>(), rest.iter().product::<i64>());
+    if p != q {
+        return Err(format!("linalg.tensorsolve: expected a square system, got {p} equations in {q} unknowns"));
+    }
+    let m = b.call(op::RESHAPE, &[x.into(), ints(&[p, q])])?;
+    let v = b.call(op::RESHAPE, &[y.into(), ints(&[p])])?;
+    let sol = b.call(op::LINALG_SOLVE, &[m.into(), v.into()])?;
+    one(b.call(op::RESHAPE, &[sol.into(), ints(rest)]))
+}
+
+/// `linalg_vander(x, N)`: `[…, n, N]` with `x[…, i]^j` in column `j` (`N` defaults to `n`): a
+/// column of ones and `x` repeated `N − 1` times, multiplied up along the last axis.
+fn vander(b: &mut OpBuilder, op: OpId) -> DecompResult {
+    let x = input(b, op, "x")?;
+    let s = static_shape(b, x, "linalg.vander")?;
+    let n = *s.last().ok_or("linalg.vander: x must have at least one dimension")?;
+    let cols = b.with_args(op, |a| a.int("N"))?.unwrap_or(n);
+    if cols <= 0 {
+        return Err(format!("linalg.vander: N must be greater than 0, got {cols}"));
+    }
+    let xu = b.call(op::UNSQUEEZE, &[x.into(), int(-1)])?;
+    let ones = b.call(op::ONES_LIKE, &[xu.into()])?;
+    if cols == 1 {
+        return one(Ok(ones));
+    }
+    let mut shape = s.clone();
+    shape.push(cols - 1);
+    let reps = b.call(op::EXPAND, &[xu.into(), ints(&shape)])?;
+    let l = b.list(vec![ones, reps])?;
+    let all = b.call(op::CAT, &[l.into(), int(-1)])?;
+    one(b.call(op::CUMPROD, &[all.into(), int(-1)]))
 }

@@ -396,6 +396,9 @@ pub(super) const HEADS: &[OpRef] = &[
     op::PINVERSE,
     op::SLOGDET,
     op::SVD,
+    op::LINALG_LU_FACTOR,
+    op::_LU_WITH_INFO,
+    op::LU_SOLVE,
     // Data-dependent shapes (`rules/views.rs`).
     op::NONZERO,
 ];

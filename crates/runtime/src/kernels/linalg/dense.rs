@@ -1,6 +1,7 @@
 //! Real dense linear algebra over batches of matrices (`f32`, `f64`), the kernels PyTorch runs
 //! on LAPACK: LU with partial pivoting (`linalg_inv`, `inverse`, `linalg_det`, `det`,
-//! `linalg_slogdet`, `slogdet`, `logdet`, `linalg_solve`, `linalg_solve_ex`), Cholesky
+//! `linalg_slogdet`, `slogdet`, `logdet`, `linalg_solve`, `linalg_solve_ex`, `linalg_lu_factor`,
+//! `_lu_with_info`, `lu_solve`), Cholesky
 //! (`linalg_cholesky`), the symmetric eigendecomposition by cyclic Jacobi rotations
 //! (`linalg_eigh`, `linalg_eigvalsh`) and the singular value decomposition by one-sided Jacobi
 //! (`linalg_svd`, `linalg_svdvals`, `svd`, `linalg_pinv`, `pinverse`).
@@ -66,12 +67,14 @@ fn with_tail(lead: &[usize], tail: &[usize]) -> Vec<usize> {
     lead.iter().chain(tail).copied().collect()
 }
 
-/// An LU factorization `P·A = L·U` of an `n × n` matrix, in place: `U` on and above the
-/// diagonal, `L`'s multipliers below it; `perm[i]` is the row of `A` in row `i`.
+/// An LU factorization `P·A = L·U` of an `m × n` matrix, in place: `U` on and above the
+/// diagonal, `L`'s multipliers below it; `perm[i]` is the row of `A` in row `i`, and `swaps[k]`
+/// the row swapped with row `k` at step `k` (LAPACK's `ipiv`, 0-based).
 struct Lu {
     n: usize,
     lu: Vec<f64>,
     perm: Vec<usize>,
+    swaps: Vec<usize>,
     /// The permutation's sign.
     sign: f64,
     /// The first zero pivot (1-based), 0 when none, as LAPACK's `info`.
@@ -79,11 +82,17 @@ struct Lu {
 }
 
 fn lu(a: &[f64], n: usize) -> Lu {
+    lu_rect(a, n, n)
+}
+
+fn lu_rect(a: &[f64], m: usize, n: usize) -> Lu {
     let mut lu = a.to_vec();
-    let mut perm: Vec<usize> = (0..n).collect();
+    let mut perm: Vec<usize> = (0..m).collect();
+    let mut swaps = Vec::with_capacity(m.min(n));
     let (mut sign, mut info) = (1.0, 0);
-    for k in 0..n {
-        let p = (k..n).fold(k, |p, i| if lu[i * n + k].abs() > lu[p * n + k].abs() { i } else { p });
+    for k in 0..m.min(n) {
+        let p = (k..m).fold(k, |p, i| if lu[i * n + k].abs() > lu[p * n + k].abs() { i } else { p });
+        swaps.push(p);
         if p != k {
             for j in 0..n {
                 lu.swap(k * n + j, p * n + j);
@@ -98,7 +107,7 @@ fn lu(a: &[f64], n: usize) -> Lu {
             }
             continue;
         }
-        for i in k + 1..n {
+        for i in k + 1..m {
             let f = lu[i * n + k] / pivot;
             lu[i * n + k] = f;
             if f != 0.0 {
@@ -108,7 +117,7 @@ fn lu(a: &[f64], n: usize) -> Lu {
             }
         }
     }
-    Lu { n, lu, perm, sign, info }
+    Lu { n, lu, perm, swaps, sign, info }
 }
 
 impl Lu {
@@ -116,32 +125,8 @@ impl Lu {
     /// LAPACK's triangular solve does.
     fn solve(&self, b: &[f64], k: usize) -> Vec<f64> {
         let n = self.n;
-        let mut x: Vec<f64> = (0..n).flat_map(|i| b[self.perm[i] * k..(self.perm[i] + 1) * k].to_vec()).collect();
-        for i in 0..n {
-            for p in 0..i {
-                let f = self.lu[i * n + p];
-                if f != 0.0 {
-                    for j in 0..k {
-                        x[i * k + j] -= f * x[p * k + j];
-                    }
-                }
-            }
-        }
-        for i in (0..n).rev() {
-            for p in i + 1..n {
-                let f = self.lu[i * n + p];
-                if f != 0.0 {
-                    for j in 0..k {
-                        x[i * k + j] -= f * x[p * k + j];
-                    }
-                }
-            }
-            let d = self.lu[i * n + i];
-            for j in 0..k {
-                x[i * k + j] /= d;
-            }
-        }
-        x
+        let x: Vec<f64> = (0..n).flat_map(|i| b[self.perm[i] * k..(self.perm[i] + 1) * k].to_vec()).collect();
+        substitute(&self.lu, n, x, k)
     }
 
     /// `(sign, log|det|)`: sign 0 and `-inf` for a singular matrix.
@@ -163,6 +148,37 @@ impl Lu {
     fn det(&self) -> f64 {
         (0..self.n).fold(self.sign, |acc, i| acc * self.lu[i * self.n + i])
     }
+}
+
+/// Solves `L·U·X = B` for the permuted right-hand side `x` (`n × k`, row-major) with the
+/// factors packed in `lu` (`L` unit lower, `U` upper); a zero pivot divides by zero, as
+/// LAPACK's triangular solve does.
+fn substitute(lu: &[f64], n: usize, mut x: Vec<f64>, k: usize) -> Vec<f64> {
+    for i in 0..n {
+        for p in 0..i {
+            let f = lu[i * n + p];
+            if f != 0.0 {
+                for j in 0..k {
+                    x[i * k + j] -= f * x[p * k + j];
+                }
+            }
+        }
+    }
+    for i in (0..n).rev() {
+        for p in i + 1..n {
+            let f = lu[i * n + p];
+            if f != 0.0 {
+                for j in 0..k {
+                    x[i * k + j] -= f * x[p * k + j];
+                }
+            }
+        }
+        let d = lu[i * n + i];
+        for j in 0..k {
+            x[i * k + j] /= d;
+        }
+    }
+    x
 }
 
 fn identity(n: usize) -> Vec<f64> {
@@ -631,6 +647,65 @@ fn pinv_atol_rtol(args: &[IValue]) -> Result<Vec<IValue>> {
     Ok(outs([pinv_with(OP, t, atol.unwrap_or(0.0), rtol)?]))
 }
 
+/// `linalg_lu_factor(A, pivot)` (`(LU, pivots)`; a zero pivot is an error) and
+/// `_lu_with_info(self, pivot, check_errors)` (`(LU, pivots, info)`, never an error, as in
+/// PyTorch): LAPACK's packed factors and 1-based row swaps of each `m × n` matrix.
+fn lu_factor(op: &'static str, args: &[IValue], with_info: bool) -> Result<Vec<IValue>> {
+    let a = Args::new(op, args, 1)?;
+    let t = a.tensor(0)?;
+    if !a.opt_bool(1)?.unwrap_or(true) {
+        return Err(KernelError::new(op, "LU without pivoting is not implemented on the CPU"));
+    }
+    let b = read(op, t)?;
+    let (m, n) = (b.rows, b.cols);
+    let (mut lus, mut pivots, mut infos) = (Vec::new(), Vec::new(), Vec::new());
+    for i in 0..b.count() {
+        let f = lu_rect(b.matrix(i), m, n);
+        if f.info != 0 && !with_info {
+            let k = f.info;
+            return Err(KernelError::new(op, format!("U[{k},{k}] is zero and using it on lu_solve would result in a division by zero. If you still want to perform the factorization, consider calling linalg.lu(A, pivot) or linalg.lu_factor_ex(A, pivot)")));
+        }
+        lus.extend(f.lu);
+        pivots.extend(f.swaps.iter().map(|&p| p as i32 + 1));
+        infos.push(f.info as i32);
+    }
+    let mut r = vec![write(t.dtype(), t.sizes(), lus)?, Tensor::from_vec(pivots, &with_tail(&b.lead, &[m.min(n)]))?];
+    if with_info {
+        r.push(Tensor::from_vec(infos, &b.lead)?);
+    }
+    Ok(outs(r))
+}
+
+/// `lu_solve(B, LU, pivots)`: `A·X = B` from `A`'s packed LU factors and 1-based row swaps,
+/// batches broadcast.
+fn lu_solve(args: &[IValue]) -> Result<Vec<IValue>> {
+    const OP: &str = op::LU_SOLVE.name();
+    let a = Args::new(OP, args, 3)?;
+    let (tb, tlu, tp) = (a.tensor(0)?, a.tensor(1)?, a.tensor(2)?);
+    let (bm, lum) = (read(OP, tb)?, read_square(OP, tlu)?);
+    let n = lum.rows;
+    let piv = tp.to_vec_i64();
+    let bad = || KernelError::new(OP, format!("Incompatible shapes of B, LU and pivots: {:?}, {:?} and {:?}", tb.sizes(), tlu.sizes(), tp.sizes()));
+    if bm.rows != n || piv.len() != lum.count() * n {
+        return Err(bad());
+    }
+    let lead = crate::tensor::broadcast_shapes(&bm.lead, &lum.lead).map_err(|_| bad())?;
+    let k = bm.cols;
+    let mut out = Vec::new();
+    for i in 0..lead.iter().product() {
+        let (ib, il) = (broadcast_index(i, &lead, &bm.lead), broadcast_index(i, &lead, &lum.lead));
+        let mut x = bm.matrix(ib).to_vec();
+        for (r, &p) in piv[il * n..(il + 1) * n].iter().enumerate() {
+            let p = usize::try_from(p - 1).ok().filter(|&p| p < n).ok_or_else(|| KernelError::new(OP, format!("pivot {p} is out of range for {n} rows")))?;
+            for j in 0..k {
+                x.swap(r * k + j, p * k + j);
+            }
+        }
+        out.extend(substitute(lum.matrix(il), n, x, k));
+    }
+    Ok(outs([write(tb.dtype(), &with_tail(&lead, &[n, k]), out)?]))
+}
+
 pub(super) fn register(r: &mut KernelRegistry) {
     r.register(op::LINALG_INV, |a| inv(op::LINALG_INV.name(), a));
     r.register(op::INVERSE, |a| inv(op::INVERSE.name(), a));
@@ -650,4 +725,7 @@ pub(super) fn register(r: &mut KernelRegistry) {
     r.register(op::LINALG_PINV, |a| pinv_rcond(op::LINALG_PINV.name(), a));
     r.register(op::PINVERSE, |a| pinv_rcond(op::PINVERSE.name(), a));
     r.register(op::LINALG_PINV_ATOL_RTOL_FLOAT, pinv_atol_rtol);
+    r.register(op::LINALG_LU_FACTOR, |a| lu_factor(op::LINALG_LU_FACTOR.name(), a, false));
+    r.register(op::_LU_WITH_INFO, |a| lu_factor(op::_LU_WITH_INFO.name(), a, true));
+    r.register(op::LU_SOLVE, lu_solve);
 }

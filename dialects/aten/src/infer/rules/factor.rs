@@ -1,5 +1,5 @@
 //! Inference rules of the factorization ops (`linalg_inv`, `det`, `slogdet`, `linalg_solve`,
-//! `linalg_cholesky`, `linalg_eigh`, the SVDs and pseudo-inverses): the batch dimensions of
+//! `linalg_cholesky`, `linalg_eigh`, the SVDs, pseudo-inverses and LU factors): the batch dimensions of
 //! their matrix operand carried through, the matrix dimensions as each op returns them.
 
 use super::super::*;
@@ -25,7 +25,7 @@ pub(super) fn infer(this: OpRef, head: OpRef, a: &Args, r: &Ranges) -> Result<Op
     const OPS: &[OpRef] = &[
         op::DET, op::INVERSE, op::LINALG_CHOLESKY, op::LINALG_DET, op::LINALG_EIGH, op::LINALG_EIGVALSH, op::LINALG_INV,
         op::LINALG_PINV, op::LINALG_SLOGDET, op::LINALG_SOLVE, op::LINALG_SOLVE_EX, op::LINALG_SVD, op::LINALG_SVDVALS,
-        op::LOGDET, op::PINVERSE, op::SLOGDET, op::SVD,
+        op::LOGDET, op::PINVERSE, op::SLOGDET, op::SVD, op::LINALG_LU_FACTOR, op::_LU_WITH_INFO, op::LU_SOLVE,
     ];
     if !OPS.contains(&head) {
         return super::views::infer(this, head, a);
@@ -62,6 +62,25 @@ pub(super) fn infer(this: OpRef, head: OpRef, a: &Args, r: &Ranges) -> Result<Op
                 if head == op::SVD { cat(l, &[n.clone(), k]) } else { cat(l, &[k, n.clone()]) }
             });
             vec![tensor(dt, u), tensor(dt, sv), tensor(dt, v)]
+        }
+        op::LINALG_LU_FACTOR | op::_LU_WITH_INFO => {
+            let mut v = vec![
+                tensor(dt, shape(&|l, m, n| cat(l, &[m.clone(), n.clone()]))),
+                tensor(Some(DType::I32), shape(&|l, m, n| cat(l, &[min_dim(m, n)]))),
+            ];
+            if head == op::_LU_WITH_INFO {
+                v.push(tensor(Some(DType::I32), shape(&|l, _, _| l.to_vec())));
+            }
+            v
+        }
+        op::LU_SOLVE => {
+            // `lu_solve(B, LU, pivots)`: `B`'s matrices, batches broadcast with `LU`'s.
+            let lu = a.tensor("LU_data").and_then(|t| t.shape);
+            let out = match (parts.as_ref(), lu) {
+                (Some((l, m, n)), Some(ls)) if ls.len() >= 2 => Some(cat(&broadcast_shapes(l, &ls[..ls.len() - 2], r)?, &[m.clone(), n.clone()])),
+                _ => None,
+            };
+            vec![tensor(dt, out)]
         }
         op::LINALG_PINV | op::PINVERSE => vec![tensor(dt, shape(&|l, m, n| cat(l, &[n.clone(), m.clone()])))],
         op::LINALG_SOLVE | op::LINALG_SOLVE_EX => {
