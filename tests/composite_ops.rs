@@ -5,21 +5,16 @@
 //! has no kernel) and through the `-O2` pipeline, and must match PyTorch's result; where
 //! PyTorch refuses the call (an integer tensor given to `var_mean`), both runs must fail.
 
-use std::collections::HashMap;
-
 use runtime::Tensor;
 use support::torch_case::{Operand, check_levels, program};
 
 #[test]
 fn composite_ops_match_pytorch_at_o0_and_o2() {
-    let dir = support::workspace_root().join("tests/data/composite");
-    let cases: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(dir.join("cases.json")).expect("cases.json")).expect("JSON");
-    let tensors: HashMap<String, Tensor> = runtime::io::load_safetensors(&dir.join("io.safetensors")).expect("io.safetensors").into_iter().collect();
+    let (cases, tensors) = support::torch_case::load("composite");
     let ctx = driver::default_context();
     let reg = runtime::registry();
     let mut failures = Vec::new();
-    let cases = cases.as_array().expect("a list of cases");
-    for case in cases {
+    for case in &cases {
         let name = case["name"].as_str().expect("name");
         let op = case["op"].as_str().expect("op");
         let n = case["inputs"].as_u64().expect("inputs") as usize;

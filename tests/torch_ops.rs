@@ -11,21 +11,16 @@
 //! fail. Results determined only up to sign (eigenvectors, singular vectors: `"up_to_sign"`)
 //! are compared after each column or row is given the sign of its largest entry.
 
-use std::collections::HashMap;
-
 use runtime::Tensor;
 use support::torch_case::{Operand, check_levels, program};
 
 /// Runs every case of `tests/data/<dir>` and returns how many there were; panics listing the
 /// runs that differ from PyTorch.
 fn check_dir(dir: &str, atol: f64, rtol: f64) -> usize {
-    let dir = support::workspace_root().join("tests/data").join(dir);
-    let cases: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(dir.join("cases.json")).expect("cases.json")).expect("JSON");
-    let tensors: HashMap<String, Tensor> = runtime::io::load_safetensors(&dir.join("io.safetensors")).expect("io.safetensors").into_iter().collect();
+    let (cases, tensors) = support::torch_case::load(dir);
     let ctx = driver::default_context();
     let mut failures = Vec::new();
-    let cases = cases.as_array().expect("a list of cases");
-    for case in cases {
+    for case in &cases {
         let name = case["name"].as_str().expect("name");
         let op = case["op"].as_str().expect("op");
         let n = case["inputs"].as_u64().expect("inputs") as usize;

@@ -2,7 +2,17 @@
 //! whose cases are written by a `make.py` beside their data (`tests/data/*/`): the function
 //! text applying the op, running it at an optimization level, and the comparison.
 
+use std::collections::HashMap;
+
 use runtime::{IValue, Tensor};
+
+/// The cases of `tests/data/<dir>/cases.json` and the tensors of its `io.safetensors`, by name.
+pub fn load(dir: &str) -> (Vec<serde_json::Value>, HashMap<String, Tensor>) {
+    let dir = crate::workspace_root().join("tests/data").join(dir);
+    let cases: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(dir.join("cases.json")).expect("cases.json")).expect("JSON");
+    let tensors = runtime::io::load_safetensors(&dir.join("io.safetensors")).expect("io.safetensors").into_iter().collect();
+    (cases.as_array().expect("a list of cases").clone(), tensors)
+}
 
 /// An operand of the op: one input tensor, or a `Tensor[]` of several (by input index).
 #[derive(Clone, Debug)]
