@@ -1,6 +1,7 @@
 //! Shared helpers of the top-level integration tests: where the workspace, the built tools and
 //! the fixture corpus in `../shared` are, the context programs are imported into, the skip
-//! rule, and the generator of random programs for differential tests (`random_program`).
+//! rule, the generator of random programs for differential tests (`random_program`) and the
+//! runner of ops against PyTorch's recorded results (`torch_case`).
 
 pub mod fuzz;
 
@@ -9,6 +10,7 @@ use std::process::Command;
 use std::sync::OnceLock;
 
 pub mod random_program;
+pub mod torch_case;
 
 /// The workspace root (this package's parent directory).
 pub fn workspace_root() -> PathBuf {

@@ -23,6 +23,9 @@ mod tensor_ops;
 mod losses;
 mod reductions;
 mod layers;
+mod recurrent;
+mod linalg;
+mod selection;
 
 pub use attention::{FuseAttention, fuse_attention};
 pub use backend::{Backend, InterpreterBackend, LowerToBackend, OpListBackend, partition};

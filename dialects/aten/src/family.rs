@@ -38,6 +38,7 @@ pub const FLOAT_UNARY: &[OpRef] = &[
     op::ASINH,
     op::ACOSH,
     op::ATANH,
+    op::LGAMMA,
     op::RECIPROCAL,
     op::GELU,
     op::SILU,

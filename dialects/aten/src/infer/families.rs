@@ -380,6 +380,29 @@ pub(super) const HEADS: &[OpRef] = &[
     op::__OR___SCALAR,
     op::__RSHIFT___SCALAR,
     op::__XOR___SCALAR,
+    // Factorizations (`rules/factor.rs`).
+    op::DET,
+    op::INVERSE,
+    op::LINALG_CHOLESKY,
+    op::LINALG_DET,
+    op::LINALG_EIGH,
+    op::LINALG_EIGVALSH,
+    op::LINALG_INV,
+    op::LINALG_PINV,
+    op::LINALG_SLOGDET,
+    op::LINALG_SOLVE,
+    op::LINALG_SOLVE_EX,
+    op::LINALG_SVD,
+    op::LINALG_SVDVALS,
+    op::LOGDET,
+    op::PINVERSE,
+    op::SLOGDET,
+    op::SVD,
+    op::LINALG_LU_FACTOR,
+    op::_LU_WITH_INFO,
+    op::LU_SOLVE,
+    // Data-dependent shapes (`rules/views.rs`).
+    op::NONZERO,
 ];
 
 /// The family head of the op `name` among [`HEADS`] and the lists above (its overloads, in-place

@@ -1,6 +1,7 @@
 //! Matrix products (`mm`, `bmm`, `addmm`, `baddbmm`, `mv`, `addmv`, `dot`, `matmul`, `linear`)
 //! over strided tensors, plus the helpers the other heavy-kernel files share: the floating-point element
-//! trait (`Real`), compute-dtype dispatch and the GEMM entry point.
+//! trait (`Real`), compute-dtype dispatch and the GEMM entry point; `dense.rs` holds the
+//! factorizations (LU, Cholesky, symmetric eigen, SVD) and the ops built on them.
 //!
 //! `f32` products run on the microkernel of `kernels::packed` where the CPU has one of its
 //! paths (AVX-512F or AVX2+FMA), other floating-point products through `matrixmultiply`; both
@@ -57,6 +58,7 @@ pub(crate) use with_real;
 pub(crate) use ::kernels::mat::MatView;
 
 
+mod dense;
 mod gemm;
 mod ops;
 mod real;
@@ -78,4 +80,5 @@ pub fn register(r: &mut KernelRegistry) {
     r.register(op::DOT, dot);
     r.register(op::MATMUL, matmul);
     r.register(op::LINEAR, linear);
+    dense::register(r);
 }

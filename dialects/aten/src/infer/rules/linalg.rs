@@ -91,7 +91,9 @@ pub(super) fn infer(this: OpRef, head: OpRef, a: &Args, r: &Ranges) -> Result<Op
             if let (Some(sh), Some(b)) = (&shape, sshape.as_ref()) {
                 broadcast_shapes(b, sh, r)?;
             }
-            tensor(x.dtype.or(sdtype), shape)
+            // `baddbmm.dtype` (and `addmm.dtype`, …) return their `out_dtype`.
+            let out_dtype = if this.name().ends_with(".dtype") { a.dtype("out_dtype").flatten() } else { None };
+            tensor(out_dtype.or(x.dtype).or(sdtype), shape)
         }
         op::LINEAR => {
             let (Some(x), Some(w)) = (a.tensor("input"), a.tensor("weight")) else {
@@ -257,7 +259,7 @@ pub(super) fn infer(this: OpRef, head: OpRef, a: &Args, r: &Ranges) -> Result<Op
             }
             tensor(sdtype, shape)
         }
-        _ => return super::views::infer(this, head, a),
+        _ => return super::factor::infer(this, head, a, r),
     };
     one(out)
 }

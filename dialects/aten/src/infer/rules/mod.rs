@@ -2,9 +2,11 @@
 //! [`ShapeInference`](super::ShapeInference) interface, dispatched by family head
 //! ([`head_of`](super::families::head_of)): comparisons, binary arithmetic, shape-preserving
 //! unary ops, casts and reductions here; matrix products, convolutions and pooling in
-//! `linalg.rs`; views, shape ops and indexing in `views.rs`; creation, normalization,
+//! `linalg.rs`; factorizations (inverses, determinants, solves, eigen and singular value
+//! decompositions) in `factor.rs`; views, shape ops and indexing in `views.rs`; creation, normalization,
 //! attention and scalars in `other.rs`.
 
+mod factor;
 mod linalg;
 mod other;
 mod views;

@@ -459,6 +459,8 @@ pub(super) fn infer(this: OpRef, head: OpRef, a: &Args) -> Result<Option<Vec<Typ
             });
             tensor(sdtype, shape)
         }
+        // One row of indices per nonzero element: how many is known only when it runs.
+        op::NONZERO => tensor(Some(DType::I64), sshape.map(|sh| vec![Dim::Unknown, Dim::Static(sh.len() as i64)])),
         _ => return super::other::infer(head, a),
     };
     one(out)

@@ -1,0 +1,95 @@
+//! Ops checked against PyTorch's results, one data directory per family: `tests/data/recurrent/`
+//! (the recurrent layers and cells, which run through their decompositions) and
+//! `tests/data/linalg/` (the linear-algebra kernels and decompositions), `tests/data/selection/`
+//! (`where(condition)`, `isin`, `split_with_sizes_copy`, `mvlgamma` and their kin) and
+//! `tests/data/accumulation/` (sums, means and products over many `bf16`/`f16`
+//! elements, whose results show that they accumulate in `f32`). Each directory's
+//! `make.py` writes `cases.json` (the op with its attributes, its operands as input indices —
+//! a list of indices is one `Tensor[]` operand — and its number of results) and
+//! `io.safetensors` (random inputs and PyTorch 2.15's results). Every case runs at `-O0` and
+//! through the `-O2` pipeline; where PyTorch refuses the call (`"error": true`), both runs must
+//! fail. Results determined only up to sign (eigenvectors, singular vectors: `"up_to_sign"`)
+//! are compared after each column or row is given the sign of its largest entry.
+
+use runtime::Tensor;
+use support::torch_case::{Operand, check_levels, program};
+
+/// Runs every case of `tests/data/<dir>` and returns how many there were; panics listing the
+/// runs that differ from PyTorch.
+fn check_dir(dir: &str, atol: f64, rtol: f64) -> usize {
+    let (cases, tensors) = support::torch_case::load(dir);
+    let ctx = driver::default_context();
+    let mut failures = Vec::new();
+    for case in &cases {
+        let name = case["name"].as_str().expect("name");
+        let op = case["op"].as_str().expect("op");
+        let n = case["inputs"].as_u64().expect("inputs") as usize;
+        let inputs: Vec<Tensor> = (0..n).map(|i| tensors[&format!("{name}.in.{i}")].clone()).collect();
+        let index = |v: &serde_json::Value| v.as_u64().expect("an input index") as usize;
+        let operands: Vec<Operand> = match case["operands"].as_array() {
+            Some(os) => os
+                .iter()
+                .map(|o| match o.as_array() {
+                    Some(l) => Operand::List(l.iter().map(index).collect()),
+                    None => Operand::Tensor(index(o)),
+                })
+                .collect(),
+            None => (0..n).map(Operand::Tensor).collect(),
+        };
+        let outputs = case["outputs"].as_u64().unwrap_or(1) as usize;
+        let src = program(op, &inputs, &operands, outputs, case["list_out"].as_bool().unwrap_or(false));
+        let signs = |i: usize| case["up_to_sign"][i.to_string()].as_str().map(|m| m == "columns");
+        let want: Option<Vec<Tensor>> = (!case["error"].as_bool().unwrap_or(false))
+            .then(|| (0..outputs).map(|i| with_signs(&tensors[&format!("{name}.out.{i}")], signs(i))).collect());
+        failures.extend(check_levels(&ctx, name, &src, &inputs, want.as_deref(), atol, rtol, &|i, t| with_signs(t, signs(i))));
+    }
+    assert!(failures.is_empty(), "{} of {} runs differ from PyTorch:\n{}", failures.len(), 2 * cases.len(), failures.join("\n"));
+    cases.len()
+}
+
+/// `t` with each column (`Some(true)`) or row (`Some(false)`) of its matrices given the sign
+/// of its largest entry; `t` itself for `None`.
+fn with_signs(t: &Tensor, columns: Option<bool>) -> Tensor {
+    let Some(columns) = columns else { return t.clone() };
+    let s = t.sizes();
+    let (rows, cols) = (s[s.len() - 2], s[s.len() - 1]);
+    let mut v = t.to_vec_f64();
+    for m in v.chunks_mut((rows * cols).max(1)) {
+        let (lines, len) = if columns { (cols, rows) } else { (rows, cols) };
+        for l in 0..lines {
+            let at = |k: usize| if columns { k * cols + l } else { l * cols + k };
+            let big = (0..len).map(at).fold(0.0f64, |b, i| if m[i].abs() > b.abs() { m[i] } else { b });
+            if big < 0.0 {
+                (0..len).map(at).for_each(|i| m[i] = -m[i]);
+            }
+        }
+    }
+    Tensor::from_vec(v, s).and_then(|r| r.to_dtype(t.dtype())).expect("a tensor of the same shape")
+}
+
+#[test]
+fn recurrent_layers_and_cells_match_pytorch() {
+    let n = check_dir("recurrent", 1e-5, 1e-5);
+    assert!(n >= 15, "only {n} cases");
+}
+
+#[test]
+fn linear_algebra_matches_pytorch() {
+    let n = check_dir("linalg", 1e-4, 1e-4);
+    assert!(n >= 75, "only {n} cases");
+}
+
+#[test]
+fn selection_ops_match_pytorch() {
+    let n = check_dir("selection", 1e-5, 1e-5);
+    assert!(n >= 12, "only {n} cases");
+}
+
+/// Summing the 8,192 `bf16` elements of `sum_bf16` one by one in `bf16` gives 512 (and the `f16`
+/// case 4,096) where PyTorch, accumulating in `f32`, gives 8,192 (8,208) (`make.py` checks that each case's element-type sum differs by many units in the
+/// last place); the results must match PyTorch's to within a fraction of a unit in the last place.
+#[test]
+fn half_precision_accumulates_in_f32() {
+    let n = check_dir("accumulation", 1e-5, 1.0 / 4096.0);
+    assert!(n >= 6, "only {n} cases");
+}
