@@ -7,6 +7,7 @@
 
 mod builtins;
 
+use crate::Attribute;
 use crate::context::{Context, Syntax};
 use crate::module::{Module, OpId};
 use std::fmt;
@@ -249,7 +250,16 @@ impl AssemblyFormat {
                 }
             }
             Element::Attr(a) => m.attr(op, a).is_some(),
-            Element::UntypedAttr(a) => m.attr(op, a).is_some() && m.results(op).len() == 1,
+            // The literal reads back as the attribute only when the result's type is its own
+            // (`0.0 : i64` would not parse, `5 : f64` would read back as a float).
+            Element::UntypedAttr(a) => match (m.attr(op, a), m.results(op)) {
+                (Some(v @ (Attribute::Bool(_) | Attribute::Int(_) | Attribute::Float(_) | Attribute::Dense(_))), [r]) => {
+                    v.value_type().is_some_and(|t| t == *m.value_type(*r))
+                }
+                (Some(Attribute::SizedInt { .. } | Attribute::SizedFloat { .. }), _) => false,
+                (Some(_), [_]) => true,
+                _ => false,
+            },
             // An empty type list reads back only where a `)` ends it.
             Element::ResultTypes => {
                 !m.results(op).is_empty() || matches!(elements.get(i + 1), Some(Element::Literal(l)) if l == ")")
