@@ -140,6 +140,7 @@ pub fn compile_with_registry(
         .map(|b| module.block_args(b).to_vec())
         .unwrap_or_default();
 
+    let mutated: std::collections::HashSet<&str> = res_attrs.iter().filter_map(|d| dict_str(Some(d), "prim.buffer_mutation")).collect();
     let mut frozen: Vec<Option<IValue>> = vec![None; in_types.len()];
     let mut args = Vec::new();
     let mut buffer_args: Vec<(usize, String, Tensor)> = Vec::new();
@@ -156,7 +157,14 @@ pub fn compile_with_registry(
             frozen[i] = Some(IValue::Tensor(lookup("constant", n)?));
             (n.to_string(), InputKind::Constant)
         } else if let Some(n) = dict_str(d, "prim.buffer") {
-            buffer_args.push((i, n.to_string(), lookup("buffer", n)?));
+            let t = lookup("buffer", n)?;
+            // A buffer no result mutates keeps its initial value on every call: it is frozen
+            // like a parameter (an inference batch norm's running statistics), so what it
+            // alone determines is computed once.
+            if !mutated.contains(n) {
+                frozen[i] = Some(IValue::Tensor(t.clone()));
+            }
+            buffer_args.push((i, n.to_string(), t));
             (n.to_string(), InputKind::Buffer)
         } else {
             let n = dict_str(d, "prim.input")
