@@ -186,6 +186,9 @@ fn max_pool_typed<T: Element + PartialOrd + Send + Sync>(g: &PoolGeo, x: &[T], v
     });
 }
 
+/// Outputs whose running maxima one pass over a row's windows keeps at once.
+const LANES: usize = 8;
+
 /// [`max_pool_typed`] of one plane: each window's in-range taps (its bounds worked out once
 /// per output, not tested per tap) in order, the first maximum winning.
 fn max_pool_plane<T: Element + PartialOrd>(g: &PoolGeo, xp: &[T], vals: &mut [T], idxs: &mut [i64]) {
@@ -196,7 +199,44 @@ fn max_pool_plane<T: Element + PartialOrd>(g: &PoolGeo, xp: &[T], vals: &mut [T]
         let za = in_range(start(z, 0), g.kernel[0], g.dilation[0], id);
         for y in 0..oh {
             let yb = in_range(start(y, 1), g.kernel[1], g.dilation[1], ih);
-            for xo in 0..ow {
+            // The outputs whose windows lie wholly inside the row go `LANES` at a time: their
+            // running maxima are independent chains, which a single output's one chain of
+            // compare-and-select would leave waiting on each other.
+            let (kw, dw, sw) = (g.kernel[2], g.dilation[2], g.stride[2]);
+            let inside = |xo: usize| start(xo, 2) >= 0 && (start(xo, 2) + ((kw - 1) * dw) as isize) < iw as isize;
+            let mut xo = 0;
+            while xo < ow {
+                if xo + LANES <= ow && inside(xo) && inside(xo + LANES - 1) && !za.is_empty() && !yb.is_empty() {
+                    let row = |a: usize, b: usize| {
+                        let iz = (start(z, 0) + (a * g.dilation[0]) as isize) as usize;
+                        let iy = (start(y, 1) + (b * g.dilation[1]) as isize) as usize;
+                        (iz * ih + iy) * iw + start(xo, 2) as usize
+                    };
+                    let first = row(za.start, yb.start);
+                    let mut best: [T; LANES] = std::array::from_fn(|l| xp[first + l * sw]);
+                    let mut best_at: [usize; LANES] = std::array::from_fn(|l| first + l * sw);
+                    for a in za.clone() {
+                        for b in yb.clone() {
+                            let r = row(a, b);
+                            for c in 0..kw {
+                                for l in 0..LANES {
+                                    let flat = r + c * dw + l * sw;
+                                    let v = xp[flat];
+                                    let take = replaces(v, best[l]);
+                                    best[l] = std::hint::select_unpredictable(take, v, best[l]);
+                                    best_at[l] = std::hint::select_unpredictable(take, flat, best_at[l]);
+                                }
+                            }
+                        }
+                    }
+                    let o = (z * oh + y) * ow + xo;
+                    vals[o..o + LANES].copy_from_slice(&best);
+                    for (i, &at) in idxs[o..o + LANES].iter_mut().zip(&best_at) {
+                        *i = at as i64;
+                    }
+                    xo += LANES;
+                    continue;
+                }
                 let xc = in_range(start(xo, 2), g.kernel[2], g.dilation[2], iw);
                 // The start of the input row of taps `(a, b)`, and the column of tap `c`.
                 let row = |a: usize, b: usize| {
@@ -211,6 +251,7 @@ fn max_pool_plane<T: Element + PartialOrd>(g: &PoolGeo, xp: &[T], vals: &mut [T]
                 if za.is_empty() || yb.is_empty() || xc.is_empty() {
                     vals[o] = T::from_f64(f64::NEG_INFINITY);
                     idxs[o] = 0;
+                    xo += 1;
                     continue;
                 }
                 let first = row(za.start, yb.start) + col(xc.start);
@@ -230,6 +271,7 @@ fn max_pool_plane<T: Element + PartialOrd>(g: &PoolGeo, xp: &[T], vals: &mut [T]
                 }
                 vals[o] = best;
                 idxs[o] = best_at as i64;
+                xo += 1;
             }
         }
     }
