@@ -141,6 +141,9 @@ pub fn compile_with_registry(
         .unwrap_or_default();
 
     let mutated: std::collections::HashSet<&str> = res_attrs.iter().filter_map(|d| dict_str(Some(d), "prim.buffer_mutation")).collect();
+    // Buffers are frozen only in a program that writes no memory in place (an in-place
+    // update of a buffer without a mutation output keeps its state in the buffer itself).
+    let effect_free = transforms::opt::alias::is_effect_free(ctx, module, func);
     let mut frozen: Vec<Option<IValue>> = vec![None; in_types.len()];
     let mut args = Vec::new();
     let mut buffer_args: Vec<(usize, String, Tensor)> = Vec::new();
@@ -161,7 +164,7 @@ pub fn compile_with_registry(
             // A buffer no result mutates keeps its initial value on every call: it is frozen
             // like a parameter (an inference batch norm's running statistics), so what it
             // alone determines is computed once.
-            if !mutated.contains(n) {
+            if effect_free && !mutated.contains(n) {
                 frozen[i] = Some(IValue::Tensor(t.clone()));
             }
             buffer_args.push((i, n.to_string(), t));
