@@ -18,7 +18,8 @@ pub const MAX_OPT_LEVEL: u32 = 3;
 ///   in-place ops, core ops, explicit casts. An op whose decomposition fails and ops outside
 ///   the Edge set stay aten ops, which the interpreter runs (or the runtime's composite
 ///   fallback rewrites), so no level fails on a program that runs as imported.
-/// - `1` and up: the same with the optimization passes (`cse`,
+/// - `1` and up: the same with `fold-batch-norm` (an inference batch norm of a convolution
+///   folded into its weight and bias) and the optimization passes (`cse`,
 ///   `canonicalize`, `constant-pooling`) before and after it (with `inline-if` and
 ///   `shape-propagation` before it), `dce`, `fuse-attention`
 ///   (decomposed attention into one `backend.kernel`), `fuse-epilogue` (a linear layer and
@@ -43,6 +44,10 @@ pub fn pipeline_stages(level: u32) -> (Vec<&'static str>, Vec<&'static str>) {
     if level == 0 {
         passes.push("lower-to-edge{strict=false}");
     } else {
+        // An inference batch norm after a convolution becomes part of its weight and bias
+        // while both are still aten ops (the runtime then computes them once, from the frozen
+        // parameters).
+        passes.push("fold-batch-norm");
         passes.extend(OPTIMIZATIONS);
         // A branch whose condition canonicalization made constant (an `is None` the input types
         // decide) is inlined, and what it yields typed, before Edge needs every dtype.

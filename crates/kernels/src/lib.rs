@@ -3,7 +3,7 @@
 //! Nothing here knows of tensors or ops: callers pass slices, strides and sizes and get
 //! numbers back. `isa` is the one place that asks the CPU what it has (capped by
 //! `DIALECT_ISA`); `wide` compiles portable loops for the chosen vector width; `fastmath` holds
-//! the branch-free transcendental functions and `softmax` the rows built on them; `gemm` the prepacked `f32` GEMM and `gemv` the
+//! the branch-free transcendental functions and `softmax` the rows built on them; `gemm` the prepacked `f32` GEMM, `depthwise` the direct depthwise convolution and `gemv` the
 //! batch-1 matrix-vector product over strided matrices (`mat`), their intrinsics in `x86`
 //! (one module per ISA); `parallel` is the intra-op team that kernels split their work
 //! across; `testing` the deterministic inputs of tests here and in the runtime. A kernel refuses operands that do not fit with an [`Error`] naming
@@ -12,6 +12,7 @@
 pub mod error;
 pub mod fastmath;
 pub mod gemm;
+pub mod depthwise;
 pub mod gemv;
 pub mod isa;
 pub mod mat;

@@ -1,6 +1,6 @@
 //! Optimization passes: alias analysis, DCE, CSE, folding, canonicalization, inlining, unrolling, functionalization.
 //!
-//! [`register`] adds `cse`, `constant-propagation`, `constant-pooling`, `inline-if`,
+//! [`register`] adds `cse`, `constant-propagation`, `constant-pooling`, `fold-batch-norm`, `inline-if`,
 //! `loop-unroll`, `remove-noop-views`, `functionalize`, `test-alias-analysis`, and the tools'
 //! `canonicalize` (the pass crate's pass, registered with the prim and aten folders and the
 //! patterns of [`canon`]; registries built on `pass::register_builtin_passes` have no other). `dce` stays the pass crate's: it erases exactly the unused ops that are
@@ -11,6 +11,7 @@ pub mod alias;
 pub mod canon;
 pub mod control;
 pub mod cse;
+pub mod fold_bn;
 pub mod functionalize;
 pub mod pooling;
 pub mod test_alias;
@@ -140,6 +141,7 @@ pub fn pass_infos() -> Vec<PassInfo> {
     const FUNC: &str = "Replace in-place and out= ops by functional ones, returning mutated arguments";
     const PROP: &str = "Fold prim and aten ops with constant operands (small tensors included)";
     const NOOP: &str = "Remove views that do not change their input (same-shape view/expand/reshape, identity permute, alias)";
+    const FOLD_BN: &str = "Fold inference batch norms of convolution results into the convolutions' weights and biases";
     const TEST_ALIAS: &str = "Print the alias analysis of each function (a test aid)";
     vec![
         PassInfo::new("cse", CSE, |_| {
@@ -148,6 +150,10 @@ pub fn pass_infos() -> Vec<PassInfo> {
         .anchor(Anchor::func()),
         PassInfo::new("constant-pooling", POOL, |_| {
             Ok(func_pass("constant-pooling", POOL, String::new(), |ctx, m, op, am| pooling::run_pooling(ctx, m, op, am)))
+        })
+        .anchor(Anchor::func()),
+        PassInfo::new("fold-batch-norm", FOLD_BN, |_| {
+            Ok(func_pass("fold-batch-norm", FOLD_BN, String::new(), |ctx, m, op, am| fold_bn::run_fold_bn(ctx, m, op, am)))
         })
         .anchor(Anchor::func()),
         PassInfo::new("inline-if", INLINE_IF, |_| {

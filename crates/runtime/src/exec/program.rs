@@ -140,7 +140,9 @@ pub fn compile_with_registry(
         .map(|b| module.block_args(b).to_vec())
         .unwrap_or_default();
 
+    let mutated: std::collections::HashSet<&str> = res_attrs.iter().filter_map(|d| dict_str(Some(d), "prim.buffer_mutation")).collect();
     let mut frozen: Vec<Option<IValue>> = vec![None; in_types.len()];
+    let mut unmutated = Vec::new();
     let mut args = Vec::new();
     let mut buffer_args: Vec<(usize, String, Tensor)> = Vec::new();
     let mut user_args: Vec<(usize, String)> = Vec::new();
@@ -156,7 +158,14 @@ pub fn compile_with_registry(
             frozen[i] = Some(IValue::Tensor(lookup("constant", n)?));
             (n.to_string(), InputKind::Constant)
         } else if let Some(n) = dict_str(d, "prim.buffer") {
-            buffer_args.push((i, n.to_string(), lookup("buffer", n)?));
+            let t = lookup("buffer", n)?;
+            // A buffer no result mutates keeps its initial value on every call: it is frozen
+            // like a parameter (an inference batch norm's running statistics), so what it
+            // alone determines is computed once.
+            if !mutated.contains(n) {
+                unmutated.push((i, t.clone()));
+            }
+            buffer_args.push((i, n.to_string(), t));
             (n.to_string(), InputKind::Buffer)
         } else {
             let n = dict_str(d, "prim.input")
@@ -179,6 +188,14 @@ pub fn compile_with_registry(
     } else {
         module
     };
+    // Buffers are frozen only in a program that writes no memory in place (an in-place
+    // update of a buffer without a mutation output keeps its state in the buffer itself);
+    // partitions are flattened first, so their bodies are what is checked.
+    if transforms::opt::alias::is_effect_free(ctx, body_module, func) {
+        for (i, t) in unmutated {
+            frozen[i] = Some(IValue::Tensor(t));
+        }
+    }
     let (function, arg_regs, fusion) = linearize(
         body_module,
         ctx,

@@ -143,55 +143,135 @@ fn is_nan<T: PartialEq>(v: T) -> bool {
 /// PyTorch's max-pool update rule: a larger value or any NaN replaces the current maximum.
 #[inline(always)]
 fn replaces<T: PartialOrd>(v: T, current: T) -> bool {
-    v > current || is_nan(v)
+    (v > current) | is_nan(v)
 }
 
-fn max_pool_typed<T: Element + PartialOrd>(g: &PoolGeo, x: &[T], vals: &mut [T], idxs: &mut [i64]) {
+/// The taps `a` of a window starting at `start` (`k` taps, `dil` apart) that land inside
+/// `0..n`.
+#[inline(always)]
+fn in_range(start: isize, k: usize, dil: usize, n: usize) -> std::ops::Range<usize> {
+    if dil == 1 {
+        // The common case, without the divisions (which would cost more than the window).
+        let lo = (-start).clamp(0, k as isize) as usize;
+        let hi = (n as isize - start).clamp(lo as isize, k as isize) as usize;
+        return lo..hi;
+    }
+    let lo = if start < 0 { (start.unsigned_abs()).div_ceil(dil).min(k) } else { 0 };
+    let room = n as isize - start;
+    let hi = if room <= 0 { 0 } else { ((room as usize).div_ceil(dil)).min(k) };
+    lo..hi.max(lo)
+}
+
+/// Max pooling of every plane: each output visits its window's in-range taps in order
+/// (depth, row, column), so the first maximum wins and a NaN replaces anything before it.
+/// Planes split across the intra-op team when there is enough work.
+fn max_pool_typed<T: Element + PartialOrd + Send + Sync>(g: &PoolGeo, x: &[T], vals: &mut [T], idxs: &mut [i64]) {
     let (inn, outn) = (g.in_numel(), g.out_numel());
+    let work = g.planes * outn * g.kernel.iter().product::<usize>();
+    let threads = crate::parallel::threads();
+    let tasks = if threads > 1 && work >= 1 << 16 { (threads * 4).min(g.planes) } else { 1 };
+    let (vp, ip) = (crate::parallel::SharedOut(vals.as_mut_ptr()), crate::parallel::SharedOut(idxs.as_mut_ptr()));
+    crate::parallel::for_each(tasks, |t| {
+        for pl in g.planes * t / tasks..g.planes * (t + 1) / tasks {
+            // SAFETY: `vals` and `idxs` hold `planes·outn` elements (the caller built them of
+            // the output's size); each plane is written by the one task that owns it.
+            let (v, i) = unsafe {
+                (
+                    std::slice::from_raw_parts_mut(vp.get().add(pl * outn), outn),
+                    std::slice::from_raw_parts_mut(ip.get().add(pl * outn), outn),
+                )
+            };
+            max_pool_plane(g, &x[pl * inn..(pl + 1) * inn], v, i);
+        }
+    });
+}
+
+/// Outputs whose running maxima one pass over a row's windows keeps at once.
+const LANES: usize = 8;
+
+/// [`max_pool_typed`] of one plane: each window's in-range taps (its bounds worked out once
+/// per output, not tested per tap) in order, the first maximum winning.
+fn max_pool_plane<T: Element + PartialOrd>(g: &PoolGeo, xp: &[T], vals: &mut [T], idxs: &mut [i64]) {
     let [id, ih, iw] = g.input;
     let [od, oh, ow] = g.output;
-    for pl in 0..g.planes {
-        let xp = &x[pl * inn..(pl + 1) * inn];
-        for z in 0..od {
-            for y in 0..oh {
-                for xo in 0..ow {
-                    let start = [
-                        (z * g.stride[0]) as isize - g.pad[0] as isize,
-                        (y * g.stride[1]) as isize - g.pad[1] as isize,
-                        (xo * g.stride[2]) as isize - g.pad[2] as isize,
-                    ];
-                    let mut best: Option<(T, usize)> = None;
-                    for a in 0..g.kernel[0] {
-                        let iz = start[0] + (a * g.dilation[0]) as isize;
-                        if iz < 0 || iz >= id as isize {
-                            continue;
-                        }
-                        for b in 0..g.kernel[1] {
-                            let iy = start[1] + (b * g.dilation[1]) as isize;
-                            if iy < 0 || iy >= ih as isize {
-                                continue;
-                            }
-                            for c in 0..g.kernel[2] {
-                                let ix = start[2] + (c * g.dilation[2]) as isize;
-                                if ix < 0 || ix >= iw as isize {
-                                    continue;
-                                }
-                                let flat = (iz as usize * ih + iy as usize) * iw + ix as usize;
-                                let v = xp[flat];
-                                match best {
-                                    Some((m, _)) if !replaces(v, m) => {}
-                                    _ => best = Some((v, flat)),
+    let start = |o: usize, d: usize| (o * g.stride[d]) as isize - g.pad[d] as isize;
+    for z in 0..od {
+        let za = in_range(start(z, 0), g.kernel[0], g.dilation[0], id);
+        for y in 0..oh {
+            let yb = in_range(start(y, 1), g.kernel[1], g.dilation[1], ih);
+            // The outputs whose windows lie wholly inside the row go `LANES` at a time: their
+            // running maxima are independent chains, which a single output's one chain of
+            // compare-and-select would leave waiting on each other.
+            let (kw, dw, sw) = (g.kernel[2], g.dilation[2], g.stride[2]);
+            let inside = |xo: usize| start(xo, 2) >= 0 && (start(xo, 2) + ((kw - 1) * dw) as isize) < iw as isize;
+            let mut xo = 0;
+            while xo < ow {
+                if xo + LANES <= ow && inside(xo) && inside(xo + LANES - 1) && !za.is_empty() && !yb.is_empty() {
+                    let row = |a: usize, b: usize| {
+                        let iz = (start(z, 0) + (a * g.dilation[0]) as isize) as usize;
+                        let iy = (start(y, 1) + (b * g.dilation[1]) as isize) as usize;
+                        (iz * ih + iy) * iw + start(xo, 2) as usize
+                    };
+                    let first = row(za.start, yb.start);
+                    let mut best: [T; LANES] = std::array::from_fn(|l| xp[first + l * sw]);
+                    let mut best_at: [usize; LANES] = std::array::from_fn(|l| first + l * sw);
+                    for a in za.clone() {
+                        for b in yb.clone() {
+                            let r = row(a, b);
+                            for c in 0..kw {
+                                for l in 0..LANES {
+                                    let flat = r + c * dw + l * sw;
+                                    let v = xp[flat];
+                                    let take = replaces(v, best[l]);
+                                    best[l] = std::hint::select_unpredictable(take, v, best[l]);
+                                    best_at[l] = std::hint::select_unpredictable(take, flat, best_at[l]);
                                 }
                             }
                         }
                     }
-                    let o = pl * outn + (z * oh + y) * ow + xo;
-                    // Every window holds at least one element (padding is at most half the
-                    // kernel); an empty one would read as -inf at the window's first position.
-                    let (v, i) = best.unwrap_or((T::from_f64(f64::NEG_INFINITY), 0));
-                    vals[o] = v;
-                    idxs[o] = i as i64;
+                    let o = (z * oh + y) * ow + xo;
+                    vals[o..o + LANES].copy_from_slice(&best);
+                    for (i, &at) in idxs[o..o + LANES].iter_mut().zip(&best_at) {
+                        *i = at as i64;
+                    }
+                    xo += LANES;
+                    continue;
                 }
+                let xc = in_range(start(xo, 2), g.kernel[2], g.dilation[2], iw);
+                // The start of the input row of taps `(a, b)`, and the column of tap `c`.
+                let row = |a: usize, b: usize| {
+                    let iz = (start(z, 0) + (a * g.dilation[0]) as isize) as usize;
+                    let iy = (start(y, 1) + (b * g.dilation[1]) as isize) as usize;
+                    (iz * ih + iy) * iw
+                };
+                let col = |c: usize| (start(xo, 2) + (c * g.dilation[2]) as isize) as usize;
+                let o = (z * oh + y) * ow + xo;
+                // Every window holds at least one element (padding is at most half the
+                // kernel); an empty one would read as -inf at the window's first position.
+                if za.is_empty() || yb.is_empty() || xc.is_empty() {
+                    vals[o] = T::from_f64(f64::NEG_INFINITY);
+                    idxs[o] = 0;
+                    xo += 1;
+                    continue;
+                }
+                let first = row(za.start, yb.start) + col(xc.start);
+                let (mut best, mut best_at) = (xp[first], first);
+                for a in za.clone() {
+                    for b in yb.clone() {
+                        let r = row(a, b);
+                        for c in xc.clone() {
+                            let flat = r + col(c);
+                            let v = xp[flat];
+                            // Selects, not a branch: which tap wins is data-dependent.
+                            let take = replaces(v, best);
+                            best = std::hint::select_unpredictable(take, v, best);
+                            best_at = std::hint::select_unpredictable(take, flat, best_at);
+                        }
+                    }
+                }
+                vals[o] = best;
+                idxs[o] = best_at as i64;
+                xo += 1;
             }
         }
     }

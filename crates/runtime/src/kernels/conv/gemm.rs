@@ -54,6 +54,9 @@ pub(crate) fn conv_compute<T: ConvElem>(
     let (cin_g, cout_g) = (g.cin / g.groups, g.cout / g.groups);
     let k = g.kernel_numel();
     let (lin, lout) = (g.in_numel(), g.out_numel());
+    if let Some(done) = depthwise::try_depthwise(op, g, x, w, bias, out) {
+        return done;
+    }
     if let Some(b) = bias {
         for (i, chunk) in out.chunks_mut(lout.max(1)).enumerate() {
             chunk.fill(b[i % g.cout]);

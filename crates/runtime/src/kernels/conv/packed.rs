@@ -10,6 +10,9 @@ use super::*;
 pub(crate) struct PackedFilter {
     pub groups: usize,
     pub per_group: Vec<PackedA>,
+    /// The weight itself, `[C, 1, k...]`, of a depthwise filter (one output channel per
+    /// single-channel group), which the direct kernel reads instead of `per_group` (empty).
+    pub depthwise: Option<Vec<f32>>,
 }
 
 impl PackedFilter {
@@ -22,10 +25,13 @@ impl PackedFilter {
         let data = wc.as_slice::<f32>()?;
         let cout_g = w.sizes()[0] / groups;
         let cols: usize = w.sizes()[1..].iter().product();
+        if cout_g == 1 && w.sizes()[1] == 1 {
+            return Ok(PackedFilter { groups, per_group: Vec::new(), depthwise: Some(data.to_vec()) });
+        }
         let per_group = (0..groups)
             .map(|g| PackedA::pack(op, isa, MatView::new(op, data, g * cout_g * cols, cout_g, cols, cols, 1)?))
             .collect::<::kernels::Result<_>>()?;
-        Ok(PackedFilter { groups, per_group })
+        Ok(PackedFilter { groups, per_group, depthwise: None })
     }
 }
 
@@ -42,7 +48,13 @@ pub(crate) fn conv_compute_packed(
     let (cin_g, cout_g) = (g.cin / g.groups, g.cout / g.groups);
     let k = g.kernel_numel();
     let (lin, lout) = (g.in_numel(), g.out_numel());
-    if g.transposed || w.groups != g.groups || w.per_group.iter().any(|a| a.rows() != cout_g || a.cols() != cin_g * k) {
+    if let (Some(raw), Some(d)) = (&w.depthwise, g.depthwise()) {
+        if x.len() < g.n * g.cin * lin || out.len() < g.n * g.cout * lout || raw.len() != g.cout * k {
+            return Err(KernelError::new(op, "internal error: convolution buffers are too small"));
+        }
+        return depthwise::run(op, g, &d, x, raw, bias, out);
+    }
+    if g.transposed || w.depthwise.is_some() || w.groups != g.groups || w.per_group.iter().any(|a| a.rows() != cout_g || a.cols() != cin_g * k) {
         return Err(KernelError::new(op, "internal error: the prepacked weight does not match the convolution"));
     }
     if x.len() < g.n * g.cin * lin || out.len() < g.n * g.cout * lout || bias.is_some_and(|b| b.len() < g.cout) {

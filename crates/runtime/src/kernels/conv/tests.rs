@@ -222,3 +222,55 @@ fn prepacked_convolution_matches_the_general_one_on_any_thread_count() {
         }
     }
 }
+
+/// Depthwise convolutions (the direct kernel, with and without a prepacked filter) agree with
+/// the per-group GEMM path (run in `f64`) on strides 1 and 2, 3×3 and 5×5 kernels, odd
+/// widths, padding, dilation and 1-d inputs, with and without bias, on every ISA path.
+#[test]
+fn depthwise_convolution_matches_the_gemm_path_on_every_isa() {
+    let mut rng = Gen(0xd3_97_11);
+    // (n, channels, input, kernel, stride, pad, dilation)
+    type Case = (usize, usize, [usize; 3], [usize; 3], [usize; 3], [usize; 3], [usize; 3]);
+    let cases: [Case; 7] = [
+        (1, 8, [1, 17, 19], [1, 3, 3], [1, 1, 1], [0, 1, 1], [1, 1, 1]),
+        (2, 5, [1, 15, 13], [1, 3, 3], [1, 2, 2], [0, 1, 1], [1, 1, 1]),
+        (1, 3, [1, 14, 14], [1, 5, 5], [1, 1, 1], [0, 2, 2], [1, 1, 1]),
+        (1, 4, [1, 29, 31], [1, 5, 5], [1, 2, 2], [0, 2, 2], [1, 1, 1]),
+        (1, 2, [1, 9, 11], [1, 3, 3], [1, 1, 1], [0, 2, 2], [1, 2, 2]),
+        (2, 3, [1, 1, 40], [1, 1, 3], [1, 1, 2], [0, 0, 1], [1, 1, 1]),
+        (1, 16, [1, 7, 7], [1, 3, 3], [1, 1, 1], [0, 1, 1], [1, 1, 1]),
+    ];
+    for (n, c, input, kernel, stride, pad, dil) in cases {
+        let g = Geometry { n, cin: c, cout: c, groups: c, ..geometry3(input, kernel, stride, pad, dil) };
+        assert!(g.depthwise().is_some(), "{g:?}");
+        let x = rng.vec(n * c * g.in_numel());
+        let wsizes = [c, 1, kernel[1], kernel[2]];
+        let wd = rng.vec(wsizes.iter().product());
+        let bias = rng.vec(c);
+        let widen = |v: &[f32]| v.iter().map(|&x| x as f64).collect::<Vec<_>>();
+        for b in [None, Some(&bias[..])] {
+            let len = n * c * g.out_numel();
+            let mut want = vec![0.0f64; len];
+            conv_compute("t", &g, &widen(&x), &widen(&wd), b.map(widen).as_deref(), &mut want).unwrap();
+            for isa in Isa::supported() {
+                ::kernels::isa::with(isa, || {
+                    let mut got = vec![f32::NAN; len];
+                    conv_compute("t", &g, &x, &wd, b, &mut got).unwrap();
+                    let mut runs = vec![got];
+                    if let Some(simd) = Isa::simd() {
+                        let wt = Tensor::from_vec(wd.clone(), &wsizes).unwrap();
+                        let filter = PackedFilter::pack("t", simd, &wt, c).unwrap();
+                        let mut packed = vec![f32::NAN; len];
+                        conv_compute_packed("t", &g, &x, &filter, b, &mut packed).unwrap();
+                        runs.push(packed);
+                    }
+                    for got in runs {
+                        for (i, (s, w)) in got.iter().zip(&want).enumerate() {
+                            assert!((*s as f64 - w).abs() <= 1e-5 * (1.0 + w.abs()), "{isa} {g:?} element {i}: got {s}, want {w}");
+                        }
+                    }
+                });
+            }
+        }
+    }
+}
