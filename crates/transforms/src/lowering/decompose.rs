@@ -411,7 +411,7 @@ fn ot_is_complete(t: &ir::Type) -> bool {
 }
 
 /// Erases ops a failed decomposition created (last first), when unused.
-pub(crate) fn erase_unused(m: &mut Module, created: &[OpId]) {
+fn erase_unused(m: &mut Module, created: &[OpId]) {
     for &c in created.iter().rev() {
         if m.contains_op(c) && m.results(c).iter().all(|&r| !m.has_uses(r)) {
             let _ = m.erase_op(c);

@@ -14,7 +14,7 @@
 //! executor's to report. `dialect-run -O0` and `runtime::compile` run this before execution;
 //! everything that has a kernel runs as imported.
 
-use super::decompose::{DecompositionTable, decompose_one, erase_unused, replace_results, rewrite_to_fixed_point};
+use super::decompose::{DecompositionTable, decompose_one, replace_results, rewrite_to_fixed_point};
 use super::rewrite::{Arg, OpBuilder};
 use dialect_aten::infer::Ranges;
 use dialect_aten::{ArgSource, Counterpart, bind_args, functional_counterpart, is_inplace_view};
@@ -152,16 +152,6 @@ fn rewire_inplace_view(ctx: &Context, m: &mut Module, ranges: &Ranges, op: OpId)
     let name = m.op_name(op).to_string();
     let Some((counterpart, args, targets)) = counterpart_call(ctx, m, op)? else { return Ok(None) };
     let [target] = targets[..] else { return Ok(None) };
-    let mut b = OpBuilder::before(ctx, m, ranges, op);
-    let built = b.call_n(&counterpart.op, &args);
-    let created = std::mem::take(&mut b.created);
-    let value = match built {
-        Ok(v) if v.len() == 1 => v[0],
-        Ok(_) | Err(_) => {
-            let why = built.err().unwrap_or_else(|| "it has more than one result".into());
-            return Err(Diagnostic::error(m.loc(op).clone(), format!("'{name}' op: its functional form '{}' cannot be built: {why}", counterpart.op)));
-        }
-    };
     let block = m.parent_block(op);
     // The ancestor of `user` in the op's block, if it is nested there.
     let in_block = |m: &Module, user: OpId| {
@@ -177,9 +167,18 @@ fn rewire_inplace_view(ctx: &Context, m: &mut Module, ranges: &Ranges, op: OpId)
     // Nested below the block defining `x` (a branch, a loop body), the new shape would have to
     // leave the region with `x`; that is declined, and the write-back reports what it cannot do.
     if m.value_block(target) != block && m.uses(target).iter().any(|u| in_block(m, u.op).is_none()) {
-        erase_unused(m, &created);
         return Ok(None);
     }
+    let mut b = OpBuilder::before(ctx, m, ranges, op);
+    let built = b.call_n(&counterpart.op, &args);
+    let created = std::mem::take(&mut b.created);
+    let value = match built.as_deref() {
+        Ok(&[v]) => v,
+        Ok(_) => return Err(Diagnostic::error(m.loc(op).clone(), format!("'{name}' op: its functional form '{}' cannot be built: it has more than one result", counterpart.op))),
+        Err(e) => {
+            return Err(Diagnostic::error(m.loc(op).clone(), format!("'{name}' op: its functional form '{}' cannot be built: {e}", counterpart.op)));
+        }
+    };
     m.replace_uses_where(target, value, |m, u| in_block(m, u.op).is_some_and(|o| m.is_before_in_block(op, o)));
     for r in m.results(op).to_vec() {
         m.replace_all_uses(r, value);
