@@ -258,3 +258,49 @@ fn absurd_pool_arguments_are_errors_not_panics() {
     );
     assert!(e.contains("out of range"), "{e}");
 }
+
+/// `max_poolNd` (values alone, computed row by row) gives the bits of the values of
+/// `max_poolNd_with_indices` (computed tap by tap) for every geometry: kernel, stride,
+/// padding, dilation and ceil mode, on every ISA path, with NaNs and signed zeros among the
+/// inputs (the first maximum of a window wins, and a NaN anywhere in it is the result).
+#[test]
+fn values_alone_match_values_with_indices() {
+    let plane = [2usize, 3, 9, 14];
+    let n: usize = plane.iter().product();
+    let data: Vec<f32> = (0..n)
+        .map(|i| match (i * 7919) % 61 {
+            0 => f32::NAN,
+            1..=5 => 0.0,
+            6..=10 => -0.0,
+            v => ((v * 31) % 17) as f32 - 8.0,
+        })
+        .collect();
+    let x = t(&data, &plane);
+    let xi = Tensor::from_slice(&data.iter().map(|&v| if v.is_nan() { 7 } else { v as i64 }).collect::<Vec<_>>(), &plane).unwrap();
+    for isa in kernels::Isa::supported() {
+        for (k, s, p, d) in [
+            ([3, 3], [2, 2], [0, 0], [1, 1]),
+            ([3, 3], [2, 2], [1, 1], [1, 1]),
+            ([2, 2], [2, 2], [0, 0], [1, 1]),
+            ([3, 3], [1, 1], [1, 1], [1, 1]),
+            ([2, 3], [1, 2], [1, 1], [1, 1]),
+            ([3, 2], [3, 1], [1, 0], [2, 1]),
+            ([3, 3], [2, 3], [1, 1], [2, 2]),
+            ([5, 4], [2, 3], [2, 2], [1, 1]),
+            ([1, 1], [1, 1], [0, 0], [1, 1]),
+            ([4, 5], [3, 4], [1, 2], [1, 1]),
+        ] {
+            for ceil in [false, true] {
+                for x in [&x, &xi] {
+                    let args = || vec![x.clone().into(), ints(&k), ints(&s), ints(&p), ints(&d), IValue::Bool(ceil)];
+                    let (alone, with) = kernels::isa::with(isa, || {
+                        (call("aten.max_pool2d", args()), call("aten.max_pool2d_with_indices", args()))
+                    });
+                    assert_eq!(alone[0].sizes(), with[0].sizes());
+                    let bits = |t: &Tensor| t.to_vec_f64().iter().map(|v| if v.is_nan() { u64::MAX } else { v.to_bits() }).collect::<Vec<_>>();
+                    assert_eq!(bits(&alone[0]), bits(&with[0]), "{isa:?} k {k:?} s {s:?} p {p:?} d {d:?} ceil {ceil} {:?}", x.dtype());
+                }
+            }
+        }
+    }
+}

@@ -151,6 +151,17 @@ pub(crate) fn has_kernel(reg: &KernelRegistry, ctx: &Context, name: &str) -> boo
     reg.contains(kernel_name(name)) || sym_op(name).is_some() || ctx.op_def(name).is_none_or(|d| d.schema.is_none())
 }
 
+/// The op with the same arguments whose one result is the first result of `name`, for ops
+/// whose other results cost more than the first (max pooling's indices): run in its place when
+/// nothing reads those results.
+fn values_only_kernel(name: &str) -> Option<&'static str> {
+    match name {
+        n if n == op::MAX_POOL2D_WITH_INDICES.name() => Some(op::MAX_POOL2D.name()),
+        n if n == op::MAX_POOL3D_WITH_INDICES.name() => Some(op::MAX_POOL3D.name()),
+        _ => None,
+    }
+}
+
 /// The name a kernel is registered under: an Edge op runs the kernel of the ATen op it mirrors.
 fn kernel_name(name: &str) -> &str {
     match dialect_edge::aten_op(name) {
@@ -493,7 +504,15 @@ impl<'a> Lin<'a> {
         let m = self.m;
         let def = self.ctx.op_def(&name);
         let schema = def.and_then(|d| d.schema.clone());
-        let kname = kernel_name(&name);
+        let mut kname = kernel_name(&name);
+        let mut outs = outs;
+        if let Some(values_only) = values_only_kernel(kname).filter(|k| self.registry.contains(k)) {
+            // Results nothing reads are not computed: the kernel of the op without them runs.
+            if m.results(op).iter().skip(1).all(|&r| !m.has_uses(r)) {
+                kname = values_only;
+                outs.truncate(1);
+            }
+        }
         let Some(f) = self.registry.get(&kname) else {
             if schema.is_some() || ir::dialect_namespace(kname) == dialect_aten::DIALECT {
                 self.missing.push(MissingKernel { op: name.to_string(), loc: loc_string(&loc) });

@@ -277,9 +277,195 @@ fn max_pool_plane<T: Element + PartialOrd>(g: &PoolGeo, xp: &[T], vals: &mut [T]
     }
 }
 
-fn max_pool(op: &'static str, d: usize, a: &Args<'_>) -> Result<(Tensor, Tensor)> {
+/// The maximum of a window so far and its next tap `v`, by PyTorch's rule: the first
+/// maximum stays, a NaN replaces anything.
+#[inline(always)]
+fn max_tap<T: PartialOrd + Copy>(best: T, v: T) -> T {
+    if replaces(v, best) { v } else { best }
+}
+
+/// Max pooling values without indices, separably: each input row's horizontal window maxima
+/// first (into `rows`, one row of `ow` per input row of the plane), then each output the
+/// maximum of its window's rows, in row order. Taking rows in order and each row's taps in
+/// order keeps PyTorch's first-maximum-wins order of taps exactly (which `-0.0` or `0.0`, which
+/// NaN). Both passes run over contiguous memory, so they vectorize where the per-tap loop of
+/// [`max_pool_plane`] cannot.
+fn max_pool_values_typed<T: Element + PartialOrd + Send + Sync>(g: &PoolGeo, x: &[T], vals: &mut [T]) {
+    let (inn, outn) = (g.in_numel(), g.out_numel());
+    let work = g.planes * outn * g.kernel.iter().product::<usize>();
+    let threads = crate::parallel::threads();
+    let tasks = if threads > 1 && work >= 1 << 16 { (threads * 4).min(g.planes) } else { 1 };
+    let vp = crate::parallel::SharedOut(vals.as_mut_ptr());
+    crate::parallel::for_each(tasks, |t| {
+        let [id, ih, _] = g.input;
+        let (mut rows, mut phases): (Vec<T>, Vec<T>) = (Vec::with_capacity(id * ih * g.output[2]), Vec::new());
+        for pl in g.planes * t / tasks..g.planes * (t + 1) / tasks {
+            // SAFETY: `vals` holds `planes·outn` elements (the caller built it of the output's
+            // size); each plane is written by the one task that owns it.
+            let v = unsafe { std::slice::from_raw_parts_mut(vp.get().add(pl * outn), outn) };
+            super::wide::widest(
+                #[inline(always)]
+                || max_pool_values_plane(g, &x[pl * inn..(pl + 1) * inn], v, &mut rows, &mut phases),
+            );
+        }
+    });
+}
+
+/// [`max_pool_values_typed`] of one plane; `rows` and `phases` are scratch.
+#[inline(always)]
+fn max_pool_values_plane<T: Element + PartialOrd>(g: &PoolGeo, xp: &[T], vals: &mut [T], rows: &mut Vec<T>, phases: &mut Vec<T>) {
+    let [id, ih, iw] = g.input;
+    let [od, oh, ow] = g.output;
+    let (kw, sw, dw) = (g.kernel[2], g.stride[2], g.dilation[2]);
+    let start = |o: usize, d: usize| (o * g.stride[d]) as isize - g.pad[d] as isize;
+    // Output columns whose windows lie wholly inside the row: `lo..hi`.
+    let inside = |xo: usize| start(xo, 2) >= 0 && start(xo, 2) + ((kw - 1) * dw) as isize <= iw as isize - 1;
+    let lo = (0..ow).find(|&xo| inside(xo)).unwrap_or(ow);
+    let hi = if lo == ow { ow } else { (lo..ow).take_while(|&xo| inside(xo)).last().map_or(lo, |x| x + 1) };
+    rows.clear();
+    rows.resize(id * ih * ow, T::from_f64(f64::NEG_INFINITY));
+    for (r, h) in xp.chunks_exact(iw).zip(rows.chunks_exact_mut(ow)) {
+        for xo in (0..lo).chain(hi..ow) {
+            let xc = in_range(start(xo, 2), kw, dw, iw);
+            let col = |c: usize| (start(xo, 2) + (c * dw) as isize) as usize;
+            if !xc.is_empty() {
+                let mut m = r[col(xc.start)];
+                for c in xc.start + 1..xc.end {
+                    m = max_tap(m, r[col(c)]);
+                }
+                h[xo] = m;
+            }
+        }
+        if lo < hi {
+            let s0 = start(lo, 2) as usize;
+            let (r, h) = (&r[s0..], &mut h[lo..hi]);
+            match (sw, dw) {
+                (1, 1) => row_max::<T, 1>(r, h, kw, phases),
+                (2, 1) => row_max::<T, 2>(r, h, kw, phases),
+                _ => {
+                    for (k, o) in h.iter_mut().enumerate() {
+                        let b = k * sw;
+                        *o = (1..kw).fold(r[b], |m, c| max_tap(m, r[b + c * dw]));
+                    }
+                }
+            }
+        }
+    }
+    for z in 0..od {
+        let za = in_range(start(z, 0), g.kernel[0], g.dilation[0], id);
+        for y in 0..oh {
+            let yb = in_range(start(y, 1), g.kernel[1], g.dilation[1], ih);
+            let o = &mut vals[(z * oh + y) * ow..][..ow];
+            // Every window holds at least one element (padding is at most half the kernel);
+            // an empty one reads as -inf.
+            if za.is_empty() || yb.is_empty() {
+                o.fill(T::from_f64(f64::NEG_INFINITY));
+                continue;
+            }
+            let row = |a: usize, b: usize| {
+                let iz = (start(z, 0) + (a * g.dilation[0]) as isize) as usize;
+                let iy = (start(y, 1) + (b * g.dilation[1]) as isize) as usize;
+                &rows[(iz * ih + iy) * ow..][..ow]
+            };
+            let rows_of = |t: usize| row(za.start + t / yb.len(), yb.start + t % yb.len());
+            max_of_runs(o, za.len() * yb.len(), rows_of);
+        }
+    }
+}
+
+/// Outputs a tile of the separable max pooling keeps in registers.
+const TILE: usize = 16;
+
+/// `acc[i] = max_tap(acc[i], src[i])` over `TILE` elements held in registers.
+#[inline(always)]
+fn tile_max<T: PartialOrd + Copy>(acc: &mut [T; TILE], src: &[T]) {
+    let src: &[T; TILE] = src[..TILE].try_into().expect("a tile");
+    for i in 0..TILE {
+        acc[i] = max_tap(acc[i], src[i]);
+    }
+}
+
+/// `out[j] = ` the taps `srcs(0)[j], srcs(1)[j], …` combined in order by [`max_tap`], for
+/// `j < out.len()`: tiles in registers, stored once (a read-modify-write of `out` per tap
+/// would become masked stores).
+#[inline(always)]
+fn max_of_runs<'s, T: PartialOrd + Copy + 's>(out: &mut [T], taps: usize, srcs: impl Fn(usize) -> &'s [T]) {
+    let n = out.len();
+    if n < TILE {
+        for (j, o) in out.iter_mut().enumerate() {
+            let mut m = srcs(0)[j];
+            for c in 1..taps {
+                m = max_tap(m, srcs(c)[j]);
+            }
+            *o = m;
+        }
+        return;
+    }
+    // The last tile ends at `n`, overlapping the one before it: each output depends only on
+    // the sources, so computing some twice gives the same values.
+    for j0 in (0..n).step_by(TILE).map(|j| j.min(n - TILE)) {
+        let mut acc: [T; TILE] = srcs(0)[j0..j0 + TILE].try_into().expect("a tile");
+        for c in 1..taps {
+            tile_max(&mut acc, &srcs(c)[j0..]);
+        }
+        out[j0..j0 + TILE].copy_from_slice(&acc);
+    }
+}
+
+/// One row's window maxima for windows of `k` adjacent taps `S` apart: `h[j]` is the maximum
+/// of `r[j·S..j·S + k]`, taps in order. The row is first split into its `S` phases (`phases`
+/// is scratch; phase `p` holds `r[p], r[S + p], …`), so tap `c` of every window is a
+/// contiguous run of phase `c mod S`: the loops vectorize (a stride-`S` gather of taps would
+/// not).
+#[inline(always)]
+fn row_max<T: PartialOrd + Copy, const S: usize>(r: &[T], h: &mut [T], k: usize, phases: &mut Vec<T>) {
+    let n = h.len();
+    let len = n + (k - 1) / S;
+    let r = &r[..(n - 1) * S + k];
+    if S == 1 {
+        max_of_runs(h, k, |c| &r[c..]);
+        return;
+    }
+    phases.clear();
+    phases.resize(S * len, r[0]);
+    let whole = (r.len() / S).min(len);
+    let tiles = whole / TILE * TILE;
+    for j0 in (0..tiles).step_by(TILE) {
+        let src = &r[j0 * S..(j0 + TILE) * S];
+        for p in 0..S {
+            let dst: &mut [T; TILE] = (&mut phases[p * len + j0..p * len + j0 + TILE]).try_into().expect("a tile");
+            for i in 0..TILE {
+                dst[i] = src[i * S + p];
+            }
+        }
+    }
+    for (i, &v) in r.iter().enumerate().skip(tiles * S) {
+        if i / S < len {
+            phases[(i % S) * len + i / S] = v;
+        }
+    }
+    max_of_runs(h, k, |c| &phases[(c % S) * len + c / S..]);
+}
+
+/// Max pooling values alone (`max_pool1d/2d/3d`, and `max_poolNd_with_indices` whose indices
+/// nothing reads).
+fn max_pool_values(op: &'static str, d: usize, a: &Args<'_>) -> Result<Tensor> {
     let x = a.tensor(0)?;
-    let (g, out_sizes) = window_geometry(
+    let (g, out_sizes) = pool_args(op, d, a, x)?;
+    let xc = x.contiguous()?;
+    Ok(dispatch_dtype!(x.dtype(), T => {
+        let xd = xc.as_slice::<T>()?;
+        Tensor::build::<T>(&out_sizes, |out| {
+            max_pool_values_typed(&g, xd, out);
+            Ok(())
+        })?
+    }))
+}
+
+/// The geometry of a max pooling call's arguments (`self, kernel_size, stride, padding,
+/// dilation, ceil_mode`) over `x`.
+fn pool_args(op: &'static str, d: usize, a: &Args<'_>, x: &Tensor) -> Result<(PoolGeo, Vec<usize>)> {
+    let r = window_geometry(
         op,
         x.sizes(),
         d,
@@ -292,6 +478,12 @@ fn max_pool(op: &'static str, d: usize, a: &Args<'_>) -> Result<(Tensor, Tensor)
     if x.dtype() == DType::Bool {
         return Err(KernelError::new(op, "not implemented for dtype bool"));
     }
+    Ok(r)
+}
+
+fn max_pool(op: &'static str, d: usize, a: &Args<'_>) -> Result<(Tensor, Tensor)> {
+    let x = a.tensor(0)?;
+    let (g, out_sizes) = pool_args(op, d, a, x)?;
     let xc = x.contiguous()?;
     let mut vals = None;
     let idx = Tensor::build::<i64>(&out_sizes, |idx| {
@@ -322,17 +514,17 @@ fn max_pool3d_with_indices(args: &[IValue]) -> Result<Vec<IValue>> {
 
 fn max_pool1d(args: &[IValue]) -> Result<Vec<IValue>> {
     let a = Args::new(op::MAX_POOL1D, args, 2)?;
-    Ok(outs([max_pool(a.op, 1, &a)?.0]))
+    Ok(outs([max_pool_values(a.op, 1, &a)?]))
 }
 
 fn max_pool2d(args: &[IValue]) -> Result<Vec<IValue>> {
     let a = Args::new(op::MAX_POOL2D, args, 2)?;
-    Ok(outs([max_pool(a.op, 2, &a)?.0]))
+    Ok(outs([max_pool_values(a.op, 2, &a)?]))
 }
 
 fn max_pool3d(args: &[IValue]) -> Result<Vec<IValue>> {
     let a = Args::new(op::MAX_POOL3D, args, 2)?;
-    Ok(outs([max_pool(a.op, 3, &a)?.0]))
+    Ok(outs([max_pool_values(a.op, 3, &a)?]))
 }
 
 /// Gradient of max pooling: each output gradient is added at its recorded input index.
