@@ -428,18 +428,25 @@ fn row_max<T: PartialOrd + Copy, const S: usize>(r: &[T], h: &mut [T], k: usize,
     }
     phases.clear();
     phases.resize(S * len, r[0]);
+    // Phase `p` of the first `whole·S` elements, then what is left of the last group.
     let whole = (r.len() / S).min(len);
-    let tiles = whole / TILE * TILE;
-    for j0 in (0..tiles).step_by(TILE) {
-        let src = &r[j0 * S..(j0 + TILE) * S];
-        for p in 0..S {
-            let dst: &mut [T; TILE] = (&mut phases[p * len + j0..p * len + j0 + TILE]).try_into().expect("a tile");
-            for i in 0..TILE {
-                dst[i] = src[i * S + p];
+    let (lanes, rest) = phases.split_at_mut(len);
+    if S == 2 {
+        // Two phases as one zipped pass over pairs, the pattern the vectorizer turns into
+        // shuffles (indexed stores would keep it scalar).
+        for ((e, o), pair) in lanes[..whole].iter_mut().zip(&mut rest[..whole]).zip(r.chunks_exact(2)) {
+            *e = pair[0];
+            *o = pair[1];
+        }
+    } else {
+        for (j, group) in r.chunks_exact(S).take(whole).enumerate() {
+            lanes[j] = group[0];
+            for p in 1..S {
+                rest[(p - 1) * len + j] = group[p];
             }
         }
     }
-    for (i, &v) in r.iter().enumerate().skip(tiles * S) {
+    for (i, &v) in r.iter().enumerate().skip(whole * S) {
         if i / S < len {
             phases[(i % S) * len + i / S] = v;
         }
