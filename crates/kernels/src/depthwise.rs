@@ -139,6 +139,19 @@ impl Depthwise {
                     let first = lo * sw + q - pl;
                     if sw == 1 {
                         row[lo..hi].copy_from_slice(&src[first..first + (hi - lo)]);
+                    } else if sw == 2 {
+                        // Pairs zipped with the destination vectorize (a stepped iterator does
+                        // not); the last column may be the first of a pair cut short.
+                        let dst = &mut row[lo..hi];
+                        let pairs = src[first..].chunks_exact(2);
+                        let tail = pairs.remainder().first().copied();
+                        let n = pairs.len();
+                        for (v, pair) in dst.iter_mut().zip(pairs) {
+                            *v = pair[0];
+                        }
+                        if let (Some(t), Some(v)) = (tail, dst.get_mut(n)) {
+                            *v = t;
+                        }
                     } else {
                         for (v, &s) in row[lo..hi].iter_mut().zip(src[first..].iter().step_by(sw)) {
                             *v = s;
@@ -317,6 +330,9 @@ mod tests {
             geometry(3, [6, 5], [3, 2], [1, 2], [0, 1], [1, 1]),
             geometry(1, [1, 1], [3, 3], [1, 1], [1, 1], [1, 1]),
             geometry(2, [40, 70], [3, 3], [2, 1], [1, 1], [1, 1]),
+            geometry(2, [8, 8], [3, 3], [2, 2], [1, 1], [1, 1]),
+            geometry(3, [10, 12], [3, 3], [2, 2], [0, 0], [1, 1]),
+            geometry(2, [9, 13], [4, 4], [2, 2], [0, 0], [1, 1]),
         ];
         let mut rng = Gen(7);
         for d in cases {
