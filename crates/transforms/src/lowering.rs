@@ -26,6 +26,7 @@ mod layers;
 mod recurrent;
 mod linalg;
 mod selection;
+mod creation;
 
 pub use attention::{FuseAttention, fuse_attention};
 pub use backend::{Backend, InterpreterBackend, LowerToBackend, OpListBackend, partition};
