@@ -27,6 +27,7 @@ mod recurrent;
 mod linalg;
 mod selection;
 mod creation;
+mod householder;
 
 pub use attention::{FuseAttention, fuse_attention};
 pub use backend::{Backend, InterpreterBackend, LowerToBackend, OpListBackend, partition};
