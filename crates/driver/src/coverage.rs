@@ -91,9 +91,6 @@ pub fn reason(name: &str) -> &'static str {
         "tensor introspection or test op: no tensor computation to run"
     } else if base == "stride.int" {
         "layout query: kernels and the memory plan choose strides, which need not be PyTorch's, so none can be reported truthfully"
-    } else if (has("lstm") || has("gru") || has("rnn")) && base.ends_with(".data") {
-        "packed-sequence recurrent layer: its steps and their batch sizes come from batch_sizes when the program runs, \
-         while the recurrent decompositions unroll a static time dimension; no kernel yet"
     } else if has("lstm") || has("gru") || has("rnn") {
         "recurrent layers: not implemented"
     } else {

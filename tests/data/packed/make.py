@@ -1,7 +1,9 @@
 """Writes cases.json and io.safetensors: PyTorch 2.15's results for `_pad_packed_sequence`
-(the interpreter's kernel unpacking a packed batch), on batches packed by
-`torch.nn.utils.rnn.pack_padded_sequence`, written through ../torch_cases.py ("error":
-PyTorch refuses the call). Run with PyTorch 2.15: python make.py"""
+(the interpreter's kernel unpacking a packed batch) and the recurrent layers over packed
+batches (`lstm.data`, `gru.data`, `rnn_tanh.data`, `rnn_relu.data`: layers, directions, biases,
+LSTM projections), on batches packed by `torch.nn.utils.rnn.pack_padded_sequence`, written
+through ../torch_cases.py ("error": PyTorch refuses the call). Run with PyTorch 2.15:
+python make.py"""
 
 import os
 import sys
@@ -40,5 +42,38 @@ add("pad_packed_f16", "aten._pad_packed_sequence {batch_first = false, padding_v
     aten._pad_packed_sequence(D3, BS3, False, 0.5, 3))
 add("pad_packed_total_too_short", "aten._pad_packed_sequence {batch_first = false, padding_value = 0.0, total_length = 2 : i64}",
     [D, BS], error=True)
+
+
+# The recurrent layers over packed batches, with each module's own parameters.
+def layer_case(name, kind, layers, bidir, bias, proj=0, dtype=torch.float32):
+    cls = {"lstm": torch.nn.LSTM, "gru": torch.nn.GRU, "rnn_tanh": torch.nn.RNN, "rnn_relu": torch.nn.RNN}[kind]
+    extra = {"nonlinearity": kind[4:]} if kind.startswith("rnn") else {}
+    if proj:
+        extra["proj_size"] = proj
+    m = cls(3, 4, num_layers=layers, bidirectional=bidir, bias=bias, **extra).to(dtype)
+    data, bs = packed(5, 3, [3], [5, 2, 4], dtype)
+    dirs = 2 if bidir else 1
+    hout = proj or 4
+    h0 = torch.randn(layers * dirs, 3, hout).to(dtype)
+    params = [p.detach() for p in m._flat_weights]
+    attrs = f"{{has_biases = {str(bias).lower()}, num_layers = {layers} : i64, dropout = 0.0, train = false, bidirectional = {str(bidir).lower()}}}"
+    if kind == "lstm":
+        c0 = torch.randn(layers * dirs, 3, 4).to(dtype)
+        outs = aten.lstm.data(data, bs, [h0, c0], params, bias, layers, 0.0, False, bidir)
+        add(name, f"aten.lstm.data {attrs}", [data, bs, [h0, c0], params], outs)
+    else:
+        outs = getattr(aten, kind).data(data, bs, h0, params, bias, layers, 0.0, False, bidir)
+        add(name, f"aten.{kind}.data {attrs}", [data, bs, h0, params], outs)
+
+
+with torch.no_grad():
+    layer_case("lstm_data", "lstm", 1, False, True)
+    layer_case("lstm_data_bidirectional_2layers", "lstm", 2, True, True)
+    layer_case("lstm_data_projection", "lstm", 2, True, False, proj=2)
+    layer_case("gru_data", "gru", 2, False, True)
+    layer_case("gru_data_bidirectional", "gru", 1, True, False)
+    layer_case("rnn_tanh_data", "rnn_tanh", 1, True, True)
+    layer_case("rnn_relu_data", "rnn_relu", 2, False, True)
+    layer_case("rnn_tanh_data_f64", "rnn_tanh", 1, False, True, dtype=torch.float64)
 
 CASES.save()
