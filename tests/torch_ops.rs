@@ -1,7 +1,12 @@
 //! Ops checked against PyTorch's results, one data directory per family: `tests/data/recurrent/`
 //! (the recurrent layers and cells, which run through their decompositions) and
 //! `tests/data/linalg/` (the linear-algebra kernels and decompositions), `tests/data/selection/`
-//! (`where(condition)`, `isin`, `split_with_sizes_copy`, `mvlgamma` and their kin) and
+//! (`where(condition)`, `isin`, `split_with_sizes_copy`, `mvlgamma` and their kin),
+//! `tests/data/creation/` (`linspace`/`logspace` overloads, `_chunk_cat`, `pad_sequence`,
+//! `combinations`, masked indexing and the other creation and rearrangement ops torch.export
+//! leaves), `tests/data/householder/` (rank and pseudo-inverse with tolerance tensors,
+//! `orgqr`), `tests/data/packed/` (`_pad_packed_sequence`, `lstm.data` and the other
+//! recurrent layers over packed batches) and
 //! `tests/data/accumulation/` (sums, means and products over many `bf16`/`f16`
 //! elements, whose results show that they accumulate in `f32`). Each directory's
 //! `make.py` writes `cases.json` (the op with its attributes, its operands as input indices —
@@ -85,6 +90,24 @@ fn selection_ops_match_pytorch() {
     assert!(n >= 12, "only {n} cases");
 }
 
+#[test]
+fn creation_and_rearrangement_ops_match_pytorch() {
+    let n = check_dir("creation", 1e-5, 1e-5);
+    assert!(n >= 60, "only {n} cases");
+}
+
+#[test]
+fn tolerance_tensors_and_householder_products_match_pytorch() {
+    let n = check_dir("householder", 1e-4, 1e-4);
+    assert!(n >= 18, "only {n} cases");
+}
+
+#[test]
+fn packed_sequences_and_packed_recurrent_layers_match_pytorch() {
+    let n = check_dir("packed", 1e-5, 1e-5);
+    assert!(n >= 16, "only {n} cases");
+}
+
 /// Summing the 8,192 `bf16` elements of `sum_bf16` one by one in `bf16` gives 512 (and the `f16`
 /// case 4,096) where PyTorch, accumulating in `f32`, gives 8,192 (8,208) (`make.py` checks that each case's element-type sum differs by many units in the
 /// last place); the results must match PyTorch's to within a fraction of a unit in the last place.
@@ -92,4 +115,31 @@ fn selection_ops_match_pytorch() {
 fn half_precision_accumulates_in_f32() {
     let n = check_dir("accumulation", 1e-5, 1.0 / 4096.0);
     assert!(n >= 6, "only {n} cases");
+}
+
+/// `bernoulli(p)` draws from the runtime's own generator (PyTorch's bit stream cannot be
+/// expected, and the runtime's generator takes no seed), so its statistics are checked: at every
+/// level and for each float dtype the result has `p`'s shape and dtype, holds only 0 and 1, is 0
+/// where `p` is 0 and 1 where it is 1, and elsewhere is 1 about as often as `p` says.
+#[test]
+fn bernoulli_draws_zeros_and_ones_with_probability_p() {
+    let ctx = driver::default_context();
+    let n = 20_000;
+    let p: Vec<f64> = (0..3 * n).map(|i| [0.0, 1.0, 0.3][i / n]).collect();
+    for dtype in [ir::DType::F32, ir::DType::F64, ir::DType::BF16, ir::DType::F16] {
+        let input = Tensor::from_vec(p.clone(), &[3, n]).and_then(|t| t.to_dtype(dtype)).expect("p");
+        let src = support::torch_case::program("aten.bernoulli", std::slice::from_ref(&input), &[Operand::Tensor(0)], 1, false);
+        for level in [0, 2] {
+            let out = support::torch_case::run(&ctx, &src, level, std::slice::from_ref(&input)).expect("bernoulli runs");
+            let r = &out[0];
+            assert_eq!((r.dtype(), r.sizes()), (dtype, input.sizes()), "-O{level} {dtype:?}");
+            let v = r.to_vec_f64();
+            assert!(v.iter().all(|&x| x == 0.0 || x == 1.0), "-O{level} {dtype:?}: not only zeros and ones");
+            assert!(v[..n].iter().all(|&x| x == 0.0), "-O{level} {dtype:?}: a one where p = 0");
+            assert!(v[n..2 * n].iter().all(|&x| x == 1.0), "-O{level} {dtype:?}: a zero where p = 1");
+            // 20,000 draws of p = 0.3 (p rounded to the dtype): the mean's standard deviation is 0.0032.
+            let mean = v[2 * n..].iter().sum::<f64>() / n as f64;
+            assert!((mean - 0.3).abs() < 0.02, "-O{level} {dtype:?}: mean {mean} where p = 0.3");
+        }
+    }
 }

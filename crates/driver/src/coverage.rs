@@ -48,8 +48,11 @@ pub fn aten_coverage(ctx: &Context) -> Vec<OpCoverage> {
         let via_functional = if kernel.is_none() && s.is_mutable() {
             dialect_aten::functional_counterpart(ctx, s)
                 .ok()
-                // The fallback writes back with `copy_`, which takes tensors, not lists.
-                .filter(|c| c.written.iter().all(|&i| s.args[i].ty == ir::schema::SchemaType::Tensor))
+                // The fallback writes back with `copy_`, into a tensor or each tensor of a list.
+                .filter(|c| c.written.iter().all(|&i| {
+                    use ir::schema::SchemaType;
+                    matches!(&s.args[i].ty, SchemaType::Tensor) || matches!(&s.args[i].ty, SchemaType::List { elem, .. } if **elem == SchemaType::Tensor)
+                }))
                 .filter(|c| reg.contains(&c.op) || table.contains(&c.op))
                 .map(|c| c.op)
         } else {
@@ -86,6 +89,8 @@ pub fn reason(name: &str) -> &'static str {
         "complex or LAPACK-backed op: not implemented"
     } else if base.starts_with("_test") || base.starts_with("is_") || has("_version") || has("get_device") || has("_has_") || base == "data" {
         "tensor introspection or test op: no tensor computation to run"
+    } else if base == "stride.int" {
+        "layout query: kernels and the memory plan choose strides, which need not be PyTorch's, so none can be reported truthfully"
     } else if has("lstm") || has("gru") || has("rnn") {
         "recurrent layers: not implemented"
     } else {

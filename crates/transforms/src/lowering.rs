@@ -26,6 +26,8 @@ mod layers;
 mod recurrent;
 mod linalg;
 mod selection;
+mod creation;
+mod householder;
 
 pub use attention::{FuseAttention, fuse_attention};
 pub use backend::{Backend, InterpreterBackend, LowerToBackend, OpListBackend, partition};

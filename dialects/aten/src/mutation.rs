@@ -22,6 +22,23 @@ pub struct Counterpart {
     pub written: Vec<usize>,
     /// Whether the op is an out variant: its written arguments are not passed to the counterpart.
     pub is_out: bool,
+    /// The counterpart's tensor options an out variant does not take (`dtype`, `layout`,
+    /// `device`, `pin_memory` of a factory: `eye.out` computes `eye` into its `out`), by their
+    /// index in the counterpart's schema. They take their defaults, except `dtype`, which is the
+    /// written tensor's ([`Counterpart::dtype_arg`]), as PyTorch computes into `out`'s dtype.
+    pub options: Vec<usize>,
+}
+
+/// The tensor options of a factory op: keyword-only, optional, `None` by default.
+const OPTIONS: [(&str, SchemaType); 4] =
+    [("dtype", SchemaType::ScalarType), ("layout", SchemaType::Layout), ("device", SchemaType::Device), ("pin_memory", SchemaType::Bool)];
+
+impl Counterpart {
+    /// The counterpart's index of the `dtype` option the out variant does not take, which is
+    /// given the written tensor's dtype.
+    pub fn dtype_arg(&self, counterpart: &FunctionSchema) -> Option<usize> {
+        self.options.iter().copied().find(|&i| counterpart.args.get(i).is_some_and(|a| a.name == "dtype"))
+    }
 }
 
 /// Why a mutating op has no functional counterpart.
@@ -81,11 +98,11 @@ pub fn functional_counterpart(ctx: &Context, schema: &FunctionSchema) -> Result<
         }
         let fits = |c: &FunctionSchema| takes(c, schema, &[]) && c.returns.len() == 1;
         if ctx.op_def(&name).and_then(|d| d.schema.as_ref()).is_some_and(|c| fits(c)) {
-            return Ok(Counterpart { op: name, written, is_out: false });
+            return Ok(Counterpart { op: name, written, is_out: false, options: Vec::new() });
         }
         // The same arguments under another overload name (`transpose_` → `transpose.int`).
         return match overload_that_fits(ctx, ns, &base, fits) {
-            Some(op) => Ok(Counterpart { op, written, is_out: false }),
+            Some(op) => Ok(Counterpart { op, written, is_out: false, options: Vec::new() }),
             None => Err(CounterpartError::Missing(name)),
         };
     }
@@ -99,14 +116,22 @@ pub fn functional_counterpart(ctx: &Context, schema: &FunctionSchema) -> Result<
         Some(o) if !o.is_empty() => vec![format!("{prefix}.{o}")],
         _ => vec![prefix.clone(), format!("{prefix}.Tensor")],
     };
-    let fits = |c: &FunctionSchema| !c.is_mutable() && takes(c, schema, &written) && c.returns.len() == written.len();
+    let fits = |c: &FunctionSchema| !c.is_mutable() && takes_with_options(c, schema, &written).is_some() && c.returns.len() == written.len();
+    let found = |op: String| {
+        let options = ctx
+            .op_def(&op)
+            .and_then(|d| d.schema.as_ref())
+            .and_then(|c| takes_with_options(c, schema, &written))
+            .unwrap_or_default();
+        Counterpart { op, written: written.clone(), is_out: true, options }
+    };
     for g in &guesses {
         if ctx.op_def(g).and_then(|d| d.schema.as_ref()).is_some_and(|c| fits(c)) {
-            return Ok(Counterpart { op: g.clone(), written, is_out: true });
+            return Ok(found(g.clone()));
         }
     }
     match overload_that_fits(ctx, ns, &schema.name, fits) {
-        Some(op) => Ok(Counterpart { op, written, is_out: true }),
+        Some(op) => Ok(found(op)),
         None => {
             guesses.dedup();
             Err(CounterpartError::Missing(guesses.join(" or ")))
@@ -121,6 +146,33 @@ fn overload_that_fits(ctx: &Context, ns: &str, name: &str, fits: impl Fn(&Functi
         .map(|d| d.name.as_str())
         .min()
         .map(str::to_string)
+}
+
+/// Whether `cand` takes the arguments of `schema` other than `drop`, by position and type,
+/// where `cand` may also take tensor options `schema` does not (a factory's `dtype`, `layout`,
+/// `device`, `pin_memory`, which its out variant reads from `out`); those options' indices in
+/// `cand`, or `None` when it does not fit.
+fn takes_with_options(cand: &FunctionSchema, schema: &FunctionSchema, drop: &[usize]) -> Option<Vec<usize>> {
+    if takes(cand, schema, drop) {
+        return Some(Vec::new());
+    }
+    let is_option = |a: &ir::schema::Argument| {
+        a.kwarg_only
+            && a.default.is_some()
+            && OPTIONS.iter().any(|(n, t)| {
+                a.name == *n && matches!(&a.ty, SchemaType::Optional(inner) if **inner == *t)
+            })
+            && schema.args.iter().all(|s| s.name != a.name)
+    };
+    let options: Vec<usize> = (0..cand.args.len()).filter(|&i| is_option(&cand.args[i])).collect();
+    if options.is_empty() || cand.is_mutable() {
+        return None;
+    }
+    let want: Vec<&SchemaType> =
+        schema.args.iter().enumerate().filter(|(i, _)| !drop.contains(i)).map(|(_, a)| &a.ty).collect();
+    let got: Vec<&SchemaType> =
+        cand.args.iter().enumerate().filter(|(i, _)| !options.contains(i)).map(|(_, a)| &a.ty).collect();
+    (want == got).then_some(options)
 }
 
 /// Whether `cand` takes exactly the arguments of `schema` other than `drop`, by position and type.
@@ -173,6 +225,30 @@ mod tests {
         let max = of(&c, "aten.max.dim_max").unwrap();
         assert_eq!(max.op, "aten.max.dim");
         assert_eq!(max.written.len(), 2);
+    }
+
+    #[test]
+    fn factory_out_variants_leave_their_tensor_options_to_out() {
+        let c = ctx();
+        for (out, functional) in [
+            ("aten.eye.out", "aten.eye"),
+            ("aten.eye.m_out", "aten.eye.m"),
+            ("aten.empty_like.out", "aten.empty_like"),
+            ("aten.new_full.out", "aten.new_full"),
+            ("aten.linspace.Tensor_Tensor_out", "aten.linspace.Tensor_Tensor"),
+            ("aten.hann_window.periodic_out", "aten.hann_window.periodic"),
+        ] {
+            let got = of(&c, out).unwrap();
+            assert_eq!(got.op, functional);
+            let schema = c.op_def(functional).and_then(|d| d.schema.clone()).unwrap();
+            let names: Vec<&str> = got.options.iter().map(|&i| schema.args[i].name.as_str()).collect();
+            assert_eq!(names, ["dtype", "layout", "device", "pin_memory"], "{out}");
+            assert_eq!(got.dtype_arg(&schema).map(|i| schema.args[i].name.as_str()), Some("dtype"));
+        }
+        // An out variant taking the same arguments has no options to fill.
+        assert!(of(&c, "aten.add.out").unwrap().options.is_empty());
+        // A written list maps like a tensor.
+        assert_eq!(of(&c, "aten.split_with_sizes_copy.out").unwrap().op, "aten.split_with_sizes_copy");
     }
 
     #[test]

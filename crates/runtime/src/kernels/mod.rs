@@ -27,6 +27,7 @@ pub mod index;
 pub mod resample;
 pub mod linalg;
 pub mod norm;
+pub mod packed;
 pub mod pad;
 pub mod pool;
 pub mod probe;
@@ -120,6 +121,7 @@ pub fn register_all(r: &mut KernelRegistry) {
     distance::register(r);
     random::register(r);
     embedding_bag::register(r);
+    packed::register(r);
 }
 
 /// Typed access to a kernel's arguments, with errors naming the op and the argument position.

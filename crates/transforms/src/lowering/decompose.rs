@@ -219,7 +219,7 @@ impl DecompositionTable {
                 let v = b.with_args(op, |a| a.constant("max"))?.ok_or("clamp_max: bound must be constant")?;
                 one(b.call(op::CLAMP, &[x.into(), Arg::A(dialect_prim::kinds::none()), Arg::A(v)]))
             });
-        for add in [super::composite::add, super::stacking::add, super::losses::add, super::reductions::add, super::layers::add, super::recurrent::add, super::linalg::add, super::selection::add] {
+        for add in [super::composite::add, super::stacking::add, super::losses::add, super::reductions::add, super::layers::add, super::recurrent::add, super::linalg::add, super::selection::add, super::creation::add, super::householder::add] {
             add(&mut t);
         }
         t

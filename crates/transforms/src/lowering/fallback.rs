@@ -120,7 +120,41 @@ fn counterpart_call(ctx: &Context, m: &Module, op: OpId) -> Result<Option<(Count
         }
         args.push(arg);
     }
+    if !counterpart.options.is_empty() {
+        // A factory's out variant: the counterpart's tensor options take their defaults, and its
+        // dtype is the written tensor's, when that is known.
+        let Some(cs) = ctx.op_def(&counterpart.op).and_then(|d| d.schema.clone()) else { return Ok(None) };
+        let dtype_arg = counterpart.dtype_arg(&cs);
+        let dtype = targets.first().and_then(|&t| m.value_type(t).as_tensor().and_then(|t| t.dtype));
+        let mut given = args.into_iter();
+        args = (0..cs.args.len())
+            .map(|i| match (counterpart.options.contains(&i), dtype) {
+                (true, Some(d)) if Some(i) == dtype_arg => Arg::A(dialect_prim::kinds::dtype(d)),
+                (true, _) => Arg::A(dialect_prim::kinds::none()),
+                (false, _) => given.next().unwrap_or(Arg::Default),
+            })
+            .collect();
+    }
     Ok(Some((counterpart, args, targets)))
+}
+
+/// Copies `value` into `target`, or, for a written `Tensor[]` built by `prim.ListConstruct`,
+/// each element of the list `value` into the list's element at its position; the copies'
+/// results.
+fn copy_into(b: &mut OpBuilder, target: ValueId, value: ValueId) -> Result<Vec<ValueId>, String> {
+    if b.m.value_type(target).as_tensor().is_some() {
+        return Ok(vec![b.call(dialect_aten::op::COPY_.name(), &[Arg::V(target), Arg::V(value)])?]);
+    }
+    let elems = match b.m.value_def(target) {
+        ir::ValueDef::Result { op, .. } if b.m.op_name(op) == dialect_prim::LIST_CONSTRUCT => b.m.operands(op).to_vec(),
+        _ => return Err("a written list must be built by 'prim.ListConstruct'".into()),
+    };
+    let parts = b.unpack(value, elems.len())?;
+    let mut copies = Vec::with_capacity(elems.len());
+    for (t, v) in elems.into_iter().zip(parts) {
+        copies.push(b.call(dialect_aten::op::COPY_.name(), &[Arg::V(t), Arg::V(v)])?);
+    }
+    Ok(copies)
 }
 
 /// Rewrites every `inplace_view` op nested in `root` that `has_kernel` rejects as
@@ -198,7 +232,9 @@ fn functionalize_one(ctx: &Context, m: &mut Module, ranges: &Ranges, op: OpId) -
         let values = b.call_n(&counterpart.op, &args)?;
         let mut copies = Vec::with_capacity(targets.len());
         for (&target, &value) in targets.iter().zip(&values) {
-            copies.push(b.call_n(dialect_aten::op::COPY_.name(), &[Arg::V(target), Arg::V(value)])?[0]);
+            let written = copy_into(&mut b, target, value)?;
+            // A written tensor is the op's result; a written list is not returned.
+            copies.push(if written.len() == 1 && b.m.value_type(target).as_tensor().is_some() { written[0] } else { target });
         }
         Ok(copies)
     })();

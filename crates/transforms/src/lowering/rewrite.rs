@@ -165,6 +165,14 @@ impl<'a> OpBuilder<'a> {
         Ok(self.m.results(op)[0])
     }
 
+    /// The `n` elements of the list `list`, by a `prim.ListUnpack` (each of the list's element type).
+    pub fn unpack(&mut self, list: ValueId, n: usize) -> Result<Vec<ValueId>, String> {
+        let elem = dialect_prim::kinds::as_list(self.m.value_type(list)).cloned().ok_or("not a list")?;
+        let st = OperationState::new(dialect_prim::LIST_UNPACK).operands([list]).results(vec![elem; n]);
+        let op = self.insert(st)?;
+        Ok(self.m.results(op).to_vec())
+    }
+
     /// A size-list argument: an int array attribute when every size is static, else a
     /// `prim.ListConstruct` of constants and `aten.sym_size.int` values.
     pub fn sizes(&mut self, sizes: &[Size]) -> Result<Arg, String> {

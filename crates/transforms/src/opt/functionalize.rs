@@ -209,9 +209,9 @@ impl State<'_> {
     }
 
     /// The functional counterpart of a writing op, and the schema indices of its written arguments.
-    fn counterpart(&self, m: &Module, op: OpId, schema: &FunctionSchema) -> Result<(String, Vec<usize>), Diagnostic> {
+    fn counterpart(&self, m: &Module, op: OpId, schema: &FunctionSchema) -> Result<dialect_aten::Counterpart, Diagnostic> {
         match dialect_aten::functional_counterpart(self.ctx, schema) {
-            Ok(c) if c.written.len() == 1 => Ok((c.op, c.written)),
+            Ok(c) if c.written.len() == 1 => Ok(c),
             Ok(c) => Err(diag(
                 m,
                 op,
@@ -224,7 +224,8 @@ impl State<'_> {
     fn functionalize_op(&mut self, m: &mut Module, op: OpId) -> Result<(), Diagnostic> {
         let name = m.op_name(op).to_string();
         let schema = self.schema(m, op).ok_or_else(|| diag(m, op, format!("functionalize: '{name}' has no schema")))?;
-        let (functional, written) = self.counterpart(m, op, &schema)?;
+        let counterpart = self.counterpart(m, op, &schema)?;
+        let (functional, written) = (counterpart.op.clone(), counterpart.written.clone());
         let binding = dialect_aten::bind_args(&schema, m, op).map_err(|e| diag(m, op, format!("'{name}' {e}")))?;
         let Some(dialect_aten::ArgSource::Operand(wk)) = binding.get(written[0]).cloned() else {
             return Err(diag(m, op, format!("functionalize: the written argument of '{name}' is not an operand")));
@@ -241,8 +242,13 @@ impl State<'_> {
         let operands: Vec<ValueId> =
             m.operands(op).iter().enumerate().filter(|(i, _)| !is_out || *i != wk).map(|(_, &v)| v).collect();
         let drop_attr = if is_out { Some(schema.args[written[0]].name.clone()) } else { None };
-        let attrs: Vec<(Arc<str>, Attribute)> =
+        let mut attrs: Vec<(Arc<str>, Attribute)> =
             m.attributes(op).iter().filter(|(k, _)| drop_attr.as_deref() != Some(&**k)).cloned().collect();
+        // A factory's out variant computes into `out`'s dtype (`eye.out` is `eye` of that dtype).
+        let dtype_arg = self.ctx.op_def(&functional).and_then(|d| d.schema.as_ref()).and_then(|c| Some(c.args[counterpart.dtype_arg(c)?].name.clone()));
+        if let (Some(name), Some(d)) = (dtype_arg, m.value_type(target).as_tensor().and_then(|t| t.dtype)) {
+            attrs.push((name.as_str().into(), dialect_prim::kinds::dtype(d)));
+        }
         let ty: Type = m.results(op).first().map(|&r| m.value_type(r).clone()).unwrap_or_else(|| m.value_type(target).clone());
         let mut state = OperationState::new(&functional).operands(operands).results([ty]).loc(m.loc(op).clone());
         state.attributes = attrs;
@@ -254,7 +260,25 @@ impl State<'_> {
         for r in results {
             m.replace_all_uses(r, target);
         }
-        self.write(m, target, n, op)?;
+        if m.value_type(target).as_tensor().is_some() {
+            self.write(m, target, n, op)?;
+        } else {
+            // A written `Tensor[]` (`split_with_sizes_copy.out`): each tensor of the list holds
+            // the functional result's element at its position.
+            let elems = match m.value_def(target) {
+                ir::ValueDef::Result { op: l, .. } if m.op_name(l) == dialect_prim::LIST_CONSTRUCT => m.operands(l).to_vec(),
+                _ => {
+                    return Err(diag(m, op, format!("functionalize: cannot functionalize '{name}': the list it writes is not built by 'prim.ListConstruct'")));
+                }
+            };
+            let types: Vec<Type> = elems.iter().map(|&e| m.value_type(e).clone()).collect();
+            let st = OperationState::new(dialect_prim::LIST_UNPACK).operands([n]).results(types).loc(m.loc(op).clone());
+            let unpack = m.create_op(st);
+            m.insert_op(unpack, InsertPoint::Before(op)).map_err(|e| diag(m, op, e.to_string()))?;
+            for (e, v) in elems.into_iter().zip(m.results(unpack).to_vec()) {
+                self.write(m, e, v, op)?;
+            }
+        }
         m.erase_op(op).map_err(|e| diag(m, op, e.to_string()))?;
         self.rewrites += 1;
         Ok(())

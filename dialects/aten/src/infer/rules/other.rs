@@ -68,6 +68,21 @@ pub(super) fn infer(head: OpRef, a: &Args) -> Result<Option<Vec<Type>>, String> 
             };
             tensor(d, Some(vec![len]))
         }
+        op::LINSPACE | op::LOGSPACE | op::EYE => {
+            // An out variant's result is its `out`.
+            if let Some(&i) = a.schema.out_args().first() {
+                return one(a.tensor(&a.schema.args[i].name).map(Type::tensor_of).unwrap_or_else(Type::unknown_tensor));
+            }
+            let d = Some(a.dtype("dtype").flatten().unwrap_or(DEFAULT_FLOAT));
+            let dim = |name: &str| a.int(name).map(Dim::Static).unwrap_or(Dim::Unknown);
+            if head == op::EYE {
+                let n = dim("n");
+                let m = if a.schema.arg("m").is_some() { dim("m") } else { n.clone() };
+                tensor(d, Some(vec![n, m]))
+            } else {
+                tensor(d, Some(vec![dim("steps")]))
+            }
+        }
         op::NATIVE_LAYER_NORM => {
             let ns = a
                 .dims("normalized_shape")
