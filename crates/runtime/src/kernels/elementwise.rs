@@ -6,7 +6,7 @@ use std::cell::Cell;
 use half::{bf16, f16};
 use ir::DType;
 
-use crate::tensor::{Element, KernelError, Result, Scalar, Tensor, broadcast_all, for_each_offsets};
+use crate::tensor::{Element, KernelError, Result, Scalar, Tensor, broadcast_all, for_each_offsets, for_each_row};
 
 /// An operand of an elementwise op: a tensor or a Python scalar.
 #[derive(Clone, Copy, Debug)]
@@ -105,9 +105,35 @@ pub fn map2<A: Element, B: Element, O: Element>(
             let ea = a.expand_to(op, &shape)?;
             let eb = b.expand_to(op, &shape)?;
             let mut i = 0;
-            for_each_offsets(&shape, [ea.strides(), eb.strides()], [ea.offset(), eb.offset()], |[x, y]| {
-                out[i] = f(sa[x], sb[y]);
-                i += 1;
+            // Row by row: a broadcast operand (stride 0) or a contiguous one (stride 1) along
+            // the row gets a loop over a slice or a scalar (an SE block's per-channel scale).
+            for_each_row(&shape, [ea.strides(), eb.strides()], [ea.offset(), eb.offset()], |[x, y], len, step| {
+                let o = &mut out[i..i + len];
+                i += len;
+                match step {
+                    [1, 1] => {
+                        for ((o, &p), &q) in o.iter_mut().zip(&sa[x..x + len]).zip(&sb[y..y + len]) {
+                            *o = f(p, q);
+                        }
+                    }
+                    [1, 0] => {
+                        let q = sb[y];
+                        for (o, &p) in o.iter_mut().zip(&sa[x..x + len]) {
+                            *o = f(p, q);
+                        }
+                    }
+                    [0, 1] => {
+                        let p = sa[x];
+                        for (o, &q) in o.iter_mut().zip(&sb[y..y + len]) {
+                            *o = f(p, q);
+                        }
+                    }
+                    [sx, sy] => {
+                        for (k, o) in o.iter_mut().enumerate() {
+                            *o = f(sa[x + k * sx], sb[y + k * sy]);
+                        }
+                    }
+                }
             });
         }
         Ok(())

@@ -166,14 +166,20 @@ fn mean_tensor(op: &str, t: &Tensor, dims: &[usize], keepdim: bool, dtype: Optio
         ));
     }
     let x = t.cast_to(dtype)?;
-    let mean = |b: &[f64]| if b.is_empty() { f64::NAN } else { pairwise_sum(b) / b.len() as f64 };
-    match dtype {
-        DType::F64 => reduce::<f64, f64>(&x, dims, keepdim, mean),
-        _ => {
-            let x64 = x.to_dtype(DType::F64)?;
-            reduce::<f64, f64>(&x64, dims, keepdim, mean)?.to_dtype(dtype)
-        }
+    // Each block summed pairwise in `f64` and divided there, then rounded once to `dtype`:
+    // the blocks are read in their own type, with no `f64` copy of the whole tensor.
+    dispatch_dtype!(dtype, T => reduce::<T, T>(&x, dims, keepdim, |b| {
+        T::from_f64(if b.is_empty() { f64::NAN } else { pairwise_sum_by(b, |v| v.to_f64()) / b.len() as f64 })
+    }))
+}
+
+/// [`pairwise_sum`] of `f(v)` over `x`, in the same order.
+fn pairwise_sum_by<T: Copy>(x: &[T], f: impl Fn(T) -> f64 + Copy) -> f64 {
+    if x.len() <= 64 {
+        return x.iter().map(|&v| f(v)).sum();
     }
+    let mid = x.len() / 2;
+    pairwise_sum_by(&x[..mid], f) + pairwise_sum_by(&x[mid..], f)
 }
 
 fn k_mean_dim(args: &[IValue]) -> Result<Vec<IValue>> {

@@ -97,12 +97,32 @@ pub fn for_each_offsets<const N: usize>(
     base: [usize; N],
     mut f: impl FnMut([usize; N]),
 ) {
+    for_each_row(sizes, strides, base, |mut o, inner, inner_strides| {
+        for _ in 0..inner {
+            f(o);
+            for k in 0..N {
+                o[k] += inner_strides[k];
+            }
+        }
+    });
+}
+
+/// The rows of [`for_each_offsets`]: after coalescing, `f(offsets, len, strides)` once per
+/// run of the innermost dim, with the offsets of its first element and the operands' strides
+/// along it, in row-major order. A caller whose inner strides are 0 or 1 can then run a loop
+/// over contiguous slices and broadcast scalars, which vectorizes.
+pub fn for_each_row<const N: usize>(
+    sizes: &[usize],
+    strides: [&[usize]; N],
+    base: [usize; N],
+    mut f: impl FnMut([usize; N], usize, [usize; N]),
+) {
     if sizes.contains(&0) {
         return;
     }
     let (sizes, strides) = coalesce(sizes, &strides);
     if sizes.is_empty() {
-        f(base);
+        f(base, 1, [0; N]);
         return;
     }
     let nd = sizes.len();
@@ -111,13 +131,7 @@ pub fn for_each_offsets<const N: usize>(
     let mut index = vec![0usize; nd - 1];
     let mut offs = base;
     loop {
-        let mut o = offs;
-        for _ in 0..inner {
-            f(o);
-            for k in 0..N {
-                o[k] += inner_strides[k];
-            }
-        }
+        f(offs, inner, inner_strides);
         // Advance the outer odometer.
         let mut d = nd - 1;
         loop {

@@ -16,7 +16,7 @@ use ir::DType;
 
 pub use element::{Element, cast, f64_to_i32, f64_to_i64};
 pub use error::{KernelError, Result, RuntimeError};
-pub use iter::{OffsetIter, for_each_offsets};
+pub use iter::{OffsetIter, for_each_offsets, for_each_row};
 pub use scalar::Scalar;
 pub use shape::{broadcast_all, broadcast_shapes, contiguous_strides, normalize_dim};
 pub use storage::{STORAGE_ALIGN, Storage};
