@@ -55,6 +55,11 @@ pub fn reduce<T: Element, O: Element>(
     keepdim: bool,
     f: impl Fn(&[T]) -> O,
 ) -> Result<Tensor> {
+    // The reduced dims in memory order, so that a block is read as it lies (`mean(x, [-1, -2])`
+    // needs no transposed copy) and summed in PyTorch's order.
+    let mut sorted = dims.to_vec();
+    sorted.sort_unstable();
+    let dims = &sorted[..];
     let mut perm: Vec<i64> = (0..t.dim()).filter(|d| !dims.contains(d)).map(|d| d as i64).collect();
     perm.extend(dims.iter().map(|&d| d as i64));
     let p = t.permute(&perm)?.contiguous()?;
