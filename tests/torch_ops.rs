@@ -8,7 +8,7 @@
 //! `einsum/`, `quantile/`, `gathering/` (`repeat_interleave` by a tensor, `embedding_bag`,
 //! `max_unpool`), `sampling/` (grid sampling, affine grids, the attention and weight-norm ops
 //! returning intermediates), `special/` (`i0`, `polygamma`, incomplete gamma, `matrix_exp`),
-//! `margin_loss/`, `conv_forms/` and `gradient/`. Each directory's
+//! `margin_loss/`, `ctc/`, `conv_forms/` and `gradient/`. Each directory's
 //! `make.py` writes `cases.json` (the op with its attributes, its operands as input indices —
 //! a list of indices is one `Tensor[]` operand — and its number of results) and
 //! `io.safetensors` (random inputs and PyTorch 2.15's results). Every case runs at `-O0` and
@@ -145,4 +145,10 @@ fn convolution_spellings_match_pytorch() {
 fn gradient_matches_pytorch() {
     let n = check_dir("gradient", 1e-5, 1e-5);
     assert!(n >= 22, "only {n} cases");
+}
+
+#[test]
+fn ctc_loss_matches_pytorch() {
+    let n = check_dir("ctc", 1e-5, 1e-5);
+    assert!(n >= 13, "only {n} cases");
 }

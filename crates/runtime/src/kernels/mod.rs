@@ -35,6 +35,7 @@ pub mod repeat_index;
 pub mod grid_sample3d;
 pub mod special;
 pub mod matrix_exp;
+pub mod ctc;
 pub mod reduce;
 pub mod scalar;
 pub mod script;
@@ -128,6 +129,7 @@ pub fn register_all(r: &mut KernelRegistry) {
     grid_sample3d::register(r);
     special::register(r);
     matrix_exp::register(r);
+    ctc::register(r);
 }
 
 /// Typed access to a kernel's arguments, with errors naming the op and the argument position.

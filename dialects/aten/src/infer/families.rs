@@ -408,6 +408,7 @@ pub(super) const HEADS: &[OpRef] = &[
     op::_EMBEDDING_BAG,
     op::GRID_SAMPLER_2D,
     op::GRID_SAMPLER_3D,
+    op::CTC_LOSS_INTLIST,
 ];
 
 /// The family head of the op `name` among [`HEADS`] and the lists above (its overloads, in-place

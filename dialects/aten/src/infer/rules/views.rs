@@ -481,6 +481,17 @@ pub(super) fn infer(this: OpRef, head: OpRef, a: &Args) -> Result<Option<Vec<Typ
             let i64s = |s: Vec<Dim>| tensor(Some(DType::I64), Some(s));
             return Ok(Some(vec![out, i64s(vec![Dim::Unknown]), i64s(vec![bags]), i64s(max)]));
         }
+        // One loss per sample without reduction (for batched log-probabilities), else one.
+        op::CTC_LOSS_INTLIST => {
+            let lp = a.tensor("log_probs");
+            let batched = lp.as_ref().and_then(|t| t.shape.as_ref()).map(|s| s.len() == 3);
+            let shape = match (a.int("reduction"), batched) {
+                (Some(0), Some(true)) => lp.as_ref().and_then(|t| t.shape.as_ref()).map(|s| vec![s[1].clone()]),
+                (Some(0), _) => None,
+                _ => Some(vec![]),
+            };
+            tensor(lp.and_then(|t| t.dtype), shape)
+        }
         // Each channel sampled at the grid's points: `[N, C, *grid spatial]`.
         op::GRID_SAMPLER_2D | op::GRID_SAMPLER_3D => {
             let g = a.tensor("grid").and_then(|t| t.shape);
