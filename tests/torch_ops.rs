@@ -8,7 +8,12 @@
 //! `orgqr`), `tests/data/packed/` (`_pad_packed_sequence`, `lstm.data` and the other
 //! recurrent layers over packed batches) and
 //! `tests/data/accumulation/` (sums, means and products over many `bf16`/`f16`
-//! elements, whose results show that they accumulate in `f32`). Each directory's
+//! elements, whose results show that they accumulate in `f32`), and the ops of PyTorch's
+//! export decomposition table that run here through decompositions or kernels of their own:
+//! `einsum/`, `quantile/`, `gathering/` (`repeat_interleave` by a tensor, `embedding_bag`,
+//! `max_unpool`), `sampling/` (grid sampling, affine grids, the attention and weight-norm ops
+//! returning intermediates), `special/` (`i0`, `polygamma`, incomplete gamma, `matrix_exp`),
+//! `margin_loss/`, `ctc/`, `conv_forms/` and `gradient/`. Each directory's
 //! `make.py` writes `cases.json` (the op with its attributes, its operands as input indices —
 //! a list of indices is one `Tensor[]` operand — and its number of results) and
 //! `io.safetensors` (random inputs and PyTorch 2.15's results). Every case runs at `-O0` and
@@ -142,4 +147,58 @@ fn bernoulli_draws_zeros_and_ones_with_probability_p() {
             assert!((mean - 0.3).abs() < 0.02, "-O{level} {dtype:?}: mean {mean} where p = 0.3");
         }
     }
+}
+
+#[test]
+fn einsum_matches_pytorch() {
+    let n = check_dir("einsum", 1e-4, 1e-2);
+    assert!(n >= 36, "only {n} cases");
+}
+
+#[test]
+fn quantiles_match_pytorch() {
+    let n = check_dir("quantile", 1e-5, 1e-5);
+    assert!(n >= 48, "only {n} cases");
+}
+
+#[test]
+fn gathering_ops_match_pytorch() {
+    let n = check_dir("gathering", 1e-5, 1e-5);
+    assert!(n >= 36, "only {n} cases");
+}
+
+#[test]
+fn sampling_and_attention_intermediates_match_pytorch() {
+    let n = check_dir("sampling", 1e-5, 1e-5);
+    assert!(n >= 56, "only {n} cases");
+}
+
+#[test]
+fn special_functions_match_pytorch() {
+    let n = check_dir("special", 1e-5, 1e-5);
+    assert!(n >= 24, "only {n} cases");
+}
+
+#[test]
+fn multilabel_margin_loss_matches_pytorch() {
+    let n = check_dir("margin_loss", 1e-5, 1e-5);
+    assert!(n >= 13, "only {n} cases");
+}
+
+#[test]
+fn convolution_spellings_match_pytorch() {
+    let n = check_dir("conv_forms", 1e-4, 1e-4);
+    assert!(n >= 14, "only {n} cases");
+}
+
+#[test]
+fn gradient_matches_pytorch() {
+    let n = check_dir("gradient", 1e-5, 1e-5);
+    assert!(n >= 22, "only {n} cases");
+}
+
+#[test]
+fn ctc_loss_matches_pytorch() {
+    let n = check_dir("ctc", 1e-5, 1e-5);
+    assert!(n >= 13, "only {n} cases");
 }

@@ -28,6 +28,15 @@ mod linalg;
 mod selection;
 mod creation;
 mod householder;
+mod einsum;
+mod quantile;
+mod gathering;
+mod attention_math;
+mod sampling;
+mod special;
+mod margin_losses;
+mod conv_forms;
+mod gradient;
 
 pub use attention::{FuseAttention, fuse_attention};
 pub use backend::{Backend, InterpreterBackend, LowerToBackend, OpListBackend, partition};

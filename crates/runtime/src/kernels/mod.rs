@@ -32,6 +32,11 @@ pub mod pad;
 pub mod pool;
 pub mod probe;
 pub mod random;
+pub mod repeat_index;
+pub mod grid_sample3d;
+pub mod special;
+pub mod matrix_exp;
+pub mod ctc;
 pub mod reduce;
 pub mod scalar;
 pub mod script;
@@ -122,6 +127,11 @@ pub fn register_all(r: &mut KernelRegistry) {
     random::register(r);
     embedding_bag::register(r);
     packed::register(r);
+    repeat_index::register(r);
+    grid_sample3d::register(r);
+    special::register(r);
+    matrix_exp::register(r);
+    ctc::register(r);
 }
 
 /// Typed access to a kernel's arguments, with errors naming the op and the argument position.

@@ -302,13 +302,13 @@ upsample_ops! {
 // ----- grid_sampler_2d -----
 
 #[derive(Clone, Copy, PartialEq, Debug)]
-enum GridPad {
+pub(super) enum GridPad {
     Zeros,
     Border,
     Reflection,
 }
 
-fn unnormalize<T: Real>(c: T, size: usize, align_corners: bool) -> T {
+pub(super) fn unnormalize<T: Real>(c: T, size: usize, align_corners: bool) -> T {
     let two = T::of(2.0);
     if align_corners {
         (c + T::ONE) / two * T::of((size - 1) as f64)
@@ -341,7 +341,7 @@ fn reflect<T: Real>(c: T, twice_low: i64, twice_high: i64) -> T {
     if flips.to_f64().rem_euclid(2.0) == 0.0 { extra + min } else { span - extra + min }
 }
 
-fn compute_coord<T: Real>(c: T, size: usize, pad: GridPad, align_corners: bool) -> T {
+pub(super) fn compute_coord<T: Real>(c: T, size: usize, pad: GridPad, align_corners: bool) -> T {
     match pad {
         GridPad::Zeros => c,
         GridPad::Border => clip(c, size),
@@ -360,7 +360,7 @@ fn at<T: Real>(plane: &[T], x: i64, y: i64, w: usize, h: usize) -> T {
 }
 
 /// Rounds half to even, like `nearbyint` in the default rounding mode.
-fn round_even<T: Real>(v: T) -> T {
+pub(super) fn round_even<T: Real>(v: T) -> T {
     T::of(v.to_f64().round_ties_even())
 }
 

@@ -219,7 +219,7 @@ impl DecompositionTable {
                 let v = b.with_args(op, |a| a.constant("max"))?.ok_or("clamp_max: bound must be constant")?;
                 one(b.call(op::CLAMP, &[x.into(), Arg::A(dialect_prim::kinds::none()), Arg::A(v)]))
             });
-        for add in [super::composite::add, super::stacking::add, super::losses::add, super::reductions::add, super::layers::add, super::recurrent::add, super::linalg::add, super::selection::add, super::creation::add, super::householder::add] {
+        for add in [super::composite::add, super::stacking::add, super::losses::add, super::reductions::add, super::layers::add, super::recurrent::add, super::linalg::add, super::selection::add, super::einsum::add, super::quantile::add, super::gathering::add, super::attention_math::add, super::sampling::add, super::special::add, super::margin_losses::add, super::conv_forms::add, super::gradient::add, super::creation::add, super::householder::add] {
             add(&mut t);
         }
         t

@@ -406,6 +406,12 @@ pub(super) const HEADS: &[OpRef] = &[
     op::LU_SOLVE,
     // Data-dependent shapes (`rules/views.rs`).
     op::NONZERO,
+    op::REPEAT_INTERLEAVE_TENSOR,
+    // Gathers and samplers with kernels (`rules/views.rs`).
+    op::_EMBEDDING_BAG,
+    op::GRID_SAMPLER_2D,
+    op::GRID_SAMPLER_3D,
+    op::CTC_LOSS_INTLIST,
 ];
 
 /// The family head of the op `name` among [`HEADS`] and the lists above (its overloads, in-place

@@ -461,6 +461,50 @@ pub(super) fn infer(this: OpRef, head: OpRef, a: &Args) -> Result<Option<Vec<Typ
         }
         // One row of indices per nonzero element: how many is known only when it runs.
         op::NONZERO => tensor(Some(DType::I64), sshape.map(|sh| vec![Dim::Unknown, Dim::Static(sh.len() as i64)])),
+        // The repeated indices: as many as the repeats add up to, known only when it runs.
+        op::REPEAT_INTERLEAVE_TENSOR if matches!(this, op::REPEAT_INTERLEAVE_TENSOR | op::REPEAT_INTERLEAVE_TENSOR_OUT) => {
+            let n = a.int("output_size").map(Dim::Static).unwrap_or(Dim::Unknown);
+            tensor(a.tensor("repeats").and_then(|t| t.dtype), Some(vec![n]))
+        }
+        // Bags of rows: `[bags, dim]`, and the int64 bookkeeping (`offset2bag` may be empty).
+        op::_EMBEDDING_BAG => {
+            let w = a.tensor("weight").and_then(|t| t.shape);
+            let bags = a.tensor("offsets").and_then(|t| t.shape).and_then(|s| s.first().cloned()).map(|m| match (m, a.bool("include_last_offset")) {
+                (Dim::Static(m), Some(last)) => Dim::Static(m - last as i64),
+                (m, Some(false)) => m,
+                _ => Dim::Unknown,
+            });
+            let dim = w.as_ref().and_then(|w| w.get(1).cloned());
+            let (bags, dim) = (bags.unwrap_or(Dim::Unknown), dim.unwrap_or(Dim::Unknown));
+            let out = tensor(a.tensor("weight").and_then(|t| t.dtype), Some(vec![bags.clone(), dim.clone()]));
+            let max = if a.int("mode") == Some(2) { vec![bags.clone(), dim] } else { vec![bags.clone()] };
+            let i64s = |s: Vec<Dim>| tensor(Some(DType::I64), Some(s));
+            return Ok(Some(vec![out, i64s(vec![Dim::Unknown]), i64s(vec![bags]), i64s(max)]));
+        }
+        // One loss per sample without reduction (for batched log-probabilities), else one.
+        op::CTC_LOSS_INTLIST => {
+            let lp = a.tensor("log_probs");
+            let batched = lp.as_ref().and_then(|t| t.shape.as_ref()).map(|s| s.len() == 3);
+            let shape = match (a.int("reduction"), batched) {
+                (Some(0), Some(true)) => lp.as_ref().and_then(|t| t.shape.as_ref()).map(|s| vec![s[1].clone()]),
+                (Some(0), _) => None,
+                _ => Some(vec![]),
+            };
+            tensor(lp.and_then(|t| t.dtype), shape)
+        }
+        // Each channel sampled at the grid's points: `[N, C, *grid spatial]`.
+        op::GRID_SAMPLER_2D | op::GRID_SAMPLER_3D => {
+            let g = a.tensor("grid").and_then(|t| t.shape);
+            let shape = match (&sshape, g) {
+                (Some(x), Some(g)) if x.len() >= 2 && g.len() == x.len() => {
+                    let mut s = vec![x[0].clone(), x[1].clone()];
+                    s.extend(g[1..g.len() - 1].iter().cloned());
+                    Some(s)
+                }
+                _ => None,
+            };
+            tensor(sdtype, shape)
+        }
         _ => return super::other::infer(head, a),
     };
     one(out)
