@@ -38,6 +38,16 @@ class Cases:
         case.update(extra)
         self.cases.append(case)
 
+    def record(self, name, op, groups, fn, **extra):
+        """Records `fn()` (PyTorch's call of the op) as a case, or the call as refused when it
+        raises a RuntimeError."""
+        try:
+            out = fn()
+        except RuntimeError:
+            self.add(name, op, groups, error=True, **extra)
+            return
+        self.add(name, op, groups, out, **extra)
+
     def save(self):
         with open("cases.json", "w") as f:
             json.dump(self.cases, f, indent=1)

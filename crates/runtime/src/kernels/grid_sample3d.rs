@@ -55,12 +55,7 @@ fn grid_sampler_3d(args: &[IValue]) -> Result<Vec<IValue>> {
     let a = Args::new(OP, args, 5)?;
     let (x, grid) = (a.tensor(0)?, a.tensor(1)?);
     let mode = a.int(2)?;
-    let pad = match a.int(3)? {
-        0 => GridPad::Zeros,
-        1 => GridPad::Border,
-        2 => GridPad::Reflection,
-        p => return Err(KernelError::new(OP, format!("unknown padding mode {p}"))),
-    };
+    let pad = GridPad::from_arg(OP, a.int(3)?)?;
     match mode {
         0 | 1 => {}
         2 => return Err(KernelError::new(OP, "bicubic interpolation only supports 4D input")),

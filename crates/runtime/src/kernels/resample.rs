@@ -308,6 +308,18 @@ pub(super) enum GridPad {
     Reflection,
 }
 
+impl GridPad {
+    /// The padding mode of a grid sampler's `padding_mode` argument (0, 1 or 2).
+    pub(super) fn from_arg(op: &'static str, p: i64) -> Result<GridPad> {
+        match p {
+            0 => Ok(GridPad::Zeros),
+            1 => Ok(GridPad::Border),
+            2 => Ok(GridPad::Reflection),
+            p => Err(KernelError::new(op, format!("unknown padding mode {p}"))),
+        }
+    }
+}
+
 pub(super) fn unnormalize<T: Real>(c: T, size: usize, align_corners: bool) -> T {
     let two = T::of(2.0);
     if align_corners {
@@ -419,12 +431,7 @@ fn grid_sampler_2d(args: &[IValue]) -> Result<Vec<IValue>> {
     let a = Args::new(OP, args, 5)?;
     let (x, grid) = (a.tensor(0)?, a.tensor(1)?);
     let mode = a.int(2)?;
-    let pad = match a.int(3)? {
-        0 => GridPad::Zeros,
-        1 => GridPad::Border,
-        2 => GridPad::Reflection,
-        p => return Err(KernelError::new(OP, format!("unknown padding mode {p}"))),
-    };
+    let pad = GridPad::from_arg(OP, a.int(3)?)?;
     if !(0..=2).contains(&mode) {
         return Err(KernelError::new(OP, format!("unknown interpolation mode {mode}")));
     }

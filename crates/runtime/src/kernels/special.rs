@@ -153,35 +153,13 @@ mod num_like {
 /// `ψ⁽ⁿ⁾(x)`: digamma for `n = 0`, trigamma for `n = 1`, else `(−1)ⁿ⁺¹ n! ζ(n + 1, x)`.
 pub fn polygamma(n: i64, x: f64) -> f64 {
     if n == 0 {
-        return digamma(x);
+        return super::unary::digamma(x);
     }
     if n == 1 {
         return trigamma(x);
     }
     let sign = if n % 2 == 1 { 1.0 } else { -1.0 };
     sign * libm::lgamma(n as f64 + 1.0).exp() * zeta(n as f64 + 1.0, x)
-}
-
-fn digamma(mut x: f64) -> f64 {
-    if x == 0.0 {
-        return if x.is_sign_negative() { f64::INFINITY } else { f64::NEG_INFINITY };
-    }
-    if x < 0.0 {
-        if x == x.floor() {
-            return f64::NAN;
-        }
-        let pi = std::f64::consts::PI;
-        return digamma(1.0 - x) - pi / (pi * x).tan();
-    }
-    let mut acc = 0.0;
-    while x < 6.0 {
-        acc -= 1.0 / x;
-        x += 1.0;
-    }
-    let inv = 1.0 / x;
-    let inv2 = inv * inv;
-    let series = inv2 * (1.0 / 12.0 - inv2 * (1.0 / 120.0 - inv2 * (1.0 / 252.0 - inv2 * (1.0 / 240.0 - inv2 / 132.0))));
-    acc + x.ln() - 0.5 * inv - series
 }
 
 /// `x^a e^−x / Γ(a)`, the factor both incomplete gamma expansions share; 0 when it underflows.

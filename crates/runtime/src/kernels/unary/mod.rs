@@ -158,7 +158,7 @@ fn sinc(x: f64) -> f64 {
 }
 
 /// Digamma (psi): recurrence up to x >= 6, then the asymptotic series; reflection for x < 0.
-fn digamma(mut x: f64) -> f64 {
+pub(crate) fn digamma(mut x: f64) -> f64 {
     if x == 0.0 {
         return if x.is_sign_negative() { f64::INFINITY } else { f64::NEG_INFINITY };
     }
