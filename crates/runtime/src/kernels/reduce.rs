@@ -136,11 +136,7 @@ fn sum_tensor(t: &Tensor, dims: &[usize], keepdim: bool, dtype: DType) -> Result
 
 /// Pairwise summation of `f64` values (error grows like log n).
 fn pairwise_sum(x: &[f64]) -> f64 {
-    if x.len() <= 64 {
-        return x.iter().sum();
-    }
-    let mid = x.len() / 2;
-    pairwise_sum(&x[..mid]) + pairwise_sum(&x[mid..])
+    pairwise_sum_by(x, |v| v)
 }
 
 fn k_sum_dim(args: &[IValue]) -> Result<Vec<IValue>> {
