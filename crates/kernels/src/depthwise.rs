@@ -15,6 +15,7 @@
 //! Channels split across the intra-op team; each thread keeps its padded plane and tile
 //! buffer between calls.
 
+use crate::gemm::Activation;
 use crate::isa::Isa;
 use crate::parallel;
 use crate::wide::compiled_for;
@@ -32,39 +33,6 @@ pub struct Depthwise {
     /// Zero rows above and columns left of the input.
     pub pad: [usize; 2],
     pub dilation: [usize; 2],
-}
-
-/// What is applied to each output after its sum (bias included).
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub enum DwActivation {
-    None,
-    /// `max(v, 0)`, NaN kept.
-    Relu,
-    /// `min(max(v, lo), hi)`, NaN kept (`hardtanh`, `relu6`, `clamp`).
-    Clamp(f32, f32),
-}
-
-impl DwActivation {
-    #[inline(always)]
-    fn apply(self, v: f32) -> f32 {
-        match self {
-            DwActivation::None => v,
-            DwActivation::Relu => {
-                if v > 0.0 || v.is_nan() {
-                    v
-                } else {
-                    0.0
-                }
-            }
-            DwActivation::Clamp(lo, hi) => {
-                if v.is_nan() {
-                    v
-                } else {
-                    v.max(lo).min(hi)
-                }
-            }
-        }
-    }
 }
 
 impl Depthwise {
@@ -177,7 +145,7 @@ pub fn depthwise(
     x: &[f32],
     w: &[f32],
     bias: Option<&[f32]>,
-    act: DwActivation,
+    act: Activation,
     out: &mut [f32],
 ) -> Result<()> {
     d.check(op, images, x, w, bias, out)?;
@@ -240,7 +208,7 @@ fn channel<const FMA: bool>(
     plane: &[f32],
     taps: &[f32],
     bias: f32,
-    act: DwActivation,
+    act: Activation,
     tile: &mut [f32],
     out: &mut [f32],
 ) {
@@ -288,7 +256,7 @@ mod tests {
     use crate::testing::Gen;
 
     /// The convolution by definition, in `f64`.
-    fn reference(d: &Depthwise, images: usize, x: &[f32], w: &[f32], bias: Option<&[f32]>, act: DwActivation) -> Vec<f32> {
+    fn reference(d: &Depthwise, images: usize, x: &[f32], w: &[f32], bias: Option<&[f32]>, act: Activation) -> Vec<f32> {
         let [ih, iw] = d.input;
         let [oh, ow] = d.output;
         let [kh, kw] = d.kernel;
@@ -340,7 +308,7 @@ mod tests {
             let x = rng.vec(images * d.channels * d.input[0] * d.input[1]);
             let w = rng.vec(d.channels * d.kernel[0] * d.kernel[1]);
             let b = rng.vec(d.channels);
-            for (bias, act) in [(None, DwActivation::None), (Some(&b[..]), DwActivation::Relu), (Some(&b[..]), DwActivation::Clamp(0.0, 0.5))] {
+            for (bias, act) in [(None, Activation::None), (Some(&b[..]), Activation::Relu), (Some(&b[..]), Activation::Clamp(0.0, 0.5))] {
                 let want = reference(&d, images, &x, &w, bias, act);
                 let mut bits = None;
                 for isa in Isa::supported() {
@@ -365,7 +333,7 @@ mod tests {
     fn short_buffers_are_errors() {
         let d = geometry(2, [4, 4], [3, 3], [1, 1], [1, 1], [1, 1]);
         let mut out = vec![0.0; 31];
-        let e = depthwise("op", Isa::current(), &d, 1, &[0.0; 32], &[0.0; 18], None, DwActivation::None, &mut out).unwrap_err();
+        let e = depthwise("op", Isa::current(), &d, 1, &[0.0; 32], &[0.0; 18], None, Activation::None, &mut out).unwrap_err();
         assert!(e.to_string().contains("too small"), "{e}");
     }
 }

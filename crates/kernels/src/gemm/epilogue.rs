@@ -29,14 +29,41 @@ impl Epilogue<'_> {
     pub const PLAIN: Epilogue<'static> = Epilogue { alpha: 1.0, beta: 0.0, bias: Bias::None, bias_scale: 1.0 };
 }
 
-/// An elementwise function applied to a product's results once every sum is complete.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// An elementwise function applied to a product's results once every sum is complete, with
+/// the bits of the ops it stands for (as the interpreter and the JIT compute them).
+#[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Activation {
     None,
     /// The exact GELU, with the interpreter's bits (`fastmath::gelu_erf_f32`).
     Gelu,
     /// `relu`, with the interpreter's bits: `x` when `x > 0` or NaN, `+0` otherwise.
     Relu,
+    /// `clamp(x, lo, hi)` (`relu6`, `hardtanh`): `min(max(x, lo), hi)`, NaN kept.
+    Clamp(f32, f32),
+    /// `hardswish` as its decomposition computes it: `x · (clamp(x + 3, 0, 6) / 6)`, each
+    /// step rounded to `f32`.
+    Hardswish,
+}
+
+impl Activation {
+    /// The activation of one value.
+    #[inline(always)]
+    pub fn apply(self, v: f32) -> f32 {
+        let clamp = |v: f32, lo: f32, hi: f32| if v.is_nan() { v } else { v.max(lo).min(hi) };
+        match self {
+            Activation::None => v,
+            Activation::Gelu => crate::fastmath::gelu_erf_f32(v),
+            Activation::Relu => {
+                if v > 0.0 || v.is_nan() {
+                    v
+                } else {
+                    0.0
+                }
+            }
+            Activation::Clamp(lo, hi) => clamp(v, lo, hi),
+            Activation::Hardswish => v * (clamp(v + 3.0, 0.0, 6.0) / 6.0),
+        }
+    }
 }
 
 /// A matrix added to a product's results (a residual connection): element `(i, j)` at
@@ -73,17 +100,7 @@ impl Post<'_> {
             Some(r) => v + r.data[i * r.ld + j],
             None => v,
         };
-        match self.act {
-            Activation::None => v,
-            Activation::Gelu => crate::fastmath::gelu_erf_f32(v),
-            Activation::Relu => {
-                if v > 0.0 || v.is_nan() {
-                    v
-                } else {
-                    0.0
-                }
-            }
-        }
+        self.act.apply(v)
     }
 
     /// Applies the post-ops to the `m × n` results in `c` (rows `ldc` apart), after a product
@@ -130,7 +147,16 @@ impl Post<'_> {
 
     /// Rows `i..` of the same post-ops.
     pub(crate) fn rows_from(&self, i: usize) -> Post<'_> {
-        let addend = self.addend.map(|r| Addend { data: &r.data[(i * r.ld).min(r.data.len())..], ..r });
+        self.from(i, 0)
+    }
+
+    /// The same post-ops for the part of the result from row `i`, column `j` on (the addend
+    /// read from its element `(i, j)`; empty when that is past its end).
+    pub fn from(&self, i: usize, j: usize) -> Post<'_> {
+        let addend = self.addend.map(|r| {
+            let start = i.saturating_mul(r.ld).saturating_add(j).min(r.data.len());
+            Addend { data: &r.data[start..], ..r }
+        });
         Post { addend, act: self.act }
     }
 }

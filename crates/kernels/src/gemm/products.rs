@@ -116,6 +116,19 @@ pub fn gemm_packed_a(
     c: &mut [f32],
     ldc: usize,
 ) -> Result<()> {
+    gemm_packed_a_post(op, a, b, ep, &Post::NONE, c, ldc)
+}
+
+/// [`gemm_packed_a`] followed by `post` on every result, applied tile by tile.
+pub fn gemm_packed_a_post(
+    op: &'static str,
+    a: &PackedA,
+    b: MatView<'_, f32>,
+    ep: &Epilogue<'_>,
+    post: &Post<'_>,
+    c: &mut [f32],
+    ldc: usize,
+) -> Result<()> {
     if b.rows != a.k {
         return Err(Error::new(op, format!("cannot multiply {}x{} and {}x{} matrices", a.m, a.k, b.rows, b.cols)));
     }
@@ -123,7 +136,8 @@ pub fn gemm_packed_a(
         return Err(Error::new(op, "internal error: the right operand of a prepacked product needs unit column stride"));
     }
     let (m, n, k) = (a.m, b.cols, a.k);
-    if settled(op, (m, n, k), ep, c, ldc)? {
+    check_addend(op, m, n, post)?;
+    if settled_post(op, (m, n, k), ep, post, c, ldc)? {
         return Ok(());
     }
     let nr = a.isa.nr();
@@ -146,8 +160,9 @@ pub fn gemm_packed_a(
     };
     // SAFETY: the packed panels hold `ceil(m/mr)·k·mr` elements; `B`'s row `p < k` columns
     // `j0..j0+nr` are read whole only when `j0 + nr ≤ n` (the last partial panel is masked),
-    // inside its storage; `c` holds `m` rows of `ldc ≥ n`; `a.isa` was available at packing.
-    unsafe { drive(a.isa, &raw, None, ep, &Post::NONE, c.as_mut_ptr(), ldc) };
+    // inside its storage; `c` holds `m` rows of `ldc ≥ n`, the addend of `post` as many
+    // (`check_addend`); `a.isa` was available at packing.
+    unsafe { drive(a.isa, &raw, None, ep, post, c.as_mut_ptr(), ldc) };
     Ok(())
 }
 
@@ -237,6 +252,25 @@ pub unsafe fn gemm_packed_a_panels(
     c: *mut f32,
     ldc: usize,
 ) -> Result<()> {
+    // SAFETY: forwarded.
+    unsafe { gemm_packed_a_panels_post(op, a, b, n, ep, &Post::NONE, c, ldc) }
+}
+
+/// [`gemm_packed_a_panels`] followed by `post` on every result, applied tile by tile.
+///
+/// # Safety
+/// As [`gemm_packed_a_panels`].
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn gemm_packed_a_panels_post(
+    op: &'static str,
+    a: &PackedA,
+    b: &[f32],
+    n: usize,
+    ep: &Epilogue<'_>,
+    post: &Post<'_>,
+    c: *mut f32,
+    ldc: usize,
+) -> Result<()> {
     let (m, k, nr) = (a.m, a.k, a.isa.nr());
     if checked_len(op, &[n.div_ceil(nr), k, nr])? > b.len() {
         return Err(Error::new(op, "internal error: the column panels are shorter than the product needs"));
@@ -245,6 +279,7 @@ pub unsafe fn gemm_packed_a_panels(
         return Err(Error::new(op, "output buffer is too small"));
     }
     check_bias(op, m, n, ep)?;
+    check_addend(op, m, n, post)?;
     if m == 0 || n == 0 {
         return Ok(());
     }
@@ -253,6 +288,7 @@ pub unsafe fn gemm_packed_a_panels(
             // SAFETY: row `i < m` of `C` is valid for `n ≤ ldc` elements (caller's contract).
             let row = unsafe { std::slice::from_raw_parts_mut(c.add(i * ldc), n) };
             epilogue_only(1, n, &Epilogue { bias: bias_from(ep.bias, i), ..*ep }, row, n);
+            post.rows_from(i).apply_to(op, 1, n, row, n)?;
         }
         return Ok(());
     }
@@ -273,7 +309,8 @@ pub unsafe fn gemm_packed_a_panels(
     };
     // SAFETY: the packed panels of `A` hold `ceil(m/mr)·k·mr` elements and `b` holds
     // `ceil(n/nr)·k·nr` (checked above); `c` holds `m` rows of `ldc ≥ n` (caller's contract);
-    // `a.isa` was available when `A` was packed.
-    unsafe { drive(a.isa, &raw, None, ep, &Post::NONE, c, ldc) };
+    // `a.isa` was available when `A` was packed; the addend of `post` covers `m` rows of `n`
+    // (`check_addend`).
+    unsafe { drive(a.isa, &raw, None, ep, post, c, ldc) };
     Ok(())
 }

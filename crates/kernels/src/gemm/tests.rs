@@ -211,7 +211,7 @@ fn post_ops_give_the_bits_of_the_separate_ops() {
             }
             let mut plain = vec![0.0; m * n];
             gemm_packed_b("t", a, &packed, &ep, &mut plain, n).unwrap();
-            for act in [Activation::None, Activation::Gelu, Activation::Relu] {
+            for act in ACTIVATIONS {
                 for first in [None, Some(true), Some(false)] {
                     let mut want = plain.clone();
                     for i in 0..m {
@@ -228,6 +228,11 @@ fn post_ops_give_the_bits_of_the_separate_ops() {
                                 Activation::None => {}
                                 Activation::Gelu => *v = super::super::fastmath::gelu_erf_f32(*v),
                                 Activation::Relu => *v = if *v > 0.0 || v.is_nan() { *v } else { 0.0 },
+                                Activation::Clamp(lo, hi) => *v = if v.is_nan() { *v } else { v.clamp(lo, hi) },
+                                Activation::Hardswish => {
+                                    let t = *v + 3.0;
+                                    *v *= if t.is_nan() { t } else { t.clamp(0.0, 6.0) } / 6.0;
+                                }
                             }
                         }
                     }
@@ -244,6 +249,16 @@ fn post_ops_give_the_bits_of_the_separate_ops() {
         }
     }
 }
+
+/// Every kind of activation, clamps with bounds on either side of zero.
+const ACTIVATIONS: [Activation; 6] = [
+    Activation::None,
+    Activation::Gelu,
+    Activation::Relu,
+    Activation::Clamp(0.0, 6.0),
+    Activation::Clamp(-1.0, 0.5),
+    Activation::Hardswish,
+];
 
 #[test]
 fn an_addend_smaller_than_the_output_is_an_error() {
@@ -274,7 +289,7 @@ fn post_ops_after_a_product_give_each_elements_bits() {
     for (m, n, ldc) in [(1, 1, 1), (1, 17, 17), (3, 33, 40), (2, 70, 70), (5, 16, 19)] {
         let c0: Vec<f32> = (0..m * ldc).map(|i| vals[i % vals.len()] * (1.0 + i as f32 / 97.0)).collect();
         let r: Vec<f32> = (0..m * (n + 3)).map(|i| vals[(i * 5) % vals.len()] / 3.0).collect();
-        for act in [Activation::None, Activation::Gelu, Activation::Relu] {
+        for act in ACTIVATIONS {
             for addend in [None, Some(true), Some(false)] {
                 let post = Post { addend: addend.map(|first| Addend { data: &r, ld: n + 3, first }), act };
                 let mut c = c0.clone();

@@ -153,10 +153,21 @@ pub(crate) unsafe fn post_avx512(p: &PostTile, rows: usize) {
             for i in 0..rows {
                 for h in 0..halves {
                     let mut v = load(i, h);
-                    if act == Activation::Relu {
-                        // `v > 0` or unordered (NaN) keeps `v`.
-                        let keep = _mm512_cmp_ps_mask::<_CMP_NLE_UQ>(v, _mm512_setzero_ps());
-                        v = _mm512_maskz_mov_ps(keep, v);
+                    // `max` and `min` return their second operand when either is NaN, so a
+                    // NaN lane is kept by the clamps.
+                    let clamp = |v: __m512, lo: f32, hi: f32| _mm512_min_ps(_mm512_set1_ps(hi), _mm512_max_ps(_mm512_set1_ps(lo), v));
+                    match act {
+                        Activation::Relu => {
+                            // `v > 0` or unordered (NaN) keeps `v`.
+                            let keep = _mm512_cmp_ps_mask::<_CMP_NLE_UQ>(v, _mm512_setzero_ps());
+                            v = _mm512_maskz_mov_ps(keep, v);
+                        }
+                        Activation::Clamp(lo, hi) => v = clamp(v, lo, hi),
+                        Activation::Hardswish => {
+                            let t = clamp(_mm512_add_ps(v, _mm512_set1_ps(3.0)), 0.0, 6.0);
+                            v = _mm512_mul_ps(v, _mm512_div_ps(t, _mm512_set1_ps(6.0)));
+                        }
+                        Activation::None | Activation::Gelu => {}
                     }
                     store(i, h, v);
                 }
