@@ -34,6 +34,9 @@ pub mod kernels {
     pub const ATTENTION: &str = "attention";
     /// `addmm` followed by an epilogue (a residual add, `gelu` or `relu`).
     pub const LINEAR: &str = "linear";
+    /// A forward convolution with a bias followed by a residual add and/or an activation
+    /// (`relu`, `clamp`, `hardswish`).
+    pub const CONV: &str = "conv";
 }
 
 /// The attribute naming the backend that claimed a partition or kernel.

@@ -12,6 +12,7 @@
 //! are dead, and the memory plan (`crate::plan`) supplies planned storage to out-variant ops.
 
 pub(crate) mod convert;
+pub(crate) mod fused_conv;
 pub(crate) mod linearize;
 pub(crate) mod out;
 pub(crate) mod partition;

@@ -129,7 +129,7 @@ pub(crate) fn compute(p: &Prepacked, op: OutOp, name: &'static str, args: &[IVal
             };
             // SAFETY: as above.
             let c = unsafe { out.as_mut_slice::<f32>()? };
-            conv_compute_packed(name, &g, x.as_slice::<f32>()?, w, bias, c)
+            conv_compute_packed(name, &g, x.as_slice::<f32>()?, w, bias, &Post::NONE, c)
         }
         _ => Err(KernelError::new(name, "internal error: a prepacked operand of another op")),
     }

@@ -23,7 +23,8 @@
 //! A residual that broadcasts (a shape other than the result's) stays unfused. The pass runs
 //! at Edge level after `fuse-attention` and before `fuse-elementwise`, which would otherwise
 //! take the consumer into a fusion group; `lower-to-backend` moves the kernel whole into a
-//! partition.
+//! partition. The same pass fuses convolutions with their residual adds and activations
+//! (`conv_epilogue`).
 
 use dialect_aten::op;
 use ir::{Attribute, Context, Diagnostic, Module, OpId, OpRef, ValueId};
@@ -144,12 +145,15 @@ impl Pass for FuseEpilogue {
     }
 
     fn description(&self) -> &str {
-        "Fuse addmm with the residual add, gelu or relu that consumes it into a backend.kernel {kernel = \"linear\"}"
+        "Fuse addmm with the residual add, gelu or relu that consumes it into a backend.kernel {kernel = \"linear\"}, \
+         and a convolution with its residual add and activation into a backend.kernel {kernel = \"conv\"}"
     }
 
-    fn run(&mut self, _ctx: &Context, m: &mut Module, op: OpId, am: &mut AnalysisManager) -> Result<PassResult, Diagnostic> {
+    fn run(&mut self, ctx: &Context, m: &mut Module, op: OpId, am: &mut AnalysisManager) -> Result<PassResult, Diagnostic> {
         let n = fuse_epilogue(m, op)?;
         pass::log!(am, pass::LogLevel::Dump, "{n} linear layer(s) fused with their consumer");
-        Ok(PassResult::from_changed(n > 0))
+        let convs = super::conv_epilogue::fuse_conv_epilogue(ctx, m, op)?;
+        pass::log!(am, pass::LogLevel::Dump, "{convs} convolution(s) fused with their residual add or activation");
+        Ok(PassResult::from_changed(n + convs > 0))
     }
 }

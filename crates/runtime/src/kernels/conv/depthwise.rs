@@ -2,7 +2,7 @@
 //! through the direct kernel `kernels::depthwise` instead of one GEMM per channel.
 
 use super::*;
-use ::kernels::depthwise::{Depthwise, DwActivation, depthwise};
+use ::kernels::depthwise::{Depthwise, depthwise};
 
 impl Geometry {
     /// The direct kernel's geometry when this is a forward depthwise convolution of at most two
@@ -42,12 +42,22 @@ pub(super) fn try_depthwise<T: ConvElem>(
         Some(b) => Some(as_f32(b)?),
         None => None,
     };
-    Some(run(op, g, &d, x, w, bias, out))
+    Some(run(op, g, &d, x, w, bias, Activation::None, out))
 }
 
-/// The direct kernel on `f32` buffers, on the thread's ISA.
-pub(super) fn run(op: &'static str, g: &Geometry, d: &Depthwise, x: &[f32], w: &[f32], bias: Option<&[f32]>, out: &mut [f32]) -> Result<()> {
-    Ok(depthwise(op, Isa::current(), d, g.n, x, w, bias, DwActivation::None, out)?)
+/// The direct kernel on `f32` buffers, on the thread's ISA, `act` applied to each output.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn run(
+    op: &'static str,
+    g: &Geometry,
+    d: &Depthwise,
+    x: &[f32],
+    w: &[f32],
+    bias: Option<&[f32]>,
+    act: Activation,
+    out: &mut [f32],
+) -> Result<()> {
+    Ok(depthwise(op, Isa::current(), d, g.n, x, w, bias, act, out)?)
 }
 
 fn as_f32<T: 'static>(s: &[T]) -> Option<&[f32]> {

@@ -16,7 +16,7 @@
 use dialect_aten::op;
 use super::linalg::{MatView, Real, gemm, outs, widen_halves};
 use ::kernels::Isa;
-use ::kernels::gemm::{Bias, Epilogue, PackedA, Tiles, aligned_start, gemm_packed_a, gemm_packed_a_panels};
+use ::kernels::gemm::{Activation, Bias, Epilogue, PackedA, Post, Tiles, aligned_start, gemm_packed_a_panels_post, gemm_packed_a_post};
 use super::{Args, KernelRegistry};
 use crate::tensor::{KernelError, Result, Tensor};
 use crate::value::IValue;
@@ -37,7 +37,7 @@ use ops::*;
 use packed::*;
 
 pub(crate) use gemm::conv_compute;
-pub(crate) use ops::out_geometry;
+pub(crate) use ops::{ConvArgs, Padding, geometry, out_geometry};
 pub(crate) use packed::{PackedFilter, conv_compute_packed};
 
 

@@ -31,6 +31,7 @@ pub(crate) fn out_geometry(args: &[IValue]) -> Option<(Geometry, Vec<usize>)> {
 }
 
 /// Padding of a convolution: explicit per-dim amounts, or PyTorch's `"same"`/`"valid"`.
+#[derive(Debug)]
 pub(crate) enum Padding {
     Explicit(Vec<i64>),
     Same,
@@ -38,6 +39,7 @@ pub(crate) enum Padding {
 }
 
 /// Options of a convolution as its ATen arguments give them.
+#[derive(Debug)]
 pub(crate) struct ConvArgs {
     pub stride: Vec<i64>,
     pub padding: Padding,
@@ -64,7 +66,7 @@ pub(super) fn fit(op: &'static str, v: i128) -> Result<usize> {
 }
 
 /// Validates the arguments and computes the geometry (with the padding of each side).
-pub(super) fn geometry(op: &'static str, x: &[usize], w: &[usize], bias: Option<&[usize]>, a: &ConvArgs) -> Result<Geometry> {
+pub(crate) fn geometry(op: &'static str, x: &[usize], w: &[usize], bias: Option<&[usize]>, a: &ConvArgs) -> Result<Geometry> {
     let wd = w.len();
     if !(3..=5).contains(&wd) {
         return Err(KernelError::new(op, format!("weight must be 3-D, 4-D or 5-D, got {wd}-D {w:?}")));

@@ -36,13 +36,15 @@ impl PackedFilter {
 }
 
 /// [`conv_compute`] for `f32` with the weight prepacked: the bias is added in the GEMM's
-/// epilogue instead of a pass of its own.
+/// epilogue instead of a pass of its own, and `post` (a residual addend of the output's
+/// layout, an activation) applied to each tile of the output as it is finished.
 pub(crate) fn conv_compute_packed(
     op: &'static str,
     g: &Geometry,
     x: &[f32],
     w: &PackedFilter,
     bias: Option<&[f32]>,
+    post: &Post<'_>,
     out: &mut [f32],
 ) -> Result<()> {
     let (cin_g, cout_g) = (g.cin / g.groups, g.cout / g.groups);
@@ -52,7 +54,12 @@ pub(crate) fn conv_compute_packed(
         if x.len() < g.n * g.cin * lin || out.len() < g.n * g.cout * lout || raw.len() != g.cout * k {
             return Err(KernelError::new(op, "internal error: convolution buffers are too small"));
         }
-        return depthwise::run(op, g, &d, x, raw, bias, out);
+        if post.addend.is_none() {
+            return depthwise::run(op, g, &d, x, raw, bias, post.act, out);
+        }
+        // The direct kernel applies an activation only: a residual is added after it.
+        depthwise::run(op, g, &d, x, raw, bias, Activation::None, out)?;
+        return Ok(post.apply_to(op, g.n * g.cout, lout, out, lout)?);
     }
     if g.transposed || w.depthwise.is_some() || w.groups != g.groups || w.per_group.iter().any(|a| a.rows() != cout_g || a.cols() != cin_g * k) {
         return Err(KernelError::new(op, "internal error: the prepacked weight does not match the convolution"));
@@ -68,13 +75,15 @@ pub(crate) fn conv_compute_packed(
             for (grp, a) in w.per_group.iter().enumerate() {
                 let xg = &x[(n * g.cin + grp * cin_g) * lin..(n * g.cin + (grp + 1) * cin_g) * lin];
                 let b = MatView::new(op, xg, 0, cin_g, lout, lout, 1)?;
-                let o = (n * g.cout + grp * cout_g) * lout;
-                gemm_packed_a(op, a, b, &group_epilogue(bias, grp, cout_g), &mut out[o..o + cout_g * lout], lout)?;
+                let row = n * g.cout + grp * cout_g;
+                let o = row * lout;
+                let post = post.from(row, 0);
+                gemm_packed_a_post(op, a, b, &group_epilogue(bias, grp, cout_g), &post, &mut out[o..o + cout_g * lout], lout)?;
             }
         }
         return Ok(());
     }
-    by_panels(op, g, x, w, bias, out)
+    by_panels(op, g, x, w, bias, post, out)
 }
 
 /// The epilogue of group `grp`'s product: its channels' share of the bias.
@@ -115,6 +124,7 @@ pub(super) fn by_panels(
     x: &[f32],
     w: &PackedFilter,
     bias: Option<&[f32]>,
+    post: &Post<'_>,
     out: &mut [f32],
 ) -> Result<()> {
     let (cin_g, cout_g) = (g.cin / g.groups, g.cout / g.groups);
@@ -140,12 +150,14 @@ pub(super) fn by_panels(
                 let xg = &x[(n * g.cin + grp * cin_g) * lin..(n * g.cin + (grp + 1) * cin_g) * lin];
                 let (j0, cols) = (p * nr, nr.min(lout - p * nr));
                 plan.pack(xg, cin_g, j0, cols, panel);
-                let o = (n * g.cout + grp * cout_g) * lout + j0;
+                let row = n * g.cout + grp * cout_g;
+                let o = row * lout + j0;
                 let ep = group_epilogue(bias, grp, cout_g);
+                let post = post.from(row, j0);
                 // SAFETY: `out` holds `g.n·g.cout·lout` elements (checked by the caller), so the
                 // `cout_g` rows of `cols ≤ lout - j0` elements from `o`, `lout` apart, lie inside
                 // it; each (image, group, panel) is one unit, computed by one task.
-                unsafe { gemm_packed_a_panels(op, &w.per_group[grp], panel, cols, &ep, dst.get().add(o), lout)? };
+                unsafe { gemm_packed_a_panels_post(op, &w.per_group[grp], panel, cols, &ep, &post, dst.get().add(o), lout)? };
             }
             Ok(())
         })

@@ -2,6 +2,7 @@
 
 use super::*;
 use ::kernels::testing::Gen;
+use ::kernels::gemm::Addend;
 
 /// The column matrix by definition: row `c·K + k`, column `r·ow + xo`.
 fn naive_columns(x: &[f32], g: &Geometry, channels: usize, r0: usize, r1: usize) -> Vec<f32> {
@@ -209,7 +210,7 @@ fn prepacked_convolution_matches_the_general_one_on_any_thread_count() {
             conv_compute("t", &g, &x, &wd, b, &mut want).unwrap();
             let run = |pool: &rayon::ThreadPool| {
                 let mut got = vec![f32::NAN; len];
-                pool.install(|| conv_compute_packed("t", &g, &x, &filter, b, &mut got)).unwrap();
+                pool.install(|| conv_compute_packed("t", &g, &x, &filter, b, &Post::NONE, &mut got)).unwrap();
                 got
             };
             let (single, split) = (run(&one), run(&three));
@@ -218,6 +219,59 @@ fn prepacked_convolution_matches_the_general_one_on_any_thread_count() {
             let k = (cin / groups * g.kernel_numel()) as f32;
             for (i, (s, w)) in single.iter().zip(&want).enumerate() {
                 assert!((s - w).abs() <= 1e-5 * (k + 4.0) * (1.0 + w.abs()), "{g:?} element {i}: got {s}, want {w}");
+            }
+        }
+    }
+}
+
+/// A prepacked convolution with post-ops (a residual on either side, each activation) gives
+/// every element the bits of the convolution followed by the one-element post-ops, on the
+/// column-panel, 1×1 and depthwise paths, on one thread and on three.
+#[test]
+fn post_ops_of_a_prepacked_convolution_give_each_elements_bits() {
+    let Some(isa) = Isa::simd() else {
+        println!("skipping: this CPU runs no prepacked path");
+        return;
+    };
+    let pools = [1, 3].map(|t| rayon::ThreadPoolBuilder::new().num_threads(t).build().unwrap());
+    let mut rng = Gen(0x0e_91_10_6e);
+    // (n, cin, cout, groups, input, kernel, stride, pad): panels, grouped panels, 1×1 direct,
+    // depthwise.
+    type Case = (usize, usize, usize, usize, [usize; 3], [usize; 3], [usize; 3], [usize; 3]);
+    let cases: [Case; 4] = [
+        (2, 5, 20, 1, [1, 17, 19], [1, 3, 3], [1, 2, 2], [0, 1, 1]),
+        (1, 8, 12, 2, [1, 13, 21], [1, 3, 3], [1, 1, 1], [0, 1, 1]),
+        (2, 6, 19, 1, [1, 7, 9], [1, 1, 1], [1, 1, 1], [0, 0, 0]),
+        (2, 24, 24, 24, [1, 15, 13], [1, 3, 3], [1, 1, 1], [0, 1, 1]),
+    ];
+    let acts = [Activation::None, Activation::Relu, Activation::Clamp(0.0, 6.0), Activation::Hardswish, Activation::Gelu];
+    for (n, cin, cout, groups, input, kernel, stride, pad) in cases {
+        let g = Geometry { n, cin, cout, groups, ..geometry3(input, kernel, stride, pad, [1, 1, 1]) };
+        let x: Vec<f32> = rng.vec(n * cin * g.in_numel()).iter().map(|v| v * 4.0).collect();
+        let mut wsizes = vec![cout, cin / groups];
+        wsizes.extend(kernel);
+        let wt = Tensor::from_vec(rng.vec(wsizes.iter().product()), &wsizes).unwrap();
+        let filter = PackedFilter::pack("t", isa, &wt, groups).unwrap();
+        let bias = rng.vec(cout);
+        let len = n * cout * g.out_numel();
+        let mut plain = vec![f32::NAN; len];
+        conv_compute_packed("t", &g, &x, &filter, Some(&bias), &Post::NONE, &mut plain).unwrap();
+        let mut r: Vec<f32> = rng.vec(len).iter().map(|v| v * 4.0).collect();
+        r[3] = f32::NAN;
+        for act in acts {
+            for first in [None, Some(true), Some(false)] {
+                let post = Post { addend: first.map(|first| Addend { data: &r, ld: g.out_numel(), first }), act };
+                for pool in &pools {
+                    let mut got = vec![f32::NAN; len];
+                    pool.install(|| conv_compute_packed("t", &g, &x, &filter, Some(&bias), &post, &mut got)).unwrap();
+                    for (e, (&got, &v)) in got.iter().zip(&plain).enumerate() {
+                        let want = post.apply(e / g.out_numel(), e % g.out_numel(), v);
+                        assert!(
+                            got.to_bits() == want.to_bits() || got.is_nan() && want.is_nan(),
+                            "{g:?} {act:?} {first:?} element {e}: got {got}, want {want}"
+                        );
+                    }
+                }
             }
         }
     }
@@ -261,7 +315,7 @@ fn depthwise_convolution_matches_the_gemm_path_on_every_isa() {
                         let wt = Tensor::from_vec(wd.clone(), &wsizes).unwrap();
                         let filter = PackedFilter::pack("t", simd, &wt, c).unwrap();
                         let mut packed = vec![f32::NAN; len];
-                        conv_compute_packed("t", &g, &x, &filter, b, &mut packed).unwrap();
+                        conv_compute_packed("t", &g, &x, &filter, b, &Post::NONE, &mut packed).unwrap();
                         runs.push(packed);
                     }
                     for got in runs {

@@ -1,0 +1,159 @@
+//! The convolution half of `fuse-epilogue`: a convolution and the residual add and activation
+//! that consume its result become one `backend.kernel {kernel = "conv"}`, which a runtime
+//! computes with them applied to the output's tiles as they are finished (no pass of their
+//! own over the result).
+//!
+//! It matches (Edge or aten spellings alike), for an `f32` forward convolution with a bias:
+//!
+//! ```text
+//! y = convolution(x, w, bias)           transposed = false, every option an attribute
+//! [y = add.Tensor(y, r) | add.Tensor(r, y)]       r of y's shape (alpha 1)
+//! [y = relu(y)                          activation = "relu"
+//!    | clamp(y, lo, hi)                 activation = "clamp", min = lo, max = hi
+//!    | hardtanh(y, lo, hi)              (relu6 decomposes to clamp(y, 0, 6))
+//!    | mul.Tensor(y, div.Scalar(clamp(add.Scalar(y, 3), 0, 6), 6))]
+//!                                       activation = "hardswish" (its decomposition)
+//! ```
+//!
+//! with a residual, an activation or both, where every intermediate is used only by the next
+//! matched op (the hardswish's input by its two ops). The kernel's operands are `x`, `w`,
+//! `bias` (and `r`); its attributes say what follows the convolution: `activation` (with
+//! `min` and `max` for a clamp) and `residual` (`"lhs"` or `"rhs"`, the side of the sum the
+//! residual is on, which the runtime keeps, so the bits are the unfused ops'). The region
+//! holds the matched ops, so it stays the kernel's reference semantics: a runtime without a
+//! native `conv`, or a call it declines, interprets it.
+
+use dialect_aten::op;
+use ir::{Attribute, Context, Module, OpId, OpRef, ValueId};
+
+use super::kernel::KernelMatch;
+
+/// The name of the kernel this half of the pass forms.
+pub const KERNEL_NAME: &str = dialect_backend::kernels::CONV;
+
+fn base(m: &Module, op: OpId) -> Option<OpRef> {
+    dialect_edge::as_aten(m.op_name(op))
+}
+
+fn dims(m: &Module, v: ValueId) -> Option<Vec<i64>> {
+    m.value_type(v).as_tensor()?.static_dims()
+}
+
+fn is_f32(m: &Module, v: ValueId) -> bool {
+    m.value_type(v).as_tensor().and_then(|t| t.dtype) == Some(ir::DType::F32)
+}
+
+/// The only op that reads `v`, and `v`'s operand position in it.
+fn only_user(m: &Module, v: ValueId) -> Option<(OpId, usize)> {
+    match m.uses(v) {
+        [u] => Some((u.op, u.index)),
+        _ => None,
+    }
+}
+
+fn number(m: &Module, op: OpId, name: &str) -> Option<f64> {
+    m.attr(op, name)?.as_number()
+}
+
+/// The single `f32` result of `op`, when it has exactly `operands` operands, no regions and
+/// sits in `block`.
+fn single_result(m: &Module, op: OpId, operands: usize, block: Option<ir::BlockId>) -> Option<ValueId> {
+    let ok = m.operands(op).len() == operands && m.results(op).len() == 1 && m.regions(op).is_empty() && m.parent_block(op) == block;
+    let r = *m.results(op).first()?;
+    (ok && is_f32(m, r)).then_some(r)
+}
+
+/// The activation applied to `y` (by the op or ops that read it), as the kernel's attributes,
+/// the ops and their result.
+fn activation(m: &Module, y: ValueId, block: Option<ir::BlockId>) -> Option<(Vec<(&'static str, Attribute)>, Vec<OpId>, ValueId)> {
+    let uses = m.uses(y);
+    if let [u] = uses {
+        let o = u.op;
+        let r = single_result(m, o, 1, block)?;
+        let name = base(m, o)?;
+        let clamp = |lo: &str, hi: &str| -> Option<Vec<(&'static str, Attribute)>> {
+            let (lo, hi) = (number(m, o, lo)?, number(m, o, hi)?);
+            Some(vec![("activation", Attribute::str("clamp")), ("min", Attribute::float(lo)), ("max", Attribute::float(hi))])
+        };
+        let attrs = match name {
+            op::RELU => vec![("activation", Attribute::str("relu"))],
+            op::CLAMP => clamp("min", "max")?,
+            op::HARDTANH => clamp("min_val", "max_val")?,
+            _ => return None,
+        };
+        return Some((attrs, vec![o], r));
+    }
+    // hardswish as its decomposition writes it: y · (clamp(y + 3, 0, 6) / 6).
+    let [a, b] = uses else { return None };
+    let (add, mul) = if base(m, a.op) == Some(op::ADD_SCALAR) { (a, b) } else { (b, a) };
+    if base(m, add.op) != Some(op::ADD_SCALAR) || add.index != 0 || base(m, mul.op) != Some(op::MUL_TENSOR) || mul.index != 0 {
+        return None;
+    }
+    let is = |o: OpId, name: &str, v: f64| number(m, o, name) == Some(v);
+    let s = single_result(m, add.op, 1, block).filter(|_| is(add.op, "other", 3.0) && m.attr(add.op, "alpha").is_none_or(|a| a.as_number() == Some(1.0)))?;
+    let (c_op, _) = only_user(m, s).filter(|&(o, _)| base(m, o) == Some(op::CLAMP))?;
+    let c = single_result(m, c_op, 1, block).filter(|_| is(c_op, "min", 0.0) && is(c_op, "max", 6.0))?;
+    let (d_op, _) = only_user(m, c).filter(|&(o, _)| base(m, o) == Some(op::DIV_SCALAR))?;
+    let d = single_result(m, d_op, 1, block).filter(|_| is(d_op, "other", 6.0))?;
+    if only_user(m, d) != Some((mul.op, 1)) {
+        return None;
+    }
+    let r = single_result(m, mul.op, 2, block)?;
+    Some((vec![("activation", Attribute::str("hardswish"))], vec![add.op, c_op, d_op, mul.op], r))
+}
+
+/// Matches the convolution `conv` and what follows it.
+pub(crate) fn match_at(ctx: &Context, m: &Module, conv: OpId) -> Option<KernelMatch> {
+    if base(m, conv) != Some(op::CONVOLUTION) || m.results(conv).len() != 1 || !m.regions(conv).is_empty() {
+        return None;
+    }
+    let schema = ctx.op_def(m.op_name(conv)).and_then(|d| d.schema.clone())?;
+    let c = dialect_aten::infer::Args::bind(ctx, m, conv, &schema).ok()?;
+    if c.bool("transposed") != Some(false) || c.is_none("bias") {
+        return None;
+    }
+    let (x, w, bias) = (c.value("input")?, c.value("weight")?, c.value("bias")?);
+    // Every option an attribute: the runtime reads them from the region's convolution.
+    if m.operands(conv) != [x, w, bias] {
+        return None;
+    }
+    let block = m.parent_block(conv);
+    let mut y = m.results(conv)[0];
+    let yd = dims(m, y)?;
+    if ![x, w, bias, y].iter().all(|&v| is_f32(m, v)) || dims(m, w)?.len() < 3 {
+        return None;
+    }
+    let mut ops = vec![conv];
+    let mut operands = vec![x, w, bias];
+    let mut attrs = Vec::new();
+    if let Some((add, i)) = only_user(m, y).filter(|&(o, _)| base(m, o) == Some(op::ADD_TENSOR)) {
+        let r = m.operands(add).get(1 - i.min(1)).copied();
+        let alpha_one = m.attr(add, "alpha").is_none_or(|a| a.as_number() == Some(1.0));
+        if let (Some(r), Some(sum), true) = (r, single_result(m, add, 2, block), alpha_one)
+            && r != y
+            && is_f32(m, r)
+            && dims(m, r).as_deref() == Some(&yd[..])
+        {
+            ops.push(add);
+            operands.push(r);
+            attrs.push(("residual", Attribute::str(if i == 1 { "lhs" } else { "rhs" })));
+            y = sum;
+        }
+    }
+    match activation(m, y, block) {
+        Some((act, act_ops, r)) => {
+            attrs.extend(act);
+            ops.extend(act_ops);
+            y = r;
+        }
+        None if ops.len() == 1 => return None,
+        None => attrs.push(("activation", Attribute::str("none"))),
+    }
+    Some(KernelMatch { ops, operands, result: y, attrs, shared: None })
+}
+
+/// Fuses every convolution nested in `root` with its residual add and activation; returns
+/// how many.
+pub fn fuse_conv_epilogue(ctx: &Context, m: &mut Module, root: OpId) -> Result<usize, ir::Diagnostic> {
+    super::kernel::fuse_matches(m, root, KERNEL_NAME, |m, o| base(m, o) == Some(op::CONVOLUTION), |m, o| match_at(ctx, m, o))
+}

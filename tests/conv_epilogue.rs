@@ -1,0 +1,156 @@
+//! The fused convolution end to end: a convolution with a frozen filter and bias followed by a
+//! residual add and/or an activation (`relu`, a clamp, `hardswish` as its decomposition writes
+//! it), in Edge IR, is run unfused (a prepacked convolution, then the separate ops) and fused
+//! by `fuse-epilogue` into a `backend.kernel {kernel = "conv"}` that the runtime runs natively
+//! (the residual and activation applied to the output's tiles); the two must give the same
+//! bits, on one and two threads, on the column-panel, grouped, 1×1 and depthwise paths, with
+//! non-finite values.
+
+use runtime::{CompileOptions, IValue, Tensor, Weights};
+
+/// What follows the convolution.
+#[derive(Clone, Copy, Debug)]
+enum Consumer {
+    Relu,
+    Relu6,
+    Hardswish,
+    /// `add.Tensor(r, y)`, the residual first.
+    AddLhs,
+    /// `add.Tensor(y, r)` then `relu` (a ResNet block's end).
+    AddRhsRelu,
+}
+
+const CONSUMERS: [Consumer; 5] = [Consumer::Relu, Consumer::Relu6, Consumer::Hardswish, Consumer::AddLhs, Consumer::AddRhsRelu];
+
+/// A convolution's shape: `n` images of `cin` channels of `h × w`, `cout` filters of
+/// `k × k` in `groups` groups, `stride`, padding `k / 2`.
+#[derive(Clone, Copy, Debug)]
+struct Conv {
+    n: usize,
+    cin: usize,
+    cout: usize,
+    groups: usize,
+    h: usize,
+    w: usize,
+    k: usize,
+    stride: usize,
+}
+
+impl Conv {
+    fn out(&self) -> (usize, usize) {
+        let p = self.k / 2;
+        ((self.h + 2 * p - self.k) / self.stride + 1, (self.w + 2 * p - self.k) / self.stride + 1)
+    }
+}
+
+fn program(c: &Conv, consumer: Consumer) -> String {
+    let Conv { n, cin, cout, groups, h, w, k, stride } = *c;
+    let (oh, ow) = c.out();
+    let p = k / 2;
+    let ty = format!("tensor<{n}x{cout}x{oh}x{ow}xf32>");
+    let add = matches!(consumer, Consumer::AddLhs | Consumer::AddRhsRelu);
+    let r_arg = if add { format!("%r: {ty}, ") } else { String::new() };
+    let tail = match consumer {
+        Consumer::Relu => format!("  %o = edge.relu %y : {ty}\n"),
+        Consumer::Relu6 => format!("  %o = edge.clamp %y {{min = 0, max = 6}} : {ty}\n"),
+        Consumer::Hardswish => format!(
+            "  %a = edge.add.Scalar %y {{other = 3}} : {ty}\n  %c = edge.clamp %a {{min = 0, max = 6}} : {ty}\n\
+             \x20 %d = edge.div.Scalar %c {{other = 6}} : {ty}\n  %o = edge.mul.Tensor %y, %d : {ty}\n"
+        ),
+        Consumer::AddLhs => format!("  %o = edge.add.Tensor %r, %y : {ty}\n"),
+        Consumer::AddRhsRelu => format!("  %s = edge.add.Tensor %y, %r : {ty}\n  %o = edge.relu %s : {ty}\n"),
+    };
+    format!(
+        "func.func @f(%x: tensor<{n}x{cin}x{h}x{w}xf32>, {r_arg}%wt: tensor<{cout}x{cg}x{k}x{k}xf32> {{prim.param = \"w\"}}, %b: tensor<{cout}xf32> {{prim.param = \"b\"}}) -> {ty} {{\n\
+         \x20 %y = edge.convolution %x, %wt, %b {{stride = [{stride}, {stride}], padding = [{p}, {p}], dilation = [1, 1], transposed = false, output_padding = [0, 0], groups = {groups}}} : (tensor<{n}x{cin}x{h}x{w}xf32>, tensor<{cout}x{cg}x{k}x{k}xf32>, tensor<{cout}xf32>) -> {ty}\n\
+         {tail}  func.return %o : {ty}\n}}\n",
+        cg = cin / groups
+    )
+}
+
+/// Deterministic values in [-scale, scale).
+fn values(len: usize, seed: u64, scale: f32) -> Vec<f32> {
+    let mut s = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+    (0..len)
+        .map(|_| {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            ((s >> 40) as f32 / (1u64 << 24) as f32 * 2.0 - 1.0) * scale
+        })
+        .collect()
+}
+
+fn inputs(c: &Conv, consumer: Consumer) -> (Vec<IValue>, Weights) {
+    let Conv { n, cin, cout, groups, h, w, k, .. } = *c;
+    let (oh, ow) = c.out();
+    let mut x = values(n * cin * h * w, 1, 4.0);
+    x[1] = f32::NAN;
+    x[7] = f32::INFINITY;
+    x[20] = f32::NEG_INFINITY;
+    let mut ins = vec![IValue::Tensor(Tensor::from_slice(&x, &[n, cin, h, w]).unwrap())];
+    if matches!(consumer, Consumer::AddLhs | Consumer::AddRhsRelu) {
+        let mut r = values(n * cout * oh * ow, 2, 4.0);
+        r[5] = f32::NAN;
+        ins.push(IValue::Tensor(Tensor::from_slice(&r, &[n, cout, oh, ow]).unwrap()));
+    }
+    let mut wts = Weights::new();
+    let fan_in = cin / groups * k * k;
+    wts.insert("w", Tensor::from_slice(&values(cout * fan_in, 3, 4.0 / (fan_in as f32).sqrt()), &[cout, cin / groups, k, k]).unwrap());
+    wts.insert("b", Tensor::from_slice(&values(cout, 4, 1.0), &[cout]).unwrap());
+    (ins, wts)
+}
+
+/// The output's bits after two calls on `threads` threads (the second on planned storage),
+/// and how many convolutions `fuse-epilogue` fused (with `fuse`).
+fn run(text: &str, fuse: bool, threads: usize, ins: &[IValue], w: &Weights) -> (Vec<u32>, usize) {
+    let ctx = driver::default_context();
+    let mut m = ir::parse_module(&ctx, text, "conv.ir").unwrap_or_else(|d| panic!("{}", d.render("conv.ir", text)));
+    ir::verify(&ctx, &m).unwrap_or_else(|d| panic!("{}", d.render("conv.ir", text)));
+    let mut fused = 0;
+    if fuse {
+        let top = m.top();
+        fused = transforms::lowering::fuse_conv_epilogue(&ctx, &mut m, top).unwrap();
+        ir::verify(&ctx, &m).unwrap_or_else(|d| panic!("after fuse-epilogue: {}", d.message));
+    }
+    let p = runtime::compile(&m, &ctx, w, CompileOptions::default()).unwrap_or_else(|e| panic!("compile: {e}"));
+    let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
+    let mut rt = p.runtime();
+    let bits = |v: &IValue| v.as_tensor().unwrap().to_vec::<f32>().unwrap().iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+    let first = pool.install(|| rt.run(ins)).unwrap();
+    let out = pool.install(|| rt.run(ins)).unwrap();
+    assert_eq!(bits(&first[0]), bits(&out[0]), "two calls give the same bits");
+    (bits(&out[0]), fused)
+}
+
+fn check(c: Conv) {
+    for consumer in CONSUMERS {
+        let text = program(&c, consumer);
+        let (ins, w) = inputs(&c, consumer);
+        let (want, _) = run(&text, false, 1, &ins, &w);
+        let (got, fused) = run(&text, true, 1, &ins, &w);
+        assert_eq!(fused, 1, "{c:?} {consumer:?}: the convolution is fused\n{text}");
+        assert_eq!(got, want, "{c:?} {consumer:?}: the fused convolution gives the unfused bits");
+        let (got2, _) = run(&text, true, 2, &ins, &w);
+        assert_eq!(got2, want, "{c:?} {consumer:?}: the same bits on two threads");
+        if !matches!(consumer, Consumer::AddLhs) {
+            let sides = want.iter().any(|&b| f32::from_bits(b) == 0.0) && want.iter().any(|&b| f32::from_bits(b) > 0.0);
+            assert!(sides, "{c:?} {consumer:?}: both sides of the activation");
+        }
+    }
+}
+
+#[test]
+fn column_panels_strided_and_grouped() {
+    check(Conv { n: 2, cin: 5, cout: 20, groups: 1, h: 17, w: 19, k: 3, stride: 2 });
+    check(Conv { n: 1, cin: 8, cout: 12, groups: 2, h: 13, w: 21, k: 3, stride: 1 });
+    // Enough work to split the panels across two threads.
+    check(Conv { n: 1, cin: 16, cout: 64, groups: 1, h: 40, w: 40, k: 3, stride: 1 });
+}
+
+#[test]
+fn pointwise_and_depthwise() {
+    check(Conv { n: 2, cin: 6, cout: 19, groups: 1, h: 7, w: 9, k: 1, stride: 1 });
+    check(Conv { n: 2, cin: 24, cout: 24, groups: 24, h: 15, w: 13, k: 3, stride: 1 });
+    check(Conv { n: 1, cin: 16, cout: 16, groups: 16, h: 29, w: 31, k: 5, stride: 2 });
+}
