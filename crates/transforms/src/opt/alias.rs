@@ -120,9 +120,17 @@ pub fn is_effect_free(ctx: &Context, m: &Module, root: OpId) -> bool {
             None => {
                 name != dialect_prim::RAISE_EXCEPTION
                     && (pure
+                        // Region ops whose effects are those of their bodies, which the walk
+                        // visits too.
                         || matches!(
                             name,
-                            dialect_prim::IF | dialect_prim::LOOP | dialect_prim::FUSION_GROUP | dialect_prim::YIELD | dialect_prim::RETURN
+                            dialect_prim::IF
+                                | dialect_prim::LOOP
+                                | dialect_prim::FUSION_GROUP
+                                | dialect_prim::YIELD
+                                | dialect_prim::RETURN
+                                | dialect_backend::KERNEL
+                                | dialect_backend::RETURN
                         )
                         || name == ir::builtin::RETURN)
             }
