@@ -426,21 +426,36 @@ fn aa_taps<T: Real>(
 }
 
 /// Resizes dim `dim` of a contiguous buffer of `sizes` with `taps`, accumulating each output
-/// from its first tap on in `T`.
+/// from its first tap on in `T` (the rows of an outer dim are combined whole, element by
+/// element in the same order).
 fn aa_pass<T: Real>(x: &[T], sizes: &[usize], dim: usize, taps: &[AaTaps<T>]) -> Vec<T> {
     let outer: usize = sizes[..dim].iter().product();
     let inner: usize = sizes[dim + 1..].iter().product();
     let (n_in, n_out) = (sizes[dim], taps.len());
     let mut out = vec![T::ZERO; outer * n_out * inner];
-    for o in 0..outer {
-        for (k, t) in taps.iter().enumerate() {
-            for r in 0..inner {
-                let at = |j: usize| x[(o * n_in + t.start + j) * inner + r];
-                let mut acc = if t.weights.is_empty() { T::ZERO } else { at(0) * t.weights[0] };
-                for (j, &w) in t.weights.iter().enumerate().skip(1) {
-                    acc += at(j) * w;
+    if inner == 0 {
+        return out;
+    }
+    for (src, plane) in x.chunks_exact(n_in * inner).zip(out.chunks_exact_mut(n_out * inner)) {
+        for (t, dst) in taps.iter().zip(plane.chunks_exact_mut(inner)) {
+            if inner == 1 {
+                let mut terms = src[t.start..t.start + t.weights.len()].iter().zip(&t.weights);
+                if let Some((&v, &w)) = terms.next() {
+                    let mut acc = v * w;
+                    for (&v, &w) in terms {
+                        acc += v * w;
+                    }
+                    dst[0] = acc;
                 }
-                out[(o * n_out + k) * inner + r] = acc;
+                continue;
+            }
+            for (j, &w) in t.weights.iter().enumerate() {
+                let row = &src[(t.start + j) * inner..(t.start + j + 1) * inner];
+                if j == 0 {
+                    dst.iter_mut().zip(row).for_each(|(d, &v)| *d = v * w);
+                } else {
+                    dst.iter_mut().zip(row).for_each(|(d, &v)| *d += v * w);
+                }
             }
         }
     }
