@@ -26,7 +26,9 @@ enum Search {
 }
 
 /// The index of the first element of `edges` greater than `v` (C++'s `upper_bound`, with its
-/// exact sequence of comparisons, so unsorted edges behave as they do in PyTorch).
+/// exact sequence of comparisons, so unsorted edges behave as they do in PyTorch; a NaN `v`
+/// compares as not less than any edge).
+#[allow(clippy::neg_cmp_op_on_partial_ord)]
 fn upper_bound<T: Real>(edges: &[T], v: T) -> usize {
     let (mut first, mut count) = (0usize, edges.len());
     while count > 0 {
