@@ -13,7 +13,8 @@
 //! `einsum/`, `quantile/`, `gathering/` (`repeat_interleave` by a tensor, `embedding_bag`,
 //! `max_unpool`), `sampling/` (grid sampling, affine grids, the attention and weight-norm ops
 //! returning intermediates), `special/` (`i0`, `polygamma`, incomplete gamma, `matrix_exp`),
-//! `margin_loss/`, `ctc/`, `conv_forms/` and `gradient/`. Each directory's
+//! `margin_loss/`, `ctc/`, `conv_forms/`, `gradient/`, `antialias/` (the antialiased resizes),
+//! `histogram/` (`histogramdd`) and `sobol_prune/` (`_sobol_engine_draw`, `_rowwise_prune`). Each directory's
 //! `make.py` writes `cases.json` (the op with its attributes, its operands as input indices —
 //! a list of indices is one `Tensor[]` operand — and its number of results) and
 //! `io.safetensors` (random inputs and PyTorch 2.15's results). Every case runs at `-O0` and
@@ -47,7 +48,11 @@ fn check_dir(dir: &str, atol: f64, rtol: f64) -> usize {
             None => (0..n).map(Operand::Tensor).collect(),
         };
         let outputs = case["outputs"].as_u64().unwrap_or(1) as usize;
-        let src = program(op, &inputs, &operands, outputs, case["list_out"].as_bool().unwrap_or(false));
+        let src = if case["tail_list"].as_bool().unwrap_or(false) {
+            program_tail_list(op, &inputs, &operands, outputs)
+        } else {
+            program(op, &inputs, &operands, outputs, case["list_out"].as_bool().unwrap_or(false))
+        };
         let signs = |i: usize| case["up_to_sign"][i.to_string()].as_str().map(|m| m == "columns");
         let want: Option<Vec<Tensor>> = (!case["error"].as_bool().unwrap_or(false))
             .then(|| (0..outputs).map(|i| with_signs(&tensors[&format!("{name}.out.{i}")], signs(i))).collect());
@@ -55,6 +60,37 @@ fn check_dir(dir: &str, atol: f64, rtol: f64) -> usize {
     }
     assert!(failures.is_empty(), "{} of {} runs differ from PyTorch:\n{}", failures.len(), 2 * cases.len(), failures.join("\n"));
     cases.len()
+}
+
+/// The function applying `op` to `operands` for an op returning `(Tensor, Tensor[])`
+/// (`histogramdd`): its `outputs` results are the tensor and then the list's elements.
+fn program_tail_list(op: &str, inputs: &[Tensor], operands: &[Operand], outputs: usize) -> String {
+    const ANY: &str = "tensor<*x!prim.any>";
+    let list = format!("!prim.list<{ANY}>");
+    // The two-result call, rewritten so its second result is unpacked into the rest.
+    let two = program(op, inputs, operands, 2, false);
+    let rest: Vec<String> = (1..outputs).map(|i| format!("%r{i}")).collect();
+    let anys = vec![ANY; outputs].join(", ");
+    let mut body = String::new();
+    let mut params = String::new();
+    for line in two.lines() {
+        if let Some(p) = line.strip_prefix("func.func @f(") {
+            params = p.split_once(") -> ").map(|(p, _)| p.to_string()).unwrap_or_default();
+        } else if line.trim_start().starts_with("%r0, %r1 = ") {
+            let call = line.trim_start().trim_start_matches("%r0, %r1 = ");
+            let call = call.replace(&format!("-> ({ANY}, {ANY})"), &format!("-> ({ANY}, {list})"));
+            body += &format!("  %r0, %o = {call}\n");
+            if !rest.is_empty() {
+                let rest_types = vec![ANY; rest.len()].join(", ");
+                body += &format!("  {} = prim.ListUnpack %o : ({list}) -> ({rest_types})\n", rest.join(", "));
+            }
+        } else if line.starts_with("  %") {
+            body += line;
+            body += "\n";
+        }
+    }
+    let results: Vec<String> = (0..outputs).map(|i| format!("%r{i}")).collect();
+    format!("func.func @f({params}) -> ({anys}) {{\n{body}  func.return {} : {anys}\n}}\n", results.join(", "))
 }
 
 /// `t` with each column (`Some(true)`) or row (`Some(false)`) of its matrices given the sign
@@ -194,6 +230,28 @@ fn convolution_spellings_match_pytorch() {
 #[test]
 fn gradient_matches_pytorch() {
     let n = check_dir("gradient", 1e-5, 1e-5);
+    assert!(n >= 22, "only {n} cases");
+}
+
+/// `_upsample_{bilinear,bicubic,lanczos}2d_aa` and their `.vec` forms in `f32`, `f64` and
+/// `uint8`; the `uint8` results are PyTorch's fixed-point ones and must match exactly.
+#[test]
+fn antialiased_resizes_match_pytorch() {
+    let n = check_dir("antialias", 1e-5, 1e-5);
+    assert!(n >= 99, "only {n} cases");
+}
+
+/// `histogramdd` with bin counts, one count for all dims and explicit edges; its results are
+/// the histogram and each dim's edges.
+#[test]
+fn histogramdd_matches_pytorch() {
+    let n = check_dir("histogram", 1e-5, 1e-5);
+    assert!(n >= 37, "only {n} cases");
+}
+
+#[test]
+fn sobol_draws_and_rowwise_pruning_match_pytorch() {
+    let n = check_dir("sobol_prune", 0.0, 0.0);
     assert!(n >= 22, "only {n} cases");
 }
 

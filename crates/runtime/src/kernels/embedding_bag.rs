@@ -14,6 +14,11 @@
 //!   for sum;
 //! - `max_indices`, for max the row each maximum came from (`[bags, dim]`, zero for an empty
 //!   bag); otherwise a copy of `bag_size`.
+//!
+//! `_rowwise_prune(weight, mask, compressed_indices_dtype)` keeps the rows of a 2-D embedding
+//! table whose `mask` entry is true and returns them with the mapping from each original row
+//! to its pruned row (-1 for a dropped row), the compressed-indices mapping a pruned embedding
+//! lookup reads.
 
 
 use super::{Args, KernelRegistry, ret};
@@ -123,8 +128,53 @@ fn k_resize_as(args: &[IValue]) -> Result<Vec<IValue>> {
     ret(resized(a.tensor(0)?, a.tensor(1)?.sizes())?)
 }
 
+fn k_rowwise_prune(args: &[IValue]) -> Result<Vec<IValue>> {
+    let a = Args::new(op::_ROWWISE_PRUNE, args, 3)?;
+    let (w, mask) = (a.tensor(0)?, a.tensor(1)?);
+    let idt = a.opt_dtype(2)?.ok_or_else(|| KernelError::new(a.op, "compressed_indices_dtype is required"))?;
+    if w.dim() != 2 {
+        return Err(KernelError::new(a.op, format!("'weights' should have 2 dimensions, got {:?}", w.sizes())));
+    }
+    if mask.numel() != w.sizes()[0] {
+        return Err(KernelError::new(
+            a.op,
+            format!("the number of elements in 'mask' ({}) should equal the number of rows in 'weights' ({})", mask.numel(), w.sizes()[0]),
+        ));
+    }
+    if !matches!(idt, DType::I32 | DType::I64) {
+        return Err(KernelError::new(a.op, "compressed_indices_dtype should be either int (int32) or long (int64)"));
+    }
+    if mask.dtype() != DType::Bool {
+        return Err(KernelError::new(a.op, format!("mask must be a bool tensor, got {}", mask.dtype().torch_name())));
+    }
+    if w.dtype() == DType::Bool {
+        return Err(KernelError::new(a.op, "not implemented for dtype bool"));
+    }
+    let keep = mask.to_vec::<bool>()?;
+    let cols = w.sizes()[1];
+    let mut mapping = Vec::with_capacity(keep.len());
+    let mut next = 0i64;
+    for &k in &keep {
+        mapping.push(if k { next } else { -1 });
+        next += k as i64;
+    }
+    let pruned = crate::dispatch_dtype!(w.dtype(), T => {
+        let data = w.to_vec::<T>()?;
+        let rows: Vec<T> = keep
+            .iter()
+            .enumerate()
+            .filter(|(_, k)| **k)
+            .flat_map(|(r, _)| data[r * cols..(r + 1) * cols].iter().copied())
+            .collect();
+        Tensor::from_vec(rows, &[next as usize, cols])?
+    });
+    let n = mapping.len();
+    Ok(vec![IValue::Tensor(pruned), IValue::Tensor(Tensor::from_vec(mapping, &[n])?.to_dtype(idt)?)])
+}
+
 pub fn register(r: &mut KernelRegistry) {
     r.register(op::_EMBEDDING_BAG, k_embedding_bag);
+    r.register(op::_ROWWISE_PRUNE, k_rowwise_prune);
     r.register(op::RESIZE, k_resize);
     r.register(op::RESIZE_AS, k_resize_as);
 }

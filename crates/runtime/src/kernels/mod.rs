@@ -34,6 +34,8 @@ pub mod probe;
 pub mod random;
 pub mod repeat_index;
 pub mod grid_sample3d;
+pub mod histogram;
+pub mod sobol;
 pub mod special;
 pub mod matrix_exp;
 pub mod ctc;
@@ -129,6 +131,8 @@ pub fn register_all(r: &mut KernelRegistry) {
     packed::register(r);
     repeat_index::register(r);
     grid_sample3d::register(r);
+    histogram::register(r);
+    sobol::register(r);
     special::register(r);
     matrix_exp::register(r);
     ctc::register(r);

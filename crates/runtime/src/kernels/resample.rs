@@ -1,5 +1,7 @@
 //! Resampling kernels (interpolation): nearest, nearest-exact, (bi/tri)linear and bicubic
-//! upsampling (`upsample_*` with output sizes or scale factors, and their `.vec` forms), and
+//! upsampling (`upsample_*` with output sizes or scale factors, and their `.vec` forms), the
+//! antialiased bilinear, bicubic and Lanczos-3 resizes (`_upsample_*2d_aa`, separable passes
+//! in `f32`, `f64` or fixed-point `u8`), and
 //! `grid_sampler_2d` (bilinear, nearest and bicubic; zeros, border and reflection padding).
 //!
 //! Source coordinates are computed the way PyTorch's CPU kernels compute them (scales in the
@@ -242,23 +244,36 @@ fn upsample(
     r.cast_to(dt)
 }
 
+/// How an upsampling op resizes: `(input, output sizes, per-dim scales, align_corners)`.
+type Resize<'a> = &'a dyn Fn(&Tensor, &[usize], &[Option<f64>], bool) -> Result<Tensor>;
+
 /// `upsample_<kind>Nd(self, output_size, [align_corners,] scales...)`.
 fn upsample_sizes(op: &'static str, kind: Kind, d: usize, args: &[IValue]) -> Result<Vec<IValue>> {
-    let a = Args::new(op, args, 2)?;
-    let x = a.tensor(0)?;
     let takes_align = matches!(kind, Kind::Linear | Kind::Cubic);
-    let align = if takes_align { a.bool(2)? } else { false };
-    let first = if takes_align { 3 } else { 2 };
-    let scales: Vec<Option<f64>> = (0..d).map(|k| a.opt_float(first + k)).collect::<Result<_>>()?;
-    let (out, scales) = resolve_sizes(op, x, d, Some(a.int_list(1)?), scales)?;
-    Ok(outs([upsample(op, kind, x, &out, &scales, align)?]))
+    sizes_form(op, d, takes_align, args, &|x, out, scales, align| upsample(op, kind, x, out, scales, align))
 }
 
 /// `upsample_<kind>Nd.vec(input, output_size?, [align_corners,] scale_factors?)`.
 fn upsample_vec(op: &'static str, kind: Kind, d: usize, args: &[IValue]) -> Result<Vec<IValue>> {
+    let takes_align = matches!(kind, Kind::Linear | Kind::Cubic);
+    vec_form(op, d, takes_align, args, &|x, out, scales, align| upsample(op, kind, x, out, scales, align))
+}
+
+/// The form with explicit output sizes and optional per-dim scales.
+fn sizes_form(op: &'static str, d: usize, takes_align: bool, args: &[IValue], resize: Resize) -> Result<Vec<IValue>> {
     let a = Args::new(op, args, 2)?;
     let x = a.tensor(0)?;
-    let takes_align = matches!(kind, Kind::Linear | Kind::Cubic);
+    let align = if takes_align { a.bool(2)? } else { false };
+    let first = if takes_align { 3 } else { 2 };
+    let scales: Vec<Option<f64>> = (0..d).map(|k| a.opt_float(first + k)).collect::<Result<_>>()?;
+    let (out, scales) = resolve_sizes(op, x, d, Some(a.int_list(1)?), scales)?;
+    Ok(outs([resize(x, &out, &scales, align)?]))
+}
+
+/// The `.vec` form: output sizes or scale factors, exactly one of them.
+fn vec_form(op: &'static str, d: usize, takes_align: bool, args: &[IValue], resize: Resize) -> Result<Vec<IValue>> {
+    let a = Args::new(op, args, 2)?;
+    let x = a.tensor(0)?;
     let align = if takes_align { a.bool(2)? } else { false };
     let sf_at = if takes_align { 3 } else { 2 };
     let output_size = a.opt_int_list(1)?;
@@ -272,7 +287,7 @@ fn upsample_vec(op: &'static str, kind: Kind, d: usize, args: &[IValue]) -> Resu
         None => vec![None; d],
     };
     let (out, scales) = resolve_sizes(op, x, d, output_size, scales)?;
-    Ok(outs([upsample(op, kind, x, &out, &scales, align)?]))
+    Ok(outs([resize(x, &out, &scales, align)?]))
 }
 
 macro_rules! upsample_ops {
@@ -297,6 +312,267 @@ upsample_ops! {
     bilinear2d, bilinear2d_vec, op::UPSAMPLE_BILINEAR2D, op::UPSAMPLE_BILINEAR2D_VEC, Kind::Linear, 2;
     trilinear3d, trilinear3d_vec, op::UPSAMPLE_TRILINEAR3D, op::UPSAMPLE_TRILINEAR3D_VEC, Kind::Linear, 3;
     bicubic2d, bicubic2d_vec, op::UPSAMPLE_BICUBIC2D, op::UPSAMPLE_BICUBIC2D_VEC, Kind::Cubic, 2;
+}
+
+// ----- antialiased upsampling (`_upsample_{bilinear,bicubic,lanczos}2d_aa`) -----
+
+/// The filter of an antialiased resize: its support at scale 1 and its shape.
+#[derive(Clone, Copy, PartialEq, Debug)]
+enum AaFilter {
+    /// The triangle (tent) filter of bilinear resizing, support 1.
+    Triangle,
+    /// Keys' cubic convolution with `a = -0.5` (Pillow's bicubic), support 2.
+    Cubic,
+    /// Lanczos-3, `sinc(x)·sinc(x/3)`, support 3.
+    Lanczos3,
+}
+
+impl AaFilter {
+    /// Taps of the filter at scale 1 (twice its support).
+    fn interp_size(self) -> f64 {
+        match self {
+            AaFilter::Triangle => 2.0,
+            AaFilter::Cubic => 4.0,
+            AaFilter::Lanczos3 => 6.0,
+        }
+    }
+
+    /// The filter's value at `x`, computed in `T` like PyTorch's CPU kernel.
+    fn eval<T: Real>(self, x: T) -> T {
+        let x = x.abs();
+        match self {
+            AaFilter::Triangle => {
+                if x < T::ONE { T::of(1.0 - x.to_f64()) } else { T::ZERO }
+            }
+            AaFilter::Cubic => {
+                let a = T::of(-0.5);
+                let (two, three) = (T::of(2.0), T::of(3.0));
+                if x < T::ONE {
+                    ((a + two) * x - (a + three)) * x * x + T::ONE
+                } else if x < two {
+                    ((a * x - T::of(5.0) * a) * x + T::of(8.0) * a) * x - T::of(4.0) * a
+                } else {
+                    T::ZERO
+                }
+            }
+            AaFilter::Lanczos3 => {
+                if x < T::of(3.0) { sinc(x) * sinc(T::of(x.to_f64() / 3.0)) } else { T::ZERO }
+            }
+        }
+    }
+}
+
+/// `sin(πx) / (πx)`, 1 at 0.
+fn sinc<T: Real>(x: T) -> T {
+    if x == T::ZERO {
+        return T::ONE;
+    }
+    let y = x * T::of(std::f64::consts::PI);
+    T::of(y.to_f64().sin()) / y
+}
+
+/// The taps of one output position along one dim: the first input index and the normalized
+/// weights of the inputs from there on.
+struct AaTaps<T> {
+    start: usize,
+    weights: Vec<T>,
+}
+
+/// The antialiased taps of every output position of a dim resized from `input` to `output`,
+/// and the largest weight. The filter's support is stretched by the downscale factor (when
+/// shrinking), centred on each output pixel's centre in input coordinates, clipped to the input
+/// and normalized to sum 1; `align_corners` only changes the scale.
+fn aa_taps<T: Real>(
+    filter: AaFilter,
+    input: usize,
+    output: usize,
+    align_corners: bool,
+    scale: Option<f64>,
+) -> (Vec<AaTaps<T>>, T) {
+    let s = area_scale::<T>(input, output, align_corners, scale).to_f64();
+    let half = filter.interp_size() * 0.5;
+    let support = T::of(if s >= 1.0 { half * s } else { half });
+    let max_taps = (support.to_f64().ceil() as i64) * 2 + 1;
+    let invscale = T::of(if s >= 1.0 { 1.0 / s } else { 1.0 });
+    let mut wt_max = T::ZERO;
+    let taps = (0..output)
+        .map(|i| {
+            let center = T::of(s * (i as f64 + 0.5));
+            let xmin = (((center - support).to_f64() + 0.5) as i64).max(0);
+            let xend = (((center + support).to_f64() + 0.5) as i64).min(input as i64);
+            let xsize = (xend - xmin).clamp(0, max_taps);
+            let mut weights: Vec<T> = (0..xsize)
+                .map(|j| {
+                    let off = T::of((j + xmin) as f64) - center;
+                    filter.eval(T::of((off.to_f64() + 0.5) * invscale.to_f64()))
+                })
+                .collect();
+            let mut total = T::ZERO;
+            for &w in &weights {
+                total += w;
+            }
+            if total != T::ZERO {
+                for w in &mut weights {
+                    *w = *w / total;
+                    if *w > wt_max {
+                        wt_max = *w;
+                    }
+                }
+            }
+            AaTaps { start: xmin as usize, weights }
+        })
+        .collect();
+    (taps, wt_max)
+}
+
+/// Resizes dim `dim` of a contiguous buffer of `sizes` with `taps`, accumulating each output
+/// from its first tap on in `T` (the rows of an outer dim are combined whole, element by
+/// element in the same order).
+fn aa_pass<T: Real>(x: &[T], sizes: &[usize], dim: usize, taps: &[AaTaps<T>]) -> Vec<T> {
+    let outer: usize = sizes[..dim].iter().product();
+    let inner: usize = sizes[dim + 1..].iter().product();
+    let (n_in, n_out) = (sizes[dim], taps.len());
+    let mut out = vec![T::ZERO; outer * n_out * inner];
+    if inner == 0 {
+        return out;
+    }
+    for (src, plane) in x.chunks_exact(n_in * inner).zip(out.chunks_exact_mut(n_out * inner)) {
+        for (t, dst) in taps.iter().zip(plane.chunks_exact_mut(inner)) {
+            if inner == 1 {
+                let mut terms = src[t.start..t.start + t.weights.len()].iter().zip(&t.weights);
+                if let Some((&v, &w)) = terms.next() {
+                    let mut acc = v * w;
+                    for (&v, &w) in terms {
+                        acc += v * w;
+                    }
+                    dst[0] = acc;
+                }
+                continue;
+            }
+            for (j, &w) in t.weights.iter().enumerate() {
+                let row = &src[(t.start + j) * inner..(t.start + j + 1) * inner];
+                if j == 0 {
+                    dst.iter_mut().zip(row).for_each(|(d, &v)| *d = v * w);
+                } else {
+                    dst.iter_mut().zip(row).for_each(|(d, &v)| *d += v * w);
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The `u8` form of `aa_pass`: weights (computed in `f64`) are scaled to `i16` with as many
+/// fraction bits as the largest weight allows, sums are taken in `i32` starting from one half,
+/// and each result is shifted back and clamped to 0..=255, as PyTorch's `uint8` path does.
+fn aa_pass_u8(x: &[u8], sizes: &[usize], dim: usize, taps: &[AaTaps<f64>], wt_max: f64) -> Vec<u8> {
+    let mut precision = 0u32;
+    while precision < 22 {
+        let next = (0.5 + wt_max * (1u64 << (precision + 1)) as f64) as i64;
+        if next >= 1 << 15 {
+            break;
+        }
+        precision += 1;
+    }
+    let unit = (1u64 << precision) as f64;
+    let fixed: Vec<Vec<i32>> = taps
+        .iter()
+        .map(|t| {
+            t.weights
+                .iter()
+                .map(|&w| {
+                    let v = w * unit;
+                    (if v < 0.0 { (-0.5 + v) as i32 } else { (0.5 + v) as i32 }) as i16 as i32
+                })
+                .collect()
+        })
+        .collect();
+    let outer: usize = sizes[..dim].iter().product();
+    let inner: usize = sizes[dim + 1..].iter().product();
+    let (n_in, n_out) = (sizes[dim], taps.len());
+    let half = if precision > 0 { 1i32 << (precision - 1) } else { 0 };
+    let mut out = vec![0u8; outer * n_out * inner];
+    for o in 0..outer {
+        for (k, (t, w)) in taps.iter().zip(&fixed).enumerate() {
+            for r in 0..inner {
+                let mut acc = half;
+                for (j, &wj) in w.iter().enumerate() {
+                    acc = acc.wrapping_add(x[(o * n_in + t.start + j) * inner + r] as i32 * wj);
+                }
+                out[(o * n_out + k) * inner + r] = (acc >> precision).clamp(0, 255) as u8;
+            }
+        }
+    }
+    out
+}
+
+/// Antialiased resize of the spatial dims of `x` to `out_sizes`: one separable pass per dim
+/// whose size changes, the last (contiguous) dim first and then the others from the innermost
+/// out, each pass rounding to the element type (`f32`, `f64` or `u8`) as PyTorch's does.
+fn upsample_aa(
+    op: &'static str,
+    filter: AaFilter,
+    x: &Tensor,
+    out_sizes: &[usize],
+    scales: &[Option<f64>],
+    align_corners: bool,
+) -> Result<Tensor> {
+    if x.sizes()[1] == 0 {
+        return Err(KernelError::new(op, format!("non-empty 4-D data tensor expected, got sizes {:?}", x.sizes())));
+    }
+    let dt = x.dtype();
+    if !matches!(dt, ir::DType::F32 | ir::DType::F64 | ir::DType::U8) {
+        return Err(KernelError::new(op, format!("not implemented for dtype {}", dt.torch_name())));
+    }
+    let d = out_sizes.len();
+    let mut sizes = x.sizes().to_vec();
+    let xc = x.contiguous()?;
+    let order: Vec<usize> = (0..d).rev().map(|k| k + 2).collect();
+    macro_rules! passes {
+        ($T:ty, $data:expr, $pass:expr) => {{
+            let mut data: Vec<$T> = $data;
+            for &dim in &order {
+                let k = dim - 2;
+                if sizes[dim] == out_sizes[k] {
+                    continue;
+                }
+                data = ($pass)(&data, &sizes, dim, sizes[dim], out_sizes[k], scales[k]);
+                sizes[dim] = out_sizes[k];
+            }
+            Tensor::from_vec(data, &sizes)
+        }};
+    }
+    match dt {
+        ir::DType::F32 => passes!(f32, xc.as_slice::<f32>()?.to_vec(), |v: &[f32], s: &[usize], dim, i, o, sc| {
+            aa_pass(v, s, dim, &aa_taps::<f32>(filter, i, o, align_corners, sc).0)
+        }),
+        ir::DType::F64 => passes!(f64, xc.as_slice::<f64>()?.to_vec(), |v: &[f64], s: &[usize], dim, i, o, sc| {
+            aa_pass(v, s, dim, &aa_taps::<f64>(filter, i, o, align_corners, sc).0)
+        }),
+        _ => passes!(u8, xc.as_slice::<u8>()?.to_vec(), |v: &[u8], s: &[usize], dim, i, o, sc| {
+            let (taps, wt_max) = aa_taps::<f64>(filter, i, o, align_corners, sc);
+            aa_pass_u8(v, s, dim, &taps, wt_max)
+        }),
+    }
+}
+
+macro_rules! upsample_aa_ops {
+    ($($name:ident, $vec:ident, $op:path, $opvec:path, $filter:expr;)*) => {$(
+        fn $name(args: &[IValue]) -> Result<Vec<IValue>> {
+            const OP: &str = $op.name();
+            sizes_form(OP, 2, true, args, &|x, out, scales, align| upsample_aa(OP, $filter, x, out, scales, align))
+        }
+        fn $vec(args: &[IValue]) -> Result<Vec<IValue>> {
+            const OP: &str = $opvec.name();
+            vec_form(OP, 2, true, args, &|x, out, scales, align| upsample_aa(OP, $filter, x, out, scales, align))
+        }
+    )*};
+}
+
+upsample_aa_ops! {
+    bilinear2d_aa, bilinear2d_aa_vec, op::_UPSAMPLE_BILINEAR2D_AA, op::_UPSAMPLE_BILINEAR2D_AA_VEC, AaFilter::Triangle;
+    bicubic2d_aa, bicubic2d_aa_vec, op::_UPSAMPLE_BICUBIC2D_AA, op::_UPSAMPLE_BICUBIC2D_AA_VEC, AaFilter::Cubic;
+    lanczos2d_aa, lanczos2d_aa_vec, op::_UPSAMPLE_LANCZOS2D_AA, op::_UPSAMPLE_LANCZOS2D_AA_VEC, AaFilter::Lanczos3;
 }
 
 // ----- grid_sampler_2d -----
@@ -498,5 +774,11 @@ pub fn register(r: &mut KernelRegistry) {
     r.register(op::UPSAMPLE_TRILINEAR3D_VEC, trilinear3d_vec);
     r.register(op::UPSAMPLE_BICUBIC2D, bicubic2d);
     r.register(op::UPSAMPLE_BICUBIC2D_VEC, bicubic2d_vec);
+    r.register(op::_UPSAMPLE_BILINEAR2D_AA, bilinear2d_aa);
+    r.register(op::_UPSAMPLE_BILINEAR2D_AA_VEC, bilinear2d_aa_vec);
+    r.register(op::_UPSAMPLE_BICUBIC2D_AA, bicubic2d_aa);
+    r.register(op::_UPSAMPLE_BICUBIC2D_AA_VEC, bicubic2d_aa_vec);
+    r.register(op::_UPSAMPLE_LANCZOS2D_AA, lanczos2d_aa);
+    r.register(op::_UPSAMPLE_LANCZOS2D_AA_VEC, lanczos2d_aa_vec);
     r.register(op::GRID_SAMPLER_2D, grid_sampler_2d);
 }
