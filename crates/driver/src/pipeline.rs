@@ -22,8 +22,8 @@ pub const MAX_OPT_LEVEL: u32 = 3;
 ///   folded into its weight and bias) and the optimization passes (`cse`,
 ///   `canonicalize`, `constant-pooling`) before and after it (with `inline-if` and
 ///   `shape-propagation` before it), `dce`, `fuse-attention`
-///   (decomposed attention into one `backend.kernel`), `fuse-epilogue` (a linear layer and
-///   the residual add or activation after it into one `backend.kernel`), `fuse-elementwise`
+///   (decomposed attention into one `backend.kernel`), `fuse-epilogue` (a linear layer or a
+///   convolution and the residual add or activation after it into one `backend.kernel`), `fuse-elementwise`
 ///   (Edge's elementwise ops carry the same traits as their aten counterparts, so groups form
 ///   over Edge ops), then `lower-to-backend`, which keeps each `prim.FusionGroup` whole inside
 ///   its partition.
@@ -59,8 +59,8 @@ pub fn pipeline_stages(level: u32) -> (Vec<&'static str>, Vec<&'static str>) {
         // Attention is matched on the settled Edge ops, before elementwise fusion would take
         // its scale and mask into a fusion group.
         after.push("fuse-attention");
-        // Likewise a linear layer's consumer (a residual add, an activation), which the
-        // product then applies to its tiles.
+        // Likewise a linear layer's or a convolution's consumers (a residual add, an
+        // activation), which the product then applies to its tiles.
         after.push("fuse-epilogue");
         // Fusion runs on Edge, after the optimizations have settled the ops and before
         // partitioning, which moves each group whole into a partition.
