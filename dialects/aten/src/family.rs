@@ -86,3 +86,34 @@ pub fn attach(ctx: &mut Context) {
         ctx.attach(o, ShapeInference::FloatUnary);
     }
 }
+
+/// The recurrent cells ATen implements (`lstm`, `gru`, `rnn_tanh`, `rnn_relu`, as cells, layers
+/// and packed layers): what their lowerings and kernels need to know of each.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RecurrentCell {
+    Lstm,
+    Gru,
+    RnnTanh,
+    RnnRelu,
+}
+
+impl RecurrentCell {
+    /// The op-name stem (`lstm`, `gru`, `rnn_tanh`, `rnn_relu`).
+    pub fn name(self) -> &'static str {
+        match self {
+            RecurrentCell::Lstm => "lstm",
+            RecurrentCell::Gru => "gru",
+            RecurrentCell::RnnTanh => "rnn_tanh",
+            RecurrentCell::RnnRelu => "rnn_relu",
+        }
+    }
+
+    /// The number of gates stacked in a weight's rows.
+    pub fn gates(self) -> usize {
+        match self {
+            RecurrentCell::Lstm => 4,
+            RecurrentCell::Gru => 3,
+            RecurrentCell::RnnTanh | RecurrentCell::RnnRelu => 1,
+        }
+    }
+}

@@ -7,6 +7,7 @@
 use super::{Args, KernelRegistry};
 use crate::tensor::{KernelError, Result, Tensor};
 use crate::value::IValue;
+use dialect_aten::family::RecurrentCell as Cell;
 use dialect_aten::op;
 
 /// `_pad_packed_sequence(data, batch_sizes, batch_first, padding_value, total_length) ->
@@ -57,25 +58,6 @@ fn k_pad_packed_sequence(args: &[IValue]) -> Result<Vec<IValue>> {
     let lengths = Tensor::from_vec(lengths, &[batch as usize])?;
     let out = if batch_first { out.transpose(0, 1)?.contiguous()? } else { out };
     Ok(vec![IValue::Tensor(out), IValue::Tensor(lengths)])
-}
-
-/// The kind of recurrent cell.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Cell {
-    Lstm,
-    Gru,
-    Tanh,
-    Relu,
-}
-
-impl Cell {
-    fn gates(self) -> usize {
-        match self {
-            Cell::Lstm => 4,
-            Cell::Gru => 3,
-            Cell::Tanh | Cell::Relu => 1,
-        }
-    }
 }
 
 /// A row-major matrix read as `f64`.
@@ -232,8 +214,8 @@ fn packed_layer(op: &'static str, cell: Cell, args: &[IValue]) -> Result<Vec<IVa
                                 (hs[b][j] - nn) * z + nn
                             })
                             .collect(),
-                        Cell::Tanh => (0..h).map(|j| (gi[j] + gh[j]).tanh()).collect(),
-                        Cell::Relu => (0..h).map(|j| (gi[j] + gh[j]).max(0.0)).collect(),
+                        Cell::RnnTanh => (0..h).map(|j| (gi[j] + gh[j]).tanh()).collect(),
+                        Cell::RnnRelu => (0..h).map(|j| (gi[j] + gh[j]).max(0.0)).collect(),
                     };
                     y[row * hout..(row + 1) * hout].copy_from_slice(&new_h);
                     hs[b] = new_h;
@@ -265,6 +247,6 @@ pub fn register(r: &mut KernelRegistry) {
     r.register(op::_PAD_PACKED_SEQUENCE, k_pad_packed_sequence);
     r.register(op::LSTM_DATA, |a| packed_layer(op::LSTM_DATA.name(), Cell::Lstm, a));
     r.register(op::GRU_DATA, |a| packed_layer(op::GRU_DATA.name(), Cell::Gru, a));
-    r.register(op::RNN_TANH_DATA, |a| packed_layer(op::RNN_TANH_DATA.name(), Cell::Tanh, a));
-    r.register(op::RNN_RELU_DATA, |a| packed_layer(op::RNN_RELU_DATA.name(), Cell::Relu, a));
+    r.register(op::RNN_TANH_DATA, |a| packed_layer(op::RNN_TANH_DATA.name(), Cell::RnnTanh, a));
+    r.register(op::RNN_RELU_DATA, |a| packed_layer(op::RNN_RELU_DATA.name(), Cell::RnnRelu, a));
 }

@@ -14,48 +14,21 @@ use super::composite::static_shape;
 use super::decompose::{DecompResult, DecompositionTable, input, opt_input, rank_of};
 use super::rewrite::OpBuilder;
 use super::stacking::{int, ints, tensor_list};
+use dialect_aten::family::RecurrentCell as Cell;
 use dialect_aten::op;
 use ir::{OpId, ValueId};
 
-/// The kind of recurrent cell.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Cell {
-    Lstm,
-    Gru,
-    Tanh,
-    Relu,
-}
-
-impl Cell {
-    fn name(self) -> &'static str {
-        match self {
-            Cell::Lstm => "lstm",
-            Cell::Gru => "gru",
-            Cell::Tanh => "rnn_tanh",
-            Cell::Relu => "rnn_relu",
-        }
-    }
-
-    /// The number of gates stacked in a weight's rows.
-    fn gates(self) -> i64 {
-        match self {
-            Cell::Lstm => 4,
-            Cell::Gru => 3,
-            Cell::Tanh | Cell::Relu => 1,
-        }
-    }
-}
 
 /// Adds the recurrent layers' and cells' decompositions to `t`.
 pub(super) fn add(t: &mut DecompositionTable) {
     t.insert(op::LSTM_INPUT, |b, op| layer(b, op, Cell::Lstm))
         .insert(op::GRU_INPUT, |b, op| layer(b, op, Cell::Gru))
-        .insert(op::RNN_TANH_INPUT, |b, op| layer(b, op, Cell::Tanh))
-        .insert(op::RNN_RELU_INPUT, |b, op| layer(b, op, Cell::Relu))
+        .insert(op::RNN_TANH_INPUT, |b, op| layer(b, op, Cell::RnnTanh))
+        .insert(op::RNN_RELU_INPUT, |b, op| layer(b, op, Cell::RnnRelu))
         .insert(op::LSTM_CELL, |b, op| cell_op(b, op, Cell::Lstm))
         .insert(op::GRU_CELL, |b, op| cell_op(b, op, Cell::Gru))
-        .insert(op::RNN_TANH_CELL, |b, op| cell_op(b, op, Cell::Tanh))
-        .insert(op::RNN_RELU_CELL, |b, op| cell_op(b, op, Cell::Relu));
+        .insert(op::RNN_TANH_CELL, |b, op| cell_op(b, op, Cell::RnnTanh))
+        .insert(op::RNN_RELU_CELL, |b, op| cell_op(b, op, Cell::RnnRelu));
 }
 
 /// One direction's parameters of one layer.
@@ -131,9 +104,9 @@ fn step(b: &mut OpBuilder, cell: Cell, p: &Params, hidden: i64, xw: ValueId, h: 
             let dz = mul(b, d, z)?;
             Ok((add2(b, dz, n)?, None))
         }
-        Cell::Tanh | Cell::Relu => {
+        Cell::RnnTanh | Cell::RnnRelu => {
             let s = add2(b, hw, xw)?;
-            let act = if cell == Cell::Tanh { op::TANH } else { op::RELU };
+            let act = if cell == Cell::RnnTanh { op::TANH } else { op::RELU };
             Ok((b.call(act, &[s.into()])?, None))
         }
     }
@@ -143,7 +116,7 @@ fn step(b: &mut OpBuilder, cell: Cell, p: &Params, hidden: i64, xw: ValueId, h: 
 fn hidden_size(b: &OpBuilder, cell: Cell, w_hh: ValueId) -> Result<i64, String> {
     let s = static_shape(b, w_hh, cell.name())?;
     match s[..] {
-        [rows, _] if rows % cell.gates() == 0 => Ok(rows / cell.gates()),
+        [rows, _] if rows % cell.gates() as i64 == 0 => Ok(rows / cell.gates() as i64),
         _ => Err(format!("{}: w_hh must be a 2-d [{}·hidden, hidden] matrix, got {s:?}", cell.name(), cell.gates())),
     }
 }
@@ -251,7 +224,7 @@ fn layer(b: &mut OpBuilder, op: OpId, cell: Cell) -> DecompResult {
             let features = static_shape(b, x, name)?[2];
             let flat = b.call(op::RESHAPE, &[x.into(), ints(&[steps * batch, features])])?;
             let xw = linear2d(b, flat, p.w_ih, p.b_ih)?;
-            let xw = b.call(op::RESHAPE, &[xw.into(), ints(&[steps, batch, cell.gates() * hidden])])?;
+            let xw = b.call(op::RESHAPE, &[xw.into(), ints(&[steps, batch, cell.gates() as i64 * hidden])])?;
             let mut ys = vec![None; steps as usize];
             for s in 0..steps {
                 let t = if d == 0 { s } else { steps - 1 - s };
