@@ -104,25 +104,58 @@ pub(crate) unsafe fn tile_avx2<const R: usize, const MASKED: bool, const PACKED:
         for _ in pf_steps..t.k {
             step!();
         }
-        // The epilogue is too long for LLVM to unroll over every row, and an array it
-        // indexes at run time lives in memory; were that `acc`, the loop would store every
-        // accumulator at every step. So the epilogue reads a copy, made row by row.
+        let alpha = _mm256_set1_ps(t.alpha);
+        let beta = _mm256_set1_ps(t.beta);
+        if t.cols == 16 {
+            // A whole tile: the rows unrolled, every accumulator read from its register, and
+            // every vector stored plainly (a masked store is microcoded on AMD cores, about a
+            // dozen cycles each on Zen 3, which cost a tile of small `k` as much as its
+            // multiply-adds). The operations and their order are those of the general path
+            // below (a per-row bias is scaled as a scalar: the same product).
+            let bias_col = if t.first && !t.bias_col.is_null() {
+                let bscale = _mm256_set1_ps(t.bias_scale);
+                Some([
+                    _mm256_mul_ps(bscale, _mm256_loadu_ps(t.bias_col)),
+                    _mm256_mul_ps(bscale, _mm256_loadu_ps(t.bias_col.add(8))),
+                ])
+            } else {
+                None
+            };
+            let (bias_row, with_beta) = (t.first && !t.bias_row.is_null(), t.first && t.beta != 0.0);
+            for i in 0..R {
+                let dst = t.c.add(i * t.ldc);
+                let mut v = [_mm256_mul_ps(acc[i][0], alpha), _mm256_mul_ps(acc[i][1], alpha)];
+                if t.first {
+                    if let Some(bias) = bias_col {
+                        v = [_mm256_add_ps(v[0], bias[0]), _mm256_add_ps(v[1], bias[1])];
+                    }
+                    if bias_row {
+                        let bias = _mm256_set1_ps(t.bias_scale * *t.bias_row.add(i));
+                        v = [_mm256_add_ps(v[0], bias), _mm256_add_ps(v[1], bias)];
+                    }
+                    if with_beta {
+                        v = [
+                            _mm256_add_ps(v[0], _mm256_mul_ps(beta, _mm256_loadu_ps(dst))),
+                            _mm256_add_ps(v[1], _mm256_mul_ps(beta, _mm256_loadu_ps(dst.add(8)))),
+                        ];
+                    }
+                } else {
+                    v = [_mm256_add_ps(_mm256_loadu_ps(dst), v[0]), _mm256_add_ps(_mm256_loadu_ps(dst.add(8)), v[1])];
+                }
+                _mm256_storeu_ps(dst, v[0]);
+                _mm256_storeu_ps(dst.add(8), v[1]);
+            }
+            return;
+        }
+        // A partial tile, with masks. The epilogue is too long for LLVM to unroll over every
+        // row, and an array it indexes at run time lives in memory; were that `acc`, the loop
+        // would store every accumulator at every step. So the epilogue reads a copy, made row
+        // by row.
         let mut sums = [[_mm256_setzero_ps(); 2]; R];
         for i in 0..R {
             sums[i] = acc[i];
         }
-        let alpha = _mm256_set1_ps(t.alpha);
-        let beta = _mm256_set1_ps(t.beta);
         let bscale = _mm256_set1_ps(t.bias_scale);
-        // Whole vectors are loaded and stored plainly: a masked store is microcoded on AMD
-        // cores (about a dozen cycles each on Zen 3), which cost a tile of small `k` as much
-        // as its multiply-adds.
-        let full = t.cols == 16;
-        macro_rules! load {
-            ($p:expr, $mask:expr) => {
-                if full { _mm256_loadu_ps($p) } else { _mm256_maskload_ps($p, $mask) }
-            };
-        }
         for (i, row) in sums.iter().enumerate() {
             let crow = t.c.add(i * t.ldc);
             for (h, (&mask, lanes)) in [m0, m1].iter().zip([n0, n1]).enumerate() {
@@ -130,6 +163,14 @@ pub(crate) unsafe fn tile_avx2<const R: usize, const MASKED: bool, const PACKED:
                     continue;
                 }
                 let dst = crow.add(8 * h);
+                // A whole vector (the first half of a tile of 8 to 15 columns) is loaded and
+                // stored plainly, as in a whole tile.
+                let full = lanes == 8;
+                macro_rules! load {
+                    ($p:expr, $mask:expr) => {
+                        if full { _mm256_loadu_ps($p) } else { _mm256_maskload_ps($p, $mask) }
+                    };
+                }
                 let mut v = _mm256_mul_ps(row[h], alpha);
                 if t.first {
                     if !t.bias_col.is_null() {
