@@ -2,7 +2,8 @@
 //! real convolutions (`m` output channels × `k = cin·kh·kw` × `n` output positions), through
 //! the entry point the convolution uses: a prepacked filter as `A` and `B` already in column
 //! panels, multiplied one panel at a time (`gemm_packed_a_panels` on each `k × nr` panel, as
-//! `conv/packed.rs` does after packing it) and as one call over every panel.
+//! `conv/packed.rs` does after packing it), as one call over every panel, and with `B` read
+//! in place (`gemm_packed_a`, as a 1×1 convolution multiplies its input).
 //!
 //! `cargo bench -p kernels --bench gemm_shapes [-- name...]`, one thread. Prints the median
 //! and best GFLOPS of each product and their share of the measured peak.
@@ -10,7 +11,7 @@
 use std::arch::x86_64::*;
 use std::time::Instant;
 
-use kernels::gemm::{Bias, Epilogue, PackedA, gemm_packed_a_panels};
+use kernels::gemm::{Bias, Epilogue, PackedA, gemm_packed_a, gemm_packed_a_panels};
 use kernels::mat::MatView;
 use kernels::Isa;
 
@@ -112,14 +113,14 @@ fn main() {
         ("sq expand1d", 256, 64, 169),
         ("sq expand3d", 256, 576, 169),
         ("sq classifier", 1000, 512, 169),
-        ("mb 1x1 a", 16, 16, 3136),
-        ("mb 1x1 b", 72, 16, 3136),
-        ("mb 1x1 c", 24, 72, 784),
-        ("mb 1x1 d", 576, 96, 49),
+        ("mb1x1 a", 16, 16, 3136),
+        ("mb1x1 b", 72, 16, 3136),
+        ("mb1x1 c", 24, 72, 784),
+        ("mb1x1 d", 576, 96, 49),
     ];
     println!(
-        "{:<15} {:>16} {:>9} {:>8} {:>8} {:>6} {:>8} {:>6}",
-        "product", "m x k x n", "us/panel", "GF med", "GF best", "%peak", "GF whole", "%peak"
+        "{:<15} {:>16} {:>9} {:>8} {:>8} {:>6} {:>8} {:>6} {:>8} {:>6}",
+        "product", "m x k x n", "us/panel", "GF med", "GF best", "%peak", "GF whole", "%peak", "in place", "%peak"
     );
     kernels::parallel::with_threads(1, || {
         for &(name, m, k, n) in shapes {
@@ -149,9 +150,11 @@ fn main() {
                 // SAFETY: `c` holds `m` rows of `n`.
                 unsafe { gemm_packed_a_panels("bench", &packed, &bp, n, &ep, c.as_mut_ptr(), n).unwrap() };
             });
+            let bv = MatView::new("bench", &b, 0, k, n, n, 1).unwrap();
+            let (_, in_place) = time(budget, || gemm_packed_a("bench", &packed, bv, &ep, &mut c, n).unwrap());
             let gf = |t: f64| fl / t / 1e9;
             println!(
-                "{:<15} {:>16} {:>9.1} {:>8.1} {:>8.1} {:>5.0}% {:>8.1} {:>5.0}%",
+                "{:<15} {:>16} {:>9.1} {:>8.1} {:>8.1} {:>5.0}% {:>8.1} {:>5.0}% {:>8.1} {:>5.0}%",
                 name,
                 format!("{m}x{k}x{n}"),
                 per_panel * 1e6,
@@ -159,7 +162,9 @@ fn main() {
                 gf(per_panel_best),
                 100.0 * gf(per_panel_best) / peak,
                 gf(whole),
-                100.0 * gf(whole) / peak
+                100.0 * gf(whole) / peak,
+                gf(in_place),
+                100.0 * gf(in_place) / peak
             );
         }
     });
