@@ -244,6 +244,9 @@ pub(crate) unsafe fn tile(isa: Isa, rows: usize, masked: bool, a_packed: bool, t
         match (isa, a_packed) {
             (Isa::Avx512, true) => by_rows!(avx512::tile_avx512, true, 1 2 3 4 5 6 7 8 9 10 11 12 13; 14),
             (Isa::Avx512, false) => by_rows!(avx512::tile_avx512, false, 1 2 3 4 5 6 7; 8),
+            // A last panel of at most 8 columns runs the tiles of one vector a row.
+            (Isa::Avx2, true) if t.cols <= 8 => by_rows!(avx2::tile_avx2_narrow, true, 1 2 3 4 5; 6),
+            (Isa::Avx2, false) if t.cols <= 8 => by_rows!(avx2::tile_avx2_narrow, false, 1 2 3 4 5; 6),
             (Isa::Avx2, true) => by_rows!(avx2::tile_avx2, true, 1 2 3 4 5; 6),
             (Isa::Avx2, false) => by_rows!(avx2::tile_avx2, false, 1 2 3 4 5; 6),
             (Isa::Generic, _) => unreachable!("packing refuses the generic path"),
