@@ -14,13 +14,16 @@ enum Consumer {
     Relu,
     Relu6,
     Hardswish,
+    /// `hardswish` as PyTorch's core decomposition writes it: `(y · clamp(y + 3)) / 6`.
+    HardswishCore,
     /// `add.Tensor(r, y)`, the residual first.
     AddLhs,
     /// `add.Tensor(y, r)` then `relu` (a ResNet block's end).
     AddRhsRelu,
 }
 
-const CONSUMERS: [Consumer; 5] = [Consumer::Relu, Consumer::Relu6, Consumer::Hardswish, Consumer::AddLhs, Consumer::AddRhsRelu];
+const CONSUMERS: [Consumer; 6] =
+    [Consumer::Relu, Consumer::Relu6, Consumer::Hardswish, Consumer::HardswishCore, Consumer::AddLhs, Consumer::AddRhsRelu];
 
 /// A convolution's shape: `n` images of `cin` channels of `h × w`, `cout` filters of
 /// `k × k` in `groups` groups, `stride`, padding `k / 2`.
@@ -56,6 +59,10 @@ fn program(c: &Conv, consumer: Consumer) -> String {
         Consumer::Hardswish => format!(
             "  %a = edge.add.Scalar %y {{other = 3}} : {ty}\n  %c = edge.clamp %a {{min = 0, max = 6}} : {ty}\n\
              \x20 %d = edge.div.Scalar %c {{other = 6}} : {ty}\n  %o = edge.mul.Tensor %y, %d : {ty}\n"
+        ),
+        Consumer::HardswishCore => format!(
+            "  %a = edge.add.Scalar %y {{other = 3}} : {ty}\n  %c = edge.clamp %a {{min = 0}} : {ty}\n  %c6 = edge.clamp %c {{max = 6}} : {ty}\n\
+             \x20 %m = edge.mul.Tensor %y, %c6 : {ty}\n  %o = edge.div.Scalar %m {{other = 6}} : {ty}\n"
         ),
         Consumer::AddLhs => format!("  %o = edge.add.Tensor %r, %y : {ty}\n"),
         Consumer::AddRhsRelu => format!("  %s = edge.add.Tensor %y, %r : {ty}\n  %o = edge.relu %s : {ty}\n"),

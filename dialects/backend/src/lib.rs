@@ -35,7 +35,7 @@ pub mod kernels {
     /// `addmm` followed by an epilogue (a residual add, `gelu` or `relu`).
     pub const LINEAR: &str = "linear";
     /// A forward convolution with a bias followed by a residual add and/or an activation
-    /// (`relu`, `clamp`, `hardswish`).
+    /// (`relu`, `clamp`, `hardswish` in either of its decompositions' orders).
     pub const CONV: &str = "conv";
 }
 

@@ -40,9 +40,11 @@ pub enum Activation {
     Relu,
     /// `clamp(x, lo, hi)` (`relu6`, `hardtanh`): `min(max(x, lo), hi)`, NaN kept.
     Clamp(f32, f32),
-    /// `hardswish` as its decomposition computes it: `x · (clamp(x + 3, 0, 6) / 6)`, each
-    /// step rounded to `f32`.
+    /// `hardswish` as this project's decomposition computes it: `x · (clamp(x + 3, 0, 6) / 6)`,
+    /// each step rounded to `f32`.
     Hardswish,
+    /// `hardswish` as PyTorch's core decomposition computes it: `(x · clamp(x + 3, 0, 6)) / 6`.
+    HardswishProductFirst,
 }
 
 impl Activation {
@@ -62,6 +64,7 @@ impl Activation {
             }
             Activation::Clamp(lo, hi) => clamp(v, lo, hi),
             Activation::Hardswish => v * (clamp(v + 3.0, 0.0, 6.0) / 6.0),
+            Activation::HardswishProductFirst => v * clamp(v + 3.0, 0.0, 6.0) / 6.0,
         }
     }
 }

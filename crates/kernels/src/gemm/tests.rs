@@ -233,6 +233,10 @@ fn post_ops_give_the_bits_of_the_separate_ops() {
                                     let t = *v + 3.0;
                                     *v *= if t.is_nan() { t } else { t.clamp(0.0, 6.0) } / 6.0;
                                 }
+                                Activation::HardswishProductFirst => {
+                                    let t = *v + 3.0;
+                                    *v = *v * if t.is_nan() { t } else { t.clamp(0.0, 6.0) } / 6.0;
+                                }
                             }
                         }
                     }
@@ -251,13 +255,14 @@ fn post_ops_give_the_bits_of_the_separate_ops() {
 }
 
 /// Every kind of activation, clamps with bounds on either side of zero.
-const ACTIVATIONS: [Activation; 6] = [
+const ACTIVATIONS: [Activation; 7] = [
     Activation::None,
     Activation::Gelu,
     Activation::Relu,
     Activation::Clamp(0.0, 6.0),
     Activation::Clamp(-1.0, 0.5),
     Activation::Hardswish,
+    Activation::HardswishProductFirst,
 ];
 
 #[test]

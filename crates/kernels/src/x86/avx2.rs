@@ -45,6 +45,10 @@ pub(crate) unsafe fn post_avx2(p: &PostTile, rows: usize) {
                         let t = clamp8(_mm256_add_ps(v, _mm256_set1_ps(3.0)), 0.0, 6.0);
                         v = _mm256_mul_ps(v, _mm256_div_ps(t, _mm256_set1_ps(6.0)));
                     }
+                    Activation::HardswishProductFirst => {
+                        let t = clamp8(_mm256_add_ps(v, _mm256_set1_ps(3.0)), 0.0, 6.0);
+                        v = _mm256_div_ps(_mm256_mul_ps(v, t), _mm256_set1_ps(6.0));
+                    }
                 }
                 if lanes == 8 {
                     _mm256_storeu_ps(dst, v);

@@ -167,6 +167,10 @@ pub(crate) unsafe fn post_avx512(p: &PostTile, rows: usize) {
                             let t = clamp(_mm512_add_ps(v, _mm512_set1_ps(3.0)), 0.0, 6.0);
                             v = _mm512_mul_ps(v, _mm512_div_ps(t, _mm512_set1_ps(6.0)));
                         }
+                        Activation::HardswishProductFirst => {
+                            let t = clamp(_mm512_add_ps(v, _mm512_set1_ps(3.0)), 0.0, 6.0);
+                            v = _mm512_div_ps(_mm512_mul_ps(v, t), _mm512_set1_ps(6.0));
+                        }
                         Activation::None | Activation::Gelu => {}
                     }
                     store(i, h, v);

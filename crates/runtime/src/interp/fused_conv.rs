@@ -41,6 +41,7 @@ pub(crate) fn conv_kernel(m: &Module, op: OpId, consts: &[Option<IValue>]) -> st
         Some("none") => Activation::None,
         Some("relu") => Activation::Relu,
         Some("hardswish") => Activation::Hardswish,
+        Some("hardswish-product-first") => Activation::HardswishProductFirst,
         Some("clamp") => Activation::Clamp(number("min")?, number("max")?),
         other => return Err(format!("unknown activation {other:?}")),
     };

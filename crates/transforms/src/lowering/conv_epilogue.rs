@@ -12,7 +12,10 @@
 //!    | clamp(y, lo, hi)                 activation = "clamp", min = lo, max = hi
 //!    | hardtanh(y, lo, hi)              (relu6 decomposes to clamp(y, 0, 6))
 //!    | mul.Tensor(y, div.Scalar(clamp(add.Scalar(y, 3), 0, 6), 6))]
-//!                                       activation = "hardswish" (its decomposition)
+//!                                       activation = "hardswish" (this project's decomposition)
+//!    | div.Scalar(mul.Tensor(y, clamp(add.Scalar(y, 3), 0, 6)), 6)
+//!                                       activation = "hardswish-product-first" (PyTorch's core
+//!                                       decomposition, its clamp as two: min 0, then max 6)
 //! ```
 //!
 //! with a residual, an activation or both, where every intermediate is used only by the next
@@ -83,23 +86,46 @@ fn activation(m: &Module, y: ValueId, block: Option<ir::BlockId>) -> Option<(Vec
         };
         return Some((attrs, vec![o], r));
     }
-    // hardswish as its decomposition writes it: y · (clamp(y + 3, 0, 6) / 6).
+    // hardswish as a decomposition writes it: y + 3, clamped to [0, 6] (by one clamp or by a
+    // clamp of the minimum then one of the maximum), then y · (c / 6) (this project's) or
+    // (y · c) / 6 (PyTorch's core decomposition).
     let [a, b] = uses else { return None };
     let (add, mul) = if base(m, a.op) == Some(op::ADD_SCALAR) { (a, b) } else { (b, a) };
     if base(m, add.op) != Some(op::ADD_SCALAR) || add.index != 0 || base(m, mul.op) != Some(op::MUL_TENSOR) || mul.index != 0 {
         return None;
     }
     let is = |o: OpId, name: &str, v: f64| number(m, o, name) == Some(v);
+    let absent = |o: OpId, name: &str| number(m, o, name).is_none();
     let s = single_result(m, add.op, 1, block).filter(|_| is(add.op, "other", 3.0) && m.attr(add.op, "alpha").is_none_or(|a| a.as_number() == Some(1.0)))?;
-    let (c_op, _) = only_user(m, s).filter(|&(o, _)| base(m, o) == Some(op::CLAMP))?;
-    let c = single_result(m, c_op, 1, block).filter(|_| is(c_op, "min", 0.0) && is(c_op, "max", 6.0))?;
-    let (d_op, _) = only_user(m, c).filter(|&(o, _)| base(m, o) == Some(op::DIV_SCALAR))?;
-    let d = single_result(m, d_op, 1, block).filter(|_| is(d_op, "other", 6.0))?;
-    if only_user(m, d) != Some((mul.op, 1)) {
-        return None;
+    let mut ops = vec![add.op];
+    let (c1, _) = only_user(m, s).filter(|&(o, _)| base(m, o) == Some(op::CLAMP))?;
+    let mut c = single_result(m, c1, 1, block)?;
+    ops.push(c1);
+    if !(is(c1, "min", 0.0) && is(c1, "max", 6.0)) {
+        let (c2, _) = only_user(m, c).filter(|&(o, _)| base(m, o) == Some(op::CLAMP))?;
+        if !(is(c1, "min", 0.0) && absent(c1, "max") && absent(c2, "min") && is(c2, "max", 6.0)) {
+            return None;
+        }
+        c = single_result(m, c2, 1, block)?;
+        ops.push(c2);
     }
-    let r = single_result(m, mul.op, 2, block)?;
-    Some((vec![("activation", Attribute::str("hardswish"))], vec![add.op, c_op, d_op, mul.op], r))
+    let (next, _) = only_user(m, c)?;
+    let (name, r) = if base(m, next) == Some(op::DIV_SCALAR) {
+        let d = single_result(m, next, 1, block).filter(|_| is(next, "other", 6.0))?;
+        if only_user(m, d) != Some((mul.op, 1)) {
+            return None;
+        }
+        ops.extend([next, mul.op]);
+        ("hardswish", single_result(m, mul.op, 2, block)?)
+    } else if next == mul.op && only_user(m, c) == Some((mul.op, 1)) {
+        let p = single_result(m, mul.op, 2, block)?;
+        let (div, _) = only_user(m, p).filter(|&(o, _)| base(m, o) == Some(op::DIV_SCALAR) && is(o, "other", 6.0))?;
+        ops.extend([mul.op, div]);
+        ("hardswish-product-first", single_result(m, div, 1, block)?)
+    } else {
+        return None;
+    };
+    Some((vec![("activation", Attribute::str(name))], ops, r))
 }
 
 /// Matches the convolution `conv` and what follows it.

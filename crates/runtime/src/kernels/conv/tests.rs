@@ -244,7 +244,14 @@ fn post_ops_of_a_prepacked_convolution_give_each_elements_bits() {
         (2, 6, 19, 1, [1, 7, 9], [1, 1, 1], [1, 1, 1], [0, 0, 0]),
         (2, 24, 24, 24, [1, 15, 13], [1, 3, 3], [1, 1, 1], [0, 1, 1]),
     ];
-    let acts = [Activation::None, Activation::Relu, Activation::Clamp(0.0, 6.0), Activation::Hardswish, Activation::Gelu];
+    let acts = [
+        Activation::None,
+        Activation::Relu,
+        Activation::Clamp(0.0, 6.0),
+        Activation::Hardswish,
+        Activation::HardswishProductFirst,
+        Activation::Gelu,
+    ];
     for (n, cin, cout, groups, input, kernel, stride, pad) in cases {
         let g = Geometry { n, cin, cout, groups, ..geometry3(input, kernel, stride, pad, [1, 1, 1]) };
         let x: Vec<f32> = rng.vec(n * cin * g.in_numel()).iter().map(|v| v * 4.0).collect();
