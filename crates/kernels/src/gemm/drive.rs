@@ -57,6 +57,9 @@ pub(crate) struct Tile {
     /// `bias[i0]` for a per-row bias, null otherwise.
     pub(crate) bias_row: *const f32,
     pub(crate) bias_scale: f32,
+    /// An activation the tile applies to its results as it stores them (a whole AVX2 tile
+    /// on its last block of `k`, see [`drive_panels`]); `None` otherwise.
+    pub(crate) act: Activation,
 }
 
 /// The post-ops of one tile, applied to it once its last block of `k` is stored.
@@ -167,7 +170,7 @@ pub(crate) unsafe fn drive_panels(
                 let i0 = ib * mr;
                 let rows = mr.min(raw.m - i0);
                 // SAFETY (all offsets below): in bounds by the caller's contract.
-                let t = unsafe {
+                let mut t = unsafe {
                     Tile {
                         k: kb,
                         a: raw.a.add(ib * raw.a_blk + pc * raw.csa),
@@ -186,9 +189,22 @@ pub(crate) unsafe fn drive_panels(
                         bias_col: if bias_col.is_null() { bias_col } else { bias_col.add(j0) },
                         bias_row: if bias_row.is_null() { bias_row } else { bias_row.add(i0) },
                         bias_scale: ep.bias_scale,
+                        act: Activation::None,
                     }
                 };
-                let p = (has_post && pc + kb == raw.k).then(|| post.tile(t.c, ldc, i0, j0, cols));
+                let mut p = (has_post && pc + kb == raw.k).then(|| post.tile(t.c, ldc, i0, j0, cols));
+                // A whole AVX2 tile applies a short activation without an addend in registers
+                // as it stores its results: read back as post-ops, the just-stored tile cost a
+                // ReLU after a small-`k` convolution about a quarter of the product's time.
+                if let Some(q) = &p
+                    && isa == Isa::Avx2
+                    && cols == nr
+                    && q.addend.is_null()
+                    && matches!(q.act, Activation::Relu | Activation::Clamp(..) | Activation::Hardswish | Activation::HardswishProductFirst)
+                {
+                    t.act = q.act;
+                    p = None;
+                }
                 if let Some(p) = &p
                     && !p.addend.is_null()
                 {

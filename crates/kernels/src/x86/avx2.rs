@@ -33,23 +33,7 @@ pub(crate) unsafe fn post_avx2(p: &PostTile, rows: usize) {
                     let r = load(p.addend.add(i * p.add_ld + 8 * h));
                     v = if p.add_first { _mm256_add_ps(r, v) } else { _mm256_add_ps(v, r) };
                 }
-                match p.act {
-                    Activation::None => {}
-                    Activation::Gelu => v = crate::fastmath::gelu_erf_f32x8(v),
-                    Activation::Relu => {
-                        let keep = _mm256_cmp_ps::<_CMP_NLE_UQ>(v, _mm256_setzero_ps());
-                        v = _mm256_and_ps(keep, v);
-                    }
-                    Activation::Clamp(lo, hi) => v = clamp8(v, lo, hi),
-                    Activation::Hardswish => {
-                        let t = clamp8(_mm256_add_ps(v, _mm256_set1_ps(3.0)), 0.0, 6.0);
-                        v = _mm256_mul_ps(v, _mm256_div_ps(t, _mm256_set1_ps(6.0)));
-                    }
-                    Activation::HardswishProductFirst => {
-                        let t = clamp8(_mm256_add_ps(v, _mm256_set1_ps(3.0)), 0.0, 6.0);
-                        v = _mm256_div_ps(_mm256_mul_ps(v, t), _mm256_set1_ps(6.0));
-                    }
-                }
+                v = act8(v, p.act);
                 if lanes == 8 {
                     _mm256_storeu_ps(dst, v);
                 } else {
@@ -60,6 +44,32 @@ pub(crate) unsafe fn post_avx2(p: &PostTile, rows: usize) {
     }
 }
 
+
+/// `act` of each lane of `v`, with the bits of [`Activation::apply`].
+#[inline(always)]
+unsafe fn act8(v: __m256, act: Activation) -> __m256 {
+    // SAFETY: register operations only; the caller runs with AVX2 and FMA enabled.
+    unsafe {
+        match act {
+            Activation::None => v,
+            Activation::Gelu => crate::fastmath::gelu_erf_f32x8(v),
+            Activation::Relu => {
+                // `v > 0` or unordered (NaN) keeps `v`.
+                let keep = _mm256_cmp_ps::<_CMP_NLE_UQ>(v, _mm256_setzero_ps());
+                _mm256_and_ps(keep, v)
+            }
+            Activation::Clamp(lo, hi) => clamp8(v, lo, hi),
+            Activation::Hardswish => {
+                let t = clamp8(_mm256_add_ps(v, _mm256_set1_ps(3.0)), 0.0, 6.0);
+                _mm256_mul_ps(v, _mm256_div_ps(t, _mm256_set1_ps(6.0)))
+            }
+            Activation::HardswishProductFirst => {
+                let t = clamp8(_mm256_add_ps(v, _mm256_set1_ps(3.0)), 0.0, 6.0);
+                _mm256_div_ps(_mm256_mul_ps(v, t), _mm256_set1_ps(6.0))
+            }
+        }
+    }
+}
 
 /// `min(max(v, lo), hi)` lane by lane, a NaN lane kept (`max` and `min` return their second
 /// operand when either is NaN).
@@ -195,6 +205,9 @@ unsafe fn tile_avx2_vectors<const R: usize, const MASKED: bool, const PACKED: bo
                     }
                 } else {
                     v = [_mm256_add_ps(_mm256_loadu_ps(dst), v[0]), _mm256_add_ps(_mm256_loadu_ps(dst.add(8)), v[1])];
+                }
+                if t.act != Activation::None {
+                    v = [act8(v[0], t.act), act8(v[1], t.act)];
                 }
                 _mm256_storeu_ps(dst, v[0]);
                 _mm256_storeu_ps(dst.add(8), v[1]);
