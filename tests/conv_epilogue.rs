@@ -7,6 +7,7 @@
 //! non-finite values.
 
 use runtime::{CompileOptions, IValue, Tensor, Weights};
+use support::values;
 
 /// What follows the convolution.
 #[derive(Clone, Copy, Debug)]
@@ -73,19 +74,6 @@ fn program(c: &Conv, consumer: Consumer) -> String {
          {tail}  func.return %o : {ty}\n}}\n",
         cg = cin / groups
     )
-}
-
-/// Deterministic values in [-scale, scale).
-fn values(len: usize, seed: u64, scale: f32) -> Vec<f32> {
-    let mut s = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
-    (0..len)
-        .map(|_| {
-            s ^= s << 13;
-            s ^= s >> 7;
-            s ^= s << 17;
-            ((s >> 40) as f32 / (1u64 << 24) as f32 * 2.0 - 1.0) * scale
-        })
-        .collect()
 }
 
 fn inputs(c: &Conv, consumer: Consumer) -> (Vec<IValue>, Weights) {

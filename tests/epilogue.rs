@@ -7,6 +7,7 @@
 //! non-finite values. Residuals that broadcast and products read twice stay unfused.
 
 use runtime::{CompileOptions, IValue, Tensor, Weights};
+use support::values;
 
 /// What follows the product.
 #[derive(Clone, Copy, Debug)]
@@ -91,19 +92,6 @@ fn program(c: &Case) -> String {
          \x20 %p = edge.addmm %b, %x, %wt : (tensor<{n}xf32>, tensor<{m}x{k}xf32>, tensor<{k}x{n}xf32>) -> tensor<{m}x{n}xf32>\n\
          {y}{consumer}  func.return %o : {out}\n}}\n"
     )
-}
-
-/// Deterministic values in [-scale, scale).
-fn values(len: usize, seed: u64, scale: f32) -> Vec<f32> {
-    let mut s = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
-    (0..len)
-        .map(|_| {
-            s ^= s << 13;
-            s ^= s >> 7;
-            s ^= s << 17;
-            ((s >> 40) as f32 / (1u64 << 24) as f32 * 2.0 - 1.0) * scale
-        })
-        .collect()
 }
 
 fn tensor(v: &[f32], sizes: &[usize]) -> Tensor {

@@ -144,3 +144,16 @@ pub fn skip(test: &str, reason: &str, required_in_ci: bool) {
     }
     eprintln!("skipped {test}: {reason}");
 }
+
+/// Deterministic values in [-scale, scale).
+pub fn values(len: usize, seed: u64, scale: f32) -> Vec<f32> {
+    let mut s = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+    (0..len)
+        .map(|_| {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            ((s >> 40) as f32 / (1u64 << 24) as f32 * 2.0 - 1.0) * scale
+        })
+        .collect()
+}

@@ -91,11 +91,7 @@ impl FusionKernel for ConvKernel {
         const OP: &str = "conv";
         let decline = |why: &str| Ok(FusionOutcome::Declined(why.to_string()));
         let [x, w, bias, rest @ ..] = inputs else { return decline("too few operands") };
-        if !(Arc::ptr_eq(w.storage(), self.weight.storage())
-            && w.offset() == self.weight.offset()
-            && w.sizes() == self.weight.sizes()
-            && w.strides() == self.weight.strides())
-        {
+        if !super::prepack::is_same_tensor(w, &self.weight) {
             return decline("a filter other than the packed constant");
         }
         if x.dtype() != DType::F32 || bias.dtype() != DType::F32 || bias.dim() != 1 {

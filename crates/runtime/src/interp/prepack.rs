@@ -250,6 +250,15 @@ pub(crate) fn linear_kernel(m: &Module, op: OpId, consts: &[Option<IValue>]) -> 
     Ok(Arc::new(LinearKernel { packed, weight, beta, alpha, residual, act, sizes }))
 }
 
+/// Whether `w` is `packed_from` itself (the same storage, offset, sizes and strides): a fused
+/// kernel's call with the constant it packed when the program was compiled.
+pub(crate) fn is_same_tensor(w: &Tensor, packed_from: &Tensor) -> bool {
+    Arc::ptr_eq(w.storage(), packed_from.storage())
+        && w.offset() == packed_from.offset()
+        && w.sizes() == packed_from.sizes()
+        && w.strides() == packed_from.strides()
+}
+
 /// The rows of `t` (of sizes `sizes`, the last `n`) as an `m × n` matrix with unit column
 /// stride: its storage from the first element on and the distance between rows; `None` when
 /// its layout is not of that form (the leading dims do not step by whole rows).
@@ -279,11 +288,7 @@ impl FusionKernel for LinearKernel {
         const OP: &str = "linear";
         let decline = |why: &str| Ok(FusionOutcome::Declined(why.to_string()));
         let [bias, x, w, rest @ ..] = inputs else { return decline("too few operands") };
-        if !(Arc::ptr_eq(w.storage(), self.weight.storage())
-            && w.offset() == self.weight.offset()
-            && w.sizes() == self.weight.sizes()
-            && w.strides() == self.weight.strides())
-        {
+        if !is_same_tensor(w, &self.weight) {
             return decline("a weight other than the packed constant");
         }
         if x.dtype() != DType::F32 || x.dim() != 2 || bias.dtype() != DType::F32 {

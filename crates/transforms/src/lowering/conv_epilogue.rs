@@ -27,24 +27,13 @@
 //! native `conv`, or a call it declines, interprets it.
 
 use dialect_aten::op;
-use ir::{Attribute, Context, Module, OpId, OpRef, ValueId};
+use ir::{Attribute, Context, Module, OpId, ValueId};
 
+use super::epilogue::{base, dims, is_f32};
 use super::kernel::KernelMatch;
 
 /// The name of the kernel this half of the pass forms.
 pub const KERNEL_NAME: &str = dialect_backend::kernels::CONV;
-
-fn base(m: &Module, op: OpId) -> Option<OpRef> {
-    dialect_edge::as_aten(m.op_name(op))
-}
-
-fn dims(m: &Module, v: ValueId) -> Option<Vec<i64>> {
-    m.value_type(v).as_tensor()?.static_dims()
-}
-
-fn is_f32(m: &Module, v: ValueId) -> bool {
-    m.value_type(v).as_tensor().and_then(|t| t.dtype) == Some(ir::DType::F32)
-}
 
 /// The only op that reads `v`, and `v`'s operand position in it.
 fn only_user(m: &Module, v: ValueId) -> Option<(OpId, usize)> {

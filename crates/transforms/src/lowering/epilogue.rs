@@ -36,15 +36,15 @@ use super::kernel::{KernelMatch, fuse_matches};
 pub const KERNEL_NAME: &str = dialect_backend::kernels::LINEAR;
 
 /// The ATen op `op` is or mirrors.
-fn base(m: &Module, op: OpId) -> Option<OpRef> {
+pub(super) fn base(m: &Module, op: OpId) -> Option<OpRef> {
     dialect_edge::as_aten(m.op_name(op))
 }
 
-fn dims(m: &Module, v: ValueId) -> Option<Vec<i64>> {
+pub(super) fn dims(m: &Module, v: ValueId) -> Option<Vec<i64>> {
     m.value_type(v).as_tensor()?.static_dims()
 }
 
-fn is_f32(m: &Module, v: ValueId) -> bool {
+pub(super) fn is_f32(m: &Module, v: ValueId) -> bool {
     m.value_type(v).as_tensor().and_then(|t| t.dtype) == Some(ir::DType::F32)
 }
 
