@@ -13,6 +13,7 @@ use crate::fusion::{FusionKernel, FusionOutcome, OutputAlloc};
 use crate::kernels::conv::{ConvArgs, PackedFilter, Padding, conv_compute_packed, geometry};
 use crate::tensor::{Result, Tensor};
 use crate::value::IValue;
+use super::prepack::{region_op, residual_side};
 use ::kernels::Isa;
 use ::kernels::gemm::{Activation, Addend, Post};
 
@@ -45,22 +46,12 @@ pub(crate) fn conv_kernel(m: &Module, op: OpId, consts: &[Option<IValue>]) -> st
         Some("clamp") => Activation::Clamp(number("min")?, number("max")?),
         other => return Err(format!("unknown activation {other:?}")),
     };
-    let residual = match attr("residual").map(|a| a.as_str()) {
-        None => None,
-        Some(Some("lhs")) => Some(true),
-        Some(Some("rhs")) => Some(false),
-        Some(other) => return Err(format!("unknown residual side {other:?}")),
-    };
+    let residual = residual_side(m, op)?;
     let operands = 3 + usize::from(residual.is_some());
     if m.operands(op).len() != operands || m.results(op).len() != 1 {
         return Err(format!("a conv kernel with {} operands and {} results", m.operands(op).len(), m.results(op).len()));
     }
-    let body = m.regions(op).first().and_then(|&r| m.region_blocks(r).first().copied()).ok_or("a kernel without a body")?;
-    let conv = m
-        .block_ops(body)
-        .into_iter()
-        .find(|&o| dialect_edge::as_aten(m.op_name(o)) == Some(op::CONVOLUTION))
-        .ok_or("no convolution in the kernel's region")?;
+    let conv = region_op(m, op, op::CONVOLUTION)?;
     let ints = |k: &str| -> std::result::Result<Vec<i64>, String> {
         let a = m.attr(conv, k).ok_or(format!("a convolution without `{k}`"))?;
         a.as_int_array().ok_or(format!("a convolution whose `{k}` is not a list of ints"))

@@ -17,7 +17,7 @@
 use dialect_aten::op;
 use std::sync::Arc;
 
-use ir::{DType, Module, OpId};
+use ir::{DType, Module, OpId, OpRef};
 
 use super::Arg;
 use super::out::{OutOp, mat, scalar_or, tensor_arg};
@@ -208,10 +208,9 @@ struct LinearKernel {
 pub(crate) fn linear_kernel(m: &Module, op: OpId, consts: &[Option<IValue>]) -> std::result::Result<Arc<dyn FusionKernel>, String> {
     let attr = |k: &str| m.attr(op, k).and_then(|a| a.as_str());
     let (residual, act, operands) = match attr("epilogue") {
-        Some("add") => match attr("residual") {
-            Some("lhs") => (Some(true), Activation::None, 4),
-            Some("rhs") => (Some(false), Activation::None, 4),
-            other => return Err(format!("unknown residual side {other:?}")),
+        Some("add") => match residual_side(m, op)? {
+            Some(first) => (Some(first), Activation::None, 4),
+            None => return Err("an add epilogue without a residual side".into()),
         },
         Some("gelu") => (None, Activation::Gelu, 3),
         Some("relu") => (None, Activation::Relu, 3),
@@ -221,12 +220,7 @@ pub(crate) fn linear_kernel(m: &Module, op: OpId, consts: &[Option<IValue>]) -> 
         return Err(format!("a linear kernel with {} operands and {} results", m.operands(op).len(), m.results(op).len()));
     }
     // `beta` and `alpha` are those of the region's product.
-    let body = m.regions(op).first().and_then(|&r| m.region_blocks(r).first().copied()).ok_or("a kernel without a body")?;
-    let addmm = m
-        .block_ops(body)
-        .into_iter()
-        .find(|&o| dialect_edge::as_aten(m.op_name(o)) == Some(op::ADDMM))
-        .ok_or("no addmm in the kernel's region")?;
+    let addmm = region_op(m, op, op::ADDMM)?;
     let scalar = |k: &str| m.attr(addmm, k).map_or(Some(1.0), |a| a.as_number()).map(|x| x as f32);
     let (beta, alpha) = scalar("beta").zip(scalar("alpha")).ok_or("addmm with a non-numeric beta or alpha")?;
     let sizes: Vec<usize> = m
@@ -248,6 +242,26 @@ pub(crate) fn linear_kernel(m: &Module, op: OpId, consts: &[Option<IValue>]) -> 
         return Err(format!("a result of shape {sizes:?} from a product of {n} columns"));
     }
     Ok(Arc::new(LinearKernel { packed, weight, beta, alpha, residual, act, sizes }))
+}
+
+/// The first op of kind `kind` in the region of the fused kernel `op`.
+pub(crate) fn region_op(m: &Module, op: OpId, kind: OpRef) -> std::result::Result<OpId, String> {
+    let body = m.regions(op).first().and_then(|&r| m.region_blocks(r).first().copied()).ok_or("a kernel without a body")?;
+    m.block_ops(body)
+        .into_iter()
+        .find(|&o| dialect_edge::as_aten(m.op_name(o)) == Some(kind))
+        .ok_or_else(|| format!("no {} in the kernel's region", kind.name()))
+}
+
+/// The fused kernel's `residual` attribute: `Some(true)` when the residual is the left operand
+/// of the sum (`"lhs"`), `Some(false)` for the right (`"rhs"`), `None` without one.
+pub(crate) fn residual_side(m: &Module, op: OpId) -> std::result::Result<Option<bool>, String> {
+    match m.attr(op, "residual").map(|a| a.as_str()) {
+        None => Ok(None),
+        Some(Some("lhs")) => Ok(Some(true)),
+        Some(Some("rhs")) => Ok(Some(false)),
+        Some(other) => Err(format!("unknown residual side {other:?}")),
+    }
 }
 
 /// Whether `w` is `packed_from` itself (the same storage, offset, sizes and strides): a fused

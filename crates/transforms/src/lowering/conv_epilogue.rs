@@ -29,7 +29,7 @@
 use dialect_aten::op;
 use ir::{Attribute, Context, Module, OpId, ValueId};
 
-use super::epilogue::{base, dims, is_f32};
+use super::epilogue::{base, dims, is_f32, residual};
 use super::kernel::KernelMatch;
 
 /// The name of the kernel this half of the pass forms.
@@ -141,19 +141,14 @@ pub(crate) fn match_at(ctx: &Context, m: &Module, conv: OpId) -> Option<KernelMa
     let mut ops = vec![conv];
     let mut operands = vec![x, w, bias];
     let mut attrs = Vec::new();
-    if let Some((add, i)) = only_user(m, y).filter(|&(o, _)| base(m, o) == Some(op::ADD_TENSOR)) {
-        let r = m.operands(add).get(1 - i.min(1)).copied();
-        let alpha_one = m.attr(add, "alpha").is_none_or(|a| a.as_number() == Some(1.0));
-        if let (Some(r), Some(sum), true) = (r, single_result(m, add, 2, block), alpha_one)
-            && r != y
-            && is_f32(m, r)
-            && dims(m, r).as_deref() == Some(&yd[..])
-        {
-            ops.push(add);
-            operands.push(r);
-            attrs.push(("residual", Attribute::str(if i == 1 { "lhs" } else { "rhs" })));
-            y = sum;
-        }
+    if let Some((add, _)) = only_user(m, y)
+        && let Some((r, side)) = residual(m, add, y, &yd)
+        && let Some(sum) = single_result(m, add, 2, block)
+    {
+        ops.push(add);
+        operands.push(r);
+        attrs.push(("residual", Attribute::str(side)));
+        y = sum;
     }
     match activation(m, y, block) {
         Some((act, act_ops, r)) => {

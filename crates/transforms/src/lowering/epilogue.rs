@@ -48,6 +48,19 @@ pub(super) fn is_f32(m: &Module, v: ValueId) -> bool {
     m.value_type(v).as_tensor().and_then(|t| t.dtype) == Some(ir::DType::F32)
 }
 
+/// The residual `r` of `add`, an `add.Tensor` with alpha 1 of `y` and `r`, where `r` is
+/// another `f32` value of `y`'s shape `yd`; with the side of the sum `r` is on (`"lhs"` when it
+/// is the left operand, which the fused kernel keeps so its bits are the unfused ops').
+/// `add(y, y)` reads `y` twice and has no residual.
+pub(super) fn residual(m: &Module, add: OpId, y: ValueId, yd: &[i64]) -> Option<(ValueId, &'static str)> {
+    if base(m, add)? != op::ADD_TENSOR || m.attr(add, "alpha").is_some_and(|a| a.as_number() != Some(1.0)) {
+        return None;
+    }
+    let [a, b] = m.operands(add) else { return None };
+    let (r, side) = if *b == y { (*a, "lhs") } else if *a == y { (*b, "rhs") } else { return None };
+    (r != y && is_f32(m, r) && dims(m, r).as_deref() == Some(yd)).then_some((r, side))
+}
+
 fn single_use(m: &Module, v: ValueId) -> bool {
     m.uses(v).len() == 1
 }
@@ -99,16 +112,10 @@ fn match_at(m: &Module, op: OpId) -> Option<KernelMatch> {
     }
     let (ops, operands, attrs) = match base(m, op)? {
         op::ADD_TENSOR => {
-            if m.attr(op, "alpha").is_some_and(|a| a.as_number() != Some(1.0)) || m.operands(op).len() != 2 {
-                return None;
-            }
-            let (a, b) = (m.operands(op)[0], m.operands(op)[1]);
+            let [a, b] = m.operands(op) else { return None };
             // The product on the right (a residual added to a layer's output), else the left.
-            let (y, r, side) = if product(m, b, &rd).is_some() { (b, a, "lhs") } else { (a, b, "rhs") };
-            // `add(y, y)` reads the product twice: not a residual.
-            if r == y || dims(m, r).as_deref() != Some(&rd[..]) || !is_f32(m, r) {
-                return None;
-            }
+            let y = if product(m, *b, &rd).is_some() { *b } else { *a };
+            let (r, side) = residual(m, op, y, &rd)?;
             let (ops, [bias, x, w]) = product(m, y, &rd)?;
             (ops, vec![bias, x, w, r], vec![("epilogue", Attribute::str("add")), ("residual", Attribute::str(side))])
         }

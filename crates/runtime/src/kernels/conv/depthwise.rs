@@ -42,22 +42,7 @@ pub(super) fn try_depthwise<T: ConvElem>(
         Some(b) => Some(as_f32(b)?),
         None => None,
     };
-    Some(run(op, g, &d, x, w, bias, Activation::None, out))
-}
-
-/// The direct kernel on `f32` buffers, on the thread's ISA, `act` applied to each output.
-#[allow(clippy::too_many_arguments)]
-pub(super) fn run(
-    op: &'static str,
-    g: &Geometry,
-    d: &Depthwise,
-    x: &[f32],
-    w: &[f32],
-    bias: Option<&[f32]>,
-    act: Activation,
-    out: &mut [f32],
-) -> Result<()> {
-    Ok(depthwise(op, Isa::current(), d, g.n, x, w, bias, act, out)?)
+    Some(depthwise(op, Isa::current(), &d, g.n, x, w, bias, Activation::None, out).map_err(Into::into))
 }
 
 fn as_f32<T: 'static>(s: &[T]) -> Option<&[f32]> {

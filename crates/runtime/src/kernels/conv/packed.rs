@@ -55,10 +55,10 @@ pub(crate) fn conv_compute_packed(
             return Err(KernelError::new(op, "internal error: convolution buffers are too small"));
         }
         if post.addend.is_none() {
-            return depthwise::run(op, g, &d, x, raw, bias, post.act, out);
+            return Ok(::kernels::depthwise::depthwise(op, Isa::current(), &d, g.n, x, raw, bias, post.act, out)?);
         }
         // The direct kernel applies an activation only: a residual is added after it.
-        depthwise::run(op, g, &d, x, raw, bias, Activation::None, out)?;
+        ::kernels::depthwise::depthwise(op, Isa::current(), &d, g.n, x, raw, bias, Activation::None, out)?;
         return Ok(post.apply_to(op, g.n * g.cout, lout, out, lout)?);
     }
     if g.transposed || w.depthwise.is_some() || w.groups != g.groups || w.per_group.iter().any(|a| a.rows() != cout_g || a.cols() != cin_g * k) {
