@@ -14,7 +14,7 @@
 //! `max_unpool`), `sampling/` (grid sampling, affine grids, the attention and weight-norm ops
 //! returning intermediates), `special/` (`i0`, `polygamma`, incomplete gamma, `matrix_exp`),
 //! `margin_loss/`, `ctc/`, `conv_forms/`, `gradient/`, `antialias/` (the antialiased resizes),
-//! `histogram/` (`histogramdd`) and `sobol_prune/` (`_sobol_engine_draw`, `_rowwise_prune`). Each directory's
+//! `histogram/` (`histogramdd`), `ldl/` (the LDLᵀ factorization and solve) and `sobol_prune/` (`_sobol_engine_draw`, `_rowwise_prune`). Each directory's
 //! `make.py` writes `cases.json` (the op with its attributes, its operands as input indices —
 //! a list of indices is one `Tensor[]` operand — and its number of results) and
 //! `io.safetensors` (random inputs and PyTorch 2.15's results). Every case runs at `-O0` and
@@ -259,4 +259,12 @@ fn sobol_draws_and_rowwise_pruning_match_pytorch() {
 fn ctc_loss_matches_pytorch() {
     let n = check_dir("ctc", 1e-5, 1e-5);
     assert!(n >= 13, "only {n} cases");
+}
+
+/// The symmetric-indefinite factorization: `LD` and LAPACK's pivots (2×2 blocks included),
+/// `info` for singular matrices, and solves with broadcast batches.
+#[test]
+fn ldl_factorization_and_solve_match_pytorch() {
+    let n = check_dir("ldl", 1e-4, 1e-4);
+    assert!(n >= 35, "only {n} cases");
 }

@@ -4,7 +4,8 @@
 //! `_lu_with_info`, `lu_solve`), Cholesky
 //! (`linalg_cholesky`), the symmetric eigendecomposition by cyclic Jacobi rotations
 //! (`linalg_eigh`, `linalg_eigvalsh`) and the singular value decomposition by one-sided Jacobi
-//! (`linalg_svd`, `linalg_svdvals`, `svd`, `linalg_pinv`, `pinverse`).
+//! (`linalg_svd`, `linalg_svdvals`, `svd`, `linalg_pinv`, `pinverse`); `ldl.rs` holds the
+//! symmetric-indefinite LDLᵀ factorization (`linalg_ldl_factor`, `linalg_ldl_solve`).
 //!
 //! Every matrix is factored in `f64` and the results are written in the input's dtype; leading
 //! dimensions are batches. A singular matrix is an error for `linalg_inv` and `linalg_solve`,
@@ -14,6 +15,8 @@
 //! sign, as LAPACK's are.
 
 use super::*;
+
+mod ldl;
 
 /// A batch of `rows × cols` matrices read in `f64`, row-major, one after another.
 struct Batch {
@@ -728,4 +731,7 @@ pub(super) fn register(r: &mut KernelRegistry) {
     r.register(op::LINALG_LU_FACTOR, |a| lu_factor(op::LINALG_LU_FACTOR.name(), a, false));
     r.register(op::_LU_WITH_INFO, |a| lu_factor(op::_LU_WITH_INFO.name(), a, true));
     r.register(op::LU_SOLVE, lu_solve);
+    r.register(op::LINALG_LDL_FACTOR, |a| ldl::ldl_factor(op::LINALG_LDL_FACTOR.name(), a, false));
+    r.register(op::LINALG_LDL_FACTOR_EX, |a| ldl::ldl_factor(op::LINALG_LDL_FACTOR_EX.name(), a, true));
+    r.register(op::LINALG_LDL_SOLVE, ldl::ldl_solve);
 }
