@@ -149,3 +149,49 @@ fn pointwise_and_depthwise() {
     check(Conv { n: 2, cin: 24, cout: 24, groups: 24, h: 15, w: 13, k: 3, stride: 1 });
     check(Conv { n: 1, cin: 16, cout: 16, groups: 16, h: 29, w: 31, k: 5, stride: 2 });
 }
+
+/// A fire module's expansion (SqueezeNet): a 1×1 and a 3×3 convolution of one input, each with
+/// its `relu`, concatenated along channels, of `n` images.
+fn fire(n: usize, cin: usize, e1: usize, e3: usize, h: usize, w: usize) -> String {
+    let x = format!("tensor<{n}x{cin}x{h}x{w}xf32>");
+    let (t1, t3) = (format!("tensor<{n}x{e1}x{h}x{w}xf32>"), format!("tensor<{n}x{e3}x{h}x{w}xf32>"));
+    let out = format!("tensor<{n}x{}x{h}x{w}xf32>", e1 + e3);
+    let opts = |p: usize| format!("{{stride = [1, 1], padding = [{p}, {p}], dilation = [1, 1], transposed = false, output_padding = [0, 0], groups = 1}}");
+    format!(
+        "func.func @f(%x: {x}, %w1: tensor<{e1}x{cin}x1x1xf32> {{prim.param = \"w1\"}}, %b1: tensor<{e1}xf32> {{prim.param = \"b1\"}}, \
+         %w3: tensor<{e3}x{cin}x3x3xf32> {{prim.param = \"w3\"}}, %b3: tensor<{e3}xf32> {{prim.param = \"b3\"}}) -> {out} {{\n\
+         \x20 %y1 = edge.convolution %x, %w1, %b1 {o1} : ({x}, tensor<{e1}x{cin}x1x1xf32>, tensor<{e1}xf32>) -> {t1}\n\
+         \x20 %r1 = edge.relu %y1 : {t1}\n\
+         \x20 %y3 = edge.convolution %x, %w3, %b3 {o3} : ({x}, tensor<{e3}x{cin}x3x3xf32>, tensor<{e3}xf32>) -> {t3}\n\
+         \x20 %r3 = edge.relu %y3 : {t3}\n\
+         \x20 %l = prim.ListConstruct %r1, %r3 : ({t1}, {t3}) -> !prim.list<tensor<*xf32>>\n\
+         \x20 %o = edge.cat %l {{dim = 1}} : (!prim.list<tensor<*xf32>>) -> {out}\n\
+         \x20 func.return %o : {out}\n}}\n",
+        o1 = opts(0),
+        o3 = opts(1)
+    )
+}
+
+/// A concatenation of fused convolutions of one image becomes one `conv_cat` kernel that writes
+/// each convolution into its channels of the result: the unfused bits, on one and two threads;
+/// a batch of two keeps its separate kernels and `cat`.
+#[test]
+fn concatenated_convolutions() {
+    for &(n, cin, e1, e3, h, w) in &[(1, 16, 24, 40, 23, 19), (1, 8, 64, 64, 30, 30), (2, 6, 10, 14, 9, 11)] {
+        let text = fire(n, cin, e1, e3, h, w);
+        let mut x = values(n * cin * h * w, 1, 4.0);
+        x[3] = f32::NAN;
+        let ins = vec![IValue::Tensor(Tensor::from_slice(&x, &[n, cin, h, w]).unwrap())];
+        let mut wts = Weights::new();
+        wts.insert("w1", Tensor::from_slice(&values(e1 * cin, 3, 1.0 / (cin as f32).sqrt()), &[e1, cin, 1, 1]).unwrap());
+        wts.insert("b1", Tensor::from_slice(&values(e1, 4, 1.0), &[e1]).unwrap());
+        wts.insert("w3", Tensor::from_slice(&values(e3 * cin * 9, 5, 1.0 / (9.0 * cin as f32).sqrt()), &[e3, cin, 3, 3]).unwrap());
+        wts.insert("b3", Tensor::from_slice(&values(e3, 6, 1.0), &[e3]).unwrap());
+        let (want, _) = run(&text, false, 1, &ins, &wts);
+        let (got, fused) = run(&text, true, 1, &ins, &wts);
+        assert_eq!(fused, if n == 1 { 3 } else { 2 }, "n = {n}: both convolutions fused, and their cat for one image\n{text}");
+        assert_eq!(got, want, "n = {n}: the fused concatenation gives the unfused bits");
+        let (got2, _) = run(&text, true, 2, &ins, &wts);
+        assert_eq!(got2, want, "n = {n}: the same bits on two threads");
+    }
+}

@@ -17,6 +17,7 @@ pub mod gemv;
 pub mod isa;
 pub mod mat;
 pub mod parallel;
+pub mod pool;
 pub mod softmax;
 #[doc(hidden)]
 pub mod testing;

@@ -37,6 +37,9 @@ pub mod kernels {
     /// A forward convolution with a bias followed by a residual add and/or an activation
     /// (`relu`, `clamp`, `hardswish` in either of its decompositions' orders).
     pub const CONV: &str = "conv";
+    /// `cat` along channels of a single image's `conv` kernels (its region holds them, the
+    /// list and the `cat`): each convolution written straight into its channels of the result.
+    pub const CONV_CAT: &str = "conv_cat";
 }
 
 /// The attribute naming the backend that claimed a partition or kernel.

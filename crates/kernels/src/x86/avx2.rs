@@ -263,3 +263,55 @@ unsafe fn tile_avx2_vectors<const R: usize, const MASKED: bool, const PACKED: bo
         }
     }
 }
+
+/// One plane of [`crate::pool::max_pool_3x3s2`]: output row by output row, eight outputs at a
+/// time (the last vector of a row overlaps the one before it, recomputing the same values).
+///
+/// # Safety
+/// The CPU supports AVX2; `x` holds `(2·oh + 1)` rows of `iw > 2·ow` elements, `out` `oh` rows
+/// of `ow ≥ 8`.
+#[target_feature(enable = "avx2")]
+pub(crate) unsafe fn max_pool_3x3s2_plane(x: *const f32, iw: usize, oh: usize, ow: usize, out: *mut f32) {
+    // The even and the odd elements of `a` then `b`.
+    let evens = |a: __m256, b: __m256| {
+        let s = _mm256_shuffle_ps::<0b10_00_10_00>(a, b);
+        _mm256_castpd_ps(_mm256_permute4x64_pd::<0b11_01_10_00>(_mm256_castps_pd(s)))
+    };
+    let odds = |a: __m256, b: __m256| {
+        let s = _mm256_shuffle_ps::<0b11_01_11_01>(a, b);
+        _mm256_castpd_ps(_mm256_permute4x64_pd::<0b11_01_10_00>(_mm256_castps_pd(s)))
+    };
+    // PyTorch's rule: `v` replaces `best` when larger (ordered) or NaN.
+    let tap = |best: __m256, v: __m256| {
+        let take = _mm256_or_ps(_mm256_cmp_ps::<_CMP_GT_OQ>(v, best), _mm256_cmp_ps::<_CMP_UNORD_Q>(v, v));
+        _mm256_blendv_ps(best, v, take)
+    };
+    for y in 0..oh {
+        // SAFETY (every pointer below): rows `2y..2y + 3 ≤ 2·oh + 1` of the plane; output
+        // `xs + 7 < ow` reads columns up to `2·(xs + 7) + 2 ≤ 2·ow < iw`; the stores write
+        // `xs..xs + 8 ≤ ow` of output row `y`.
+        unsafe {
+            let top = x.add(2 * y * iw);
+            let dst = out.add(y * ow);
+            let mut x0 = 0;
+            loop {
+                let xs = x0.min(ow - 8);
+                let mut best = _mm256_setzero_ps();
+                for a in 0..3 {
+                    let p = top.add(a * iw + 2 * xs);
+                    let (lo, hi) = (_mm256_loadu_ps(p), _mm256_loadu_ps(p.add(8)));
+                    let (lo1, hi1) = (_mm256_loadu_ps(p.add(1)), _mm256_loadu_ps(p.add(9)));
+                    let t0 = evens(lo, hi);
+                    best = if a == 0 { t0 } else { tap(best, t0) };
+                    best = tap(best, odds(lo, hi));
+                    best = tap(best, odds(lo1, hi1));
+                }
+                _mm256_storeu_ps(dst.add(xs), best);
+                if xs + 8 >= ow {
+                    break;
+                }
+                x0 += 8;
+            }
+        }
+    }
+}

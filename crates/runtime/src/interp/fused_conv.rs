@@ -10,8 +10,8 @@ use dialect_aten::op;
 use ir::{DType, Module, OpId};
 
 use crate::fusion::{FusionKernel, FusionOutcome, OutputAlloc};
-use crate::kernels::conv::{ConvArgs, PackedFilter, Padding, conv_compute_packed, geometry};
-use crate::tensor::{Result, Tensor};
+use crate::kernels::conv::{ConvArgs, Geometry, PackedFilter, Padding, conv_compute_packed, geometry};
+use crate::tensor::{KernelError, Result, Tensor};
 use crate::value::IValue;
 use super::prepack::{region_op, residual_side};
 use ::kernels::Isa;
@@ -19,6 +19,9 @@ use ::kernels::gemm::{Activation, Addend, Post};
 
 /// The name of the fused convolution.
 pub(crate) const CONV_KERNEL: &str = dialect_backend::kernels::CONV;
+
+/// The name of the fused concatenation of convolutions.
+pub(crate) const CONV_CAT_KERNEL: &str = dialect_backend::kernels::CONV_CAT;
 
 #[derive(Debug)]
 struct ConvKernel {
@@ -36,6 +39,11 @@ struct ConvKernel {
 /// an attribute it does not read, a filter that is not a constant `f32` tensor, a
 /// convolution whose options are not attributes, a CPU without a prepacked path.
 pub(crate) fn conv_kernel(m: &Module, op: OpId, consts: &[Option<IValue>]) -> std::result::Result<Arc<dyn FusionKernel>, String> {
+    Ok(Arc::new(build_conv(m, op, consts)?))
+}
+
+/// The [`ConvKernel`] of the `conv` kernel `op` (see [`conv_kernel`]).
+fn build_conv(m: &Module, op: OpId, consts: &[Option<IValue>]) -> std::result::Result<ConvKernel, String> {
     let attr = |k: &str| m.attr(op, k);
     let number = |k: &str| attr(k).and_then(|a| a.as_number()).map(|v| v as f32).ok_or(format!("a clamp without a numeric `{k}`"));
     let act = match attr("activation").and_then(|a| a.as_str()) {
@@ -74,31 +82,50 @@ pub(crate) fn conv_kernel(m: &Module, op: OpId, consts: &[Option<IValue>]) -> st
     let groups = usize::try_from(args.groups).map_err(|_| format!("{} groups", args.groups))?;
     let isa = Isa::simd().ok_or("this CPU has no prepacked path")?;
     let packed = PackedFilter::pack("conv", isa, &weight, groups).map_err(|e| e.to_string())?;
-    Ok(Arc::new(ConvKernel { packed, weight, args, residual, act }))
+    Ok(ConvKernel { packed, weight, args, residual, act })
 }
 
-impl FusionKernel for ConvKernel {
-    fn run(&self, inputs: &[Tensor], alloc: &mut dyn OutputAlloc) -> Result<FusionOutcome> {
-        const OP: &str = "conv";
-        let decline = |why: &str| Ok(FusionOutcome::Declined(why.to_string()));
-        let [x, w, bias, rest @ ..] = inputs else { return decline("too few operands") };
+/// A call's operands as the kernel checked them: the geometry, the result's sizes and the
+/// residual, if any.
+struct Checked<'t> {
+    g: Geometry,
+    sizes: Vec<usize>,
+    residual: Option<(&'t Tensor, bool)>,
+}
+
+impl ConvKernel {
+    /// What a call with `inputs` computes, or why the kernel declines it (`Ok(Err(reason))`).
+    fn check<'t>(&self, inputs: &[&'t Tensor]) -> Result<std::result::Result<Checked<'t>, &'static str>> {
+        let [x, w, bias, rest @ ..] = inputs else { return Ok(Err("too few operands")) };
         if !super::prepack::is_same_tensor(w, &self.weight) {
-            return decline("a filter other than the packed constant");
+            return Ok(Err("a filter other than the packed constant"));
         }
         if x.dtype() != DType::F32 || bias.dtype() != DType::F32 || bias.dim() != 1 {
-            return decline("operands other than an f32 input and bias");
+            return Ok(Err("operands other than an f32 input and bias"));
         }
         let g = geometry(OP, x.sizes(), w.sizes(), Some(bias.sizes()), &self.args)?;
         let mut sizes = vec![g.n, g.cout];
         sizes.extend_from_slice(&g.output[3 - (w.dim() - 2)..]);
-        let lout: usize = g.output.iter().product();
-        let copy: Tensor;
-        let addend = match (self.residual, rest) {
+        let residual = match (self.residual, rest) {
             (None, []) => None,
             (Some(first), [r]) => {
                 if r.sizes() != sizes.as_slice() || r.dtype() != DType::F32 {
-                    return decline("a residual that is not an f32 tensor of the result's shape");
+                    return Ok(Err("a residual that is not an f32 tensor of the result's shape"));
                 }
+                Some((*r, first))
+            }
+            _ => return Ok(Err("an operand count other than the kernel's")),
+        };
+        Ok(Ok(Checked { g, sizes, residual }))
+    }
+
+    /// Computes the checked call into `c` (the result's elements, contiguous).
+    fn compute(&self, x: &Tensor, bias: &Tensor, k: &Checked<'_>, c: &mut [f32]) -> Result<()> {
+        let lout: usize = k.g.output.iter().product();
+        let copy: Tensor;
+        let addend = match k.residual {
+            None => None,
+            Some((r, first)) => {
                 let r = if r.is_contiguous() {
                     r
                 } else {
@@ -107,7 +134,6 @@ impl FusionKernel for ConvKernel {
                 };
                 Some(Addend { data: r.as_slice::<f32>()?, ld: lout, first })
             }
-            _ => return decline("an operand count other than the kernel's"),
         };
         let xc;
         let x = if x.is_contiguous() {
@@ -123,12 +149,117 @@ impl FusionKernel for ConvKernel {
             bc = bias.contiguous()?;
             &bc
         };
-        let out = alloc.output(0, DType::F32, &sizes)?;
+        conv_compute_packed(OP, &k.g, x.as_slice::<f32>()?, &self.packed, Some(bias.as_slice::<f32>()?), &Post { addend, act: self.act }, c)
+    }
+}
+
+/// The name the fused convolutions report errors under.
+const OP: &str = "conv";
+
+impl FusionKernel for ConvKernel {
+    fn run(&self, inputs: &[Tensor], alloc: &mut dyn OutputAlloc) -> Result<FusionOutcome> {
+        let ins: Vec<&Tensor> = inputs.iter().collect();
+        let k = match self.check(&ins)? {
+            Ok(k) => k,
+            Err(why) => return Ok(FusionOutcome::Declined(why.to_string())),
+        };
+        let out = alloc.output(0, DType::F32, &k.sizes)?;
         // SAFETY: `out` is a fresh or planned tensor no other handle references; the memory
         // plan never gives an instruction's result the storage of a value it reads (their
         // lifetimes overlap at the instruction), so it is distinct from every operand.
         let c = unsafe { out.as_mut_slice::<f32>()? };
-        conv_compute_packed(OP, &g, x.as_slice::<f32>()?, &self.packed, Some(bias.as_slice::<f32>()?), &Post { addend, act: self.act }, c)?;
+        self.compute(ins[0], ins[2], &k, c)?;
+        Ok(FusionOutcome::Ran(vec![out]))
+    }
+}
+
+/// The native `backend.kernel {kernel = "conv_cat"}`: the `conv` kernels of its region, each
+/// with the positions of its operands among the kernel's, in the order the `cat` takes them.
+#[derive(Debug)]
+struct ConvCatKernel {
+    parts: Vec<(ConvKernel, Vec<usize>)>,
+}
+
+/// The native implementation of the `conv_cat` kernel `op` (see [`conv_kernel`]): its region
+/// must be `conv` kernels of its arguments, a list of their results and a `cat` of the list
+/// along channels, returned.
+pub(crate) fn conv_cat_kernel(m: &Module, op: OpId, consts: &[Option<IValue>]) -> std::result::Result<Arc<dyn FusionKernel>, String> {
+    let body = m.regions(op).first().and_then(|&r| m.region_blocks(r).first().copied()).ok_or("a kernel without a body")?;
+    let args = m.block_args(body).to_vec();
+    let ops = m.block_ops(body);
+    let cat = ops
+        .iter()
+        .copied()
+        .find(|&o| dialect_edge::as_aten(m.op_name(o)) == Some(op::CAT))
+        .ok_or("no cat in the kernel's region")?;
+    let ret = ops.last().copied().ok_or("an empty region")?;
+    if m.operands(ret) != m.results(cat) {
+        return Err("a region that does not return its cat".into());
+    }
+    let rank = m.value_type(m.results(cat)[0]).as_tensor().and_then(|t| t.static_dims()).map_or(0, |d| d.len() as i64);
+    let dim = m.attr(cat, "dim").and_then(|a| a.as_int()).ok_or("a cat without an integer dim")?;
+    if dim != 1 && dim != 1 - rank {
+        return Err(format!("a cat along dim {dim}"));
+    }
+    let list = m.operands(cat).first().and_then(|&l| m.defining_op(l)).ok_or("a cat of no list")?;
+    if m.op_name(list) != dialect_prim::LIST_CONSTRUCT {
+        return Err("a cat of something other than a list".into());
+    }
+    let mut parts = Vec::new();
+    for &p in m.operands(list) {
+        let k = m.defining_op(p).filter(|&k| m.parent_block(k) == Some(body)).ok_or("a part made outside the region")?;
+        if m.op_name(k) != dialect_backend::KERNEL || m.attr(k, dialect_backend::kernels::ATTR).and_then(|a| a.as_str()) != Some(CONV_KERNEL) {
+            return Err("a part that is not a conv kernel".into());
+        }
+        let at = m
+            .operands(k)
+            .iter()
+            .map(|v| args.iter().position(|a| a == v))
+            .collect::<Option<Vec<usize>>>()
+            .ok_or("a conv kernel with an operand made inside the region")?;
+        let inner: Vec<Option<IValue>> = at.iter().map(|&i| consts.get(i).cloned().flatten()).collect();
+        parts.push((build_conv(m, k, &inner)?, at));
+    }
+    // Nothing else may happen in the region: the parts, the list, the cat and the return.
+    if ops.len() != parts.len() + 3 {
+        return Err("a region with ops besides the convolutions and their cat".into());
+    }
+    Ok(Arc::new(ConvCatKernel { parts }))
+}
+
+impl FusionKernel for ConvCatKernel {
+    fn run(&self, inputs: &[Tensor], alloc: &mut dyn OutputAlloc) -> Result<FusionOutcome> {
+        let decline = |why: &str| Ok(FusionOutcome::Declined(why.to_string()));
+        let mut checked = Vec::with_capacity(self.parts.len());
+        let mut sizes: Option<Vec<usize>> = None;
+        for (k, at) in &self.parts {
+            let Some(ins) = at.iter().map(|&i| inputs.get(i)).collect::<Option<Vec<&Tensor>>>() else { return decline("too few operands") };
+            let c = match k.check(&ins)? {
+                Ok(c) => c,
+                Err(why) => return decline(why),
+            };
+            // One image: each part's channels are one contiguous run of the result.
+            if c.sizes.len() < 3 || c.sizes[0] != 1 {
+                return decline("a batch of other than one image");
+            }
+            match &mut sizes {
+                None => sizes = Some(c.sizes.clone()),
+                Some(s) if s.len() == c.sizes.len() && s[2..] == c.sizes[2..] => s[1] += c.sizes[1],
+                Some(_) => return decline("parts of different spatial sizes"),
+            }
+            checked.push((ins, c));
+        }
+        let Some(sizes) = sizes else { return decline("no parts") };
+        let out = alloc.output(0, DType::F32, &sizes)?;
+        // SAFETY: as in `ConvKernel::run`: a fresh or planned tensor distinct from every operand.
+        let c = unsafe { out.as_mut_slice::<f32>()? };
+        let mut start = 0;
+        for ((k, _), (ins, checked)) in self.parts.iter().zip(&checked) {
+            let len: usize = checked.sizes.iter().product();
+            let part = c.get_mut(start..start + len).ok_or_else(|| KernelError::new(OP, "internal error: the parts overrun the result"))?;
+            k.compute(ins[0], ins[2], checked, part)?;
+            start += len;
+        }
         Ok(FusionOutcome::Ran(vec![out]))
     }
 }

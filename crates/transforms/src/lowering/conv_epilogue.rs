@@ -162,8 +162,59 @@ pub(crate) fn match_at(ctx: &Context, m: &Module, conv: OpId) -> Option<KernelMa
     Some(KernelMatch { ops, operands, result: y, attrs, shared: None })
 }
 
-/// Fuses every convolution nested in `root` with its residual add and activation; returns
-/// how many.
+/// Fuses every convolution nested in `root` with its residual add and activation, then every
+/// concatenation of such kernels along channels; returns how many kernels it formed.
 pub fn fuse_conv_epilogue(ctx: &Context, m: &mut Module, root: OpId) -> Result<usize, ir::Diagnostic> {
-    super::kernel::fuse_matches(m, root, KERNEL_NAME, |m, o| base(m, o) == Some(op::CONVOLUTION), |m, o| match_at(ctx, m, o))
+    let convs = super::kernel::fuse_matches(m, root, KERNEL_NAME, |m, o| base(m, o) == Some(op::CONVOLUTION), |m, o| match_at(ctx, m, o))?;
+    let cats = super::kernel::fuse_matches(m, root, CAT_KERNEL_NAME, |m, o| base(m, o) == Some(op::CAT), match_cat)?;
+    Ok(convs + cats)
+}
+
+/// The name of the kernel that concatenates fused convolutions.
+pub const CAT_KERNEL_NAME: &str = dialect_backend::kernels::CONV_CAT;
+
+/// Matches `cat([k₀, k₁, …], 1)` of a single image whose every part is the result of a `conv`
+/// kernel read by nothing else (SqueezeNet's fire modules, Inception's branches): the kernel
+/// it becomes holds those kernels, the list and the `cat`, and a runtime computes each
+/// convolution straight into its channels of the concatenated result, without the copies and
+/// without the parts' own buffers.
+pub(crate) fn match_cat(m: &Module, cat: OpId) -> Option<KernelMatch> {
+    let block = m.parent_block(cat);
+    let &[list] = m.operands(cat) else { return None };
+    let y = single_result(m, cat, 1, block)?;
+    let yd = dims(m, y)?;
+    let dim = m.attr(cat, "dim").and_then(|a| a.as_int())?;
+    if yd.len() < 3 || yd[0] != 1 || (dim != 1 && dim != 1 - yd.len() as i64) {
+        return None;
+    }
+    let lop = m.defining_op(list)?;
+    if m.op_name(lop) != dialect_prim::LIST_CONSTRUCT || m.parent_block(lop) != block || only_user(m, list) != Some((cat, 0)) {
+        return None;
+    }
+    let parts = m.operands(lop).to_vec();
+    if parts.len() < 2 {
+        return None;
+    }
+    let mut ops = Vec::new();
+    let mut operands: Vec<ValueId> = Vec::new();
+    for (i, &p) in parts.iter().enumerate() {
+        let k = m.defining_op(p)?;
+        let is_conv = m.op_name(k) == dialect_backend::KERNEL
+            && m.attr(k, dialect_backend::kernels::ATTR).and_then(|a| a.as_str()) == Some(KERNEL_NAME);
+        if !is_conv || m.parent_block(k) != block || only_user(m, p) != Some((lop, i)) || ops.contains(&k) {
+            return None;
+        }
+        let pd = dims(m, p)?;
+        if pd.len() != yd.len() || pd[0] != 1 || pd[2..] != yd[2..] {
+            return None;
+        }
+        for &v in m.operands(k) {
+            if !operands.contains(&v) {
+                operands.push(v);
+            }
+        }
+        ops.push(k);
+    }
+    ops.extend([lop, cat]);
+    Some(KernelMatch { ops, operands, result: y, attrs: Vec::new(), shared: None })
 }

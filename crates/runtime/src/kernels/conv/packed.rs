@@ -173,7 +173,8 @@ pub(super) struct PanelPlan<'g> {
     /// for), kept in place so that a call allocates nothing.
     pub(super) spans: [Span; MAX_SPANS],
     /// The vector path that assembles rows with masked loads, if any: AVX-512 for 32-wide
-    /// panels, AVX2 for 16-wide ones (unit stride along rows, a thread that may run the path).
+    /// panels (unit stride along rows), AVX2 for 16-wide ones (stride 1 or 2 along rows), on a
+    /// thread that may run the path.
     pub(super) vector: Option<Isa>,
 }
 
@@ -204,7 +205,10 @@ impl<'g> PanelPlan<'g> {
             16 => Some(Isa::Avx2),
             _ => None,
         }
-        .filter(|isa| masked && g.stride[2] == 1 && cfg!(target_arch = "x86_64") && isa.available());
+        .filter(|isa| {
+            let stride = g.stride[2] == 1 || (*isa == Isa::Avx2 && g.stride[2] == 2);
+            masked && stride && cfg!(target_arch = "x86_64") && isa.available()
+        });
         PanelPlan { g, nr, spans, vector }
     }
 
@@ -227,10 +231,11 @@ impl<'g> PanelPlan<'g> {
         let runs = &runs[..count];
         #[cfg(target_arch = "x86_64")]
         match self.vector {
-            // SAFETY: `vector` is AVX-512 only when the CPU has AVX-512F and panels are 32
-            // wide, AVX2 only when it has AVX2 and panels are 16 wide; either way the stride
-            // along rows is 1.
+            // SAFETY: `vector` is AVX-512 only when the CPU has AVX-512F, panels are 32 wide
+            // and the stride along rows is 1, AVX2 only when it has AVX2, panels are 16 wide
+            // and the stride along rows is 1 or 2.
             Some(Isa::Avx512) => return unsafe { x86::pack_avx512(self, x, channels, runs, dst) },
+            Some(Isa::Avx2) if self.g.stride[2] == 2 => return unsafe { x86::pack_stride2_avx2(self, x, channels, runs, dst) },
             Some(Isa::Avx2) => return unsafe { x86::pack_avx2(self, x, channels, runs, dst) },
             _ => {}
         }
@@ -242,25 +247,46 @@ impl<'g> PanelPlan<'g> {
         Span::new(e * g.dilation[2], g.stride[2], g.pad_lo[2], g.input[2], g.output[2])
     }
 
-    /// [`PanelPlan::pack`] one element at a time (any stride, any panel width).
+    /// [`PanelPlan::pack`] one element at a time (any stride, any panel width). The pieces
+    /// of every tap column are worked out once per panel, the input rows of every run once per
+    /// kernel row, and each piece is copied from a slice of its input row (no bounds check per
+    /// element).
     pub(super) fn pack_rows(&self, x: &[f32], channels: usize, runs: &[Run], dst: &mut [f32]) {
         let g = self.g;
         let [ki, kj, kk] = g.kernel;
         let [id, ih, iw] = g.input;
         let plane = id * ih * iw;
+        let stride = g.stride[2];
+        // The pieces of the first `MAX_SPANS` tap columns of every run, kept in place.
+        let mut pieces = [[(0usize, 0usize, 0usize); MAX_RUNS]; MAX_SPANS];
+        let cached = kk.min(MAX_SPANS);
+        for (e, per_run) in pieces.iter_mut().enumerate().take(cached) {
+            for (piece, run) in per_run.iter_mut().zip(runs) {
+                *piece = self.piece(run, e);
+            }
+        }
+        let mut bases = [None; MAX_RUNS];
         let mut rows = dst.chunks_exact_mut(self.nr);
         for c in 0..channels {
+            let xc = &x[c * plane..(c + 1) * plane];
             for a in 0..ki {
                 for b in 0..kj {
+                    for (base, run) in bases.iter_mut().zip(runs) {
+                        *base = self.row_base(run, a, b);
+                    }
                     for e in 0..kk {
                         let Some(row) = rows.next() else { return };
                         row.fill(0.0);
-                        for run in runs {
-                            let Some(base) = self.row_base(run, a, b) else { continue };
-                            let (l, h, src) = self.piece(run, e);
-                            let src = c * plane + base + src;
-                            for (t, v) in row[run.d + l..run.d + h].iter_mut().enumerate() {
-                                *v = x[src + t * g.stride[2]];
+                        for (r, run) in runs.iter().enumerate() {
+                            let Some(base) = bases[r] else { continue };
+                            let (l, h, src) = if e < cached { pieces[e][r] } else { self.piece(run, e) };
+                            if h == l {
+                                continue;
+                            }
+                            let src = base + src;
+                            let from = &xc[src..src + (h - l - 1) * stride + 1];
+                            for (v, &s) in row[run.d + l..run.d + h].iter_mut().zip(from.iter().step_by(stride)) {
+                                *v = s;
                             }
                         }
                     }

@@ -192,6 +192,107 @@ pub(super) unsafe fn pack_avx2(plan: &PanelPlan<'_>, x: &[f32], channels: usize,
     }
 }
 
+/// [`PanelPlan::pack`] for 16-wide panels and stride 2 along rows (a strided stem): each half
+/// of a panel row is the even elements of two vectors of the input row, loaded with the masks
+/// of the lanes a run's in-range piece fills (the odd elements and the lanes outside the piece
+/// read as zeros, so pieces are merged by `or`), then stored whole. The values are copied, so
+/// the panel is the same bits as [`PanelPlan::pack_rows`]'s.
+///
+/// # Safety
+/// The CPU supports AVX2; `plan.nr == 16` and the geometry's stride along rows is 2.
+#[target_feature(enable = "avx2")]
+pub(super) unsafe fn pack_stride2_avx2(plan: &PanelPlan<'_>, x: &[f32], channels: usize, runs: &[Run], dst: &mut [f32]) {
+    let g = plan.g;
+    let [ki, kj, kk] = g.kernel;
+    let plane = g.input.iter().product::<usize>();
+    if kk > MAX_TAPS || runs.len() > NR_AVX2 {
+        return plan.pack_rows(x, channels, runs, dst);
+    }
+    // Per tap column and run: the panel lanes its in-range piece fills, and the offset from
+    // the input row's start of the element lane 0 would read (lane `j` reads `2·j` past it).
+    let mut pieces = [[(0u32, 0isize); NR_AVX2]; MAX_TAPS];
+    for (e, per_run) in pieces.iter_mut().enumerate().take(kk) {
+        for (piece, run) in per_run.iter_mut().zip(runs) {
+            let (l, h, src) = plan.piece(run, e);
+            if h > l {
+                *piece = (((1u32 << (h - l)) - 1) << (run.d + l), src as isize - 2 * (run.d + l) as isize);
+            }
+        }
+    }
+    // The even elements of `a` then of `b`.
+    let evens = |a: __m256, b: __m256| {
+        let s = _mm256_shuffle_ps::<0b10_00_10_00>(a, b);
+        _mm256_castpd_ps(_mm256_permute4x64_pd::<0b11_01_10_00>(_mm256_castps_pd(s)))
+    };
+    let rows = channels * ki * kj * kk;
+    let dst = &mut dst[..rows * NR_AVX2];
+    let mut out = dst.as_mut_ptr();
+    for c in 0..channels {
+        let xc = &x[c * plane..(c + 1) * plane];
+        for a in 0..ki {
+            for b in 0..kj {
+                let mut bases = [None; NR_AVX2];
+                for (base, run) in bases.iter_mut().zip(runs) {
+                    *base = plan.row_base(run, a, b);
+                }
+                for per_run in &pieces[..kk] {
+                    let (mut lo, mut hi) = (_mm256_setzero_ps(), _mm256_setzero_ps());
+                    for (&(mask, off), base) in per_run.iter().zip(&bases[..runs.len()]) {
+                        let Some(base) = *base else { continue };
+                        if mask == 0 {
+                            continue;
+                        }
+                        // The elements the masks select, `xc[base + off + 2·lane]` for the
+                        // piece's lanes, lie inside the input row (`piece`); the pointer itself
+                        // may lie before `xc`.
+                        let p = xc.as_ptr().wrapping_offset(base as isize + off);
+                        // SAFETY: reads of the mask table, and masked loads whose masked-off
+                        // elements are not accessed; the others are in bounds.
+                        unsafe {
+                            let m = |q: u32| {
+                                _mm256_loadu_si256(EVEN_MASKS[((mask >> (4 * q)) & 15) as usize].as_ptr() as *const __m256i)
+                            };
+                            let v0 = _mm256_maskload_ps(p, m(0));
+                            let v1 = _mm256_maskload_ps(p.wrapping_add(8), m(1));
+                            lo = _mm256_or_ps(lo, evens(v0, v1));
+                            if mask >> 8 != 0 {
+                                let v2 = _mm256_maskload_ps(p.wrapping_add(16), m(2));
+                                let v3 = _mm256_maskload_ps(p.wrapping_add(24), m(3));
+                                hi = _mm256_or_ps(hi, evens(v2, v3));
+                            }
+                        }
+                    }
+                    // SAFETY: `out` walks `dst`'s `rows` rows of 16, one per tap (the loops
+                    // run `rows` times).
+                    unsafe {
+                        _mm256_storeu_ps(out, lo);
+                        _mm256_storeu_ps(out.add(8), hi);
+                        out = out.add(NR_AVX2);
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Entry `n` masks the even elements `2·t` of an 8-lane vector for the bits `t` of `n`: the
+/// input elements of four panel lanes at stride 2.
+static EVEN_MASKS: [[i32; 8]; 16] = {
+    let mut table = [[0; 8]; 16];
+    let mut n = 0;
+    while n < 16 {
+        let mut t = 0;
+        while t < 4 {
+            if (n >> t) & 1 == 1 {
+                table[n][2 * t] = -1;
+            }
+            t += 1;
+        }
+        n += 1;
+    }
+    table
+};
+
 /// [`pack_avx2`] for a panel that lies in one output row (every panel when rows are a
 /// multiple of 16 long): each panel row is one input row's run at the tap's offset, two
 /// masked loads and two stores, or two stores of zeros when the row is padding.
