@@ -14,7 +14,10 @@
 //! `max_unpool`), `sampling/` (grid sampling, affine grids, the attention and weight-norm ops
 //! returning intermediates), `special/` (`i0`, `polygamma`, incomplete gamma, `matrix_exp`),
 //! `margin_loss/`, `ctc/`, `conv_forms/`, `gradient/`, `antialias/` (the antialiased resizes),
-//! `histogram/` (`histogramdd`), `ldl/` (the LDLᵀ factorization and solve) and `sobol_prune/` (`_sobol_engine_draw`, `_rowwise_prune`). Each directory's
+//! `histogram/` (`histogramdd`), `ldl/` (the LDLᵀ factorization and solve), `sobol_prune/`
+//! (`_sobol_engine_draw`, `_rowwise_prune`) and
+//! `complex/` (complex tensors, the Fourier transforms, `stft`/`istft`, `linalg_eigvals`; its
+//! `complex128` tensors are stored as their real views and its eigenvalues compared sorted). Each directory's
 //! `make.py` writes `cases.json` (the op with its attributes, its operands as input indices —
 //! a list of indices is one `Tensor[]` operand — and its number of results) and
 //! `io.safetensors` (random inputs and PyTorch 2.15's results). Every case runs at `-O0` and
@@ -35,7 +38,14 @@ fn check_dir(dir: &str, atol: f64, rtol: f64) -> usize {
         let name = case["name"].as_str().expect("name");
         let op = case["op"].as_str().expect("op");
         let n = case["inputs"].as_u64().expect("inputs") as usize;
-        let inputs: Vec<Tensor> = (0..n).map(|i| tensors[&format!("{name}.in.{i}")].clone()).collect();
+        // complex128 tensors are stored as their real views (safetensors has no complex128).
+        let c128 = |key: &str, i: usize| case[key].as_array().is_some_and(|l| l.iter().any(|v| v.as_u64() == Some(i as u64)));
+        let inputs: Vec<Tensor> = (0..n)
+            .map(|i| {
+                let t = tensors[&format!("{name}.in.{i}")].clone();
+                if c128("c128_in", i) { runtime::kernels::complex::view_as_complex("load", &t).expect("a complex128 input") } else { t }
+            })
+            .collect();
         let index = |v: &serde_json::Value| v.as_u64().expect("an input index") as usize;
         let operands: Vec<Operand> = match case["operands"].as_array() {
             Some(os) => os
@@ -56,7 +66,16 @@ fn check_dir(dir: &str, atol: f64, rtol: f64) -> usize {
         let signs = |i: usize| case["up_to_sign"][i.to_string()].as_str().map(|m| m == "columns");
         let want: Option<Vec<Tensor>> = (!case["error"].as_bool().unwrap_or(false))
             .then(|| (0..outputs).map(|i| with_signs(&tensors[&format!("{name}.out.{i}")], signs(i))).collect());
-        failures.extend(check_levels(&ctx, name, &src, &inputs, want.as_deref(), atol, rtol, &|i, t| with_signs(t, signs(i))));
+        let sorted = case["sorted"].as_bool().unwrap_or(false);
+        let adjust = |i: usize, t: &Tensor| {
+            let t = &if sorted { sort_complex(t) } else { t.clone() };
+            if c128("c128_out", i) && t.dtype() == ir::DType::C128 {
+                runtime::kernels::complex::view_as_real("compare", t).expect("a complex128 result")
+            } else {
+                with_signs(t, signs(i))
+            }
+        };
+        failures.extend(check_levels(&ctx, name, &src, &inputs, want.as_deref(), atol, rtol, &adjust));
     }
     assert!(failures.is_empty(), "{} of {} runs differ from PyTorch:\n{}", failures.len(), 2 * cases.len(), failures.join("\n"));
     cases.len()
@@ -91,6 +110,25 @@ fn program_tail_list(op: &str, inputs: &[Tensor], operands: &[Operand], outputs:
     }
     let results: Vec<String> = (0..outputs).map(|i| format!("%r{i}")).collect();
     format!("func.func @f({params}) -> ({anys}) {{\n{body}  func.return {} : {anys}\n}}\n", results.join(", "))
+}
+
+/// Each row of the complex `t` (its last dim) sorted by real part (rounded to 6 decimals, so
+/// that rounding does not split the two members of a conjugate pair), then imaginary part: the
+/// order `make.py` gives PyTorch's eigenvalues, which a different but equally valid QR iteration
+/// may converge to in another order.
+fn sort_complex(t: &Tensor) -> Tensor {
+    let parts = runtime::kernels::complex::view_as_real("sort", t).expect("a complex tensor").to_vec_f64();
+    let n = t.sizes().last().copied().unwrap_or(1).max(1);
+    let mut out = Vec::with_capacity(parts.len());
+    for row in parts.chunks(2 * n) {
+        let mut pairs: Vec<(f64, f64)> = row.chunks(2).map(|p| (p[0], p[1])).collect();
+        pairs.sort_by(|a, b| ((a.0 * 1e6).round(), a.1).partial_cmp(&((b.0 * 1e6).round(), b.1)).unwrap_or(std::cmp::Ordering::Equal));
+        out.extend(pairs.into_iter().flat_map(|(r, i)| [r, i]));
+    }
+    let mut sizes = t.sizes().to_vec();
+    sizes.push(2);
+    let real = Tensor::from_vec(out, &sizes).and_then(|r| r.to_dtype(t.dtype().to_real())).expect("parts");
+    runtime::kernels::complex::view_as_complex("sort", &real).expect("a complex tensor")
 }
 
 /// `t` with each column (`Some(true)`) or row (`Some(false)`) of its matrices given the sign
@@ -185,6 +223,31 @@ fn bernoulli_draws_zeros_and_ones_with_probability_p() {
     }
 }
 
+/// `tests/data/complex/`: complex tensors (views, conversions, arithmetic), the transform
+/// kernels, every `torch.fft` op, `stft` and `istft`, and the calls PyTorch refuses.
+#[test]
+fn complex_tensors_and_transforms_match_pytorch() {
+    let n = check_dir("complex", 1e-4, 1e-4);
+    assert!(n >= 400, "only {n} cases");
+}
+
+/// Ops without a complex form refuse complex operands with an error naming the op and the
+/// dtype, at every level, rather than computing on the real parts.
+#[test]
+fn ops_without_complex_support_refuse_complex_tensors() {
+    let ctx = driver::default_context();
+    let z = runtime::kernels::complex::view_as_complex("t", &Tensor::from_vec(vec![1.0f32, 2.0, -3.0, 0.5], &[2, 2]).expect("parts"))
+        .expect("a complex tensor");
+    for op in ["aten.exp", "aten.sum", "aten.sigmoid"] {
+        let src = program(op, std::slice::from_ref(&z), &[Operand::Tensor(0)], 1, false);
+        for level in [0, 2] {
+            let err = support::torch_case::run(&ctx, &src, level, std::slice::from_ref(&z)).expect_err("complex input must be refused");
+            let base = op.trim_start_matches("aten.");
+            assert!(err.contains(base) && err.contains("complex"), "-O{level} {op}: {err}");
+        }
+    }
+}
+
 #[test]
 fn einsum_matches_pytorch() {
     let n = check_dir("einsum", 1e-4, 1e-2);
@@ -267,4 +330,26 @@ fn ctc_loss_matches_pytorch() {
 fn ldl_factorization_and_solve_match_pytorch() {
     let n = check_dir("ldl", 1e-4, 1e-4);
     assert!(n >= 35, "only {n} cases");
+}
+
+/// `tests/data/complex/spectrogram/model.pt2`: a `torch.export` program computing a magnitude
+/// spectrogram (`stft(...).abs()`) and returning the complex spectrum too, imported and run at
+/// `-O0` and `-O2` against PyTorch's outputs (the complex one read from safetensors' `C64`).
+#[test]
+fn an_exported_spectrogram_matches_pytorch() {
+    let dir = support::workspace_root().join("tests/data/complex/spectrogram");
+    let ctx = driver::default_context();
+    for level in [0, 2] {
+        let mut p = import::import_file(&ctx, &dir.join("model.pt2"), None).expect("imports");
+        if level > 0 {
+            let mut pm = pass::PassManager::parse(&driver::default_pass_registry(), &driver::pipeline_for_level(level), pass::PassManagerConfig::default())
+                .expect("the pipeline parses");
+            pm.run(&ctx, &mut p.module, &mut Vec::new()).expect("the pipeline runs");
+        }
+        let weights = driver::fixture::weights_from_import(&p.weights).expect("weights");
+        let compiled = runtime::compile(&p.module, &ctx, &weights, runtime::CompileOptions::default()).expect("compiles");
+        let report = driver::fixture::run_fixture(&compiled, &dir.join("io.safetensors"), 0).expect("runs");
+        assert_eq!(report.outputs.len(), 2, "-O{level}");
+        assert!(report.ok(), "-O{level}: {:?}", report.outputs);
+    }
 }

@@ -115,9 +115,14 @@ pub fn check_levels(
 
 /// `got` has `want`'s shape and dtype and each element is within `atol + rtol·|want|` of it
 /// (equal infinities and NaN against NaN match).
+/// Complex tensors compare part by part.
 pub fn matches(got: &Tensor, want: &Tensor, atol: f64, rtol: f64) -> Result<(), String> {
     if got.sizes() != want.sizes() || got.dtype() != want.dtype() {
         return Err(format!("{:?} {} instead of {:?} {}", got.sizes(), got.dtype().mlir_name(), want.sizes(), want.dtype().mlir_name()));
+    }
+    if got.dtype().is_complex() {
+        let parts = |t: &Tensor| runtime::kernels::complex::view_as_real("compare", t).map_err(|e| e.to_string());
+        return matches(&parts(got)?, &parts(want)?, atol, rtol);
     }
     for (i, (g, w)) in got.to_vec_f64().iter().zip(want.to_vec_f64()).enumerate() {
         if !((g - w).abs() <= atol + rtol * w.abs() || *g == w || (g.is_nan() && w.is_nan())) {

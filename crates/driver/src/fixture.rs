@@ -66,6 +66,14 @@ pub fn compare(got: &IValue, want: &Tensor, rtol: f64, atol: f64) -> Comparison 
     if got.dtype() != want.dtype() {
         return fail(format!("dtype {}, expected {}", got.dtype(), want.dtype()));
     }
+    if got.dtype().is_complex() {
+        // Complex tensors compare part by part.
+        let parts = |t: &Tensor| runtime::kernels::complex::view_as_real("compare", t);
+        return match (parts(&got), parts(want)) {
+            (Ok(g), Ok(w)) => compare(&IValue::Tensor(g), &w, rtol, atol),
+            (Err(e), _) | (_, Err(e)) => fail(e.to_string()),
+        };
+    }
     let (a, b) = (got.to_vec_f64(), want.to_vec_f64());
     let exact = !want.dtype().is_floating();
     let (mut max_abs, mut max_rel, mut bad) = (0f64, 0f64, 0usize);

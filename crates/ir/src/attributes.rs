@@ -73,7 +73,7 @@ impl DenseAttr {
             DType::I64 => i64::from_le_bytes(b.try_into().ok()?) as f64,
             DType::F32 => f32::from_le_bytes(b.try_into().ok()?) as f64,
             DType::F64 => f64::from_le_bytes(b.try_into().ok()?),
-            DType::F16 | DType::BF16 => return None,
+            DType::F16 | DType::BF16 | DType::C64 | DType::C128 => return None,
         })
     }
 
@@ -107,7 +107,7 @@ impl fmt::Display for DenseAttr {
         let n = self.num_elements();
         let sz = self.dtype().size_bytes();
         let all_same = n > 1 && (1..n).all(|i| self.data[i * sz..(i + 1) * sz] == self.data[..sz]);
-        let listable = !matches!(self.dtype(), DType::F16 | DType::BF16);
+        let listable = !matches!(self.dtype(), DType::F16 | DType::BF16 | DType::C64 | DType::C128);
         if listable && (all_same || n <= DENSE_LIST_LIMIT) {
             f.write_str("dense<")?;
             let count = if all_same { 1 } else { n };

@@ -15,18 +15,24 @@ pub enum DType {
     BF16,
     F32,
     F64,
+    /// `torch.complex64`: pairs of `f32` (real, imaginary), MLIR `complex<f32>`.
+    C64,
+    /// `torch.complex128`: pairs of `f64`, MLIR `complex<f64>`.
+    C128,
 }
 
-/// The category of a dtype in PyTorch's type-promotion lattice (bool < integral < floating).
+/// The category of a dtype in PyTorch's type-promotion lattice
+/// (bool < integral < floating < complex).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum DTypeCategory {
     Bool,
     Integral,
     Floating,
+    Complex,
 }
 
 impl DType {
-    pub const ALL: [DType; 10] = [
+    pub const ALL: [DType; 12] = [
         DType::Bool,
         DType::U8,
         DType::I8,
@@ -37,6 +43,8 @@ impl DType {
         DType::BF16,
         DType::F32,
         DType::F64,
+        DType::C64,
+        DType::C128,
     ];
 
     /// Size of one element in bytes.
@@ -45,7 +53,8 @@ impl DType {
             DType::Bool | DType::U8 | DType::I8 => 1,
             DType::I16 | DType::F16 | DType::BF16 => 2,
             DType::I32 | DType::F32 => 4,
-            DType::I64 | DType::F64 => 8,
+            DType::I64 | DType::F64 | DType::C64 => 8,
+            DType::C128 => 16,
         }
     }
 
@@ -54,6 +63,32 @@ impl DType {
             DType::Bool => DTypeCategory::Bool,
             DType::U8 | DType::I8 | DType::I16 | DType::I32 | DType::I64 => DTypeCategory::Integral,
             DType::F16 | DType::BF16 | DType::F32 | DType::F64 => DTypeCategory::Floating,
+            DType::C64 | DType::C128 => DTypeCategory::Complex,
+        }
+    }
+
+    pub fn is_complex(self) -> bool {
+        self.category() == DTypeCategory::Complex
+    }
+
+    /// The real dtype of a complex one's parts (`complex64` → `float32`); other dtypes are
+    /// their own.
+    pub fn to_real(self) -> DType {
+        match self {
+            DType::C64 => DType::F32,
+            DType::C128 => DType::F64,
+            d => d,
+        }
+    }
+
+    /// The complex dtype whose parts are this floating dtype (`float64` → `complex128`), as
+    /// PyTorch's `toComplexType`; `None` for dtypes that have none here (integers, bool,
+    /// `float16`/`bfloat16`, whose `complex32` this framework does not have).
+    pub fn to_complex(self) -> Option<DType> {
+        match self {
+            DType::F32 | DType::C64 => Some(DType::C64),
+            DType::F64 | DType::C128 => Some(DType::C128),
+            _ => None,
         }
     }
 
@@ -78,6 +113,8 @@ impl DType {
             DType::BF16 => "bf16",
             DType::F32 => "f32",
             DType::F64 => "f64",
+            DType::C64 => "complex<f32>",
+            DType::C128 => "complex<f64>",
         }
     }
 
@@ -98,6 +135,8 @@ impl DType {
             DType::BF16 => "bfloat16",
             DType::F32 => "float32",
             DType::F64 => "float64",
+            DType::C64 => "complex64",
+            DType::C128 => "complex128",
         }
     }
 
@@ -115,6 +154,8 @@ impl DType {
             "bfloat16" => DType::BF16,
             "float32" | "float" => DType::F32,
             "float64" | "double" => DType::F64,
+            "complex64" | "cfloat" => DType::C64,
+            "complex128" | "cdouble" => DType::C128,
             _ => return None,
         })
     }
@@ -131,6 +172,8 @@ impl DType {
             DType::F32 => 6,
             DType::F64 => 7,
             DType::Bool => 11,
+            DType::C64 => 9,
+            DType::C128 => 10,
             DType::BF16 => 15,
         }
     }
@@ -149,6 +192,10 @@ impl DType {
         match (a, b) {
             (Bool, x) | (x, Bool) => x,
             (F16, BF16) | (BF16, F16) => F32,
+            (C128, _) | (_, C128) => C128,
+            // complex64 with float64 widens the parts (`torch.promote_types` gives complex128).
+            (C64, F64) | (F64, C64) => C128,
+            (C64, _) | (_, C64) => C64,
             (x, y) if x.is_floating() && y.is_floating() => {
                 if x.size_bytes() >= y.size_bytes() { x } else { y }
             }
@@ -184,6 +231,10 @@ mod tests {
         assert_eq!(DType::promote(F16, BF16), F32);
         assert_eq!(DType::promote(I32, I64), I64);
         assert_eq!(DType::promote(F64, F16), F64);
+        assert_eq!(DType::promote(C64, F32), C64);
+        assert_eq!(DType::promote(C64, F64), C128);
+        assert_eq!(DType::promote(I64, C64), C64);
+        assert_eq!(DType::promote(C64, C128), C128);
     }
 
     #[test]

@@ -20,15 +20,16 @@ pub fn dtype_from_safetensors(d: StDtype) -> Result<DType> {
         StDtype::BF16 => DType::BF16,
         StDtype::F32 => DType::F32,
         StDtype::F64 => DType::F64,
+        StDtype::C64 => DType::C64,
         other => {
             return Err(KernelError::new("safetensors", format!("unsupported safetensors dtype {other:?}")));
         }
     })
 }
 
-/// The safetensors dtype of a `DType`.
-pub fn dtype_to_safetensors(d: DType) -> StDtype {
-    match d {
+/// The safetensors dtype of a `DType`; the format has no `complex128`.
+pub fn dtype_to_safetensors(d: DType) -> Result<StDtype> {
+    Ok(match d {
         DType::Bool => StDtype::BOOL,
         DType::U8 => StDtype::U8,
         DType::I8 => StDtype::I8,
@@ -39,7 +40,11 @@ pub fn dtype_to_safetensors(d: DType) -> StDtype {
         DType::BF16 => StDtype::BF16,
         DType::F32 => StDtype::F32,
         DType::F64 => StDtype::F64,
-    }
+        DType::C64 => StDtype::C64,
+        DType::C128 => {
+            return Err(KernelError::new("safetensors", "the safetensors format has no complex128 dtype"));
+        }
+    })
 }
 
 /// Parses a safetensors buffer into named tensors, in the file's order of data offsets.
@@ -77,12 +82,12 @@ pub fn save_safetensors_bytes(tensors: &[(String, Tensor)]) -> Result<Vec<u8>> {
     let views: Vec<(String, TensorView)> = data
         .iter()
         .map(|(name, d, shape, bytes)| {
-            TensorView::new(dtype_to_safetensors(*d), shape.clone(), bytes)
+            TensorView::new(dtype_to_safetensors(*d)?, shape.clone(), bytes)
                 .map(|v| (name.clone(), v))
                 .map_err(|e| KernelError::new("safetensors", format!("tensor '{name}': {e}")))
         })
         .collect::<Result<_>>()?;
-    safetensors::serialize(views, &None).map_err(|e| KernelError::new("safetensors", format!("cannot serialize: {e}")))
+    safetensors::serialize(views, None).map_err(|e| KernelError::new("safetensors", format!("cannot serialize: {e}")))
 }
 
 /// Saves named tensors to a safetensors file.

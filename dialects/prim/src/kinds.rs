@@ -45,7 +45,13 @@ fn verify_one_type(params: &[Attribute]) -> Result<(), String> {
 fn parse_dtype(p: &mut DialectParser<'_, '_>) -> Result<Vec<Attribute>, Diagnostic> {
     p.expect("<")?;
     let at = p.mark();
-    let name = p.parse_keyword()?;
+    let mut name = p.parse_keyword()?;
+    if name == "complex" && p.eat("<") {
+        // `complex<f32>`: the complex dtype spelled with its part type.
+        let part = p.parse_keyword()?;
+        p.expect(">")?;
+        name = format!("complex<{part}>");
+    }
     let d = DType::from_mlir_name(&name).ok_or_else(|| p.error_at(at, format!("unknown dtype '{name}'")))?;
     p.expect(">")?;
     Ok(vec![Attribute::Str(d.mlir_name().into())])

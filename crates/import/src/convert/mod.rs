@@ -97,6 +97,8 @@ pub(crate) fn dtype_of(st: ScalarType) -> Option<DType> {
         ScalarType::Float64 => DType::F64,
         ScalarType::Bool => DType::Bool,
         ScalarType::BFloat16 => DType::BF16,
+        ScalarType::ComplexFloat => DType::C64,
+        ScalarType::ComplexDouble => DType::C128,
         _ => return None,
     })
 }

@@ -143,7 +143,19 @@ impl<'a> Parser<'a> {
             let Some(e) = self.bare_id() else {
                 return Err(self.err(format!("expected tensor element type{}", self.found())));
             };
-            Some(DType::from_mlir_name(e).ok_or_else(|| self.err_at(epos, format!("unsupported tensor element type '{e}'")))?)
+            // `complex<f32>`: the element type with its part type.
+            let e = if e == "complex" && self.src[self.pos..].starts_with('<') {
+                let close = self.src[self.pos..].find('>').map(|i| self.pos + i + 1);
+                let Some(close) = close else {
+                    return Err(self.err("expected '>' closing the complex element type"));
+                };
+                let spelled = format!("complex{}", &self.src[self.pos..close]);
+                self.pos = close;
+                spelled
+            } else {
+                e.to_string()
+            };
+            Some(DType::from_mlir_name(&e).ok_or_else(|| self.err_at(epos, format!("unsupported tensor element type '{e}'")))?)
         };
         if self.eat(",") {
             self.ws();

@@ -563,6 +563,18 @@ impl Frame {
         buf: &[IValue],
         plan: &mut PlanState,
     ) -> Result<Produced, ExecError> {
+        // Complex tensors reach only kernels that handle them (see `kernels::complex`); the
+        // out-variants compute in real arithmetic, so complex operands take the kernel.
+        let (mut f, mut out_op) = (f, out_op);
+        let complex = crate::kernels::complex::first_complex(buf);
+        if let Some(d) = complex {
+            if let Some(g) = crate::kernels::complex::complex_form(&ins.name) {
+                f = g;
+            } else if !crate::kernels::complex::admits(&ins.name) {
+                return Err(kernel_error(ins, crate::kernels::complex::refuse(&ins.name, d)));
+            }
+            out_op = out_op.filter(|op| op.is_view());
+        }
         if let Some(op) = out_op.filter(|op| op.is_view()) {
             if let (Some(v), Some(IValue::Tensor(a))) = (out::view_layout(op, buf), buf.first()) {
                 let (meta, strides) = (v.meta, &v.strides[..v.meta.rank]);
@@ -608,7 +620,14 @@ impl Frame {
             .map_err(|e| kernel_error(ins, e))?;
             return Ok(Produced::Out(t, extra));
         }
-        f(buf).map(Produced::Many).map_err(|e| kernel_error(ins, e))
+        let vals = f(buf).map_err(|e| kernel_error(ins, e))?;
+        if complex.is_none()
+            && let Some(d) = crate::kernels::complex::first_complex(&vals)
+            && !crate::kernels::complex::admits(&ins.name)
+        {
+            return Err(kernel_error(ins, crate::kernels::complex::refuse(&ins.name, d)));
+        }
+        Ok(Produced::Many(vals))
     }
 }
 

@@ -323,6 +323,7 @@ pub fn apply_binary<F: BinaryFn>(op: &str, a: &Tensor, b: &Tensor, ct: DType, f:
         DType::I16 => int_binary::<i16, F>(op, a, b, f, &err),
         DType::I32 => int_binary::<i32, F>(op, a, b, f, &err),
         DType::I64 => int_binary::<i64, F>(op, a, b, f, &err),
+        DType::C64 | DType::C128 => Err(crate::kernels::complex::refuse(op, ct)),
     }?;
     if err.get() {
         return Err(KernelError::new(op.to_string(), "ZeroDivisionError: integer division by zero"));

@@ -145,7 +145,7 @@ fn index_select_impl(op: &'static str, x: &Tensor, dim: i64, index: &Tensor) -> 
         }
         out_sizes = vec![];
     }
-    dispatch_dtype!(x.dtype(), T => {
+    crate::dispatch_all_dtypes!(x.dtype(), T => {
         let src = x.contiguous()?;
         let src = src.as_slice::<T>()?;
         let mut out = Vec::with_capacity(outer * rows.len() * inner);

@@ -17,11 +17,14 @@ use crate::value::IValue;
 pub(crate) mod attention;
 pub mod binary;
 pub mod cast;
+pub mod complex;
 pub mod conv;
 pub mod creation;
 pub mod distance;
 pub mod elementwise;
+pub mod eigvals;
 pub mod embedding_bag;
+pub mod fft;
 pub use ::kernels::fastmath;
 pub mod index;
 pub mod resample;
@@ -136,6 +139,9 @@ pub fn register_all(r: &mut KernelRegistry) {
     special::register(r);
     matrix_exp::register(r);
     ctc::register(r);
+    complex::register(r);
+    fft::register(r);
+    eigvals::register(r);
 }
 
 /// Typed access to a kernel's arguments, with errors naming the op and the argument position.

@@ -9,7 +9,6 @@
 use dialect_aten::op;
 use super::linalg::outs;
 use super::{Args, KernelRegistry};
-use crate::dispatch_dtype;
 use crate::tensor::shape::contiguous_strides;
 use crate::tensor::{KernelError, Result, Scalar, Tensor};
 use crate::value::IValue;
@@ -113,7 +112,7 @@ fn pad_impl(op: &'static str, x: &Tensor, pad: &[i64], mode: Mode, value: Scalar
         maps[d] = Some((0..out_sizes[d] as i64).map(|o| source(mode, o, before, size)).collect());
     }
     let in_strides = contiguous_strides(sizes);
-    dispatch_dtype!(x.dtype(), T => {
+    crate::dispatch_all_dtypes!(x.dtype(), T => {
         let src = x.to_vec::<T>()?;
         let fill: T = value.to_element();
         let total: usize = out_sizes.iter().product();

@@ -18,7 +18,7 @@ fn list(ts: Vec<Tensor>) -> Result<Vec<IValue>> {
 /// Builds a fresh tensor of `sizes` whose element at each multi-index is read from `src` at
 /// the storage offset `map(index)` (or zero for `None`).
 fn remap(src: &Tensor, sizes: &[usize], map: impl Fn(&[usize]) -> Option<usize>) -> Result<Tensor> {
-    dispatch_dtype!(src.dtype(), T => {
+    crate::dispatch_all_dtypes!(src.dtype(), T => {
         let data = src.storage_slice::<T>()?;
         Tensor::build::<T>(sizes, |out| {
             if out.is_empty() {

@@ -47,7 +47,77 @@ pub trait Element: Copy + Send + Sync + PartialEq + Default + std::fmt::Debug + 
     fn from_i64(v: i64) -> Self;
     fn to_bool(self) -> bool;
     fn from_bool(v: bool) -> Self;
+    /// The value as a complex number `(real, imaginary)`; real types have no imaginary part.
+    #[inline(always)]
+    fn to_complex(self) -> (f64, f64) {
+        (self.to_f64(), 0.0)
+    }
+    /// From a complex number: real types keep the real part (PyTorch's complex-to-real cast).
+    #[inline(always)]
+    fn from_complex(re: f64, im: f64) -> Self {
+        let _ = im;
+        Self::from_f64(re)
+    }
 }
+
+/// `complex64`'s element: real and imaginary `f32` parts, laid out as two `f32`s.
+pub type C32 = num_complex::Complex<f32>;
+/// `complex128`'s element: real and imaginary `f64` parts.
+pub type C64 = num_complex::Complex<f64>;
+
+/// Complex elements read as real numbers (`to_f64`, `to_i64`) give their real part, as
+/// PyTorch's casts do; kernels that are not written for complex never see them (the
+/// interpreter refuses complex operands of ops without complex support).
+macro_rules! complex_element {
+    ($t:ty, $part:ty, $d:ident) => {
+        impl Element for $t {
+            const DTYPE: DType = DType::$d;
+            #[inline(always)]
+            fn to_f64(self) -> f64 {
+                self.re as f64
+            }
+            #[inline(always)]
+            fn from_f64(v: f64) -> Self {
+                <$t>::new(v as $part, 0.0)
+            }
+            #[inline(always)]
+            fn to_f32(self) -> f32 {
+                self.re as f32
+            }
+            #[inline(always)]
+            fn from_f32(v: f32) -> Self {
+                <$t>::new(v as $part, 0.0)
+            }
+            #[inline(always)]
+            fn to_i64(self) -> i64 {
+                f64_to_i64(self.re as f64)
+            }
+            #[inline(always)]
+            fn from_i64(v: i64) -> Self {
+                <$t>::new(v as $part, 0.0)
+            }
+            #[inline(always)]
+            fn to_bool(self) -> bool {
+                self.re != 0.0 || self.im != 0.0
+            }
+            #[inline(always)]
+            fn from_bool(v: bool) -> Self {
+                <$t>::new(v as u8 as $part, 0.0)
+            }
+            #[inline(always)]
+            fn to_complex(self) -> (f64, f64) {
+                (self.re as f64, self.im as f64)
+            }
+            #[inline(always)]
+            fn from_complex(re: f64, im: f64) -> Self {
+                <$t>::new(re as $part, im as $part)
+            }
+        }
+    };
+}
+
+complex_element!(C32, f32, C64);
+complex_element!(C64, f64, C128);
 
 macro_rules! int_element {
     ($t:ty, $d:ident, $from_f64:expr) => {
@@ -250,13 +320,22 @@ half_element!(bf16, BF16);
 /// Converts one element to another element type with PyTorch's casting rules.
 #[inline(always)]
 pub fn cast<S: Element, D: Element>(v: S) -> D {
-    let src_float = S::DTYPE.is_floating();
+    if D::DTYPE.is_complex() {
+        if S::DTYPE.is_complex() || S::DTYPE == DType::F64 {
+            let (re, im) = v.to_complex();
+            return D::from_complex(re, im);
+        }
+        // Real sources reach the parts as `f32` does (exact for every real dtype but f64/i64).
+        let re = if S::DTYPE.is_floating() { v.to_f32() as f64 } else { v.to_i64() as f64 };
+        return D::from_complex(re, 0.0);
+    }
+    let src_float = S::DTYPE.is_floating() || S::DTYPE.is_complex();
     match D::DTYPE {
         DType::Bool => D::from_bool(v.to_bool()),
         DType::F32 | DType::F64 if !src_float => D::from_i64(v.to_i64()),
         DType::F16 | DType::BF16 if !src_float => D::from_f32(v.to_i64() as f32),
         DType::F32 | DType::F64 | DType::F16 | DType::BF16 => {
-            if S::DTYPE == DType::F64 {
+            if matches!(S::DTYPE, DType::F64 | DType::C128) {
                 D::from_f64(v.to_f64())
             } else {
                 D::from_f32(v.to_f32())
@@ -272,7 +351,9 @@ pub fn cast<S: Element, D: Element>(v: S) -> D {
     }
 }
 
-/// Calls `$body` with the type alias `$T` bound to the element type of `$dtype`.
+/// Calls `$body` with the type alias `$T` bound to the element type of `$dtype`, for the real
+/// dtypes; a complex `$dtype` returns an error from the enclosing function (kernels written
+/// with this macro compute on real numbers: see `kernels::complex`).
 #[macro_export]
 macro_rules! dispatch_dtype {
     ($dtype:expr, $T:ident => $body:expr) => {
@@ -315,6 +396,70 @@ macro_rules! dispatch_dtype {
             }
             ir::DType::F64 => {
                 type $T = f64;
+                $body
+            }
+            d @ (ir::DType::C64 | ir::DType::C128) => {
+                return Err(::core::convert::From::from($crate::tensor::KernelError::new(
+                    "dispatch",
+                    format!("{} tensors are not supported by this kernel", d.torch_name()),
+                )));
+            }
+        }
+    };
+}
+
+/// Calls `$body` with the type alias `$T` bound to the element type of `$dtype`, complex
+/// dtypes included: for code that moves, copies or casts elements without computing on them.
+#[macro_export]
+macro_rules! dispatch_all_dtypes {
+    ($dtype:expr, $T:ident => $body:expr) => {
+        match $dtype {
+            ir::DType::Bool => {
+                type $T = bool;
+                $body
+            }
+            ir::DType::U8 => {
+                type $T = u8;
+                $body
+            }
+            ir::DType::I8 => {
+                type $T = i8;
+                $body
+            }
+            ir::DType::I16 => {
+                type $T = i16;
+                $body
+            }
+            ir::DType::I32 => {
+                type $T = i32;
+                $body
+            }
+            ir::DType::I64 => {
+                type $T = i64;
+                $body
+            }
+            ir::DType::F16 => {
+                type $T = half::f16;
+                $body
+            }
+            ir::DType::BF16 => {
+                type $T = half::bf16;
+                $body
+            }
+            ir::DType::F32 => {
+                type $T = f32;
+                $body
+            }
+            ir::DType::F64 => {
+                type $T = f64;
+                $body
+            }
+            ir::DType::C64 => {
+                type $T = $crate::tensor::C32;
+                $body
+            }
+            ir::DType::C128 => {
+                type $T = $crate::tensor::C64;
                 $body
             }
         }

@@ -14,14 +14,14 @@ use std::sync::Arc;
 
 use ir::DType;
 
-pub use element::{Element, cast, f64_to_i32, f64_to_i64};
+pub use element::{C32, C64, Element, cast, f64_to_i32, f64_to_i64};
 pub use error::{KernelError, Result, RuntimeError};
 pub use iter::{OffsetIter, for_each_offsets, for_each_row};
 pub use scalar::Scalar;
 pub use shape::{broadcast_all, broadcast_shapes, contiguous_strides, normalize_dim};
 pub use storage::{STORAGE_ALIGN, Storage};
 
-use crate::dispatch_dtype;
+use crate::dispatch_all_dtypes;
 use layout::Layout;
 
 /// Sizes and strides shared between tensors: a view made with them allocates nothing.
@@ -334,7 +334,7 @@ impl Tensor {
 
     /// The elements converted to `f64`, row-major (for tests and debugging).
     pub fn to_vec_f64(&self) -> Vec<f64> {
-        dispatch_dtype!(self.dtype, T => {
+        dispatch_all_dtypes!(self.dtype, T => {
             let data = match self.storage_slice::<T>() {
                 Ok(d) => d,
                 Err(_) => return Vec::new(),
@@ -345,7 +345,7 @@ impl Tensor {
 
     /// The elements converted to `i64`, row-major (floats truncate).
     pub fn to_vec_i64(&self) -> Vec<i64> {
-        dispatch_dtype!(self.dtype, T => {
+        dispatch_all_dtypes!(self.dtype, T => {
             let data = match self.storage_slice::<T>() {
                 Ok(d) => d,
                 Err(_) => return Vec::new(),
@@ -362,7 +362,7 @@ impl Tensor {
                 format!("a tensor with {} elements cannot be converted to a scalar", self.numel()),
             ));
         }
-        dispatch_dtype!(self.dtype, T => {
+        dispatch_all_dtypes!(self.dtype, T => {
             let data = self.storage_slice::<T>()?;
             Ok(Scalar::from_element(data[self.offset]))
         })
@@ -371,7 +371,7 @@ impl Tensor {
     /// Element at a multi-dimensional index, as `f64`.
     pub fn get_f64(&self, index: &[usize]) -> Result<f64> {
         let off = self.offset_of(index)?;
-        dispatch_dtype!(self.dtype, T => Ok(self.storage_slice::<T>()?[off].to_f64()))
+        dispatch_all_dtypes!(self.dtype, T => Ok(self.storage_slice::<T>()?[off].to_f64()))
     }
 
     fn offset_of(&self, index: &[usize]) -> Result<usize> {
@@ -393,7 +393,7 @@ impl Tensor {
 
     /// A fresh contiguous copy with elements converted to `dtype` (always copies).
     pub fn to_dtype(&self, dtype: DType) -> Result<Tensor> {
-        dispatch_dtype!(self.dtype, S => dispatch_dtype!(dtype, D => self.cast_copy::<S, D>()))
+        dispatch_all_dtypes!(self.dtype, S => dispatch_all_dtypes!(dtype, D => self.cast_copy::<S, D>()))
     }
 
     /// Converts to `dtype` only if needed (shares storage when the dtype already matches).
@@ -463,7 +463,7 @@ impl Tensor {
         } else {
             src
         };
-        dispatch_dtype!(self.dtype, T => self.copy_same::<T>(&src))
+        dispatch_all_dtypes!(self.dtype, T => self.copy_same::<T>(&src))
     }
 
     fn copy_same<T: Element>(&self, src: &Tensor) -> Result<()> {
@@ -485,7 +485,7 @@ impl Tensor {
 
     /// Sets every element of this view to `value` (PyTorch's `fill_`), writing through.
     pub fn fill_(&self, value: Scalar) -> Result<()> {
-        dispatch_dtype!(self.dtype, T => {
+        dispatch_all_dtypes!(self.dtype, T => {
             let v: T = value.to_element();
             let dst = self.storage.as_ptr() as *mut T;
             for_each_offsets(self.sizes(), [self.strides()], [self.offset], |[d]| {

@@ -79,7 +79,7 @@ impl Scalar {
     pub fn from_element<T: Element>(v: T) -> Scalar {
         match T::DTYPE {
             DType::Bool => Scalar::Bool(v.to_bool()),
-            d if d.is_floating() => Scalar::Float(v.to_f64()),
+            d if d.is_floating() || d.is_complex() => Scalar::Float(v.to_f64()),
             _ => Scalar::Int(v.to_i64()),
         }
     }

@@ -156,7 +156,7 @@ fn make_promotion_explicit(ctx: &Context, m: &mut Module, op: OpId, target: &str
             PromotionRule::FloatUnary => compute = float_result(compute),
             PromotionRule::SameAsResult => {
                 // True division and other floating results: compute in the result's dtype.
-                if let Some(r) = result.filter(|r| r.is_floating() && !compute.is_floating()) {
+                if let Some(r) = result.filter(|r| r.is_floating() && !compute.is_floating() && !compute.is_complex()) {
                     compute = r;
                 }
             }
@@ -166,7 +166,9 @@ fn make_promotion_explicit(ctx: &Context, m: &mut Module, op: OpId, target: &str
     };
     let mut casts = 0;
     for (k, d) in tensors {
-        if d == compute {
+        // A complex operand is never cast to a real dtype here: that would drop its imaginary
+        // part before an op that reads whole complex numbers (`abs`).
+        if d == compute || (d.is_complex() && !compute.is_complex()) {
             continue;
         }
         let v = m.operands(op)[k];

@@ -125,6 +125,18 @@ pub(super) const BINARY: &[OpRef] = &[
 
 pub(super) const HEADS: &[OpRef] = &[
     op::ABS,
+    op::ANGLE,
+    op::REAL,
+    op::IMAG,
+    op::VIEW_AS_REAL,
+    op::VIEW_AS_REAL_COPY,
+    op::VIEW_AS_COMPLEX,
+    op::VIEW_AS_COMPLEX_COPY,
+    op::COMPLEX,
+    op::POLAR,
+    op::_FFT_C2C,
+    op::_FFT_R2C,
+    op::_FFT_C2R,
     op::ADAPTIVE_AVG_POOL1D,
     op::ADAPTIVE_AVG_POOL2D,
     op::ADAPTIVE_AVG_POOL3D,

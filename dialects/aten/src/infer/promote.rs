@@ -14,6 +14,14 @@ pub enum PromoteArg {
 pub(super) fn combine_categories(higher: Option<DType>, lower: Option<DType>) -> Option<DType> {
     let Some(h) = higher else { return lower };
     let Some(l) = lower else { return Some(h) };
+    if h.is_complex() {
+        return Some(h);
+    }
+    if l.is_complex() {
+        // A complex 0-d tensor or number lifts a floating tensor to the complex type of its
+        // dtype; below floating the complex dtype itself wins.
+        return Some(if h.is_floating() { h.to_complex().unwrap_or(l) } else { l });
+    }
     if h.is_floating() {
         return Some(h);
     }
@@ -48,6 +56,7 @@ pub fn result_type<A: std::borrow::Borrow<PromoteArg>>(
                     DTypeCategory::Bool => DType::Bool,
                     DTypeCategory::Integral => DType::I64,
                     DTypeCategory::Floating => DEFAULT_FLOAT,
+                    DTypeCategory::Complex => DType::C64,
                 },
             ),
         }
@@ -58,5 +67,5 @@ pub fn result_type<A: std::borrow::Borrow<PromoteArg>>(
 /// The dtype of an op that computes in floating point (`exp`, true division): integral and
 /// bool inputs give the default float dtype.
 pub fn float_result(d: DType) -> DType {
-    if d.is_floating() { d } else { DEFAULT_FLOAT }
+    if d.is_floating() || d.is_complex() { d } else { DEFAULT_FLOAT }
 }

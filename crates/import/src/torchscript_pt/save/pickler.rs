@@ -56,6 +56,8 @@ pub fn storage_class(dtype: DType) -> &'static str {
         DType::I8 => "CharStorage",
         DType::U8 => "ByteStorage",
         DType::Bool => "BoolStorage",
+        DType::C64 => "ComplexFloatStorage",
+        DType::C128 => "ComplexDoubleStorage",
     }
 }
 

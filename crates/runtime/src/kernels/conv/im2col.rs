@@ -256,6 +256,7 @@ pub(super) fn with_conv_elem(
             })?
         }
         DType::Bool => return Err(KernelError::new(op, "not implemented for dtype bool")),
+        DType::C64 | DType::C128 => return Err(crate::kernels::complex::refuse(op, dt)),
     };
     r.cast_to(dt)
 }

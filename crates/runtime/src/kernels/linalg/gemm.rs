@@ -233,6 +233,7 @@ pub(super) fn batched_product(
             crate::dispatch_dtype!(dt, T => batched_int::<T>(op, batch, a, b, alpha, beta, init, &sizes))
         }
         DType::Bool => Err(KernelError::new(op, "not implemented for dtype bool")),
+        DType::C64 | DType::C128 => Err(crate::kernels::complex::refuse(op, dt)),
     }
 }
 

@@ -6,6 +6,7 @@
 //! decompositions) in `factor.rs`; views, shape ops and indexing in `views.rs`; creation, normalization,
 //! attention and scalars in `other.rs`.
 
+mod complex;
 mod factor;
 mod linalg;
 mod other;
@@ -88,6 +89,9 @@ pub(super) fn infer_key(
     let s = self_or(a);
     let sshape = s.as_ref().and_then(|t| t.shape.clone());
     let sdtype = s.as_ref().and_then(|t| t.dtype);
+    if let Some(r) = complex::infer(this, a) {
+        return r;
+    }
     // `_unwrap_optional` is the identity on a value that is present.
     if head == op::_UNWRAP_OPTIONAL {
         return Ok(a.tensor("optional").map(|t| vec![tensor(t.dtype, t.shape)]));

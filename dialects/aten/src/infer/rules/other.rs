@@ -172,7 +172,7 @@ pub(super) fn infer(head: OpRef, a: &Args) -> Result<Option<Vec<Type>>, String> 
             Some(DTypeCategory::Floating) => Type::float(),
             Some(DTypeCategory::Bool) => Type::bool(),
             Some(DTypeCategory::Integral) => Type::int(),
-            None => return Ok(None),
+            Some(DTypeCategory::Complex) | None => return Ok(None),
         },
         op::_ASSERT_TENSOR_METADATA | op::_ASSERT_ASYNC => return Ok(Some(vec![])),
         _ => return Ok(None),
