@@ -351,12 +351,12 @@ pub fn cast<S: Element, D: Element>(v: S) -> D {
     }
 }
 
-/// Calls `$body` with the type alias `$T` bound to the element type of `$dtype`, for the real
-/// dtypes; a complex `$dtype` returns an error from the enclosing function (kernels written
-/// with this macro compute on real numbers: see `kernels::complex`).
+/// The `match` behind [`dispatch_dtype!`] and [`dispatch_all_dtypes!`]: an arm per real dtype
+/// binding `$T`, then the caller's arms for the complex dtypes.
+#[doc(hidden)]
 #[macro_export]
-macro_rules! dispatch_dtype {
-    ($dtype:expr, $T:ident => $body:expr) => {
+macro_rules! dispatch_real_then {
+    ($dtype:expr, $T:ident => $body:expr; $($complex:tt)*) => {
         match $dtype {
             ir::DType::Bool => {
                 type $T = bool;
@@ -398,13 +398,25 @@ macro_rules! dispatch_dtype {
                 type $T = f64;
                 $body
             }
+            $($complex)*
+        }
+    };
+}
+
+/// Calls `$body` with the type alias `$T` bound to the element type of `$dtype`, for the real
+/// dtypes; a complex `$dtype` returns an error from the enclosing function (kernels written
+/// with this macro compute on real numbers: see `kernels::complex`).
+#[macro_export]
+macro_rules! dispatch_dtype {
+    ($dtype:expr, $T:ident => $body:expr) => {
+        $crate::dispatch_real_then!($dtype, $T => $body;
             d @ (ir::DType::C64 | ir::DType::C128) => {
                 return Err(::core::convert::From::from($crate::tensor::KernelError::new(
                     "dispatch",
                     format!("{} tensors are not supported by this kernel", d.torch_name()),
                 )));
             }
-        }
+        )
     };
 }
 
@@ -413,47 +425,7 @@ macro_rules! dispatch_dtype {
 #[macro_export]
 macro_rules! dispatch_all_dtypes {
     ($dtype:expr, $T:ident => $body:expr) => {
-        match $dtype {
-            ir::DType::Bool => {
-                type $T = bool;
-                $body
-            }
-            ir::DType::U8 => {
-                type $T = u8;
-                $body
-            }
-            ir::DType::I8 => {
-                type $T = i8;
-                $body
-            }
-            ir::DType::I16 => {
-                type $T = i16;
-                $body
-            }
-            ir::DType::I32 => {
-                type $T = i32;
-                $body
-            }
-            ir::DType::I64 => {
-                type $T = i64;
-                $body
-            }
-            ir::DType::F16 => {
-                type $T = half::f16;
-                $body
-            }
-            ir::DType::BF16 => {
-                type $T = half::bf16;
-                $body
-            }
-            ir::DType::F32 => {
-                type $T = f32;
-                $body
-            }
-            ir::DType::F64 => {
-                type $T = f64;
-                $body
-            }
+        $crate::dispatch_real_then!($dtype, $T => $body;
             ir::DType::C64 => {
                 type $T = $crate::tensor::C32;
                 $body
@@ -462,7 +434,7 @@ macro_rules! dispatch_all_dtypes {
                 type $T = $crate::tensor::C64;
                 $body
             }
-        }
+        )
     };
 }
 
