@@ -26,7 +26,8 @@ impl Tensor {
 }
 
 /// NumPy's type string of a dtype. NumPy has no bfloat16: its bits are shown as `uint16`, and
-/// the Python package views them as `torch.bfloat16`.
+/// the Python package views them as `torch.bfloat16`. Complex elements are NumPy's own
+/// `complex64`/`complex128` (pairs of floats, real part first).
 fn typestr(d: DType) -> &'static str {
     match d {
         DType::Bool => "|b1",
@@ -39,6 +40,8 @@ fn typestr(d: DType) -> &'static str {
         DType::BF16 => "<u2",
         DType::F32 => "<f4",
         DType::F64 => "<f8",
+        DType::C64 => "<c8",
+        DType::C128 => "<c16",
     }
 }
 
