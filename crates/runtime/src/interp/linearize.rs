@@ -601,7 +601,11 @@ impl<'a> Lin<'a> {
         let variant = out::lookup(&kname);
         let packed = variant.and_then(|o| prepack::prepack(o, &args));
         let out = if self.opts.out_variants || packed.is_some() { variant } else { None };
-        let instr = Instr { kind: Kind::Kernel { f, slot, out, packed }, args, outs, free, home: None, name, loc };
+        // Complex operands and results are looked for on each call only where the static types
+        // leave them possible: a complex or unknown tensor dtype, or a complex dtype constant.
+        let complex = operands.iter().chain(m.results(op)).any(|&v| crate::kernels::complex::may_be_complex(m.value_type(v)))
+            || args.iter().any(|a| matches!(a, Arg::Const(c) if crate::kernels::complex::first_complex(std::slice::from_ref(c)).is_some()));
+        let instr = Instr { kind: Kind::Kernel { f, slot, out, packed, complex }, args, outs, free, home: None, name, loc };
         if live_vals.is_empty() && self.hoist(op, &instr) {
             return Ok(None);
         }

@@ -83,8 +83,10 @@ pub(crate) enum ListKind {
 pub(crate) enum Kind {
     /// An ATen kernel with its arguments in schema order; `slot` indexes the runtime's
     /// per-instruction argument buffers; `out` is the out-variant used when the value is planned;
-    /// `packed`, the constant operand of a matrix product packed at compile time for it.
-    Kernel { f: KernelFn, slot: usize, out: Option<out::OutOp>, packed: Option<Arc<prepack::Prepacked>> },
+    /// `packed`, the constant operand of a matrix product packed at compile time for it;
+    /// `complex`, whether an operand or result may be complex when the program runs (decided
+    /// from the static types, so calls on real tensors never look for complex ones).
+    Kernel { f: KernelFn, slot: usize, out: Option<out::OutOp>, packed: Option<Arc<prepack::Prepacked>>, complex: bool },
     ListConstruct(ListKind),
     ListUnpack,
     TupleConstruct,

@@ -295,7 +295,7 @@ impl Frame {
 
     fn step(&mut self, ins: &Instr, plan: &mut PlanState) -> Result<(), ExecError> {
         match &ins.kind {
-            Kind::Kernel { f, slot, out, packed } => return self.kernel(ins, *f, *slot, *out, packed.as_deref(), plan),
+            Kind::Kernel { f, slot, out, packed, .. } => return self.kernel(ins, *f, *slot, *out, packed.as_deref(), plan),
             Kind::ListConstruct(kind) => {
                 let vals = self.take_all(&ins.args);
                 let list = build_list(*kind, vals);
@@ -565,8 +565,10 @@ impl Frame {
     ) -> Result<Produced, ExecError> {
         // Complex tensors reach only kernels that handle them (see `kernels::complex`); the
         // out-variants compute in real arithmetic, so complex operands take the kernel.
+        // Instructions whose operands and results are statically real skip the look.
         let (mut f, mut out_op) = (f, out_op);
-        let complex = crate::kernels::complex::first_complex(buf);
+        let gated = matches!(ins.kind, Kind::Kernel { complex: true, .. });
+        let complex = if gated { crate::kernels::complex::first_complex(buf) } else { None };
         if let Some(d) = complex {
             if let Some(g) = crate::kernels::complex::complex_form(&ins.name) {
                 f = g;
@@ -621,7 +623,8 @@ impl Frame {
             return Ok(Produced::Out(t, extra));
         }
         let vals = f(buf).map_err(|e| kernel_error(ins, e))?;
-        if complex.is_none()
+        if gated
+            && complex.is_none()
             && let Some(d) = crate::kernels::complex::first_complex(&vals)
             && !crate::kernels::complex::admits(&ins.name)
         {

@@ -86,6 +86,20 @@ fn aten_name(op: &str) -> std::borrow::Cow<'_, str> {
     }
 }
 
+/// Whether a value of static type `ty` may hold a complex tensor or a complex dtype when the
+/// program runs: a tensor whose dtype is complex or not known until then, or a list, optional
+/// or tuple of one. Scalars, strings and devices never do.
+pub fn may_be_complex(ty: &ir::Type) -> bool {
+    use dialect_prim::kinds::{Kind, kind};
+    match kind(ty) {
+        Kind::Tensor(t) => t.dtype.is_none_or(|d| d.is_complex()),
+        Kind::Int | Kind::Float | Kind::Bool | Kind::None | Kind::Str | Kind::Device | Kind::Function { .. } => false,
+        Kind::Tuple(items) => items.iter().any(may_be_complex),
+        Kind::List(e) | Kind::Optional(e) => may_be_complex(e),
+        Kind::Any | Kind::Other => true,
+    }
+}
+
 /// The complex dtype of the first complex tensor among `values`, if any.
 pub fn first_complex(values: &[IValue]) -> Option<DType> {
     fn of(v: &IValue) -> Option<DType> {

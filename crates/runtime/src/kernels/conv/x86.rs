@@ -134,9 +134,7 @@ unsafe fn pack_one_run(plan: &PanelPlan<'_>, x: &[f32], channels: usize, run: &R
 /// The CPU supports AVX2; `plan.nr == 16` and the geometry's stride along rows is 1.
 #[target_feature(enable = "avx2")]
 pub(super) unsafe fn pack_avx2(plan: &PanelPlan<'_>, x: &[f32], channels: usize, runs: &[Run], dst: &mut [f32]) {
-    let g = plan.g;
-    let [ki, kj, kk] = g.kernel;
-    let plane = g.input.iter().product::<usize>();
+    let kk = plan.g.kernel[2];
     if kk > MAX_TAPS || runs.len() > NR_AVX2 {
         return plan.pack_rows(x, channels, runs, dst);
     }
@@ -151,6 +149,38 @@ pub(super) unsafe fn pack_avx2(plan: &PanelPlan<'_>, x: &[f32], channels: usize,
             *piece = plan.lanes(run, e);
         }
     }
+    // SAFETY: the loads read the lanes of `mask` only, `xc[base + off + lane]`, inside the
+    // input row (`piece`); masked-off lanes are not accessed.
+    let load = |p: *const f32, mask: u32| unsafe {
+        let (m0, m1) = lane_masks(mask);
+        (_mm256_maskload_ps(p, m0), _mm256_maskload_ps(p.wrapping_add(8), m1))
+    };
+    // SAFETY: forwarded, with a load that reads only the lanes its mask selects.
+    unsafe { pack_pieces_avx2(plan, x, channels, runs, &pieces, dst, load) }
+}
+
+/// The loop of the AVX2 panel packers: for each channel, tap row and tap column, a panel row
+/// of 16 lanes is assembled in two 8-lane registers from every run's in-range piece, `load(p,
+/// mask)` giving the piece's two halves with zeros outside `mask` (`p`, the address of the
+/// element panel lane 0 would read, may lie before the input), merged by `or` and stored whole.
+///
+/// # Safety
+/// The CPU supports AVX2 (the callers enable it); `dst` holds `channels · taps` panel rows;
+/// `load` reads only the elements of the lanes its mask selects, which `pieces` keeps inside
+/// their input rows.
+#[inline(always)]
+unsafe fn pack_pieces_avx2(
+    plan: &PanelPlan<'_>,
+    x: &[f32],
+    channels: usize,
+    runs: &[Run],
+    pieces: &[[(u32, isize); NR_AVX2]; MAX_TAPS],
+    dst: &mut [f32],
+    load: impl Fn(*const f32, u32) -> (__m256, __m256),
+) {
+    let g = plan.g;
+    let [ki, kj, kk] = g.kernel;
+    let plane = g.input.iter().product::<usize>();
     let rows = channels * ki * kj * kk;
     let dst = &mut dst[..rows * NR_AVX2];
     let mut out = dst.as_mut_ptr();
@@ -163,25 +193,20 @@ pub(super) unsafe fn pack_avx2(plan: &PanelPlan<'_>, x: &[f32], channels: usize,
                     *base = plan.row_base(run, a, b);
                 }
                 for per_run in &pieces[..kk] {
-                    let (mut lo, mut hi) = (_mm256_setzero_ps(), _mm256_setzero_ps());
-                    for (&(mask, off), base) in per_run.iter().zip(&bases[..runs.len()]) {
-                        let Some(base) = *base else { continue };
-                        if mask == 0 {
-                            continue;
-                        }
-                        // The lanes the mask selects read `xc[base + off + lane]`, inside
-                        // the input row (`piece`); the pointer itself may lie before `xc`.
-                        let p = xc.as_ptr().wrapping_offset(base as isize + off);
-                        let (m0, m1) = lane_masks(mask);
-                        // SAFETY: masked-off lanes are not accessed; the others are in bounds.
-                        unsafe {
-                            lo = _mm256_or_ps(lo, _mm256_maskload_ps(p, m0));
-                            hi = _mm256_or_ps(hi, _mm256_maskload_ps(p.wrapping_add(8), m1));
-                        }
-                    }
-                    // SAFETY: `out` walks `dst`'s `rows` rows of 16, one per tap (the loops
-                    // run `rows` times).
+                    // SAFETY: AVX2 is enabled in the callers this is inlined into; the loads
+                    // are the caller's; `out` walks `dst`'s `rows` rows of 16, one per tap
+                    // (the loops run `rows` times).
                     unsafe {
+                        let (mut lo, mut hi) = (_mm256_setzero_ps(), _mm256_setzero_ps());
+                        for (&(mask, off), base) in per_run.iter().zip(&bases[..runs.len()]) {
+                            let Some(base) = *base else { continue };
+                            if mask == 0 {
+                                continue;
+                            }
+                            let (l, h) = load(xc.as_ptr().wrapping_offset(base as isize + off), mask);
+                            lo = _mm256_or_ps(lo, l);
+                            hi = _mm256_or_ps(hi, h);
+                        }
                         _mm256_storeu_ps(out, lo);
                         _mm256_storeu_ps(out.add(8), hi);
                         out = out.add(NR_AVX2);
@@ -202,9 +227,7 @@ pub(super) unsafe fn pack_avx2(plan: &PanelPlan<'_>, x: &[f32], channels: usize,
 /// The CPU supports AVX2; `plan.nr == 16` and the geometry's stride along rows is 2.
 #[target_feature(enable = "avx2")]
 pub(super) unsafe fn pack_stride2_avx2(plan: &PanelPlan<'_>, x: &[f32], channels: usize, runs: &[Run], dst: &mut [f32]) {
-    let g = plan.g;
-    let [ki, kj, kk] = g.kernel;
-    let plane = g.input.iter().product::<usize>();
+    let kk = plan.g.kernel[2];
     if kk > MAX_TAPS || runs.len() > NR_AVX2 {
         return plan.pack_rows(x, channels, runs, dst);
     }
@@ -224,55 +247,21 @@ pub(super) unsafe fn pack_stride2_avx2(plan: &PanelPlan<'_>, x: &[f32], channels
         let s = _mm256_shuffle_ps::<0b10_00_10_00>(a, b);
         _mm256_castpd_ps(_mm256_permute4x64_pd::<0b11_01_10_00>(_mm256_castps_pd(s)))
     };
-    let rows = channels * ki * kj * kk;
-    let dst = &mut dst[..rows * NR_AVX2];
-    let mut out = dst.as_mut_ptr();
-    for c in 0..channels {
-        let xc = &x[c * plane..(c + 1) * plane];
-        for a in 0..ki {
-            for b in 0..kj {
-                let mut bases = [None; NR_AVX2];
-                for (base, run) in bases.iter_mut().zip(runs) {
-                    *base = plan.row_base(run, a, b);
-                }
-                for per_run in &pieces[..kk] {
-                    let (mut lo, mut hi) = (_mm256_setzero_ps(), _mm256_setzero_ps());
-                    for (&(mask, off), base) in per_run.iter().zip(&bases[..runs.len()]) {
-                        let Some(base) = *base else { continue };
-                        if mask == 0 {
-                            continue;
-                        }
-                        // The elements the masks select, `xc[base + off + 2·lane]` for the
-                        // piece's lanes, lie inside the input row (`piece`); the pointer itself
-                        // may lie before `xc`.
-                        let p = xc.as_ptr().wrapping_offset(base as isize + off);
-                        // SAFETY: reads of the mask table, and masked loads whose masked-off
-                        // elements are not accessed; the others are in bounds.
-                        unsafe {
-                            let m = |q: u32| {
-                                _mm256_loadu_si256(EVEN_MASKS[((mask >> (4 * q)) & 15) as usize].as_ptr() as *const __m256i)
-                            };
-                            let v0 = _mm256_maskload_ps(p, m(0));
-                            let v1 = _mm256_maskload_ps(p.wrapping_add(8), m(1));
-                            lo = _mm256_or_ps(lo, evens(v0, v1));
-                            if mask >> 8 != 0 {
-                                let v2 = _mm256_maskload_ps(p.wrapping_add(16), m(2));
-                                let v3 = _mm256_maskload_ps(p.wrapping_add(24), m(3));
-                                hi = _mm256_or_ps(hi, evens(v2, v3));
-                            }
-                        }
-                    }
-                    // SAFETY: `out` walks `dst`'s `rows` rows of 16, one per tap (the loops
-                    // run `rows` times).
-                    unsafe {
-                        _mm256_storeu_ps(out, lo);
-                        _mm256_storeu_ps(out.add(8), hi);
-                        out = out.add(NR_AVX2);
-                    }
-                }
-            }
-        }
-    }
+    // SAFETY: the masked loads read the elements the masks select, `xc[base + off + 2·lane]`
+    // for the piece's lanes, inside the input row (`piece`); masked-off elements are not
+    // accessed.
+    let load = |p: *const f32, mask: u32| unsafe {
+        let m = |q: u32| _mm256_loadu_si256(EVEN_MASKS[((mask >> (4 * q)) & 15) as usize].as_ptr() as *const __m256i);
+        let lo = evens(_mm256_maskload_ps(p, m(0)), _mm256_maskload_ps(p.wrapping_add(8), m(1)));
+        let hi = if mask >> 8 != 0 {
+            evens(_mm256_maskload_ps(p.wrapping_add(16), m(2)), _mm256_maskload_ps(p.wrapping_add(24), m(3)))
+        } else {
+            _mm256_setzero_ps()
+        };
+        (lo, hi)
+    };
+    // SAFETY: forwarded, with a load that reads only the elements its mask selects.
+    unsafe { pack_pieces_avx2(plan, x, channels, runs, &pieces, dst, load) }
 }
 
 /// Entry `n` masks the even elements `2·t` of an 8-lane vector for the bits `t` of `n`: the
