@@ -36,8 +36,18 @@ pub struct Depthwise {
 }
 
 impl Depthwise {
-    /// Outputs summed at once per tile: a few vector registers of accumulators on every path.
+    /// The widest tile: outputs summed at once in a few vector registers of accumulators on
+    /// every path. Small planes take a narrower one ([`Depthwise::tile`]).
     const TILE: usize = 64;
+
+    /// The tile width for this geometry: the widest of 64, 32 and 16 outputs that computes at
+    /// most 1/16 more outputs past the plane's last row than tiles of 16 do (a 7×7 plane with
+    /// a 5×5 kernel computes 80 outputs in tiles of 16 and 128 in tiles of 64).
+    fn tile(&self) -> usize {
+        let q = self.output[0] * self.phase_dims().1;
+        let padded = |t: usize| q.div_ceil(t) * t;
+        [Self::TILE, 32].into_iter().find(|&t| padded(t) * 16 <= padded(16) * 17).unwrap_or(16)
+    }
 
     /// Rows and row length of one sub-plane of the polyphase layout.
     fn phase_dims(&self) -> (usize, usize) {
@@ -56,7 +66,8 @@ impl Depthwise {
 
     /// Outputs computed per channel (whole tiles over `oh` rows of `pw`).
     fn padded_outputs(&self) -> usize {
-        (self.output[0] * self.phase_dims().1).div_ceil(Self::TILE) * Self::TILE
+        let t = self.tile();
+        (self.output[0] * self.phase_dims().1).div_ceil(t) * t
     }
 
     fn check(&self, op: &'static str, images: usize, x: &[f32], w: &[f32], bias: Option<&[f32]>, out: &[f32]) -> Result<()> {
@@ -177,9 +188,13 @@ pub fn depthwise(
                 // SAFETY: `out` holds `units·oh·ow` elements (checked), and each unit's plane
                 // is written by the one task that owns the unit.
                 let o = unsafe { std::slice::from_raw_parts_mut(dst.get().add(u * oh * ow), oh * ow) };
-                match isa {
-                    Isa::Generic => channel::<false>(isa, d, plane, taps, b, act, tile, o),
-                    _ => channel::<true>(isa, d, plane, taps, b, act, tile, o),
+                match (isa, d.tile()) {
+                    (Isa::Generic, 16) => channel::<false, 16>(isa, d, plane, taps, b, act, tile, o),
+                    (Isa::Generic, 32) => channel::<false, 32>(isa, d, plane, taps, b, act, tile, o),
+                    (Isa::Generic, _) => channel::<false, 64>(isa, d, plane, taps, b, act, tile, o),
+                    (_, 16) => channel::<true, 16>(isa, d, plane, taps, b, act, tile, o),
+                    (_, 32) => channel::<true, 32>(isa, d, plane, taps, b, act, tile, o),
+                    _ => channel::<true, 64>(isa, d, plane, taps, b, act, tile, o),
                 }
             }
         })
@@ -199,10 +214,10 @@ thread_local! {
     static SCRATCH: std::cell::RefCell<Vec<f32>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
-/// One channel: the taps over the polyphase `plane`, tile by tile into `tile`, then its rows
-/// (the first `ow` of every `pw`) activated into `out`.
+/// One channel: the taps over the polyphase `plane`, tile by tile (`T` outputs, [`Depthwise::tile`])
+/// into `tile`, then its rows (the first `ow` of every `pw`) activated into `out`.
 #[allow(clippy::too_many_arguments)]
-fn channel<const FMA: bool>(
+fn channel<const FMA: bool, const T: usize>(
     isa: Isa,
     d: &Depthwise,
     plane: &[f32],
@@ -222,7 +237,6 @@ fn channel<const FMA: bool>(
             let [dh, dw] = d.dilation;
             let (_, pw) = d.phase_dims();
             let len = d.phase_len();
-            const T: usize = Depthwise::TILE;
             let total = d.padded_outputs();
             for (n, chunk) in tile[..total].chunks_exact_mut(T).enumerate() {
                 let q0 = n * T;
@@ -301,6 +315,9 @@ mod tests {
             geometry(2, [8, 8], [3, 3], [2, 2], [1, 1], [1, 1]),
             geometry(3, [10, 12], [3, 3], [2, 2], [0, 0], [1, 1]),
             geometry(2, [9, 13], [4, 4], [2, 2], [0, 0], [1, 1]),
+            // Tiles of 16 and of 32.
+            geometry(3, [7, 7], [5, 5], [1, 1], [2, 2], [1, 1]),
+            geometry(2, [14, 14], [3, 3], [1, 1], [1, 1], [1, 1]),
         ];
         let mut rng = Gen(7);
         for d in cases {
@@ -327,6 +344,13 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn small_planes_take_narrow_tiles() {
+        assert_eq!(geometry(1, [7, 7], [5, 5], [1, 1], [2, 2], [1, 1]).tile(), 16);
+        assert_eq!(geometry(1, [14, 14], [3, 3], [1, 1], [1, 1], [1, 1]).tile(), 32);
+        assert_eq!(geometry(1, [56, 56], [3, 3], [1, 1], [1, 1], [1, 1]).tile(), 64);
     }
 
     #[test]
