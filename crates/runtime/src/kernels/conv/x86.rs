@@ -149,9 +149,14 @@ pub(super) unsafe fn pack_avx2(plan: &PanelPlan<'_>, x: &[f32], channels: usize,
             *piece = plan.lanes(run, e);
         }
     }
-    // SAFETY: the loads read the lanes of `mask` only, `xc[base + off + lane]`, inside the
-    // input row (`piece`); masked-off lanes are not accessed.
-    let load = |p: *const f32, mask: u32| unsafe {
+    // A full piece is two plain loads (masked loads cost more than plain ones on some CPUs).
+    // SAFETY: the loads read the lanes of `mask` only, `xc[at + lane]`, inside the input row
+    // (`piece`; a full mask selects all 16); masked-off lanes are not accessed.
+    let load = |xc: &[f32], at: isize, mask: u32| unsafe {
+        let p = xc.as_ptr().wrapping_offset(at);
+        if mask == FULL {
+            return (_mm256_loadu_ps(p), _mm256_loadu_ps(p.add(8)));
+        }
         let (m0, m1) = lane_masks(mask);
         (_mm256_maskload_ps(p, m0), _mm256_maskload_ps(p.wrapping_add(8), m1))
     };
@@ -160,9 +165,10 @@ pub(super) unsafe fn pack_avx2(plan: &PanelPlan<'_>, x: &[f32], channels: usize,
 }
 
 /// The loop of the AVX2 panel packers: for each channel, tap row and tap column, a panel row
-/// of 16 lanes is assembled in two 8-lane registers from every run's in-range piece, `load(p,
-/// mask)` giving the piece's two halves with zeros outside `mask` (`p`, the address of the
-/// element panel lane 0 would read, may lie before the input), merged by `or` and stored whole.
+/// of 16 lanes is assembled in two 8-lane registers from every run's in-range piece, `load(xc,
+/// at, mask)` giving the piece's two halves with zeros outside `mask` (`at`, the index in the
+/// channel's input `xc` of the element panel lane 0 would read, may be negative), merged by
+/// `or` and stored whole.
 ///
 /// # Safety
 /// The CPU supports AVX2 (the callers enable it); `dst` holds `channels · taps` panel rows;
@@ -176,7 +182,7 @@ unsafe fn pack_pieces_avx2(
     runs: &[Run],
     pieces: &[[(u32, isize); NR_AVX2]; MAX_TAPS],
     dst: &mut [f32],
-    load: impl Fn(*const f32, u32) -> (__m256, __m256),
+    load: impl Fn(&[f32], isize, u32) -> (__m256, __m256),
 ) {
     let g = plan.g;
     let [ki, kj, kk] = g.kernel;
@@ -203,7 +209,7 @@ unsafe fn pack_pieces_avx2(
                             if mask == 0 {
                                 continue;
                             }
-                            let (l, h) = load(xc.as_ptr().wrapping_offset(base as isize + off), mask);
+                            let (l, h) = load(xc, base as isize + off, mask);
                             lo = _mm256_or_ps(lo, l);
                             hi = _mm256_or_ps(hi, h);
                         }
@@ -247,10 +253,18 @@ pub(super) unsafe fn pack_stride2_avx2(plan: &PanelPlan<'_>, x: &[f32], channels
         let s = _mm256_shuffle_ps::<0b10_00_10_00>(a, b);
         _mm256_castpd_ps(_mm256_permute4x64_pd::<0b11_01_10_00>(_mm256_castps_pd(s)))
     };
-    // SAFETY: the masked loads read the elements the masks select, `xc[base + off + 2·lane]`
-    // for the piece's lanes, inside the input row (`piece`); masked-off elements are not
-    // accessed.
-    let load = |p: *const f32, mask: u32| unsafe {
+    // A full piece whose last odd element is in the input too is four plain loads (masked
+    // loads cost more than plain ones on some CPUs).
+    // SAFETY: the plain loads read `xc[at..at + 32]`, in bounds (`at` ≥ 0 as lane 0 is in the
+    // row, and checked against the end); the masked loads read the elements the masks select,
+    // `xc[at + 2·lane]` for the piece's lanes, inside the input row (`piece`); masked-off
+    // elements are not accessed.
+    let load = |xc: &[f32], at: isize, mask: u32| unsafe {
+        let p = xc.as_ptr().wrapping_offset(at);
+        if mask == FULL && at + 32 <= xc.len() as isize {
+            let lo = evens(_mm256_loadu_ps(p), _mm256_loadu_ps(p.add(8)));
+            return (lo, evens(_mm256_loadu_ps(p.add(16)), _mm256_loadu_ps(p.add(24))));
+        }
         let m = |q: u32| _mm256_loadu_si256(EVEN_MASKS[((mask >> (4 * q)) & 15) as usize].as_ptr() as *const __m256i);
         let lo = evens(_mm256_maskload_ps(p, m(0)), _mm256_maskload_ps(p.wrapping_add(8), m(1)));
         let hi = if mask >> 8 != 0 {
@@ -263,6 +277,9 @@ pub(super) unsafe fn pack_stride2_avx2(plan: &PanelPlan<'_>, x: &[f32], channels
     // SAFETY: forwarded, with a load that reads only the elements its mask selects.
     unsafe { pack_pieces_avx2(plan, x, channels, runs, &pieces, dst, load) }
 }
+
+/// The mask of a piece filling all 16 lanes of a panel row.
+const FULL: u32 = (1 << NR_AVX2) - 1;
 
 /// Entry `n` masks the even elements `2·t` of an 8-lane vector for the bits `t` of `n`: the
 /// input elements of four panel lanes at stride 2.
