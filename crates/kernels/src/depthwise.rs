@@ -64,6 +64,24 @@ impl Depthwise {
         (rows + 1) * pw + Self::TILE
     }
 
+    /// Each tap's offset in the polyphase plane, row by row: output `q` of the plane's
+    /// numbering reads `plane[offset + q]` for the tap.
+    fn tap_offsets(&self) -> Vec<usize> {
+        let [kh, kw] = self.kernel;
+        let [sh, sw] = self.stride;
+        let [dh, dw] = self.dilation;
+        let (pw, len) = (self.phase_dims().1, self.phase_len());
+        let mut offsets = Vec::with_capacity(kh * kw);
+        for a in 0..kh {
+            let (ra, pa) = (a * dh / sh, a * dh % sh);
+            for b in 0..kw {
+                let (cb, qb) = (b * dw / sw, b * dw % sw);
+                offsets.push((pa * sw + qb) * len + ra * pw + cb);
+            }
+        }
+        offsets
+    }
+
     /// Outputs computed per channel (whole tiles over `oh` rows of `pw`).
     fn padded_outputs(&self) -> usize {
         let t = self.tile();
@@ -173,9 +191,15 @@ pub fn depthwise(
     let threads = parallel::threads();
     let tasks = if threads > 1 && fmas >= PARALLEL_MIN_FMAS { (threads * TASKS_PER_THREAD).min(units) } else { 1 };
     let dst = parallel::SharedOut(out.as_mut_ptr());
+    let offsets = d.tap_offsets();
+    // Every tile's reads lie inside the plane, which the vector loops rely on.
+    let plane_len = d.stride[0] * d.stride[1] * d.phase_len();
+    if offsets.iter().any(|&o| o + d.padded_outputs() > plane_len) || offsets.len() != kh * kw {
+        return Err(Error::new(op, format!("internal error: depthwise taps outside the padded plane for {d:?}")));
+    }
     parallel::for_each(tasks, |t| {
         SCRATCH.with_borrow_mut(|buf| {
-            let (plane_len, tile_len) = (d.stride[0] * d.stride[1] * d.phase_len(), d.padded_outputs());
+            let tile_len = d.padded_outputs();
             if buf.len() < plane_len + tile_len {
                 buf.resize(plane_len + tile_len, 0.0);
             }
@@ -188,13 +212,10 @@ pub fn depthwise(
                 // SAFETY: `out` holds `units·oh·ow` elements (checked), and each unit's plane
                 // is written by the one task that owns the unit.
                 let o = unsafe { std::slice::from_raw_parts_mut(dst.get().add(u * oh * ow), oh * ow) };
-                match (isa, d.tile()) {
-                    (Isa::Generic, 16) => channel::<false, 16>(isa, d, plane, taps, b, act, tile, o),
-                    (Isa::Generic, 32) => channel::<false, 32>(isa, d, plane, taps, b, act, tile, o),
-                    (Isa::Generic, _) => channel::<false, 64>(isa, d, plane, taps, b, act, tile, o),
-                    (_, 16) => channel::<true, 16>(isa, d, plane, taps, b, act, tile, o),
-                    (_, 32) => channel::<true, 32>(isa, d, plane, taps, b, act, tile, o),
-                    _ => channel::<true, 64>(isa, d, plane, taps, b, act, tile, o),
+                match d.tile() {
+                    16 => channel::<16>(isa, d, plane, &offsets, taps, b, act, tile, o),
+                    32 => channel::<32>(isa, d, plane, &offsets, taps, b, act, tile, o),
+                    _ => channel::<64>(isa, d, plane, &offsets, taps, b, act, tile, o),
                 }
             }
         })
@@ -215,53 +236,87 @@ thread_local! {
 }
 
 /// One channel: the taps over the polyphase `plane`, tile by tile (`T` outputs, [`Depthwise::tile`])
-/// into `tile`, then its rows (the first `ow` of every `pw`) activated into `out`.
+/// into `tile`, then its rows (the first `ow` of every `pw`) activated into `out`. `offsets`
+/// holds each tap's offset in the plane ([`Depthwise::tap_offsets`]).
 #[allow(clippy::too_many_arguments)]
-fn channel<const FMA: bool, const T: usize>(
+fn channel<const T: usize>(
     isa: Isa,
     d: &Depthwise,
     plane: &[f32],
+    offsets: &[usize],
     taps: &[f32],
     bias: f32,
     act: Activation,
     tile: &mut [f32],
     out: &mut [f32],
 ) {
+    let tile = &mut tile[..d.padded_outputs()];
+    match isa {
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: AVX2 and FMA are available (`isa` is capped at the thread's, and AVX-512
+        // hosts have both); every read is inside `plane` and `taps` has a weight per offset
+        // (checked by the caller, `depthwise`).
+        Isa::Avx2 | Isa::Avx512 => unsafe { x86::tiles::<T>(plane, offsets, taps, bias, tile) },
+        _ => tiles_generic::<T>(plane, offsets, taps, bias, tile),
+    }
+    let [oh, ow] = d.output;
+    let pw = d.phase_dims().1;
     compiled_for(
         isa,
         #[inline(always)]
         || {
-            let [oh, ow] = d.output;
-            let [kh, kw] = d.kernel;
-            let [sh, sw] = d.stride;
-            let [dh, dw] = d.dilation;
-            let (_, pw) = d.phase_dims();
-            let len = d.phase_len();
-            let total = d.padded_outputs();
-            for (n, chunk) in tile[..total].chunks_exact_mut(T).enumerate() {
-                let q0 = n * T;
-                let mut acc = [bias; T];
-                for a in 0..kh {
-                    let (ra, pa) = (a * dh / sh, a * dh % sh);
-                    for b in 0..kw {
-                        let (cb, qb) = (b * dw / sw, b * dw % sw);
-                        let start = (pa * sw + qb) * len + ra * pw + cb + q0;
-                        let src: &[f32; T] = plane[start..start + T].try_into().expect("a tile of the plane");
-                        let wv = taps[a * kw + b];
-                        for i in 0..T {
-                            acc[i] = if FMA { wv.mul_add(src[i], acc[i]) } else { acc[i] + wv * src[i] };
-                        }
-                    }
-                }
-                chunk.copy_from_slice(&acc);
-            }
             for (y, row) in out.chunks_exact_mut(ow).take(oh).enumerate() {
-                for (o, &v) in row.iter_mut().zip(&tile[y * pw..y * pw + ow]) {
-                    *o = act.apply(v);
-                }
+                act.apply_row(&tile[y * pw..y * pw + ow], row);
             }
         },
     )
+}
+
+/// The generic path's tiles: separate multiplies and adds, bias first, then the taps in order.
+fn tiles_generic<const T: usize>(plane: &[f32], offsets: &[usize], taps: &[f32], bias: f32, tile: &mut [f32]) {
+    for (n, chunk) in tile.chunks_exact_mut(T).enumerate() {
+        let mut acc = [bias; T];
+        for (&off, &wv) in offsets.iter().zip(taps) {
+            let src = &plane[off + n * T..off + n * T + T];
+            for (a, &x) in acc.iter_mut().zip(src) {
+                *a += wv * x;
+            }
+        }
+        chunk.copy_from_slice(&acc);
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+mod x86 {
+    use std::arch::x86_64::*;
+
+    /// The tiles of `T` outputs in `T / 8` AVX2 registers, which stay there across all taps:
+    /// bias first, then one fused multiply-add per tap in order (the bits of `f32::mul_add`).
+    ///
+    /// # Safety
+    /// The CPU supports AVX2 and FMA; `plane[off + tile.len() - 1]` is in bounds for every
+    /// `off` of `offsets`, and `taps` is at least as long as `offsets`.
+    #[target_feature(enable = "avx2,fma")]
+    pub(super) unsafe fn tiles<const T: usize>(plane: &[f32], offsets: &[usize], taps: &[f32], bias: f32, tile: &mut [f32]) {
+        // The accumulators: `T / 8` registers, indexed by constants once unrolled.
+        const { assert!(T % 8 == 0 && T <= 64) };
+        for (n, chunk) in tile.chunks_exact_mut(T).enumerate() {
+            let mut acc = [_mm256_set1_ps(bias); 8];
+            for (&off, &w) in offsets.iter().zip(taps) {
+                // SAFETY: `off + n·T + T ≤ off + tile.len()`, inside the plane (the caller).
+                let src = unsafe { plane.as_ptr().add(off + n * T) };
+                let wv = _mm256_set1_ps(w);
+                for (v, a) in acc.iter_mut().enumerate().take(T / 8) {
+                    // SAFETY: as above.
+                    *a = _mm256_fmadd_ps(wv, unsafe { _mm256_loadu_ps(src.add(8 * v)) }, *a);
+                }
+            }
+            for (v, a) in acc.iter().enumerate().take(T / 8) {
+                // SAFETY: `chunk` holds `T` elements.
+                unsafe { _mm256_storeu_ps(chunk.as_mut_ptr().add(8 * v), *a) };
+            }
+        }
+    }
 }
 
 #[cfg(test)]

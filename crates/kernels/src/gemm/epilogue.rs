@@ -67,6 +67,26 @@ impl Activation {
             Activation::HardswishProductFirst => v * clamp(v + 3.0, 0.0, 6.0) / 6.0,
         }
     }
+
+    /// `dst[i] = apply(src[i])` over the shorter of the two, with the activation chosen once
+    /// so each loop is one activation's and vectorizes.
+    #[inline(always)]
+    pub fn apply_row(self, src: &[f32], dst: &mut [f32]) {
+        #[inline(always)]
+        fn each(act: Activation, src: &[f32], dst: &mut [f32]) {
+            for (o, &v) in dst.iter_mut().zip(src) {
+                *o = act.apply(v);
+            }
+        }
+        match self {
+            Activation::None => each(Activation::None, src, dst),
+            Activation::Gelu => each(Activation::Gelu, src, dst),
+            Activation::Relu => each(Activation::Relu, src, dst),
+            Activation::Clamp(lo, hi) => each(Activation::Clamp(lo, hi), src, dst),
+            Activation::Hardswish => each(Activation::Hardswish, src, dst),
+            Activation::HardswishProductFirst => each(Activation::HardswishProductFirst, src, dst),
+        }
+    }
 }
 
 /// A matrix added to a product's results (a residual connection): element `(i, j)` at
