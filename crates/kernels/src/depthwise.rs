@@ -13,7 +13,8 @@
 //! rows of the tile are stored with the activation applied.
 //!
 //! Channels split across the intra-op team; each thread keeps its padded plane and tile
-//! buffer between calls.
+//! buffer between calls, zeroes the plane once per call and then writes only each channel's
+//! own elements into it (the padding is in the same places for every channel).
 
 use crate::gemm::Activation;
 use crate::isa::Isa;
@@ -108,54 +109,60 @@ impl Depthwise {
         Ok(())
     }
 
-    /// Copies channel plane `x` (`ih × iw`) into the polyphase layout `dst`
-    /// (`sh·sw` sub-planes of [`Depthwise::phase_len`]), zero where the padding is.
-    fn pad_plane(&self, x: &[f32], dst: &mut [f32]) {
+    /// Elements of the whole polyphase layout (`sh·sw` sub-planes).
+    fn layout_len(&self) -> usize {
+        self.stride[0] * self.stride[1] * self.phase_len()
+    }
+
+    /// Copies channel plane `x` (`ih × iw`) into the polyphase layout `dst` (`sh·sw` sub-planes
+    /// of [`Depthwise::phase_len`]). Only the input's own elements are written: the padding,
+    /// the same places for every channel, is zeroed once per call ([`depthwise`]) and stays
+    /// zero. Input rows the taps never read are skipped.
+    fn copy_plane(&self, x: &[f32], dst: &mut [f32]) {
         let [ih, iw] = self.input;
         let [sh, sw] = self.stride;
         let [pt, pl] = self.pad;
         let (rows, pw) = self.phase_dims();
         let len = self.phase_len();
-        for p in 0..sh {
+        // Sub-plane `q`'s column `i` is input column `i·sw + q - pl`: in range for `i` in
+        // `lo..hi`, the same for every row; `first` is the input column of `lo`.
+        let cols = |q: usize| {
+            let lo = pl.saturating_sub(q).div_ceil(sw).min(pw);
+            let hi = (iw + pl).saturating_sub(q).div_ceil(sw).clamp(lo, pw);
+            (lo, hi, (lo * sw + q).saturating_sub(pl))
+        };
+        if iw == 0 {
+            return;
+        }
+        for (iy, src) in x.chunks_exact(iw).take(ih).enumerate() {
+            // Input row `iy` is padded row `iy + pt`: row `j` of sub-plane row-phase `p`.
+            let (p, j) = ((iy + pt) % sh, (iy + pt) / sh);
+            if j >= rows {
+                break;
+            }
             for q in 0..sw {
-                let plane = &mut dst[(p * sw + q) * len..(p * sw + q + 1) * len];
-                // Sub-plane column `i` is input column `i·sw + q - pl`: in range for `i` in
-                // `lo..hi`, the same for every row.
-                let lo = pl.saturating_sub(q).div_ceil(sw).min(pw);
-                let hi = (iw + pl).saturating_sub(q).div_ceil(sw).clamp(lo, pw);
-                for j in 0..rows {
-                    let row = &mut plane[j * pw..(j + 1) * pw];
-                    // Padded row `j·sh + p` is input row `j·sh + p - pt`.
-                    let Some(iy) = (j * sh + p).checked_sub(pt).filter(|&iy| iy < ih) else {
-                        row.fill(0.0);
-                        continue;
-                    };
-                    let src = &x[iy * iw..(iy + 1) * iw];
-                    row[..lo].fill(0.0);
-                    row[hi..].fill(0.0);
-                    let first = lo * sw + q - pl;
-                    if sw == 1 {
-                        row[lo..hi].copy_from_slice(&src[first..first + (hi - lo)]);
-                    } else if sw == 2 {
-                        // Pairs zipped with the destination vectorize (a stepped iterator does
-                        // not); the last column may be the first of a pair cut short.
-                        let dst = &mut row[lo..hi];
+                let (lo, hi, first) = cols(q);
+                let row = &mut dst[(p * sw + q) * len + j * pw..][lo..hi];
+                match sw {
+                    1 => row.copy_from_slice(&src[first..first + (hi - lo)]),
+                    // Pairs zipped with the destination vectorize (a stepped iterator does
+                    // not); the last column may be the first of a pair cut short.
+                    2 => {
                         let pairs = src[first..].chunks_exact(2);
-                        let tail = pairs.remainder().first().copied();
-                        let n = pairs.len();
-                        for (v, pair) in dst.iter_mut().zip(pairs) {
+                        let (n, tail) = (pairs.len(), pairs.remainder().first().copied());
+                        for (v, pair) in row.iter_mut().zip(pairs) {
                             *v = pair[0];
                         }
-                        if let (Some(t), Some(v)) = (tail, dst.get_mut(n)) {
+                        if let (Some(t), Some(v)) = (tail, row.get_mut(n)) {
                             *v = t;
                         }
-                    } else {
-                        for (v, &s) in row[lo..hi].iter_mut().zip(src[first..].iter().step_by(sw)) {
+                    }
+                    _ => {
+                        for (v, &s) in row.iter_mut().zip(src[first..].iter().step_by(sw)) {
                             *v = s;
                         }
                     }
                 }
-                plane[rows * pw..].fill(0.0);
             }
         }
     }
@@ -193,7 +200,7 @@ pub fn depthwise(
     let dst = parallel::SharedOut(out.as_mut_ptr());
     let offsets = d.tap_offsets();
     // Every tile's reads lie inside the plane, which the vector loops rely on.
-    let plane_len = d.stride[0] * d.stride[1] * d.phase_len();
+    let plane_len = d.layout_len();
     if offsets.iter().any(|&o| o + d.padded_outputs() > plane_len) || offsets.len() != kh * kw {
         return Err(Error::new(op, format!("internal error: depthwise taps outside the padded plane for {d:?}")));
     }
@@ -204,9 +211,11 @@ pub fn depthwise(
                 buf.resize(plane_len + tile_len, 0.0);
             }
             let (plane, tile) = buf.split_at_mut(plane_len);
+            // The padding: zero for every channel, which writes only its own elements.
+            plane.fill(0.0);
             for u in units * t / tasks..units * (t + 1) / tasks {
                 let ch = u % c;
-                d.pad_plane(&x[u * ih * iw..(u + 1) * ih * iw], plane);
+                d.copy_plane(&x[u * ih * iw..(u + 1) * ih * iw], plane);
                 let taps = &w[ch * kh * kw..(ch + 1) * kh * kw];
                 let b = bias.map_or(0.0, |b| b[ch]);
                 // SAFETY: `out` holds `units·oh·ow` elements (checked), and each unit's plane
@@ -373,6 +382,8 @@ mod tests {
             // Tiles of 16 and of 32.
             geometry(3, [7, 7], [5, 5], [1, 1], [2, 2], [1, 1]),
             geometry(2, [14, 14], [3, 3], [1, 1], [1, 1], [1, 1]),
+            // No input columns: every output is the bias over padding.
+            geometry(2, [3, 0], [3, 1], [1, 1], [1, 1], [1, 1]),
         ];
         let mut rng = Gen(7);
         for d in cases {
