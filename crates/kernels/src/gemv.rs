@@ -6,7 +6,7 @@
 //! block's sums stay in vector registers while the loop streams the block's columns of `B` over
 //! all of `k`, one multiply-add per group and step against the broadcast `x[p]`, and are stored
 //! once at the end. Every output's sum is `fma(x[k-1], b[k-1], … fma(x[0], b[0], 0))`, in this
-//! order, on every path (AVX-512F, and the portable loop with or without FMA instructions), so
+//! order, on every path (AVX-512F, AVX2 with FMA, and the portable loop with or without FMA), so
 //! the result is the same bits whatever the path, the blocking or the number of threads.
 //!
 //! Products of at least [`PARALLEL_MIN_FMAS`] multiply-adds split their column groups across
@@ -223,13 +223,35 @@ fn block(path: Isa, x: &[f32], b: &Columns<'_>, j0: usize, cols: usize, sums: &m
         }
         #[cfg(target_arch = "x86_64")]
         Isa::Avx2 => {
-            // SAFETY: the CPU supports AVX2 and FMA (the path was detected or checked available).
-            unsafe { block_fma(x, b, &starts[..count], last, sums) }
+            // Whole groups four at a time in registers; a partial last group in the loop
+            // compiled for FMA. Each output's chain is the same either way.
+            let whole = if last == LANES { count } else { count - 1 };
+            for g0 in (0..whole).step_by(4) {
+                let (st, out) = (&starts[g0..whole.min(g0 + 4)], &mut sums[g0 * LANES..]);
+                // SAFETY: the CPU supports AVX2 and FMA (the path was detected or checked
+                // available); `st` are starts of whole groups, whose rows `Columns::checked`
+                // put inside `b.data`; `x` has `k` elements; `out` holds the groups' sums.
+                unsafe {
+                    match st.len() {
+                        1 => crate::x86::avx2::gemv_block::<1>(x, b, st, out),
+                        2 => crate::x86::avx2::gemv_block::<2>(x, b, st, out),
+                        3 => crate::x86::avx2::gemv_block::<3>(x, b, st, out),
+                        _ => crate::x86::avx2::gemv_block::<4>(x, b, st, out),
+                    }
+                }
+            }
+            if whole < count {
+                let mut part = [0.0; GROUPS * LANES];
+                // SAFETY: the CPU supports AVX2 and FMA (as above).
+                unsafe { block_fma(x, b, &starts[whole..count], last, &mut part) };
+                sums[whole * LANES..whole * LANES + last].copy_from_slice(&part[..last]);
+            }
         }
         _ => block_portable(x, b, &starts[..count], last, sums),
     }
 }
 
+/// The portable block compiled for AVX2 and FMA (a partial group on the AVX2 path).
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
 fn block_fma(x: &[f32], b: &Columns<'_>, starts: &[usize], last: usize, sums: &mut [f32; GROUPS * LANES]) {

@@ -315,3 +315,38 @@ pub(crate) unsafe fn max_pool_3x3s2_plane(x: *const f32, iw: usize, oh: usize, o
         }
     }
 }
+
+/// `G` whole groups of 16 sums of a batch-1 product ([`crate::gemv`]) in `2·G` registers over
+/// all of `k`: each output's sum is one chain of fused multiply-adds in the order of `k`, the
+/// bits of the portable loop. At most four groups, so the eight accumulators leave registers
+/// for the broadcast and the loads.
+///
+/// # Safety
+/// The CPU supports AVX2 and FMA; `starts[..G]` are starts of whole groups of `b` (every row's
+/// 16 columns inside `b.data`, as `Columns::checked` ensured); `x.len() == b.k`; `sums` holds
+/// `16·G` elements.
+#[target_feature(enable = "avx2,fma")]
+pub(crate) unsafe fn gemv_block<const G: usize>(x: &[f32], b: &crate::gemv::Columns<'_>, starts: &[usize], sums: &mut [f32]) {
+    const { assert!(G >= 1 && G <= 4) };
+    let base = b.data.as_ptr();
+    // SAFETY: a group start is inside `b.data` (caller's contract).
+    let ptrs: [*const f32; G] = std::array::from_fn(|g| unsafe { base.add(starts[g]) });
+    let mut acc = [[_mm256_setzero_ps(); 2]; G];
+    let mut off = 0usize;
+    for &xp in x {
+        let xv = _mm256_set1_ps(xp);
+        for g in 0..G {
+            for (h, a) in acc[g].iter_mut().enumerate() {
+                // SAFETY: row `p` of group `g` is 16 columns inside `b.data` (caller's contract).
+                *a = _mm256_fmadd_ps(xv, unsafe { _mm256_loadu_ps(ptrs[g].add(off + 8 * h)) }, *a);
+            }
+        }
+        off += b.rs;
+    }
+    for (g, pair) in acc.iter().enumerate() {
+        for (h, a) in pair.iter().enumerate() {
+            // SAFETY: `sums` holds `16·G` elements (caller's contract).
+            unsafe { _mm256_storeu_ps(sums.as_mut_ptr().add(16 * g + 8 * h), *a) };
+        }
+    }
+}
