@@ -442,6 +442,28 @@ macro_rules! dispatch_all_dtypes {
 mod tests {
     use super::*;
 
+    /// The whole-slice conversions of `to_dtype` between `f32` and the half types give the
+    /// bits of [`cast`] element by element, NaNs, infinities, subnormals and ties included.
+    #[test]
+    fn slice_casts_of_halves_are_elementwise_casts() {
+        let mut values: Vec<f32> = (0..4096u32).map(|i| f32::from_bits(i.wrapping_mul(0x9E37_79B9))).collect();
+        values.extend([0.0, -0.0, f32::INFINITY, f32::NEG_INFINITY, f32::NAN, 65504.0, 65520.0, 1e-8, 5.96e-8, 1.0 + f32::EPSILON]);
+        let t = crate::tensor::Tensor::from_vec(values.clone(), &[values.len()]).unwrap();
+        let halves = t.to_dtype(DType::F16).unwrap().to_vec::<f16>().unwrap();
+        let brains = t.to_dtype(DType::BF16).unwrap().to_vec::<bf16>().unwrap();
+        for (i, &v) in values.iter().enumerate() {
+            assert_eq!(halves[i].to_bits(), cast::<f32, f16>(v).to_bits(), "f16 of {v:e}");
+            assert_eq!(brains[i].to_bits(), cast::<f32, bf16>(v).to_bits(), "bf16 of {v:e}");
+        }
+        let h = crate::tensor::Tensor::from_vec(halves.clone(), &[halves.len()]).unwrap();
+        let b = crate::tensor::Tensor::from_vec(brains.clone(), &[brains.len()]).unwrap();
+        let (hw, bw) = (h.to_dtype(DType::F32).unwrap().to_vec::<f32>().unwrap(), b.to_dtype(DType::F32).unwrap().to_vec::<f32>().unwrap());
+        for i in 0..values.len() {
+            assert_eq!(hw[i].to_bits(), cast::<f16, f32>(halves[i]).to_bits());
+            assert_eq!(bw[i].to_bits(), cast::<bf16, f32>(brains[i]).to_bits());
+        }
+    }
+
     #[test]
     fn float_to_int_follows_x86_pytorch() {
         assert_eq!(i64::from_f64(-2.7), -2);
