@@ -192,8 +192,9 @@ pub fn map_float<F: FloatFn>(op: &str, t: &Tensor, f: &F) -> Result<Tensor> {
     match t.dtype() {
         DType::F32 => map_f32_runs(t, f),
         DType::F64 => map1::<f64, f64>(t, |x| f.f64(x)),
-        DType::F16 => map1::<f16, f16>(t, |x| f16::from_f32(f.f32(x.to_f32()))),
-        DType::BF16 => map1::<bf16, bf16>(t, |x| bf16::from_f32(f.f32(x.to_f32()))),
+        // Widened (exact), computed in `f32`, rounded once: the bits of element by element,
+        // with vectorized conversions.
+        DType::F16 | DType::BF16 => map_f32_runs(&t.to_dtype(DType::F32)?, f)?.to_dtype(t.dtype()),
         d => Err(KernelError::new(op.to_string(), format!("expected a floating tensor, got {}", d.torch_name()))),
     }
 }
@@ -342,13 +343,13 @@ fn int_binary<T: Element, F: BinaryFn>(op: &str, a: &Tensor, b: &Tensor, f: &F, 
     })
 }
 
+/// A binary op on half-precision operands (or a half tensor and an `f32` scalar): both
+/// widened to `f32` (exact), the op in `f32`, each result rounded once to `H` — the bits of
+/// converting element by element, with the conversions over whole slices (vectorized) and the
+/// op in the `f32` loop.
 fn half_binary<H: Element, F: BinaryFn>(op: &str, a: &Tensor, b: &Tensor, f: &F) -> Result<Tensor> {
-    match (a.dtype() == DType::F32, b.dtype() == DType::F32) {
-        (false, false) => map2::<H, H, H>(op, a, b, |x, y| H::from_f32(f.f32(x.to_f32(), y.to_f32()))),
-        (false, true) => map2::<H, f32, H>(op, a, b, |x, y| H::from_f32(f.f32(x.to_f32(), y))),
-        (true, false) => map2::<f32, H, H>(op, a, b, |x, y| H::from_f32(f.f32(x, y.to_f32()))),
-        (true, true) => map2::<f32, f32, H>(op, a, b, |x, y| H::from_f32(f.f32(x, y))),
-    }
+    let (a, b) = (a.cast_to(DType::F32)?, b.cast_to(DType::F32)?);
+    map2::<f32, f32, f32>(op, &a, &b, |x, y| f.f32(x, y))?.to_dtype(H::DTYPE)
 }
 
 /// Makes both operands tensors for computing in `ct` (scalars next to a half tensor stay f32).
