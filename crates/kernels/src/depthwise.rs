@@ -143,12 +143,15 @@ impl Depthwise {
             for q in 0..sw {
                 let (lo, hi, first) = cols(q);
                 let row = &mut dst[(p * sw + q) * len + j * pw..][lo..hi];
+                // Past the row's end only when the sub-plane takes no column of it (a stride
+                // wider than the input).
+                let from = src.get(first..).unwrap_or_default();
                 match sw {
-                    1 => row.copy_from_slice(&src[first..first + (hi - lo)]),
+                    1 => row.copy_from_slice(&from[..hi - lo]),
                     // Pairs zipped with the destination vectorize (a stepped iterator does
                     // not); the last column may be the first of a pair cut short.
                     2 => {
-                        let pairs = src[first..].chunks_exact(2);
+                        let pairs = from.chunks_exact(2);
                         let (n, tail) = (pairs.len(), pairs.remainder().first().copied());
                         for (v, pair) in row.iter_mut().zip(pairs) {
                             *v = pair[0];
@@ -158,7 +161,7 @@ impl Depthwise {
                         }
                     }
                     _ => {
-                        for (v, &s) in row.iter_mut().zip(src[first..].iter().step_by(sw)) {
+                        for (v, &s) in row.iter_mut().zip(from.iter().step_by(sw)) {
                             *v = s;
                         }
                     }
@@ -384,6 +387,9 @@ mod tests {
             geometry(2, [14, 14], [3, 3], [1, 1], [1, 1], [1, 1]),
             // No input columns: every output is the bias over padding.
             geometry(2, [3, 0], [3, 1], [1, 1], [1, 1], [1, 1]),
+            // A stride wider than the input: two of the three column phases take no column.
+            geometry(2, [4, 1], [1, 1], [1, 3], [0, 0], [1, 1]),
+            geometry(2, [5, 2], [2, 2], [3, 3], [1, 1], [1, 1]),
         ];
         let mut rng = Gen(7);
         for d in cases {
