@@ -202,18 +202,18 @@ pub fn depthwise(
     let tasks = if threads > 1 && fmas >= PARALLEL_MIN_FMAS { (threads * TASKS_PER_THREAD).min(units) } else { 1 };
     let dst = parallel::SharedOut(out.as_mut_ptr());
     let offsets = d.tap_offsets();
+    let (plane_len, tile_len, width) = (d.layout_len(), d.padded_outputs(), d.tile());
     // Every tile's reads lie inside the plane, which the vector loops rely on.
-    let plane_len = d.layout_len();
-    if offsets.iter().any(|&o| o + d.padded_outputs() > plane_len) || offsets.len() != kh * kw {
+    if offsets.iter().any(|&o| o + tile_len > plane_len) {
         return Err(Error::new(op, format!("internal error: depthwise taps outside the padded plane for {d:?}")));
     }
     parallel::for_each(tasks, |t| {
         SCRATCH.with_borrow_mut(|buf| {
-            let tile_len = d.padded_outputs();
             if buf.len() < plane_len + tile_len {
                 buf.resize(plane_len + tile_len, 0.0);
             }
-            let (plane, tile) = buf.split_at_mut(plane_len);
+            let (plane, rest) = buf.split_at_mut(plane_len);
+            let tile = &mut rest[..tile_len];
             // The padding: zero for every channel, which writes only its own elements.
             plane.fill(0.0);
             for u in units * t / tasks..units * (t + 1) / tasks {
@@ -224,7 +224,7 @@ pub fn depthwise(
                 // SAFETY: `out` holds `units·oh·ow` elements (checked), and each unit's plane
                 // is written by the one task that owns the unit.
                 let o = unsafe { std::slice::from_raw_parts_mut(dst.get().add(u * oh * ow), oh * ow) };
-                match d.tile() {
+                match width {
                     16 => channel::<16>(isa, d, plane, &offsets, taps, b, act, tile, o),
                     32 => channel::<32>(isa, d, plane, &offsets, taps, b, act, tile, o),
                     _ => channel::<64>(isa, d, plane, &offsets, taps, b, act, tile, o),
@@ -248,8 +248,9 @@ thread_local! {
 }
 
 /// One channel: the taps over the polyphase `plane`, tile by tile (`T` outputs, [`Depthwise::tile`])
-/// into `tile`, then its rows (the first `ow` of every `pw`) activated into `out`. `offsets`
-/// holds each tap's offset in the plane ([`Depthwise::tap_offsets`]).
+/// into `tile` ([`Depthwise::padded_outputs`] long), then its rows (the first `ow` of every
+/// `pw`) activated into `out`. `offsets` holds each tap's offset in the plane
+/// ([`Depthwise::tap_offsets`]).
 #[allow(clippy::too_many_arguments)]
 fn channel<const T: usize>(
     isa: Isa,
@@ -262,12 +263,11 @@ fn channel<const T: usize>(
     tile: &mut [f32],
     out: &mut [f32],
 ) {
-    let tile = &mut tile[..d.padded_outputs()];
     match isa {
         #[cfg(target_arch = "x86_64")]
         // SAFETY: AVX2 and FMA are available (`isa` is capped at the thread's, and AVX-512
-        // hosts have both); every read is inside `plane` and `taps` has a weight per offset
-        // (checked by the caller, `depthwise`).
+        // hosts have both); every read is inside `plane` (checked by the caller,
+        // `depthwise`), and `taps` has a weight per offset (`kh·kw` of each).
         Isa::Avx2 | Isa::Avx512 => unsafe { x86::tiles::<T>(plane, offsets, taps, bias, tile) },
         _ => tiles_generic::<T>(plane, offsets, taps, bias, tile),
     }
