@@ -272,7 +272,7 @@ pub(crate) unsafe fn tile(isa: Isa, rows: usize, masked: bool, a_packed: bool, t
 
 /// A hint to fetch the cache line holding `p` into L1 (it never faults, whatever `p` is).
 #[inline(always)]
-pub(crate) fn prefetch_l1(p: *const f32) {
+pub fn prefetch_l1(p: *const f32) {
     #[cfg(target_arch = "x86_64")]
     // SAFETY: a prefetch does not access memory architecturally and never faults.
     unsafe {

@@ -50,6 +50,7 @@ pub use products::{
     gemm_activations, gemm_packed_a, gemm_packed_a_panels, gemm_packed_a_panels_post, gemm_packed_a_post, gemm_packed_b, gemm_packed_b_post,
 };
 pub(crate) use drive::*;
+pub use drive::prefetch_l1;
 pub(crate) use products::*;
 
 /// Most rows of a tile on any path.

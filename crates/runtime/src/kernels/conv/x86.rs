@@ -197,6 +197,9 @@ unsafe fn pack_pieces_avx2(
                 let mut bases = [None; NR_AVX2];
                 for (base, run) in bases.iter_mut().zip(runs) {
                     *base = plan.row_base(run, a, b);
+                    if let Some(base) = *base {
+                        prefetch_ahead(xc, base, run, g.stride[2]);
+                    }
                 }
                 for per_run in &pieces[..kk] {
                     // SAFETY: AVX2 is enabled in the callers this is inlined into; the loads
@@ -329,6 +332,9 @@ unsafe fn pack_one_run_avx2(plan: &PanelPlan<'_>, x: &[f32], channels: usize, ru
         for a in 0..ki {
             for b in 0..kj {
                 let base = plan.row_base(run, a, b);
+                if let Some(base) = base {
+                    prefetch_ahead(xc, base, run, g.stride[2]);
+                }
                 for &(m0, m1, off) in pieces {
                     // SAFETY: `out` walks `dst`'s `rows` rows of 16, one per tap (the loops
                     // run `rows` times); the lanes the masks select read `xc[base + off +
@@ -354,6 +360,22 @@ unsafe fn pack_one_run_avx2(plan: &PanelPlan<'_>, x: &[f32], channels: usize, ru
 
 /// The width of the AVX2 path's panels, and so the most runs one of them has.
 const NR_AVX2: usize = 16;
+
+/// Panels ahead of the one being packed whose input a packer prefetches.
+const PREFETCH_PANELS: usize = 2;
+
+/// Fetches into L1 the input that the same row of the panel [`PREFETCH_PANELS`] ahead reads
+/// (both cache lines of a stride-2 row). The input planes of a large convolution do not stay
+/// in L2 between calls, and a panel's dozens of short rows are more streams than the hardware
+/// prefetchers follow: without this, the loads of a packer wait for L3 one line at a time.
+#[inline(always)]
+fn prefetch_ahead(xc: &[f32], base: usize, run: &Run, stride: usize) {
+    let ahead = xc.as_ptr().wrapping_add(base + (run.xo + PREFETCH_PANELS * NR_AVX2) * stride);
+    ::kernels::gemm::prefetch_l1(ahead);
+    if stride > 1 {
+        ::kernels::gemm::prefetch_l1(ahead.wrapping_add(NR_AVX2));
+    }
+}
 
 /// The two 8-lane masks (all ones where selected) of the low 16 bits of `bits`, one bit
 /// per lane.
