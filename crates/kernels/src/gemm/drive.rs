@@ -148,85 +148,169 @@ pub(crate) unsafe fn drive_panels(
         Bias::PerRow(b) => (std::ptr::null(), b.as_ptr()),
     };
     let has_post = post.addend.is_some() || post.act != Activation::None;
-    // Panel by panel, so a packed `B` is read front to back in one stream; within a panel,
-    // block by block of `k`, each block reused by every row block of `A`.
+    let w = Walk { isa, raw, ep, post, c, ldc, bias_col, bias_row, has_post };
     let blocks = raw.m.div_ceil(mr);
-    for jp in panels {
+    let group = group_blocks(raw, panels.len(), nr);
+    if group >= blocks {
+        // Panel by panel, so a packed `B` is read front to back in one stream; within a
+        // panel, block by block of `k`, each block reused by every row block of `A`.
+        for jp in panels {
+            let mut pc = 0;
+            while pc < raw.k {
+                let kb = KC.min(raw.k - pc);
+                // A packed `B` is one stream, the slice after this one (of this panel or the
+                // next) being read next. Its lines are prefetched into L2 while this slice is
+                // in use, shared evenly by the row blocks, so the first tile of each slice
+                // does not wait for memory (a weight larger than L2 is read from memory on
+                // every call). Addresses past the end of `B` are only hints: prefetches do
+                // not fault.
+                let b = raw.b.wrapping_add(jp * raw.b_pnl + pc * raw.rsb);
+                let (next, lines) =
+                    if raw.b_tail_masked { (b, 0) } else { (b.wrapping_add(kb * nr), (kb * nr / 16).div_ceil(blocks)) };
+                for ib in 0..blocks {
+                    // SAFETY: forwarded, for a tile inside the product.
+                    unsafe { w.run(jp, pc, kb, ib, next, lines) };
+                }
+                pc += kb;
+            }
+        }
+        return;
+    }
+    // `A` is too large to stay in L2 while every panel passes over it: block by block of
+    // `k`, a group of row blocks of `A` that fits L2 meets every panel's slice of `B` (which
+    // fits there too) before the next group is read, so `A` comes from memory once a call,
+    // not once a panel. Every tile is the same as in the order above, so are the results.
+    let mut pc = 0;
+    while pc < raw.k {
+        let kb = KC.min(raw.k - pc);
+        for g0 in (0..blocks).step_by(group) {
+            for jp in panels.clone() {
+                for ib in g0..(g0 + group).min(blocks) {
+                    // SAFETY: as above.
+                    unsafe { w.run(jp, pc, kb, ib, raw.b, 0) };
+                }
+            }
+        }
+        pc += kb;
+    }
+}
+
+/// Bytes of `A` a group of row blocks may span in the blocked order of [`drive_panels`]: a
+/// quarter of the smallest L2 the vector paths meet (512 KiB a core on Zen 3), so the group
+/// and the slice of `B` it meets stay there together.
+const A_GROUP_BYTES: usize = 128 << 10;
+
+/// Bytes of the slice of `B` (one block of `k`, every panel) that the blocked order keeps in
+/// L2 while the groups of `A` pass over it.
+const B_SLICE_BYTES: usize = 192 << 10;
+
+/// Column panels of `B` (of `nr` columns, `k` rows) that the blocked order of
+/// [`drive_panels`] can pass over a group of `A`'s `m` rows at once: `panels` capped by
+/// [`B_SLICE_BYTES`], or one when `A` stays in L2 on its own.
+pub(crate) fn panel_group(m: usize, k: usize, nr: usize, panels: usize) -> usize {
+    let row_bytes = KC.min(k) * std::mem::size_of::<f32>();
+    if m * row_bytes <= A_GROUP_BYTES {
+        return 1;
+    }
+    (B_SLICE_BYTES / (row_bytes * nr)).clamp(1, panels.max(1))
+}
+
+/// Row blocks of `A` that [`drive_panels`] runs over every panel before going on: all of
+/// them (the panel-by-panel order) unless `A`'s block of `k` is larger than
+/// [`A_GROUP_BYTES`], there are several panels, and a slice of `B` across them fits
+/// [`B_SLICE_BYTES`].
+fn group_blocks(raw: &Raw, panels: usize, nr: usize) -> usize {
+    let blocks = raw.m.div_ceil(raw.mr);
+    if panels < 2 || panel_group(raw.m, raw.k, nr, panels) < panels {
+        return blocks;
+    }
+    (A_GROUP_BYTES / (raw.mr * KC.min(raw.k) * std::mem::size_of::<f32>())).max(1)
+}
+
+/// What every tile of one [`drive_panels`] call shares.
+struct Walk<'w> {
+    isa: Isa,
+    raw: &'w Raw,
+    ep: &'w Epilogue<'w>,
+    post: &'w Post<'w>,
+    c: *mut f32,
+    ldc: usize,
+    bias_col: *const f32,
+    bias_row: *const f32,
+    has_post: bool,
+}
+
+impl Walk<'_> {
+    /// One tile: rows `ib·mr..` of column panel `jp`, over the block of `kb` steps of `k`
+    /// from `pc`, prefetching `lines` lines of `B` from `next` (see [`drive_panels`]).
+    ///
+    /// # Safety
+    /// As [`drive`], for a tile inside the product.
+    #[inline(always)]
+    unsafe fn run(&self, jp: usize, pc: usize, kb: usize, ib: usize, next: *const f32, lines: usize) {
+        let Walk { isa, raw, ep, post, c, ldc, bias_col, bias_row, has_post } = *self;
+        let (mr, nr) = (raw.mr, isa.nr());
         let j0 = jp * nr;
         let cols = nr.min(raw.n - j0);
         let masked = raw.b_tail_masked && cols < nr;
-        let mut pc = 0;
-        while pc < raw.k {
-            let kb = KC.min(raw.k - pc);
-            let b = raw.b.wrapping_add(jp * raw.b_pnl + pc * raw.rsb);
-            // A packed `B` is one stream, the slice after this one (of this panel or the next)
-            // being read next. Its lines are prefetched into L2 while this slice is in use,
-            // shared evenly by the row blocks, so the first tile of each slice does not wait
-            // for memory (a weight larger than L2 is read from memory on every call).
-            // Addresses past the end of `B` are only hints: prefetches do not fault.
-            let (next, lines) =
-                if raw.b_tail_masked { (b, 0) } else { (b.wrapping_add(kb * nr), (kb * nr / 16).div_ceil(blocks)) };
-            for ib in 0..blocks {
-                let i0 = ib * mr;
-                let rows = mr.min(raw.m - i0);
-                // SAFETY (all offsets below): in bounds by the caller's contract.
-                let mut t = unsafe {
-                    Tile {
-                        k: kb,
-                        a: raw.a.add(ib * raw.a_blk + pc * raw.csa),
-                        rsa: raw.rsa,
-                        csa: raw.csa,
-                        b,
-                        rsb: raw.rsb,
-                        pf: next.wrapping_add(ib * lines * 16),
-                        pf_lines: lines.min(kb),
-                        cols,
-                        c: c.add(i0 * ldc + j0),
-                        ldc,
-                        first: pc == 0,
-                        alpha: ep.alpha,
-                        beta: ep.beta,
-                        bias_col: if bias_col.is_null() { bias_col } else { bias_col.add(j0) },
-                        bias_row: if bias_row.is_null() { bias_row } else { bias_row.add(i0) },
-                        bias_scale: ep.bias_scale,
-                        act: Activation::None,
-                    }
-                };
-                let mut p = (has_post && pc + kb == raw.k).then(|| post.tile(t.c, ldc, i0, j0, cols));
-                // A whole AVX2 tile applies a short activation without an addend in registers
-                // as it stores its results: read back as post-ops, the just-stored tile cost a
-                // ReLU after a small-`k` convolution about a quarter of the product's time.
-                if let Some(q) = &p
-                    && isa == Isa::Avx2
-                    && cols == nr
-                    && q.addend.is_null()
-                    && matches!(q.act, Activation::Relu | Activation::Clamp(..) | Activation::Hardswish | Activation::HardswishProductFirst)
-                {
-                    t.act = q.act;
-                    p = None;
-                }
-                if let Some(p) = &p
-                    && !p.addend.is_null()
-                {
-                    // The addend's rows of this tile are read right after it, each from another
-                    // part of memory (the rows are far apart): fetched into L1 while the tile
-                    // runs, they do not stall its post-ops.
-                    for i in 0..rows {
-                        let row = p.addend.wrapping_add(i * p.add_ld);
-                        for line in (0..cols).step_by(16) {
-                            prefetch_l1(row.wrapping_add(line));
-                        }
-                    }
-                }
-                // SAFETY: forwarded.
-                unsafe { tile(isa, rows, masked, raw.a_packed, &t) };
-                if let Some(p) = &p {
-                    // SAFETY: the tile's rows of `C` were just written; the addend holds the
-                    // same rows and columns (caller's contract).
-                    unsafe { post_tile(isa, rows, p) };
+        let b = raw.b.wrapping_add(jp * raw.b_pnl + pc * raw.rsb);
+        let i0 = ib * mr;
+        let rows = mr.min(raw.m - i0);
+        // SAFETY (all offsets below): in bounds by the caller's contract.
+        let mut t = unsafe {
+            Tile {
+                k: kb,
+                a: raw.a.add(ib * raw.a_blk + pc * raw.csa),
+                rsa: raw.rsa,
+                csa: raw.csa,
+                b,
+                rsb: raw.rsb,
+                pf: next.wrapping_add(ib * lines * 16),
+                pf_lines: lines.min(kb),
+                cols,
+                c: c.add(i0 * ldc + j0),
+                ldc,
+                first: pc == 0,
+                alpha: ep.alpha,
+                beta: ep.beta,
+                bias_col: if bias_col.is_null() { bias_col } else { bias_col.add(j0) },
+                bias_row: if bias_row.is_null() { bias_row } else { bias_row.add(i0) },
+                bias_scale: ep.bias_scale,
+                act: Activation::None,
+            }
+        };
+        let mut p = (has_post && pc + kb == raw.k).then(|| post.tile(t.c, ldc, i0, j0, cols));
+        // A whole AVX2 tile applies a short activation without an addend in registers
+        // as it stores its results: read back as post-ops, the just-stored tile cost a
+        // ReLU after a small-`k` convolution about a quarter of the product's time.
+        if let Some(q) = &p
+            && isa == Isa::Avx2
+            && cols == nr
+            && q.addend.is_null()
+            && matches!(q.act, Activation::Relu | Activation::Clamp(..) | Activation::Hardswish | Activation::HardswishProductFirst)
+        {
+            t.act = q.act;
+            p = None;
+        }
+        if let Some(p) = &p
+            && !p.addend.is_null()
+        {
+            // The addend's rows of this tile are read right after it, each from another
+            // part of memory (the rows are far apart): fetched into L1 while the tile
+            // runs, they do not stall its post-ops.
+            for i in 0..rows {
+                let row = p.addend.wrapping_add(i * p.add_ld);
+                for line in (0..cols).step_by(16) {
+                    prefetch_l1(row.wrapping_add(line));
                 }
             }
-            pc += kb;
+        }
+        // SAFETY: forwarded.
+        unsafe { tile(isa, rows, masked, raw.a_packed, &t) };
+        if let Some(p) = &p {
+            // SAFETY: the tile's rows of `C` were just written; the addend holds the
+            // same rows and columns (caller's contract).
+            unsafe { post_tile(isa, rows, p) };
         }
     }
 }

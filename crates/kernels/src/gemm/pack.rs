@@ -145,6 +145,14 @@ impl PackedA {
     pub fn isa(&self) -> Isa {
         self.isa
     }
+
+    /// How many of `panels` column panels a caller that packs `B` panel by panel (a
+    /// convolution's column matrix) should pack before multiplying them in one call: one when
+    /// this matrix stays in L2 while a panel passes over it, otherwise as many as let the
+    /// product read it once for the group instead of once a panel (see `drive_panels`).
+    pub fn panel_group(&self, panels: usize) -> usize {
+        super::drive::panel_group(self.m, self.k, self.isa.nr(), panels)
+    }
 }
 
 /// Writes rows `ib·mr..` of `a` (up to `mr` of them) as one row panel laid out as

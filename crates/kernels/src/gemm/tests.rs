@@ -555,3 +555,46 @@ fn caller_packed_panels_give_the_bits_of_b_read_in_place() {
         }
     }
 }
+
+/// A left operand too large to stay in L2 while every panel passes over it is walked a group
+/// of row blocks at a time across the panels (`drive_panels`): every tile is the one the
+/// panel-by-panel order runs, so the results are its bits.
+#[test]
+fn large_left_operands_walked_in_groups_give_the_bits_of_panel_order() {
+    // One thread: a split product gives each thread its own panels, walked on their own.
+    crate::parallel::with_threads(1, large_left_operands_on_one_thread);
+}
+
+fn large_left_operands_on_one_thread() {
+    let mut g = Gen(23);
+    for isa in paths() {
+        let nr = isa.nr();
+        for (m, n, k) in [(200usize, 40usize, 300usize), (301, 100, 600), (150, 33, 2 * KC + 3)] {
+            let panels = n.div_ceil(nr);
+            assert!(super::drive::panel_group(m, k, nr, panels) > 1, "{m}x{n}x{k} is not walked in groups");
+            let a = g.vec(m * k);
+            let packed = PackedA::pack("t", isa, MatView::new("t", &a, 0, m, k, k, 1).unwrap()).unwrap();
+            let bd = g.vec(k * n);
+            let b = MatView::new("t", &bd, 0, k, n, n, 1).unwrap();
+            let mut pb = vec![f32::NAN; panels * k * nr];
+            pack_into(b, nr, &mut pb);
+            let bias = g.vec(m);
+            let ep = Epilogue { bias: Bias::PerRow(&bias), beta: 0.5, ..Epilogue::PLAIN };
+            let post = Post { act: Activation::Relu, ..Post::NONE };
+            let c0 = g.vec(m * n);
+            let (mut whole, mut in_place, mut by_panel) = (c0.clone(), c0.clone(), c0.clone());
+            // SAFETY: each output holds `m` rows of `n` elements and nothing else uses it.
+            unsafe { gemm_packed_a_panels_post("t", &packed, &pb, n, &ep, &post, whole.as_mut_ptr(), n).unwrap() };
+            gemm_packed_a_post("t", &packed, b, &ep, &post, &mut in_place, n).unwrap();
+            for p in 0..panels {
+                let cols = nr.min(n - p * nr);
+                let panel = &pb[p * k * nr..(p + 1) * k * nr];
+                // SAFETY: columns `p·nr..` of `m` rows of `n` elements, inside `by_panel`.
+                unsafe { gemm_packed_a_panels_post("t", &packed, panel, cols, &ep, &post, by_panel.as_mut_ptr().add(p * nr), n).unwrap() };
+            }
+            let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+            assert_eq!(bits(&whole), bits(&by_panel), "{isa:?} {m}x{n}x{k}: packed panels");
+            assert_eq!(bits(&in_place), bits(&by_panel), "{isa:?} {m}x{n}x{k}: in place");
+        }
+    }
+}

@@ -114,9 +114,10 @@ pub(super) const PARALLEL_TASKS_PER_THREAD: usize = 4;
 
 /// The forward convolution as products of the filter with column panels: for every image,
 /// group and panel of `nr` consecutive output positions, the panel's columns of the column
-/// matrix are written straight into the packed layout of the GEMM ([`pack_panel`]), a `K × nr`
-/// block that stays in L1 while the tile rows of the filter pass over it, and multiplied into
-/// the output's columns at once. Every output element is computed by one tile over the whole
+/// matrix are written straight into the packed layout of the GEMM ([`PanelPlan::pack`]), a
+/// `K × nr` block that stays in L1 while the tile rows of the filter pass over it, and
+/// multiplied into the output's columns at once (a few panels at a time when the filter does
+/// not fit L2, [`PackedA::panel_group`]). Every output element is computed by one tile over the whole
 /// of `K` in one order, so splitting the panels across threads does not change the bits.
 pub(super) fn by_panels(
     op: &'static str,
@@ -132,24 +133,30 @@ pub(super) fn by_panels(
     let Some(first) = w.per_group.first() else { return Ok(()) };
     let isa = first.isa();
     let nr = isa.nr();
-    let panels = lout.div_ceil(nr);
-    let units = g.n * g.groups * panels;
     let fmas = g.n.saturating_mul(g.cout).saturating_mul(lout).saturating_mul(k);
     let threads = crate::parallel::threads();
     let split = threads > 1 && fmas >= PARALLEL_MIN_FMAS;
+    // Panels are packed `group` at a time, so that a filter too large for L2 is read once a
+    // group rather than once a panel; a split convolution keeps at least two groups a thread.
+    let total = lout.div_ceil(nr);
+    let group = if split { first.panel_group(total).min(total.div_ceil(2 * threads)) } else { first.panel_group(total) }.max(1);
+    let panels = lout.div_ceil(nr * group);
+    let units = g.n * g.groups * panels;
     let tasks = if split { (threads * PARALLEL_TASKS_PER_THREAD).min(units) } else { 1 };
     let plan = PanelPlan::new(g, nr, true);
     let dst = crate::parallel::SharedOut(out.as_mut_ptr());
     crate::parallel::try_for_each(tasks, |t| {
         PANEL_SCRATCH.with_borrow_mut(|buf| -> Result<()> {
-            let start = aligned_start(buf, k * nr);
-            let panel = &mut buf[start..start + k * nr];
+            let start = aligned_start(buf, group * k * nr);
+            let panel = &mut buf[start..start + group * k * nr];
             for u in units * t / tasks..units * (t + 1) / tasks {
                 let (image_group, p) = (u / panels, u % panels);
                 let (n, grp) = (image_group / g.groups, image_group % g.groups);
                 let xg = &x[(n * g.cin + grp * cin_g) * lin..(n * g.cin + (grp + 1) * cin_g) * lin];
-                let (j0, cols) = (p * nr, nr.min(lout - p * nr));
-                plan.pack(xg, cin_g, j0, cols, panel);
+                let (j0, cols) = (p * group * nr, (group * nr).min(lout - p * group * nr));
+                for (q, dst) in panel.chunks_exact_mut(k * nr).take(cols.div_ceil(nr)).enumerate() {
+                    plan.pack(xg, cin_g, j0 + q * nr, nr.min(cols - q * nr), dst);
+                }
                 let row = n * g.cout + grp * cout_g;
                 let o = row * lout + j0;
                 let ep = group_epilogue(bias, grp, cout_g);

@@ -184,7 +184,11 @@ fn prepacked_convolution_matches_the_general_one_on_any_thread_count() {
     let mut rng = Gen(0x51_7cc1_b727_220a);
     // (n, cin, cout, groups, input, kernel, stride, pad, dilation)
     type Case = (usize, usize, usize, usize, [usize; 3], [usize; 3], [usize; 3], [usize; 3], [usize; 3]);
-    let cases: [Case; 9] = [
+    let cases: [Case; 11] = [
+        // Filters larger than a group of `A` (panels packed a few at a time; a 1×1 product
+        // walked group by group).
+        (1, 64, 160, 1, [1, 13, 13], [1, 3, 3], [1, 1, 1], [0, 1, 1], [1, 1, 1]),
+        (1, 300, 200, 1, [1, 9, 9], [1, 1, 1], [1, 1, 1], [0, 0, 0], [1, 1, 1]),
         (1, 3, 32, 1, [1, 64, 64], [1, 3, 3], [1, 1, 1], [0, 1, 1], [1, 1, 1]),
         (2, 8, 12, 2, [1, 13, 21], [1, 3, 3], [1, 1, 1], [0, 1, 1], [1, 1, 1]),
         (3, 4, 9, 1, [1, 11, 10], [1, 3, 3], [1, 2, 2], [0, 1, 1], [1, 1, 1]),
