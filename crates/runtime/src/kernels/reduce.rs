@@ -168,16 +168,36 @@ fn mean_tensor(op: &str, t: &Tensor, dims: &[usize], keepdim: bool, dtype: Optio
     }
     let x = t.cast_to(dtype)?;
     // Each block summed pairwise in `f64` and divided there, then rounded once to `dtype`:
-    // the blocks are read in their own type, with no `f64` copy of the whole tensor.
-    dispatch_dtype!(dtype, T => reduce::<T, T>(&x, dims, keepdim, |b| {
-        T::from_f64(if b.is_empty() { f64::NAN } else { pairwise_sum_by(b, |v| v.to_f64()) / b.len() as f64 })
-    }))
+    // the blocks are read in their own type, with no `f64` copy of the whole tensor. Halves
+    // are first widened to `f32` whole (exactly, and vectorized, where one at a time is a
+    // conversion call per element).
+    fn mean_of<T: Copy>(b: &[T], f: impl Fn(T) -> f64 + Copy) -> f64 {
+        if b.is_empty() { f64::NAN } else { pairwise_sum_by(b, f) / b.len() as f64 }
+    }
+    match dtype {
+        DType::F16 => reduce::<f32, f16>(&x.to_dtype(DType::F32)?, dims, keepdim, |b| f16::from_f64(mean_of(b, f64::from))),
+        DType::BF16 => reduce::<f32, bf16>(&x.to_dtype(DType::F32)?, dims, keepdim, |b| bf16::from_f64(mean_of(b, f64::from))),
+        _ => dispatch_dtype!(dtype, T => reduce::<T, T>(&x, dims, keepdim, |b| T::from_f64(mean_of(b, |v| v.to_f64())))),
+    }
 }
 
-/// [`pairwise_sum`] of `f(v)` over `x`, in the same order.
+/// [`pairwise_sum`] of `f(v)` over `x`: halves summed separately down to runs of at most 64,
+/// each run in four interleaved partial sums (element `i` into sum `i % 4`, which the
+/// compiler keeps in vector lanes) added as `(s0 + s1) + (s2 + s3)`.
 fn pairwise_sum_by<T: Copy>(x: &[T], f: impl Fn(T) -> f64 + Copy) -> f64 {
     if x.len() <= 64 {
-        return x.iter().map(|&v| f(v)).sum();
+        // `-0.0` is the identity of addition (a run of `-0.0`s sums to `-0.0`).
+        let mut s = [-0.0f64; 4];
+        let mut quads = x.chunks_exact(4);
+        for q in &mut quads {
+            for (acc, &v) in s.iter_mut().zip(q) {
+                *acc += f(v);
+            }
+        }
+        for (acc, &v) in s.iter_mut().zip(quads.remainder()) {
+            *acc += f(v);
+        }
+        return (s[0] + s[1]) + (s[2] + s[3]);
     }
     let mid = x.len() / 2;
     pairwise_sum_by(&x[..mid], f) + pairwise_sum_by(&x[mid..], f)
