@@ -9,6 +9,7 @@
 use dialect_aten::op;
 use ir::{DType, OpRef};
 
+use crate::kernels::Args;
 use crate::kernels::elementwise::{FloatFn, apply_f32_into, apply_f64_into};
 use crate::kernels::linalg::{MatView, Real, gemm, gemm_batched};
 use crate::kernels::unary::{Gelu, Sigmoid, Tanh};
@@ -34,6 +35,8 @@ pub(crate) enum OutOp {
     Convolution,
     /// `clone`: a contiguous copy of any layout and dtype.
     Clone,
+    /// `_to_copy` on the CPU: a contiguous copy of any layout, converted to a dtype.
+    ToCopy,
     /// `_softmax` along the last dim of a contiguous `f32` tensor.
     Softmax,
     /// `native_layer_norm`; the mean and inverse std are made only when read.
@@ -73,6 +76,7 @@ const OUT_VARIANTS: &[(OutOp, &[OpRef])] = &[
     (OutOp::Bmm, &[op::BMM]),
     (OutOp::Convolution, &[op::CONVOLUTION]),
     (OutOp::Clone, &[op::CLONE]),
+    (OutOp::ToCopy, &[op::_TO_COPY]),
     (OutOp::Softmax, &[op::_SOFTMAX]),
     (OutOp::LayerNorm, &[op::NATIVE_LAYER_NORM]),
     (OutOp::BatchNormEval, &[op::_NATIVE_BATCH_NORM_LEGIT_NO_TRAINING, op::NATIVE_BATCH_NORM]),
@@ -208,6 +212,15 @@ pub(crate) fn meta(op: OutOp, args: &[IValue]) -> Option<Meta> {
             let IValue::Tensor(a) = args.first()? else { return None };
             Meta::of(a.dtype(), a.sizes())
         }
+        OutOp::ToCopy => {
+            let a = Args::new(op::_TO_COPY, args, 1).ok()?;
+            let t = a.tensor(0).ok()?;
+            // Another device is the registered kernel's error.
+            if !matches!(args.get(3), None | Some(IValue::None)) {
+                return None;
+            }
+            Meta::of(a.opt_dtype(1).ok()?.unwrap_or(t.dtype()), t.sizes())
+        }
         OutOp::Softmax => {
             let a = float_tensor(args.first()?)?;
             let last = matches!(args.get(1)?, IValue::Int(d) if *d == -1 || *d == a.dim() as i64 - 1);
@@ -324,6 +337,14 @@ pub(crate) fn compute(op: OutOp, name: &'static str, args: &[IValue], out: &Tens
         crate::dispatch_dtype!(out.dtype(), T => a.copy_to_slice::<T>(unsafe { out.as_mut_slice::<T>()? })?);
         return Ok([None, None]);
     }
+    if op == OutOp::ToCopy {
+        let a = tensor_arg(name, args, 0)?;
+        // SAFETY: as for `clone`.
+        crate::dispatch_all_dtypes!(a.dtype(), S => crate::dispatch_all_dtypes!(out.dtype(), D => {
+            a.cast_into::<S, D>(unsafe { out.as_mut_slice::<D>()? })?
+        }));
+        return Ok([None, None]);
+    }
     match out.dtype() {
         DType::F32 => compute_t::<f32>(op, name, args, out, want),
         DType::F64 => compute_t::<f64>(op, name, args, out, want),
@@ -346,7 +367,7 @@ pub(super) fn mat<'a, T: Real>(name: &'static str, t: &'a Tensor) -> Result<MatV
 
 fn compute_t<T: Real>(op: OutOp, name: &'static str, args: &[IValue], out: &Tensor, want: [bool; 2]) -> Result<Extra> {
     match op {
-        OutOp::Clone | OutOp::View | OutOp::Permute | OutOp::Slice => {
+        OutOp::Clone | OutOp::ToCopy | OutOp::View | OutOp::Permute | OutOp::Slice => {
             Err(KernelError::new(name, "internal error: not an out-variant that computes"))
         }
         OutOp::Softmax => {

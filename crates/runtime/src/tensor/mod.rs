@@ -402,6 +402,13 @@ impl Tensor {
     }
 
     fn cast_copy<S: Element, D: Element>(&self) -> Result<Tensor> {
+        Tensor::build::<D>(self.sizes(), |out| self.cast_into::<S, D>(out))
+    }
+
+    /// Writes the elements, converted to `D`, in row-major order into `out` (`numel`
+    /// elements): the body of [`Tensor::to_dtype`], for a caller that owns the destination.
+    /// `S` must be the tensor's own element type.
+    pub(crate) fn cast_into<S: Element, D: Element>(&self, out: &mut [D]) -> Result<()> {
         /// Conversions between `f16`/`bf16` and `f32` over whole slices, which `half`
         /// vectorizes (F16C on x86 CPUs that have it): the same values as [`cast`] element by
         /// element (widening is exact, narrowing rounds to nearest even). `false` for other pairs.
@@ -431,34 +438,35 @@ impl Tensor {
         let src = self.storage_slice::<S>()?;
         let contiguous = self.is_contiguous();
         let (start, n) = (self.offset, self.numel());
-        Tensor::build::<D>(self.sizes(), |out| {
-            if contiguous {
-                // An empty view may sit anywhere, even past the end of its storage.
-                let src = if n == 0 {
-                    &src[..0]
-                } else {
-                    src.get(start..start + n).ok_or_else(|| KernelError::new("cast", "view reaches past its storage"))?
-                };
-                if S::DTYPE == D::DTYPE {
-                    // SAFETY: S and D are the same type (same DType means same Rust type).
-                    let src: &[D] = unsafe { std::slice::from_raw_parts(src.as_ptr() as *const D, n) };
-                    out.copy_from_slice(src);
-                } else if !cast_halves(src, out) {
-                    for (o, &s) in out.iter_mut().zip(src) {
-                        *o = cast::<S, D>(s);
-                    }
-                }
-            } else if S::DTYPE == D::DTYPE {
-                // SAFETY: S and D are the same type (same DType means same Rust type).
-                let src: &[D] = unsafe { std::slice::from_raw_parts(src.as_ptr() as *const D, src.len()) };
-                gather(src, start, self.sizes(), self.strides(), out)?;
+        if out.len() != n {
+            return Err(KernelError::new("cast", format!("{} elements do not hold shape {:?}", out.len(), self.sizes())));
+        }
+        if contiguous {
+            // An empty view may sit anywhere, even past the end of its storage.
+            let src = if n == 0 {
+                &src[..0]
             } else {
-                for (o, off) in out.iter_mut().zip(self.offsets()) {
-                    *o = cast::<S, D>(src[off]);
+                src.get(start..start + n).ok_or_else(|| KernelError::new("cast", "view reaches past its storage"))?
+            };
+            if S::DTYPE == D::DTYPE {
+                // SAFETY: S and D are the same type (same DType means same Rust type).
+                let src: &[D] = unsafe { std::slice::from_raw_parts(src.as_ptr() as *const D, n) };
+                out.copy_from_slice(src);
+            } else if !cast_halves(src, out) {
+                for (o, &s) in out.iter_mut().zip(src) {
+                    *o = cast::<S, D>(s);
                 }
             }
-            Ok(())
-        })
+        } else if S::DTYPE == D::DTYPE {
+            // SAFETY: S and D are the same type (same DType means same Rust type).
+            let src: &[D] = unsafe { std::slice::from_raw_parts(src.as_ptr() as *const D, src.len()) };
+            gather(src, start, self.sizes(), self.strides(), out)?;
+        } else {
+            for (o, off) in out.iter_mut().zip(self.offsets()) {
+                *o = cast::<S, D>(src[off]);
+            }
+        }
+        Ok(())
     }
 
     /// Copies the elements in row-major order into `out` (`numel` elements of the tensor's
