@@ -48,6 +48,9 @@ pub fn pipeline_stages(level: u32) -> (Vec<&'static str>, Vec<&'static str>) {
         // while both are still aten ops (the runtime then computes them once, from the frozen
         // parameters).
         passes.push("fold-batch-norm");
+        // Half-precision convolutions and products run in f32 between casts: the casts of
+        // weights are then computed once, and the f32 kernels (prepacked) run the products.
+        passes.push("widen-half-products");
         passes.extend(OPTIMIZATIONS);
         // A branch whose condition canonicalization made constant (an `is None` the input types
         // decide) is inlined, and what it yields typed, before Edge needs every dtype.

@@ -1,7 +1,7 @@
 //! Optimization passes: alias analysis, DCE, CSE, folding, canonicalization, inlining, unrolling, functionalization.
 //!
 //! [`register`] adds `cse`, `constant-propagation`, `constant-pooling`, `fold-batch-norm`, `inline-if`,
-//! `loop-unroll`, `remove-noop-views`, `functionalize`, `test-alias-analysis`, and the tools'
+//! `loop-unroll`, `remove-noop-views`, `functionalize`, `test-alias-analysis`, `widen-half-products`, and the tools'
 //! `canonicalize` (the pass crate's pass, registered with the prim and aten folders and the
 //! patterns of [`canon`]; registries built on `pass::register_builtin_passes` have no other). `dce` stays the pass crate's: it erases exactly the unused ops that are
 //! `PURE`, and every aten op whose schema writes an argument is registered without `PURE`
@@ -15,6 +15,7 @@ pub mod fold_bn;
 pub mod functionalize;
 pub mod pooling;
 pub mod test_alias;
+pub mod widen_half;
 
 pub use alias::{AliasDb, MemLoc, MemSet};
 
@@ -143,6 +144,7 @@ pub fn pass_infos() -> Vec<PassInfo> {
     const NOOP: &str = "Remove views that do not change their input (same-shape view/expand/reshape, identity permute, alias)";
     const FOLD_BN: &str = "Fold inference batch norms of convolution results into the convolutions' weights and biases";
     const TEST_ALIAS: &str = "Print the alias analysis of each function (a test aid)";
+    const WIDEN_HALF: &str = "Run f16/bf16 convolutions and matrix products in f32 between explicit casts (weights widened once)";
     vec![
         PassInfo::new("cse", CSE, |_| {
             Ok(func_pass("cse", CSE, String::new(), |ctx, m, op, am| cse::run_cse(ctx, m, op, am)))
@@ -154,6 +156,10 @@ pub fn pass_infos() -> Vec<PassInfo> {
         .anchor(Anchor::func()),
         PassInfo::new("fold-batch-norm", FOLD_BN, |_| {
             Ok(func_pass("fold-batch-norm", FOLD_BN, String::new(), |ctx, m, op, am| fold_bn::run_fold_bn(ctx, m, op, am)))
+        })
+        .anchor(Anchor::func()),
+        PassInfo::new("widen-half-products", WIDEN_HALF, |_| {
+            Ok(func_pass("widen-half-products", WIDEN_HALF, String::new(), |ctx, m, op, am| widen_half::run_widen_half(ctx, m, op, am)))
         })
         .anchor(Anchor::func()),
         PassInfo::new("inline-if", INLINE_IF, |_| {
