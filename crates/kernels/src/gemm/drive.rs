@@ -117,12 +117,14 @@ pub(crate) unsafe fn drive(isa: Isa, raw: &Raw, pack: Option<&PackA<'_>>, ep: &E
 /// Products with at least this many multiply-adds are split across the intra-op team
 /// (`crate::parallel`), by column panels: each tile is computed whole by one thread, so the
 /// result does not depend on the split. The team's workers spin between ops, so a split costs
-/// about a microsecond when a worker is awake. At 2 threads on a quiet machine (medians of 300
-/// calls, thresholds alternated): 2¹⁹ ran bench_resnet_tiny at 2.00–2.11 ms, slower than one
-/// thread, because its convolutions' bands (~2²² multiply-adds each, between serial im2col
-/// steps) then split; 2²³ ran it at 1.82–1.84 ms and kept the transformer's 2²³-sized products
-/// split (1.43–1.48 ms, against 1.59–1.66 with 2²⁴).
-pub(crate) const PARALLEL_MIN_FMAS: usize = 1 << 23;
+/// about a microsecond when a worker is awake, against ~40 µs of work at this size. At 2
+/// threads on a Zen 3 host (medians of 200–400 calls, thresholds 2²³, 2²¹ and 2²⁰ alternated,
+/// two rounds): with 2²³, the 1×1 convolutions of squeezenet (3–6 M multiply-adds each, a
+/// sixth of its work) ran on one thread while the other spun; 2²¹ took squeezenet from
+/// 11.4–11.5 ms to 10.3–10.5, mobilenet_v3_small from 4.8–5.5 to 4.1–4.6 and
+/// bench_transformer from 2.5–2.6 to 1.8–2.1, with bench_resnet_tiny and bench_lstm_cell
+/// within the noise; 2²⁰ was no better and slowed the LSTM cell's products.
+pub(crate) const PARALLEL_MIN_FMAS: usize = 1 << 21;
 
 // SAFETY: `Raw` only reads through its pointers, and the operands are not written while a
 // product runs.
