@@ -240,17 +240,12 @@ pub(super) unsafe fn pack_stride2_avx2(plan: &PanelPlan<'_>, x: &[f32], channels
     if kk > MAX_TAPS || runs.len() > NR_AVX2 {
         return plan.pack_rows(x, channels, runs, dst);
     }
-    // Per tap column and run: the panel lanes its in-range piece fills, and the offset from
-    // the input row's start of the element lane 0 would read (lane `j` reads `2·j` past it).
-    let mut pieces = [[(0u32, 0isize); NR_AVX2]; MAX_TAPS];
-    for (e, per_run) in pieces.iter_mut().enumerate().take(kk) {
-        for (piece, run) in per_run.iter_mut().zip(runs) {
-            let (l, h, src) = plan.piece(run, e);
-            if h > l {
-                *piece = (((1u32 << (h - l)) - 1) << (run.d + l), src as isize - 2 * (run.d + l) as isize);
-            }
-        }
-    }
+    // The panel lanes `run`'s in-range piece for tap column `e` fills, and the offset from the
+    // input row's start of the element lane 0 would read (lane `j` reads `2·j` past it).
+    let lanes = |run: &Run, e: usize| {
+        let (l, h, src) = plan.piece(run, e);
+        if h > l { (((1u32 << (h - l)) - 1) << (run.d + l), src as isize - 2 * (run.d + l) as isize) } else { (0, 0) }
+    };
     // The even elements of `a` then of `b`.
     let evens = |a: __m256, b: __m256| {
         let s = _mm256_shuffle_ps::<0b10_00_10_00>(a, b);
@@ -277,8 +272,71 @@ pub(super) unsafe fn pack_stride2_avx2(plan: &PanelPlan<'_>, x: &[f32], channels
         };
         (lo, hi)
     };
+    if let [run] = runs {
+        let mut pieces = [(0u32, 0isize); MAX_TAPS];
+        for (e, piece) in pieces.iter_mut().enumerate().take(kk) {
+            *piece = lanes(run, e);
+        }
+        // SAFETY: forwarded, with a load that reads only the elements its mask selects.
+        return unsafe { pack_one_run_pieces_avx2(plan, x, channels, run, &pieces[..kk], dst, load) };
+    }
+    let mut pieces = [[(0u32, 0isize); NR_AVX2]; MAX_TAPS];
+    for (e, per_run) in pieces.iter_mut().enumerate().take(kk) {
+        for (piece, run) in per_run.iter_mut().zip(runs) {
+            *piece = lanes(run, e);
+        }
+    }
     // SAFETY: forwarded, with a load that reads only the elements its mask selects.
     unsafe { pack_pieces_avx2(plan, x, channels, runs, &pieces, dst, load) }
+}
+
+/// The loop of [`pack_stride2_avx2`] for a panel that lies in one output row (every panel
+/// when rows are a multiple of 16 long): each panel row is `load(xc, at, mask)` of its tap
+/// column's piece (`pieces`, one per tap column, as in [`pack_pieces_avx2`]), or zeros where
+/// the input row is padding or the piece is empty.
+///
+/// # Safety
+/// As [`pack_pieces_avx2`], for the one run `run`.
+#[inline(always)]
+unsafe fn pack_one_run_pieces_avx2(
+    plan: &PanelPlan<'_>,
+    x: &[f32],
+    channels: usize,
+    run: &Run,
+    pieces: &[(u32, isize)],
+    dst: &mut [f32],
+    load: impl Fn(&[f32], isize, u32) -> (__m256, __m256),
+) {
+    let g = plan.g;
+    let [ki, kj, kk] = g.kernel;
+    let plane = g.input.iter().product::<usize>();
+    let rows = channels * ki * kj * kk;
+    let dst = &mut dst[..rows * NR_AVX2];
+    let mut out = dst.as_mut_ptr();
+    for c in 0..channels {
+        let xc = &x[c * plane..(c + 1) * plane];
+        for a in 0..ki {
+            for b in 0..kj {
+                let base = plan.row_base(run, a, b);
+                if let Some(base) = base {
+                    prefetch_ahead(xc, base, run, g.stride[2]);
+                }
+                for &(mask, off) in pieces {
+                    // SAFETY: AVX2 is enabled in the caller this is inlined into; the load is
+                    // the caller's; `out` walks `dst`'s `rows` rows of 16, one per tap.
+                    unsafe {
+                        let (lo, hi) = match base {
+                            Some(base) if mask != 0 => load(xc, base as isize + off, mask),
+                            _ => (_mm256_setzero_ps(), _mm256_setzero_ps()),
+                        };
+                        _mm256_storeu_ps(out, lo);
+                        _mm256_storeu_ps(out.add(8), hi);
+                        out = out.add(NR_AVX2);
+                    }
+                }
+            }
+        }
+    }
 }
 
 /// The mask of a piece filling all 16 lanes of a panel row.
