@@ -49,7 +49,7 @@ fn truth(op: &str, x: f64) -> f64 {
 
 /// A group computing `op` of its input and a second transcendental function of it, which a
 /// kernel of at least 2^18 elements runs in phases (`fission`): `op`'s phase calls its block
-/// routine where the host has one (AVX-512F), or expands it inline.
+/// routine where the host has one (AVX-512F or AVX2, with FMA), or expands it inline.
 fn fissioned_group(op: &str, attrs: &str) -> String {
     let other = if op == "aten.exp" { "aten.tanh" } else { "aten.exp" };
     format!(
@@ -59,7 +59,7 @@ fn fissioned_group(op: &str, attrs: &str) -> String {
 
 /// `op`'s results on `xs` through a fissioned kernel, with block routines (where the host has
 /// them) and inline, which must agree bit for bit: `xs` as one row and, to end rows in partial
-/// blocks (a partial 16-lane vector in the routines) and a padded 4-lane tail, as rows of
+/// blocks (a partial 16- or 8-lane vector in the routines) and a padded 4-lane tail, as rows of
 /// 1021 (its first `1021 k` values).
 fn fissioned(op: &str, attrs: &str, xs: &[f32]) -> Vec<(f32, f32)> {
     let (m, g) = parse(&fissioned_group(op, attrs));
