@@ -139,7 +139,8 @@ pub(super) fn by_panels(
     // Panels are packed `group` at a time, so that a filter too large for L2 is read once a
     // group rather than once a panel; a split convolution keeps at least two groups a thread.
     let total = lout.div_ceil(nr);
-    let group = if split { first.panel_group(total).min(total.div_ceil(2 * threads)) } else { first.panel_group(total) }.max(1);
+    let most = if split { total.div_ceil(2 * threads) } else { total };
+    let group = first.panel_group(total).min(most).max(1);
     let panels = lout.div_ceil(nr * group);
     let units = g.n * g.groups * panels;
     let tasks = if split { (threads * PARALLEL_TASKS_PER_THREAD).min(units) } else { 1 };

@@ -290,22 +290,22 @@ pub(super) unsafe fn pack_stride2_avx2(plan: &PanelPlan<'_>, x: &[f32], channels
     unsafe { pack_pieces_avx2(plan, x, channels, runs, &pieces, dst, load) }
 }
 
-/// The loop of [`pack_stride2_avx2`] for a panel that lies in one output row (every panel
-/// when rows are a multiple of 16 long): each panel row is `load(xc, at, mask)` of its tap
-/// column's piece (`pieces`, one per tap column, as in [`pack_pieces_avx2`]), or zeros where
-/// the input row is padding or the piece is empty.
+/// The loop of the AVX2 packers for a panel that lies in one output row (every panel when
+/// rows are a multiple of 16 long): each panel row is `load(xc, at, mask)` of its tap column's
+/// piece (`pieces`, one `(mask, at)` per tap column, `at` as in [`pack_pieces_avx2`], the mask
+/// in whatever form `load` takes), or zeros where the input row is padding.
 ///
 /// # Safety
-/// As [`pack_pieces_avx2`], for the one run `run`.
+/// As [`pack_pieces_avx2`], for the one run `run`; an empty piece's `load` reads nothing.
 #[inline(always)]
-unsafe fn pack_one_run_pieces_avx2(
+unsafe fn pack_one_run_pieces_avx2<M: Copy>(
     plan: &PanelPlan<'_>,
     x: &[f32],
     channels: usize,
     run: &Run,
-    pieces: &[(u32, isize)],
+    pieces: &[(M, isize)],
     dst: &mut [f32],
-    load: impl Fn(&[f32], isize, u32) -> (__m256, __m256),
+    load: impl Fn(&[f32], isize, M) -> (__m256, __m256),
 ) {
     let g = plan.g;
     let [ki, kj, kk] = g.kernel;
@@ -322,12 +322,12 @@ unsafe fn pack_one_run_pieces_avx2(
                     prefetch_ahead(xc, base, run, g.stride[2]);
                 }
                 for &(mask, off) in pieces {
-                    // SAFETY: AVX2 is enabled in the caller this is inlined into; the load is
+                    // SAFETY: AVX2 is enabled in the callers this is inlined into; the load is
                     // the caller's; `out` walks `dst`'s `rows` rows of 16, one per tap.
                     unsafe {
                         let (lo, hi) = match base {
-                            Some(base) if mask != 0 => load(xc, base as isize + off, mask),
-                            _ => (_mm256_setzero_ps(), _mm256_setzero_ps()),
+                            Some(base) => load(xc, base as isize + off, mask),
+                            None => (_mm256_setzero_ps(), _mm256_setzero_ps()),
                         };
                         _mm256_storeu_ps(out, lo);
                         _mm256_storeu_ps(out.add(8), hi);
@@ -368,52 +368,23 @@ static EVEN_MASKS: [[i32; 8]; 16] = {
 /// As [`pack_avx2`]; `g.kernel[2] <= MAX_TAPS`.
 #[target_feature(enable = "avx2")]
 unsafe fn pack_one_run_avx2(plan: &PanelPlan<'_>, x: &[f32], channels: usize, run: &Run, dst: &mut [f32]) {
-    let g = plan.g;
-    let [ki, kj, kk] = g.kernel;
-    let plane = g.input.iter().product::<usize>();
+    let kk = plan.g.kernel[2];
     // Per tap column: the lane masks of the in-range piece's two halves, and the offset
     // from the input row's start of the element lane 0 would read.
     let zeros = _mm256_setzero_si256();
-    let mut pieces = [(zeros, zeros, 0isize); MAX_TAPS];
+    let mut pieces = [((zeros, zeros), 0isize); MAX_TAPS];
     for (e, piece) in pieces.iter_mut().enumerate().take(kk) {
         let (mask, off) = plan.lanes(run, e);
-        let (m0, m1) = lane_masks(mask);
-        *piece = (m0, m1, off);
+        *piece = (lane_masks(mask), off);
     }
-    let pieces = &pieces[..kk];
-    let rows = channels * ki * kj * kk;
-    let dst = &mut dst[..rows * NR_AVX2];
-    let mut out = dst.as_mut_ptr();
-    let zero = _mm256_setzero_ps();
-    for c in 0..channels {
-        let xc = &x[c * plane..(c + 1) * plane];
-        for a in 0..ki {
-            for b in 0..kj {
-                let base = plan.row_base(run, a, b);
-                if let Some(base) = base {
-                    prefetch_ahead(xc, base, run, g.stride[2]);
-                }
-                for &(m0, m1, off) in pieces {
-                    // SAFETY: `out` walks `dst`'s `rows` rows of 16, one per tap (the loops
-                    // run `rows` times); the lanes the masks select read `xc[base + off +
-                    // lane]`, inside the input row (`piece`), the pointer itself may lie
-                    // before `xc`; masked-off lanes are not accessed.
-                    unsafe {
-                        let (lo, hi) = match base {
-                            Some(base) => {
-                                let p = xc.as_ptr().wrapping_offset(base as isize + off);
-                                (_mm256_maskload_ps(p, m0), _mm256_maskload_ps(p.wrapping_add(8), m1))
-                            }
-                            None => (zero, zero),
-                        };
-                        _mm256_storeu_ps(out, lo);
-                        _mm256_storeu_ps(out.add(8), hi);
-                        out = out.add(NR_AVX2);
-                    }
-                }
-            }
-        }
-    }
+    // SAFETY: the lanes the masks select read `xc[at + lane]`, inside the input row (`piece`),
+    // the pointer itself may lie before `xc`; masked-off lanes are not accessed.
+    let load = |xc: &[f32], at: isize, (m0, m1): (__m256i, __m256i)| unsafe {
+        let p = xc.as_ptr().wrapping_offset(at);
+        (_mm256_maskload_ps(p, m0), _mm256_maskload_ps(p.wrapping_add(8), m1))
+    };
+    // SAFETY: forwarded, with a load that reads only the lanes its masks select.
+    unsafe { pack_one_run_pieces_avx2(plan, x, channels, run, &pieces[..kk], dst, load) }
 }
 
 /// The width of the AVX2 path's panels, and so the most runs one of them has.
