@@ -46,7 +46,7 @@ pub use edge::{LowerToEdge, VerifyEdge, lower_to_edge, verify_edge};
 pub use conv_epilogue::fuse_conv_epilogue;
 pub use epilogue::{FuseEpilogue, fuse_epilogue};
 pub use fallback::{FallbackStats, composite_fallback, needs_fallback};
-pub use rewrite::{Arg, OpBuilder, Size};
+pub use rewrite::{Arg, OpBuilder, Size, schema_args};
 pub use shape_prop::{ShapePropagation, propagate_shapes};
 
 use pass::{Pass, PassInfo, PassRegistry};

@@ -10,7 +10,6 @@
 use super::decompose::{DecompResult, DecompositionTable, cast, input, one, opt_input, rank_of};
 use super::rewrite::{Arg, OpBuilder};
 use dialect_aten::op;
-use dialect_aten::{ArgSource, bind_args};
 use ir::OpRef;
 use ir::{Attribute, DType, OpId, ValueId};
 
@@ -447,16 +446,7 @@ fn without_nan(b: &mut OpBuilder, x: ValueId) -> Result<ValueId, String> {
 
 /// An alias: the same arguments, passed to `target`.
 fn rename(b: &mut OpBuilder, op: OpId, target: OpRef) -> DecompResult {
-    let schema = b.ctx.op_def(b.module().op_name(op)).and_then(|d| d.schema.clone()).ok_or("no schema")?;
-    let binding = bind_args(&schema, b.module(), op).map_err(|e| e.to_string())?;
-    let operands = b.module().operands(op).to_vec();
-    let args: Vec<Arg> = binding
-        .into_iter()
-        .map(|s| match s {
-            ArgSource::Operand(i) => Arg::V(operands[i]),
-            ArgSource::Const(a) => Arg::A(a),
-        })
-        .collect();
+    let args = super::schema_args(b.ctx, b.module(), op)?;
     Ok(Some(b.call_n(target, &args)?))
 }
 

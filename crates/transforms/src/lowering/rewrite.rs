@@ -22,6 +22,24 @@ impl From<ValueId> for Arg {
     }
 }
 
+/// The arguments of `op` in its schema's order, as the builder takes them: each operand and
+/// each constant attribute where the schema puts it (what an op rebuilt with other operands,
+/// or under another name, is called with).
+pub fn schema_args(ctx: &Context, m: &Module, op: OpId) -> Result<Vec<Arg>, String> {
+    let schema = ctx.op_def(m.op_name(op)).and_then(|d| d.schema.clone()).ok_or("no schema")?;
+    let operands = m.operands(op);
+    dialect_aten::signature::bind_args(&schema, m, op)
+        .map_err(|e| e.to_string())?
+        .into_iter()
+        .map(|s| match s {
+            dialect_aten::signature::ArgSource::Operand(i) => {
+                operands.get(i).copied().map(Arg::V).ok_or_else(|| format!("operand {i} is missing"))
+            }
+            dialect_aten::signature::ArgSource::Const(a) => Ok(Arg::A(a)),
+        })
+        .collect()
+}
+
 /// One size of a size list: a constant, or dimension `dim` of a tensor value.
 #[derive(Clone, Debug)]
 pub enum Size {

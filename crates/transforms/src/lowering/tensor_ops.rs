@@ -305,18 +305,8 @@ pub(super) fn conv(b: &mut OpBuilder, op: OpId) -> DecompResult {
 /// `_convolution` (what tracing records) is `convolution` with the same first nine arguments;
 /// the rest only pick a backend (`benchmark`, `deterministic`, `cudnn_enabled`, `allow_tf32`).
 pub(super) fn convolution_with_flags(b: &mut OpBuilder, op: OpId) -> DecompResult {
-    let m = b.module();
-    let schema = b.ctx().op_def(m.op_name(op)).and_then(|d| d.schema.clone()).ok_or("no schema")?;
-    let bound = dialect_aten::signature::bind_args(&schema, m, op).map_err(|e| e.to_string())?;
-    let operands = m.operands(op).to_vec();
-    let args: Vec<Arg> = bound
-        .into_iter()
-        .take(9)
-        .map(|src| match src {
-            dialect_aten::signature::ArgSource::Operand(i) => Arg::V(operands[i]),
-            dialect_aten::signature::ArgSource::Const(a) => Arg::A(a),
-        })
-        .collect();
+    let mut args = super::schema_args(b.ctx(), b.module(), op)?;
+    args.truncate(9);
     one(b.call(op::CONVOLUTION, &args))
 }
 

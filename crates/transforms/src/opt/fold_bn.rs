@@ -93,15 +93,7 @@ fn match_at(ctx: &Context, m: &Module, bn: OpId) -> Option<Fold> {
     if !params[1..].iter().flatten().all(|&v| vector(v)) {
         return None;
     }
-    let operands = m.operands(conv).to_vec();
-    let srcs = dialect_aten::signature::bind_args(&schema, m, conv).ok()?;
-    let conv_args = srcs
-        .into_iter()
-        .map(|s| match s {
-            dialect_aten::signature::ArgSource::Operand(i) => operands.get(i).copied().map(Arg::V),
-            dialect_aten::signature::ArgSource::Const(a) => Some(Arg::A(a)),
-        })
-        .collect::<Option<Vec<_>>>()?;
+    let conv_args = crate::lowering::schema_args(ctx, m, conv).ok()?;
     if conv_args.len() != 9 {
         return None;
     }

@@ -45,22 +45,14 @@ fn match_at(ctx: &Context, m: &Module, o: OpId) -> Option<Widen> {
         return None;
     }
     let half = dtype(m, m.results(o)[0]).filter(|d| matches!(d, DType::F16 | DType::BF16))?;
-    let schema = ctx.op_def(m.op_name(o)).and_then(|d| d.schema.clone())?;
     if base == op::CONVOLUTION {
+        let schema = ctx.op_def(m.op_name(o)).and_then(|d| d.schema.clone())?;
         let a = dialect_aten::infer::Args::bind(ctx, m, o, &schema).ok()?;
         if a.bool("transposed") != Some(false) {
             return None;
         }
     }
-    let operands = m.operands(o).to_vec();
-    let args = dialect_aten::signature::bind_args(&schema, m, o)
-        .ok()?
-        .into_iter()
-        .map(|s| match s {
-            dialect_aten::signature::ArgSource::Operand(i) => operands.get(i).copied().map(Arg::V),
-            dialect_aten::signature::ArgSource::Const(a) => Some(Arg::A(a)),
-        })
-        .collect::<Option<Vec<_>>>()?;
+    let args = crate::lowering::schema_args(ctx, m, o).ok()?;
     // Every tensor operand is of the half dtype (an absent bias is a constant `None`).
     for &i in tensors {
         match args.get(i)? {
