@@ -1,5 +1,5 @@
 //! Max pooling of `f32` planes with a 3 × 3 window and stride 2 (the pooling of SqueezeNet,
-//! AlexNet, GoogLeNet, ResNet's stem) in vector registers.
+//! AlexNet, GoogLeNet; padded by one, ResNet's and ShuffleNet's stems) in vector registers.
 //!
 //! Each output takes its window's nine taps in PyTorch's order (row by row, each row left to
 //! right) with PyTorch's update rule (a larger value or any NaN replaces the maximum so far),
@@ -11,15 +11,31 @@
 use crate::isa::Isa;
 
 /// Max pooling of `planes` planes of `ih × iw` into `oh × ow` planes with a 3 × 3 window,
-/// stride 2, no padding and no dilation, every window wholly inside its plane
-/// (`2·oh + 1 ≤ ih`, `2·ow + 1 ≤ iw`). Returns `false`, writing nothing, when no vector path
-/// applies (the generic path, rows narrower than a vector, shapes outside that contract, or
-/// buffers too small for them): the caller's general loop runs then.
-pub fn max_pool_3x3s2(x: &[f32], planes: usize, ih: usize, iw: usize, oh: usize, ow: usize, out: &mut [f32]) -> bool {
+/// stride 2, `pad` (0 or 1) rows and columns of padding on every side and no dilation, every
+/// window wholly inside the padded plane (`2·oh + 1 ≤ ih + 2·pad`, `2·ow + 1 ≤ iw + 2·pad`).
+/// Returns `false`, writing nothing, when no vector path applies (the generic path, rows
+/// narrower than a vector, shapes outside that contract, or buffers too small for them): the
+/// caller's general loop runs then.
+///
+/// A padded plane is first copied into `scratch` (any contents; resized here) inside a
+/// border of `-∞`, then pooled as an unpadded one. That is PyTorch's rule exactly: its maximum starts at `-∞` and skips the
+/// padding, and a `-∞` tap never replaces a maximum (it is not larger, nor a NaN), so a
+/// window's first real tap replaces the border's `-∞` just as it replaces the start.
+pub fn max_pool_3x3s2(
+    x: &[f32],
+    planes: usize,
+    [ih, iw]: [usize; 2],
+    pad: usize,
+    [oh, ow]: [usize; 2],
+    out: &mut [f32],
+    scratch: &mut Vec<f32>,
+) -> bool {
+    let (ph, pw) = (ih + 2 * pad, iw + 2 * pad);
     let fits = ow >= 8
         && oh >= 1
-        && 2 * oh < ih
-        && 2 * ow < iw
+        && pad <= 1
+        && 2 * oh < ph
+        && 2 * ow < pw
         && planes.checked_mul(ih * iw).is_some_and(|n| n <= x.len())
         && planes.checked_mul(oh * ow).is_some_and(|n| n <= out.len());
     if !fits || !Isa::Avx2.available() {
@@ -27,31 +43,57 @@ pub fn max_pool_3x3s2(x: &[f32], planes: usize, ih: usize, iw: usize, oh: usize,
     }
     #[cfg(target_arch = "x86_64")]
     {
+        if pad == 1 {
+            scratch.resize(ph * pw, f32::NEG_INFINITY);
+            scratch[..pw].fill(f32::NEG_INFINITY);
+            scratch[(ph - 1) * pw..].fill(f32::NEG_INFINITY);
+            for row in scratch[pw..(ph - 1) * pw].chunks_exact_mut(pw) {
+                (row[0], row[pw - 1]) = (f32::NEG_INFINITY, f32::NEG_INFINITY);
+            }
+        }
         for p in 0..planes {
-            // SAFETY: the CPU runs AVX2 (`available`); plane `p` of `x` holds `ih·iw` elements
-            // and of `out` `oh·ow` (checked above), and every window lies inside the plane.
-            unsafe { crate::x86::avx2::max_pool_3x3s2_plane(x.as_ptr().add(p * ih * iw), iw, oh, ow, out.as_mut_ptr().add(p * oh * ow)) };
+            let plane = &x[p * ih * iw..(p + 1) * ih * iw];
+            let src = if pad == 0 {
+                plane
+            } else {
+                // Only the interior is written: the border keeps its `-∞` from plane to plane.
+                for (dst, row) in scratch[pw + 1..].chunks_mut(pw).zip(plane.chunks_exact(iw)) {
+                    dst[..iw].copy_from_slice(row);
+                }
+                &scratch[..]
+            };
+            // SAFETY: the CPU runs AVX2 (`available`); `src` holds a plane of `ph·pw` elements
+            // and plane `p` of `out` `oh·ow` (checked above), and every window lies inside it.
+            unsafe { crate::x86::avx2::max_pool_3x3s2_plane(src.as_ptr(), pw, oh, ow, out.as_mut_ptr().add(p * oh * ow)) };
         }
         true
     }
     #[cfg(not(target_arch = "x86_64"))]
-    false
+    {
+        let _ = scratch;
+        false
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    /// The scalar rule, taps in PyTorch's order.
-    fn reference(x: &[f32], planes: usize, ih: usize, iw: usize, oh: usize, ow: usize) -> Vec<f32> {
+    /// The scalar rule, taps in PyTorch's order: the maximum starts at `-∞` and the padding's
+    /// taps are skipped.
+    fn reference(x: &[f32], planes: usize, ih: usize, iw: usize, pad: usize, oh: usize, ow: usize) -> Vec<f32> {
         let mut out = vec![0.0; planes * oh * ow];
         for p in 0..planes {
             for y in 0..oh {
                 for xo in 0..ow {
-                    let mut best = x[p * ih * iw + 2 * y * iw + 2 * xo];
+                    let mut best = f32::NEG_INFINITY;
                     for a in 0..3 {
                         for c in 0..3 {
-                            let v = x[p * ih * iw + (2 * y + a) * iw + 2 * xo + c];
+                            let (r, q) = ((2 * y + a).wrapping_sub(pad), (2 * xo + c).wrapping_sub(pad));
+                            if r >= ih || q >= iw {
+                                continue;
+                            }
+                            let v = x[p * ih * iw + r * iw + q];
                             if v > best || v.is_nan() {
                                 best = v;
                             }
@@ -67,34 +109,38 @@ mod tests {
     #[test]
     fn matches_the_scalar_rule_bit_for_bit() {
         // Odd and even widths, rows of one vector and of several with an overlapping last
-        // one, ties of signed zeros, NaNs with distinct payloads and infinities.
-        for &(ih, iw) in &[(17, 17), (18, 19), (27, 27), (55, 55), (9, 40), (111, 111), (5, 33)] {
-            let (oh, ow) = ((ih - 3) / 2 + 1, (iw - 3) / 2 + 1);
-            let planes = 3;
-            let mut s = 12345u32;
-            let x: Vec<f32> = (0..planes * ih * iw)
-                .map(|_| {
-                    s ^= s << 13;
-                    s ^= s >> 17;
-                    s ^= s << 5;
-                    match s % 23 {
-                        0 => f32::from_bits(0x7fc0_0000 | (s >> 9) & 0xffff),
-                        1 => -0.0,
-                        2 => 0.0,
-                        3 => f32::INFINITY,
-                        4 => f32::NEG_INFINITY,
-                        _ => (s % 7) as f32 - 3.0,
+        // one, ties of signed zeros, NaNs with distinct payloads and infinities; with and
+        // without padding.
+        let mut scratch = Vec::new();
+        for pad in [0, 1] {
+            for &(ih, iw) in &[(17, 17), (18, 19), (27, 27), (55, 55), (9, 40), (111, 111), (112, 112), (5, 33)] {
+                let (oh, ow) = ((ih + 2 * pad - 3) / 2 + 1, (iw + 2 * pad - 3) / 2 + 1);
+                let planes = 3;
+                let mut s = 12345u32;
+                let x: Vec<f32> = (0..planes * ih * iw)
+                    .map(|_| {
+                        s ^= s << 13;
+                        s ^= s >> 17;
+                        s ^= s << 5;
+                        match s % 23 {
+                            0 => f32::from_bits(0x7fc0_0000 | (s >> 9) & 0xffff),
+                            1 => -0.0,
+                            2 => 0.0,
+                            3 => f32::INFINITY,
+                            4 => f32::NEG_INFINITY,
+                            _ => (s % 7) as f32 - 3.0,
+                        }
+                    })
+                    .collect();
+                let want = reference(&x, planes, ih, iw, pad, oh, ow);
+                let mut got = vec![1.5f32; planes * oh * ow];
+                for isa in Isa::supported() {
+                    let ran = crate::isa::with(isa, || max_pool_3x3s2(&x, planes, [ih, iw], pad, [oh, ow], &mut got, &mut scratch));
+                    assert_eq!(ran, isa >= Isa::Avx2 && ow >= 8, "{isa} {ih}x{iw} pad {pad}");
+                    if ran {
+                        let same = want.iter().zip(&got).all(|(a, b)| a.to_bits() == b.to_bits());
+                        assert!(same, "{isa} {ih}x{iw} pad {pad}: {want:?} != {got:?}");
                     }
-                })
-                .collect();
-            let want = reference(&x, planes, ih, iw, oh, ow);
-            let mut got = vec![1.5f32; planes * oh * ow];
-            for isa in Isa::supported() {
-                let ran = crate::isa::with(isa, || max_pool_3x3s2(&x, planes, ih, iw, oh, ow, &mut got));
-                assert_eq!(ran, isa >= Isa::Avx2 && ow >= 8, "{isa} {ih}x{iw}");
-                if ran {
-                    let same = want.iter().zip(&got).all(|(a, b)| a.to_bits() == b.to_bits());
-                    assert!(same, "{isa} {ih}x{iw}: {want:?} != {got:?}");
                 }
             }
         }
@@ -105,7 +151,10 @@ mod tests {
         let x = vec![0.0f32; 20 * 20];
         let mut out = vec![0.0f32; 10 * 10];
         // A window past the last column (ceil mode's partial window), a short output buffer.
-        assert!(!max_pool_3x3s2(&x, 1, 20, 20, 9, 10, &mut out));
-        assert!(!max_pool_3x3s2(&x, 1, 20, 20, 9, 9, &mut out[..80]));
+        let mut scratch = Vec::new();
+        assert!(!max_pool_3x3s2(&x, 1, [20, 20], 0, [9, 10], &mut out, &mut scratch));
+        assert!(!max_pool_3x3s2(&x, 1, [20, 20], 0, [9, 9], &mut out[..80], &mut scratch));
+        // Padding of 2 (wider than PyTorch allows for this window).
+        assert!(!max_pool_3x3s2(&x, 1, [20, 20], 2, [10, 10], &mut out, &mut scratch));
     }
 }

@@ -296,17 +296,21 @@ fn max_pool_values_typed<T: Element + PartialOrd + Send + Sync>(g: &PoolGeo, x: 
     let threads = crate::parallel::threads();
     let tasks = if threads > 1 && work >= 1 << 16 { (threads * 4).min(g.planes) } else { 1 };
     let vp = crate::parallel::SharedOut(vals.as_mut_ptr());
-    // A 2-d `f32` 3 × 3 window of stride 2 without padding or dilation runs the vector kernel
-    // (the same taps in the same order); it declines planes it does not cover.
+    // A 2-d `f32` 3 × 3 window of stride 2 with padding of at most one and no dilation runs
+    // the vector kernel (the same taps in the same order); it declines planes it does not
+    // cover.
     let k3s2 = T::DTYPE == DType::F32
         && g.input[0] == 1
         && g.kernel == [1, 3, 3]
         && g.stride == [1, 2, 2]
-        && g.pad == [0, 0, 0]
+        && g.pad[0] == 0
+        && g.pad[1] == g.pad[2]
+        && g.pad[1] <= 1
         && g.dilation == [1, 1, 1];
     crate::parallel::for_each(tasks, |t| {
         let [id, ih, _] = g.input;
         let (mut rows, mut phases): (Vec<T>, Vec<T>) = (Vec::with_capacity(id * ih * g.output[2]), Vec::new());
+        let mut padded = Vec::new();
         for pl in g.planes * t / tasks..g.planes * (t + 1) / tasks {
             // SAFETY: `vals` holds `planes·outn` elements (the caller built it of the output's
             // size); each plane is written by the one task that owns it.
@@ -317,7 +321,7 @@ fn max_pool_values_typed<T: Element + PartialOrd + Send + Sync>(g: &PoolGeo, x: 
                 let (xf, vf) = unsafe {
                     (std::slice::from_raw_parts(xp.as_ptr().cast::<f32>(), inn), std::slice::from_raw_parts_mut(v.as_mut_ptr().cast::<f32>(), outn))
                 };
-                if ::kernels::pool::max_pool_3x3s2(xf, 1, ih, g.input[2], g.output[1], g.output[2], vf) {
+                if ::kernels::pool::max_pool_3x3s2(xf, 1, [ih, g.input[2]], g.pad[2], [g.output[1], g.output[2]], vf, &mut padded) {
                     continue;
                 }
             }
