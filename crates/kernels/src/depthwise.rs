@@ -114,60 +114,74 @@ impl Depthwise {
         self.stride[0] * self.stride[1] * self.phase_len()
     }
 
+    /// Sub-plane column phase `q`'s in-range columns `lo..hi` (the same for every row) and the
+    /// input column of `lo`: sub-plane column `i` is input column `i·sw + q - pl`.
+    fn phase_cols(&self, q: usize) -> (usize, usize, usize) {
+        let (iw, sw, pl) = (self.input[1], self.stride[1], self.pad[1]);
+        let pw = self.phase_dims().1;
+        let lo = pl.saturating_sub(q).div_ceil(sw).min(pw);
+        let hi = (iw + pl).saturating_sub(q).div_ceil(sw).clamp(lo, pw);
+        (lo, hi, (lo * sw + q).saturating_sub(pl))
+    }
+
     /// Copies channel plane `x` (`ih × iw`) into the polyphase layout `dst` (`sh·sw` sub-planes
     /// of [`Depthwise::phase_len`]). Only the input's own elements are written: the padding,
     /// the same places for every channel, is zeroed once per call ([`depthwise`]) and stays
-    /// zero. Input rows the taps never read are skipped.
-    fn copy_plane(&self, x: &[f32], dst: &mut [f32]) {
+    /// zero. Input rows the taps never read are skipped. Column phase by column phase, so its
+    /// columns are worked out once (a division per row and phase was a third of the copy of
+    /// short rows).
+    fn copy_plane(&self, isa: Isa, x: &[f32], dst: &mut [f32]) {
         let [ih, iw] = self.input;
         let [sh, sw] = self.stride;
-        let [pt, pl] = self.pad;
+        let pt = self.pad[0];
         let (rows, pw) = self.phase_dims();
         let len = self.phase_len();
-        // Sub-plane `q`'s column `i` is input column `i·sw + q - pl`: in range for `i` in
-        // `lo..hi`, the same for every row; `first` is the input column of `lo`.
-        let cols = |q: usize| {
-            let lo = pl.saturating_sub(q).div_ceil(sw).min(pw);
-            let hi = (iw + pl).saturating_sub(q).div_ceil(sw).clamp(lo, pw);
-            (lo, hi, (lo * sw + q).saturating_sub(pl))
-        };
         if iw == 0 {
             return;
         }
-        for (iy, src) in x.chunks_exact(iw).take(ih).enumerate() {
+        for q in 0..sw {
+            let (lo, hi, first) = self.phase_cols(q);
             // Input row `iy` is padded row `iy + pt`: row `j` of sub-plane row-phase `p`.
-            let (p, j) = ((iy + pt) % sh, (iy + pt) / sh);
-            if j >= rows {
-                break;
-            }
-            for q in 0..sw {
-                let (lo, hi, first) = cols(q);
+            let (mut p, mut j) = (pt % sh, pt / sh);
+            for src in x.chunks_exact(iw).take(ih) {
+                if j >= rows {
+                    break;
+                }
                 let row = &mut dst[(p * sw + q) * len + j * pw..][lo..hi];
                 // Past the row's end only when the sub-plane takes no column of it (a stride
                 // wider than the input).
                 let from = src.get(first..).unwrap_or_default();
                 match sw {
                     1 => row.copy_from_slice(&from[..hi - lo]),
-                    // Pairs zipped with the destination vectorize (a stepped iterator does
-                    // not); the last column may be the first of a pair cut short.
-                    2 => {
-                        let pairs = from.chunks_exact(2);
-                        let (n, tail) = (pairs.len(), pairs.remainder().first().copied());
-                        for (v, pair) in row.iter_mut().zip(pairs) {
-                            *v = pair[0];
-                        }
-                        if let (Some(t), Some(v)) = (tail, row.get_mut(n)) {
-                            *v = t;
-                        }
-                    }
+                    2 => evens(isa, from, row),
                     _ => {
                         for (v, &s) in row.iter_mut().zip(from.iter().step_by(sw)) {
                             *v = s;
                         }
                     }
                 }
+                p += 1;
+                if p == sh {
+                    (p, j) = (0, j + 1);
+                }
             }
         }
+    }
+}
+
+/// `dst[i] = src[2·i]` for every `i` of `dst`; `src` holds at least `2·dst.len() - 1`
+/// elements (the last pair may be cut short).
+fn evens(isa: Isa, src: &[f32], dst: &mut [f32]) {
+    let n = dst.len().min(src.len().div_ceil(2));
+    #[cfg(target_arch = "x86_64")]
+    if isa >= Isa::Avx2 {
+        // SAFETY: AVX2 is available (`isa` is capped at the thread's by the caller); `src`
+        // holds at least `2·n - 1` elements.
+        return unsafe { x86::evens(src.as_ptr(), src.len(), dst.as_mut_ptr(), n) };
+    }
+    let _ = isa;
+    for (v, &s) in dst[..n].iter_mut().zip(src.iter().step_by(2)) {
+        *v = s;
     }
 }
 
@@ -218,7 +232,7 @@ pub fn depthwise(
             plane.fill(0.0);
             for u in units * t / tasks..units * (t + 1) / tasks {
                 let ch = u % c;
-                d.copy_plane(&x[u * ih * iw..(u + 1) * ih * iw], plane);
+                d.copy_plane(isa, &x[u * ih * iw..(u + 1) * ih * iw], plane);
                 let taps = &w[ch * kh * kw..(ch + 1) * kh * kw];
                 let b = bias.map_or(0.0, |b| b[ch]);
                 // SAFETY: `out` holds `units·oh·ow` elements (checked), and each unit's plane
@@ -302,6 +316,32 @@ fn tiles_generic<const T: usize>(plane: &[f32], offsets: &[usize], taps: &[f32],
 mod x86 {
     use std::arch::x86_64::*;
 
+    /// [`super::evens`] on AVX2: eight outputs from two loads, the even elements picked by a
+    /// shuffle and put in order by a permute; the last few one by one.
+    ///
+    /// # Safety
+    /// The CPU supports AVX2; `src` points to `len ≥ 2·n - 1` readable elements, `dst` to `n`
+    /// writable ones.
+    #[target_feature(enable = "avx2")]
+    pub(super) unsafe fn evens(src: *const f32, len: usize, dst: *mut f32, n: usize) {
+        let mut i = 0;
+        // SAFETY: eight outputs read `src[2·i..2·i + 16]`, inside `len` while `2·i + 16 ≤ len`;
+        // they write `dst[i..i + 8]`, inside `n` while `i + 8 ≤ n`.
+        unsafe {
+            while i + 8 <= n && 2 * i + 16 <= len {
+                let (a, b) = (_mm256_loadu_ps(src.add(2 * i)), _mm256_loadu_ps(src.add(2 * i + 8)));
+                let s = _mm256_shuffle_ps::<0b10_00_10_00>(a, b);
+                let v = _mm256_castpd_ps(_mm256_permute4x64_pd::<0b11_01_10_00>(_mm256_castps_pd(s)));
+                _mm256_storeu_ps(dst.add(i), v);
+                i += 8;
+            }
+            while i < n {
+                *dst.add(i) = *src.add(2 * i);
+                i += 1;
+            }
+        }
+    }
+
     /// The tiles of `T` outputs in `T / 8` AVX2 registers, which stay there across all taps:
     /// bias first, then one fused multiply-add per tap in order (the bits of `f32::mul_add`).
     ///
@@ -379,6 +419,9 @@ mod tests {
             geometry(3, [6, 5], [3, 2], [1, 2], [0, 1], [1, 1]),
             geometry(1, [1, 1], [3, 3], [1, 1], [1, 1], [1, 1]),
             geometry(2, [40, 70], [3, 3], [2, 1], [1, 1], [1, 1]),
+            // Rows of stride 2 wide enough for several vectors of even elements, odd and even.
+            geometry(2, [9, 53], [3, 3], [2, 2], [1, 1], [1, 1]),
+            geometry(2, [6, 48], [5, 5], [1, 2], [2, 2], [1, 1]),
             geometry(2, [8, 8], [3, 3], [2, 2], [1, 1], [1, 1]),
             geometry(3, [10, 12], [3, 3], [2, 2], [0, 0], [1, 1]),
             geometry(2, [9, 13], [4, 4], [2, 2], [0, 0], [1, 1]),
