@@ -307,6 +307,14 @@ impl Walk<'_> {
                 }
             }
         }
+        if pc + kb == raw.k {
+            // The lines of `C` this row block stores [`C_AHEAD_PANELS`] panels on are fetched
+            // for writing now: an output larger than L2 is otherwise read in from memory
+            // one partial line at a time by the tile's stores, and they wait for it.
+            for i in 0..rows {
+                prefetch_write(t.c.wrapping_add(i * ldc + C_AHEAD_PANELS * nr));
+            }
+        }
         // SAFETY: forwarded.
         unsafe { tile(isa, rows, masked, raw.a_packed, &t) };
         if let Some(p) = &p {
@@ -363,6 +371,24 @@ pub fn prefetch_l1(p: *const f32) {
     // SAFETY: a prefetch does not access memory architecturally and never faults.
     unsafe {
         std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(p.cast::<i8>())
+    };
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = p;
+}
+
+/// Column panels ahead of a tile whose lines of `C` it fetches for writing.
+const C_AHEAD_PANELS: usize = 2;
+
+/// A hint to fetch the cache line holding `p` for writing (it never faults, whatever `p` is).
+#[inline(always)]
+pub fn prefetch_write(p: *mut f32) {
+    // `prefetchw` by hand: the intrinsic's write hint needs the `prfchw` feature enabled in
+    // the caller, and is a plain read prefetch otherwise. CPUs without the instruction
+    // (Intel's before Broadwell) run it as a no-op.
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: a prefetch does not access memory architecturally and never faults.
+    unsafe {
+        std::arch::asm!("prefetchw [{p}]", p = in(reg) p, options(nostack, preserves_flags, readonly))
     };
     #[cfg(not(target_arch = "x86_64"))]
     let _ = p;
