@@ -277,16 +277,23 @@ fn channel<const T: usize>(
     tile: &mut [f32],
     out: &mut [f32],
 ) {
-    match isa {
-        #[cfg(target_arch = "x86_64")]
-        // SAFETY: AVX2 and FMA are available (`isa` is capped at the thread's, and AVX-512
-        // hosts have both); every read is inside `plane` (checked by the caller,
-        // `depthwise`), and `taps` has a weight per offset (`kh·kw` of each).
-        Isa::Avx2 | Isa::Avx512 => unsafe { x86::tiles::<T>(plane, offsets, taps, bias, tile) },
-        _ => tiles_generic::<T>(plane, offsets, taps, bias, tile),
-    }
     let [oh, ow] = d.output;
     let pw = d.phase_dims().1;
+    match isa {
+        #[cfg(target_arch = "x86_64")]
+        Isa::Avx2 | Isa::Avx512 => {
+            // SAFETY: AVX2 and FMA are available (`isa` is capped at the thread's, and
+            // AVX-512 hosts have both); every read is inside `plane` (checked by the caller,
+            // `depthwise`), and `taps` has a weight per offset (`kh·kw` of each).
+            unsafe { x86::tiles::<T>(plane, offsets, taps, bias, act, tile) };
+            // The tiles are activated in registers: the rows are only copied out.
+            for (y, row) in out.chunks_exact_mut(ow).take(oh).enumerate() {
+                row.copy_from_slice(&tile[y * pw..y * pw + ow]);
+            }
+            return;
+        }
+        _ => tiles_generic::<T>(plane, offsets, taps, bias, tile),
+    }
     compiled_for(
         isa,
         #[inline(always)]
@@ -316,6 +323,8 @@ fn tiles_generic<const T: usize>(plane: &[f32], offsets: &[usize], taps: &[f32],
 mod x86 {
     use std::arch::x86_64::*;
 
+    use crate::gemm::Activation;
+
     /// [`super::evens`] on AVX2: eight outputs from two loads, the even elements picked by a
     /// shuffle and put in order by a permute; the last few one by one.
     ///
@@ -343,13 +352,14 @@ mod x86 {
     }
 
     /// The tiles of `T` outputs in `T / 8` AVX2 registers, which stay there across all taps:
-    /// bias first, then one fused multiply-add per tap in order (the bits of `f32::mul_add`).
+    /// bias first, then one fused multiply-add per tap in order (the bits of `f32::mul_add`),
+    /// then `act` (the bits of [`Activation::apply`]) as they are stored.
     ///
     /// # Safety
     /// The CPU supports AVX2 and FMA; `plane[off + tile.len() - 1]` is in bounds for every
     /// `off` of `offsets`, and `taps` is at least as long as `offsets`.
     #[target_feature(enable = "avx2,fma")]
-    pub(super) unsafe fn tiles<const T: usize>(plane: &[f32], offsets: &[usize], taps: &[f32], bias: f32, tile: &mut [f32]) {
+    pub(super) unsafe fn tiles<const T: usize>(plane: &[f32], offsets: &[usize], taps: &[f32], bias: f32, act: Activation, tile: &mut [f32]) {
         // The accumulators: `T / 8` registers, indexed by constants once unrolled.
         const { assert!(T % 8 == 0 && T <= 64) };
         for (n, chunk) in tile.chunks_exact_mut(T).enumerate() {
@@ -364,8 +374,8 @@ mod x86 {
                 }
             }
             for (v, a) in acc.iter().enumerate().take(T / 8) {
-                // SAFETY: `chunk` holds `T` elements.
-                unsafe { _mm256_storeu_ps(chunk.as_mut_ptr().add(8 * v), *a) };
+                // SAFETY: `chunk` holds `T` elements; AVX2 and FMA are enabled here.
+                unsafe { _mm256_storeu_ps(chunk.as_mut_ptr().add(8 * v), crate::x86::avx2::act8(*a, act)) };
             }
         }
     }
@@ -440,7 +450,13 @@ mod tests {
             let x = rng.vec(images * d.channels * d.input[0] * d.input[1]);
             let w = rng.vec(d.channels * d.kernel[0] * d.kernel[1]);
             let b = rng.vec(d.channels);
-            for (bias, act) in [(None, Activation::None), (Some(&b[..]), Activation::Relu), (Some(&b[..]), Activation::Clamp(0.0, 0.5))] {
+            for (bias, act) in [
+                (None, Activation::None),
+                (Some(&b[..]), Activation::Relu),
+                (Some(&b[..]), Activation::Clamp(0.0, 0.5)),
+                (Some(&b[..]), Activation::Hardswish),
+                (None, Activation::HardswishProductFirst),
+            ] {
                 let want = reference(&d, images, &x, &w, bias, act);
                 let mut bits = None;
                 for isa in Isa::supported() {

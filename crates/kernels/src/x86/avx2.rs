@@ -47,7 +47,7 @@ pub(crate) unsafe fn post_avx2(p: &PostTile, rows: usize) {
 
 /// `act` of each lane of `v`, with the bits of [`Activation::apply`].
 #[inline(always)]
-unsafe fn act8(v: __m256, act: Activation) -> __m256 {
+pub(crate) unsafe fn act8(v: __m256, act: Activation) -> __m256 {
     // SAFETY: register operations only; the caller runs with AVX2 and FMA enabled.
     unsafe {
         match act {
