@@ -14,6 +14,7 @@ pub mod fastmath;
 pub mod gemm;
 pub mod depthwise;
 pub mod gemv;
+pub mod halves;
 pub mod isa;
 pub mod mat;
 pub mod parallel;
