@@ -150,7 +150,8 @@ pub(crate) unsafe fn drive_panels(
         Bias::PerRow(b) => (std::ptr::null(), b.as_ptr()),
     };
     let has_post = post.addend.is_some() || post.act != Activation::None;
-    let w = Walk { isa, raw, ep, post, c, ldc, bias_col, bias_row, has_post };
+    let prefetch_c = raw.m.saturating_mul(ldc).saturating_mul(std::mem::size_of::<f32>()) >= C_PREFETCH_MIN_BYTES;
+    let w = Walk { isa, raw, ep, post, c, ldc, bias_col, bias_row, has_post, prefetch_c };
     let blocks = raw.m.div_ceil(mr);
     let group = group_blocks(raw, panels.len(), nr);
     if group >= blocks {
@@ -240,6 +241,9 @@ struct Walk<'w> {
     bias_col: *const f32,
     bias_row: *const f32,
     has_post: bool,
+    /// Whether tiles fetch their output lines ahead ([`C_AHEAD_PANELS`]): for outputs of at
+    /// least [`C_PREFETCH_MIN_BYTES`].
+    prefetch_c: bool,
 }
 
 impl Walk<'_> {
@@ -250,7 +254,7 @@ impl Walk<'_> {
     /// As [`drive`], for a tile inside the product.
     #[inline(always)]
     unsafe fn run(&self, jp: usize, pc: usize, kb: usize, ib: usize, next: *const f32, lines: usize) {
-        let Walk { isa, raw, ep, post, c, ldc, bias_col, bias_row, has_post } = *self;
+        let Walk { isa, raw, ep, post, c, ldc, bias_col, bias_row, has_post, .. } = *self;
         let (mr, nr) = (raw.mr, isa.nr());
         let j0 = jp * nr;
         let cols = nr.min(raw.n - j0);
@@ -307,7 +311,7 @@ impl Walk<'_> {
                 }
             }
         }
-        if pc + kb == raw.k {
+        if self.prefetch_c && pc + kb == raw.k {
             // The lines of `C` this row block stores [`C_AHEAD_PANELS`] panels on are fetched
             // for writing now: an output larger than L2 is otherwise read in from memory
             // one partial line at a time by the tile's stores, and they wait for it.
@@ -378,6 +382,11 @@ pub fn prefetch_l1(p: *const f32) {
 
 /// Column panels ahead of a tile whose lines of `C` it fetches for writing.
 const C_AHEAD_PANELS: usize = 2;
+
+/// Outputs of at least this many bytes (half the smallest L2 the vector paths meet) have their
+/// lines fetched ahead for writing; a smaller one stays in cache from call to call, and the
+/// prefetches would only cost the tiles of small products their issue slots.
+const C_PREFETCH_MIN_BYTES: usize = 256 << 10;
 
 /// A hint to fetch the cache line holding `p` for writing (it never faults, whatever `p` is).
 #[inline(always)]
