@@ -85,10 +85,29 @@ pub(crate) struct PostTile {
 /// the CPU must support `isa`. With `pack`, `raw.a` is its
 /// destination, packed here before any tile reads it.
 pub(crate) unsafe fn drive(isa: Isa, raw: &Raw, pack: Option<&PackA<'_>>, ep: &Epilogue<'_>, post: &Post<'_>, c: *mut f32, ldc: usize) {
+    // SAFETY: forwarded.
+    unsafe { drive_split(isa, raw, pack, ep, post, c, ldc, PARALLEL_MIN_FMAS) }
+}
+
+/// [`drive`], splitting products of at least `split_min` multiply-adds across the team.
+///
+/// # Safety
+/// As [`drive`].
+#[allow(clippy::too_many_arguments)]
+pub(crate) unsafe fn drive_split(
+    isa: Isa,
+    raw: &Raw,
+    pack: Option<&PackA<'_>>,
+    ep: &Epilogue<'_>,
+    post: &Post<'_>,
+    c: *mut f32,
+    ldc: usize,
+    split_min: usize,
+) {
     let panels = raw.n.div_ceil(isa.nr());
     let threads = crate::parallel::threads();
     let fmas = raw.m.saturating_mul(raw.n).saturating_mul(raw.k);
-    if threads <= 1 || panels < 2 || fmas < PARALLEL_MIN_FMAS {
+    if threads <= 1 || panels < 2 || fmas < split_min {
         if let Some(p) = pack {
             p.claim();
         }
@@ -125,6 +144,12 @@ pub(crate) unsafe fn drive(isa: Isa, raw: &Raw, pack: Option<&PackA<'_>>, ep: &E
 /// bench_transformer from 2.5–2.6 to 1.8–2.1, with bench_resnet_tiny and bench_lstm_cell
 /// within the noise; 2²⁰ was no better and slowed the LSTM cell's products.
 pub(crate) const PARALLEL_MIN_FMAS: usize = 1 << 21;
+
+/// [`PARALLEL_MIN_FMAS`] of a prepacked `A` times a `B` read in place, a 1×1 convolution:
+/// such a product has no packing of `B` to share out and no weight to keep in one core's
+/// cache, and the small networks' are all smaller than 2²¹ (shufflenet_v2_x0_5's 1×1
+/// convolutions have about 2¹⁹ multiply-adds each, and ran on one thread of two).
+pub(crate) const IN_PLACE_PARALLEL_MIN_FMAS: usize = 1 << 18;
 
 // SAFETY: `Raw` only reads through its pointers, and the operands are not written while a
 // product runs.

@@ -162,7 +162,7 @@ pub fn gemm_packed_a_post(
     // `j0..j0+nr` are read whole only when `j0 + nr ≤ n` (the last partial panel is masked),
     // inside its storage; `c` holds `m` rows of `ldc ≥ n`, the addend of `post` as many
     // (`check_addend`); `a.isa` was available at packing.
-    unsafe { drive(a.isa, &raw, None, ep, post, c.as_mut_ptr(), ldc) };
+    unsafe { drive_split(a.isa, &raw, None, ep, post, c.as_mut_ptr(), ldc, IN_PLACE_PARALLEL_MIN_FMAS) };
     Ok(())
 }
 

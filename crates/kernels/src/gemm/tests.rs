@@ -436,6 +436,30 @@ fn products_split_across_threads_are_the_same_bits() {
 }
 
 #[test]
+fn in_place_products_split_from_their_own_threshold_with_the_same_bits() {
+    let mut g = Gen(17);
+    let one = rayon::ThreadPoolBuilder::new().num_threads(1).build().unwrap();
+    let pool = rayon::ThreadPoolBuilder::new().num_threads(2).build().unwrap();
+    for isa in paths() {
+        // A 1×1 convolution's shape, split only by the in-place threshold.
+        let (m, n, k) = (48, 196, 48);
+        assert!((IN_PLACE_PARALLEL_MIN_FMAS..PARALLEL_MIN_FMAS).contains(&(m * n * k)));
+        let (ad, bd, bias) = (g.vec(m * k), g.vec(k * n), g.vec(m));
+        let a = MatView::new("t", &ad, 0, m, k, k, 1).unwrap();
+        let b = MatView::new("t", &bd, 0, k, n, n, 1).unwrap();
+        let pa = PackedA::pack("t", isa, a).unwrap();
+        let ep = Epilogue { bias: Bias::PerRow(&bias), ..Epilogue::PLAIN };
+        let post = Post { addend: None, act: Activation::Relu };
+        let run = || {
+            let mut c = vec![0.0; m * n];
+            gemm_packed_a_post("t", &pa, b, &ep, &post, &mut c, n).unwrap();
+            c
+        };
+        assert_eq!(one.install(run), pool.install(run), "{isa:?}");
+    }
+}
+
+#[test]
 fn left_operands_packed_by_the_team_give_the_bits_of_one_thread() {
     let mut g = Gen(23);
     let pools: Vec<_> =
