@@ -443,6 +443,26 @@ mod tests {
     }
 
     #[test]
+    fn long_half_casts_split_across_threads_convert_each_element() {
+        let n = (1 << 14) * 3 + 5;
+        let xs: Vec<f32> = (0..n).map(|i| ((i * 7919) % 100_003) as f32 * 1.37e-3 - 60.0).collect();
+        let t = Tensor::from_vec(xs.clone(), &[n]).unwrap();
+        for threads in [1, 2] {
+            let (h, b) = crate::parallel::with_threads(threads, || (t.to_dtype(DType::F16).unwrap(), t.to_dtype(DType::BF16).unwrap()));
+            let (h, b) = (h.as_slice::<f16>().unwrap(), b.as_slice::<bf16>().unwrap());
+            for (i, &x) in xs.iter().enumerate() {
+                assert_eq!(h[i].to_bits(), f16::from_f32(x).to_bits(), "f16 element {i}, {threads} threads");
+                assert_eq!(b[i].to_bits(), bf16::from_f32(x).to_bits(), "bf16 element {i}, {threads} threads");
+            }
+            let hs = Tensor::from_vec(h.to_vec(), &[n]).unwrap();
+            let back = crate::parallel::with_threads(threads, || hs.to_dtype(DType::F32).unwrap());
+            for (i, (&w, &v)) in back.as_slice::<f32>().unwrap().iter().zip(h).enumerate() {
+                assert_eq!(w.to_bits(), v.to_f32().to_bits(), "widened element {i}, {threads} threads");
+            }
+        }
+    }
+
+    #[test]
     fn half_maps_round_each_f32_result_once() {
         // Past the size that splits across threads, and not a whole number of chunks.
         let n = PARALLEL_MIN_ELEMENTS * 2 + 37;

@@ -426,7 +426,7 @@ impl Tensor {
                 // SAFETY: S and D are the same type (same DType means same Rust type).
                 let src: &[D] = unsafe { std::slice::from_raw_parts(src.as_ptr() as *const D, n) };
                 out.copy_from_slice(src);
-            } else if !cast_halves(src, out) {
+            } else if !cast_halves_split(src, out) {
                 for (o, &s) in out.iter_mut().zip(src) {
                     *o = cast::<S, D>(s);
                 }
@@ -651,6 +651,34 @@ fn transpose_tile<T: Copy>(src: &[T], base: usize, rows: usize, cols: usize, col
             }
         }
     }
+}
+
+/// Half ↔ `f32` conversions of at least this many elements split across the intra-op team.
+const CAST_PARALLEL_MIN_ELEMENTS: usize = 1 << 14;
+
+/// [`cast_halves`], split across the intra-op team for long slices (each element converted on
+/// its own, so the split does not change any result): at two threads the casts around
+/// mobilenet_v3_small_f16's widened convolutions ran on one while the other spun.
+fn cast_halves_split<S: Element, D: Element>(src: &[S], out: &mut [D]) -> bool {
+    let halves = matches!(
+        (S::DTYPE, D::DTYPE),
+        (DType::F16, DType::F32) | (DType::BF16, DType::F32) | (DType::F32, DType::F16) | (DType::F32, DType::BF16)
+    );
+    let n = src.len().min(out.len());
+    let threads = crate::parallel::threads();
+    if !halves || threads <= 1 || n < CAST_PARALLEL_MIN_ELEMENTS {
+        return cast_halves(src, out);
+    }
+    // Chunks of whole 64-element blocks (a cache line of either type and more).
+    let (tasks, blocks) = (threads * 4, n.div_ceil(64));
+    let dst = crate::parallel::SharedOut(out.as_mut_ptr());
+    crate::parallel::for_each(tasks, |t| {
+        let (i0, i1) = ((blocks * t / tasks * 64).min(n), (blocks * (t + 1) / tasks * 64).min(n));
+        // SAFETY: `out` holds at least `n` elements and the tasks' ranges `i0..i1` are disjoint.
+        let o = unsafe { std::slice::from_raw_parts_mut(dst.get().add(i0), i1 - i0) };
+        cast_halves(&src[i0..i1], o);
+    });
+    true
 }
 
 /// Conversions between `f16`/`bf16` and `f32` over whole slices, vectorized (F16C on
