@@ -67,6 +67,22 @@ unsafe impl<T: Send> Send for SharedOut<T> {}
 // SAFETY: as above.
 unsafe impl<T: Send> Sync for SharedOut<T> {}
 
+/// Splits `out` into `tasks` ranges of whole `block`-element blocks (the last range may end
+/// short) and runs `f(start, part)` on each across the team, `part` being `out[start..]` up
+/// to the next range: for element-by-element kernels, whose results do not depend on the
+/// split.
+pub fn for_each_range<T: Send>(out: &mut [T], block: usize, tasks: usize, f: impl Fn(usize, &mut [T]) + Sync) {
+    let n = out.len();
+    let (blocks, block) = (n.div_ceil(block.max(1)), block.max(1));
+    let dst = SharedOut(out.as_mut_ptr());
+    for_each(tasks, |t| {
+        let (i0, i1) = ((blocks * t / tasks * block).min(n), (blocks * (t + 1) / tasks * block).min(n));
+        // SAFETY: `out` holds `n` elements, the tasks' ranges `i0..i1` are disjoint, and
+        // `for_each` returns only when every task has finished.
+        f(i0, unsafe { std::slice::from_raw_parts_mut(dst.get().add(i0), i1 - i0) });
+    });
+}
+
 /// [`for_each`] over tasks that can fail: every task runs (a failing one stops only itself),
 /// and the first error recorded is returned.
 pub fn try_for_each<E: Send>(tasks: usize, f: impl Fn(usize) -> Result<(), E> + Sync) -> Result<(), E> {

@@ -230,14 +230,7 @@ fn map_half_chunks<H: Element, F: FloatFn>(t: &Tensor, f: &F) -> Result<Tensor> 
             run(src, out);
             return Ok(());
         }
-        let (tasks, blocks) = (threads * 4, n.div_ceil(HALF_CHUNK));
-        let dst = crate::parallel::SharedOut(out.as_mut_ptr());
-        crate::parallel::for_each(tasks, |t| {
-            let (i0, i1) = ((blocks * t / tasks * HALF_CHUNK).min(n), (blocks * (t + 1) / tasks * HALF_CHUNK).min(n));
-            // SAFETY: `out` holds `n` elements and the tasks' ranges `i0..i1` are disjoint.
-            let o = unsafe { std::slice::from_raw_parts_mut(dst.get().add(i0), i1 - i0) };
-            run(&src[i0..i1], o);
-        });
+        crate::parallel::for_each_range(out, HALF_CHUNK, threads * 4, |i0, o| run(&src[i0..i0 + o.len()], o));
         Ok(())
     })
 }
@@ -269,14 +262,7 @@ pub(crate) fn apply_f32_into<F: FloatFn>(t: &Tensor, f: &F, out: &mut [f32]) -> 
         }
         // Element by element, so the split does not change any result; chunks are whole
         // multiples of 16 elements (64-byte lines).
-        let (tasks, blocks) = (threads * 4, n.div_ceil(16));
-        let dst = crate::parallel::SharedOut(out.as_mut_ptr());
-        crate::parallel::for_each(tasks, |t| {
-            let (i0, i1) = ((blocks * t / tasks * 16).min(n), (blocks * (t + 1) / tasks * 16).min(n));
-            // SAFETY: `out` holds `n` elements and the tasks' ranges `i0..i1` are disjoint.
-            let o = unsafe { std::slice::from_raw_parts_mut(dst.get().add(i0), i1 - i0) };
-            f.f32_slice(&src[i0..i1], o);
-        });
+        crate::parallel::for_each_range(out, 16, threads * 4, |i0, o| f.f32_slice(&src[i0..i0 + o.len()], o));
         return Ok(());
     }
     if t.dim() >= 1 && t.strides()[t.dim() - 1] == 1 && n > 0 {

@@ -670,13 +670,8 @@ fn cast_halves_split<S: Element, D: Element>(src: &[S], out: &mut [D]) -> bool {
         return cast_halves(src, out);
     }
     // Chunks of whole 64-element blocks (a cache line of either type and more).
-    let (tasks, blocks) = (threads * 4, n.div_ceil(64));
-    let dst = crate::parallel::SharedOut(out.as_mut_ptr());
-    crate::parallel::for_each(tasks, |t| {
-        let (i0, i1) = ((blocks * t / tasks * 64).min(n), (blocks * (t + 1) / tasks * 64).min(n));
-        // SAFETY: `out` holds at least `n` elements and the tasks' ranges `i0..i1` are disjoint.
-        let o = unsafe { std::slice::from_raw_parts_mut(dst.get().add(i0), i1 - i0) };
-        cast_halves(&src[i0..i1], o);
+    crate::parallel::for_each_range(&mut out[..n], 64, threads * 4, |i0, o| {
+        cast_halves(&src[i0..i0 + o.len()], o);
     });
     true
 }
