@@ -3,7 +3,9 @@
 //! the entry point the convolution uses: a prepacked filter as `A` and `B` already in column
 //! panels, multiplied one panel at a time (`gemm_packed_a_panels` on each `k × nr` panel, as
 //! `conv/packed.rs` does after packing it), as one call over every panel, and with `B` read
-//! in place (`gemm_packed_a`, as a 1×1 convolution multiplies its input).
+//! in place (`gemm_packed_a`, as a 1×1 convolution multiplies its input). Then 3×3
+//! convolutions of unit stride through the rows of their zero-padded input
+//! (`gemm_packed_a_rows_post`, one call per output row, as `conv/packed.rs` `by_rows` does).
 //!
 //! `cargo bench -p kernels --bench gemm_shapes [-- name...]`, one thread. Prints the median
 //! and best GFLOPS of each product and their share of the measured peak.
@@ -11,7 +13,7 @@
 use std::arch::x86_64::*;
 use std::time::Instant;
 
-use kernels::gemm::{Bias, Epilogue, PackedA, gemm_packed_a, gemm_packed_a_panels};
+use kernels::gemm::{Bias, Epilogue, PackedA, Post, gemm_packed_a, gemm_packed_a_panels, gemm_packed_a_rows_post};
 use kernels::mat::MatView;
 use kernels::Isa;
 
@@ -123,6 +125,7 @@ fn main() {
         "product", "m x k x n", "us/panel", "GF med", "GF best", "%peak", "GF whole", "%peak", "in place", "%peak"
     );
     kernels::parallel::with_threads(1, || {
+        rows_section(isa, budget, peak, &wanted);
         for &(name, m, k, n) in shapes {
             if !wanted.is_empty() && !wanted.iter().any(|w| name.contains(w.as_str())) {
                 continue;
@@ -168,4 +171,49 @@ fn main() {
             );
         }
     });
+}
+
+/// 3×3 convolutions of unit stride and padding one, `cout × cin`, over an `h × w` input, read
+/// in place from the zero-padded input one output row at a time.
+fn rows_section(isa: Isa, budget: f64, peak: f64, wanted: &[String]) {
+    if isa != Isa::Avx2 {
+        return;
+    }
+    let convs: &[(&str, usize, usize, usize, usize)] = &[
+        ("rows rt 32x32 64x64", 32, 32, 64, 64),
+        ("rows sq expand3 55", 64, 16, 55, 55),
+        ("rows 64x64 56x56", 64, 64, 56, 56),
+    ];
+    println!("{:<22} {:>16} {:>8} {:>8} {:>6}", "convolution", "m x k x n", "GF med", "GF best", "%peak");
+    for &(name, cout, cin, h, w) in convs {
+        if !wanted.is_empty() && !wanted.iter().any(|x| name.contains(x.as_str())) {
+            continue;
+        }
+        let (k, ph, pw) = (cin * 9, h + 2, w + 2);
+        let a = noise(cout * k, 1);
+        let packed = PackedA::pack("bench", isa, MatView::new("bench", &a, 0, cout, k, k, 1).unwrap()).unwrap();
+        let x = noise(cin * ph * pw, 2);
+        let offsets: Vec<usize> = (0..k).map(|r| (r / 9) * ph * pw + (r % 9 / 3) * pw + r % 3).collect();
+        let bias = noise(cout, 3);
+        let ep = Epilogue { bias: Bias::PerRow(&bias), ..Epilogue::PLAIN };
+        let mut c = vec![0.0f32; cout * h * w];
+        let (med, best) = time(budget, || {
+            for y in 0..h {
+                // SAFETY: `c` holds `cout` rows of `h·w`; output row `y` starts at `y·w`.
+                unsafe {
+                    gemm_packed_a_rows_post("bench", &packed, &x[y * pw..], &offsets, w, &ep, &Post::NONE, c.as_mut_ptr().add(y * w), h * w)
+                        .unwrap()
+                };
+            }
+        });
+        let gf = |t: f64| 2.0 * (cout * k * h * w) as f64 / t / 1e9;
+        println!(
+            "{:<22} {:>16} {:>8.1} {:>8.1} {:>5.0}%",
+            name,
+            format!("{cout}x{k}x{}", h * w),
+            gf(med),
+            gf(best),
+            100.0 * gf(best) / peak
+        );
+    }
 }

@@ -7,8 +7,8 @@ use crate::x86::{avx2, avx512};
 
 /// The operands of one product in the microkernel's terms. Row block `ib` of `A` (rows
 /// `ib·mr..`) starts at `a + ib·a_blk`, its rows `rsa` apart and its columns `csa` apart;
-/// column panel `jp` of `B` starts at `b + jp·b_pnl`, its rows `rsb` apart and its columns
-/// contiguous.
+/// column panel `jp` of `B` starts at `b + jp·b_pnl`, its rows `rsb` apart (or, with
+/// `b_rows`, row `p` at `b_rows[p]` from there) and its columns contiguous.
 #[derive(Clone, Copy)]
 pub(crate) struct Raw {
     pub(crate) m: usize,
@@ -26,6 +26,11 @@ pub(crate) struct Raw {
     pub(crate) b: *const f32,
     pub(crate) b_pnl: usize,
     pub(crate) rsb: usize,
+    /// The offset of each of `B`'s `k` rows from its panel's start, or null when row `p` is at
+    /// `p·rsb`: the input of a stride-1 convolution read in place, each row of the column
+    /// matrix a run of a zero-padded input row ([`gemm_packed_a_rows_post`]). Only the AVX2
+    /// path has tiles that read such a `B`.
+    pub(crate) b_rows: *const usize,
     /// Whether `B` is read in place, so its last, partial panel must be loaded with masks (a
     /// [`PackedB`] is padded, and its panels lie one after the other, which is what lets a
     /// tile prefetch the slice read next).
@@ -40,6 +45,9 @@ pub(crate) struct Tile {
     pub(crate) csa: usize,
     pub(crate) b: *const f32,
     pub(crate) rsb: usize,
+    /// The offsets of this tile's rows of `B` from `b` (`k` of them), or null when they are
+    /// `rsb` apart.
+    pub(crate) b_rows: *const usize,
     /// The first of `pf_lines` cache lines of `B` to prefetch into L2, one per step of `k`:
     /// this tile's share of the slice of `B` that the next block of tiles reads.
     pub(crate) pf: *const f32,
@@ -284,7 +292,8 @@ impl Walk<'_> {
         let j0 = jp * nr;
         let cols = nr.min(raw.n - j0);
         let masked = raw.b_tail_masked && cols < nr;
-        let b = raw.b.wrapping_add(jp * raw.b_pnl + pc * raw.rsb);
+        let indirect = !raw.b_rows.is_null();
+        let b = raw.b.wrapping_add(jp * raw.b_pnl + if indirect { 0 } else { pc * raw.rsb });
         let i0 = ib * mr;
         let rows = mr.min(raw.m - i0);
         // SAFETY (all offsets below): in bounds by the caller's contract.
@@ -296,6 +305,7 @@ impl Walk<'_> {
                 csa: raw.csa,
                 b,
                 rsb: raw.rsb,
+                b_rows: if indirect { raw.b_rows.add(pc) } else { raw.b_rows },
                 pf: next.wrapping_add(ib * lines * 16),
                 pf_lines: lines.min(kb),
                 cols,
@@ -380,6 +390,16 @@ pub(crate) unsafe fn tile(isa: Isa, rows: usize, masked: bool, a_packed: bool, t
         }
         debug_assert!(rows >= 1 && rows <= if a_packed { isa.mr() } else { isa.mr_in_place() });
         debug_assert!(isa.mr() <= MAX_MR && isa.mr_in_place() <= isa.mr());
+        if !t.b_rows.is_null() {
+            // Rows of `B` at their own offsets: AVX2 tiles over a packed `A` only.
+            debug_assert!(isa == Isa::Avx2 && a_packed);
+            if t.cols <= 8 {
+                by_rows!(avx2::tile_avx2_narrow_rows, true, 1 2 3 4 5; 6)
+            } else {
+                by_rows!(avx2::tile_avx2_rows, true, 1 2 3 4 5; 6)
+            }
+            return;
+        }
         match (isa, a_packed) {
             (Isa::Avx512, true) => by_rows!(avx512::tile_avx512, true, 1 2 3 4 5 6 7 8 9 10 11 12 13; 14),
             (Isa::Avx512, false) => by_rows!(avx512::tile_avx512, false, 1 2 3 4 5 6 7; 8),

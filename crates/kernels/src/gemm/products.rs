@@ -69,6 +69,7 @@ pub fn gemm_packed_b_post(
         b: b.buf.slice().as_ptr(),
         b_pnl: k * nr,
         rsb: nr,
+        b_rows: std::ptr::null(),
         b_tail_masked: false,
     };
     if n.div_ceil(nr) < PACK_A_MIN_PANELS {
@@ -156,6 +157,7 @@ pub fn gemm_packed_a_post(
         b: b_ptr,
         b_pnl: nr,
         rsb: b.rs,
+        b_rows: std::ptr::null(),
         b_tail_masked: true,
     };
     // SAFETY: the packed panels hold `ceil(m/mr)·k·mr` elements; `B`'s row `p < k` columns
@@ -214,7 +216,8 @@ pub fn gemm_activations(
             b: b_ptr,
             b_pnl: nr,
             rsb: b.rs,
-            b_tail_masked: true,
+            b_rows: std::ptr::null(),
+        b_tail_masked: true,
         };
         // SAFETY: `A`'s block `ib` row `i` column `p` is `a + (ib·mr + i)·rs + p·cs` with
         // `ib·mr + i < m` and `p < k`; `B`'s row `p < k` columns `j0..j0+nr` are read whole only
@@ -305,6 +308,7 @@ pub unsafe fn gemm_packed_a_panels_post(
         b: b.as_ptr(),
         b_pnl: k * nr,
         rsb: nr,
+        b_rows: std::ptr::null(),
         b_tail_masked: false,
     };
     // SAFETY: the packed panels of `A` hold `ceil(m/mr)·k·mr` elements and `b` holds
@@ -312,5 +316,74 @@ pub unsafe fn gemm_packed_a_panels_post(
     // `a.isa` was available when `A` was packed; the addend of `post` covers `m` rows of `n`
     // (`check_addend`).
     unsafe { drive(a.isa, &raw, None, ep, post, c, ldc) };
+    Ok(())
+}
+
+/// `C[m×n]` (rows `ldc` apart) `= alpha·A·B + bias + beta·C` followed by `post`, with `A`
+/// prepacked for AVX2 and `B` read in place with its rows at their own offsets: row `p`,
+/// columns `j`, is `b[rows[p] + j]`. A stride-1 convolution's column matrix, one output row
+/// at a time, is such a `B` over a zero-padded copy of its input (row `c·K + tap` the run of
+/// the padded input that the tap reads), so nothing is packed per call. Every tile computes
+/// the sums of [`gemm_packed_a_panels_post`] in the same order: the results are its bits.
+///
+/// Products split across the team by their callers only (one call is one convolution row).
+///
+/// # Safety
+/// As [`gemm_packed_a_panels`], and `rows` must be ascending (the last row of `B` ends
+/// furthest in `b`, which is what is checked).
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn gemm_packed_a_rows_post(
+    op: &'static str,
+    a: &PackedA,
+    b: &[f32],
+    rows: &[usize],
+    n: usize,
+    ep: &Epilogue<'_>,
+    post: &Post<'_>,
+    c: *mut f32,
+    ldc: usize,
+) -> Result<()> {
+    let (m, k) = (a.m, a.k);
+    if a.isa != Isa::Avx2 {
+        return Err(Error::new(op, format!("internal error: products over rows of `B` at their own offsets have no {} path", a.isa)));
+    }
+    debug_assert!(rows.is_sorted(), "the rows of `B` must be ascending");
+    if rows.len() != k || rows.last().is_some_and(|&r| r.checked_add(n).is_none_or(|end| end > b.len())) {
+        return Err(Error::new(op, "internal error: a row of the right operand lies outside it"));
+    }
+    if m > 0 && n > 0 && ldc < n {
+        return Err(Error::new(op, "output buffer is too small"));
+    }
+    check_bias(op, m, n, ep)?;
+    check_addend(op, m, n, post)?;
+    if m == 0 || n == 0 {
+        return Ok(());
+    }
+    if k == 0 {
+        // SAFETY: forwarded; an empty sum reads no row of `B`.
+        return unsafe { gemm_packed_a_panels_post(op, a, &[], n, ep, post, c, ldc) };
+    }
+    let raw = Raw {
+        m,
+        n,
+        k,
+        mr: a.mr,
+        a_packed: true,
+        a: a.buf.slice().as_ptr(),
+        a_blk: a.mr * k,
+        rsa: 1,
+        csa: a.mr,
+        b: b.as_ptr(),
+        b_pnl: a.isa.nr(),
+        rsb: 0,
+        b_rows: rows.as_ptr(),
+        b_tail_masked: true,
+    };
+    // SAFETY: the packed panels of `A` hold `ceil(m/mr)·k·mr` elements; row `p < k` of `B`,
+    // columns `j0..j0+nr`, is read whole only when `j0 + nr ≤ n` (the last partial panel is
+    // masked), inside `b` (checked above); `c` holds `m` rows of `ldc ≥ n` (caller's
+    // contract); `a.isa` (AVX2) was available when `A` was packed; the addend of `post` covers
+    // `m` rows of `n` (`check_addend`).
+    unsafe { drive_split(a.isa, &raw, None, ep, post, c, ldc, usize::MAX) };
     Ok(())
 }

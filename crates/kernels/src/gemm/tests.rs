@@ -622,3 +622,55 @@ fn large_left_operands_on_one_thread() {
         }
     }
 }
+
+/// A right operand whose rows lie at their own ascending offsets, read in place by the AVX2
+/// tiles, gives the bits of the same rows packed into column panels, on every shape, tail and
+/// epilogue; a row past the end of the operand is an error, and so is a filter packed for
+/// another path.
+#[test]
+fn rows_at_their_own_offsets_give_the_bits_of_the_same_rows_packed() {
+    if !Isa::Avx2.available() {
+        println!("skipping: rows at their own offsets are read by AVX2 tiles only, and this CPU has no AVX2");
+        return;
+    }
+    let mut g = Gen(23);
+    let nr = Isa::Avx2.nr();
+    for (m, n, k) in shapes() {
+        let (ad, aoff, ars, acs) = strided(&mut g, m, k, false);
+        let a = MatView::new("t", &ad, aoff, m, k, ars, acs).unwrap();
+        let packed = PackedA::pack("t", Isa::Avx2, a).unwrap();
+        // Row `p` at `p·(n + 3) + p % 2`: gaps of varying width between the rows.
+        let rows: Vec<usize> = (0..k).map(|p| p * (n + 3) + p % 2).collect();
+        let bd = g.vec(rows.last().map_or(0, |r| r + n));
+        let dense: Vec<f32> = rows.iter().flat_map(|&r| bd[r..r + n].iter().copied()).collect();
+        let mut panels = vec![f32::NAN; n.div_ceil(nr) * k * nr];
+        pack_into(MatView::new("t", &dense, 0, k, n, n, 1).unwrap(), nr, &mut panels);
+        let (bias_n, bias_m) = (g.vec(n), g.vec(m));
+        for ep in epilogues(&bias_n, &bias_m) {
+            let ldc = n + 2;
+            let c0 = g.vec(m * ldc);
+            let (mut want, mut got) = (c0.clone(), c0.clone());
+            // SAFETY: `want` and `got` hold `m` rows of `ldc` elements and nothing else uses them.
+            unsafe {
+                gemm_packed_a_panels("t", &packed, &panels, n, &ep, want.as_mut_ptr(), ldc).unwrap();
+                gemm_packed_a_rows_post("t", &packed, &bd, &rows, n, &ep, &Post::NONE, got.as_mut_ptr(), ldc).unwrap();
+            }
+            let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+            assert_eq!(bits(&got), bits(&want), "{m}x{n}x{k} {ep:?}");
+        }
+        if n > 0 && k > 0 {
+            let mut c = vec![0.0; m.max(1) * n];
+            // SAFETY: as above; the operand is one element short of its last row.
+            let short = unsafe { gemm_packed_a_rows_post("t", &packed, &bd[..bd.len() - 1], &rows, n, &Epilogue::PLAIN, &Post::NONE, c.as_mut_ptr(), n) };
+            assert!(short.is_err(), "{m}x{n}x{k}: a row past the end accepted");
+        }
+    }
+    if Isa::Avx512.available() {
+        let a = vec![1.0f32; 4];
+        let packed = PackedA::pack("t", Isa::Avx512, MatView::new("t", &a, 0, 2, 2, 2, 1).unwrap()).unwrap();
+        let mut c = [0.0f32; 2];
+        // SAFETY: `c` holds 2 rows of 1.
+        let other = unsafe { gemm_packed_a_rows_post("t", &packed, &a, &[0, 1], 1, &Epilogue::PLAIN, &Post::NONE, c.as_mut_ptr(), 1) };
+        assert!(other.is_err(), "a filter packed for AVX-512 accepted");
+    }
+}

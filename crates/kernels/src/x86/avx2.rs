@@ -98,7 +98,32 @@ unsafe fn mask8(n: usize) -> __m256i {
 #[target_feature(enable = "avx2,fma")]
 pub(crate) unsafe fn tile_avx2<const R: usize, const MASKED: bool, const PACKED: bool>(t: &Tile) {
     // SAFETY: forwarded.
-    unsafe { tile_avx2_vectors::<R, MASKED, PACKED, 2>(t) }
+    unsafe { tile_avx2_vectors::<R, MASKED, PACKED, 2, false>(t) }
+}
+
+/// [`tile_avx2`] over a `B` whose rows lie at their own offsets (`t.b_rows`), read in place:
+/// the same operations in the same order, so the same bits as over those rows packed.
+///
+/// # Safety
+/// As [`tile_avx2`], with `t.b_rows` holding `t.k` offsets of rows of `B` from `t.b`, and `A`
+/// packed.
+#[target_feature(enable = "avx2,fma")]
+pub(crate) unsafe fn tile_avx2_rows<const R: usize, const MASKED: bool, const PACKED: bool>(t: &Tile) {
+    const { assert!(PACKED) };
+    // SAFETY: forwarded.
+    unsafe { tile_avx2_vectors::<R, MASKED, true, 2, true>(t) }
+}
+
+/// [`tile_avx2_narrow`] over a `B` whose rows lie at their own offsets, as [`tile_avx2_rows`].
+///
+/// # Safety
+/// As [`tile_avx2_rows`], with `t.cols ≤ 8`.
+#[target_feature(enable = "avx2,fma")]
+pub(crate) unsafe fn tile_avx2_narrow_rows<const R: usize, const MASKED: bool, const PACKED: bool>(t: &Tile) {
+    const { assert!(PACKED) };
+    debug_assert!(t.cols <= 8);
+    // SAFETY: forwarded.
+    unsafe { tile_avx2_vectors::<R, MASKED, true, 1, true>(t) }
 }
 
 /// An `R × 8` tile with AVX2 and FMA, for the last panel of a product when it has at most 8
@@ -113,28 +138,34 @@ pub(crate) unsafe fn tile_avx2<const R: usize, const MASKED: bool, const PACKED:
 pub(crate) unsafe fn tile_avx2_narrow<const R: usize, const MASKED: bool, const PACKED: bool>(t: &Tile) {
     debug_assert!(t.cols <= 8);
     // SAFETY: forwarded.
-    unsafe { tile_avx2_vectors::<R, MASKED, PACKED, 1>(t) }
+    unsafe { tile_avx2_vectors::<R, MASKED, PACKED, 1, false>(t) }
 }
 
-/// The tile of `R` rows and `V` vectors (`V` is 1 or 2) of [`tile_avx2`].
+/// The tile of `R` rows and `V` vectors (`V` is 1 or 2) of [`tile_avx2`]; with `ROWS`, row
+/// `p` of `B` is read at `t.b + t.b_rows[p]` instead of `t.b + p·t.rsb`.
 ///
 /// # Safety
-/// As [`tile_avx2`], with `t.cols ≤ 8·V`.
+/// As [`tile_avx2`], with `t.cols ≤ 8·V` (and, with `ROWS`, as [`tile_avx2_rows`]).
 // The rows are indexed, not iterated or copied whole: see the loops over them.
 #[allow(clippy::needless_range_loop, clippy::manual_memcpy)]
 #[inline]
 #[target_feature(enable = "avx2,fma")]
-unsafe fn tile_avx2_vectors<const R: usize, const MASKED: bool, const PACKED: bool, const V: usize>(t: &Tile) {
+unsafe fn tile_avx2_vectors<const R: usize, const MASKED: bool, const PACKED: bool, const V: usize, const ROWS: bool>(t: &Tile) {
     let (n0, n1) = (t.cols.min(8), if V == 2 { t.cols.saturating_sub(8) } else { 0 });
     // SAFETY: reads of the mask table only.
     let (m0, m1) = unsafe { (mask8(n0), mask8(n1)) };
     let mut acc = [[_mm256_setzero_ps(); 2]; R];
     let rows: [*const f32; R] = std::array::from_fn(|i| t.a.wrapping_add(i * t.rsa));
-    let (mut a, mut off, mut b) = (t.a, 0usize, t.b);
+    let (mut a, mut off, mut b, mut b_rows) = (t.a, 0usize, t.b, t.b_rows);
     // SAFETY: as in `tile_avx512`; masked loads and stores do not touch masked-off lanes.
+    // With `ROWS`, `b_rows` walks the tile's `k` offsets (caller's contract).
     unsafe {
         macro_rules! step {
             () => {{
+                if ROWS {
+                    b = t.b.add(*b_rows);
+                    b_rows = b_rows.add(1);
+                }
                 let b0 = if MASKED { _mm256_maskload_ps(b, m0) } else { _mm256_loadu_ps(b) };
                 let b1 = if V == 1 {
                     b0
@@ -155,7 +186,9 @@ unsafe fn tile_avx2_vectors<const R: usize, const MASKED: bool, const PACKED: bo
                 } else {
                     off += t.csa;
                 }
-                b = b.wrapping_add(t.rsb);
+                if !ROWS {
+                    b = b.wrapping_add(t.rsb);
+                }
             }};
         }
         let pf_steps = t.pf_lines.min(t.k);

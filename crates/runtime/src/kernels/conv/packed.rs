@@ -3,6 +3,7 @@
 //! split across the intra-op team.
 
 use super::*;
+use ::kernels::gemm::gemm_packed_a_rows_post;
 
 /// The weight of a forward convolution prepacked for the `f32` GEMM: one packed
 /// `[cout/groups, cin/groups · K]` matrix per group.
@@ -82,6 +83,9 @@ pub(crate) fn conv_compute_packed(
             }
         }
         return Ok(());
+    }
+    if w.per_group.first().is_some_and(|a| by_rows_applies(g, a.isa())) {
+        return by_rows(op, g, x, w, bias, post, out);
     }
     by_panels(op, g, x, w, bias, post, out)
 }
@@ -333,5 +337,133 @@ impl<'g> PanelPlan<'g> {
         let (l, h, src) = self.piece(run, e);
         let mask = if h > l { (u32::MAX >> (32 - (h - l))) << (run.d + l) } else { 0 };
         (mask, src as isize - (run.d + l) as isize)
+    }
+}
+
+/// Whether [`by_rows`] computes a forward convolution with a filter packed for `isa`: AVX2 (the
+/// path with tiles over rows of `B` at their own offsets), unit strides, and output rows that
+/// fill at least nine tenths of the vector lanes of their tiles (a row of 64 fills all of
+/// them, one of 55 all but one; a row of 27, 13 or 7 leaves more idle than packing costs, and
+/// takes [`by_panels`], whose panels run on across rows).
+pub(super) fn by_rows_applies(g: &Geometry, isa: Isa) -> bool {
+    let ow = g.output[2];
+    isa == Isa::Avx2 && !g.transposed && g.stride == [1, 1, 1] && ow >= 8 && 10 * ow >= 9 * 8 * ow.div_ceil(8)
+}
+
+thread_local! {
+    /// The zero-padded input and the column matrix's row offsets of [`by_rows`], kept per
+    /// thread across calls (taken out while a convolution runs, so that one started on the same
+    /// thread meanwhile allocates its own). Every element the call reads is written first.
+    static ROW_SCRATCH: std::cell::Cell<(Vec<f32>, Vec<usize>)> = const { std::cell::Cell::new((Vec::new(), Vec::new())) };
+}
+
+/// The forward convolution of unit strides as products of the filter with the input read in
+/// place: the input is copied once into a zero-padded one, in which the taps of one output
+/// row read runs of consecutive elements, so row `c·K + tap` of that output row's column
+/// matrix is the run at a fixed offset from the row's start (`(c, tap)`'s offset in the padded
+/// input). Each output row is one product over those rows ([`gemm_packed_a_rows_post`]), with
+/// nothing packed: for few output channels, writing the column panels had cost a sixth of the
+/// convolution (two loads and two stores a row of 16 against 64 multiply-adds). The sums are
+/// those of [`by_panels`], in its order, so the results are its bits; output rows split across
+/// the team.
+pub(super) fn by_rows(
+    op: &'static str,
+    g: &Geometry,
+    x: &[f32],
+    w: &PackedFilter,
+    bias: Option<&[f32]>,
+    post: &Post<'_>,
+    out: &mut [f32],
+) -> Result<()> {
+    let (cin_g, cout_g) = (g.cin / g.groups, g.cout / g.groups);
+    let [kd, kh, kw] = g.kernel;
+    let [od, oh, ow] = g.output;
+    // The padded extents: every position a tap of an output reads.
+    let padded: [usize; 3] = std::array::from_fn(|i| g.output[i] + (g.kernel[i] - 1) * g.dilation[i]);
+    let [pd, ph, pw] = padded;
+    let plane = pd * ph * pw;
+    let (lin, lout, rows) = (g.in_numel(), g.out_numel(), od * oh);
+    let k = cin_g * g.kernel_numel();
+    let len = g.n.checked_mul(g.cin).and_then(|v| v.checked_mul(plane)).ok_or_else(|| KernelError::new(op, "the padded input is too large"))?;
+    // The offsets ascend with `(c, a, b, e)`: a padded row is longer than a tap row spans.
+    let (mut buf, mut offsets) = ROW_SCRATCH.take();
+    buf.resize(len.max(buf.len()), 0.0);
+    offsets.clear();
+    for c in 0..cin_g {
+        for a in 0..kd {
+            for b in 0..kh {
+                for e in 0..kw {
+                    offsets.push(c * plane + (a * g.dilation[0] * ph + b * g.dilation[1]) * pw + e * g.dilation[2]);
+                }
+            }
+        }
+    }
+    let threads = crate::parallel::threads();
+    let fmas = g.n.saturating_mul(g.cout).saturating_mul(lout).saturating_mul(k);
+    let split = threads > 1 && fmas >= PARALLEL_MIN_FMAS;
+    let team = |units: usize| if split { (threads * PARALLEL_TASKS_PER_THREAD).min(units) } else { 1 };
+    // The padded planes, channel by channel.
+    let channels = g.n * g.cin;
+    let tasks = team(channels);
+    let dst = crate::parallel::SharedOut(buf.as_mut_ptr());
+    crate::parallel::for_each(tasks, |t| {
+        for ch in channels * t / tasks..channels * (t + 1) / tasks {
+            // SAFETY: `buf` holds `n·cin` planes of `plane` elements; each channel is one
+            // task's.
+            let to = unsafe { std::slice::from_raw_parts_mut(dst.get().add(ch * plane), plane) };
+            pad_plane(g, &padded, &x[ch * lin..(ch + 1) * lin], to);
+        }
+    });
+    let units = g.n * g.groups * rows;
+    let tasks = team(units);
+    let (buf_ref, offsets_ref) = (&buf[..len], &offsets[..]);
+    let out_ptr = crate::parallel::SharedOut(out.as_mut_ptr());
+    let result = crate::parallel::try_for_each(tasks, |t| -> Result<()> {
+        for u in units * t / tasks..units * (t + 1) / tasks {
+            let (image_group, r) = (u / rows, u % rows);
+            let (n, grp) = (image_group / g.groups, image_group % g.groups);
+            let (z, y) = (r / oh, r % oh);
+            let start = (n * g.cin + grp * cin_g) * plane + (z * ph + y) * pw;
+            let row = n * g.cout + grp * cout_g;
+            let ep = group_epilogue(bias, grp, cout_g);
+            let post = post.from(row, r * ow);
+            // SAFETY: `out` holds `n·cout·lout` elements (checked by the caller), so the
+            // `cout_g` rows of `ow` elements from `row·lout + r·ow`, `lout` apart, lie inside
+            // it; each (image, group, output row) is one unit, computed by one task. The
+            // offsets ascend (above).
+            unsafe {
+                let c = out_ptr.get().add(row * lout + r * ow);
+                gemm_packed_a_rows_post(op, &w.per_group[grp], &buf_ref[start..], offsets_ref, ow, &ep, &post, c, lout)?;
+            }
+        }
+        Ok(())
+    });
+    ROW_SCRATCH.set((buf, offsets));
+    result
+}
+
+/// Writes one channel's input plane `x` into `to`, its zero-padded copy of extents `padded`:
+/// position `p` along each dim holds input element `p - pad_lo` where that exists, zero
+/// elsewhere.
+fn pad_plane(g: &Geometry, padded: &[usize; 3], x: &[f32], to: &mut [f32]) {
+    let [pd, ph, pw] = *padded;
+    let [id, ih, iw] = g.input;
+    let [lz, ly, lx] = g.pad_lo;
+    // The input columns a padded row holds, and where.
+    let (cols, at) = if lx < pw { (iw.min(pw - lx), lx) } else { (0, pw) };
+    for pz in 0..pd {
+        let iz = pz.checked_sub(lz).filter(|&v| v < id);
+        for py in 0..ph {
+            let row = &mut to[(pz * ph + py) * pw..(pz * ph + py + 1) * pw];
+            match (iz, py.checked_sub(ly).filter(|&v| v < ih)) {
+                (Some(iz), Some(iy)) => {
+                    let src = &x[(iz * ih + iy) * iw..(iz * ih + iy) * iw + cols];
+                    row[..at].fill(0.0);
+                    row[at..at + cols].copy_from_slice(src);
+                    row[at + cols..].fill(0.0);
+                }
+                _ => row.fill(0.0),
+            }
+        }
     }
 }

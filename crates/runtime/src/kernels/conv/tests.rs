@@ -342,3 +342,79 @@ fn depthwise_convolution_matches_the_gemm_path_on_every_isa() {
         }
     }
 }
+
+/// Unit-stride convolutions read in place over a zero-padded input ([`by_rows`]) give the bits
+/// of the column panels ([`by_panels`]) on batches, groups, padding on every side, dilation,
+/// 3-d and 1-d outputs, rows shorter than a tile, with a partial last tile of either width,
+/// `K` past one block of `k`, with and without bias and with post-ops, on one thread and on
+/// three.
+#[test]
+fn rows_of_the_padded_input_give_the_bits_of_the_column_panels() {
+    if !Isa::Avx2.available() {
+        println!("skipping: the rows of a padded input are read by AVX2 tiles only, and this CPU has no AVX2");
+        return;
+    }
+    let pools = [1, 3].map(|t| rayon::ThreadPoolBuilder::new().num_threads(t).build().unwrap());
+    let mut rng = Gen(0x0b_7e_50_11);
+    // (n, cin, cout, groups, input, kernel, pad, dilation)
+    type Case = (usize, usize, usize, usize, [usize; 3], [usize; 3], [usize; 3], [usize; 3]);
+    let cases: [Case; 9] = [
+        (1, 32, 32, 1, [1, 12, 64], [1, 3, 3], [0, 1, 1], [1, 1, 1]),
+        (2, 16, 19, 1, [1, 7, 55], [1, 3, 3], [0, 1, 1], [1, 1, 1]),
+        (1, 8, 12, 2, [1, 9, 21], [1, 3, 3], [0, 1, 1], [1, 1, 1]),
+        (1, 6, 7, 1, [1, 5, 13], [1, 5, 5], [0, 2, 2], [1, 1, 1]),
+        (1, 5, 9, 1, [1, 9, 35], [1, 3, 3], [0, 2, 2], [1, 2, 2]),
+        (2, 4, 5, 1, [4, 5, 20], [3, 3, 3], [1, 1, 1], [1, 1, 1]),
+        (1, 3, 4, 1, [1, 1, 70], [1, 1, 5], [0, 0, 2], [1, 1, 3]),
+        (1, 4, 6, 1, [1, 6, 9], [1, 3, 2], [0, 0, 1], [1, 1, 1]),
+        (1, 2, 3, 1, [1, 3, 4], [1, 2, 2], [0, 3, 3], [1, 1, 1]),
+    ];
+    for (n, cin, cout, groups, input, kernel, pad, dil) in cases {
+        let g = Geometry { n, cin, cout, groups, ..geometry3(input, kernel, [1, 1, 1], pad, dil) };
+        let x = rng.vec(n * cin * g.in_numel());
+        let mut wsizes = vec![cout, cin / groups];
+        wsizes.extend(kernel);
+        let wt = Tensor::from_vec(rng.vec(wsizes.iter().product()), &wsizes).unwrap();
+        let filter = ::kernels::isa::with(Isa::Avx2, || PackedFilter::pack("t", Isa::Avx2, &wt, groups)).unwrap();
+        let bias = rng.vec(cout);
+        let len = n * cout * g.out_numel();
+        let r = rng.vec(len);
+        let posts = [
+            Post::NONE,
+            Post { addend: Some(Addend { data: &r, ld: g.out_numel(), first: false }), act: Activation::Relu },
+            Post { addend: None, act: Activation::Hardswish },
+        ];
+        for (b, post) in [(None, &posts[0]), (Some(&bias[..]), &posts[0]), (Some(&bias[..]), &posts[1]), (None, &posts[2])] {
+            let run = |pool: &rayon::ThreadPool, rows: bool| {
+                let mut got = vec![f32::NAN; len];
+                pool.install(|| {
+                    ::kernels::isa::with(Isa::Avx2, || {
+                        if rows {
+                            by_rows("t", &g, &x, &filter, b, post, &mut got)
+                        } else {
+                            by_panels("t", &g, &x, &filter, b, post, &mut got)
+                        }
+                    })
+                })
+                .unwrap();
+                got.iter().map(|v| v.to_bits()).collect::<Vec<_>>()
+            };
+            let want = run(&pools[0], false);
+            for pool in &pools {
+                assert_eq!(run(pool, true), want, "{g:?} bias={} post={post:?}", b.is_some());
+            }
+        }
+    }
+}
+
+/// The rows path is taken where it applies and not elsewhere.
+#[test]
+fn rows_of_the_padded_input_are_read_where_they_fill_the_tiles() {
+    let g = |w: usize, stride: usize| geometry3([1, 8, w], [1, 3, 3], [1, stride, stride], [0, 1, 1], [1, 1, 1]);
+    for (w, want) in [(64, true), (56, true), (55, true), (112, true), (8, true), (27, false), (13, false), (7, false), (28, false)] {
+        assert_eq!(by_rows_applies(&g(w, 1), Isa::Avx2), want, "width {w}");
+    }
+    assert!(!by_rows_applies(&g(64, 2), Isa::Avx2));
+    assert!(!by_rows_applies(&g(64, 1), Isa::Avx512));
+    assert!(!by_rows_applies(&g(64, 1), Isa::Generic));
+}
