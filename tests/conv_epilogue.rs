@@ -195,3 +195,96 @@ fn concatenated_convolutions() {
         assert_eq!(got2, want, "n = {n}: the same bits on two threads");
     }
 }
+
+/// What a half-precision program has after its convolution once `widen-half-products` computed
+/// it in `f32`: casts to `f16` and back around the activation.
+#[derive(Clone, Copy, Debug)]
+enum HalfConsumer {
+    /// `to16 → to32 → hardswish (core decomposition) → to16 → to32`.
+    RoundHardswishRound,
+    /// `to16 → relu (in f16) → to32`.
+    HalfRelu,
+    /// `to16 → to32 → add.Tensor(y, r)` (an `f32` residual).
+    RoundAdd,
+    /// `relu → to16 → to32`.
+    ReluRound,
+}
+
+fn half_program(c: &Conv, consumer: HalfConsumer) -> String {
+    let Conv { n, cin, cout, groups, h, w, k, stride } = *c;
+    let (oh, ow) = c.out();
+    let p = k / 2;
+    let shape = format!("{n}x{cout}x{oh}x{ow}");
+    let (ty, ty16) = (format!("tensor<{shape}xf32>"), format!("tensor<{shape}xf16>"));
+    let round = |from: &str, to: &str| {
+        format!(
+            "  %{to}h = edge._to_copy %{from} {{dtype = #prim.dtype<f16>}} : ({ty}) -> {ty16}\n  %{to} = edge._to_copy %{to}h {{dtype = #prim.dtype<f32>}} : ({ty16}) -> {ty}\n"
+        )
+    };
+    let r_arg = if matches!(consumer, HalfConsumer::RoundAdd) { format!("%r: {ty}, ") } else { String::new() };
+    let tail = match consumer {
+        HalfConsumer::RoundHardswishRound => format!(
+            "{}  %a = edge.add.Scalar %z {{other = 3}} : {ty}\n  %c = edge.clamp %a {{min = 0}} : {ty}\n  %c6 = edge.clamp %c {{max = 6}} : {ty}\n\
+             \x20 %m = edge.mul.Tensor %z, %c6 : {ty}\n  %s = edge.div.Scalar %m {{other = 6}} : {ty}\n{}",
+            round("y", "z"),
+            round("s", "o")
+        ),
+        HalfConsumer::HalfRelu => format!(
+            "  %yh = edge._to_copy %y {{dtype = #prim.dtype<f16>}} : ({ty}) -> {ty16}\n  %rh = edge.relu %yh : {ty16}\n\
+             \x20 %o = edge._to_copy %rh {{dtype = #prim.dtype<f32>}} : ({ty16}) -> {ty}\n"
+        ),
+        HalfConsumer::RoundAdd => format!("{}  %o = edge.add.Tensor %z, %r : {ty}\n", round("y", "z")),
+        HalfConsumer::ReluRound => format!("  %z = edge.relu %y : {ty}\n{}", round("z", "o")),
+    };
+    format!(
+        "func.func @f(%x: tensor<{n}x{cin}x{h}x{w}xf32>, {r_arg}%wt: tensor<{cout}x{cg}x{k}x{k}xf32> {{prim.param = \"w\"}}, %b: tensor<{cout}xf32> {{prim.param = \"b\"}}) -> {ty} {{\n\
+         \x20 %y = edge.convolution %x, %wt, %b {{stride = [{stride}, {stride}], padding = [{p}, {p}], dilation = [1, 1], transposed = false, output_padding = [0, 0], groups = {groups}}} : (tensor<{n}x{cin}x{h}x{w}xf32>, tensor<{cout}x{cg}x{k}x{k}xf32>, tensor<{cout}xf32>) -> {ty}\n\
+         {tail}  func.return %o : {ty}\n}}\n",
+        cg = cin / groups
+    )
+}
+
+/// In a half-precision program the casts to `f16` and back after the convolution and after
+/// its activation join the fused kernel (`round_product`, `round_result`), and a ReLU in `f16`
+/// between casts becomes the kernel's activation: the unfused bits, on one and two threads, on
+/// the column-panel, padded-rows, 1×1 and depthwise paths, with results past `f16`'s range
+/// (which round to infinity) and NaNs.
+#[test]
+fn half_precision_roundings() {
+    let convs = [
+        Conv { n: 2, cin: 5, cout: 20, groups: 1, h: 17, w: 19, k: 3, stride: 2 },
+        Conv { n: 1, cin: 16, cout: 32, groups: 1, h: 20, w: 64, k: 3, stride: 1 },
+        Conv { n: 2, cin: 6, cout: 19, groups: 1, h: 7, w: 9, k: 1, stride: 1 },
+        Conv { n: 2, cin: 24, cout: 24, groups: 24, h: 15, w: 13, k: 3, stride: 1 },
+    ];
+    let consumers = [HalfConsumer::RoundHardswishRound, HalfConsumer::HalfRelu, HalfConsumer::RoundAdd, HalfConsumer::ReluRound];
+    for c in convs {
+        for consumer in consumers {
+            let text = half_program(&c, consumer);
+            let residual = if matches!(consumer, HalfConsumer::RoundAdd) { Consumer::AddLhs } else { Consumer::Relu };
+            let (mut ins, mut w) = inputs(&c, residual);
+            // Large enough that some results overflow `f16`, and values that are not `f16`'s.
+            let big = w.get("w").unwrap().to_vec::<f32>().unwrap().iter().map(|v| v * 3000.0 + 1e-3).collect::<Vec<_>>();
+            let sizes = w.get("w").unwrap().sizes().to_vec();
+            w.insert("w", Tensor::from_slice(&big, &sizes).unwrap());
+            if let IValue::Tensor(x) = &ins[0] {
+                let mut xv = x.to_vec::<f32>().unwrap();
+                xv[2] = 1e-5;
+                ins[0] = IValue::Tensor(Tensor::from_slice(&xv, x.sizes()).unwrap());
+            }
+            let (want, _) = run(&text, false, 1, &ins, &w);
+            let (got, fused) = run(&text, true, 1, &ins, &w);
+            assert_eq!(fused, 1, "{c:?} {consumer:?}: the convolution is fused\n{text}");
+            assert_eq!(got, want, "{c:?} {consumer:?}: the fused convolution gives the unfused bits");
+            let (got2, _) = run(&text, true, 2, &ins, &w);
+            assert_eq!(got2, want, "{c:?} {consumer:?}: the same bits on two threads");
+            let vals: Vec<f32> = want.iter().map(|&b| f32::from_bits(b)).collect();
+            assert!(vals.iter().any(|v| v.is_infinite()), "{c:?} {consumer:?}: some results past f16's range");
+            // A residual is added after the rounding, so only the others end on `f16` values.
+            assert!(
+                matches!(consumer, HalfConsumer::RoundAdd) || vals.iter().filter(|v| v.is_finite()).all(|&v| half::f16::from_f32(v).to_f32() == v),
+                "{c:?} {consumer:?}: every finite result is an f16 value"
+            );
+        }
+    }
+}

@@ -33,6 +33,24 @@ pub fn f32_to_f16(src: &[f32], dst: &mut [u16]) -> bool {
     true
 }
 
+/// `x[i]` rounded to the nearest `f16` (ties to even, a NaN kept a NaN) and widened back, in
+/// place: the bits of [`f32_to_f16`] then [`f16_to_f32`], without the `f16` copy between them.
+/// A half-precision program's convolution, computed in `f32` between casts, rounds its results
+/// so in its epilogue.
+pub fn round_to_f16(x: &mut [f32]) {
+    if available() {
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: the CPU has AVX and F16C (`available`); `x` holds `x.len()` elements.
+        unsafe {
+            x86::round_trip(x.as_mut_ptr(), x.len())
+        };
+        return;
+    }
+    for v in x {
+        *v = half::f16::from_f32(*v).to_f32();
+    }
+}
+
 /// Whether this CPU converts with F16C (every AVX2 CPU has it; the check is std's cached one).
 fn available() -> bool {
     #[cfg(target_arch = "x86_64")]
@@ -75,6 +93,30 @@ mod x86 {
                 let mut f = [0f32; 8];
                 _mm256_storeu_ps(f.as_mut_ptr(), _mm256_cvtph_ps(_mm_loadu_si128(h.as_ptr().cast())));
                 std::ptr::copy_nonoverlapping(f.as_ptr(), dst.add(i), n - i);
+            }
+        }
+    }
+
+    /// `x[..n]` narrowed to `f16` and widened back, in place.
+    ///
+    /// # Safety
+    /// The CPU has AVX and F16C; `x` points to `n` readable and writable elements.
+    #[target_feature(enable = "avx,f16c")]
+    pub(super) unsafe fn round_trip(x: *mut f32, n: usize) {
+        let trip = |v: __m256| _mm256_cvtph_ps(_mm256_cvtps_ph::<_MM_FROUND_TO_NEAREST_INT>(v));
+        let mut i = 0;
+        // SAFETY: every access is below `n` (the loop bounds); the tail goes through a
+        // buffer of eight.
+        unsafe {
+            while i + 8 <= n {
+                _mm256_storeu_ps(x.add(i), trip(_mm256_loadu_ps(x.add(i))));
+                i += 8;
+            }
+            if i < n {
+                let mut f = [0f32; 8];
+                std::ptr::copy_nonoverlapping(x.add(i), f.as_mut_ptr(), n - i);
+                _mm256_storeu_ps(f.as_mut_ptr(), trip(_mm256_loadu_ps(f.as_ptr())));
+                std::ptr::copy_nonoverlapping(f.as_ptr(), x.add(i), n - i);
             }
         }
     }
@@ -150,6 +192,14 @@ mod tests {
             for (&v, &g) in src.iter().zip(&got) {
                 let want = half::f16::from_f32(v);
                 assert!(want.to_bits() == g || (want.is_nan() && half::f16::from_bits(g).is_nan()), "{v:e}: {:#06x} != {g:#06x}", want.to_bits());
+            }
+            // Rounding in place gives the narrowed values widened back.
+            let mut round = src[..len].to_vec();
+            round_to_f16(&mut round);
+            let mut wide = vec![0f32; len];
+            assert!(f16_to_f32(&got, &mut wide));
+            for (i, (r, w)) in round.iter().zip(&wide).enumerate() {
+                assert!(r.to_bits() == w.to_bits(), "{:e}: rounded in place to {r:e}, through f16 to {w:e}", src[i]);
             }
         }
     }

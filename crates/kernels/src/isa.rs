@@ -28,7 +28,7 @@ pub enum Isa {
     /// Portable code compiled for the baseline target (SSE2 on x86-64): no intrinsics, no
     /// packed GEMM (the runtime's general GEMM multiplies).
     Generic,
-    /// AVX2 with FMA: 8 `f32` lanes.
+    /// AVX2 with FMA and F16C: 8 `f32` lanes.
     Avx2,
     /// AVX-512F (with AVX2 and FMA, which every AVX-512 CPU has): 16 `f32` lanes.
     Avx512,
@@ -143,7 +143,8 @@ pub fn with<R>(isa: Isa, f: impl FnOnce() -> R) -> R {
 fn detect() -> Isa {
     #[cfg(target_arch = "x86_64")]
     {
-        let avx2 = std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("fma");
+        // F16C with AVX2 (every AVX2 CPU has it): the AVX2 post-ops round through `f16`.
+        let avx2 = std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("fma") && std::is_x86_feature_detected!("f16c");
         if avx2 && std::is_x86_feature_detected!("avx512f") {
             return Isa::Avx512;
         }

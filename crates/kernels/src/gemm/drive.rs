@@ -68,6 +68,8 @@ pub(crate) struct Tile {
     /// An activation the tile applies to its results as it stores them (a whole AVX2 tile
     /// on its last block of `k`, see [`drive_panels`]); `None` otherwise.
     pub(crate) act: Activation,
+    /// The roundings through `f16` around `act` that the tile applies with it.
+    pub(crate) half: HalfRounding,
 }
 
 /// The post-ops of one tile, applied to it once its last block of `k` is stored.
@@ -81,6 +83,7 @@ pub(crate) struct PostTile {
     pub(crate) add_ld: usize,
     pub(crate) add_first: bool,
     pub(crate) act: Activation,
+    pub(crate) half: HalfRounding,
 }
 
 /// Runs every tile of a product.
@@ -182,7 +185,7 @@ pub(crate) unsafe fn drive_panels(
         Bias::PerColumn(b) => (b.as_ptr(), std::ptr::null()),
         Bias::PerRow(b) => (std::ptr::null(), b.as_ptr()),
     };
-    let has_post = post.addend.is_some() || post.act != Activation::None;
+    let has_post = !post.is_none();
     let prefetch_c = raw.m.saturating_mul(ldc).saturating_mul(std::mem::size_of::<f32>()) >= C_PREFETCH_MIN_BYTES;
     let w = Walk { isa, raw, ep, post, c, ldc, bias_col, bias_row, has_post, prefetch_c };
     let blocks = raw.m.div_ceil(mr);
@@ -318,6 +321,7 @@ impl Walk<'_> {
                 bias_row: if bias_row.is_null() { bias_row } else { bias_row.add(i0) },
                 bias_scale: ep.bias_scale,
                 act: Activation::None,
+                half: HalfRounding::NONE,
             }
         };
         let mut p = (has_post && pc + kb == raw.k).then(|| post.tile(t.c, ldc, i0, j0, cols));
@@ -328,9 +332,10 @@ impl Walk<'_> {
             && isa == Isa::Avx2
             && cols == nr
             && q.addend.is_null()
-            && matches!(q.act, Activation::Relu | Activation::Clamp(..) | Activation::Hardswish | Activation::HardswishProductFirst)
+            && matches!(q.act, Activation::None | Activation::Relu | Activation::Clamp(..) | Activation::Hardswish | Activation::HardswishProductFirst)
         {
             t.act = q.act;
+            t.half = q.half;
             p = None;
         }
         if let Some(p) = &p
@@ -459,8 +464,26 @@ pub(crate) unsafe fn post_tile(isa: Isa, rows: usize, p: &PostTile) {
     // SAFETY: forwarded from the caller.
     unsafe {
         match isa {
-            Isa::Avx512 => avx512::post_avx512(p, rows),
+            // The AVX2 post-ops round through `f16` in registers.
             Isa::Avx2 => avx2::post_avx2(p, rows),
+            Isa::Avx512 => {
+                let round = |rows: usize| {
+                    for i in 0..rows {
+                        // SAFETY: row `i < rows` of the tile holds `p.cols` written elements
+                        // (caller's contract), which nothing else accesses meanwhile.
+                        crate::halves::round_to_f16(std::slice::from_raw_parts_mut(p.c.add(i * p.ldc), p.cols));
+                    }
+                };
+                if p.half.product {
+                    round(rows);
+                }
+                if !p.addend.is_null() || p.act != Activation::None {
+                    avx512::post_avx512(p, rows);
+                }
+                if p.half.result {
+                    round(rows);
+                }
+            }
             Isa::Generic => unreachable!("post-ops run in tiles only on a vector path"),
         }
     }

@@ -105,31 +105,69 @@ pub struct Addend<'a> {
 /// while it is in registers, so a residual add or an activation after a linear layer costs no
 /// pass over the result; the operations are those of the separate ops, in their order, so the
 /// bits are theirs.
+///
+/// A half-precision program's convolution runs in `f32` between casts to `f16` and back
+/// (`widen-half-products`); [`HalfRounding`] applies those casts' rounding here instead, so its
+/// results stay `f32` holding `f16` values: `round(act(round(v) + addend))`, either rounding
+/// optional.
 #[derive(Clone, Copy, Debug)]
 pub struct Post<'a> {
     pub addend: Option<Addend<'a>>,
     pub act: Activation,
+    pub half: HalfRounding,
+}
+
+/// Where the post-ops round through `f16` ([`crate::halves::round_to_f16`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct HalfRounding {
+    /// The epilogue's result, before the addend and the activation.
+    pub product: bool,
+    /// The post-ops' result.
+    pub result: bool,
+}
+
+impl HalfRounding {
+    /// No rounding.
+    pub const NONE: HalfRounding = HalfRounding { product: false, result: false };
+
+    fn any(self) -> bool {
+        self.product || self.result
+    }
+}
+
+/// One `f32` rounded to the nearest `f16` and back, as [`crate::halves::round_to_f16`] rounds.
+fn round_one(v: f32) -> f32 {
+    let mut x = [v];
+    crate::halves::round_to_f16(&mut x);
+    x[0]
 }
 
 impl Post<'_> {
     /// Nothing after the epilogue.
-    pub const NONE: Post<'static> = Post { addend: None, act: Activation::None };
+    pub const NONE: Post<'static> = Post { addend: None, act: Activation::None, half: HalfRounding::NONE };
+
+    /// Whether there is anything to apply.
+    pub fn is_none(&self) -> bool {
+        self.addend.is_none() && self.act == Activation::None && !self.half.any()
+    }
 
     /// The post-ops of one element: `v` is the epilogue's result at row `i`, column `j`.
     #[inline(always)]
     pub fn apply(&self, i: usize, j: usize, v: f32) -> f32 {
+        let v = if self.half.product { round_one(v) } else { v };
         let v = match self.addend {
             Some(r) if r.first => r.data[i * r.ld + j] + v,
             Some(r) => v + r.data[i * r.ld + j],
             None => v,
         };
-        self.act.apply(v)
+        let v = self.act.apply(v);
+        if self.half.result { round_one(v) } else { v }
     }
 
     /// Applies the post-ops to the `m × n` results in `c` (rows `ldc` apart), after a product
     /// that did not (a single row's matrix-vector product).
     pub fn apply_to(&self, op: &'static str, m: usize, n: usize, c: &mut [f32], ldc: usize) -> Result<()> {
-        if self.addend.is_none() && self.act == Activation::None {
+        if self.is_none() {
             return Ok(());
         }
         check_addend(op, m, n, self)?;
@@ -165,7 +203,7 @@ impl Post<'_> {
             Some(r) => (r.data.as_ptr().wrapping_add(i0 * r.ld + j0), r.ld, r.first),
             None => (std::ptr::null(), 0, false),
         };
-        PostTile { cols, c, ldc, addend, add_ld, add_first, act: self.act }
+        PostTile { cols, c, ldc, addend, add_ld, add_first, act: self.act, half: self.half }
     }
 
     /// Rows `i..` of the same post-ops.
@@ -180,7 +218,7 @@ impl Post<'_> {
             let start = i.saturating_mul(r.ld).saturating_add(j).min(r.data.len());
             Addend { data: &r.data[start..], ..r }
         });
-        Post { addend, act: self.act }
+        Post { addend, act: self.act, half: self.half }
     }
 }
 

@@ -42,7 +42,7 @@ pub(crate) mod tests;
 use crate::isa::Isa;
 use crate::{Error, Result};
 
-pub use epilogue::{Activation, Addend, Bias, Epilogue, Post};
+pub use epilogue::{Activation, Addend, Bias, Epilogue, HalfRounding, Post};
 pub(crate) use epilogue::*;
 pub use pack::{PackedA, PackedB, aligned_start};
 pub(crate) use pack::*;

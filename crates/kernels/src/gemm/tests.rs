@@ -240,7 +240,7 @@ fn post_ops_give_the_bits_of_the_separate_ops() {
                             }
                         }
                     }
-                    let post = Post { addend: first.map(|first| Addend { data: &r, ld, first }), act };
+                    let post = Post { addend: first.map(|first| Addend { data: &r, ld, first }), act, ..Post::NONE };
                     for pool in &pools {
                         let mut got = vec![f32::NAN; m * n];
                         pool.install(|| gemm_packed_b_post("t", a, &packed, &ep, &post, &mut got, n)).unwrap();
@@ -277,10 +277,10 @@ fn an_addend_smaller_than_the_output_is_an_error() {
     let mut c = vec![0.0; 12];
     let short = [1.0f32; 11];
     for (data, ld) in [(&short[..], 4), (&d[..], 3)] {
-        let post = Post { addend: Some(Addend { data, ld, first: true }), act: Activation::None };
+        let post = Post { addend: Some(Addend { data, ld, first: true }), act: Activation::None, ..Post::NONE };
         assert!(gemm_packed_b_post("t", a, &b, &Epilogue::PLAIN, &post, &mut c, 4).is_err(), "ld {ld}");
     }
-    let post = Post { addend: Some(Addend { data: &d[..12], ld: 4, first: true }), act: Activation::Gelu };
+    let post = Post { addend: Some(Addend { data: &d[..12], ld: 4, first: true }), act: Activation::Gelu, ..Post::NONE };
     assert!(gemm_packed_b_post("t", a, &b, &Epilogue::PLAIN, &post, &mut c, 4).is_ok());
     assert!(post.apply_to("t", 3, 4, &mut c[..11], 4).is_err());
 }
@@ -296,7 +296,7 @@ fn post_ops_after_a_product_give_each_elements_bits() {
         let r: Vec<f32> = (0..m * (n + 3)).map(|i| vals[(i * 5) % vals.len()] / 3.0).collect();
         for act in ACTIVATIONS {
             for addend in [None, Some(true), Some(false)] {
-                let post = Post { addend: addend.map(|first| Addend { data: &r, ld: n + 3, first }), act };
+                let post = Post { addend: addend.map(|first| Addend { data: &r, ld: n + 3, first }), act, ..Post::NONE };
                 let mut c = c0.clone();
                 post.apply_to("t", m, n, &mut c, ldc).unwrap();
                 for i in 0..m {
@@ -449,7 +449,7 @@ fn in_place_products_split_from_their_own_threshold_with_the_same_bits() {
         let b = MatView::new("t", &bd, 0, k, n, n, 1).unwrap();
         let pa = PackedA::pack("t", isa, a).unwrap();
         let ep = Epilogue { bias: Bias::PerRow(&bias), ..Epilogue::PLAIN };
-        let post = Post { addend: None, act: Activation::Relu };
+        let post = Post { addend: None, act: Activation::Relu, ..Post::NONE };
         let run = || {
             let mut c = vec![0.0; m * n];
             gemm_packed_a_post("t", &pa, b, &ep, &post, &mut c, n).unwrap();

@@ -5,7 +5,7 @@
 
 use std::arch::x86_64::*;
 
-use crate::gemm::{Activation, PostTile, Tile};
+use crate::gemm::{Activation, HalfRounding, PostTile, Tile};
 
 /// The post-ops of a tile of `rows` rows and up to 16 columns with AVX2 and FMA, vector by
 /// vector. Whole vectors are loaded and stored plainly, only a partial one with masks: a
@@ -13,7 +13,7 @@ use crate::gemm::{Activation, PostTile, Tile};
 ///
 /// # Safety
 /// As `post_tile`.
-#[target_feature(enable = "avx2,fma")]
+#[target_feature(enable = "avx2,fma,f16c")]
 pub(crate) unsafe fn post_avx2(p: &PostTile, rows: usize) {
     let (n0, n1) = (p.cols.min(8), p.cols.saturating_sub(8));
     // SAFETY: reads of the mask table only.
@@ -29,11 +29,17 @@ pub(crate) unsafe fn post_avx2(p: &PostTile, rows: usize) {
                 let dst = p.c.add(i * p.ldc + 8 * h);
                 let load = |src: *const f32| if lanes == 8 { _mm256_loadu_ps(src) } else { _mm256_maskload_ps(src, masks[h]) };
                 let mut v = load(dst);
+                if p.half.product {
+                    v = round8(v);
+                }
                 if !p.addend.is_null() {
                     let r = load(p.addend.add(i * p.add_ld + 8 * h));
                     v = if p.add_first { _mm256_add_ps(r, v) } else { _mm256_add_ps(v, r) };
                 }
                 v = act8(v, p.act);
+                if p.half.result {
+                    v = round8(v);
+                }
                 if lanes == 8 {
                     _mm256_storeu_ps(dst, v);
                 } else {
@@ -44,6 +50,26 @@ pub(crate) unsafe fn post_avx2(p: &PostTile, rows: usize) {
     }
 }
 
+
+/// Each lane of `v` rounded to the nearest `f16` (ties to even) and widened back: the bits of
+/// `crate::halves::round_to_f16`.
+#[inline(always)]
+pub(crate) unsafe fn round8(v: __m256) -> __m256 {
+    // SAFETY: register operations only; the caller runs with F16C enabled.
+    unsafe { _mm256_cvtph_ps(_mm256_cvtps_ph::<_MM_FROUND_TO_NEAREST_INT>(v)) }
+}
+
+/// What a whole tile applies to its results in registers before storing them: a rounding
+/// through `f16`, then `act`, then another, each as `half` says.
+#[inline(always)]
+unsafe fn finish8(v: __m256, act: Activation, half: HalfRounding) -> __m256 {
+    // SAFETY: register operations only; the caller runs with AVX2, FMA and F16C enabled.
+    unsafe {
+        let v = if half.product { round8(v) } else { v };
+        let v = act8(v, act);
+        if half.result { round8(v) } else { v }
+    }
+}
 
 /// `act` of each lane of `v`, with the bits of [`Activation::apply`].
 #[inline(always)]
@@ -95,7 +121,7 @@ unsafe fn mask8(n: usize) -> __m256i {
 ///
 /// # Safety
 /// As `drive`: every address read or written is in bounds; the CPU supports AVX2 and FMA.
-#[target_feature(enable = "avx2,fma")]
+#[target_feature(enable = "avx2,fma,f16c")]
 pub(crate) unsafe fn tile_avx2<const R: usize, const MASKED: bool, const PACKED: bool>(t: &Tile) {
     // SAFETY: forwarded.
     unsafe { tile_avx2_vectors::<R, MASKED, PACKED, 2, false>(t) }
@@ -107,7 +133,7 @@ pub(crate) unsafe fn tile_avx2<const R: usize, const MASKED: bool, const PACKED:
 /// # Safety
 /// As [`tile_avx2`], with `t.b_rows` holding `t.k` offsets of rows of `B` from `t.b`, and `A`
 /// packed.
-#[target_feature(enable = "avx2,fma")]
+#[target_feature(enable = "avx2,fma,f16c")]
 pub(crate) unsafe fn tile_avx2_rows<const R: usize, const MASKED: bool, const PACKED: bool>(t: &Tile) {
     const { assert!(PACKED) };
     // SAFETY: forwarded.
@@ -118,7 +144,7 @@ pub(crate) unsafe fn tile_avx2_rows<const R: usize, const MASKED: bool, const PA
 ///
 /// # Safety
 /// As [`tile_avx2_rows`], with `t.cols ≤ 8`.
-#[target_feature(enable = "avx2,fma")]
+#[target_feature(enable = "avx2,fma,f16c")]
 pub(crate) unsafe fn tile_avx2_narrow_rows<const R: usize, const MASKED: bool, const PACKED: bool>(t: &Tile) {
     const { assert!(PACKED) };
     debug_assert!(t.cols <= 8);
@@ -134,7 +160,7 @@ pub(crate) unsafe fn tile_avx2_narrow_rows<const R: usize, const MASKED: bool, c
 ///
 /// # Safety
 /// As [`tile_avx2`], with `t.cols ≤ 8`.
-#[target_feature(enable = "avx2,fma")]
+#[target_feature(enable = "avx2,fma,f16c")]
 pub(crate) unsafe fn tile_avx2_narrow<const R: usize, const MASKED: bool, const PACKED: bool>(t: &Tile) {
     debug_assert!(t.cols <= 8);
     // SAFETY: forwarded.
@@ -149,7 +175,7 @@ pub(crate) unsafe fn tile_avx2_narrow<const R: usize, const MASKED: bool, const 
 // The rows are indexed, not iterated or copied whole: see the loops over them.
 #[allow(clippy::needless_range_loop, clippy::manual_memcpy)]
 #[inline]
-#[target_feature(enable = "avx2,fma")]
+#[target_feature(enable = "avx2,fma,f16c")]
 unsafe fn tile_avx2_vectors<const R: usize, const MASKED: bool, const PACKED: bool, const V: usize, const ROWS: bool>(t: &Tile) {
     let (n0, n1) = (t.cols.min(8), if V == 2 { t.cols.saturating_sub(8) } else { 0 });
     // SAFETY: reads of the mask table only.
@@ -239,8 +265,8 @@ unsafe fn tile_avx2_vectors<const R: usize, const MASKED: bool, const PACKED: bo
                 } else {
                     v = [_mm256_add_ps(_mm256_loadu_ps(dst), v[0]), _mm256_add_ps(_mm256_loadu_ps(dst.add(8)), v[1])];
                 }
-                if t.act != Activation::None {
-                    v = [act8(v[0], t.act), act8(v[1], t.act)];
+                if t.act != Activation::None || t.half != HalfRounding::NONE {
+                    v = [finish8(v[0], t.act, t.half), finish8(v[1], t.act, t.half)];
                 }
                 _mm256_storeu_ps(dst, v[0]);
                 _mm256_storeu_ps(dst.add(8), v[1]);

@@ -2,7 +2,9 @@
 //! convolution with a bias and the residual add and activation after it: the filter is packed
 //! once, when the program is compiled (as a lone convolution's is, `prepack`), and each call
 //! applies the residual and activation to the output's tiles as they are finished
-//! (`kernels::gemm::Post`), in the separate ops' order, so the bits are theirs.
+//! (`kernels::gemm::Post`), in the separate ops' order, so the bits are theirs. In a
+//! half-precision program the casts to `f16` and back around the activation (`round_product`,
+//! `round_result`) are applied there too, as roundings of the `f32` results.
 
 use std::sync::Arc;
 
@@ -15,7 +17,7 @@ use crate::tensor::{KernelError, Result, Tensor};
 use crate::value::IValue;
 use super::prepack::{region_op, residual_side};
 use ::kernels::Isa;
-use ::kernels::gemm::{Activation, Addend, Post};
+use ::kernels::gemm::{Activation, Addend, HalfRounding, Post};
 
 /// The name of the fused convolution.
 pub(crate) const CONV_KERNEL: &str = dialect_backend::kernels::CONV;
@@ -32,6 +34,9 @@ struct ConvKernel {
     /// `Some(first)` with a residual operand (`first`: it is the left operand of the sum).
     residual: Option<bool>,
     act: Activation,
+    /// The roundings through `f16` (`round_product`, `round_result`) of a half-precision
+    /// program's convolution.
+    half: HalfRounding,
 }
 
 /// The native implementation of the `conv` kernel `op`, whose operands' compile-time values
@@ -54,6 +59,12 @@ fn build_conv(m: &Module, op: OpId, consts: &[Option<IValue>]) -> std::result::R
         Some("clamp") => Activation::Clamp(number("min")?, number("max")?),
         other => return Err(format!("unknown activation {other:?}")),
     };
+    let rounding = |k: &str| match attr(k).map(|a| a.as_str()) {
+        None => Ok(false),
+        Some(Some("f16")) => Ok(true),
+        Some(other) => Err(format!("a `{k}` of {other:?} (only \"f16\" is known)")),
+    };
+    let half = HalfRounding { product: rounding("round_product")?, result: rounding("round_result")? };
     let residual = residual_side(m, op)?;
     let operands = 3 + usize::from(residual.is_some());
     if m.operands(op).len() != operands || m.results(op).len() != 1 {
@@ -82,7 +93,7 @@ fn build_conv(m: &Module, op: OpId, consts: &[Option<IValue>]) -> std::result::R
     let groups = usize::try_from(args.groups).map_err(|_| format!("{} groups", args.groups))?;
     let isa = Isa::simd().ok_or("this CPU has no prepacked path")?;
     let packed = PackedFilter::pack("conv", isa, &weight, groups).map_err(|e| e.to_string())?;
-    Ok(ConvKernel { packed, weight, args, residual, act })
+    Ok(ConvKernel { packed, weight, args, residual, act, half })
 }
 
 /// A call's operands as the kernel checked them: the geometry, the result's sizes and the
@@ -149,7 +160,7 @@ impl ConvKernel {
             bc = bias.contiguous()?;
             &bc
         };
-        conv_compute_packed(OP, &k.g, x.as_slice::<f32>()?, &self.packed, Some(bias.as_slice::<f32>()?), &Post { addend, act: self.act }, c)
+        conv_compute_packed(OP, &k.g, x.as_slice::<f32>()?, &self.packed, Some(bias.as_slice::<f32>()?), &Post { addend, act: self.act, half: self.half }, c)
     }
 }
 

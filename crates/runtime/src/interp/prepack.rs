@@ -336,7 +336,7 @@ impl FusionKernel for LinearKernel {
             }
             _ => return decline("an operand count other than the kernel's"),
         };
-        let post = Post { addend, act: self.act };
+        let post = Post { addend, act: self.act, ..Post::NONE };
         let av = mat(OP, x)?;
         let out = alloc.output(0, DType::F32, &self.sizes)?;
         // SAFETY: `out` is a fresh or planned tensor no other handle references; the memory

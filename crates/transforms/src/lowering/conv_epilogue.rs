@@ -19,7 +19,11 @@
 //! ```
 //!
 //! with a residual, an activation or both, where every intermediate is used only by the next
-//! matched op (the hardswish's input by its two ops). The kernel's operands are `x`, `w`,
+//! matched op (the hardswish's input by its two ops). In a half-precision program, whose
+//! convolution `widen-half-products` computes in `f32` between casts, a cast to `f16` and back
+//! right after the convolution (`round_product = "f16"`; with a ReLU in `f16` between the
+//! casts, that ReLU too) and one after the activation (`round_result = "f16"`) join the kernel,
+//! which applies them as roundings of its `f32` results. The kernel's operands are `x`, `w`,
 //! `bias` (and `r`); its attributes say what follows the convolution: `activation` (with
 //! `min` and `max` for a clamp) and `residual` (`"lhs"` or `"rhs"`, the side of the sum the
 //! residual is on, which the runtime keeps, so the bits are the unfused ops'). The region
@@ -141,7 +145,15 @@ pub(crate) fn match_at(ctx: &Context, m: &Module, conv: OpId) -> Option<KernelMa
     let mut ops = vec![conv];
     let mut operands = vec![x, w, bias];
     let mut attrs = Vec::new();
-    if let Some((add, _)) = only_user(m, y)
+    let mut act = None;
+    if let Some((round, round_ops, r)) = half_round(ctx, m, y, block) {
+        attrs.push(("round_product", Attribute::str("f16")));
+        ops.extend(round_ops);
+        y = r;
+        act = round.then(|| vec![("activation", Attribute::str("relu"))]);
+    }
+    if act.is_none()
+        && let Some((add, _)) = only_user(m, y)
         && let Some((r, side)) = residual(m, add, y, &yd)
         && let Some(sum) = single_result(m, add, 2, block)
     {
@@ -150,16 +162,61 @@ pub(crate) fn match_at(ctx: &Context, m: &Module, conv: OpId) -> Option<KernelMa
         attrs.push(("residual", Attribute::str(side)));
         y = sum;
     }
-    match activation(m, y, block) {
-        Some((act, act_ops, r)) => {
-            attrs.extend(act);
-            ops.extend(act_ops);
-            y = r;
-        }
+    if act.is_none()
+        && let Some((a, act_ops, r)) = activation(m, y, block)
+    {
+        act = Some(a);
+        ops.extend(act_ops);
+        y = r;
+    }
+    if let Some((false, round_ops, r)) = half_round(ctx, m, y, block) {
+        attrs.push(("round_result", Attribute::str("f16")));
+        ops.extend(round_ops);
+        y = r;
+    }
+    match act {
+        Some(a) => attrs.extend(a),
         None if ops.len() == 1 => return None,
         None => attrs.push(("activation", Attribute::str("none"))),
     }
     Some(KernelMatch { ops, operands, result: y, attrs, shared: None })
+}
+
+/// The result of `op` when it is a plain cast (`_to_copy` with only `dtype` set) of an `f32`
+/// tensor to `f16` (`narrow`) or of an `f16` one to `f32`, of the same shape, in `block`.
+fn half_cast(ctx: &Context, m: &Module, op: OpId, narrow: bool, block: Option<ir::BlockId>) -> Option<ValueId> {
+    if base(m, op) != Some(op::_TO_COPY) || m.operands(op).len() != 1 || m.results(op).len() != 1 || !m.regions(op).is_empty() || m.parent_block(op) != block {
+        return None;
+    }
+    let schema = ctx.op_def(m.op_name(op)).and_then(|d| d.schema.clone())?;
+    let c = dialect_aten::infer::Args::bind(ctx, m, op, &schema).ok()?;
+    if !["layout", "device", "pin_memory", "memory_format"].iter().all(|k| c.is_none(k)) {
+        return None;
+    }
+    let (x, y) = (m.operands(op)[0], m.results(op)[0]);
+    let dtype = |v: ValueId| m.value_type(v).as_tensor().and_then(|t| t.dtype);
+    let (from, to) = if narrow { (ir::DType::F32, ir::DType::F16) } else { (ir::DType::F16, ir::DType::F32) };
+    (dtype(x) == Some(from) && dtype(y) == Some(to) && dims(m, x).is_some() && dims(m, x) == dims(m, y)).then_some(y)
+}
+
+/// `y` cast to `f16` and back, each value read by nothing else: what `widen-half-products`
+/// leaves between a half-precision program's convolution and the `f32` ops after it, the
+/// rounding that [`match_at`]'s kernel applies as `round_product` or `round_result`. With
+/// `true`, a ReLU in `f16` stands between the casts: on values already rounded it is the
+/// `f32` ReLU, so the kernel rounds and then applies it.
+fn half_round(ctx: &Context, m: &Module, y: ValueId, block: Option<ir::BlockId>) -> Option<(bool, Vec<OpId>, ValueId)> {
+    let (narrow, _) = only_user(m, y)?;
+    let h = half_cast(ctx, m, narrow, true, block)?;
+    let (next, _) = only_user(m, h)?;
+    if let Some(w) = half_cast(ctx, m, next, false, block) {
+        return Some((false, vec![narrow, next], w));
+    }
+    if base(m, next) != Some(op::RELU) || m.operands(next).len() != 1 || m.results(next).len() != 1 || !m.regions(next).is_empty() || m.parent_block(next) != block {
+        return None;
+    }
+    let (widen, _) = only_user(m, m.results(next)[0])?;
+    let w = half_cast(ctx, m, widen, false, block)?;
+    Some((true, vec![narrow, next, widen], w))
 }
 
 /// Fuses every convolution nested in `root` with its residual add and activation, then every

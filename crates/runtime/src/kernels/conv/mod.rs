@@ -16,7 +16,7 @@
 use dialect_aten::op;
 use super::linalg::{MatView, Real, gemm, outs, widen_halves};
 use ::kernels::Isa;
-use ::kernels::gemm::{Activation, Bias, Epilogue, PackedA, Post, Tiles, aligned_start, gemm_packed_a_panels_post, gemm_packed_a_post};
+use ::kernels::gemm::{Activation, Bias, Epilogue, HalfRounding, PackedA, Post, Tiles, aligned_start, gemm_packed_a_panels_post, gemm_packed_a_post};
 use super::{Args, KernelRegistry};
 use crate::tensor::{KernelError, Result, Tensor};
 use crate::value::IValue;

@@ -55,10 +55,11 @@ pub(crate) fn conv_compute_packed(
         if x.len() < g.n * g.cin * lin || out.len() < g.n * g.cout * lout || raw.len() != g.cout * k {
             return Err(KernelError::new(op, "internal error: convolution buffers are too small"));
         }
-        if post.addend.is_none() {
+        if post.addend.is_none() && post.half == HalfRounding::NONE {
             return Ok(::kernels::depthwise::depthwise(op, Isa::current(), &d, g.n, x, raw, bias, post.act, out)?);
         }
-        // The direct kernel applies an activation only: a residual is added after it.
+        // The direct kernel applies an activation only: a residual (and a rounding through
+        // `f16`) is applied after it.
         ::kernels::depthwise::depthwise(op, Isa::current(), &d, g.n, x, raw, bias, Activation::None, out)?;
         return Ok(post.apply_to(op, g.n * g.cout, lout, out, lout)?);
     }

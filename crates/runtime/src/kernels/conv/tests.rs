@@ -274,7 +274,7 @@ fn post_ops_of_a_prepacked_convolution_give_each_elements_bits() {
         r[3] = f32::NAN;
         for act in acts {
             for first in [None, Some(true), Some(false)] {
-                let post = Post { addend: first.map(|first| Addend { data: &r, ld: g.out_numel(), first }), act };
+                let post = Post { addend: first.map(|first| Addend { data: &r, ld: g.out_numel(), first }), act, ..Post::NONE };
                 for pool in &pools {
                     let mut got = vec![f32::NAN; len];
                     pool.install(|| conv_compute_packed("t", &g, &x, &filter, Some(&bias), &post, &mut got)).unwrap();
@@ -381,8 +381,8 @@ fn rows_of_the_padded_input_give_the_bits_of_the_column_panels() {
         let r = rng.vec(len);
         let posts = [
             Post::NONE,
-            Post { addend: Some(Addend { data: &r, ld: g.out_numel(), first: false }), act: Activation::Relu },
-            Post { addend: None, act: Activation::Hardswish },
+            Post { addend: Some(Addend { data: &r, ld: g.out_numel(), first: false }), act: Activation::Relu, ..Post::NONE },
+            Post { addend: None, act: Activation::Hardswish, ..Post::NONE },
         ];
         for (b, post) in [(None, &posts[0]), (Some(&bias[..]), &posts[0]), (Some(&bias[..]), &posts[1]), (None, &posts[2])] {
             let run = |pool: &rayon::ThreadPool, rows: bool| {
