@@ -374,11 +374,50 @@ fn int_binary<T: Element, F: BinaryFn>(op: &str, a: &Tensor, b: &Tensor, f: &F, 
 
 /// A binary op on half-precision operands (or a half tensor and an `f32` scalar): both
 /// widened to `f32` (exact), the op in `f32`, each result rounded once to `H` — the bits of
-/// converting element by element, with the conversions over whole slices (vectorized) and the
-/// op in the `f32` loop.
+/// converting element by element. Two `H` tensors go row by row of the broadcast result (a
+/// per-channel scale is a scalar along its rows), [`HALF_CHUNK`] elements at a time widened
+/// into buffers on the stack, computed and rounded into the result: one pass and one tensor,
+/// where widening both whole cost two `f32` tensors, zero-filled, and three passes.
 fn half_binary<H: Element, F: BinaryFn>(op: &str, a: &Tensor, b: &Tensor, f: &F) -> Result<Tensor> {
-    let (a, b) = (a.cast_to(DType::F32)?, b.cast_to(DType::F32)?);
-    map2::<f32, f32, f32>(op, &a, &b, |x, y| f.f32(x, y))?.to_dtype(H::DTYPE)
+    if a.dtype() != H::DTYPE || b.dtype() != H::DTYPE {
+        let (a, b) = (a.cast_to(DType::F32)?, b.cast_to(DType::F32)?);
+        return map2::<f32, f32, f32>(op, &a, &b, |x, y| f.f32(x, y))?.to_dtype(H::DTYPE);
+    }
+    let shape = broadcast_all(&[a.sizes(), b.sizes()]).map_err(|e| e.in_op(op.to_string()))?;
+    let (ea, eb) = (a.expand_to(op, &shape)?, b.expand_to(op, &shape)?);
+    let (sa, sb) = (a.storage_slice::<H>()?, b.storage_slice::<H>()?);
+    Tensor::build::<H>(&shape, |out| {
+        let (mut wa, mut wb) = ([0f32; HALF_CHUNK], [0f32; HALF_CHUNK]);
+        let (mut i, mut inside) = (0, true);
+        for_each_row(&shape, [ea.strides(), eb.strides()], [ea.offset(), eb.offset()], |[x, y], len, [sx, sy]| {
+            let row = &mut out[i..i + len];
+            i += len;
+            for (c, o) in row.chunks_mut(HALF_CHUNK).enumerate() {
+                let (k, n) = (c * HALF_CHUNK, o.len());
+                inside &= widen_run(sa, x + k * sx, sx, &mut wa[..n]) && widen_run(sb, y + k * sy, sy, &mut wb[..n]);
+                for (p, &q) in wa[..n].iter_mut().zip(&wb[..n]) {
+                    *p = f.f32(*p, q);
+                }
+                // `f32` → half, which `cast_halves` always converts.
+                let rounded = crate::tensor::cast_halves(&wa[..n], o);
+                debug_assert!(rounded);
+            }
+        });
+        if !inside {
+            return Err(KernelError::new(op.to_string(), "view reaches past its storage"));
+        }
+        Ok(())
+    })
+}
+
+/// Widens `dst.len()` elements of `src` from `start`, `step` apart (0: one element broadcast),
+/// into `dst`; `false` when one lies past `src`.
+fn widen_run<H: Element>(src: &[H], start: usize, step: usize, dst: &mut [f32]) -> bool {
+    match step {
+        0 => src.get(start).map(|v| dst.fill(v.to_f32())).is_some(),
+        1 => src.get(start..start + dst.len()).is_some_and(|s| crate::tensor::cast_halves(s, dst)),
+        _ => dst.iter_mut().enumerate().all(|(k, d)| src.get(start + k * step).map(|v| *d = v.to_f32()).is_some()),
+    }
 }
 
 /// Makes both operands tensors for computing in `ct` (scalars next to a half tensor stay f32).
@@ -446,6 +485,50 @@ mod tests {
                 assert_eq!(w.to_bits(), v.to_f32().to_bits(), "widened element {i}, {threads} threads");
             }
         }
+    }
+
+    /// Half-precision binary ops give each element the bits of widening both operands,
+    /// computing in `f32` and rounding once: same shapes, a per-channel scale broadcast along
+    /// rows, a row broadcast down a column, a transposed view, and a half tensor with an `f32`
+    /// scalar; rows longer than a chunk.
+    #[test]
+    fn half_binary_ops_round_each_f32_result_once() {
+        struct Curve2;
+        impl BinaryFn for Curve2 {
+            fn f32(&self, a: f32, b: f32) -> f32 {
+                a * 0.7 + b / 3.0
+            }
+            fn f64(&self, a: f64, b: f64) -> f64 {
+                a * 0.7 + b / 3.0
+            }
+            fn int(&self, _: i64, _: i64, _: u32) -> Option<i64> {
+                None
+            }
+        }
+        fn check<H: Element>(from: fn(f32) -> H) {
+            let vals = |n: usize, seed: usize| -> Vec<H> { (0..n).map(|i| from(((i * 7919 + seed) % 4001) as f32 * 0.01 - 20.0)).collect() };
+            let t = |n: usize, seed: usize, sizes: &[usize]| Tensor::from_vec(vals(n, seed), sizes).unwrap();
+            let x = t(3 * 700, 1, &[3, 700]);
+            let cases = [
+                (x.clone(), t(3 * 700, 2, &[3, 700])),
+                (x.clone(), t(3, 3, &[3, 1])),
+                (t(3, 4, &[3, 1]), t(700, 5, &[1, 700])),
+                (x.transpose(0, 1).unwrap(), t(700 * 3, 6, &[700, 3])),
+                (x.clone(), Tensor::from_vec(vec![2.5f32], &[]).unwrap()),
+            ];
+            for (a, b) in cases {
+                let got = apply_binary("test", &a, &b, H::DTYPE, &Curve2).unwrap();
+                let want = map2::<f32, f32, f32>("test", &a.cast_to(DType::F32).unwrap(), &b.cast_to(DType::F32).unwrap(), |p, q| Curve2.f32(p, q)).unwrap();
+                assert_eq!(got.sizes(), want.sizes());
+                for (i, (g, w)) in got.as_slice::<H>().unwrap().iter().zip(want.as_slice::<f32>().unwrap()).enumerate() {
+                    assert_eq!(g.to_f32().to_bits(), from(*w).to_f32().to_bits(), "{:?} {:?} * {:?}: element {i}", H::DTYPE, a.sizes(), b.sizes());
+                }
+            }
+            let short = Tensor::from_vec(vals(2, 7), &[2]).unwrap();
+            assert!(apply_binary("test", &x, &short, H::DTYPE, &Curve2).is_err(), "shapes that do not broadcast");
+        }
+        check::<f16>(f16::from_f32);
+        check::<bf16>(bf16::from_f32);
     }
 
     #[test]
