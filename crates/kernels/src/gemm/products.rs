@@ -144,22 +144,7 @@ pub fn gemm_packed_a_post(
     let nr = a.isa.nr();
     // SAFETY: `MatView::new` checked that every element of `b` lies inside its storage.
     let b_ptr = unsafe { b.data.as_ptr().add(b.off) };
-    let raw = Raw {
-        m,
-        n,
-        k,
-        mr: a.mr,
-        a_packed: true,
-        a: a.buf.slice().as_ptr(),
-        a_blk: a.mr * k,
-        rsa: 1,
-        csa: a.mr,
-        b: b_ptr,
-        b_pnl: nr,
-        rsb: b.rs,
-        b_rows: std::ptr::null(),
-        b_tail_masked: true,
-    };
+    let raw = times_packed_a(a, n, b_ptr, nr, b.rs, std::ptr::null(), true);
     // SAFETY: the packed panels hold `ceil(m/mr)·k·mr` elements; `B`'s row `p < k` columns
     // `j0..j0+nr` are read whole only when `j0 + nr ≤ n` (the last partial panel is masked),
     // inside its storage; `c` holds `m` rows of `ldc ≥ n`, the addend of `post` as many
@@ -278,11 +263,7 @@ pub unsafe fn gemm_packed_a_panels_post(
     if checked_len(op, &[n.div_ceil(nr), k, nr])? > b.len() {
         return Err(Error::new(op, "internal error: the column panels are shorter than the product needs"));
     }
-    if m > 0 && n > 0 && ldc < n {
-        return Err(Error::new(op, "output buffer is too small"));
-    }
-    check_bias(op, m, n, ep)?;
-    check_addend(op, m, n, post)?;
+    check_output(op, m, n, ldc, ep, post)?;
     if m == 0 || n == 0 {
         return Ok(());
     }
@@ -295,22 +276,7 @@ pub unsafe fn gemm_packed_a_panels_post(
         }
         return Ok(());
     }
-    let raw = Raw {
-        m,
-        n,
-        k,
-        mr: a.mr,
-        a_packed: true,
-        a: a.buf.slice().as_ptr(),
-        a_blk: a.mr * k,
-        rsa: 1,
-        csa: a.mr,
-        b: b.as_ptr(),
-        b_pnl: k * nr,
-        rsb: nr,
-        b_rows: std::ptr::null(),
-        b_tail_masked: false,
-    };
+    let raw = times_packed_a(a, n, b.as_ptr(), k * nr, nr, std::ptr::null(), false);
     // SAFETY: the packed panels of `A` hold `ceil(m/mr)·k·mr` elements and `b` holds
     // `ceil(n/nr)·k·nr` (checked above); `c` holds `m` rows of `ldc ≥ n` (caller's contract);
     // `a.isa` was available when `A` was packed; the addend of `post` covers `m` rows of `n`
@@ -351,34 +317,15 @@ pub unsafe fn gemm_packed_a_rows_post(
     if rows.len() != k || rows.last().is_some_and(|&r| r.checked_add(n).is_none_or(|end| end > b.len())) {
         return Err(Error::new(op, "internal error: a row of the right operand lies outside it"));
     }
-    if m > 0 && n > 0 && ldc < n {
-        return Err(Error::new(op, "output buffer is too small"));
-    }
-    check_bias(op, m, n, ep)?;
-    check_addend(op, m, n, post)?;
-    if m == 0 || n == 0 {
-        return Ok(());
-    }
     if k == 0 {
         // SAFETY: forwarded; an empty sum reads no row of `B`.
         return unsafe { gemm_packed_a_panels_post(op, a, &[], n, ep, post, c, ldc) };
     }
-    let raw = Raw {
-        m,
-        n,
-        k,
-        mr: a.mr,
-        a_packed: true,
-        a: a.buf.slice().as_ptr(),
-        a_blk: a.mr * k,
-        rsa: 1,
-        csa: a.mr,
-        b: b.as_ptr(),
-        b_pnl: a.isa.nr(),
-        rsb: 0,
-        b_rows: rows.as_ptr(),
-        b_tail_masked: true,
-    };
+    check_output(op, m, n, ldc, ep, post)?;
+    if m == 0 || n == 0 {
+        return Ok(());
+    }
+    let raw = times_packed_a(a, n, b.as_ptr(), a.isa.nr(), 0, rows.as_ptr(), true);
     // SAFETY: the packed panels of `A` hold `ceil(m/mr)·k·mr` elements; row `p < k` of `B`,
     // columns `j0..j0+nr`, is read whole only when `j0 + nr ≤ n` (the last partial panel is
     // masked), inside `b` (checked above); `c` holds `m` rows of `ldc ≥ n` (caller's
@@ -386,4 +333,36 @@ pub unsafe fn gemm_packed_a_rows_post(
     // `m` rows of `n` (`check_addend`).
     unsafe { drive_split(a.isa, &raw, None, ep, post, c, ldc, usize::MAX) };
     Ok(())
+}
+
+/// The operands of the prepacked `a` times a `B` of `n` columns at `b`: column panels `b_pnl`
+/// apart, rows `rsb` apart (or at the offsets `b_rows`), a last partial panel loaded with masks
+/// when `b_tail_masked`.
+fn times_packed_a(a: &PackedA, n: usize, b: *const f32, b_pnl: usize, rsb: usize, b_rows: *const usize, b_tail_masked: bool) -> Raw {
+    Raw {
+        m: a.m,
+        n,
+        k: a.k,
+        mr: a.mr,
+        a_packed: true,
+        a: a.buf.slice().as_ptr(),
+        a_blk: a.mr * a.k,
+        rsa: 1,
+        csa: a.mr,
+        b,
+        b_pnl,
+        rsb,
+        b_rows,
+        b_tail_masked,
+    }
+}
+
+/// The checks of a product into a `C` given by pointer: rows of at least `n` elements, a bias
+/// and an addend that cover the `m × n` result.
+fn check_output(op: &'static str, m: usize, n: usize, ldc: usize, ep: &Epilogue<'_>, post: &Post<'_>) -> Result<()> {
+    if m > 0 && n > 0 && ldc < n {
+        return Err(Error::new(op, "output buffer is too small"));
+    }
+    check_bias(op, m, n, ep)?;
+    check_addend(op, m, n, post)
 }
