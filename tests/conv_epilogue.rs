@@ -118,16 +118,24 @@ fn run(text: &str, fuse: bool, threads: usize, ins: &[IValue], w: &Weights) -> (
     (bits(&out[0]), fused)
 }
 
+/// The bits of `text` run unfused, after checking that `fuse-epilogue` fuses its one
+/// convolution and that the fused kernel gives those bits on one and two threads (`what` names
+/// the case).
+fn fused_gives_unfused_bits(text: &str, ins: &[IValue], w: &Weights, what: &str) -> Vec<u32> {
+    let (want, _) = run(text, false, 1, ins, w);
+    let (got, fused) = run(text, true, 1, ins, w);
+    assert_eq!(fused, 1, "{what}: the convolution is fused\n{text}");
+    assert_eq!(got, want, "{what}: the fused convolution gives the unfused bits");
+    let (got2, _) = run(text, true, 2, ins, w);
+    assert_eq!(got2, want, "{what}: the same bits on two threads");
+    want
+}
+
 fn check(c: Conv) {
     for consumer in CONSUMERS {
         let text = program(&c, consumer);
         let (ins, w) = inputs(&c, consumer);
-        let (want, _) = run(&text, false, 1, &ins, &w);
-        let (got, fused) = run(&text, true, 1, &ins, &w);
-        assert_eq!(fused, 1, "{c:?} {consumer:?}: the convolution is fused\n{text}");
-        assert_eq!(got, want, "{c:?} {consumer:?}: the fused convolution gives the unfused bits");
-        let (got2, _) = run(&text, true, 2, &ins, &w);
-        assert_eq!(got2, want, "{c:?} {consumer:?}: the same bits on two threads");
+        let want = fused_gives_unfused_bits(&text, &ins, &w, &format!("{c:?} {consumer:?}"));
         if !matches!(consumer, Consumer::AddLhs) {
             let sides = want.iter().any(|&b| f32::from_bits(b) == 0.0) && want.iter().any(|&b| f32::from_bits(b) > 0.0);
             assert!(sides, "{c:?} {consumer:?}: both sides of the activation");
@@ -272,12 +280,7 @@ fn half_precision_roundings() {
                 xv[2] = 1e-5;
                 ins[0] = IValue::Tensor(Tensor::from_slice(&xv, x.sizes()).unwrap());
             }
-            let (want, _) = run(&text, false, 1, &ins, &w);
-            let (got, fused) = run(&text, true, 1, &ins, &w);
-            assert_eq!(fused, 1, "{c:?} {consumer:?}: the convolution is fused\n{text}");
-            assert_eq!(got, want, "{c:?} {consumer:?}: the fused convolution gives the unfused bits");
-            let (got2, _) = run(&text, true, 2, &ins, &w);
-            assert_eq!(got2, want, "{c:?} {consumer:?}: the same bits on two threads");
+            let want = fused_gives_unfused_bits(&text, &ins, &w, &format!("{c:?} {consumer:?}"));
             let vals: Vec<f32> = want.iter().map(|&b| f32::from_bits(b)).collect();
             assert!(vals.iter().any(|v| v.is_infinite()), "{c:?} {consumer:?}: some results past f16's range");
             // A residual is added after the rounding, so only the others end on `f16` values.
