@@ -359,7 +359,7 @@ thread_local! {
 }
 
 /// The forward convolution of unit strides as products of the filter with the input read in
-/// place: the input is copied once into a zero-padded one, in which the taps of one output
+/// place: each image's input is copied once into a zero-padded one, in which the taps of one output
 /// row read runs of consecutive elements, so row `c·K + tap` of that output row's column
 /// matrix is the run at a fixed offset from the row's start (`(c, tap)`'s offset in the padded
 /// input). Each output row is one product over those rows ([`gemm_packed_a_rows_post`]), with
@@ -385,7 +385,8 @@ pub(super) fn by_rows(
     let plane = pd * ph * pw;
     let (lin, lout, rows) = (g.in_numel(), g.out_numel(), od * oh);
     let k = cin_g * g.kernel_numel();
-    let len = g.n.checked_mul(g.cin).and_then(|v| v.checked_mul(plane)).ok_or_else(|| KernelError::new(op, "the padded input is too large"))?;
+    // One image at a time, so the padded copy is one image's whatever the batch.
+    let len = g.cin.checked_mul(plane).ok_or_else(|| KernelError::new(op, "the padded input is too large"))?;
     // The offsets ascend with `(c, a, b, e)`: a padded row is longer than a tap row spans.
     let (mut buf, mut offsets) = ROW_SCRATCH.take();
     buf.resize(len.max(buf.len()), 0.0);
@@ -400,45 +401,50 @@ pub(super) fn by_rows(
         }
     }
     let threads = crate::parallel::threads();
-    let fmas = g.n.saturating_mul(g.cout).saturating_mul(lout).saturating_mul(k);
+    let fmas = g.cout.saturating_mul(lout).saturating_mul(k);
     let split = threads > 1 && fmas >= PARALLEL_MIN_FMAS;
     let team = |units: usize| if split { (threads * PARALLEL_TASKS_PER_THREAD).min(units) } else { 1 };
-    // The padded planes, channel by channel.
-    let channels = g.n * g.cin;
-    let tasks = team(channels);
-    let dst = crate::parallel::SharedOut(buf.as_mut_ptr());
-    crate::parallel::for_each(tasks, |t| {
-        for ch in channels * t / tasks..channels * (t + 1) / tasks {
-            // SAFETY: `buf` holds `n·cin` planes of `plane` elements; each channel is one
-            // task's.
-            let to = unsafe { std::slice::from_raw_parts_mut(dst.get().add(ch * plane), plane) };
-            pad_plane(g, &padded, &x[ch * lin..(ch + 1) * lin], to);
-        }
-    });
-    let units = g.n * g.groups * rows;
-    let tasks = team(units);
-    let (buf_ref, offsets_ref) = (&buf[..len], &offsets[..]);
-    let out_ptr = crate::parallel::SharedOut(out.as_mut_ptr());
-    let result = crate::parallel::try_for_each(tasks, |t| -> Result<()> {
-        for u in units * t / tasks..units * (t + 1) / tasks {
-            let (image_group, r) = (u / rows, u % rows);
-            let (n, grp) = (image_group / g.groups, image_group % g.groups);
-            let (z, y) = (r / oh, r % oh);
-            let start = (n * g.cin + grp * cin_g) * plane + (z * ph + y) * pw;
-            let row = n * g.cout + grp * cout_g;
-            let ep = group_epilogue(bias, grp, cout_g);
-            let post = post.from(row, r * ow);
-            // SAFETY: `out` holds `n·cout·lout` elements (checked by the caller), so the
-            // `cout_g` rows of `ow` elements from `row·lout + r·ow`, `lout` apart, lie inside
-            // it; each (image, group, output row) is one unit, computed by one task. The
-            // offsets ascend (above).
-            unsafe {
-                let c = out_ptr.get().add(row * lout + r * ow);
-                gemm_packed_a_rows_post(op, &w.per_group[grp], &buf_ref[start..], offsets_ref, ow, &ep, &post, c, lout)?;
+    let mut result = Ok(());
+    for n in 0..g.n {
+        // The padded planes, channel by channel.
+        let tasks = team(g.cin);
+        let dst = crate::parallel::SharedOut(buf.as_mut_ptr());
+        let xn = &x[n * g.cin * lin..(n + 1) * g.cin * lin];
+        crate::parallel::for_each(tasks, |t| {
+            for ch in g.cin * t / tasks..g.cin * (t + 1) / tasks {
+                // SAFETY: `buf` holds `cin` planes of `plane` elements; each channel is one
+                // task's.
+                let to = unsafe { std::slice::from_raw_parts_mut(dst.get().add(ch * plane), plane) };
+                pad_plane(g, &padded, &xn[ch * lin..(ch + 1) * lin], to);
             }
+        });
+        let units = g.groups * rows;
+        let tasks = team(units);
+        let (buf_ref, offsets_ref) = (&buf[..len], &offsets[..]);
+        let out_ptr = crate::parallel::SharedOut(out.as_mut_ptr());
+        result = crate::parallel::try_for_each(tasks, |t| -> Result<()> {
+            for u in units * t / tasks..units * (t + 1) / tasks {
+                let (grp, r) = (u / rows, u % rows);
+                let (z, y) = (r / oh, r % oh);
+                let start = grp * cin_g * plane + (z * ph + y) * pw;
+                let row = n * g.cout + grp * cout_g;
+                let ep = group_epilogue(bias, grp, cout_g);
+                let post = post.from(row, r * ow);
+                // SAFETY: `out` holds `n·cout·lout` elements (checked by the caller), so the
+                // `cout_g` rows of `ow` elements from `row·lout + r·ow`, `lout` apart, lie
+                // inside it; each (group, output row) of the image is one unit, computed by
+                // one task. The offsets ascend (above).
+                unsafe {
+                    let c = out_ptr.get().add(row * lout + r * ow);
+                    gemm_packed_a_rows_post(op, &w.per_group[grp], &buf_ref[start..], offsets_ref, ow, &ep, &post, c, lout)?;
+                }
+            }
+            Ok(())
+        });
+        if result.is_err() {
+            break;
         }
-        Ok(())
-    });
+    }
     ROW_SCRATCH.set((buf, offsets));
     result
 }
