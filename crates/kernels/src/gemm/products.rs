@@ -295,8 +295,8 @@ pub unsafe fn gemm_packed_a_panels_post(
 /// Products split across the team by their callers only (one call is one convolution row).
 ///
 /// # Safety
-/// As [`gemm_packed_a_panels`], and `rows` must be ascending (the last row of `B` ends
-/// furthest in `b`, which is what is checked).
+/// As [`gemm_packed_a_panels`] (every row of `B`, wherever it starts, must be readable for `n`
+/// elements inside `b`, which is checked).
 #[allow(clippy::too_many_arguments)]
 pub unsafe fn gemm_packed_a_rows_post(
     op: &'static str,
@@ -313,8 +313,7 @@ pub unsafe fn gemm_packed_a_rows_post(
     if a.isa != Isa::Avx2 {
         return Err(Error::new(op, format!("internal error: products over rows of `B` at their own offsets have no {} path", a.isa)));
     }
-    debug_assert!(rows.is_sorted(), "the rows of `B` must be ascending");
-    if rows.len() != k || rows.last().is_some_and(|&r| r.checked_add(n).is_none_or(|end| end > b.len())) {
+    if rows.len() != k || rows.iter().max().is_some_and(|&r| r.checked_add(n).is_none_or(|end| end > b.len())) {
         return Err(Error::new(op, "internal error: a row of the right operand lies outside it"));
     }
     if k == 0 {

@@ -623,7 +623,7 @@ fn large_left_operands_on_one_thread() {
     }
 }
 
-/// A right operand whose rows lie at their own ascending offsets, read in place by the AVX2
+/// A right operand whose rows lie at their own offsets, in any order, read in place by the AVX2
 /// tiles, gives the bits of the same rows packed into column panels, on every shape, tail and
 /// epilogue; a row past the end of the operand is an error, and so is a filter packed for
 /// another path.
@@ -639,9 +639,11 @@ fn rows_at_their_own_offsets_give_the_bits_of_the_same_rows_packed() {
         let (ad, aoff, ars, acs) = strided(&mut g, m, k, false);
         let a = MatView::new("t", &ad, aoff, m, k, ars, acs).unwrap();
         let packed = PackedA::pack("t", Isa::Avx2, a).unwrap();
-        // Row `p` at `p·(n + 3) + p % 2`: gaps of varying width between the rows.
-        let rows: Vec<usize> = (0..k).map(|p| p * (n + 3) + p % 2).collect();
-        let bd = g.vec(rows.last().map_or(0, |r| r + n));
+        // Row `p` at `q·(n + 3) + q % 2` for `q` the `p`-th of a shuffled order (the phases of
+        // a strided convolution's input come out of order): gaps of varying width between the
+        // rows, and the furthest one in the middle.
+        let rows: Vec<usize> = (0..k).map(|p| (p * 7 + k / 2) % k).map(|q| q * (n + 3) + q % 2).collect();
+        let bd = g.vec(rows.iter().max().map_or(0, |r| r + n));
         let dense: Vec<f32> = rows.iter().flat_map(|&r| bd[r..r + n].iter().copied()).collect();
         let mut panels = vec![f32::NAN; n.div_ceil(nr) * k * nr];
         pack_into(MatView::new("t", &dense, 0, k, n, n, 1).unwrap(), nr, &mut panels);

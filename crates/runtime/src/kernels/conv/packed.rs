@@ -342,13 +342,59 @@ impl<'g> PanelPlan<'g> {
 }
 
 /// Whether [`by_rows`] computes a forward convolution with a filter packed for `isa`: AVX2 (the
-/// path with tiles over rows of `B` at their own offsets), unit strides, and output rows that
-/// fill at least nine tenths of the vector lanes of their tiles (a row of 64 fills all of
-/// them, one of 55 all but one; a row of 27, 13 or 7 leaves more idle than packing costs, and
-/// takes [`by_panels`], whose panels run on across rows).
+/// path with tiles over rows of `B` at their own offsets), and output rows that fill at least
+/// nine tenths of the vector lanes of their tiles (a row of 64 or 112 fills all of them, one
+/// of 55 or 111 all but one; a row of 27, 13 or 7 leaves more idle than packing costs, and
+/// takes [`by_panels`], whose panels run on across rows). Any stride: a strided input is
+/// copied in phases ([`by_rows`]).
 pub(super) fn by_rows_applies(g: &Geometry, isa: Isa) -> bool {
     let ow = g.output[2];
-    isa == Isa::Avx2 && !g.transposed && g.stride == [1, 1, 1] && ow >= 8 && 10 * ow >= 9 * 8 * ow.div_ceil(8)
+    isa == Isa::Avx2 && !g.transposed && g.stride.iter().all(|&s| s >= 1) && ow >= 8 && 10 * ow >= 9 * 8 * ow.div_ceil(8)
+}
+
+/// Where [`by_rows`] keeps one image's zero-padded input: per channel `pd × ph` rows, each
+/// row as `s` phase rows of `pwp` elements (`s` the stride along rows), padded column `px`
+/// at `(px % s)·pwp + px / s` of its row. Output column `xo`'s tap `e` reads padded column
+/// `s·xo + e·dil`, which is element `xo + e·dil / s` of phase `e·dil % s`: for every tap the
+/// output row's columns are consecutive elements of one phase row.
+struct PaddedLayout {
+    /// The padded extents: every position a tap of an output reads.
+    padded: [usize; 3],
+    /// Phases of a row (the stride along rows).
+    phases: usize,
+    /// Elements of a phase row.
+    pwp: usize,
+}
+
+impl PaddedLayout {
+    fn new(g: &Geometry) -> PaddedLayout {
+        let padded: [usize; 3] =
+            std::array::from_fn(|i| g.output[i].saturating_sub(1) * g.stride[i] + (g.kernel[i] - 1) * g.dilation[i] + 1);
+        let phases = g.stride[2];
+        PaddedLayout { padded, phases, pwp: padded[2].div_ceil(phases) }
+    }
+
+    /// Elements of a padded row (all its phases).
+    fn row(&self) -> usize {
+        self.phases * self.pwp
+    }
+
+    /// Elements of one channel's padded input.
+    fn plane(&self) -> usize {
+        self.padded[0] * self.padded[1] * self.row()
+    }
+
+    /// The offset from a channel's start of the run that tap `(a, b, e)` of output row 0
+    /// reads.
+    fn tap(&self, g: &Geometry, a: usize, b: usize, e: usize) -> usize {
+        let col = e * g.dilation[2];
+        (a * g.dilation[0] * self.padded[1] + b * g.dilation[1]) * self.row() + (col % self.phases) * self.pwp + col / self.phases
+    }
+
+    /// The offset from a channel's start of output row `(z, y)`'s taps `(0, 0, 0)`.
+    fn output_row(&self, g: &Geometry, z: usize, y: usize) -> usize {
+        (z * g.stride[0] * self.padded[1] + y * g.stride[1]) * self.row()
+    }
 }
 
 thread_local! {
@@ -358,15 +404,16 @@ thread_local! {
     static ROW_SCRATCH: std::cell::Cell<(Vec<f32>, Vec<usize>)> = const { std::cell::Cell::new((Vec::new(), Vec::new())) };
 }
 
-/// The forward convolution of unit strides as products of the filter with the input read in
-/// place: each image's input is copied once into a zero-padded one, in which the taps of one output
-/// row read runs of consecutive elements, so row `c·K + tap` of that output row's column
-/// matrix is the run at a fixed offset from the row's start (`(c, tap)`'s offset in the padded
-/// input). Each output row is one product over those rows ([`gemm_packed_a_rows_post`]), with
-/// nothing packed: for few output channels, writing the column panels had cost a sixth of the
-/// convolution (two loads and two stores a row of 16 against 64 multiply-adds). The sums are
-/// those of [`by_panels`], in its order, so the results are its bits; output rows split across
-/// the team.
+/// The forward convolution as products of the filter with the input read in place: each
+/// image's input is copied once into a zero-padded one ([`PaddedLayout`]: a strided input in
+/// phases), in which the taps of one output row read runs of consecutive elements, so row
+/// `c·K + tap` of that output row's column matrix is the run at a fixed offset from the row's
+/// start (`(c, tap)`'s offset in the padded input). Each output row is one product over those
+/// rows ([`gemm_packed_a_rows_post`]), with nothing packed: for few output channels, writing
+/// the column panels had cost a sixth of the convolution (two loads and two stores a row of 16
+/// against 64 multiply-adds), and the stride-2 stems of small networks (`k` of 27) spent a
+/// fifth of their time packing. The sums are those of [`by_panels`], in its order, so the
+/// results are its bits; output rows split across the team.
 pub(super) fn by_rows(
     op: &'static str,
     g: &Geometry,
@@ -379,15 +426,12 @@ pub(super) fn by_rows(
     let (cin_g, cout_g) = (g.cin / g.groups, g.cout / g.groups);
     let [kd, kh, kw] = g.kernel;
     let [od, oh, ow] = g.output;
-    // The padded extents: every position a tap of an output reads.
-    let padded: [usize; 3] = std::array::from_fn(|i| g.output[i] + (g.kernel[i] - 1) * g.dilation[i]);
-    let [pd, ph, pw] = padded;
-    let plane = pd * ph * pw;
+    let layout = PaddedLayout::new(g);
+    let plane = layout.plane();
     let (lin, lout, rows) = (g.in_numel(), g.out_numel(), od * oh);
     let k = cin_g * g.kernel_numel();
     // One image at a time, so the padded copy is one image's whatever the batch.
     let len = g.cin.checked_mul(plane).ok_or_else(|| KernelError::new(op, "the padded input is too large"))?;
-    // The offsets ascend with `(c, a, b, e)`: a padded row is longer than a tap row spans.
     let (mut buf, mut offsets) = ROW_SCRATCH.take();
     buf.resize(len.max(buf.len()), 0.0);
     offsets.clear();
@@ -395,7 +439,7 @@ pub(super) fn by_rows(
         for a in 0..kd {
             for b in 0..kh {
                 for e in 0..kw {
-                    offsets.push(c * plane + (a * g.dilation[0] * ph + b * g.dilation[1]) * pw + e * g.dilation[2]);
+                    offsets.push(c * plane + layout.tap(g, a, b, e));
                 }
             }
         }
@@ -415,7 +459,7 @@ pub(super) fn by_rows(
                 // SAFETY: `buf` holds `cin` planes of `plane` elements; each channel is one
                 // task's.
                 let to = unsafe { std::slice::from_raw_parts_mut(dst.get().add(ch * plane), plane) };
-                pad_plane(g, &padded, &xn[ch * lin..(ch + 1) * lin], to);
+                pad_plane(g, &layout, &xn[ch * lin..(ch + 1) * lin], to);
             }
         });
         let units = g.groups * rows;
@@ -426,14 +470,14 @@ pub(super) fn by_rows(
             for u in units * t / tasks..units * (t + 1) / tasks {
                 let (grp, r) = (u / rows, u % rows);
                 let (z, y) = (r / oh, r % oh);
-                let start = grp * cin_g * plane + (z * ph + y) * pw;
+                let start = grp * cin_g * plane + layout.output_row(g, z, y);
                 let row = n * g.cout + grp * cout_g;
                 let ep = group_epilogue(bias, grp, cout_g);
                 let post = post.from(row, r * ow);
                 // SAFETY: `out` holds `n·cout·lout` elements (checked by the caller), so the
                 // `cout_g` rows of `ow` elements from `row·lout + r·ow`, `lout` apart, lie
                 // inside it; each (group, output row) of the image is one unit, computed by
-                // one task. The offsets ascend (above).
+                // one task. Every run the offsets start lies inside the image's padded input.
                 unsafe {
                     let c = out_ptr.get().add(row * lout + r * ow);
                     gemm_packed_a_rows_post(op, &w.per_group[grp], &buf_ref[start..], offsets_ref, ow, &ep, &post, c, lout)?;
@@ -449,28 +493,68 @@ pub(super) fn by_rows(
     result
 }
 
-/// Writes one channel's input plane `x` into `to`, its zero-padded copy of extents `padded`:
+/// Writes one channel's input plane `x` into `to`, its zero-padded copy in `layout`: padded
 /// position `p` along each dim holds input element `p - pad_lo` where that exists, zero
-/// elsewhere.
-fn pad_plane(g: &Geometry, padded: &[usize; 3], x: &[f32], to: &mut [f32]) {
-    let [pd, ph, pw] = *padded;
+/// elsewhere (and so does the rest of every phase row).
+fn pad_plane(g: &Geometry, layout: &PaddedLayout, x: &[f32], to: &mut [f32]) {
+    let [pd, ph, pw] = layout.padded;
     let [id, ih, iw] = g.input;
     let [lz, ly, lx] = g.pad_lo;
+    let (s, pwp, width) = (layout.phases, layout.pwp, layout.row());
     // The input columns a padded row holds, and where.
     let (cols, at) = if lx < pw { (iw.min(pw - lx), lx) } else { (0, pw) };
     for pz in 0..pd {
         let iz = pz.checked_sub(lz).filter(|&v| v < id);
         for py in 0..ph {
-            let row = &mut to[(pz * ph + py) * pw..(pz * ph + py + 1) * pw];
+            let row = &mut to[(pz * ph + py) * width..(pz * ph + py + 1) * width];
             match (iz, py.checked_sub(ly).filter(|&v| v < ih)) {
                 (Some(iz), Some(iy)) => {
                     let src = &x[(iz * ih + iy) * iw..(iz * ih + iy) * iw + cols];
-                    row[..at].fill(0.0);
-                    row[at..at + cols].copy_from_slice(src);
-                    row[at + cols..].fill(0.0);
+                    if s == 1 {
+                        row[..at].fill(0.0);
+                        row[at..at + cols].copy_from_slice(src);
+                        row[at + cols..].fill(0.0);
+                    } else if s == 2 {
+                        row.fill(0.0);
+                        deinterleave_pairs(src, at, pwp, row);
+                    } else {
+                        row.fill(0.0);
+                        for r in 0..s {
+                            // Padded columns `at + i` of phase `r`: `i ≡ r - at (mod s)`.
+                            let first = (r + s - at % s) % s;
+                            let dst = &mut row[r * pwp + (at + first) / s..];
+                            for (d, &v) in dst.iter_mut().zip(src.iter().skip(first).step_by(s)) {
+                                *d = v;
+                            }
+                        }
+                    }
                 }
                 _ => row.fill(0.0),
             }
         }
+    }
+}
+
+/// Writes `src`, padded columns `at..` of a row, into the row's two phases (`row[..pwp]` the
+/// even columns, `row[pwp..]` the odd ones): whole pairs in one loop, which LLVM turns into
+/// vector loads and shuffles (a loop per phase with a stride of 2 ran element by element, and
+/// cost a stride-2 stem a fifth of its time).
+fn deinterleave_pairs(src: &[f32], at: usize, pwp: usize, row: &mut [f32]) {
+    let (even, odd) = row.split_at_mut(pwp);
+    // An odd start puts the first element in the odd phase alone.
+    let (head, rest) = if at % 2 == 1 && !src.is_empty() { (Some(src[0]), &src[1..]) } else { (None, src) };
+    if let Some(v) = head {
+        odd[at / 2] = v;
+    }
+    let base = at.div_ceil(2);
+    let pairs = rest.chunks_exact(2);
+    let tail = pairs.remainder();
+    let n = rest.len() / 2;
+    for ((e, o), p) in even[base..base + n].iter_mut().zip(&mut odd[base..base + n]).zip(pairs) {
+        *e = p[0];
+        *o = p[1];
+    }
+    if let Some(&v) = tail.first() {
+        even[base + n] = v;
     }
 }

@@ -343,11 +343,11 @@ fn depthwise_convolution_matches_the_gemm_path_on_every_isa() {
     }
 }
 
-/// Unit-stride convolutions read in place over a zero-padded input ([`by_rows`]) give the bits
-/// of the column panels ([`by_panels`]) on batches, groups, padding on every side, dilation,
-/// 3-d and 1-d outputs, rows shorter than a tile, with a partial last tile of either width,
-/// `K` past one block of `k`, with and without bias and with post-ops, on one thread and on
-/// three.
+/// Convolutions read in place over a zero-padded input ([`by_rows`]) give the bits of the
+/// column panels ([`by_panels`]) on batches, groups, padding on every side, dilation, strides
+/// of 2 and 3 (the input in phases) alone and with dilation, 3-d and 1-d outputs, rows shorter
+/// than a tile, with a partial last tile of either width, `K` past one block of `k`, with and
+/// without bias and with post-ops, on one thread and on three.
 #[test]
 fn rows_of_the_padded_input_give_the_bits_of_the_column_panels() {
     if !Isa::Avx2.available() {
@@ -356,21 +356,30 @@ fn rows_of_the_padded_input_give_the_bits_of_the_column_panels() {
     }
     let pools = [1, 3].map(|t| rayon::ThreadPoolBuilder::new().num_threads(t).build().unwrap());
     let mut rng = Gen(0x0b_7e_50_11);
-    // (n, cin, cout, groups, input, kernel, pad, dilation)
-    type Case = (usize, usize, usize, usize, [usize; 3], [usize; 3], [usize; 3], [usize; 3]);
-    let cases: [Case; 9] = [
-        (1, 32, 32, 1, [1, 12, 64], [1, 3, 3], [0, 1, 1], [1, 1, 1]),
-        (2, 16, 19, 1, [1, 7, 55], [1, 3, 3], [0, 1, 1], [1, 1, 1]),
-        (1, 8, 12, 2, [1, 9, 21], [1, 3, 3], [0, 1, 1], [1, 1, 1]),
-        (1, 6, 7, 1, [1, 5, 13], [1, 5, 5], [0, 2, 2], [1, 1, 1]),
-        (1, 5, 9, 1, [1, 9, 35], [1, 3, 3], [0, 2, 2], [1, 2, 2]),
-        (2, 4, 5, 1, [4, 5, 20], [3, 3, 3], [1, 1, 1], [1, 1, 1]),
-        (1, 3, 4, 1, [1, 1, 70], [1, 1, 5], [0, 0, 2], [1, 1, 3]),
-        (1, 4, 6, 1, [1, 6, 9], [1, 3, 2], [0, 0, 1], [1, 1, 1]),
-        (1, 2, 3, 1, [1, 3, 4], [1, 2, 2], [0, 3, 3], [1, 1, 1]),
+    // (n, cin, cout, groups, input, kernel, stride, pad, dilation)
+    type Case = (usize, usize, usize, usize, [usize; 3], [usize; 3], [usize; 3], [usize; 3], [usize; 3]);
+    let cases: [Case; 16] = [
+        (1, 32, 32, 1, [1, 12, 64], [1, 3, 3], [1, 1, 1], [0, 1, 1], [1, 1, 1]),
+        (2, 16, 19, 1, [1, 7, 55], [1, 3, 3], [1, 1, 1], [0, 1, 1], [1, 1, 1]),
+        (1, 8, 12, 2, [1, 9, 21], [1, 3, 3], [1, 1, 1], [0, 1, 1], [1, 1, 1]),
+        (1, 6, 7, 1, [1, 5, 13], [1, 5, 5], [1, 1, 1], [0, 2, 2], [1, 1, 1]),
+        (1, 5, 9, 1, [1, 9, 35], [1, 3, 3], [1, 1, 1], [0, 2, 2], [1, 2, 2]),
+        (2, 4, 5, 1, [4, 5, 20], [3, 3, 3], [1, 1, 1], [1, 1, 1], [1, 1, 1]),
+        (1, 3, 4, 1, [1, 1, 70], [1, 1, 5], [1, 1, 1], [0, 0, 2], [1, 1, 3]),
+        (1, 4, 6, 1, [1, 6, 9], [1, 3, 2], [1, 1, 1], [0, 0, 1], [1, 1, 1]),
+        (1, 2, 3, 1, [1, 3, 4], [1, 2, 2], [1, 1, 1], [0, 3, 3], [1, 1, 1]),
+        // Stride-2 stems (3 input channels, padded and not, odd and even widths), a 7×7
+        // stem, a strided 1×1, stride 3, stride with dilation, a 3-d stride.
+        (1, 3, 24, 1, [1, 20, 36], [1, 3, 3], [1, 2, 2], [0, 1, 1], [1, 1, 1]),
+        (2, 3, 16, 1, [1, 15, 37], [1, 3, 3], [1, 2, 2], [0, 0, 0], [1, 1, 1]),
+        (1, 3, 10, 1, [1, 21, 40], [1, 7, 7], [1, 2, 2], [0, 3, 3], [1, 1, 1]),
+        (1, 12, 13, 1, [1, 7, 34], [1, 1, 1], [1, 2, 2], [0, 0, 0], [1, 1, 1]),
+        (1, 4, 6, 2, [1, 9, 50], [1, 3, 3], [1, 3, 3], [0, 1, 2], [1, 1, 1]),
+        (1, 3, 6, 1, [1, 11, 44], [1, 3, 3], [1, 2, 2], [0, 2, 2], [1, 2, 2]),
+        (1, 2, 7, 1, [5, 6, 36], [3, 3, 3], [2, 1, 2], [1, 1, 1], [1, 1, 1]),
     ];
-    for (n, cin, cout, groups, input, kernel, pad, dil) in cases {
-        let g = Geometry { n, cin, cout, groups, ..geometry3(input, kernel, [1, 1, 1], pad, dil) };
+    for (n, cin, cout, groups, input, kernel, stride, pad, dil) in cases {
+        let g = Geometry { n, cin, cout, groups, ..geometry3(input, kernel, stride, pad, dil) };
         let x = rng.vec(n * cin * g.in_numel());
         let mut wsizes = vec![cout, cin / groups];
         wsizes.extend(kernel);
@@ -414,7 +423,9 @@ fn rows_of_the_padded_input_are_read_where_they_fill_the_tiles() {
     for (w, want) in [(64, true), (56, true), (55, true), (112, true), (8, true), (27, false), (13, false), (7, false), (28, false)] {
         assert_eq!(by_rows_applies(&g(w, 1), Isa::Avx2), want, "width {w}");
     }
-    assert!(!by_rows_applies(&g(64, 2), Isa::Avx2));
+    // A strided convolution goes by the width of its output rows too.
+    assert!(by_rows_applies(&g(112, 2), Isa::Avx2));
+    assert!(!by_rows_applies(&g(14, 2), Isa::Avx2));
     assert!(!by_rows_applies(&g(64, 1), Isa::Avx512));
     assert!(!by_rows_applies(&g(64, 1), Isa::Generic));
 }
