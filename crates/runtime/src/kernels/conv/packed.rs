@@ -345,11 +345,11 @@ impl<'g> PanelPlan<'g> {
 /// path with tiles over rows of `B` at their own offsets), and output rows that fill at least
 /// nine tenths of the vector lanes of their tiles (a row of 64 or 112 fills all of them, one
 /// of 55 or 111 all but one; a row of 27, 13 or 7 leaves more idle than packing costs, and
-/// takes [`by_panels`], whose panels run on across rows). Any stride: a strided input is
-/// copied in phases ([`by_rows`]).
+/// takes [`by_panels`], whose panels run on across rows). Any stride (positive, as the
+/// geometry checks): a strided input is copied in phases ([`by_rows`]).
 pub(super) fn by_rows_applies(g: &Geometry, isa: Isa) -> bool {
     let ow = g.output[2];
-    isa == Isa::Avx2 && !g.transposed && g.stride.iter().all(|&s| s >= 1) && ow >= 8 && 10 * ow >= 9 * 8 * ow.div_ceil(8)
+    isa == Isa::Avx2 && !g.transposed && ow >= 8 && 10 * ow >= 9 * 8 * ow.div_ceil(8)
 }
 
 /// Where [`by_rows`] keeps one image's zero-padded input: per channel `pd × ph` rows, each
@@ -514,11 +514,12 @@ fn pad_plane(g: &Geometry, layout: &PaddedLayout, x: &[f32], to: &mut [f32]) {
                         row[..at].fill(0.0);
                         row[at..at + cols].copy_from_slice(src);
                         row[at + cols..].fill(0.0);
-                    } else if s == 2 {
-                        row.fill(0.0);
+                        continue;
+                    }
+                    row.fill(0.0);
+                    if s == 2 {
                         deinterleave_pairs(src, at, pwp, row);
                     } else {
-                        row.fill(0.0);
                         for r in 0..s {
                             // Padded columns `at + i` of phase `r`: `i ≡ r - at (mod s)`.
                             let first = (r + s - at % s) % s;
