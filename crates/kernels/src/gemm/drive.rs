@@ -190,6 +190,24 @@ pub(crate) unsafe fn drive_panels(
     let w = Walk { isa, raw, ep, post, c, ldc, bias_col, bias_row, has_post, prefetch_c };
     let blocks = raw.m.div_ceil(mr);
     let group = group_blocks(raw, panels.len(), nr);
+    // A `B` read in place whose slices meet enough row blocks is copied slice by slice into
+    // a packed panel first (see [`PACK_SLICE_MIN_BLOCKS`]); the copy is the tiles' `B`.
+    let mut scratch = if raw.b_tail_masked && raw.b_rows.is_null() && blocks >= PACK_SLICE_MIN_BLOCKS {
+        let mut buf = SLICE_SCRATCH.take();
+        let start = aligned_start(&mut buf, KC.min(raw.k) * nr);
+        Some((buf, start))
+    } else {
+        None
+    };
+    let mut slice = |jp: usize, pc: usize, kb: usize| -> *const f32 {
+        let j0 = jp * nr;
+        let Some((buf, start)) = scratch.as_mut() else { return std::ptr::null() };
+        let dst = &mut buf[*start..*start + kb * nr];
+        // SAFETY: rows `pc..pc + kb` of `B`, columns `j0..j0 + min(nr, n - j0)`, are inside its
+        // storage (caller's contract); `dst` holds `kb` rows of `nr`.
+        unsafe { pack_slice(raw.b.add(j0 + pc * raw.rsb), raw.rsb, kb, nr.min(raw.n - j0), nr, dst) };
+        dst.as_ptr()
+    };
     if group >= blocks {
         // Panel by panel, so a packed `B` is read front to back in one stream; within a
         // panel, block by block of `k`, each block reused by every row block of `A`.
@@ -206,12 +224,16 @@ pub(crate) unsafe fn drive_panels(
                 let b = raw.b.wrapping_add(jp * raw.b_pnl + pc * raw.rsb);
                 let (next, lines) =
                     if raw.b_tail_masked { (b, 0) } else { (b.wrapping_add(kb * nr), (kb * nr / 16).div_ceil(blocks)) };
+                let packed = slice(jp, pc, kb);
                 for ib in 0..blocks {
                     // SAFETY: forwarded, for a tile inside the product.
-                    unsafe { w.run(jp, pc, kb, ib, next, lines) };
+                    unsafe { w.run(jp, pc, kb, ib, next, lines, packed) };
                 }
                 pc += kb;
             }
+        }
+        if let Some((buf, _)) = scratch {
+            SLICE_SCRATCH.set(buf);
         }
         return;
     }
@@ -224,13 +246,63 @@ pub(crate) unsafe fn drive_panels(
         let kb = KC.min(raw.k - pc);
         for g0 in (0..blocks).step_by(group) {
             for jp in panels.clone() {
+                let packed = slice(jp, pc, kb);
                 for ib in g0..(g0 + group).min(blocks) {
                     // SAFETY: as above.
-                    unsafe { w.run(jp, pc, kb, ib, raw.b, 0) };
+                    unsafe { w.run(jp, pc, kb, ib, raw.b, 0, packed) };
                 }
             }
         }
         pc += kb;
+    }
+    if let Some((buf, _)) = scratch {
+        SLICE_SCRATCH.set(buf);
+    }
+}
+
+thread_local! {
+    /// The packed slice of a `B` read in place ([`drive_panels`]), kept per thread across
+    /// calls and taken out while a product runs.
+    static SLICE_SCRATCH: std::cell::Cell<Vec<f32>> = const { std::cell::Cell::new(Vec::new()) };
+}
+
+/// Row blocks a product needs for [`drive_panels`] to copy each slice of a `B` read in place
+/// into a packed panel before its tiles read it.
+pub(crate) const PACK_SLICE_MIN_BLOCKS: usize = 24;
+
+/// Copies `kb` rows of `cols ≤ nr` elements of `B` (rows `rsb` apart from `b`) into `dst`,
+/// rows `nr` apart, the columns past `cols` zero: a slice of one column panel in the layout of
+/// a [`PackedB`].
+///
+/// # Safety
+/// `b` must be readable for `kb` rows of `cols` elements, `rsb` apart; `dst` holds `kb·nr`.
+unsafe fn pack_slice(b: *const f32, rsb: usize, kb: usize, cols: usize, nr: usize, dst: &mut [f32]) {
+    debug_assert!(cols <= nr && dst.len() >= kb * nr);
+    // SAFETY (both): row `p < kb` of `B` holds `cols` readable elements; `dst` row `p` is
+    // inside its `kb·nr` elements.
+    match (nr, cols == nr) {
+        (16, true) => unsafe { copy_rows::<16>(b, rsb, kb, dst) },
+        (32, true) => unsafe { copy_rows::<32>(b, rsb, kb, dst) },
+        _ => {
+            for (p, row) in dst.chunks_exact_mut(nr).take(kb).enumerate() {
+                // SAFETY: as above.
+                row[..cols].copy_from_slice(unsafe { std::slice::from_raw_parts(b.add(p * rsb), cols) });
+                row[cols..].fill(0.0);
+            }
+        }
+    }
+}
+
+/// [`pack_slice`] of whole rows of `N` elements.
+///
+/// # Safety
+/// As [`pack_slice`], with `cols == N`.
+#[inline(always)]
+unsafe fn copy_rows<const N: usize>(b: *const f32, rsb: usize, kb: usize, dst: &mut [f32]) {
+    for (p, row) in dst.chunks_exact_mut(N).take(kb).enumerate() {
+        // SAFETY: row `p` of `B` holds `N` readable elements (caller's contract).
+        let src = unsafe { b.add(p * rsb).cast::<[f32; N]>().read_unaligned() };
+        row.copy_from_slice(&src);
     }
 }
 
@@ -284,19 +356,24 @@ struct Walk<'w> {
 
 impl Walk<'_> {
     /// One tile: rows `ib·mr..` of column panel `jp`, over the block of `kb` steps of `k`
-    /// from `pc`, prefetching `lines` lines of `B` from `next` (see [`drive_panels`]).
+    /// from `pc`, prefetching `lines` lines of `B` from `next` (see [`drive_panels`]); `B`'s
+    /// slice is `packed` (rows `nr` apart) unless that is null.
     ///
     /// # Safety
     /// As [`drive`], for a tile inside the product.
     #[inline(always)]
-    unsafe fn run(&self, jp: usize, pc: usize, kb: usize, ib: usize, next: *const f32, lines: usize) {
+    unsafe fn run(&self, jp: usize, pc: usize, kb: usize, ib: usize, next: *const f32, lines: usize, packed: *const f32) {
         let Walk { isa, raw, ep, post, c, ldc, bias_col, bias_row, has_post, .. } = *self;
         let (mr, nr) = (raw.mr, isa.nr());
         let j0 = jp * nr;
         let cols = nr.min(raw.n - j0);
-        let masked = raw.b_tail_masked && cols < nr;
+        let masked = raw.b_tail_masked && cols < nr && packed.is_null();
         let indirect = !raw.b_rows.is_null();
-        let b = raw.b.wrapping_add(jp * raw.b_pnl + if indirect { 0 } else { pc * raw.rsb });
+        let (b, rsb) = if packed.is_null() {
+            (raw.b.wrapping_add(jp * raw.b_pnl + if indirect { 0 } else { pc * raw.rsb }), raw.rsb)
+        } else {
+            (packed, nr)
+        };
         let i0 = ib * mr;
         let rows = mr.min(raw.m - i0);
         // SAFETY (all offsets below): in bounds by the caller's contract.
@@ -307,7 +384,7 @@ impl Walk<'_> {
                 rsa: raw.rsa,
                 csa: raw.csa,
                 b,
-                rsb: raw.rsb,
+                rsb,
                 b_rows: if indirect { raw.b_rows.add(pc) } else { raw.b_rows },
                 pf: next.wrapping_add(ib * lines * 16),
                 pf_lines: lines.min(kb),

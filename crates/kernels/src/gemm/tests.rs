@@ -623,6 +623,43 @@ fn large_left_operands_on_one_thread() {
     }
 }
 
+/// A right operand read in place by a product with many row blocks is copied slice by slice
+/// into packed panels before its tiles read it (`drive_panels`): the results are the bits of
+/// the same operand packed by the caller, on every column tail, across blocks of `k`, with
+/// rows that do not start on cache lines, on one thread and split across two.
+#[test]
+fn in_place_operands_copied_slice_by_slice_give_the_bits_of_caller_packed_panels() {
+    let mut g = Gen(29);
+    for isa in paths() {
+        let (mr, nr) = (isa.mr(), isa.nr());
+        let m = super::drive::PACK_SLICE_MIN_BLOCKS * mr + 5;
+        for (n, k) in [(nr + 1, 16), (3 * nr + 7, KC + 9), (2 * nr, 5), (nr - 3, 40)] {
+            let a = g.vec(m * k);
+            let packed = PackedA::pack("t", isa, MatView::new("t", &a, 0, m, k, k, 1).unwrap()).unwrap();
+            // Rows `n + 3` apart, after one unused element.
+            let rs = n + 3;
+            let bd = g.vec(1 + k * rs);
+            let b = MatView::new("t", &bd, 1, k, n, rs, 1).unwrap();
+            let panels = n.div_ceil(nr);
+            let mut pb = vec![f32::NAN; panels * k * nr];
+            pack_into(b, nr, &mut pb);
+            let bias = g.vec(m);
+            let ep = Epilogue { bias: Bias::PerRow(&bias), beta: 0.25, ..Epilogue::PLAIN };
+            let post = Post { act: Activation::Relu, ..Post::NONE };
+            let c0 = g.vec(m * n);
+            let mut want = c0.clone();
+            // SAFETY: `want` holds `m` rows of `n` elements and nothing else uses it.
+            unsafe { gemm_packed_a_panels_post("t", &packed, &pb, n, &ep, &post, want.as_mut_ptr(), n).unwrap() };
+            let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+            for threads in [1, 2] {
+                let mut got = c0.clone();
+                crate::parallel::with_threads(threads, || gemm_packed_a_post("t", &packed, b, &ep, &post, &mut got, n).unwrap());
+                assert_eq!(bits(&got), bits(&want), "{isa:?} {m}x{n}x{k} on {threads} thread(s)");
+            }
+        }
+    }
+}
+
 /// A right operand whose rows lie at their own offsets, in any order, read in place by the AVX2
 /// tiles, gives the bits of the same rows packed into column panels, on every shape, tail and
 /// epilogue; a row past the end of the operand is an error, and so is a filter packed for
