@@ -187,7 +187,25 @@ pub(crate) unsafe fn drive_panels(
     };
     let has_post = !post.is_none();
     let prefetch_c = raw.m.saturating_mul(ldc).saturating_mul(std::mem::size_of::<f32>()) >= C_PREFETCH_MIN_BYTES;
-    let w = Walk { isa, raw, ep, post, c, ldc, bias_col, bias_row, has_post, prefetch_c };
+    // The last panel of a `B` read in place, when it has more than half a panel's columns,
+    // ends at column `n` instead of starting at a multiple of `nr`: it overlaps the panel
+    // before and recomputes some of its columns, but its tiles load and store whole vectors
+    // (masked loads on every step and masked stores, microcoded on AMD cores, cost such a
+    // tile more than the columns it repeats). A recomputed column is the same operations in
+    // the same order, so the same bits; it is stored again only where no tile adds to `C`
+    // (one block of `k`, `beta` zero) and by the thread that owns the panel before.
+    debug_assert!(!raw.b_tail_masked || raw.b_pnl == nr, "a B read in place has its panels nr apart");
+    let total = raw.n.div_ceil(nr);
+    let tail = raw.n % nr;
+    let last_at = (raw.b_tail_masked
+        && raw.n > nr
+        && 2 * tail > nr
+        && raw.k <= KC
+        && ep.beta == 0.0
+        && panels.end == total
+        && panels.len() >= 2)
+        .then(|| raw.n - nr);
+    let w = Walk { isa, raw, ep, post, c, ldc, bias_col, bias_row, has_post, prefetch_c, last_at };
     let blocks = raw.m.div_ceil(mr);
     let group = group_blocks(raw, panels.len(), nr);
     // A `B` read in place whose slices meet enough row blocks is copied slice by slice into
@@ -200,7 +218,7 @@ pub(crate) unsafe fn drive_panels(
         None
     };
     let mut slice = |jp: usize, pc: usize, kb: usize| -> *const f32 {
-        let j0 = jp * nr;
+        let j0 = w.panel_start(jp);
         let Some((buf, start)) = scratch.as_mut() else { return std::ptr::null() };
         let dst = &mut buf[*start..*start + kb * nr];
         // SAFETY: rows `pc..pc + kb` of `B`, columns `j0..j0 + min(nr, n - j0)`, are inside its
@@ -352,9 +370,22 @@ struct Walk<'w> {
     /// Whether tiles fetch their output lines ahead ([`C_AHEAD_PANELS`]): for outputs of at
     /// least [`C_PREFETCH_MIN_BYTES`].
     prefetch_c: bool,
+    /// The first column of the last panel when it is moved to end at `n` (see
+    /// [`drive_panels`]).
+    last_at: Option<usize>,
 }
 
 impl Walk<'_> {
+    /// The first column of panel `jp`.
+    #[inline(always)]
+    fn panel_start(&self, jp: usize) -> usize {
+        let j0 = jp * self.isa.nr();
+        match self.last_at {
+            Some(at) if j0 > at => at,
+            _ => j0,
+        }
+    }
+
     /// One tile: rows `ib·mr..` of column panel `jp`, over the block of `kb` steps of `k`
     /// from `pc`, prefetching `lines` lines of `B` from `next` (see [`drive_panels`]); `B`'s
     /// slice is `packed` (rows `nr` apart) unless that is null.
@@ -365,12 +396,15 @@ impl Walk<'_> {
     unsafe fn run(&self, jp: usize, pc: usize, kb: usize, ib: usize, next: *const f32, lines: usize, packed: *const f32) {
         let Walk { isa, raw, ep, post, c, ldc, bias_col, bias_row, has_post, .. } = *self;
         let (mr, nr) = (raw.mr, isa.nr());
-        let j0 = jp * nr;
+        let j0 = self.panel_start(jp);
         let cols = nr.min(raw.n - j0);
         let masked = raw.b_tail_masked && cols < nr && packed.is_null();
         let indirect = !raw.b_rows.is_null();
+        // A `B` read in place has its panels `nr` apart (`b_pnl == nr`), so a moved last
+        // panel starts at its first column.
+        let panel = if j0 == jp * nr { jp * raw.b_pnl } else { j0 };
         let (b, rsb) = if packed.is_null() {
-            (raw.b.wrapping_add(jp * raw.b_pnl + if indirect { 0 } else { pc * raw.rsb }), raw.rsb)
+            (raw.b.wrapping_add(panel + if indirect { 0 } else { pc * raw.rsb }), raw.rsb)
         } else {
             (packed, nr)
         };
