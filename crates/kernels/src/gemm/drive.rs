@@ -38,6 +38,7 @@ pub(crate) struct Raw {
 }
 
 /// One tile's worth of pointers and sizes.
+#[derive(Clone, Copy)]
 pub(crate) struct Tile {
     pub(crate) k: usize,
     pub(crate) a: *const f32,
@@ -70,6 +71,16 @@ pub(crate) struct Tile {
     pub(crate) act: Activation,
     /// The roundings through `f16` around `act` that the tile applies with it.
     pub(crate) half: HalfRounding,
+    /// Row blocks of `R` rows the call computes one after another over the same slice of `B`
+    /// (more than one only for whole AVX2 tiles over a packed `A`, [`Walk::run_blocks`]):
+    /// block `q` reads `A` from `a + q·a_blk`, stores `C` from `c + q·R·ldc`, its per-row
+    /// bias from `bias_row + q·R`, and prefetches from `pf + q·pf_blk`.
+    pub(crate) blocks: usize,
+    pub(crate) a_blk: usize,
+    pub(crate) pf_blk: usize,
+    /// With `blocks > 1`, the offset from each row of `C` a block stores of the line it
+    /// fetches for writing first ([`C_AHEAD_PANELS`]), or 0 for none.
+    pub(crate) c_ahead: usize,
 }
 
 /// The post-ops of one tile, applied to it once its last block of `k` is stored.
@@ -243,10 +254,8 @@ pub(crate) unsafe fn drive_panels(
                 let (next, lines) =
                     if raw.b_tail_masked { (b, 0) } else { (b.wrapping_add(kb * nr), (kb * nr / 16).div_ceil(blocks)) };
                 let packed = slice(jp, pc, kb);
-                for ib in 0..blocks {
-                    // SAFETY: forwarded, for a tile inside the product.
-                    unsafe { w.run(jp, pc, kb, ib, next, lines, packed) };
-                }
+                // SAFETY: forwarded, for tiles inside the product.
+                unsafe { w.run_blocks(jp, pc, kb, 0..blocks, next, lines, packed) };
                 pc += kb;
             }
         }
@@ -265,10 +274,8 @@ pub(crate) unsafe fn drive_panels(
         for g0 in (0..blocks).step_by(group) {
             for jp in panels.clone() {
                 let packed = slice(jp, pc, kb);
-                for ib in g0..(g0 + group).min(blocks) {
-                    // SAFETY: as above.
-                    unsafe { w.run(jp, pc, kb, ib, raw.b, 0, packed) };
-                }
+                // SAFETY: as above.
+                unsafe { w.run_blocks(jp, pc, kb, g0..(g0 + group).min(blocks), raw.b, 0, packed) };
             }
         }
         pc += kb;
@@ -394,6 +401,52 @@ impl Walk<'_> {
     /// As [`drive`], for a tile inside the product.
     #[inline(always)]
     unsafe fn run(&self, jp: usize, pc: usize, kb: usize, ib: usize, next: *const f32, lines: usize, packed: *const f32) {
+        // SAFETY: forwarded.
+        unsafe { self.run_n(jp, pc, kb, ib, 1, next, lines, packed) }
+    }
+
+    /// The tiles of row blocks `ibs` of column panel `jp` over the block of `kb` steps of `k`
+    /// from `pc`, as [`Walk::run`] runs each: for `k` of at most [`MULTI_BLOCK_MAX_K`], the
+    /// whole AVX2 tiles of a panel over a packed `A` go to the microkernel in one call, which
+    /// walks the row blocks itself (the walk and the call cost such a tile about as much as
+    /// a third of its multiply-adds).
+    ///
+    /// # Safety
+    /// As [`drive`], for row blocks inside the product.
+    #[inline(always)]
+    unsafe fn run_blocks(&self, jp: usize, pc: usize, kb: usize, ibs: std::ops::Range<usize>, next: *const f32, lines: usize, packed: *const f32) {
+        let raw = self.raw;
+        let nr = self.isa.nr();
+        let last = pc + kb == raw.k;
+        // The blocks of `mr` rows from the first (all of them but a shorter last one).
+        let whole = (raw.m / raw.mr).min(ibs.end).saturating_sub(ibs.start);
+        let together = self.isa == Isa::Avx2
+            && raw.a_packed
+            && kb <= MULTI_BLOCK_MAX_K
+            && whole >= 2
+            && raw.n - self.panel_start(jp) >= nr
+            && (!self.has_post || !last || (self.post.addend.is_none() && in_register(self.post.act)));
+        let mut ib = ibs.start;
+        if together {
+            // SAFETY: forwarded, for `whole` blocks of `mr` rows inside the product.
+            unsafe { self.run_n(jp, pc, kb, ib, whole, next, lines, packed) };
+            ib += whole;
+        }
+        for ib in ib..ibs.end {
+            // SAFETY: forwarded.
+            unsafe { self.run(jp, pc, kb, ib, next, lines, packed) };
+        }
+    }
+
+    /// [`Walk::run`] for `count` consecutive row blocks from `ib`, in one call of the
+    /// microkernel when `count > 1` (whole AVX2 tiles over a packed `A` whose post-ops the
+    /// tile applies, [`Walk::run_blocks`]).
+    ///
+    /// # Safety
+    /// As [`Walk::run`].
+    #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn run_n(&self, jp: usize, pc: usize, kb: usize, ib: usize, count: usize, next: *const f32, lines: usize, packed: *const f32) {
         let Walk { isa, raw, ep, post, c, ldc, bias_col, bias_row, has_post, .. } = *self;
         let (mr, nr) = (raw.mr, isa.nr());
         let j0 = self.panel_start(jp);
@@ -433,6 +486,10 @@ impl Walk<'_> {
                 bias_scale: ep.bias_scale,
                 act: Activation::None,
                 half: HalfRounding::NONE,
+                blocks: count,
+                a_blk: raw.a_blk,
+                pf_blk: lines * 16,
+                c_ahead: 0,
             }
         };
         let mut p = (has_post && pc + kb == raw.k).then(|| post.tile(t.c, ldc, i0, j0, cols));
@@ -443,11 +500,20 @@ impl Walk<'_> {
             && isa == Isa::Avx2
             && cols == nr
             && q.addend.is_null()
-            && matches!(q.act, Activation::None | Activation::Relu | Activation::Clamp(..) | Activation::Hardswish | Activation::HardswishProductFirst)
+            && in_register(q.act)
         {
             t.act = q.act;
             t.half = q.half;
             p = None;
+        }
+        debug_assert!(count == 1 || (p.is_none() && rows == mr && cols == nr && isa == Isa::Avx2 && raw.a_packed));
+        if count > 1 {
+            if self.prefetch_c && pc + kb == raw.k {
+                t.c_ahead = C_AHEAD_PANELS * nr;
+            }
+            // SAFETY: forwarded; the caller passes only whole blocks inside the product.
+            unsafe { tile(isa, rows, masked, raw.a_packed, &t) };
+            return;
         }
         if let Some(p) = &p
             && !p.addend.is_null()
@@ -479,6 +545,15 @@ impl Walk<'_> {
         }
     }
 }
+
+/// Whether an AVX2 tile applies `act` to its results in registers.
+fn in_register(act: Activation) -> bool {
+    matches!(act, Activation::None | Activation::Relu | Activation::Clamp(..) | Activation::Hardswish | Activation::HardswishProductFirst)
+}
+
+/// Deepest block of `k` whose whole AVX2 tiles [`Walk::run_blocks`] passes to the microkernel
+/// several row blocks at a time.
+pub(crate) const MULTI_BLOCK_MAX_K: usize = 64;
 
 /// Dispatches one tile to the kernel instance for its row count, masking and reading of `A`.
 ///
