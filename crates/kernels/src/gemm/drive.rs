@@ -400,6 +400,7 @@ impl Walk<'_> {
     /// # Safety
     /// As [`drive`], for a tile inside the product.
     #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
     unsafe fn run(&self, jp: usize, pc: usize, kb: usize, ib: usize, next: *const f32, lines: usize, packed: *const f32) {
         // SAFETY: forwarded.
         unsafe { self.run_n(jp, pc, kb, ib, 1, next, lines, packed) }
@@ -414,6 +415,7 @@ impl Walk<'_> {
     /// # Safety
     /// As [`drive`], for row blocks inside the product.
     #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
     unsafe fn run_blocks(&self, jp: usize, pc: usize, kb: usize, ibs: std::ops::Range<usize>, next: *const f32, lines: usize, packed: *const f32) {
         let raw = self.raw;
         let nr = self.isa.nr();
