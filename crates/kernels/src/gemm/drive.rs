@@ -2,6 +2,7 @@
 //! `k`, row blocks, and the dispatch of each tile to the microkernel of its ISA and row count.
 
 use super::*;
+use crate::mat::MatView;
 #[cfg(target_arch = "x86_64")]
 use crate::x86::{avx2, avx512};
 
@@ -229,12 +230,14 @@ pub(crate) unsafe fn drive_panels(
         None
     };
     let mut slice = |jp: usize, pc: usize, kb: usize| -> *const f32 {
-        let j0 = w.panel_start(jp);
         let Some((buf, start)) = scratch.as_mut() else { return std::ptr::null() };
         let dst = &mut buf[*start..*start + kb * nr];
-        // SAFETY: rows `pc..pc + kb` of `B`, columns `j0..j0 + min(nr, n - j0)`, are inside its
-        // storage (caller's contract); `dst` holds `kb` rows of `nr`.
-        unsafe { pack_slice(raw.b.add(j0 + pc * raw.rsb), raw.rsb, kb, nr.min(raw.n - j0), nr, dst) };
+        let j0 = w.panel_start(jp);
+        let cols = nr.min(raw.n - j0);
+        // SAFETY: rows `pc..pc + kb` of `B`, columns `j0..j0 + cols`, are inside its storage
+        // (caller's contract), and nothing writes `B` while the product runs.
+        let data = unsafe { std::slice::from_raw_parts(raw.b.add(j0 + pc * raw.rsb), (kb - 1) * raw.rsb + cols) };
+        pack_into(MatView { data, off: 0, rows: kb, cols, rs: raw.rsb, cs: 1 }, nr, dst);
         dst.as_ptr()
     };
     if group >= blocks {
@@ -294,42 +297,6 @@ thread_local! {
 /// Row blocks a product needs for [`drive_panels`] to copy each slice of a `B` read in place
 /// into a packed panel before its tiles read it.
 pub(crate) const PACK_SLICE_MIN_BLOCKS: usize = 24;
-
-/// Copies `kb` rows of `cols ≤ nr` elements of `B` (rows `rsb` apart from `b`) into `dst`,
-/// rows `nr` apart, the columns past `cols` zero: a slice of one column panel in the layout of
-/// a [`PackedB`].
-///
-/// # Safety
-/// `b` must be readable for `kb` rows of `cols` elements, `rsb` apart; `dst` holds `kb·nr`.
-unsafe fn pack_slice(b: *const f32, rsb: usize, kb: usize, cols: usize, nr: usize, dst: &mut [f32]) {
-    debug_assert!(cols <= nr && dst.len() >= kb * nr);
-    // SAFETY (both): row `p < kb` of `B` holds `cols` readable elements; `dst` row `p` is
-    // inside its `kb·nr` elements.
-    match (nr, cols == nr) {
-        (16, true) => unsafe { copy_rows::<16>(b, rsb, kb, dst) },
-        (32, true) => unsafe { copy_rows::<32>(b, rsb, kb, dst) },
-        _ => {
-            for (p, row) in dst.chunks_exact_mut(nr).take(kb).enumerate() {
-                // SAFETY: as above.
-                row[..cols].copy_from_slice(unsafe { std::slice::from_raw_parts(b.add(p * rsb), cols) });
-                row[cols..].fill(0.0);
-            }
-        }
-    }
-}
-
-/// [`pack_slice`] of whole rows of `N` elements.
-///
-/// # Safety
-/// As [`pack_slice`], with `cols == N`.
-#[inline(always)]
-unsafe fn copy_rows<const N: usize>(b: *const f32, rsb: usize, kb: usize, dst: &mut [f32]) {
-    for (p, row) in dst.chunks_exact_mut(N).take(kb).enumerate() {
-        // SAFETY: row `p` of `B` holds `N` readable elements (caller's contract).
-        let src = unsafe { b.add(p * rsb).cast::<[f32; N]>().read_unaligned() };
-        row.copy_from_slice(&src);
-    }
-}
 
 /// Bytes of `A` a group of row blocks may span in the blocked order of [`drive_panels`]: a
 /// quarter of the smallest L2 the vector paths meet (512 KiB a core on Zen 3), so the group

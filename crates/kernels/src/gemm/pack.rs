@@ -54,20 +54,38 @@ pub(crate) fn pack_panels(op: &'static str, v: MatView<'_, f32>, w: usize) -> Re
 }
 
 /// Writes `v` (`k × n`) in column panels of width `w` to `dst` (`ceil(n/w)·k·w` elements),
-/// the last panel's missing columns zero.
+/// the last panel's missing columns zero. Whole rows of contiguous columns are copied as
+/// fixed-size blocks for the panel widths of the vector paths: the tile walk copies slices of
+/// operands read in place this way on every call ([`super::drive`]).
 pub(crate) fn pack_into(v: MatView<'_, f32>, w: usize, dst: &mut [f32]) {
     let (k, n) = (v.rows, v.cols);
     for jp in 0..n.div_ceil(w) {
         let j0 = jp * w;
         let width = w.min(n - j0);
         let panel = &mut dst[jp * k * w..(jp + 1) * k * w];
-        for (p, row) in panel.chunks_exact_mut(w).enumerate() {
-            let src = v.off + p * v.rs + j0 * v.cs;
-            for (j, d) in row[..width].iter_mut().enumerate() {
-                *d = v.data[src + j * v.cs];
+        let at = |p: usize| v.off + p * v.rs + j0 * v.cs;
+        match (w, v.cs == 1 && width == w) {
+            (16, true) => copy_rows::<16>(v.data, at, panel),
+            (32, true) => copy_rows::<32>(v.data, at, panel),
+            _ => {
+                for (p, row) in panel.chunks_exact_mut(w).enumerate() {
+                    let src = at(p);
+                    for (j, d) in row[..width].iter_mut().enumerate() {
+                        *d = v.data[src + j * v.cs];
+                    }
+                    row[width..].fill(0.0);
+                }
             }
-            row[width..].fill(0.0);
         }
+    }
+}
+
+/// The rows of one panel of [`pack_into`], each `N` contiguous elements of `data` from
+/// `at(p)`.
+#[inline(always)]
+fn copy_rows<const N: usize>(data: &[f32], at: impl Fn(usize) -> usize, panel: &mut [f32]) {
+    for (p, row) in panel.chunks_exact_mut(N).enumerate() {
+        row.copy_from_slice(&data[at(p)..at(p) + N]);
     }
 }
 
