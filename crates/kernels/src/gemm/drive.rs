@@ -29,8 +29,8 @@ pub(crate) struct Raw {
     pub(crate) rsb: usize,
     /// The offset of each of `B`'s `k` rows from its panel's start, or null when row `p` is at
     /// `p·rsb`: the input of a stride-1 convolution read in place, each row of the column
-    /// matrix a run of a zero-padded input row ([`gemm_packed_a_rows_post`]). Only the AVX2
-    /// path has tiles that read such a `B`.
+    /// matrix a run of a zero-padded input row ([`gemm_packed_a_rows_post`]), read by tiles
+    /// over a packed `A` only.
     pub(crate) b_rows: *const usize,
     /// Whether `B` is read in place, so its last, partial panel must be loaded with masks (a
     /// [`PackedB`] is padded, and its panels lie one after the other, which is what lets a
@@ -67,13 +67,13 @@ pub(crate) struct Tile {
     /// `bias[i0]` for a per-row bias, null otherwise.
     pub(crate) bias_row: *const f32,
     pub(crate) bias_scale: f32,
-    /// An activation the tile applies to its results as it stores them (a whole AVX2 tile
+    /// An activation the tile applies to its results as it stores them (a whole tile
     /// on its last block of `k`, see [`drive_panels`]); `None` otherwise.
     pub(crate) act: Activation,
     /// The roundings through `f16` around `act` that the tile applies with it.
     pub(crate) half: HalfRounding,
     /// Row blocks of `R` rows the call computes one after another over the same slice of `B`
-    /// (more than one only for whole AVX2 tiles over a packed `A`, [`Walk::run_blocks`]):
+    /// (more than one only for whole tiles over a packed `A`, [`Walk::run_blocks`]):
     /// block `q` reads `A` from `a + q·a_blk`, stores `C` from `c + q·R·ldc`, its per-row
     /// bias from `bias_row + q·R`, and prefetches from `pf + q·pf_blk`.
     pub(crate) blocks: usize,
@@ -82,6 +82,30 @@ pub(crate) struct Tile {
     /// With `blocks > 1`, the offset from each row of `C` a block stores of the line it
     /// fetches for writing first ([`C_AHEAD_PANELS`]), or 0 for none.
     pub(crate) c_ahead: usize,
+}
+
+impl Tile {
+    /// Row block `q` of a call of [`Tile::blocks`] blocks of `rows` rows: the tile moved down
+    /// `q` blocks. With [`Tile::c_ahead`], the lines of `C` that block stores that far on are
+    /// fetched for writing first.
+    #[inline(always)]
+    pub(crate) fn enter_block(&self, rows: usize, q: usize) -> Tile {
+        let mut tb = *self;
+        if q > 0 {
+            tb.a = self.a.wrapping_add(q * self.a_blk);
+            tb.c = self.c.wrapping_add(q * rows * self.ldc);
+            tb.pf = self.pf.wrapping_add(q * self.pf_blk);
+            if !self.bias_row.is_null() {
+                tb.bias_row = self.bias_row.wrapping_add(q * rows);
+            }
+        }
+        if self.c_ahead != 0 {
+            for i in 0..rows {
+                prefetch_write(tb.c.wrapping_add(i * self.ldc + self.c_ahead));
+            }
+        }
+        tb
+    }
 }
 
 /// The post-ops of one tile, applied to it once its last block of `k` is stored.
@@ -375,7 +399,7 @@ impl Walk<'_> {
 
     /// The tiles of row blocks `ibs` of column panel `jp` over the block of `kb` steps of `k`
     /// from `pc`, as [`Walk::run`] runs each: for `k` of at most [`MULTI_BLOCK_MAX_K`], the
-    /// whole AVX2 tiles of a panel over a packed `A` go to the microkernel in one call, which
+    /// whole tiles of a panel over a packed `A` go to the microkernel in one call, which
     /// walks the row blocks itself (the walk and the call cost such a tile about as much as
     /// a third of its multiply-adds).
     ///
@@ -389,8 +413,7 @@ impl Walk<'_> {
         let last = pc + kb == raw.k;
         // The blocks of `mr` rows from the first (all of them but a shorter last one).
         let whole = (raw.m / raw.mr).min(ibs.end).saturating_sub(ibs.start);
-        let together = self.isa == Isa::Avx2
-            && raw.a_packed
+        let together = raw.a_packed
             && kb <= MULTI_BLOCK_MAX_K
             && whole >= 2
             && raw.n - self.panel_start(jp) >= nr
@@ -408,7 +431,7 @@ impl Walk<'_> {
     }
 
     /// [`Walk::run`] for `count` consecutive row blocks from `ib`, in one call of the
-    /// microkernel when `count > 1` (whole AVX2 tiles over a packed `A` whose post-ops the
+    /// microkernel when `count > 1` (whole tiles over a packed `A` whose post-ops the
     /// tile applies, [`Walk::run_blocks`]).
     ///
     /// # Safety
@@ -462,11 +485,10 @@ impl Walk<'_> {
             }
         };
         let mut p = (has_post && pc + kb == raw.k).then(|| post.tile(t.c, ldc, i0, j0, cols));
-        // A whole AVX2 tile applies a short activation without an addend in registers
-        // as it stores its results: read back as post-ops, the just-stored tile cost a
-        // ReLU after a small-`k` convolution about a quarter of the product's time.
+        // A whole tile applies a short activation without an addend in registers as it
+        // stores its results: read back as post-ops, the just-stored tile cost a ReLU after
+        // a small-`k` convolution (AVX2, Zen 3) about a quarter of the product's time.
         if let Some(q) = &p
-            && isa == Isa::Avx2
             && cols == nr
             && q.addend.is_null()
             && in_register(q.act)
@@ -475,7 +497,7 @@ impl Walk<'_> {
             t.half = q.half;
             p = None;
         }
-        debug_assert!(count == 1 || (p.is_none() && rows == mr && cols == nr && isa == Isa::Avx2 && raw.a_packed));
+        debug_assert!(count == 1 || (p.is_none() && rows == mr && cols == nr && raw.a_packed));
         if count > 1 {
             if self.prefetch_c && pc + kb == raw.k {
                 t.c_ahead = C_AHEAD_PANELS * nr;
@@ -515,12 +537,12 @@ impl Walk<'_> {
     }
 }
 
-/// Whether an AVX2 tile applies `act` to its results in registers.
+/// Whether a tile applies `act` to its results in registers.
 fn in_register(act: Activation) -> bool {
     matches!(act, Activation::None | Activation::Relu | Activation::Clamp(..) | Activation::Hardswish | Activation::HardswishProductFirst)
 }
 
-/// Deepest block of `k` whose whole AVX2 tiles [`Walk::run_blocks`] passes to the microkernel
+/// Deepest block of `k` whose whole tiles [`Walk::run_blocks`] passes to the microkernel
 /// several row blocks at a time.
 pub(crate) const MULTI_BLOCK_MAX_K: usize = 64;
 
@@ -550,22 +572,27 @@ pub(crate) unsafe fn tile(isa: Isa, rows: usize, masked: bool, a_packed: bool, t
         }
         debug_assert!(rows >= 1 && rows <= if a_packed { isa.mr() } else { isa.mr_in_place() });
         debug_assert!(isa.mr() <= MAX_MR && isa.mr_in_place() <= isa.mr());
+        // A last panel of at most half a panel's columns runs the tiles of one vector a row.
+        let narrow = 2 * t.cols <= isa.nr();
         if !t.b_rows.is_null() {
-            // Rows of `B` at their own offsets: AVX2 tiles over a packed `A` only.
-            debug_assert!(isa == Isa::Avx2 && a_packed);
-            if t.cols <= 8 {
-                by_rows!(avx2::tile_avx2_narrow_rows, true, 1 2 3 4 5; 6)
-            } else {
-                by_rows!(avx2::tile_avx2_rows, true, 1 2 3 4 5; 6)
+            // Rows of `B` at their own offsets: tiles over a packed `A` only.
+            debug_assert!(a_packed);
+            match (isa, narrow) {
+                (Isa::Avx512, true) => by_rows!(avx512::tile_avx512_narrow_rows, true, 1 2 3 4 5 6 7 8 9 10 11 12 13; 14),
+                (Isa::Avx512, false) => by_rows!(avx512::tile_avx512_rows, true, 1 2 3 4 5 6 7 8 9 10 11 12 13; 14),
+                (Isa::Avx2, true) => by_rows!(avx2::tile_avx2_narrow_rows, true, 1 2 3 4 5; 6),
+                (Isa::Avx2, false) => by_rows!(avx2::tile_avx2_rows, true, 1 2 3 4 5; 6),
+                (Isa::Generic, _) => unreachable!("packing refuses the generic path"),
             }
             return;
         }
         match (isa, a_packed) {
+            (Isa::Avx512, true) if narrow => by_rows!(avx512::tile_avx512_narrow, true, 1 2 3 4 5 6 7 8 9 10 11 12 13; 14),
+            (Isa::Avx512, false) if narrow => by_rows!(avx512::tile_avx512_narrow, false, 1 2 3 4 5 6 7; 8),
             (Isa::Avx512, true) => by_rows!(avx512::tile_avx512, true, 1 2 3 4 5 6 7 8 9 10 11 12 13; 14),
             (Isa::Avx512, false) => by_rows!(avx512::tile_avx512, false, 1 2 3 4 5 6 7; 8),
-            // A last panel of at most 8 columns runs the tiles of one vector a row.
-            (Isa::Avx2, true) if t.cols <= 8 => by_rows!(avx2::tile_avx2_narrow, true, 1 2 3 4 5; 6),
-            (Isa::Avx2, false) if t.cols <= 8 => by_rows!(avx2::tile_avx2_narrow, false, 1 2 3 4 5; 6),
+            (Isa::Avx2, true) if narrow => by_rows!(avx2::tile_avx2_narrow, true, 1 2 3 4 5; 6),
+            (Isa::Avx2, false) if narrow => by_rows!(avx2::tile_avx2_narrow, false, 1 2 3 4 5; 6),
             (Isa::Avx2, true) => by_rows!(avx2::tile_avx2, true, 1 2 3 4 5; 6),
             (Isa::Avx2, false) => by_rows!(avx2::tile_avx2, false, 1 2 3 4 5; 6),
             (Isa::Generic, _) => unreachable!("packing refuses the generic path"),
@@ -619,26 +646,9 @@ pub(crate) unsafe fn post_tile(isa: Isa, rows: usize, p: &PostTile) {
     // SAFETY: forwarded from the caller.
     unsafe {
         match isa {
-            // The AVX2 post-ops round through `f16` in registers.
+            // The post-ops round through `f16` in registers.
             Isa::Avx2 => avx2::post_avx2(p, rows),
-            Isa::Avx512 => {
-                let round = |rows: usize| {
-                    for i in 0..rows {
-                        // SAFETY: row `i < rows` of the tile holds `p.cols` written elements
-                        // (caller's contract), which nothing else accesses meanwhile.
-                        crate::halves::round_to_f16(std::slice::from_raw_parts_mut(p.c.add(i * p.ldc), p.cols));
-                    }
-                };
-                if p.half.product {
-                    round(rows);
-                }
-                if !p.addend.is_null() || p.act != Activation::None {
-                    avx512::post_avx512(p, rows);
-                }
-                if p.half.result {
-                    round(rows);
-                }
-            }
+            Isa::Avx512 => avx512::post_avx512(p, rows),
             Isa::Generic => unreachable!("post-ops run in tiles only on a vector path"),
         }
     }

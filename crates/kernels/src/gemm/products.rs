@@ -286,7 +286,7 @@ pub unsafe fn gemm_packed_a_panels_post(
 }
 
 /// `C[m×n]` (rows `ldc` apart) `= alpha·A·B + bias + beta·C` followed by `post`, with `A`
-/// prepacked for AVX2 and `B` read in place with its rows at their own offsets: row `p`,
+/// prepacked and `B` read in place with its rows at their own offsets: row `p`,
 /// columns `j`, is `b[rows[p] + j]`. A stride-1 convolution's column matrix, one output row
 /// at a time, is such a `B` over a zero-padded copy of its input (row `c·K + tap` the run of
 /// the padded input that the tap reads), so nothing is packed per call. Every tile computes
@@ -310,9 +310,6 @@ pub unsafe fn gemm_packed_a_rows_post(
     ldc: usize,
 ) -> Result<()> {
     let (m, k) = (a.m, a.k);
-    if a.isa != Isa::Avx2 {
-        return Err(Error::new(op, format!("internal error: products over rows of `B` at their own offsets have no {} path", a.isa)));
-    }
     if rows.len() != k || rows.iter().max().is_some_and(|&r| r.checked_add(n).is_none_or(|end| end > b.len())) {
         return Err(Error::new(op, "internal error: a row of the right operand lies outside it"));
     }
@@ -328,7 +325,7 @@ pub unsafe fn gemm_packed_a_rows_post(
     // SAFETY: the packed panels of `A` hold `ceil(m/mr)·k·mr` elements; row `p < k` of `B`,
     // columns `j0..j0+nr`, is read whole only when `j0 + nr ≤ n` (the last partial panel is
     // masked), inside `b` (checked above); `c` holds `m` rows of `ldc ≥ n` (caller's
-    // contract); `a.isa` (AVX2) was available when `A` was packed; the addend of `post` covers
+    // contract); `a.isa` was available when `A` was packed; the addend of `post` covers
     // `m` rows of `n` (`check_addend`).
     unsafe { drive_split(a.isa, &raw, None, ep, post, c, ldc, usize::MAX) };
     Ok(())

@@ -175,22 +175,8 @@ pub(crate) unsafe fn tile_avx2_narrow<const R: usize, const MASKED: bool, const 
 #[inline]
 #[target_feature(enable = "avx2,fma,f16c")]
 unsafe fn tile_avx2_vectors<const R: usize, const MASKED: bool, const PACKED: bool, const V: usize, const ROWS: bool>(t: &Tile) {
-    // Block `q` of `t.blocks` is the tile `t` moved down `q` blocks of `R` rows.
-    let mut tb = *t;
     for q in 0..t.blocks.max(1) {
-        if q > 0 {
-            tb.a = tb.a.wrapping_add(t.a_blk);
-            tb.c = tb.c.wrapping_add(R * t.ldc);
-            tb.pf = tb.pf.wrapping_add(t.pf_blk);
-            if !tb.bias_row.is_null() {
-                tb.bias_row = tb.bias_row.wrapping_add(R);
-            }
-        }
-        if t.c_ahead != 0 {
-            for i in 0..R {
-                crate::gemm::prefetch_write(tb.c.wrapping_add(i * t.ldc + t.c_ahead));
-            }
-        }
+        let tb = t.enter_block(R, q);
         // SAFETY: block `q` is inside the product (caller's contract).
         unsafe { tile_avx2_block::<R, MASKED, PACKED, V, ROWS>(&tb) };
     }

@@ -6,7 +6,7 @@
 
 use std::arch::x86_64::*;
 
-use crate::gemm::{Activation, PostTile, Tile};
+use crate::gemm::{Activation, HalfRounding, PostTile, Tile};
 use crate::gemv::{Columns, Finish, GROUPS, LANES};
 
 /// Lane mask of the first `n` of 16 lanes.
@@ -23,40 +23,118 @@ fn mask16(n: usize) -> __mmask16 {
 ///
 /// # Safety
 /// As `drive`: every address read or written is in bounds; the CPU supports AVX-512F.
-// The rows are indexed, not iterated or copied whole: see the loops over them.
-#[allow(clippy::needless_range_loop, clippy::manual_memcpy)]
 #[target_feature(enable = "avx512f")]
 pub(crate) unsafe fn tile_avx512<const R: usize, const MASKED: bool, const PACKED: bool>(t: &Tile) {
+    // SAFETY: forwarded.
+    unsafe { tile_avx512_vectors::<R, MASKED, PACKED, 2, false>(t) }
+}
+
+/// [`tile_avx512`] over a `B` whose rows lie at their own offsets (`t.b_rows`), read in
+/// place: the same operations in the same order, so the same bits as over those rows packed.
+///
+/// # Safety
+/// As [`tile_avx512`], with `t.b_rows` holding `t.k` offsets of rows of `B` from `t.b`, and
+/// `A` packed.
+#[target_feature(enable = "avx512f")]
+pub(crate) unsafe fn tile_avx512_rows<const R: usize, const MASKED: bool, const PACKED: bool>(t: &Tile) {
+    const { assert!(PACKED) };
+    // SAFETY: forwarded.
+    unsafe { tile_avx512_vectors::<R, MASKED, true, 2, true>(t) }
+}
+
+/// An `R × 16` tile with AVX-512F, for the last panel of a product when it has at most 16
+/// columns (`t.cols ≤ 16`): [`tile_avx512`] without the multiply-adds of its second half,
+/// whose columns do not exist. The first half's sums are the same operations in the same
+/// order, so the results are the same bits.
+///
+/// # Safety
+/// As [`tile_avx512`], with `t.cols ≤ 16`.
+#[target_feature(enable = "avx512f")]
+pub(crate) unsafe fn tile_avx512_narrow<const R: usize, const MASKED: bool, const PACKED: bool>(t: &Tile) {
+    debug_assert!(t.cols <= 16);
+    // SAFETY: forwarded.
+    unsafe { tile_avx512_vectors::<R, MASKED, PACKED, 1, false>(t) }
+}
+
+/// [`tile_avx512_narrow`] over a `B` whose rows lie at their own offsets, as
+/// [`tile_avx512_rows`].
+///
+/// # Safety
+/// As [`tile_avx512_rows`], with `t.cols ≤ 16`.
+#[target_feature(enable = "avx512f")]
+pub(crate) unsafe fn tile_avx512_narrow_rows<const R: usize, const MASKED: bool, const PACKED: bool>(t: &Tile) {
+    const { assert!(PACKED) };
+    debug_assert!(t.cols <= 16);
+    // SAFETY: forwarded.
+    unsafe { tile_avx512_vectors::<R, MASKED, true, 1, true>(t) }
+}
+
+/// The tile of `R` rows and `V` vectors (`V` is 1 or 2) of [`tile_avx512`], over `t.blocks`
+/// row blocks; with `ROWS`, row `p` of `B` is read at `t.b + t.b_rows[p]` instead of
+/// `t.b + p·t.rsb`.
+///
+/// # Safety
+/// As [`tile_avx512`], with `t.cols ≤ 16·V` (and, with `ROWS`, as [`tile_avx512_rows`]).
+#[inline]
+#[target_feature(enable = "avx512f")]
+unsafe fn tile_avx512_vectors<const R: usize, const MASKED: bool, const PACKED: bool, const V: usize, const ROWS: bool>(t: &Tile) {
+    for q in 0..t.blocks.max(1) {
+        let tb = t.enter_block(R, q);
+        // SAFETY: block `q` is inside the product (caller's contract).
+        unsafe { tile_avx512_block::<R, MASKED, PACKED, V, ROWS>(&tb) };
+    }
+}
+
+/// One row block of [`tile_avx512_vectors`].
+///
+/// # Safety
+/// As [`tile_avx512_vectors`].
+// The rows are indexed, not iterated or copied whole: see the loops over them.
+#[allow(clippy::needless_range_loop, clippy::manual_memcpy)]
+#[inline]
+#[target_feature(enable = "avx512f")]
+unsafe fn tile_avx512_block<const R: usize, const MASKED: bool, const PACKED: bool, const V: usize, const ROWS: bool>(t: &Tile) {
     let m0 = mask16(t.cols);
-    let m1 = mask16(t.cols.saturating_sub(16));
+    let m1 = if V == 2 { mask16(t.cols.saturating_sub(16)) } else { 0 };
     let mut acc = [[_mm512_setzero_ps(); 2]; R];
     let rows: [*const f32; R] = std::array::from_fn(|i| t.a.wrapping_add(i * t.rsa));
-    let (mut a, mut off, mut b) = (t.a, 0usize, t.b);
+    let (mut a, mut off, mut b, mut b_rows) = (t.a, 0usize, t.b, t.b_rows);
     // SAFETY: the addresses read are in bounds (caller's contract): `A`'s row `i < R`
-    // column `p < k` and `B`'s row `p` (its masked-off lanes untouched); the pointers are
-    // advanced with `wrapping_add` because they step once past the block; prefetches do
-    // not fault.
+    // column `p < k` and `B`'s row `p` (its masked-off lanes untouched; with `ROWS` at the
+    // tile's `p`-th offset); the pointers are advanced with `wrapping_add` because they step
+    // once past the block; prefetches do not fault.
     unsafe {
         macro_rules! step {
             () => {{
-                let (b0, b1) = if MASKED {
-                    (_mm512_maskz_loadu_ps(m0, b), _mm512_maskz_loadu_ps(m1, b.wrapping_add(16)))
+                if ROWS {
+                    b = t.b.add(*b_rows);
+                    b_rows = b_rows.add(1);
+                }
+                let b0 = if MASKED { _mm512_maskz_loadu_ps(m0, b) } else { _mm512_loadu_ps(b) };
+                let b1 = if V == 1 {
+                    b0
+                } else if MASKED {
+                    _mm512_maskz_loadu_ps(m1, b.wrapping_add(16))
                 } else {
-                    (_mm512_loadu_ps(b), _mm512_loadu_ps(b.add(16)))
+                    _mm512_loadu_ps(b.add(16))
                 };
                 // Indexed, not iterated with `zip`: LLVM then unrolls the loop for every `R`
                 // and keeps the accumulators in registers.
                 for i in 0..R {
                     let x = _mm512_set1_ps(if PACKED { *a.add(i) } else { *rows[i].add(off) });
                     acc[i][0] = _mm512_fmadd_ps(x, b0, acc[i][0]);
-                    acc[i][1] = _mm512_fmadd_ps(x, b1, acc[i][1]);
+                    if V == 2 {
+                        acc[i][1] = _mm512_fmadd_ps(x, b1, acc[i][1]);
+                    }
                 }
                 if PACKED {
                     a = a.wrapping_add(t.csa);
                 } else {
                     off += t.csa;
                 }
-                b = b.wrapping_add(t.rsb);
+                if !ROWS {
+                    b = b.wrapping_add(t.rsb);
+                }
             }};
         }
         // The tile's share of the next slice of `B` is prefetched in its first steps, so the
@@ -81,9 +159,10 @@ pub(crate) unsafe fn tile_avx512<const R: usize, const MASKED: bool, const PACKE
         let alpha = _mm512_set1_ps(t.alpha);
         let beta = _mm512_set1_ps(t.beta);
         let bscale = _mm512_set1_ps(t.bias_scale);
+        let finish = t.act != Activation::None || t.half != HalfRounding::NONE;
         for (i, row) in sums.iter().enumerate() {
             let crow = t.c.add(i * t.ldc);
-            for (h, &mask) in [m0, m1].iter().enumerate() {
+            for (h, &mask) in [m0, m1].iter().enumerate().take(V) {
                 if mask == 0 {
                     continue;
                 }
@@ -104,15 +183,73 @@ pub(crate) unsafe fn tile_avx512<const R: usize, const MASKED: bool, const PACKE
                 } else {
                     v = _mm512_add_ps(_mm512_maskz_loadu_ps(mask, dst), v);
                 }
+                if finish {
+                    v = finish16(v, t.act, t.half);
+                }
                 _mm512_mask_storeu_ps(dst, mask, v);
             }
         }
     }
 }
 
-/// The post-ops of a tile of `rows` rows and up to 32 columns with AVX-512F: the addend
-/// and ReLU vector by vector, the GELU four rows (eight polynomials) at a time, so that
-/// their chains of multiply-adds overlap. The tile was just stored, so it is read from L1.
+/// Each lane of `v` rounded to the nearest `f16` (ties to even) and widened back: the bits of
+/// `crate::halves::round_to_f16`.
+#[inline(always)]
+unsafe fn round16(v: __m512) -> __m512 {
+    // SAFETY: register operations only; the caller runs with AVX-512F enabled.
+    unsafe { _mm512_cvtph_ps(_mm512_cvtps_ph::<_MM_FROUND_TO_NEAREST_INT>(v)) }
+}
+
+/// What a tile applies to its results in registers before storing them: a rounding through
+/// `f16`, then `act` (not GELU), then another, each as `half` says.
+#[inline(always)]
+unsafe fn finish16(v: __m512, act: Activation, half: HalfRounding) -> __m512 {
+    // SAFETY: register operations only; the caller runs with AVX-512F enabled.
+    unsafe {
+        let v = if half.product { round16(v) } else { v };
+        let v = act16(v, act);
+        if half.result { round16(v) } else { v }
+    }
+}
+
+/// `act` of each lane of `v` with the bits of [`Activation::apply`], for every activation
+/// but GELU (which [`post_avx512`] computes several vectors at a time), returned unchanged.
+#[inline(always)]
+unsafe fn act16(v: __m512, act: Activation) -> __m512 {
+    // SAFETY: register operations only; the caller runs with AVX-512F enabled.
+    unsafe {
+        match act {
+            Activation::Relu => {
+                // `v > 0` or unordered (NaN) keeps `v`.
+                let keep = _mm512_cmp_ps_mask::<_CMP_NLE_UQ>(v, _mm512_setzero_ps());
+                _mm512_maskz_mov_ps(keep, v)
+            }
+            Activation::Clamp(lo, hi) => clamp16(v, lo, hi),
+            Activation::Hardswish => {
+                let t = clamp16(_mm512_add_ps(v, _mm512_set1_ps(3.0)), 0.0, 6.0);
+                _mm512_mul_ps(v, _mm512_div_ps(t, _mm512_set1_ps(6.0)))
+            }
+            Activation::HardswishProductFirst => {
+                let t = clamp16(_mm512_add_ps(v, _mm512_set1_ps(3.0)), 0.0, 6.0);
+                _mm512_div_ps(_mm512_mul_ps(v, t), _mm512_set1_ps(6.0))
+            }
+            Activation::None | Activation::Gelu => v,
+        }
+    }
+}
+
+/// `min(max(v, lo), hi)` lane by lane, a NaN lane kept (`max` and `min` return their second
+/// operand when either is NaN).
+#[inline(always)]
+unsafe fn clamp16(v: __m512, lo: f32, hi: f32) -> __m512 {
+    // SAFETY: register operations only; the caller runs with AVX-512F enabled.
+    unsafe { _mm512_min_ps(_mm512_set1_ps(hi), _mm512_max_ps(_mm512_set1_ps(lo), v)) }
+}
+
+/// The post-ops of a tile of `rows` rows and up to 32 columns with AVX-512F: each vector
+/// rounded through `f16` where `p.half` says, the addend and the activation vector by vector,
+/// the GELU four rows (eight polynomials) at a time, so that their chains of multiply-adds
+/// overlap. The tile was just stored, so it is read from L1.
 ///
 /// # Safety
 /// As `post_tile`.
@@ -123,14 +260,20 @@ pub(crate) unsafe fn post_avx512(p: &PostTile, rows: usize) {
     // SAFETY (all loads and stores): rows `i < rows`, lanes within `cols` (caller's
     // contract); masked-off lanes are not touched.
     let load = |i: usize, h: usize| unsafe {
-        let v = _mm512_maskz_loadu_ps(masks[h], at(i, h));
+        let mut v = _mm512_maskz_loadu_ps(masks[h], at(i, h));
+        if p.half.product {
+            v = round16(v);
+        }
         if p.addend.is_null() {
             return v;
         }
         let r = _mm512_maskz_loadu_ps(masks[h], p.addend.add(i * p.add_ld + 16 * h));
         if p.add_first { _mm512_add_ps(r, v) } else { _mm512_add_ps(v, r) }
     };
-    let store = |i: usize, h: usize, v: __m512| unsafe { _mm512_mask_storeu_ps(at(i, h), masks[h], v) };
+    let store = |i: usize, h: usize, v: __m512| unsafe {
+        let v = if p.half.result { round16(v) } else { v };
+        _mm512_mask_storeu_ps(at(i, h), masks[h], v)
+    };
     let halves = if masks[1] == 0 { 1 } else { 2 };
     match p.act {
         Activation::Gelu => {
@@ -152,28 +295,8 @@ pub(crate) unsafe fn post_avx512(p: &PostTile, rows: usize) {
         act => {
             for i in 0..rows {
                 for h in 0..halves {
-                    let mut v = load(i, h);
-                    // `max` and `min` return their second operand when either is NaN, so a
-                    // NaN lane is kept by the clamps.
-                    let clamp = |v: __m512, lo: f32, hi: f32| _mm512_min_ps(_mm512_set1_ps(hi), _mm512_max_ps(_mm512_set1_ps(lo), v));
-                    match act {
-                        Activation::Relu => {
-                            // `v > 0` or unordered (NaN) keeps `v`.
-                            let keep = _mm512_cmp_ps_mask::<_CMP_NLE_UQ>(v, _mm512_setzero_ps());
-                            v = _mm512_maskz_mov_ps(keep, v);
-                        }
-                        Activation::Clamp(lo, hi) => v = clamp(v, lo, hi),
-                        Activation::Hardswish => {
-                            let t = clamp(_mm512_add_ps(v, _mm512_set1_ps(3.0)), 0.0, 6.0);
-                            v = _mm512_mul_ps(v, _mm512_div_ps(t, _mm512_set1_ps(6.0)));
-                        }
-                        Activation::HardswishProductFirst => {
-                            let t = clamp(_mm512_add_ps(v, _mm512_set1_ps(3.0)), 0.0, 6.0);
-                            v = _mm512_div_ps(_mm512_mul_ps(v, t), _mm512_set1_ps(6.0));
-                        }
-                        Activation::None | Activation::Gelu => {}
-                    }
-                    store(i, h, v);
+                    // SAFETY: register operations only; AVX-512F is enabled here.
+                    store(i, h, unsafe { act16(load(i, h), act) });
                 }
             }
         }

@@ -341,15 +341,17 @@ impl<'g> PanelPlan<'g> {
     }
 }
 
-/// Whether [`by_rows`] computes a forward convolution with a filter packed for `isa`: AVX2 (the
-/// path with tiles over rows of `B` at their own offsets), and output rows that fill at least
-/// nine tenths of the vector lanes of their tiles (a row of 64 or 112 fills all of them, one
-/// of 55 or 111 all but one; a row of 27, 13 or 7 leaves more idle than packing costs, and
-/// takes [`by_panels`], whose panels run on across rows). Any stride (positive, as the
-/// geometry checks): a strided input is copied in phases ([`by_rows`]).
+/// Whether [`by_rows`] computes a forward convolution with a filter packed for `isa`: a vector
+/// path (AVX2 or AVX-512, whose tiles read rows of `B` at their own offsets), and output rows
+/// that fill at least nine tenths of the vector lanes of their tiles (half a tile's width, 8
+/// lanes with AVX2 and 16 with AVX-512: with AVX2 a row of 64 or 112 fills all of them, one of
+/// 55 or 111 all but one; a row of 27, 13 or 7 leaves more idle than packing costs, and takes
+/// [`by_panels`], whose panels run on across rows). Any stride (positive, as the geometry
+/// checks): a strided input is copied in phases ([`by_rows`]).
 pub(super) fn by_rows_applies(g: &Geometry, isa: Isa) -> bool {
     let ow = g.output[2];
-    isa == Isa::Avx2 && !g.transposed && ow >= 8 && 10 * ow >= 9 * 8 * ow.div_ceil(8)
+    let lanes = isa.nr() / 2;
+    isa != Isa::Generic && !g.transposed && ow >= lanes && 10 * ow >= 9 * lanes * ow.div_ceil(lanes)
 }
 
 /// Where [`by_rows`] keeps one image's zero-padded input: per channel `pd × ph` rows, each

@@ -350,8 +350,9 @@ fn depthwise_convolution_matches_the_gemm_path_on_every_isa() {
 /// without bias and with post-ops, on one thread and on three.
 #[test]
 fn rows_of_the_padded_input_give_the_bits_of_the_column_panels() {
-    if !Isa::Avx2.available() {
-        println!("skipping: the rows of a padded input are read by AVX2 tiles only, and this CPU has no AVX2");
+    let isas: Vec<Isa> = [Isa::Avx2, Isa::Avx512].into_iter().filter(|isa| isa.available()).collect();
+    if isas.is_empty() {
+        println!("skipping: the rows of a padded input are read by vector tiles only, and this CPU has neither AVX2 nor AVX-512");
         return;
     }
     let pools = [1, 3].map(|t| rayon::ThreadPoolBuilder::new().num_threads(t).build().unwrap());
@@ -378,13 +379,13 @@ fn rows_of_the_padded_input_give_the_bits_of_the_column_panels() {
         (1, 3, 6, 1, [1, 11, 44], [1, 3, 3], [1, 2, 2], [0, 2, 2], [1, 2, 2]),
         (1, 2, 7, 1, [5, 6, 36], [3, 3, 3], [2, 1, 2], [1, 1, 1], [1, 1, 1]),
     ];
-    for (n, cin, cout, groups, input, kernel, stride, pad, dil) in cases {
+    for ((n, cin, cout, groups, input, kernel, stride, pad, dil), &isa) in cases.into_iter().flat_map(|c| isas.iter().map(move |i| (c, i))) {
         let g = Geometry { n, cin, cout, groups, ..geometry3(input, kernel, stride, pad, dil) };
         let x = rng.vec(n * cin * g.in_numel());
         let mut wsizes = vec![cout, cin / groups];
         wsizes.extend(kernel);
         let wt = Tensor::from_vec(rng.vec(wsizes.iter().product()), &wsizes).unwrap();
-        let filter = ::kernels::isa::with(Isa::Avx2, || PackedFilter::pack("t", Isa::Avx2, &wt, groups)).unwrap();
+        let filter = ::kernels::isa::with(isa, || PackedFilter::pack("t", isa, &wt, groups)).unwrap();
         let bias = rng.vec(cout);
         let len = n * cout * g.out_numel();
         let r = rng.vec(len);
@@ -397,7 +398,7 @@ fn rows_of_the_padded_input_give_the_bits_of_the_column_panels() {
             let run = |pool: &rayon::ThreadPool, rows: bool| {
                 let mut got = vec![f32::NAN; len];
                 pool.install(|| {
-                    ::kernels::isa::with(Isa::Avx2, || {
+                    ::kernels::isa::with(isa, || {
                         if rows {
                             by_rows("t", &g, &x, &filter, b, post, &mut got)
                         } else {
@@ -410,7 +411,7 @@ fn rows_of_the_padded_input_give_the_bits_of_the_column_panels() {
             };
             let want = run(&pools[0], false);
             for pool in &pools {
-                assert_eq!(run(pool, true), want, "{g:?} bias={} post={post:?}", b.is_some());
+                assert_eq!(run(pool, true), want, "{isa} {g:?} bias={} post={post:?}", b.is_some());
             }
         }
     }
@@ -426,6 +427,9 @@ fn rows_of_the_padded_input_are_read_where_they_fill_the_tiles() {
     // A strided convolution goes by the width of its output rows too.
     assert!(by_rows_applies(&g(112, 2), Isa::Avx2));
     assert!(!by_rows_applies(&g(14, 2), Isa::Avx2));
-    assert!(!by_rows_applies(&g(64, 1), Isa::Avx512));
+    // AVX-512 counts vectors of 16.
+    for (w, want) in [(64, true), (112, true), (111, true), (16, true), (56, false), (55, false), (15, false), (28, false)] {
+        assert_eq!(by_rows_applies(&g(w, 1), Isa::Avx512), want, "width {w}");
+    }
     assert!(!by_rows_applies(&g(64, 1), Isa::Generic));
 }
