@@ -19,9 +19,10 @@
 //!   so the broadcasts read consecutive elements; `B` (the im2col matrix or the input itself) is
 //!   read in place, its last partial panel with masked loads.
 //!
-//! Tiles are computed panel by panel of `B` and, within a panel, over `k` in blocks of [`KC`]
-//! (the `KC × NR` slice of `B` stays in L1 while every row block of `A` passes over it, and a
-//! packed `B` is read front to back in one stream); the first block applies the epilogue
+//! Tiles are computed panel by panel of `B` and, within a panel, over `k` in blocks of at most
+//! [`KC`], as even as possible (the `KC × NR` slice of `B` stays in L1 while every row block
+//! of `A` passes over it, and a packed `B` is read front to back in one stream); the first
+//! block applies the epilogue
 //! (`alpha`, the bias of `addmm`/`linear`/convolution, `beta·C`), later blocks add to `C`.
 //! The order of every sum is fixed by the shapes alone, so results are the same bits on every
 //! run and on every thread. Kernels exist for AVX-512F (`NR` = 32) and AVX2+FMA (`NR` = 16),
@@ -57,7 +58,8 @@ pub(crate) use products::*;
 /// Most rows of a tile on any path.
 pub(crate) const MAX_MR: usize = 14;
 
-/// Depth of a block of `k`: one `KC × NR` slice of a `B` panel is 32 KiB with AVX-512, which
+/// Deepest block of `k` (`k` is split into blocks as even as possible, see `drive::Raw::kc`):
+/// one `KC × NR` slice of a `B` panel is 32 KiB with AVX-512, which
 /// with a packed row block of `A` (at most `14 × KC`, 14 KiB) fits the 48 KiB L1, so the slice
 /// stays there while the row blocks of `A` stream past it. Deeper blocks also halve the passes
 /// that add a block's sums to `C` (`benches/gemm.rs`: 128 → 256 ran the LSTM product ≈ 5 %
