@@ -174,6 +174,12 @@ impl Depthwise {
 fn evens(isa: Isa, src: &[f32], dst: &mut [f32]) {
     let n = dst.len().min(src.len().div_ceil(2));
     #[cfg(target_arch = "x86_64")]
+    if isa == Isa::Avx512 {
+        // SAFETY: AVX-512F is available (`isa` is capped at the thread's by the caller); `src`
+        // holds at least `2·n - 1` elements.
+        return unsafe { x86::evens_avx512(src.as_ptr(), src.len(), dst.as_mut_ptr(), n) };
+    }
+    #[cfg(target_arch = "x86_64")]
     if isa >= Isa::Avx2 {
         // SAFETY: AVX2 is available (`isa` is capped at the thread's by the caller); `src`
         // holds at least `2·n - 1` elements.
@@ -282,10 +288,16 @@ fn channel<const T: usize>(
     match isa {
         #[cfg(target_arch = "x86_64")]
         Isa::Avx2 | Isa::Avx512 => {
-            // SAFETY: AVX2 and FMA are available (`isa` is capped at the thread's, and
-            // AVX-512 hosts have both); every read is inside `plane` (checked by the caller,
-            // `depthwise`), and `taps` has a weight per offset (`kh·kw` of each).
-            unsafe { x86::tiles::<T>(plane, offsets, taps, bias, act, tile) };
+            // SAFETY: the ISA's features are available (`isa` is capped at the thread's);
+            // every read is inside `plane` (checked by the caller, `depthwise`), and `taps` has
+            // a weight per offset (`kh·kw` of each).
+            unsafe {
+                if isa == Isa::Avx512 {
+                    x86::tiles_avx512::<T>(plane, offsets, taps, bias, act, tile)
+                } else {
+                    x86::tiles::<T>(plane, offsets, taps, bias, act, tile)
+                }
+            };
             // The tiles are activated in registers: the rows are only copied out.
             for (y, row) in out.chunks_exact_mut(ow).take(oh).enumerate() {
                 row.copy_from_slice(&tile[y * pw..y * pw + ow]);
@@ -347,6 +359,61 @@ mod x86 {
             while i < n {
                 *dst.add(i) = *src.add(2 * i);
                 i += 1;
+            }
+        }
+    }
+
+    /// [`super::evens`] on AVX-512F: sixteen outputs from two loads, the even elements picked
+    /// by one two-source permute; the last few under a mask.
+    ///
+    /// # Safety
+    /// The CPU supports AVX-512F; `src` points to `len ≥ 2·n - 1` readable elements, `dst` to
+    /// `n` writable ones.
+    #[target_feature(enable = "avx512f")]
+    pub(super) unsafe fn evens_avx512(src: *const f32, len: usize, dst: *mut f32, n: usize) {
+        let pick = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+        let mut i = 0;
+        // SAFETY: sixteen outputs read `src[2·i..2·i + 32]`, inside `len` while
+        // `2·i + 32 ≤ len`, and write `dst[i..i + 16]`, inside `n` while `i + 16 ≤ n`; the
+        // masked loads and store of the rest touch only `src[2·i..len]` and `dst[i..n]`.
+        unsafe {
+            while i + 16 <= n && 2 * i + 32 <= len {
+                let (a, b) = (_mm512_loadu_ps(src.add(2 * i)), _mm512_loadu_ps(src.add(2 * i + 16)));
+                _mm512_storeu_ps(dst.add(i), _mm512_permutex2var_ps(a, pick, b));
+                i += 16;
+            }
+            if i < n {
+                let left = (len - 2 * i).min(32);
+                let lanes = |k: usize| if k >= 16 { 0xffff } else { ((1u32 << k) - 1) as __mmask16 };
+                let a = _mm512_maskz_loadu_ps(lanes(left), src.add(2 * i));
+                let b = _mm512_maskz_loadu_ps(lanes(left.saturating_sub(16)), src.add(2 * i + 16));
+                _mm512_mask_storeu_ps(dst.add(i), lanes(n - i), _mm512_permutex2var_ps(a, pick, b));
+            }
+        }
+    }
+
+    /// [`tiles`] with the tile in `T / 16` AVX-512 registers: the same operations on every
+    /// output in the same order, so the same bits.
+    ///
+    /// # Safety
+    /// As [`tiles`], with AVX-512F for AVX2 and FMA.
+    #[target_feature(enable = "avx512f")]
+    pub(super) unsafe fn tiles_avx512<const T: usize>(plane: &[f32], offsets: &[usize], taps: &[f32], bias: f32, act: Activation, tile: &mut [f32]) {
+        const { assert!(T % 16 == 0 && T <= 64) };
+        for (n, chunk) in tile.chunks_exact_mut(T).enumerate() {
+            let mut acc = [_mm512_set1_ps(bias); 4];
+            for (&off, &w) in offsets.iter().zip(taps) {
+                // SAFETY: `off + n·T + T ≤ off + tile.len()`, inside the plane (the caller).
+                let src = unsafe { plane.as_ptr().add(off + n * T) };
+                let wv = _mm512_set1_ps(w);
+                for (v, a) in acc.iter_mut().enumerate().take(T / 16) {
+                    // SAFETY: as above.
+                    *a = _mm512_fmadd_ps(wv, unsafe { _mm512_loadu_ps(src.add(16 * v)) }, *a);
+                }
+            }
+            for (v, a) in acc.iter().enumerate().take(T / 16) {
+                // SAFETY: `chunk` holds `T` elements; AVX-512F is enabled here.
+                unsafe { _mm512_storeu_ps(chunk.as_mut_ptr().add(16 * v), crate::x86::avx512::act16(*a, act)) };
             }
         }
     }
@@ -431,6 +498,8 @@ mod tests {
             geometry(2, [40, 70], [3, 3], [2, 1], [1, 1], [1, 1]),
             // Rows of stride 2 wide enough for several vectors of even elements, odd and even.
             geometry(2, [9, 53], [3, 3], [2, 2], [1, 1], [1, 1]),
+            geometry(2, [5, 101], [3, 3], [2, 2], [1, 1], [1, 1]),
+            geometry(1, [4, 96], [3, 3], [2, 2], [0, 0], [1, 1]),
             geometry(2, [6, 48], [5, 5], [1, 2], [2, 2], [1, 1]),
             geometry(2, [8, 8], [3, 3], [2, 2], [1, 1], [1, 1]),
             geometry(3, [10, 12], [3, 3], [2, 2], [0, 0], [1, 1]),

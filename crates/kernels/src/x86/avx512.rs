@@ -212,10 +212,10 @@ unsafe fn finish16(v: __m512, act: Activation, half: HalfRounding) -> __m512 {
     }
 }
 
-/// `act` of each lane of `v` with the bits of [`Activation::apply`], for every activation
-/// but GELU (which [`post_avx512`] computes several vectors at a time), returned unchanged.
+/// `act` of each lane of `v` with the bits of [`Activation::apply`] (a GELU one vector at a
+/// time: [`post_avx512`] computes it several vectors at once, which overlaps their chains).
 #[inline(always)]
-unsafe fn act16(v: __m512, act: Activation) -> __m512 {
+pub(crate) unsafe fn act16(v: __m512, act: Activation) -> __m512 {
     // SAFETY: register operations only; the caller runs with AVX-512F enabled.
     unsafe {
         match act {
@@ -233,7 +233,8 @@ unsafe fn act16(v: __m512, act: Activation) -> __m512 {
                 let t = clamp16(_mm512_add_ps(v, _mm512_set1_ps(3.0)), 0.0, 6.0);
                 _mm512_div_ps(_mm512_mul_ps(v, t), _mm512_set1_ps(6.0))
             }
-            Activation::None | Activation::Gelu => v,
+            Activation::Gelu => crate::fastmath::gelu_erf_f32x16_n([v])[0],
+            Activation::None => v,
         }
     }
 }
