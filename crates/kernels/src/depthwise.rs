@@ -139,6 +139,34 @@ impl Depthwise {
         if iw == 0 {
             return;
         }
+        if sw == 2 {
+            // Both column phases of a row in one pass: input column `c` is padded column
+            // `c + pl`, so columns 0, 2, 4, … go to phase `pl % 2` and 1, 3, 5, … to the
+            // other, each from that phase's first in-range column (`phase_cols`: the first
+            // input column of phase `q` is 0 or 1).
+            let pl = self.pad[1];
+            let cols = [self.phase_cols(0), self.phase_cols(1)];
+            let (first, second) = if pl % 2 == 0 { (0, 1) } else { (1, 0) };
+            debug_assert!(iw < 2 || (cols[first].2 == 0 && cols[second].2 == 1) || cols.iter().any(|c| c.0 == c.1));
+            let (mut p, mut j) = (pt % sh, pt / sh);
+            for src in x.chunks_exact(iw).take(ih) {
+                if j >= rows {
+                    break;
+                }
+                let at = |q: usize| (p * sw + q) * len + j * pw;
+                // The two phases' rows lie in different sub-planes, `len` apart.
+                let (lo_half, hi_half) = dst.split_at_mut(at(1));
+                let row0 = &mut lo_half[at(0)..][cols[0].0..cols[0].1];
+                let row1 = &mut hi_half[cols[1].0..cols[1].1];
+                let (a, b) = if first == 0 { (row0, row1) } else { (row1, row0) };
+                split_pairs(isa, src, a, b);
+                p += 1;
+                if p == sh {
+                    (p, j) = (0, j + 1);
+                }
+            }
+            return;
+        }
         for q in 0..sw {
             let (lo, hi, first) = self.phase_cols(q);
             // Input row `iy` is padded row `iy + pt`: row `j` of sub-plane row-phase `p`.
@@ -153,7 +181,6 @@ impl Depthwise {
                 let from = src.get(first..).unwrap_or_default();
                 match sw {
                     1 => row.copy_from_slice(&from[..hi - lo]),
-                    2 => evens(isa, from, row),
                     _ => {
                         for (v, &s) in row.iter_mut().zip(from.iter().step_by(sw)) {
                             *v = s;
@@ -169,25 +196,24 @@ impl Depthwise {
     }
 }
 
-/// `dst[i] = src[2·i]` for every `i` of `dst`; `src` holds at least `2·dst.len() - 1`
-/// elements (the last pair may be cut short).
-fn evens(isa: Isa, src: &[f32], dst: &mut [f32]) {
-    let n = dst.len().min(src.len().div_ceil(2));
-    #[cfg(target_arch = "x86_64")]
-    if isa == Isa::Avx512 {
-        // SAFETY: AVX-512F is available (`isa` is capped at the thread's by the caller); `src`
-        // holds at least `2·n - 1` elements.
-        return unsafe { x86::evens_avx512(src.as_ptr(), src.len(), dst.as_mut_ptr(), n) };
-    }
+/// `a[i] = src[2·i]` and `b[i] = src[2·i + 1]` for every `i` of `a` and of `b`; `src` holds at
+/// least `2·a.len() - 1` and `2·b.len()` elements.
+fn split_pairs(isa: Isa, src: &[f32], a: &mut [f32], b: &mut [f32]) {
+    let (na, nb) = (a.len().min(src.len().div_ceil(2)), b.len().min(src.len() / 2));
+    #[allow(unused_mut)]
+    let mut i = 0;
     #[cfg(target_arch = "x86_64")]
     if isa >= Isa::Avx2 {
-        // SAFETY: AVX2 is available (`isa` is capped at the thread's by the caller); `src`
-        // holds at least `2·n - 1` elements.
-        return unsafe { x86::evens(src.as_ptr(), src.len(), dst.as_mut_ptr(), n) };
+        // SAFETY: the ISA's features are available (`isa` is capped at the thread's by the
+        // caller); `src` holds `2·na - 1` and `2·nb` elements, `a` `na` and `b` `nb`.
+        i = unsafe { x86::split_pairs(isa == Isa::Avx512, src.as_ptr(), src.len(), a.as_mut_ptr(), na, b.as_mut_ptr(), nb) };
     }
     let _ = isa;
-    for (v, &s) in dst[..n].iter_mut().zip(src.iter().step_by(2)) {
-        *v = s;
+    for (k, v) in a[..na].iter_mut().enumerate().skip(i) {
+        *v = src[2 * k];
+    }
+    for (k, v) in b[..nb].iter_mut().enumerate().skip(i) {
+        *v = src[2 * k + 1];
     }
 }
 
@@ -337,59 +363,81 @@ mod x86 {
 
     use crate::gemm::Activation;
 
-    /// [`super::evens`] on AVX2: eight outputs from two loads, the even elements picked by a
-    /// shuffle and put in order by a permute; the last few one by one.
+    /// [`super::split_pairs`] with AVX-512F: sixteen pairs at a time from two loads and two
+    /// two-source permutes, the last ones under masks. Returns the pairs written (all).
     ///
     /// # Safety
-    /// The CPU supports AVX2; `src` points to `len ≥ 2·n - 1` readable elements, `dst` to `n`
-    /// writable ones.
-    #[target_feature(enable = "avx2")]
-    pub(super) unsafe fn evens(src: *const f32, len: usize, dst: *mut f32, n: usize) {
-        let mut i = 0;
-        // SAFETY: eight outputs read `src[2·i..2·i + 16]`, inside `len` while `2·i + 16 ≤ len`;
-        // they write `dst[i..i + 8]`, inside `n` while `i + 8 ≤ n`.
-        unsafe {
-            while i + 8 <= n && 2 * i + 16 <= len {
-                let (a, b) = (_mm256_loadu_ps(src.add(2 * i)), _mm256_loadu_ps(src.add(2 * i + 8)));
-                let s = _mm256_shuffle_ps::<0b10_00_10_00>(a, b);
-                let v = _mm256_castpd_ps(_mm256_permute4x64_pd::<0b11_01_10_00>(_mm256_castps_pd(s)));
-                _mm256_storeu_ps(dst.add(i), v);
-                i += 8;
-            }
-            while i < n {
-                *dst.add(i) = *src.add(2 * i);
-                i += 1;
-            }
-        }
-    }
-
-    /// [`super::evens`] on AVX-512F: sixteen outputs from two loads, the even elements picked
-    /// by one two-source permute; the last few under a mask.
-    ///
-    /// # Safety
-    /// The CPU supports AVX-512F; `src` points to `len ≥ 2·n - 1` readable elements, `dst` to
-    /// `n` writable ones.
+    /// The CPU supports AVX-512F; `src` points to `len ≥ max(2·na - 1, 2·nb)` readable
+    /// elements, `a` to `na` writable ones, `b` to `nb`, with `na` and `nb` at most one apart.
     #[target_feature(enable = "avx512f")]
-    pub(super) unsafe fn evens_avx512(src: *const f32, len: usize, dst: *mut f32, n: usize) {
-        let pick = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+    unsafe fn split_pairs_avx512(src: *const f32, len: usize, a: *mut f32, na: usize, b: *mut f32, nb: usize) -> usize {
+        let evens = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+        let odds = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
+        let lanes = |k: usize| if k >= 16 { 0xffff } else { ((1u32 << k) - 1) as __mmask16 };
+        let (n, all) = (na.min(nb), na.max(nb));
         let mut i = 0;
-        // SAFETY: sixteen outputs read `src[2·i..2·i + 32]`, inside `len` while
-        // `2·i + 32 ≤ len`, and write `dst[i..i + 16]`, inside `n` while `i + 16 ≤ n`; the
-        // masked loads and store of the rest touch only `src[2·i..len]` and `dst[i..n]`.
+        // SAFETY: sixteen pairs read `src[2·i..2·i + 32]` and write `a[i..i + 16]` and
+        // `b[i..i + 16]`, inside while `i + 16 ≤ n`; the masked loads of the rest read only
+        // `src[2·i..len]` and its masked stores write only `a[i..na]` and `b[i..nb]`.
         unsafe {
-            while i + 16 <= n && 2 * i + 32 <= len {
-                let (a, b) = (_mm512_loadu_ps(src.add(2 * i)), _mm512_loadu_ps(src.add(2 * i + 16)));
-                _mm512_storeu_ps(dst.add(i), _mm512_permutex2var_ps(a, pick, b));
+            while i + 16 <= n {
+                let (lo, hi) = (_mm512_loadu_ps(src.add(2 * i)), _mm512_loadu_ps(src.add(2 * i + 16)));
+                _mm512_storeu_ps(a.add(i), _mm512_permutex2var_ps(lo, evens, hi));
+                _mm512_storeu_ps(b.add(i), _mm512_permutex2var_ps(lo, odds, hi));
                 i += 16;
             }
-            if i < n {
-                let left = (len - 2 * i).min(32);
-                let lanes = |k: usize| if k >= 16 { 0xffff } else { ((1u32 << k) - 1) as __mmask16 };
-                let a = _mm512_maskz_loadu_ps(lanes(left), src.add(2 * i));
-                let b = _mm512_maskz_loadu_ps(lanes(left.saturating_sub(16)), src.add(2 * i + 16));
-                _mm512_mask_storeu_ps(dst.add(i), lanes(n - i), _mm512_permutex2var_ps(a, pick, b));
+            if i < all {
+                let left = len - 2 * i;
+                let lo = _mm512_maskz_loadu_ps(lanes(left), src.add(2 * i));
+                let hi = _mm512_maskz_loadu_ps(lanes(left.saturating_sub(16)), src.wrapping_add(2 * i + 16));
+                _mm512_mask_storeu_ps(a.add(i), lanes(na - i), _mm512_permutex2var_ps(lo, evens, hi));
+                _mm512_mask_storeu_ps(b.add(i), lanes(nb - i), _mm512_permutex2var_ps(lo, odds, hi));
             }
         }
+        all
+    }
+
+    /// [`super::split_pairs`] with AVX2: eight pairs at a time from two loads, two shuffles and
+    /// two permutes, the last vector overlapping the one before. Returns the pairs written to
+    /// both `a` and `b` (`min(na, nb)` when that is at least 8, none otherwise).
+    ///
+    /// # Safety
+    /// As [`split_pairs_avx512`], with AVX2 for AVX-512F.
+    #[target_feature(enable = "avx2")]
+    unsafe fn split_pairs_avx2(src: *const f32, a: *mut f32, na: usize, b: *mut f32, nb: usize) -> usize {
+        let n = na.min(nb);
+        if n < 8 {
+            return 0;
+        }
+        // SAFETY: eight pairs from `i ≤ n - 8` read `src[2·i..2·i + 16]` (`2·n ≤ len`) and
+        // write `a[i..i + 8]` and `b[i..i + 8]`, inside `na` and `nb`.
+        unsafe {
+            let pairs = |i: usize| {
+                let (lo, hi) = (_mm256_loadu_ps(src.add(2 * i)), _mm256_loadu_ps(src.add(2 * i + 8)));
+                let even = _mm256_shuffle_ps::<0b10_00_10_00>(lo, hi);
+                let odd = _mm256_shuffle_ps::<0b11_01_11_01>(lo, hi);
+                _mm256_storeu_ps(a.add(i), _mm256_castpd_ps(_mm256_permute4x64_pd::<0b11_01_10_00>(_mm256_castps_pd(even))));
+                _mm256_storeu_ps(b.add(i), _mm256_castpd_ps(_mm256_permute4x64_pd::<0b11_01_10_00>(_mm256_castps_pd(odd))));
+            };
+            let mut i = 0;
+            while i + 8 <= n {
+                pairs(i);
+                i += 8;
+            }
+            if i < n {
+                pairs(n - 8);
+            }
+        }
+        n
+    }
+
+    /// [`split_pairs_avx512`] when `wide`, [`split_pairs_avx2`] otherwise.
+    ///
+    /// # Safety
+    /// As [`split_pairs_avx512`] (AVX-512F when `wide`, AVX2 otherwise).
+    pub(super) unsafe fn split_pairs(wide: bool, src: *const f32, len: usize, a: *mut f32, na: usize, b: *mut f32, nb: usize) -> usize {
+        // SAFETY: forwarded.
+        unsafe { if wide { split_pairs_avx512(src, len, a, na, b, nb) } else { split_pairs_avx2(src, a, na, b, nb) } }
     }
 
     /// [`tiles`] with the tile in `T / 16` AVX-512 registers: the same operations on every
@@ -500,6 +548,9 @@ mod tests {
             geometry(2, [9, 53], [3, 3], [2, 2], [1, 1], [1, 1]),
             geometry(2, [5, 101], [3, 3], [2, 2], [1, 1], [1, 1]),
             geometry(1, [4, 96], [3, 3], [2, 2], [0, 0], [1, 1]),
+            geometry(2, [4, 1], [1, 1], [2, 2], [0, 0], [1, 1]),
+            geometry(2, [5, 3], [3, 3], [2, 2], [3, 3], [1, 1]),
+            geometry(1, [7, 40], [7, 7], [2, 2], [3, 3], [1, 1]),
             geometry(2, [6, 48], [5, 5], [1, 2], [2, 2], [1, 1]),
             geometry(2, [8, 8], [3, 3], [2, 2], [1, 1], [1, 1]),
             geometry(3, [10, 12], [3, 3], [2, 2], [0, 0], [1, 1]),
