@@ -4,9 +4,10 @@
 //! Each output takes its window's nine taps in PyTorch's order (row by row, each row left to
 //! right) with PyTorch's update rule (a larger value or any NaN replaces the maximum so far),
 //! so the result is the same bits as the scalar loop's: the same `-0.0` or `0.0` of a tie, the
-//! same NaN. Eight outputs of a row at a time: the three taps of a window row are the even
-//! elements, the odd elements and the even elements one further on of sixteen consecutive
-//! inputs, split out of two vectors by shuffles, so no tap is gathered.
+//! same NaN. Eight outputs of a row at a time (sixteen on the AVX-512 path, for rows of at
+//! least sixteen): the three taps of a window row are the even elements, the odd elements and
+//! the even elements one further on of consecutive inputs, split out of two vectors by
+//! shuffles (permutes with AVX-512), so no tap is gathered.
 
 use crate::isa::Isa;
 
@@ -43,6 +44,8 @@ pub fn max_pool_3x3s2(
     }
     #[cfg(target_arch = "x86_64")]
     {
+        // Rows of at least 16 outputs take sixteen at a time on the AVX-512 path.
+        let wide = ow >= 16 && Isa::current() == Isa::Avx512;
         if pad == 1 {
             scratch.resize(ph * pw, f32::NEG_INFINITY);
             scratch[..pw].fill(f32::NEG_INFINITY);
@@ -62,9 +65,17 @@ pub fn max_pool_3x3s2(
                 }
                 &scratch[..]
             };
-            // SAFETY: the CPU runs AVX2 (`available`); `src` holds a plane of `ph·pw` elements
-            // and plane `p` of `out` `oh·ow` (checked above), and every window lies inside it.
-            unsafe { crate::x86::avx2::max_pool_3x3s2_plane(src.as_ptr(), pw, oh, ow, out.as_mut_ptr().add(p * oh * ow)) };
+            // SAFETY: the CPU runs AVX2 (`available`), and AVX-512F where `wide`; `src` holds a
+            // plane of `ph·pw` elements and plane `p` of `out` `oh·ow` (checked above), and
+            // every window lies inside it.
+            unsafe {
+                let (src, dst) = (src.as_ptr(), out.as_mut_ptr().add(p * oh * ow));
+                if wide {
+                    crate::x86::avx512::max_pool_3x3s2_plane(src, pw, oh, ow, dst)
+                } else {
+                    crate::x86::avx2::max_pool_3x3s2_plane(src, pw, oh, ow, dst)
+                }
+            };
         }
         true
     }
@@ -109,11 +120,11 @@ mod tests {
     #[test]
     fn matches_the_scalar_rule_bit_for_bit() {
         // Odd and even widths, rows of one vector and of several with an overlapping last
-        // one, ties of signed zeros, NaNs with distinct payloads and infinities; with and
-        // without padding.
+        // one (of 8 and of 16 outputs), ties of signed zeros, NaNs with distinct payloads and
+        // infinities; with and without padding.
         let mut scratch = Vec::new();
         for pad in [0, 1] {
-            for &(ih, iw) in &[(17, 17), (18, 19), (27, 27), (55, 55), (9, 40), (111, 111), (112, 112), (5, 33)] {
+            for &(ih, iw) in &[(17, 17), (18, 19), (27, 27), (55, 55), (9, 40), (111, 111), (112, 112), (5, 33), (7, 33), (6, 34), (9, 65)] {
                 let (oh, ow) = ((ih + 2 * pad - 3) / 2 + 1, (iw + 2 * pad - 3) / 2 + 1);
                 let planes = 3;
                 let mut s = 12345u32;

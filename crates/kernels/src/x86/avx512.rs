@@ -305,6 +305,53 @@ pub(crate) unsafe fn post_avx512(p: &PostTile, rows: usize) {
 }
 
 
+/// [`crate::x86::avx2::max_pool_3x3s2_plane`] sixteen outputs at a time: a window row's three
+/// taps are the even elements, the odd elements and the even elements one further on of 32
+/// consecutive inputs, picked out of two vectors by two-source permutes; the taps in the
+/// same order under the same rule, so the same bits.
+///
+/// # Safety
+/// The CPU supports AVX-512F; `x` holds `(2·oh + 1)` rows of `iw > 2·ow` elements, `out` `oh`
+/// rows of `ow ≥ 16`.
+#[target_feature(enable = "avx512f")]
+pub(crate) unsafe fn max_pool_3x3s2_plane(x: *const f32, iw: usize, oh: usize, ow: usize, out: *mut f32) {
+    let evens = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+    let odds = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
+    // PyTorch's rule: `v` replaces `best` when larger (ordered) or NaN.
+    let tap = |best: __m512, v: __m512| {
+        let take = _mm512_cmp_ps_mask::<_CMP_GT_OQ>(v, best) | _mm512_cmp_ps_mask::<_CMP_UNORD_Q>(v, v);
+        _mm512_mask_mov_ps(best, take, v)
+    };
+    for y in 0..oh {
+        // SAFETY (every pointer below): rows `2y..2y + 3 ≤ 2·oh + 1` of the plane; output
+        // `xs + 15 < ow` reads columns up to `2·(xs + 15) + 2 ≤ 2·ow < iw`; the stores write
+        // `xs..xs + 16 ≤ ow` of output row `y`.
+        unsafe {
+            let top = x.add(2 * y * iw);
+            let dst = out.add(y * ow);
+            let mut x0 = 0;
+            loop {
+                let xs = x0.min(ow - 16);
+                let mut best = _mm512_setzero_ps();
+                for a in 0..3 {
+                    let p = top.add(a * iw + 2 * xs);
+                    let (lo, hi) = (_mm512_loadu_ps(p), _mm512_loadu_ps(p.add(16)));
+                    let (lo1, hi1) = (_mm512_loadu_ps(p.add(1)), _mm512_loadu_ps(p.add(17)));
+                    let t0 = _mm512_permutex2var_ps(lo, evens, hi);
+                    best = if a == 0 { t0 } else { tap(best, t0) };
+                    best = tap(best, _mm512_permutex2var_ps(lo, odds, hi));
+                    best = tap(best, _mm512_permutex2var_ps(lo1, odds, hi1));
+                }
+                _mm512_storeu_ps(dst.add(xs), best);
+                if xs + 16 >= ow {
+                    break;
+                }
+                x0 += 16;
+            }
+        }
+    }
+}
+
 /// Packs `rows ≤ mr ≤ 16` rows of `A` (from `a`, `rs` apart, columns `cs` apart) into
 /// one row panel: `dst[p·mr + i] = a[i·rs + p·cs]` for `p < k`, zero for `i ≥ rows`.
 ///
