@@ -1,6 +1,6 @@
 //! Conversions between `f32` and IEEE half precision (`f16`, given as its bits) over whole
-//! slices with the F16C instructions, eight lanes an instruction and four vectors a step,
-//! inline in one loop. Widening is exact; narrowing rounds to nearest, ties to even, and keeps
+//! slices with the F16C instructions, eight lanes an instruction (sixteen on the AVX-512 path)
+//! and four vectors a step, inline in one loop. Widening is exact; narrowing rounds to nearest, ties to even, and keeps
 //! a NaN a NaN (the instruction's rule, which is also the `half` crate's on such CPUs), so the
 //! results are the bits of an element-by-element conversion.
 
@@ -14,7 +14,11 @@ pub fn f16_to_f32(src: &[u16], dst: &mut [f32]) -> bool {
     #[cfg(target_arch = "x86_64")]
     // SAFETY: the CPU has AVX and F16C (`available`); `src` holds `dst.len()` elements.
     unsafe {
-        x86::widen(src.as_ptr(), dst.as_mut_ptr(), dst.len())
+        if wide() {
+            x86::widen_avx512(src.as_ptr(), dst.as_mut_ptr(), dst.len())
+        } else {
+            x86::widen(src.as_ptr(), dst.as_mut_ptr(), dst.len())
+        }
     };
     true
 }
@@ -28,7 +32,11 @@ pub fn f32_to_f16(src: &[f32], dst: &mut [u16]) -> bool {
     #[cfg(target_arch = "x86_64")]
     // SAFETY: the CPU has AVX and F16C (`available`); `src` holds `dst.len()` elements.
     unsafe {
-        x86::narrow(src.as_ptr(), dst.as_mut_ptr(), dst.len())
+        if wide() {
+            x86::narrow_avx512(src.as_ptr(), dst.as_mut_ptr(), dst.len())
+        } else {
+            x86::narrow(src.as_ptr(), dst.as_mut_ptr(), dst.len())
+        }
     };
     true
 }
@@ -42,13 +50,23 @@ pub fn round_to_f16(x: &mut [f32]) {
         #[cfg(target_arch = "x86_64")]
         // SAFETY: the CPU has AVX and F16C (`available`); `x` holds `x.len()` elements.
         unsafe {
-            x86::round_trip(x.as_mut_ptr(), x.len())
+            if wide() {
+                x86::round_trip_avx512(x.as_mut_ptr(), x.len())
+            } else {
+                x86::round_trip(x.as_mut_ptr(), x.len())
+            }
         };
         return;
     }
     for v in x {
         *v = half::f16::from_f32(*v).to_f32();
     }
+}
+
+/// Whether the thread runs the AVX-512 path, which converts sixteen lanes an instruction (the
+/// same conversions, so the same bits).
+fn wide() -> bool {
+    crate::isa::Isa::current() == crate::isa::Isa::Avx512
 }
 
 /// Whether this CPU converts with F16C (every AVX2 CPU has it; the check is std's cached one).
@@ -94,6 +112,64 @@ mod x86 {
                 _mm256_storeu_ps(f.as_mut_ptr(), _mm256_cvtph_ps(_mm_loadu_si128(h.as_ptr().cast())));
                 std::ptr::copy_nonoverlapping(f.as_ptr(), dst.add(i), n - i);
             }
+        }
+    }
+
+    /// [`widen`] sixteen lanes an instruction, the last fewer than 64 elements by [`widen`].
+    ///
+    /// # Safety
+    /// As [`widen`], with AVX-512F.
+    #[target_feature(enable = "avx512f")]
+    pub(super) unsafe fn widen_avx512(src: *const u16, dst: *mut f32, n: usize) {
+        let mut i = 0;
+        // SAFETY: every access is below `n` (the loop bound); the rest as in `widen`.
+        unsafe {
+            while i + 64 <= n {
+                for u in 0..4 {
+                    let h = _mm256_loadu_si256(src.add(i + 16 * u).cast());
+                    _mm512_storeu_ps(dst.add(i + 16 * u), _mm512_cvtph_ps(h));
+                }
+                i += 64;
+            }
+            widen(src.add(i), dst.add(i), n - i)
+        }
+    }
+
+    /// [`narrow`] sixteen lanes an instruction, the last fewer than 64 elements by [`narrow`].
+    ///
+    /// # Safety
+    /// As [`widen`], with AVX-512F.
+    #[target_feature(enable = "avx512f")]
+    pub(super) unsafe fn narrow_avx512(src: *const f32, dst: *mut u16, n: usize) {
+        let mut i = 0;
+        // SAFETY: as in `widen_avx512`.
+        unsafe {
+            while i + 64 <= n {
+                for u in 0..4 {
+                    let h = _mm512_cvtps_ph::<_MM_FROUND_TO_NEAREST_INT>(_mm512_loadu_ps(src.add(i + 16 * u)));
+                    _mm256_storeu_si256(dst.add(i + 16 * u).cast(), h);
+                }
+                i += 64;
+            }
+            narrow(src.add(i), dst.add(i), n - i)
+        }
+    }
+
+    /// [`round_trip`] sixteen lanes an instruction, the last fewer than 16 by [`round_trip`].
+    ///
+    /// # Safety
+    /// As [`round_trip`], with AVX-512F.
+    #[target_feature(enable = "avx512f")]
+    pub(super) unsafe fn round_trip_avx512(x: *mut f32, n: usize) {
+        let mut i = 0;
+        // SAFETY: every access is below `n` (the loop bound); the rest as in `round_trip`.
+        unsafe {
+            while i + 16 <= n {
+                let v = _mm512_loadu_ps(x.add(i));
+                _mm512_storeu_ps(x.add(i), _mm512_cvtph_ps(_mm512_cvtps_ph::<_MM_FROUND_TO_NEAREST_INT>(v)));
+                i += 16;
+            }
+            round_trip(x.add(i), n - i)
         }
     }
 
@@ -157,14 +233,18 @@ mod tests {
     #[test]
     fn every_half_widens_to_its_value() {
         let src: Vec<u16> = (0..=u16::MAX).collect();
-        let mut got = vec![0f32; src.len()];
-        if !f16_to_f32(&src, &mut got) {
-            println!("skipped: this CPU has no F16C");
-            return;
-        }
-        for (&h, g) in src.iter().zip(&got) {
-            let want = half::f16::from_bits(h).to_f32();
-            assert!(want.to_bits() == g.to_bits() || (want.is_nan() && g.is_nan()), "{h:#06x}: {want} != {g}");
+        for isa in crate::isa::Isa::supported() {
+            crate::isa::with(isa, || {
+                let mut got = vec![0f32; src.len()];
+                if !f16_to_f32(&src, &mut got) {
+                    println!("skipped: this CPU has no F16C");
+                    return;
+                }
+                for (&h, g) in src.iter().zip(&got) {
+                    let want = half::f16::from_bits(h).to_f32();
+                    assert!(want.to_bits() == g.to_bits() || (want.is_nan() && g.is_nan()), "{isa} {h:#06x}: {want} != {g}");
+                }
+            })
         }
     }
 
@@ -183,24 +263,26 @@ mod tests {
             }
         }
         src.extend([65520.0, 65519.99, 1e9, -1e9, 1e-10, -0.0, f32::INFINITY, f32::NEG_INFINITY, f32::NAN, f32::from_bits(0x7f80_0001)]);
-        for len in [src.len(), 1, 7, 8, 9, 33, 37] {
-            let mut got = vec![0u16; len];
-            if !f32_to_f16(&src[..len], &mut got) {
-                println!("skipped: this CPU has no F16C");
-                return;
-            }
-            for (&v, &g) in src.iter().zip(&got) {
-                let want = half::f16::from_f32(v);
-                assert!(want.to_bits() == g || (want.is_nan() && half::f16::from_bits(g).is_nan()), "{v:e}: {:#06x} != {g:#06x}", want.to_bits());
-            }
-            // Rounding in place gives the narrowed values widened back.
-            let mut round = src[..len].to_vec();
-            round_to_f16(&mut round);
-            let mut wide = vec![0f32; len];
-            assert!(f16_to_f32(&got, &mut wide));
-            for (i, (r, w)) in round.iter().zip(&wide).enumerate() {
-                assert!(r.to_bits() == w.to_bits(), "{:e}: rounded in place to {r:e}, through f16 to {w:e}", src[i]);
-            }
+        for (isa, len) in crate::isa::Isa::supported().into_iter().flat_map(|isa| [src.len(), 1, 7, 8, 9, 33, 37, 64, 65, 100].map(|l| (isa, l))) {
+            crate::isa::with(isa, || {
+                let mut got = vec![0u16; len];
+                if !f32_to_f16(&src[..len], &mut got) {
+                    println!("skipped: this CPU has no F16C");
+                    return;
+                }
+                for (&v, &g) in src.iter().zip(&got) {
+                    let want = half::f16::from_f32(v);
+                    assert!(want.to_bits() == g || (want.is_nan() && half::f16::from_bits(g).is_nan()), "{isa} {v:e}: {:#06x} != {g:#06x}", want.to_bits());
+                }
+                // Rounding in place gives the narrowed values widened back.
+                let mut round = src[..len].to_vec();
+                round_to_f16(&mut round);
+                let mut wide = vec![0f32; len];
+                assert!(f16_to_f32(&got, &mut wide));
+                for (i, (r, w)) in round.iter().zip(&wide).enumerate() {
+                    assert!(r.to_bits() == w.to_bits(), "{isa} {:e}: rounded in place to {r:e}, through f16 to {w:e}", src[i]);
+                }
+            })
         }
     }
 }
