@@ -146,7 +146,7 @@ impl Depthwise {
             // input column of phase `q` is 0 or 1).
             let pl = self.pad[1];
             let cols = [self.phase_cols(0), self.phase_cols(1)];
-            let (first, second) = if pl % 2 == 0 { (0, 1) } else { (1, 0) };
+            let (first, second) = if pl.is_multiple_of(2) { (0, 1) } else { (1, 0) };
             debug_assert!(iw < 2 || (cols[first].2 == 0 && cols[second].2 == 1) || cols.iter().any(|c| c.0 == c.1));
             let (mut p, mut j) = (pt % sh, pt / sh);
             for src in x.chunks_exact(iw).take(ih) {
@@ -447,7 +447,7 @@ mod x86 {
     /// As [`tiles`], with AVX-512F for AVX2 and FMA.
     #[target_feature(enable = "avx512f")]
     pub(super) unsafe fn tiles_avx512<const T: usize>(plane: &[f32], offsets: &[usize], taps: &[f32], bias: f32, act: Activation, tile: &mut [f32]) {
-        const { assert!(T % 16 == 0 && T <= 64) };
+        const { assert!(T.is_multiple_of(16) && T <= 64) };
         for (n, chunk) in tile.chunks_exact_mut(T).enumerate() {
             let mut acc = [_mm512_set1_ps(bias); 4];
             for (&off, &w) in offsets.iter().zip(taps) {
@@ -476,7 +476,7 @@ mod x86 {
     #[target_feature(enable = "avx2,fma")]
     pub(super) unsafe fn tiles<const T: usize>(plane: &[f32], offsets: &[usize], taps: &[f32], bias: f32, act: Activation, tile: &mut [f32]) {
         // The accumulators: `T / 8` registers, indexed by constants once unrolled.
-        const { assert!(T % 8 == 0 && T <= 64) };
+        const { assert!(T.is_multiple_of(8) && T <= 64) };
         for (n, chunk) in tile.chunks_exact_mut(T).enumerate() {
             let mut acc = [_mm256_set1_ps(bias); 8];
             for (&off, &w) in offsets.iter().zip(taps) {
