@@ -1,5 +1,7 @@
-//! The AVX-512F microkernels: the packed GEMM's `R × 32` tiles and their post-ops, the gather
-//! that packs a row panel, and the matrix-vector product's blocks of 8 × 16 columns.
+//! The AVX-512F microkernels: the packed GEMM's `R × 32` tiles (and `R × 16` ones for a narrow
+//! last panel, over packed panels or rows of `B` at their own offsets) and their post-ops, the
+//! gather that packs a row panel, the matrix-vector product's blocks of 8 × 16 columns, the
+//! softmax row and the 3 × 3 stride-2 max pooling's plane.
 //!
 //! Every function here requires a CPU with AVX-512F (`Isa::Avx512`); callers choose them only
 //! after asking [`crate::isa`].
