@@ -10,8 +10,11 @@
 //! `cargo bench -p kernels --bench gemm_shapes [-- name...]`, one thread. Prints the median
 //! and best GFLOPS of each product and their share of the measured peak.
 
+mod common;
+
 use std::arch::x86_64::*;
-use std::time::Instant;
+
+use common::time;
 
 use kernels::gemm::{Bias, Epilogue, PackedA, Post, gemm_packed_a, gemm_packed_a_panels, gemm_packed_a_rows_post};
 use kernels::mat::MatView;
@@ -47,27 +50,6 @@ unsafe fn fma_chains_avx512(reps: usize, seed: f32) -> f32 {
         }
     }
     _mm512_reduce_add_ps(acc.iter().fold(_mm512_setzero_ps(), |s, &a| _mm512_add_ps(s, a)))
-}
-
-/// Median and best seconds per call of `f`, run for about `budget` seconds.
-fn time(budget: f64, mut f: impl FnMut()) -> (f64, f64) {
-    let start = Instant::now();
-    let mut warm = 0;
-    while warm < 3 || start.elapsed().as_secs_f64() < budget / 10.0 {
-        f();
-        warm += 1;
-    }
-    let per = start.elapsed().as_secs_f64() / warm as f64;
-    let calls = ((budget / per) as usize).clamp(5, 100_000);
-    let mut times: Vec<f64> = (0..calls)
-        .map(|_| {
-            let t = Instant::now();
-            f();
-            t.elapsed().as_secs_f64()
-        })
-        .collect();
-    times.sort_by(f64::total_cmp);
-    (times[times.len() / 2], times[0])
 }
 
 fn noise(len: usize, seed: u32) -> Vec<f32> {
