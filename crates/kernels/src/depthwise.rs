@@ -371,9 +371,9 @@ mod x86 {
     /// elements, `a` to `na` writable ones, `b` to `nb`, with `na` and `nb` at most one apart.
     #[target_feature(enable = "avx512f")]
     unsafe fn split_pairs_avx512(src: *const f32, len: usize, a: *mut f32, na: usize, b: *mut f32, nb: usize) -> usize {
-        let evens = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
-        let odds = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
-        let lanes = |k: usize| if k >= 16 { 0xffff } else { ((1u32 << k) - 1) as __mmask16 };
+        use crate::x86::avx512::mask16 as lanes;
+        // SAFETY: AVX-512F is enabled here.
+        let [evens, odds] = unsafe { crate::x86::avx512::even_odd_indices() };
         let (n, all) = (na.min(nb), na.max(nb));
         let mut i = 0;
         // SAFETY: sixteen pairs read `src[2·i..2·i + 32]` and write `a[i..i + 16]` and

@@ -244,12 +244,13 @@ pub(crate) unsafe fn drive_panels(
     // the same order, so the same bits; it is stored again only where no tile adds to `C`
     // (one block of `k`, `beta` zero) and by the thread that owns the panel before.
     debug_assert!(!raw.b_tail_masked || raw.b_pnl == nr, "a B read in place has its panels nr apart");
+    let kc = raw.kc();
     let total = raw.n.div_ceil(nr);
     let tail = raw.n % nr;
     let last_at = (raw.b_tail_masked
         && raw.n > nr
         && 2 * tail > nr
-        && raw.k <= raw.kc()
+        && raw.k <= kc
         && ep.beta == 0.0
         && panels.end == total
         && panels.len() >= 2)
@@ -283,7 +284,7 @@ pub(crate) unsafe fn drive_panels(
         for jp in panels {
             let mut pc = 0;
             while pc < raw.k {
-                let kb = raw.kc().min(raw.k - pc);
+                let kb = kc.min(raw.k - pc);
                 // A packed `B` is one stream, the slice after this one (of this panel or the
                 // next) being read next. Its lines are prefetched into L2 while this slice is
                 // in use, shared evenly by the row blocks, so the first tile of each slice
@@ -310,7 +311,7 @@ pub(crate) unsafe fn drive_panels(
     // not once a panel. Every tile is the same as in the order above, so are the results.
     let mut pc = 0;
     while pc < raw.k {
-        let kb = raw.kc().min(raw.k - pc);
+        let kb = kc.min(raw.k - pc);
         for g0 in (0..blocks).step_by(group) {
             for jp in panels.clone() {
                 let packed = slice(jp, pc, kb);

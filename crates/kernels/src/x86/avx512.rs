@@ -13,8 +13,24 @@ use crate::gemv::{Columns, Finish, GROUPS, LANES};
 
 /// Lane mask of the first `n` of 16 lanes.
 #[inline(always)]
-fn mask16(n: usize) -> __mmask16 {
+pub(crate) fn mask16(n: usize) -> __mmask16 {
     if n >= 16 { 0xffff } else { ((1u32 << n) - 1) as __mmask16 }
+}
+
+/// The indices that `_mm512_permutex2var_ps(lo, i, hi)` takes to pick the even elements, then
+/// the odd ones, of the 32 in `lo` and `hi`.
+///
+/// # Safety
+/// The CPU supports AVX-512F.
+#[inline(always)]
+pub(crate) unsafe fn even_odd_indices() -> [__m512i; 2] {
+    // SAFETY: register operations only; the caller runs with AVX-512F enabled.
+    unsafe {
+        [
+            _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30),
+            _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31),
+        ]
+    }
 }
 
 /// An `R × 32` tile with AVX-512F: two vectors per row of `C`. With `PACKED`, `A` is a row
@@ -203,7 +219,7 @@ unsafe fn round16(v: __m512) -> __m512 {
 }
 
 /// What a tile applies to its results in registers before storing them: a rounding through
-/// `f16`, then `act` (not GELU), then another, each as `half` says.
+/// `f16`, then `act`, then another, each as `half` says.
 #[inline(always)]
 unsafe fn finish16(v: __m512, act: Activation, half: HalfRounding) -> __m512 {
     // SAFETY: register operations only; the caller runs with AVX-512F enabled.
@@ -317,8 +333,8 @@ pub(crate) unsafe fn post_avx512(p: &PostTile, rows: usize) {
 /// rows of `ow ≥ 16`.
 #[target_feature(enable = "avx512f")]
 pub(crate) unsafe fn max_pool_3x3s2_plane(x: *const f32, iw: usize, oh: usize, ow: usize, out: *mut f32) {
-    let evens = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
-    let odds = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
+    // SAFETY: AVX-512F is enabled here.
+    let [evens, odds] = unsafe { even_odd_indices() };
     // PyTorch's rule: `v` replaces `best` when larger (ordered) or NaN.
     let tap = |best: __m512, v: __m512| {
         let take = _mm512_cmp_ps_mask::<_CMP_GT_OQ>(v, best) | _mm512_cmp_ps_mask::<_CMP_UNORD_Q>(v, v);
