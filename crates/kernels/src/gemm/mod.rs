@@ -48,7 +48,7 @@ pub(crate) use epilogue::*;
 pub use pack::{PackedA, PackedB, aligned_start};
 pub(crate) use pack::*;
 pub use products::{
-    gemm_activations, gemm_packed_a, gemm_packed_a_panels, gemm_packed_a_panels_post, gemm_packed_a_post, gemm_packed_a_rows_post, gemm_packed_b,
+    gemm_activations, gemm_packed_a, gemm_packed_a_panels, gemm_packed_a_panels_post, gemm_packed_a_post, gemm_packed_a_rows_post, gemm_packed_a_rows_split_post, gemm_packed_b,
     gemm_packed_b_post,
 };
 pub(crate) use drive::*;

@@ -309,6 +309,50 @@ pub unsafe fn gemm_packed_a_rows_post(
     c: *mut f32,
     ldc: usize,
 ) -> Result<()> {
+    // SAFETY: forwarded.
+    unsafe { rows_post(op, a, b, rows, n, ep, post, c, ldc, usize::MAX) }
+}
+
+/// [`gemm_packed_a_rows_post`] for one product over a whole image (a convolution's output
+/// rows as one run of columns): split by column panels across the intra-op team when it is
+/// large enough, as [`gemm_packed_a_post`] splits. Must not be called from inside a task of
+/// the team.
+///
+/// # Safety
+/// As [`gemm_packed_a_rows_post`].
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn gemm_packed_a_rows_split_post(
+    op: &'static str,
+    a: &PackedA,
+    b: &[f32],
+    rows: &[usize],
+    n: usize,
+    ep: &Epilogue<'_>,
+    post: &Post<'_>,
+    c: *mut f32,
+    ldc: usize,
+) -> Result<()> {
+    // SAFETY: forwarded.
+    unsafe { rows_post(op, a, b, rows, n, ep, post, c, ldc, IN_PLACE_PARALLEL_MIN_FMAS) }
+}
+
+/// [`gemm_packed_a_rows_post`], split across the team from `split_min` multiply-adds.
+///
+/// # Safety
+/// As [`gemm_packed_a_rows_post`].
+#[allow(clippy::too_many_arguments)]
+unsafe fn rows_post(
+    op: &'static str,
+    a: &PackedA,
+    b: &[f32],
+    rows: &[usize],
+    n: usize,
+    ep: &Epilogue<'_>,
+    post: &Post<'_>,
+    c: *mut f32,
+    ldc: usize,
+    split_min: usize,
+) -> Result<()> {
     let (m, k) = (a.m, a.k);
     if rows.len() != k || rows.iter().max().is_some_and(|&r| r.checked_add(n).is_none_or(|end| end > b.len())) {
         return Err(Error::new(op, "internal error: a row of the right operand lies outside it"));
@@ -327,7 +371,7 @@ pub unsafe fn gemm_packed_a_rows_post(
     // masked), inside `b` (checked above); `c` holds `m` rows of `ldc ≥ n` (caller's
     // contract); `a.isa` was available when `A` was packed; the addend of `post` covers
     // `m` rows of `n` (`check_addend`).
-    unsafe { drive_split(a.isa, &raw, None, ep, post, c, ldc, usize::MAX) };
+    unsafe { drive_split(a.isa, &raw, None, ep, post, c, ldc, split_min) };
     Ok(())
 }
 

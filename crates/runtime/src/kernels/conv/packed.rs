@@ -3,7 +3,7 @@
 //! split across the intra-op team.
 
 use super::*;
-use ::kernels::gemm::gemm_packed_a_rows_post;
+use ::kernels::gemm::{gemm_packed_a_rows_post, gemm_packed_a_rows_split_post};
 
 /// The weight of a forward convolution prepacked for the `f32` GEMM: one packed
 /// `[cout/groups, cin/groups · K]` matrix per group.
@@ -85,7 +85,7 @@ pub(crate) fn conv_compute_packed(
         }
         return Ok(());
     }
-    if w.per_group.first().is_some_and(|a| by_rows_applies(g, a.isa())) {
+    if w.per_group.first().is_some_and(|a| by_rows_applies(g, a.isa()) || by_image_applies(g, a.isa(), post)) {
         return by_rows(op, g, x, w, bias, post, out);
     }
     by_panels(op, g, x, w, bias, post, out)
@@ -446,6 +446,8 @@ pub(super) fn by_rows(
             }
         }
     }
+    let whole = by_image_applies(g, w.per_group[0].isa(), post);
+    let mut wide = if whole { WIDE_SCRATCH.take() } else { Vec::new() };
     let threads = crate::parallel::threads();
     let fmas = g.cout.saturating_mul(lout).saturating_mul(k);
     let split = threads > 1 && fmas >= PARALLEL_MIN_FMAS;
@@ -464,9 +466,56 @@ pub(super) fn by_rows(
                 pad_plane(g, &layout, &xn[ch * lin..(ch + 1) * lin], to);
             }
         });
+        let (buf_ref, offsets_ref) = (&buf[..len], &offsets[..]);
+        if whole {
+            // One product per group and output plane over the plane's rows as one run of
+            // columns (`row` apart, the last `row - ow` of each a padded column's junk), into
+            // `wide`, whose rows are then copied out without the junk.
+            let width = (oh - 1) * layout.row() + ow;
+            let ldw = oh * layout.row();
+            wide.resize((cout_g * ldw).max(wide.len()), 0.0);
+            'planes: for grp in 0..g.groups {
+                let ep = group_epilogue(bias, grp, cout_g);
+                let row0 = n * g.cout + grp * cout_g;
+                let post = post.from(row0, 0);
+                for z in 0..od {
+                    let start = grp * cin_g * plane + layout.output_row(g, z, 0);
+                    // SAFETY: `wide` holds `cout_g` rows of `ldw ≥ width` elements; every run
+                    // the offsets start, `width` long, lies inside the image's padded input
+                    // (its last output row's taps end inside the plane).
+                    result = unsafe {
+                        gemm_packed_a_rows_split_post(op, &w.per_group[grp], &buf_ref[start..], offsets_ref, width, &ep, &post, wide.as_mut_ptr(), ldw)
+                    }
+                    .map_err(KernelError::from);
+                    if result.is_err() {
+                        break 'planes;
+                    }
+                    let tasks = team(cout_g);
+                    let (src, dst) = (&wide[..cout_g * ldw], crate::parallel::SharedOut(out.as_mut_ptr()));
+                    let row_len = layout.row();
+                    crate::parallel::for_each(tasks, |t| {
+                        for i in cout_g * t / tasks..cout_g * (t + 1) / tasks {
+                            for y in 0..oh {
+                                let from = &src[i * ldw + y * row_len..i * ldw + y * row_len + ow];
+                                // SAFETY: `out` holds `n·cout·lout` elements (checked by the
+                                // caller); channel `row0 + i`'s output row `(z, y)` is `ow`
+                                // of them, written by this task only.
+                                unsafe {
+                                    let to = dst.get().add((row0 + i) * lout + (z * oh + y) * ow);
+                                    std::ptr::copy_nonoverlapping(from.as_ptr(), to, ow);
+                                }
+                            }
+                        }
+                    });
+                }
+            }
+            if result.is_err() {
+                break;
+            }
+            continue;
+        }
         let units = g.groups * rows;
         let tasks = team(units);
-        let (buf_ref, offsets_ref) = (&buf[..len], &offsets[..]);
         let out_ptr = crate::parallel::SharedOut(out.as_mut_ptr());
         result = crate::parallel::try_for_each(tasks, |t| -> Result<()> {
             for u in units * t / tasks..units * (t + 1) / tasks {
@@ -492,8 +541,47 @@ pub(super) fn by_rows(
         }
     }
     ROW_SCRATCH.set((buf, offsets));
+    if whole {
+        WIDE_SCRATCH.set(wide);
+    }
     result
 }
+
+thread_local! {
+    /// The output of [`by_rows`]'s whole-plane products, with the padded columns' junk, kept
+    /// per thread across calls. Every element copied out is written by the product first.
+    static WIDE_SCRATCH: std::cell::Cell<Vec<f32>> = const { std::cell::Cell::new(Vec::new()) };
+}
+
+/// Whether [`by_rows`] computes each output plane as one product over its rows end to end
+/// (the padded input's rows are consecutive, so with unit strides the runs of consecutive
+/// output rows are one run with `kw - 1` padded columns between them): every tile is whole
+/// but the last, at the cost of the junk columns and a copy of the output without them.
+/// Taken over row by row where a row leaves more of its tiles' lanes idle than the junk
+/// costs, and with no residual addend (whose layout is the output's).
+pub(super) fn by_image_applies(g: &Geometry, isa: Isa, post: &Post<'_>) -> bool {
+    let ow = g.output[2];
+    let pw = PaddedLayout::new(g).row();
+    let lanes = isa.nr() / 2;
+    let rows_fill = ow as f64 / (lanes * ow.div_ceil(lanes)) as f64;
+    let image_fill = ow as f64 / pw as f64;
+    isa != Isa::Generic
+        && !g.transposed
+        && g.stride == [1, 1, 1]
+        && post.addend.is_none()
+        && g.output[1] > 1
+        && image_fill >= BY_IMAGE_MIN_FILL
+        && image_fill > rows_fill
+}
+
+/// The share of a whole-plane product's columns that must be output columns for
+/// [`by_image_applies`] (`ow / (ow + kw - 1)`). One-layer exports of squeezenet's 3 × 3
+/// convolutions on a Zen 5 host (AVX-512, one thread, p10 of 400 calls), by panels against
+/// whole planes: 55 wide (`ow/pw` 0.96) 0.345 → 0.297 ms, 27 wide (0.93) 0.357 → 0.305, 13
+/// wide (0.87) 0.154 → 0.169 and 0.30 → 0.34 (192 and 256 channels, whose panels' packing
+/// costs less beside their products); on the AVX2 path the 27-wide one alike, the 13-wide
+/// ones slower again.
+const BY_IMAGE_MIN_FILL: f64 = 0.9;
 
 /// Writes one channel's input plane `x` into `to`, its zero-padded copy in `layout`: padded
 /// position `p` along each dim holds input element `p - pad_lo` where that exists, zero

@@ -346,8 +346,9 @@ fn depthwise_convolution_matches_the_gemm_path_on_every_isa() {
 /// Convolutions read in place over a zero-padded input ([`by_rows`]) give the bits of the
 /// column panels ([`by_panels`]) on batches, groups, padding on every side, dilation, strides
 /// of 2 and 3 (the input in phases) alone and with dilation, 3-d and 1-d outputs, rows shorter
-/// than a tile, with a partial last tile of either width, `K` past one block of `k`, with and
-/// without bias and with post-ops, on one thread and on three.
+/// than a tile, with a partial last tile of either width, `K` past one block of `k`, whole
+/// planes as one product (3-d ones plane by plane), with and without bias and with post-ops,
+/// on one thread and on three.
 #[test]
 fn rows_of_the_padded_input_give_the_bits_of_the_column_panels() {
     let isas: Vec<Isa> = [Isa::Avx2, Isa::Avx512].into_iter().filter(|isa| isa.available()).collect();
@@ -359,7 +360,7 @@ fn rows_of_the_padded_input_give_the_bits_of_the_column_panels() {
     let mut rng = Gen(0x0b_7e_50_11);
     // (n, cin, cout, groups, input, kernel, stride, pad, dilation)
     type Case = (usize, usize, usize, usize, [usize; 3], [usize; 3], [usize; 3], [usize; 3], [usize; 3]);
-    let cases: [Case; 16] = [
+    let cases: [Case; 18] = [
         (1, 32, 32, 1, [1, 12, 64], [1, 3, 3], [1, 1, 1], [0, 1, 1], [1, 1, 1]),
         (2, 16, 19, 1, [1, 7, 55], [1, 3, 3], [1, 1, 1], [0, 1, 1], [1, 1, 1]),
         (1, 8, 12, 2, [1, 9, 21], [1, 3, 3], [1, 1, 1], [0, 1, 1], [1, 1, 1]),
@@ -378,6 +379,10 @@ fn rows_of_the_padded_input_give_the_bits_of_the_column_panels() {
         (1, 4, 6, 2, [1, 9, 50], [1, 3, 3], [1, 3, 3], [0, 1, 2], [1, 1, 1]),
         (1, 3, 6, 1, [1, 11, 44], [1, 3, 3], [1, 2, 2], [0, 2, 2], [1, 2, 2]),
         (1, 2, 7, 1, [5, 6, 36], [3, 3, 3], [2, 1, 2], [1, 1, 1], [1, 1, 1]),
+        // Whole planes as one product on both vector paths (`by_image_applies`), more output
+        // channels than a tile has rows, and with dilation.
+        (1, 8, 20, 1, [1, 6, 27], [1, 3, 3], [1, 1, 1], [0, 1, 1], [1, 1, 1]),
+        (1, 5, 7, 1, [1, 7, 50], [1, 3, 3], [1, 1, 1], [0, 2, 2], [1, 2, 2]),
     ];
     for ((n, cin, cout, groups, input, kernel, stride, pad, dil), &isa) in cases.into_iter().flat_map(|c| isas.iter().map(move |i| (c, i))) {
         let g = Geometry { n, cin, cout, groups, ..geometry3(input, kernel, stride, pad, dil) };
@@ -432,4 +437,21 @@ fn rows_of_the_padded_input_are_read_where_they_fill_the_tiles() {
         assert_eq!(by_rows_applies(&g(w, 1), Isa::Avx512), want, "width {w}");
     }
     assert!(!by_rows_applies(&g(64, 1), Isa::Generic));
+}
+
+/// Whole planes go as one product where their junk columns idle fewer lanes than rows do,
+/// and not with a stride, a residual addend or the generic path.
+#[test]
+fn whole_planes_are_one_product_where_they_fill_more_lanes_than_rows() {
+    let g = |w: usize, stride: usize| geometry3([1, 8, w], [1, 3, 3], [1, stride, stride], [0, 1, 1], [1, 1, 1]);
+    let none = Post::NONE;
+    for (w, avx2, avx512) in [(55, false, true), (27, true, true), (20, true, true), (64, false, false), (13, false, false), (112, false, false)] {
+        assert_eq!(by_image_applies(&g(w, 1), Isa::Avx2, &none), avx2, "width {w} avx2");
+        assert_eq!(by_image_applies(&g(w, 1), Isa::Avx512, &none), avx512, "width {w} avx512");
+    }
+    assert!(!by_image_applies(&g(55, 2), Isa::Avx512, &none));
+    assert!(!by_image_applies(&g(55, 1), Isa::Generic, &none));
+    let r = vec![0.0; 8 * 55 * 55];
+    let residual = Post { addend: Some(Addend { data: &r, ld: 55 * 55, first: false }), ..Post::NONE };
+    assert!(!by_image_applies(&g(55, 1), Isa::Avx512, &residual));
 }
