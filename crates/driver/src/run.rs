@@ -80,6 +80,10 @@ pub struct RunArgs {
     /// Untimed calls before --bench measures.
     #[arg(long, default_value_t = 5)]
     pub warmup: usize,
+    /// Time each top-level op over `--iters` more calls and print where a call's time goes:
+    /// the slowest ops with their results and source locations, and the totals per kind of op.
+    #[arg(long)]
+    pub profile: bool,
     /// Seed of generated inputs.
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
@@ -323,6 +327,9 @@ fn run(tool: RunTool<'_>, opts: &RunArgs, stdout: &mut dyn Write, stderr: &mut d
     }
     if opts.bench {
         bench(opts, &mut rt, &inputs, stdout, stderr)?;
+    }
+    if opts.profile {
+        profile(opts, &mut rt, &inputs, stdout)?;
     }
     if opts.stats || opts.bench {
         let _ = writeln!(
@@ -586,6 +593,61 @@ pub fn time_calls(
     times.sort();
     let pick = |q: f64| times.get(((times.len() as f64 - 1.0) * q).round() as usize).copied().unwrap_or_default();
     Ok(Timing { calls: iters, median: pick(0.5), p10: pick(0.1), p90: pick(0.9), allocations_per_call })
+}
+
+/// Ops of `--profile`'s first table.
+const PROFILE_ROWS: usize = 25;
+
+/// `--profile`: `--iters` calls with per-op timing on, then the slowest ops and the totals per
+/// kind of op, in milliseconds a call.
+fn profile(opts: &RunArgs, rt: &mut runtime::Runtime, inputs: &[IValue], stdout: &mut dyn Write) -> Result<(), String> {
+    rt.set_profiling(true);
+    let timing = time_calls(rt, inputs, opts.iters.max(1), 0, &mut |_, _| {});
+    let ops = rt.profile();
+    rt.set_profiling(false);
+    let timing = timing?;
+    let calls = timing.calls as f64;
+    let per_call = |d: Duration| ms(d) / calls;
+    let total: Duration = ops.iter().map(|o| o.total).sum();
+    let share = |d: Duration| if total.is_zero() { 0.0 } else { 100.0 * d.as_secs_f64() / total.as_secs_f64() };
+    let _ = writeln!(
+        stdout,
+        "profile: {} call(s), {:.4} ms a call in {} top-level op(s) (median call {:.4} ms)",
+        timing.calls,
+        per_call(total),
+        ops.len(),
+        ms(timing.median)
+    );
+    let mut by_time: Vec<&runtime::OpProfile> = ops.iter().filter(|o| o.calls > 0).collect();
+    by_time.sort_by(|a, b| b.total.cmp(&a.total).then(a.index.cmp(&b.index)));
+    let _ = writeln!(stdout, "| # | op | result | ms/call | share | location |");
+    let _ = writeln!(stdout, "| --- | --- | --- | --- | --- | --- |");
+    for o in by_time.iter().take(PROFILE_ROWS) {
+        let _ = writeln!(stdout, "| {} | {} | {} | {:.4} | {:.1}% | {} |", o.index, o.op, o.result, per_call(o.total), share(o.total), o.location);
+    }
+    if by_time.len() > PROFILE_ROWS {
+        let rest: Duration = by_time[PROFILE_ROWS..].iter().map(|o| o.total).sum();
+        let _ = writeln!(stdout, "| | {} more | | {:.4} | {:.1}% | |", by_time.len() - PROFILE_ROWS, per_call(rest), share(rest));
+    }
+    // Per kind of op: a fusion group is one kind whatever it fuses.
+    let mut kinds: Vec<(String, usize, Duration)> = Vec::new();
+    for o in &ops {
+        let kind = o.op.split('(').next().unwrap_or(&o.op);
+        match kinds.iter_mut().find(|(k, _, _)| k == kind) {
+            Some(e) => {
+                e.1 += 1;
+                e.2 += o.total;
+            }
+            None => kinds.push((kind.to_string(), 1, o.total)),
+        }
+    }
+    kinds.sort_by(|a, b| b.2.cmp(&a.2).then(a.0.cmp(&b.0)));
+    let _ = writeln!(stdout, "| kind | ops | ms/call | share |");
+    let _ = writeln!(stdout, "| --- | --- | --- | --- |");
+    for (kind, n, d) in &kinds {
+        let _ = writeln!(stdout, "| {kind} | {n} | {:.4} | {:.1}% |", per_call(*d), share(*d));
+    }
+    Ok(())
 }
 
 fn bench(opts: &RunArgs, rt: &mut runtime::Runtime, inputs: &[IValue], stdout: &mut dyn Write, stderr: &mut dyn Write) -> Result<(), String> {

@@ -16,7 +16,7 @@ pub mod tensor;
 pub mod value;
 
 pub use exec::{
-    CompileOptions, CompiledProgram, ExecError, GuardPolicy, InputInfo, InputKind, MissingKernel, OutSpec, Outputs, Runtime,
+    CompileOptions, CompiledProgram, ExecError, GuardPolicy, InputInfo, InputKind, MissingKernel, OpProfile, OutSpec, Outputs, Runtime,
     Weights, compile, compile_with_registry,
 };
 pub use ::kernels::parallel;

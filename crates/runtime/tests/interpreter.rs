@@ -273,3 +273,33 @@ module {
     let err = p.runtime().run(&[IValue::Int(1), IValue::Int(0)]).unwrap_err();
     assert!(err.to_string().contains("division by zero"), "{err}");
 }
+
+/// Profiling times each top-level op of every call: an `If` as one op with its branch, the
+/// results as last seen, nothing before profiling starts, and nothing once it stops.
+#[test]
+fn profiling_times_each_top_level_op_of_every_call() {
+    let p = compile_ok(IF_SRC, &Weights::new());
+    let mut rt = p.runtime();
+    let x = t(&[1.0, 3.0], &[2]);
+    rt.run(&[x.clone(), IValue::Bool(true)]).unwrap();
+    assert!(rt.profile().is_empty(), "profiling is off by default");
+    rt.set_profiling(true);
+    for _ in 0..3 {
+        let out = rt.run(&[x.clone(), IValue::Bool(true)]).unwrap();
+        assert_close(&vals(&out[0]), &[2.0, 18.0]);
+    }
+    let ops = rt.profile();
+    let names: Vec<&str> = ops.iter().map(|o| o.op.as_str()).collect();
+    assert_eq!(names, ["aten.add.Tensor", "prim.If"]);
+    assert!(ops.iter().all(|o| o.calls == 3), "{ops:?}");
+    assert!(ops.iter().all(|o| !o.total.is_zero()), "{ops:?}");
+    assert_eq!(ops[0].result, "f32[2]");
+    assert_eq!(ops[1].result, "f32[2]");
+    assert_eq!(ops.iter().map(|o| o.index).collect::<Vec<_>>(), [0, 1]);
+    // Turning it on again starts over; off, the runtime keeps nothing.
+    rt.set_profiling(true);
+    assert!(rt.profile().iter().all(|o| o.calls == 0 && o.total.is_zero()));
+    rt.set_profiling(false);
+    rt.run(&[x, IValue::Bool(false)]).unwrap();
+    assert!(rt.profile().is_empty());
+}

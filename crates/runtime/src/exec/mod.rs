@@ -14,6 +14,7 @@
 mod error;
 mod options;
 mod outputs;
+pub(crate) mod profile;
 mod program;
 mod runtime;
 
@@ -24,5 +25,6 @@ pub use error::{ExecError, MissingKernel};
 pub(crate) use error::loc_string;
 pub use options::{CompileOptions, GuardPolicy, Weights};
 pub use outputs::{OutSpec, Outputs};
+pub use profile::OpProfile;
 pub use program::{CompiledProgram, InputInfo, InputKind, compile, compile_with_registry};
 pub use runtime::Runtime;

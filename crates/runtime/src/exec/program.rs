@@ -290,7 +290,7 @@ impl CompiledProgram {
         let inner = self.inner.clone();
         let frame = Frame::new(&inner.func);
         let state = inner.buffers.iter().map(|(_, _, t)| IValue::Tensor(t.deep_clone().unwrap_or_else(|_| t.clone()))).collect();
-        Runtime { prog: inner, frame, state, specs: Vec::new(), current: None, syms: Vec::new() }
+        Runtime { prog: inner, frame, state, specs: Vec::new(), current: None, syms: Vec::new(), profile: None }
     }
 
     /// The function's arguments: user inputs, parameters, buffers and constants, in order.

@@ -95,6 +95,8 @@ pub struct Runtime {
     pub(super) current: Option<usize>,
     /// Scratch for symbolic size bindings during validation.
     pub(super) syms: Vec<(Arc<str>, usize, usize)>,
+    /// Per-op times of the calls since [`Runtime::set_profiling`] turned profiling on.
+    pub(super) profile: Option<super::profile::Profile>,
 }
 
 pub(super) fn dtype_name(d: DType) -> &'static str {
@@ -140,7 +142,10 @@ impl Runtime {
         let Some(local) = self.specs.get_mut(spec) else {
             return Err(ExecError::Runtime { op: "runtime".into(), loc: "unknown location".into(), message: "lost specialization".into() });
         };
-        let result = self.frame.run_block(&prog.func.body, &mut local.plan);
+        let result = match &mut self.profile {
+            Some(p) => self.frame.run_block_profiled(&prog.func.body, &mut local.plan, &mut p.stats),
+            None => self.frame.run_block(&prog.func.body, &mut local.plan),
+        };
         if let Err(e) = result {
             self.frame.reset(&prog.func);
             return Err(e);

@@ -6,6 +6,7 @@
 
 use super::prepack::{self, Prepacked};
 use super::{Arg, Block, Function, Instr, Kind, ListKind, Mode, Reg, SymOp, out};
+use crate::exec::profile::{OpStat, describe};
 use crate::exec::{ExecError, loc_string};
 use crate::fusion::{FusionKernel, FusionOutcome, OutputAlloc};
 use crate::plan::PlanState;
@@ -270,6 +271,26 @@ impl Frame {
         }
         for ins in &block.instrs {
             self.step(ins, plan)?;
+        }
+        Ok(())
+    }
+
+    /// [`Frame::run_block`], timing each instruction into `stats` (one per instruction of
+    /// `block`) and noting its first result.
+    pub fn run_block_profiled(&mut self, block: &Block, plan: &mut PlanState, stats: &mut [OpStat]) -> Result<(), ExecError> {
+        for &r in &block.entry_free {
+            self.set(r, IValue::None);
+        }
+        for (ins, s) in block.instrs.iter().zip(stats.iter_mut()) {
+            let t = std::time::Instant::now();
+            self.step(ins, plan)?;
+            s.nanos += t.elapsed().as_nanos() as u64;
+            s.calls += 1;
+            if s.result.is_none()
+                && let Some(v) = ins.outs.first().and_then(|&r| self.regs.get(r as usize))
+            {
+                s.result = Some(describe(v));
+            }
         }
         Ok(())
     }
