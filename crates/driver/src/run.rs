@@ -338,6 +338,16 @@ fn run(tool: RunTool<'_>, opts: &RunArgs, stdout: &mut dyn Write, stderr: &mut d
             compiled.num_instructions(),
             compiled.num_hoisted()
         );
+        if let Some(plan) = rt.memory_plan() {
+            let planned = plan.group_of.iter().filter(|g| g.is_some()).count();
+            let _ = writeln!(
+                stdout,
+                "memory plan: {planned} value(s) in {} group(s), a slab of {} ({} as separate buffers)",
+                plan.groups.len(),
+                runtime::memory::format_size(plan.slab_bytes),
+                runtime::memory::format_size(plan.unshared_bytes)
+            );
+        }
         let groups = compiled.fusion_groups();
         let taken = groups.iter().filter(|g| g.compiled()).count();
         match &jit {

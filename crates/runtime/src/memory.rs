@@ -84,6 +84,24 @@ pub fn parse_size(s: &str) -> Result<usize, String> {
     Ok(bytes as usize)
 }
 
+/// A size in bytes as [`parse_size`] reads it back, to three significant figures: `512 B`,
+/// `1.50 KiB`, `3.38 MiB`.
+pub fn format_size(bytes: usize) -> String {
+    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut v = bytes as f64;
+    let mut unit = 0;
+    while v >= 1024.0 && unit + 1 < UNITS.len() {
+        v /= 1024.0;
+        unit += 1;
+    }
+    match unit {
+        0 => format!("{bytes} B"),
+        _ if v < 10.0 => format!("{v:.2} {}", UNITS[unit]),
+        _ if v < 100.0 => format!("{v:.1} {}", UNITS[unit]),
+        _ => format!("{v:.0} {}", UNITS[unit]),
+    }
+}
+
 /// Takes `n` bytes out of the limit; `Err` with the message when they do not fit.
 pub(crate) fn reserve(n: usize) -> Result<(), String> {
     let limit = limit();
@@ -125,6 +143,20 @@ mod tests {
         assert!(parse_size("0").is_err());
         assert!(parse_size("-1G").is_err());
         assert!(parse_size("99999999999T").is_err());
+    }
+
+    #[test]
+    fn sizes_format_as_they_parse_back() {
+        assert_eq!(format_size(0), "0 B");
+        assert_eq!(format_size(1023), "1023 B");
+        assert_eq!(format_size(1536), "1.50 KiB");
+        assert_eq!(format_size(3_538_944), "3.38 MiB");
+        assert_eq!(format_size(700 << 20), "700 MiB");
+        assert_eq!(format_size(5 << 40), "5.00 TiB");
+        for n in [1536usize, 3_538_944, 700 << 20] {
+            let back = parse_size(&format_size(n)).unwrap() as f64;
+            assert!((back - n as f64).abs() <= n as f64 * 5e-3, "{n} -> {back}");
+        }
     }
 
     #[test]
