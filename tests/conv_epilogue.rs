@@ -204,6 +204,50 @@ fn concatenated_convolutions() {
     }
 }
 
+/// A convolution with its `relu`, then a 3 × 3 stride-2 max pool (`pad`, `ceil_mode`) of `n`
+/// images of `cin × h × w`, the stem of SqueezeNet, ResNet or ShuffleNet.
+fn pooled_stem(n: usize, cin: usize, cout: usize, h: usize, w: usize, pad: usize, ceil: bool) -> (String, [usize; 2]) {
+    let (oh, ow) = ((h + 2 - 3) / 2 + 1, (w + 2 - 3) / 2 + 1);
+    let size = |i: usize| {
+        let num = i + 2 * pad - 3 + if ceil { 1 } else { 0 };
+        let o = num / 2 + 1;
+        if ceil && (o - 1) * 2 >= i + pad { o - 1 } else { o }
+    };
+    let (ph, pw) = (size(oh), size(ow));
+    let (x, y, p) = (format!("tensor<{n}x{cin}x{h}x{w}xf32>"), format!("tensor<{n}x{cout}x{oh}x{ow}xf32>"), format!("tensor<{n}x{cout}x{ph}x{pw}"));
+    let text = format!(
+        "func.func @f(%x: {x}, %wt: tensor<{cout}x{cin}x3x3xf32> {{prim.param = \"w\"}}, %b: tensor<{cout}xf32> {{prim.param = \"b\"}}) -> {p}xf32> {{\n\
+         \x20 %y = edge.convolution %x, %wt, %b {{stride = [2, 2], padding = [1, 1], dilation = [1, 1], transposed = false, output_padding = [0, 0], groups = 1}} : ({x}, tensor<{cout}x{cin}x3x3xf32>, tensor<{cout}xf32>) -> {y}\n\
+         \x20 %r = edge.relu %y : {y}\n\
+         \x20 %m:2 = edge.max_pool2d_with_indices %r {{kernel_size = [3, 3], stride = [2, 2], padding = [{pad}, {pad}], dilation = [1, 1], ceil_mode = {ceil}}} : ({y}) -> ({p}xf32>, {p}xi64>)\n\
+         \x20 func.return %m#0 : {p}xf32>\n}}\n"
+    );
+    (text, [ph, pw])
+}
+
+/// A fused convolution whose only reader is a 3 × 3 stride-2 max pool becomes one `conv_pool`
+/// kernel with it: the unfused bits, on one and two threads, padded and not, for a batch, and
+/// where `ceil_mode` leaves a partial window (which the runtime declines and interprets).
+#[test]
+fn pooled_convolutions() {
+    for &(n, cin, cout, h, w, pad, ceil) in &[(1, 3, 24, 65, 64, 1, false), (2, 3, 16, 41, 125, 0, true), (1, 4, 64, 66, 64, 1, false), (1, 3, 8, 64, 64, 0, true)] {
+        let (text, [ph, pw]) = pooled_stem(n, cin, cout, h, w, pad, ceil);
+        let mut x = values(n * cin * h * w, 1, 4.0);
+        x[3] = f32::NAN;
+        let ins = vec![IValue::Tensor(Tensor::from_slice(&x, &[n, cin, h, w]).unwrap())];
+        let mut wts = Weights::new();
+        wts.insert("w", Tensor::from_slice(&values(cout * cin * 9, 3, 1.0 / (9.0 * cin as f32).sqrt()), &[cout, cin, 3, 3]).unwrap());
+        wts.insert("b", Tensor::from_slice(&values(cout, 4, 1.0), &[cout]).unwrap());
+        let (want, _) = run(&text, false, 1, &ins, &wts);
+        assert_eq!(want.len(), n * cout * ph * pw);
+        let (got, fused) = run(&text, true, 1, &ins, &wts);
+        assert_eq!(fused, 2, "the convolution and its pool fused\n{text}");
+        assert_eq!(got, want, "{text}: the fused pool gives the unfused bits");
+        let (got2, _) = run(&text, true, 2, &ins, &wts);
+        assert_eq!(got2, want, "{text}: the same bits on two threads");
+    }
+}
+
 /// What a half-precision program has after its convolution once `widen-half-products` computed
 /// it in `f32`: casts to `f16` and back around the activation.
 #[derive(Clone, Copy, Debug)]

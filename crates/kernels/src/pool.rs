@@ -65,17 +65,9 @@ pub fn max_pool_3x3s2(
                 }
                 &scratch[..]
             };
-            // SAFETY: the CPU runs AVX2 (`available`), and AVX-512F where `wide`; `src` holds a
-            // plane of `ph·pw` elements and plane `p` of `out` `oh·ow` (checked above), and
-            // every window lies inside it.
-            unsafe {
-                let (src, dst) = (src.as_ptr(), out.as_mut_ptr().add(p * oh * ow));
-                if wide {
-                    crate::x86::avx512::max_pool_3x3s2_plane(src, pw, oh, ow, dst)
-                } else {
-                    crate::x86::avx2::max_pool_3x3s2_plane(src, pw, oh, ow, dst)
-                }
-            };
+            // SAFETY: the CPU runs AVX2 (`available`); `src` holds a plane of `ph·pw` elements
+            // and plane `p` of `out` `oh·ow` (checked above), and every window lies inside it.
+            unsafe { pool_rows(src.as_ptr(), pw, oh, ow, out.as_mut_ptr().add(p * oh * ow), wide) };
         }
         true
     }
@@ -83,6 +75,53 @@ pub fn max_pool_3x3s2(
     {
         let _ = scratch;
         false
+    }
+}
+
+/// [`max_pool_3x3s2`] of `oh` output rows of `ow` from the unpadded rows of `x`, `pitch`
+/// elements apart (`2·oh + 1` of them, each at least `2·ow + 1` long), into `out` (`oh` rows of
+/// `ow`, consecutive): the rows of one plane or a band of them, whose padding, if any, the
+/// caller wrote as `-∞` around them. Returns `false`, writing nothing, where no vector path
+/// applies (the generic path, rows of fewer than eight outputs, buffers too small for the
+/// shape): the caller pools them otherwise.
+pub fn max_pool_3x3s2_rows(x: &[f32], pitch: usize, [oh, ow]: [usize; 2], out: &mut [f32]) -> bool {
+    let fits = ow >= 8
+        && oh >= 1
+        && pitch > 2 * ow
+        && (2 * oh).checked_mul(pitch).is_some_and(|n| n + 2 * ow < x.len())
+        && oh.checked_mul(ow).is_some_and(|n| n <= out.len());
+    if !fits || !Isa::Avx2.available() {
+        return false;
+    }
+    #[cfg(target_arch = "x86_64")]
+    {
+        let wide = ow >= 16 && Isa::current() == Isa::Avx512;
+        // SAFETY: the CPU runs AVX2 (`available`); the last window ends at element
+        // `2·oh·pitch + 2·ow < x.len()`, and `out` holds `oh·ow` elements (checked above).
+        unsafe { pool_rows(x.as_ptr(), pitch, oh, ow, out.as_mut_ptr(), wide) };
+        true
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
+}
+
+/// The vector kernel of `oh` rows of `ow` outputs over rows `pitch` apart: sixteen outputs at a
+/// time where `wide`, eight otherwise.
+///
+/// # Safety
+/// The CPU supports AVX2, and AVX-512F where `wide`; `x` holds `2·oh + 1` rows of `pitch > 2·ow`
+/// elements (the last at least `2·ow + 1`), `out` `oh·ow`; `ow ≥ 8`, and `ow ≥ 16` where `wide`.
+#[cfg(target_arch = "x86_64")]
+unsafe fn pool_rows(x: *const f32, pitch: usize, oh: usize, ow: usize, out: *mut f32, wide: bool) {
+    // SAFETY: the caller's contract is each routine's.
+    unsafe {
+        if wide {
+            crate::x86::avx512::max_pool_3x3s2_plane(x, pitch, oh, ow, out)
+        } else {
+            crate::x86::avx2::max_pool_3x3s2_plane(x, pitch, oh, ow, out)
+        }
     }
 }
 
@@ -154,6 +193,31 @@ mod tests {
                     }
                 }
             }
+        }
+    }
+
+    #[test]
+    fn rows_a_pitch_apart_pool_like_their_plane() {
+        // A band of rows inside wider ones (junk past each row's end), pooled on every path:
+        // the plane's bits, for the rows the band covers.
+        for &(ih, iw, pitch) in &[(9, 17, 20), (23, 40, 41), (7, 33, 48)] {
+            let (oh, ow) = ((ih - 3) / 2 + 1, (iw - 3) / 2 + 1);
+            let x: Vec<f32> = (0..ih * iw).map(|i| ((i * 37) % 11) as f32 - 5.0).collect();
+            let want = reference(&x, 1, ih, iw, 0, oh, ow);
+            let mut wide = vec![f32::NAN; ih * pitch];
+            for (dst, row) in wide.chunks_exact_mut(pitch).zip(x.chunks_exact(iw)) {
+                dst[..iw].copy_from_slice(row);
+            }
+            for isa in Isa::supported() {
+                let mut got = vec![1.5f32; oh * ow];
+                let ran = crate::isa::with(isa, || max_pool_3x3s2_rows(&wide[2 * pitch..], pitch, [oh - 1, ow], &mut got));
+                assert_eq!(ran, isa >= Isa::Avx2, "{isa} {ih}x{iw}");
+                if ran {
+                    assert_eq!(got[..(oh - 1) * ow], want[ow..], "{isa} {ih}x{iw}: rows 1.. of the plane");
+                }
+            }
+            // A band one element short of its last window declines.
+            assert!(!max_pool_3x3s2_rows(&wide[..2 * oh * pitch + 2 * ow], pitch, [oh, ow], &mut vec![0.0; oh * ow]));
         }
     }
 

@@ -40,6 +40,10 @@ pub mod kernels {
     /// `cat` along channels of a single image's `conv` kernels (its region holds them, the
     /// list and the `cat`): each convolution written straight into its channels of the result.
     pub const CONV_CAT: &str = "conv_cat";
+    /// A `conv` kernel without a residual and the 3 × 3, stride-2 max pool of its result (its
+    /// region holds both): the pool computed from bands of the convolution's rows, without
+    /// the convolution's output.
+    pub const CONV_POOL: &str = "conv_pool";
 }
 
 /// The attribute naming the backend that claimed a partition or kernel.

@@ -12,7 +12,7 @@ use dialect_aten::op;
 use ir::{DType, Module, OpId};
 
 use crate::fusion::{FusionKernel, FusionOutcome, OutputAlloc};
-use crate::kernels::conv::{ConvArgs, Geometry, PackedFilter, Padding, conv_compute_packed, geometry};
+use crate::kernels::conv::{ConvArgs, Geometry, PackedFilter, Padding, conv_compute_packed, conv_pool_applies, conv_pool_packed, geometry};
 use crate::tensor::{KernelError, Result, Tensor};
 use crate::value::IValue;
 use super::prepack::{region_op, residual_side};
@@ -24,6 +24,9 @@ pub(crate) const CONV_KERNEL: &str = dialect_backend::kernels::CONV;
 
 /// The name of the fused concatenation of convolutions.
 pub(crate) const CONV_CAT_KERNEL: &str = dialect_backend::kernels::CONV_CAT;
+
+/// The name of the fused convolution and max pool.
+pub(crate) const CONV_POOL_KERNEL: &str = dialect_backend::kernels::CONV_POOL;
 
 #[derive(Debug)]
 struct ConvKernel {
@@ -271,6 +274,108 @@ impl FusionKernel for ConvCatKernel {
             k.compute(ins[0], ins[2], checked, part)?;
             start += len;
         }
+        Ok(FusionOutcome::Ran(vec![out]))
+    }
+}
+
+/// The native `backend.kernel {kernel = "conv_pool"}`: its region's `conv` kernel, then a 3 × 3
+/// max pool of stride 2 over the result (`pad` rows and columns of padding, `ceil` its
+/// `ceil_mode`), computed without the convolution's output
+/// ([`crate::kernels::conv::conv_pool_packed`]).
+#[derive(Debug)]
+struct ConvPoolKernel {
+    conv: ConvKernel,
+    pad: usize,
+    ceil: bool,
+}
+
+/// The native implementation of the `conv_pool` kernel `op` (see [`conv_kernel`]): its region
+/// must be a `conv` kernel of its arguments without a residual and a max pool of its result
+/// (`max_pool2d_with_indices`, its indices unread, or `max_pool2d`) of a 3 × 3 window, stride
+/// 2, padding of at most one and no dilation, returned.
+pub(crate) fn conv_pool_kernel(m: &Module, op: OpId, consts: &[Option<IValue>]) -> std::result::Result<Arc<dyn FusionKernel>, String> {
+    let body = m.regions(op).first().and_then(|&r| m.region_blocks(r).first().copied()).ok_or("a kernel without a body")?;
+    let args = m.block_args(body).to_vec();
+    let ops = m.block_ops(body);
+    let [k, pool, ret] = ops[..] else { return Err("a region with ops besides a convolution and its pool".into()) };
+    let name = dialect_edge::as_aten(m.op_name(pool));
+    if name != Some(op::MAX_POOL2D_WITH_INDICES) && name != Some(op::MAX_POOL2D) {
+        return Err("no max pool in the kernel's region".into());
+    }
+    if m.results(pool).get(1).is_some_and(|&i| !m.uses(i).is_empty()) {
+        return Err("a max pool whose indices are read".into());
+    }
+    if m.operands(ret) != &m.results(pool)[..1] {
+        return Err("a region that does not return its pool's values".into());
+    }
+    if m.op_name(k) != dialect_backend::KERNEL || m.attr(k, dialect_backend::kernels::ATTR).and_then(|a| a.as_str()) != Some(CONV_KERNEL) {
+        return Err("a pool of something other than a conv kernel".into());
+    }
+    if m.operands(pool).first() != m.results(k).first() {
+        return Err("a pool of another value than the convolution's".into());
+    }
+    let ints = |key: &str, default: &[i64]| -> std::result::Result<Vec<i64>, String> {
+        match m.attr(pool, key) {
+            None => Ok(default.to_vec()),
+            Some(a) => a.as_int_array().ok_or(format!("a max pool whose `{key}` is not a list of ints")),
+        }
+    };
+    let kernel = ints("kernel_size", &[])?;
+    let stride = match ints("stride", &[])? {
+        s if s.is_empty() => kernel.clone(),
+        s => s,
+    };
+    let padding = ints("padding", &[0])?;
+    let dilation = ints("dilation", &[1])?;
+    let two = |v: &[i64]| match v {
+        [a] => Some(*a),
+        [a, b] if a == b => Some(*a),
+        _ => None,
+    };
+    let pad = match (two(&kernel), two(&stride), two(&padding), two(&dilation)) {
+        (Some(3), Some(2), Some(p @ (0 | 1)), Some(1)) => p as usize,
+        _ => return Err(format!("a max pool of kernel {kernel:?}, stride {stride:?}, padding {padding:?}, dilation {dilation:?}")),
+    };
+    let ceil = match m.attr(pool, "ceil_mode") {
+        None => false,
+        Some(a) => a.as_bool().ok_or("a max pool whose `ceil_mode` is not a bool")?,
+    };
+    let at = m
+        .operands(k)
+        .iter()
+        .map(|v| args.iter().position(|a| a == v))
+        .collect::<Option<Vec<usize>>>()
+        .ok_or("a conv kernel with an operand made inside the region")?;
+    if at != (0..args.len()).collect::<Vec<_>>() {
+        return Err("a conv kernel whose operands are not the kernel's, in order".into());
+    }
+    let conv = build_conv(m, k, consts)?;
+    if conv.residual.is_some() {
+        return Err("a pooled convolution with a residual".into());
+    }
+    Ok(Arc::new(ConvPoolKernel { conv, pad, ceil }))
+}
+
+impl FusionKernel for ConvPoolKernel {
+    fn run(&self, inputs: &[Tensor], alloc: &mut dyn OutputAlloc) -> Result<FusionOutcome> {
+        let ins: Vec<&Tensor> = inputs.iter().collect();
+        let k = match self.conv.check(&ins)? {
+            Ok(k) => k,
+            Err(why) => return Ok(FusionOutcome::Declined(why.to_string())),
+        };
+        let &[n, c, oh, ow] = k.sizes.as_slice() else { return Ok(FusionOutcome::Declined("a convolution other than 2-d".into())) };
+        let size = |i: usize| crate::kernels::pool::pooled_size(i, 3, self.pad, 2, 1, self.ceil);
+        let (ph, pw) = (size(oh), size(ow));
+        let post = Post { addend: None, act: self.conv.act, half: self.conv.half };
+        if ph < 1 || pw < 1 || !conv_pool_applies(&k.g, &self.conv.packed, &post, self.pad, [ph as usize, pw as usize]) {
+            return Ok(FusionOutcome::Declined("a pooled convolution the banded path does not cover".into()));
+        }
+        let pooled = [ph as usize, pw as usize];
+        let out = alloc.output(0, DType::F32, &[n, c, pooled[0], pooled[1]])?;
+        // SAFETY: as in `ConvKernel::run`: a fresh or planned tensor distinct from every operand.
+        let dst = unsafe { out.as_mut_slice::<f32>()? };
+        let (x, bias) = (ins[0].contiguous()?, ins[2].contiguous()?);
+        conv_pool_packed(OP, &k.g, x.as_slice::<f32>()?, &self.conv.packed, Some(bias.as_slice::<f32>()?), &post, self.pad, pooled, dst)?;
         Ok(FusionOutcome::Ran(vec![out]))
     }
 }

@@ -438,15 +438,15 @@ impl<'a> Lin<'a> {
                     // has one for its name and attributes, its region interpreted otherwise (and
                     // for any call the implementation declines), as a fusion group's.
                     let kname = m.attr(op, dialect_backend::kernels::ATTR).and_then(|a| a.as_str()).unwrap_or("");
-                    if kname == prepack::LINEAR_KERNEL || kname == super::fused_conv::CONV_KERNEL || kname == super::fused_conv::CONV_CAT_KERNEL {
+                    use super::fused_conv::{CONV_CAT_KERNEL, CONV_KERNEL, CONV_POOL_KERNEL};
+                    if [prepack::LINEAR_KERNEL, CONV_KERNEL, CONV_CAT_KERNEL, CONV_POOL_KERNEL].contains(&kname) {
                         // Its weight is packed now, from the operand's compile-time value.
                         let consts: Vec<Option<IValue>> = operands.iter().map(|v| self.consts.get(v).cloned()).collect();
-                        if kname == prepack::LINEAR_KERNEL {
-                            prepack::linear_kernel(m, op, &consts).ok()
-                        } else if kname == super::fused_conv::CONV_KERNEL {
-                            super::fused_conv::conv_kernel(m, op, &consts).ok()
-                        } else {
-                            super::fused_conv::conv_cat_kernel(m, op, &consts).ok()
+                        match kname {
+                            prepack::LINEAR_KERNEL => prepack::linear_kernel(m, op, &consts).ok(),
+                            CONV_KERNEL => super::fused_conv::conv_kernel(m, op, &consts).ok(),
+                            CONV_CAT_KERNEL => super::fused_conv::conv_cat_kernel(m, op, &consts).ok(),
+                            _ => super::fused_conv::conv_pool_kernel(m, op, &consts).ok(),
                         }
                     } else {
                         crate::kernels::attention::native_kernel(kname, m, op).ok()

@@ -66,7 +66,7 @@ fn expand(op: &'static str, name: &str, v: &[i64], d: usize, default: Option<&[i
 }
 
 /// PyTorch's `pooling_output_shape`.
-fn pooled_size(input: usize, k: usize, pad: usize, stride: usize, dil: usize, ceil: bool) -> isize {
+pub(crate) fn pooled_size(input: usize, k: usize, pad: usize, stride: usize, dil: usize, ceil: bool) -> isize {
     let (i, k, p, s, d) = (input as isize, k as isize, pad as isize, stride as isize, dil as isize);
     let num = i + 2 * p - d * (k - 1) - 1 + if ceil { s - 1 } else { 0 };
     let mut out = num.div_euclid(s) + 1;

@@ -220,11 +220,54 @@ fn half_round(ctx: &Context, m: &Module, y: ValueId, block: Option<ir::BlockId>)
 }
 
 /// Fuses every convolution nested in `root` with its residual add and activation, then every
-/// concatenation of such kernels along channels; returns how many kernels it formed.
+/// concatenation of such kernels along channels ([`match_cat`]) and every 3 × 3 stride-2 max
+/// pool of one ([`match_pool`]); returns how many kernels it formed.
 pub fn fuse_conv_epilogue(ctx: &Context, m: &mut Module, root: OpId) -> Result<usize, ir::Diagnostic> {
     let convs = super::kernel::fuse_matches(m, root, KERNEL_NAME, |m, o| base(m, o) == Some(op::CONVOLUTION), |m, o| match_at(ctx, m, o))?;
     let cats = super::kernel::fuse_matches(m, root, CAT_KERNEL_NAME, |m, o| base(m, o) == Some(op::CAT), match_cat)?;
-    Ok(convs + cats)
+    let is_pool = |m: &Module, o: OpId| matches!(base(m, o), Some(op::MAX_POOL2D_WITH_INDICES | op::MAX_POOL2D));
+    let pools = super::kernel::fuse_matches(m, root, POOL_KERNEL_NAME, is_pool, match_pool)?;
+    Ok(convs + cats + pools)
+}
+
+/// The name of the kernel that pools a fused convolution.
+pub const POOL_KERNEL_NAME: &str = dialect_backend::kernels::CONV_POOL;
+
+/// Matches a max pool of a 3 × 3 window, stride 2, padding of at most one and no dilation
+/// (`max_pool2d_with_indices` whose indices nothing reads, or `max_pool2d`, every option an
+/// attribute) of the 4-d result of a `conv` kernel without a residual that nothing else reads
+/// (the stems of SqueezeNet, ResNet, ShuffleNet): the kernel it becomes holds both, and a
+/// runtime computes the pool from bands of the convolution's rows without its output.
+pub(crate) fn match_pool(m: &Module, pool: OpId) -> Option<KernelMatch> {
+    let block = m.parent_block(pool);
+    let (&[x], results) = (m.operands(pool), m.results(pool)) else { return None };
+    let y = *results.first()?;
+    let indices_unread = match results {
+        [_] => true,
+        [_, i] => m.uses(*i).is_empty(),
+        _ => false,
+    };
+    if !indices_unread || !m.regions(pool).is_empty() || !is_f32(m, y) || dims(m, y)?.len() != 4 {
+        return None;
+    }
+    let ints = |key: &str| m.attr(pool, key).map(|a| a.as_int_array());
+    let pair = |key: &str, want: &[i64], absent: bool| match ints(key) {
+        None => absent,
+        Some(Some(v)) => v.iter().all(|x| want.contains(x)) && !v.is_empty() && v.iter().all(|&x| x == v[0]),
+        Some(None) => false,
+    };
+    let window = pair("kernel_size", &[3], false) && pair("stride", &[2], false) && pair("padding", &[0, 1], true) && pair("dilation", &[1], true);
+    if !window || m.attr(pool, "ceil_mode").is_some_and(|a| a.as_bool().is_none()) {
+        return None;
+    }
+    let k = m.defining_op(x)?;
+    let is_conv = m.op_name(k) == dialect_backend::KERNEL
+        && m.attr(k, dialect_backend::kernels::ATTR).and_then(|a| a.as_str()) == Some(KERNEL_NAME)
+        && m.attr(k, "residual").is_none();
+    if !is_conv || m.parent_block(k) != block || only_user(m, x) != Some((pool, 0)) {
+        return None;
+    }
+    Some(KernelMatch { ops: vec![k, pool], operands: m.operands(k).to_vec(), result: y, attrs: Vec::new(), shared: None })
 }
 
 /// The name of the kernel that concatenates fused convolutions.

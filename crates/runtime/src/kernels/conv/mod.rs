@@ -38,7 +38,7 @@ use packed::*;
 
 pub(crate) use gemm::conv_compute;
 pub(crate) use ops::{ConvArgs, Padding, geometry, out_geometry};
-pub(crate) use packed::{PackedFilter, conv_compute_packed};
+pub(crate) use packed::{PackedFilter, conv_compute_packed, conv_pool_applies, conv_pool_packed};
 
 
 /// Geometry of one convolution, already padded to three spatial dims.

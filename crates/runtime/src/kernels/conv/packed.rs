@@ -426,7 +426,6 @@ pub(super) fn by_rows(
     out: &mut [f32],
 ) -> Result<()> {
     let (cin_g, cout_g) = (g.cin / g.groups, g.cout / g.groups);
-    let [kd, kh, kw] = g.kernel;
     let [od, oh, ow] = g.output;
     let layout = PaddedLayout::new(g);
     let plane = layout.plane();
@@ -436,16 +435,7 @@ pub(super) fn by_rows(
     let len = g.cin.checked_mul(plane).ok_or_else(|| KernelError::new(op, "the padded input is too large"))?;
     let (mut buf, mut offsets) = ROW_SCRATCH.take();
     buf.resize(len.max(buf.len()), 0.0);
-    offsets.clear();
-    for c in 0..cin_g {
-        for a in 0..kd {
-            for b in 0..kh {
-                for e in 0..kw {
-                    offsets.push(c * plane + layout.tap(g, a, b, e));
-                }
-            }
-        }
-    }
+    tap_offsets(g, &layout, &mut offsets);
     let whole = by_image_applies(g, w.per_group[0].isa(), post);
     let mut wide = if whole { WIDE_SCRATCH.take() } else { Vec::new() };
     let threads = crate::parallel::threads();
@@ -454,18 +444,7 @@ pub(super) fn by_rows(
     let team = |units: usize| if split { (threads * PARALLEL_TASKS_PER_THREAD).min(units) } else { 1 };
     let mut result = Ok(());
     for n in 0..g.n {
-        // The padded planes, channel by channel.
-        let tasks = team(g.cin);
-        let dst = crate::parallel::SharedOut(buf.as_mut_ptr());
-        let xn = &x[n * g.cin * lin..(n + 1) * g.cin * lin];
-        crate::parallel::for_each(tasks, |t| {
-            for ch in g.cin * t / tasks..g.cin * (t + 1) / tasks {
-                // SAFETY: `buf` holds `cin` planes of `plane` elements; each channel is one
-                // task's.
-                let to = unsafe { std::slice::from_raw_parts_mut(dst.get().add(ch * plane), plane) };
-                pad_plane(g, &layout, &xn[ch * lin..(ch + 1) * lin], to);
-            }
-        });
+        pad_image(g, &layout, &x[n * g.cin * lin..(n + 1) * g.cin * lin], &mut buf[..len], team(g.cin));
         let (buf_ref, offsets_ref) = (&buf[..len], &offsets[..]);
         if whole {
             // One product per group and output plane over the plane's rows as one run of
@@ -544,6 +523,188 @@ pub(super) fn by_rows(
     if whole {
         WIDE_SCRATCH.set(wide);
     }
+    result
+}
+
+/// The column matrix's row offsets of one group's product over the padded input in `layout`:
+/// row `c·K + tap` is the run at `offsets[c·K + tap]` from the group's first padded plane.
+fn tap_offsets(g: &Geometry, layout: &PaddedLayout, offsets: &mut Vec<usize>) {
+    let [kd, kh, kw] = g.kernel;
+    let plane = layout.plane();
+    offsets.clear();
+    for c in 0..g.cin / g.groups {
+        for a in 0..kd {
+            for b in 0..kh {
+                for e in 0..kw {
+                    offsets.push(c * plane + layout.tap(g, a, b, e));
+                }
+            }
+        }
+    }
+}
+
+/// Writes one image's input `xn` (`cin` planes) into `buf`, its zero-padded planes in
+/// `layout`, channel by channel across `tasks` tasks.
+fn pad_image(g: &Geometry, layout: &PaddedLayout, xn: &[f32], buf: &mut [f32], tasks: usize) {
+    let (plane, lin) = (layout.plane(), g.in_numel());
+    let dst = crate::parallel::SharedOut(buf.as_mut_ptr());
+    crate::parallel::for_each(tasks, |t| {
+        for ch in g.cin * t / tasks..g.cin * (t + 1) / tasks {
+            // SAFETY: `buf` holds `cin` planes of `plane` elements (the callers sized it so);
+            // each channel is one task's.
+            let to = unsafe { std::slice::from_raw_parts_mut(dst.get().add(ch * plane), plane) };
+            pad_plane(g, layout, &xn[ch * lin..(ch + 1) * lin], to);
+        }
+    });
+}
+
+/// Whether [`conv_pool_packed`] computes the convolution `g` (its filter `w`, its post-ops
+/// `post`) followed by a 3 × 3 max pool of stride 2 with `pad` rows and columns of padding and
+/// output planes of `pooled`: a single-image-plane 2-d convolution of one group whose rows
+/// [`by_rows`] reads in place, no residual, and every window inside the padded plane (no
+/// partial window of `ceil_mode`), on a CPU with the pool's vector path.
+pub(crate) fn conv_pool_applies(g: &Geometry, w: &PackedFilter, post: &Post<'_>, pad: usize, [ph, pw]: [usize; 2]) -> bool {
+    let [_, oh, ow] = g.output;
+    w.depthwise.is_none()
+        && g.groups == 1
+        && w.per_group.first().is_some_and(|a| by_rows_applies(g, a.isa()))
+        && g.input[0] == 1
+        && g.output[0] == 1
+        && post.addend.is_none()
+        && pad <= 1
+        && pw >= 8
+        && ph >= 1
+        && 2 * ph < oh + 2 * pad
+        && 2 * pw < ow + 2 * pad
+        && Isa::current() >= Isa::Avx2
+}
+
+/// The bytes of one task's band of convolution rows in [`conv_pool_packed`]: it stays in L2
+/// while it is pooled.
+const POOL_BAND_BYTES: usize = 256 << 10;
+
+thread_local! {
+    /// The band of convolution rows of [`conv_pool_packed`], kept per thread across calls.
+    /// Every element pooled is written first (the rows by the product or as `-∞` padding).
+    static BAND_SCRATCH: std::cell::Cell<Vec<f32>> = const { std::cell::Cell::new(Vec::new()) };
+}
+
+/// The forward convolution `g` followed by a 3 × 3 max pool of stride 2 with `pad` padding into
+/// planes of `pooled` (where [`conv_pool_applies`]), without the convolution's output: each task
+/// takes a run of pooled rows and computes them a band at a time, the band's `2·r + 1`
+/// convolution rows ([`by_rows`]' products of one output row each, into a buffer that stays in
+/// L2) then their `r` pooled rows; a band's first row is the one before's last, copied. The
+/// padding is `-∞` around the band, which never replaces a maximum, so the results are the
+/// bits of the convolution then the pool (`kernels::pool::max_pool_3x3s2`). A net's stem
+/// (SqueezeNet's 64 × 111 × 111, ResNet's and ShuffleNet's 112 × 112) writes and reads back
+/// megabytes otherwise, from beyond L2.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn conv_pool_packed(
+    op: &'static str,
+    g: &Geometry,
+    x: &[f32],
+    w: &PackedFilter,
+    bias: Option<&[f32]>,
+    post: &Post<'_>,
+    pad: usize,
+    pooled: [usize; 2],
+    out: &mut [f32],
+) -> Result<()> {
+    let [_, oh, ow] = g.output;
+    let [ph, pw] = pooled;
+    let lout = ph * pw;
+    if !conv_pool_applies(g, w, post, pad, pooled) {
+        return Err(KernelError::new(op, "internal error: a pooled convolution outside its contract"));
+    }
+    if x.len() < g.n * g.cin * g.in_numel() || out.len() < g.n * g.cout * lout || bias.is_some_and(|b| b.len() < g.cout) {
+        return Err(KernelError::new(op, "internal error: convolution buffers are too small"));
+    }
+    let layout = PaddedLayout::new(g);
+    let len = g.cin.checked_mul(layout.plane()).ok_or_else(|| KernelError::new(op, "the padded input is too large"))?;
+    let (mut buf, mut offsets) = ROW_SCRATCH.take();
+    buf.resize(len.max(buf.len()), 0.0);
+    tap_offsets(g, &layout, &mut offsets);
+    let a = &w.per_group[0];
+    let ep = group_epilogue(bias, 0, g.cout);
+    // Band rows: `pitch` apart, `-∞` columns either side where padded; `r` pooled rows a band.
+    let pitch = ow + 2 * pad;
+    let r = ((POOL_BAND_BYTES / 4 / (g.cout * pitch).max(1)).saturating_sub(1) / 2).clamp(1, ph);
+    let channel = (2 * r + 1) * pitch;
+    let threads = crate::parallel::threads();
+    let fmas = g.cout.saturating_mul(g.out_numel()).saturating_mul(a.cols());
+    // Fewer tasks than `by_rows`: each task's first band computes the row before it again.
+    let tasks = if threads > 1 && fmas >= PARALLEL_MIN_FMAS { (threads * 2).min(ph.div_ceil(r)) } else { 1 };
+    let mut result = Ok(());
+    for n in 0..g.n {
+        pad_image(g, &layout, &x[n * g.cin * g.in_numel()..(n + 1) * g.cin * g.in_numel()], &mut buf[..len], tasks);
+        let (buf_ref, offsets_ref) = (&buf[..len], &offsets[..]);
+        let out_ptr = crate::parallel::SharedOut(out.as_mut_ptr());
+        result = crate::parallel::try_for_each(tasks, |t| -> Result<()> {
+            let mut band = BAND_SCRATCH.take();
+            band.resize((g.cout * channel).max(band.len()), f32::NEG_INFINITY);
+            if pad == 1 {
+                for row in band[..g.cout * channel].chunks_exact_mut(pitch) {
+                    (row[0], row[pitch - 1]) = (f32::NEG_INFINITY, f32::NEG_INFINITY);
+                }
+            }
+            let row0 = n * g.cout;
+            let post = post.from(row0, 0);
+            let run = |band: &mut Vec<f32>| -> Result<()> {
+                let (first, end) = (ph * t / tasks, ph * (t + 1) / tasks);
+                let mut p0 = first;
+                while p0 < end {
+                    let rows = r.min(end - p0);
+                    // Band row `i` is convolution row `2·p0 + i - pad`.
+                    let from = if p0 > first {
+                        for c in 0..g.cout {
+                            band.copy_within(c * channel + 2 * r * pitch..c * channel + (2 * r + 1) * pitch, c * channel);
+                        }
+                        1
+                    } else {
+                        0
+                    };
+                    for i in from..2 * rows + 1 {
+                        match (2 * p0 + i).checked_sub(pad).filter(|&y| y < oh) {
+                            Some(y) => {
+                                let start = layout.output_row(g, 0, y);
+                                // SAFETY: `band` holds `cout` channels of `channel` elements;
+                                // the tile writes `cout` rows of `ow` from row `i`'s column
+                                // `pad`, `channel` apart, inside them. Every run the offsets
+                                // start lies inside the image's padded input.
+                                unsafe {
+                                    let c = band.as_mut_ptr().add(i * pitch + pad);
+                                    gemm_packed_a_rows_post(op, a, &buf_ref[start..], offsets_ref, ow, &ep, &post, c, channel)?;
+                                }
+                            }
+                            None => {
+                                for c in 0..g.cout {
+                                    band[c * channel + i * pitch..c * channel + (i + 1) * pitch].fill(f32::NEG_INFINITY);
+                                }
+                            }
+                        }
+                    }
+                    for c in 0..g.cout {
+                        // SAFETY: `out` holds `n·cout` planes of `lout` (checked above); rows
+                        // `p0..p0 + rows` of channel `row0 + c` are this task's alone.
+                        let dst = unsafe { std::slice::from_raw_parts_mut(out_ptr.get().add((row0 + c) * lout + p0 * pw), rows * pw) };
+                        let src = &band[c * channel..c * channel + (2 * rows + 1) * pitch];
+                        if !::kernels::pool::max_pool_3x3s2_rows(src, pitch, [rows, pw], dst) {
+                            return Err(KernelError::new(op, "internal error: the pool declined a band"));
+                        }
+                    }
+                    p0 += rows;
+                }
+                Ok(())
+            };
+            let done = run(&mut band);
+            BAND_SCRATCH.set(band);
+            done
+        });
+        if result.is_err() {
+            break;
+        }
+    }
+    ROW_SCRATCH.set((buf, offsets));
     result
 }
 

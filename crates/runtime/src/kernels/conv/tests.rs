@@ -455,3 +455,65 @@ fn whole_planes_are_one_product_where_they_fill_more_lanes_than_rows() {
     let residual = Post { addend: Some(Addend { data: &r, ld: 55 * 55, first: false }), ..Post::NONE };
     assert!(!by_image_applies(&g(55, 1), Isa::Avx512, &residual));
 }
+
+/// A convolution pooled band by band ([`conv_pool_packed`]) gives the bits of the convolution
+/// then the 3 × 3 stride-2 max pool of its output: strided stems and a 7 × 7 one, unit strides,
+/// the pool padded and not, an odd number of convolution rows (the last window's row is
+/// padding), several bands a task (each starting with the row before's copy), batches, with and
+/// without bias, several post-ops, a NaN; on one thread and on three.
+#[test]
+fn pooled_bands_give_the_bits_of_the_convolution_then_the_pool() {
+    let isas: Vec<Isa> = [Isa::Avx2, Isa::Avx512].into_iter().filter(|isa| isa.available()).collect();
+    if isas.is_empty() {
+        println!("skipping: pooled convolutions run on the vector paths only, and this CPU has neither AVX2 nor AVX-512");
+        return;
+    }
+    let threads = [1, 3].map(|t| rayon::ThreadPoolBuilder::new().num_threads(t).build().unwrap());
+    let mut rng = Gen(0x9001_ed);
+    // (n, cin, cout, input, kernel, stride, conv padding, pool padding)
+    type Case = (usize, usize, usize, [usize; 3], [usize; 3], [usize; 3], [usize; 3], usize);
+    let cases: [Case; 5] = [
+        (1, 3, 16, [1, 47, 65], [1, 3, 3], [1, 2, 2], [0, 0, 0], 0),
+        (2, 3, 24, [1, 64, 64], [1, 3, 3], [1, 2, 2], [0, 1, 1], 1),
+        (1, 4, 64, [1, 66, 64], [1, 3, 3], [1, 2, 2], [0, 1, 1], 1),
+        (1, 3, 128, [1, 48, 224], [1, 7, 7], [1, 2, 2], [0, 3, 3], 1),
+        (1, 8, 16, [1, 20, 64], [1, 3, 3], [1, 1, 1], [0, 1, 1], 0),
+    ];
+    for ((n, cin, cout, input, kernel, stride, pad, pool_pad), &isa) in cases.into_iter().flat_map(|c| isas.iter().map(move |i| (c, i))) {
+        let g = Geometry { n, cin, cout, ..geometry3(input, kernel, stride, pad, [1, 1, 1]) };
+        let [_, oh, ow] = g.output;
+        let pooled = [(oh + 2 * pool_pad - 3) / 2 + 1, (ow + 2 * pool_pad - 3) / 2 + 1];
+        let mut x = rng.vec(n * cin * g.in_numel());
+        x[5] = f32::NAN;
+        let mut wsizes = vec![cout, cin];
+        wsizes.extend(kernel);
+        let wt = Tensor::from_vec(rng.vec(wsizes.iter().product()), &wsizes).unwrap();
+        let filter = ::kernels::isa::with(isa, || PackedFilter::pack("t", isa, &wt, 1)).unwrap();
+        let bias = rng.vec(cout);
+        let posts = [Post { act: Activation::Relu, ..Post::NONE }, Post { act: Activation::Hardswish, ..Post::NONE }, Post::NONE];
+        for (b, post) in [(Some(&bias[..]), &posts[0]), (None, &posts[1]), (Some(&bias[..]), &posts[2])] {
+            assert!(::kernels::isa::with(isa, || conv_pool_applies(&g, &filter, post, pool_pad, pooled)), "{isa} {g:?}");
+            let want = ::kernels::isa::with(isa, || {
+                let mut conv = vec![f32::NAN; n * cout * g.out_numel()];
+                conv_compute_packed("t", &g, &x, &filter, b, post, &mut conv).unwrap();
+                let mut out = vec![f32::NAN; n * cout * pooled[0] * pooled[1]];
+                assert!(::kernels::pool::max_pool_3x3s2(&conv, n * cout, [oh, ow], pool_pad, pooled, &mut out, &mut Vec::new()));
+                out.iter().map(|v| v.to_bits()).collect::<Vec<_>>()
+            });
+            for pool in &threads {
+                let mut got = vec![f32::NAN; want.len()];
+                pool.install(|| ::kernels::isa::with(isa, || conv_pool_packed("t", &g, &x, &filter, b, post, pool_pad, pooled, &mut got))).unwrap();
+                let got: Vec<u32> = got.iter().map(|v| v.to_bits()).collect();
+                assert_eq!(got, want, "{isa} {g:?} pool padding {pool_pad} bias={} post={post:?}", b.is_some());
+            }
+        }
+        // A partial window (`ceil_mode` past the last row) and a residual are outside the
+        // banded path.
+        let r = vec![0.0; n * cout * g.out_numel()];
+        let residual = Post { addend: Some(Addend { data: &r, ld: g.out_numel(), first: false }), ..Post::NONE };
+        ::kernels::isa::with(isa, || {
+            assert!(!conv_pool_applies(&g, &filter, &Post::NONE, pool_pad, [oh.div_ceil(2) + pool_pad, pooled[1]]), "{g:?}");
+            assert!(!conv_pool_applies(&g, &filter, &residual, pool_pad, pooled), "{g:?}");
+        });
+    }
+}
