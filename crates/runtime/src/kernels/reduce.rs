@@ -53,7 +53,7 @@ pub fn reduce<T: Element, O: Element>(
     t: &Tensor,
     dims: &[usize],
     keepdim: bool,
-    f: impl Fn(&[T]) -> O,
+    f: impl Fn(&[T]) -> O + Sync,
 ) -> Result<Tensor> {
     // The reduced dims in memory order, so that a block is read as it lies (`mean(x, [-1, -2])`
     // needs no transposed copy) and summed in PyTorch's order.
@@ -72,13 +72,22 @@ pub fn reduce<T: Element, O: Element>(
                 *o = f(&[]);
             }
         } else {
-            for (o, block) in out.iter_mut().zip(data.chunks_exact(inner)) {
-                *o = f(block);
-            }
+            // Blocks are independent: with enough of them and enough elements in all, they
+            // split across the intra-op team (each block still summed by one task, in order).
+            let threads = crate::parallel::threads();
+            let tasks = if threads > 1 && data.len() >= PARALLEL_MIN_ELEMENTS { (threads * 4).min(out.len()) } else { 1 };
+            crate::parallel::for_each_range(out, 1, tasks, |start, part| {
+                for (i, o) in part.iter_mut().enumerate() {
+                    *o = f(&data[(start + i) * inner..(start + i + 1) * inner]);
+                }
+            });
         }
         Ok(())
     })
 }
+
+/// Reductions reading at least this many elements split across the intra-op team.
+const PARALLEL_MIN_ELEMENTS: usize = 1 << 16;
 
 /// Applies `f(row_in, row_out)` to every 1-d row along `dim`, giving a tensor of `t`'s shape.
 pub fn along_dim<T: Element, O: Element>(t: &Tensor, dim: usize, f: impl Fn(&[T], &mut [O])) -> Result<Tensor> {
@@ -122,11 +131,18 @@ fn sum_dtype(d: DType, requested: Option<DType>) -> DType {
 
 fn sum_tensor(t: &Tensor, dims: &[usize], keepdim: bool, dtype: DType) -> Result<Tensor> {
     let x = t.cast_to(dtype)?;
+    // Every element into one sum: its halves summed on several threads
+    // ([`pairwise_sum_team`]), the bits of one thread's.
+    if dtype == DType::F32 && x.numel() >= PAIRWISE_TEAM_MIN && dims.len() == x.dim() {
+        let xc = x.contiguous()?;
+        let total = pairwise_sum_team(xc.as_slice::<f32>()?, |v| v as f64) as f32;
+        return Tensor::from_vec(vec![total], &reduced_sizes(x.sizes(), dims, keepdim));
+    }
     match dtype {
-        DType::F32 => reduce::<f32, f32>(&x, dims, keepdim, |b| b.iter().map(|&v| v as f64).sum::<f64>() as f32),
+        DType::F32 => reduce::<f32, f32>(&x, dims, keepdim, |b| pairwise_sum_by(b, |v| v as f64) as f32),
         DType::F64 => reduce::<f64, f64>(&x, dims, keepdim, pairwise_sum),
-        DType::F16 => reduce::<f16, f16>(&x, dims, keepdim, |b| f16::from_f64(b.iter().map(|v| v.to_f64()).sum())),
-        DType::BF16 => reduce::<bf16, bf16>(&x, dims, keepdim, |b| bf16::from_f64(b.iter().map(|v| v.to_f64()).sum())),
+        DType::F16 => reduce::<f16, f16>(&x, dims, keepdim, |b| f16::from_f64(pairwise_sum_by(b, |v| v.to_f64()))),
+        DType::BF16 => reduce::<bf16, bf16>(&x, dims, keepdim, |b| bf16::from_f64(pairwise_sum_by(b, |v| v.to_f64()))),
         DType::Bool => reduce::<bool, bool>(&x, dims, keepdim, |b| b.iter().any(|&v| v)),
         d => dispatch_dtype!(d, T => reduce::<T, T>(&x, dims, keepdim, |b| {
             T::from_i64(b.iter().fold(0i64, |acc, v| acc.wrapping_add(v.to_i64())))
@@ -181,26 +197,118 @@ fn mean_tensor(op: &str, t: &Tensor, dims: &[usize], keepdim: bool, dtype: Optio
     }
 }
 
-/// [`pairwise_sum`] of `f(v)` over `x`: halves summed separately down to runs of at most 64,
-/// each run in four interleaved partial sums (element `i` into sum `i % 4`, which the
-/// compiler keeps in vector lanes) added as `(s0 + s1) + (s2 + s3)`.
-fn pairwise_sum_by<T: Copy>(x: &[T], f: impl Fn(T) -> f64 + Copy) -> f64 {
-    if x.len() <= 64 {
-        // `-0.0` is the identity of addition (a run of `-0.0`s sums to `-0.0`).
-        let mut s = [-0.0f64; 4];
-        let mut quads = x.chunks_exact(4);
-        for q in &mut quads {
-            for (acc, &v) in s.iter_mut().zip(q) {
-                *acc += f(v);
-            }
-        }
-        for (acc, &v) in s.iter_mut().zip(quads.remainder()) {
-            *acc += f(v);
-        }
-        return (s[0] + s[1]) + (s[2] + s[3]);
+/// Sums of at least this many elements split across the team ([`pairwise_sum_team`]).
+const PAIRWISE_TEAM_MIN: usize = 1 << 18;
+
+/// [`pairwise_sum_by`] with the leaves of its first three halvings summed across the intra-op
+/// team and added back in the tree's order: the same sums in the same order, so the same bits
+/// on any number of threads. Below [`PAIRWISE_TEAM_MIN`] elements, or on one thread, it is
+/// [`pairwise_sum_by`] itself.
+fn pairwise_sum_team<T: Copy + Sync>(x: &[T], f: impl Fn(T) -> f64 + Copy + Sync) -> f64 {
+    if x.len() < PAIRWISE_TEAM_MIN || crate::parallel::threads() <= 1 {
+        return pairwise_sum_by(x, f);
     }
-    let mid = x.len() / 2;
-    pairwise_sum_by(&x[..mid], f) + pairwise_sum_by(&x[mid..], f)
+    // Each leaf is longer than a run (`RUN`), so `pairwise_sum_by` halves at these same points.
+    let mut leaves = vec![(0, x.len())];
+    for _ in 0..3 {
+        leaves = leaves.iter().flat_map(|&(a, b)| [(a, a + (b - a) / 2), (a + (b - a) / 2, b)]).collect();
+    }
+    let mut sums = vec![0.0f64; leaves.len()];
+    crate::parallel::for_each_range(&mut sums, 1, leaves.len(), |start, part| {
+        for (i, s) in part.iter_mut().enumerate() {
+            let (a, b) = leaves[start + i];
+            *s = pairwise_sum_by(&x[a..b], f);
+        }
+    });
+    while sums.len() > 1 {
+        sums = sums.chunks_exact(2).map(|p| p[0] + p[1]).collect();
+    }
+    sums[0]
+}
+
+/// [`pairwise_sum`] of `f(v)` over `x`: halves summed separately down to runs of at most
+/// [`RUN`], each run in sixteen interleaved partial sums (element `i` into sum `i % 16`, which
+/// the compiler keeps in vector lanes: two registers of AVX-512, four of AVX2) added in halves,
+/// `s_i + s_{i+8}`, then `+4`, `+2` and `+1`, as a vector's lanes are. The halving tree is walked with an explicit stack,
+/// so that the whole walk is compiled for the widest vector extension
+/// ([`super::wide::widest`]; a recursive call would run as compiled for the baseline): the
+/// same additions in the same order on every path.
+fn pairwise_sum_by<T: Copy>(x: &[T], f: impl Fn(T) -> f64 + Copy) -> f64 {
+    // One run costs less than choosing the vector path (a mean over each channel of a small
+    // plane sums thousands of them a call).
+    if x.len() <= RUN {
+        return run_sum(x, f);
+    }
+    super::wide::widest(
+        #[inline(always)]
+        || pairwise_walk(x, f),
+    )
+}
+
+/// The longest run [`pairwise_sum_by`] sums without halving.
+const RUN: usize = 256;
+
+/// The run sum of [`pairwise_sum_by`].
+#[inline(always)]
+fn run_sum<T: Copy>(x: &[T], f: impl Fn(T) -> f64 + Copy) -> f64 {
+    // `-0.0` is the identity of addition (a run of `-0.0`s sums to `-0.0`).
+    let mut s = [-0.0f64; 16];
+    let (rows, rest) = x.as_chunks::<16>();
+    for row in rows {
+        let w: [f64; 16] = std::array::from_fn(|j| f(row[j]));
+        for j in 0..16 {
+            s[j] += w[j];
+        }
+    }
+    for (acc, &v) in s.iter_mut().zip(rest) {
+        *acc += f(v);
+    }
+    // Halves added lane by lane, as a vector's are.
+    let p8: [f64; 8] = std::array::from_fn(|i| s[i] + s[i + 8]);
+    let p4: [f64; 4] = std::array::from_fn(|i| p8[i] + p8[i + 4]);
+    (p4[0] + p4[2]) + (p4[1] + p4[3])
+}
+
+/// The walk of [`pairwise_sum_by`]'s halving tree: a node of more than [`RUN`] elements is
+/// `sum(x[..mid]) + sum(x[mid..])` with `mid = len / 2`, its left half finished first.
+#[inline(always)]
+fn pairwise_walk<T: Copy>(x: &[T], f: impl Fn(T) -> f64 + Copy) -> f64 {
+    /// A node being summed: its range, and its left half's sum once that is known.
+    #[derive(Clone, Copy)]
+    struct Node {
+        start: usize,
+        end: usize,
+        left: Option<f64>,
+    }
+    // Halving `usize::MAX` elements down to runs of `RUN` takes fewer than 64 levels.
+    let mut stack = [Node { start: 0, end: 0, left: None }; 64];
+    stack[0] = Node { start: 0, end: x.len(), left: None };
+    let mut depth = 1;
+    // The sum of the node just finished, to hand to its parent.
+    let mut done: Option<f64> = None;
+    loop {
+        let node = stack[depth - 1];
+        let mid = node.start + (node.end - node.start) / 2;
+        match (done.take(), node.left) {
+            (None, _) if node.end - node.start <= RUN => done = Some(run_sum(&x[node.start..node.end], f)),
+            (None, _) => {
+                stack[depth] = Node { start: node.start, end: mid, left: None };
+                depth += 1;
+                continue;
+            }
+            (Some(left), None) => {
+                stack[depth - 1].left = Some(left);
+                stack[depth] = Node { start: mid, end: node.end, left: None };
+                depth += 1;
+                continue;
+            }
+            (Some(right), Some(left)) => done = Some(left + right),
+        }
+        depth -= 1;
+        if depth == 0 {
+            return done.unwrap_or(0.0);
+        }
+    }
 }
 
 fn k_mean_dim(args: &[IValue]) -> Result<Vec<IValue>> {
@@ -691,5 +799,45 @@ pub fn register(r: &mut KernelRegistry) {
     ];
     for &(name, f) in table {
         r.register(name, f);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ::kernels::Isa;
+
+    /// The halving tree by recursion, as [`pairwise_sum_by`] documents it.
+    fn recursive(x: &[f32]) -> f64 {
+        if x.len() <= RUN {
+            let mut s = [-0.0f64; 16];
+            for (i, &v) in x.iter().enumerate() {
+                s[i % 16] += v as f64;
+            }
+            let halves = |s: &[f64]| (0..s.len() / 2).map(|i| s[i] + s[i + s.len() / 2]).collect::<Vec<_>>();
+            return halves(&halves(&halves(&halves(&s))))[0];
+        }
+        let mid = x.len() / 2;
+        recursive(&x[..mid]) + recursive(&x[mid..])
+    }
+
+    /// The walk with an explicit stack gives the recursion's bits on every vector path, for
+    /// empty, short, odd and long inputs, and the team's sum gives them on any thread count.
+    #[test]
+    fn pairwise_sums_give_the_recursions_bits_on_every_path_and_thread_count() {
+        let mut g = ::kernels::testing::Gen(0x5u64 << 40 | 0x7);
+        let x: Vec<f32> = g.vec(PAIRWISE_TEAM_MIN * 3 + 1001).iter().map(|v| v * 1e3).collect();
+        for n in [0, 1, 3, 17, 255, 256, 257, 1000, 4097, 100_003, x.len()] {
+            let want = recursive(&x[..n]).to_bits();
+            for isa in Isa::supported() {
+                let got = ::kernels::isa::with(isa, || pairwise_sum_by(&x[..n], |v| v as f64));
+                assert_eq!(got.to_bits(), want, "{isa} n = {n}");
+            }
+            for t in [1, 3] {
+                let pool = rayon::ThreadPoolBuilder::new().num_threads(t).build().unwrap();
+                assert_eq!(pool.install(|| pairwise_sum_team(&x[..n], |v| v as f64)).to_bits(), want, "{t} threads, n = {n}");
+            }
+        }
+        assert_eq!(pairwise_sum_by::<f32>(&[], |v| v as f64).to_bits(), (-0.0f64).to_bits());
     }
 }
