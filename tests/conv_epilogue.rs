@@ -248,6 +248,41 @@ fn pooled_convolutions() {
     }
 }
 
+/// A filter computed from parameters (batch norm folded into it: `w · scale`) is a constant of
+/// the `conv_pool` kernel that reads it: it is computed once, when the program is compiled, so
+/// the kernel packs it and runs natively (a kernel holding other kernels, as `conv_pool` and
+/// `conv_cat` do, is as pure as their bodies), and the results are the unfused bits.
+#[test]
+fn folded_filters_are_constants_of_pooled_kernels() {
+    let (n, cin, cout, h, w) = (1, 3, 16, 65, 64);
+    let (pooled, _) = pooled_stem(n, cin, cout, h, w, 1, false);
+    let folded = pooled
+        .replace("%b: tensor<16xf32> {prim.param = \"b\"})", "%b: tensor<16xf32> {prim.param = \"b\"}, %s: tensor<16x1x1x1xf32> {prim.param = \"s\"})")
+        .replace(
+            "  %y = edge.convolution %x, %wt, %b",
+            "  %wf = edge.mul.Tensor %wt, %s : (tensor<16x3x3x3xf32>, tensor<16x1x1x1xf32>) -> tensor<16x3x3x3xf32>\n  %y = edge.convolution %x, %wf, %b",
+        );
+    assert!(folded.contains("%wf, %b"), "{folded}");
+    let mut wts = Weights::new();
+    wts.insert("w", Tensor::from_slice(&values(cout * cin * 9, 3, 0.3), &[cout, cin, 3, 3]).unwrap());
+    wts.insert("b", Tensor::from_slice(&values(cout, 4, 1.0), &[cout]).unwrap());
+    wts.insert("s", Tensor::from_slice(&values(cout, 5, 2.0), &[cout, 1, 1, 1]).unwrap());
+    let x = values(n * cin * h * w, 1, 4.0);
+    let ins = vec![IValue::Tensor(Tensor::from_slice(&x, &[n, cin, h, w]).unwrap())];
+    let hoisted = |text: &str| {
+        let ctx = driver::default_context();
+        let mut m = ir::parse_module(&ctx, text, "conv.ir").unwrap_or_else(|d| panic!("{}", d.render("conv.ir", text)));
+        let top = m.top();
+        transforms::lowering::fuse_conv_epilogue(&ctx, &mut m, top).unwrap();
+        runtime::compile(&m, &ctx, &wts, CompileOptions::default()).unwrap().num_hoisted()
+    };
+    assert_eq!(hoisted(&folded), 1, "the folded filter of the pooled convolution is computed once\n{folded}");
+    let (want, _) = run(&folded, false, 1, &ins, &wts);
+    let (got, fused) = run(&folded, true, 2, &ins, &wts);
+    assert_eq!(fused, 2);
+    assert_eq!(got, want, "the pooled convolution of a folded filter gives the unfused bits");
+}
+
 /// What a half-precision program has after its convolution once `widen-half-products` computed
 /// it in `f32`: casts to `f16` and back around the activation.
 #[derive(Clone, Copy, Debug)]

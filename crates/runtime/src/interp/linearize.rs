@@ -705,7 +705,8 @@ impl<'a> Lin<'a> {
     /// Whether `op` computes the same results on every call and does nothing else: a kernel
     /// declared pure (no written argument, not random) that does not return uninitialised
     /// memory (`empty` and its kin), or a fused op (a fusion group, a `backend.kernel`) whose
-    /// body holds only such ops.
+    /// body holds only such ops, lists of them and fused ops of such bodies (a `conv_cat` or
+    /// `conv_pool` kernel's `conv` kernels: the walk goes through their bodies too).
     fn hoistable(&self, op: OpId) -> bool {
         let m = self.m;
         let name = m.op_name(op);
@@ -716,7 +717,8 @@ impl<'a> Lin<'a> {
                     for o in m.block_ops(b) {
                         m.walk(o, ir::WalkOrder::PreOrder, &mut |x| {
                             let n = m.op_name(x);
-                            ok &= matches!(n, dialect_prim::CONSTANT | dialect_prim::RETURN | super::partition::RETURN)
+                            ok &= matches!(n, dialect_prim::CONSTANT | dialect_prim::RETURN | super::partition::RETURN | dialect_prim::LIST_CONSTRUCT)
+                                || is_fused(n)
                                 || self.pure_kernel(n);
                         });
                     }
