@@ -153,3 +153,43 @@ fn contiguous_copies_of_strided_views_match_the_element_order() {
     assert!(views[0].copy_to_slice(&mut short).is_err());
     assert!(views[0].copy_to_slice(&mut vec![0.0f64; views[0].numel()]).is_err());
 }
+
+/// Large strided copies (a channel shuffle's transpose, a transpose of the last two dims, a
+/// strided last dim, a sliced view) split across the team give every element where the
+/// definition puts it, on one thread and on three.
+#[test]
+fn large_strided_copies_are_the_same_on_any_thread_count() {
+    let (c, h, w) = (96, 28, 30);
+    let data: Vec<f32> = (0..2 * c * h * w).map(|i| i as f32).collect();
+    let x = t32(&data, &[2, c, h, w]);
+    let views = [
+        // [2, c/2, 2, h, w] channel shuffle: view(2, 2, c/2, h, w).transpose(1, 2).
+        x.reshape(&[2, 2, c as i64 / 2, h as i64, w as i64]).unwrap().transpose(1, 2).unwrap(),
+        x.transpose(2, 3).unwrap(),
+        x.slice(3, Some(1), None, 2).unwrap(),
+        x.narrow(1, 5, 70).unwrap().permute(&[1, 0, 3, 2]).unwrap(),
+    ];
+    for v in &views {
+        // The definition: each element by its index.
+        let sizes = v.sizes().to_vec();
+        let n: usize = sizes.iter().product();
+        let mut want = Vec::with_capacity(n);
+        let mut idx = vec![0usize; sizes.len()];
+        for _ in 0..n {
+            let off = v.offset() + idx.iter().zip(v.strides()).map(|(i, s)| i * s).sum::<usize>();
+            want.push(data[off]);
+            for d in (0..idx.len()).rev() {
+                idx[d] += 1;
+                if idx[d] < sizes[d] {
+                    break;
+                }
+                idx[d] = 0;
+            }
+        }
+        for threads in [1, 3] {
+            let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
+            let got = pool.install(|| v.contiguous().unwrap().to_vec::<f32>().unwrap());
+            assert_eq!(got, want, "{threads} threads, sizes {sizes:?} strides {:?}", v.strides());
+        }
+    }
+}

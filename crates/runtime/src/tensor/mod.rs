@@ -563,7 +563,7 @@ const GATHER_RANK: usize = 8;
 /// then a unit-stride last dim copies whole runs, a unit-stride second-to-last dim (a
 /// transpose) copies in square tiles so reads and writes both stay within a few cache lines,
 /// and anything else walks the last dim with its stride.
-fn gather<T: Copy>(src: &[T], offset: usize, sizes: &[usize], strides: &[usize], out: &mut [T]) -> Result<()> {
+fn gather<T: Copy + Send + Sync>(src: &[T], offset: usize, sizes: &[usize], strides: &[usize], out: &mut [T]) -> Result<()> {
     let numel: usize = sizes.iter().product();
     if numel == 0 {
         return Ok(());
@@ -606,9 +606,39 @@ fn gather<T: Copy>(src: &[T], offset: usize, sizes: &[usize], strides: &[usize],
     let inner = if rank >= 2 && st[rank - 2] == 1 && st[rank - 1] != 1 { 2 } else { 1 };
     let outer_rank = rank - inner;
     let block: usize = sz[outer_rank..rank].iter().product();
+    let rows = |first: usize, out: &mut [T]| gather_rows(src, offset, &sz[..rank], &st[..rank], inner, first, out);
+    // A large copy splits its rows across the intra-op team (each element is copied alone, so
+    // the split changes nothing): at two threads a copy between two split ops (a channel
+    // shuffle's) otherwise runs on one core while the other waits, reading what that core wrote.
+    let threads = crate::parallel::threads();
+    if threads > 1 && numel >= GATHER_PARALLEL_MIN_ELEMENTS && numel / block >= 2 {
+        crate::parallel::for_each_range(&mut out[..numel], block, threads * 2, |i0, part| rows(i0 / block, part));
+    } else {
+        rows(0, &mut out[..numel]);
+    }
+    Ok(())
+}
+
+/// Copies of at least this many elements split across the intra-op team ([`gather`]).
+const GATHER_PARALLEL_MIN_ELEMENTS: usize = 1 << 15;
+
+/// The rows of [`gather`]'s merged view (`sz`, `st`, the last `inner` dims a row) from row
+/// `first` on into `out`, whole rows of it.
+#[inline]
+fn gather_rows<T: Copy>(src: &[T], offset: usize, sz: &[usize], st: &[usize], inner: usize, first: usize, out: &mut [T]) {
+    let rank = sz.len();
+    let outer_rank = rank - inner;
+    let block: usize = sz[outer_rank..rank].iter().product();
+    // The odometer at row `first`.
     let mut idx = [0usize; GATHER_RANK];
     let mut base = offset;
-    for chunk in out[..numel].chunks_exact_mut(block) {
+    let mut rest = first;
+    for d in (0..outer_rank).rev() {
+        idx[d] = rest % sz[d];
+        rest /= sz[d];
+        base += idx[d] * st[d];
+    }
+    for chunk in out.chunks_exact_mut(block) {
         if inner == 2 {
             transpose_tile(src, base, sz[rank - 2], sz[rank - 1], st[rank - 1], chunk);
         } else if st[rank - 1] == 1 {
@@ -632,7 +662,6 @@ fn gather<T: Copy>(src: &[T], offset: usize, sizes: &[usize], strides: &[usize],
             idx[d] = 0;
         }
     }
-    Ok(())
 }
 
 /// `out[i][j] = src[base + i + j·col_stride]` for an `rows × cols` block (`out` row-major),
