@@ -225,12 +225,7 @@ pub(crate) fn conv_cat_kernel(m: &Module, op: OpId, consts: &[Option<IValue>]) -
         if m.op_name(k) != dialect_backend::KERNEL || m.attr(k, dialect_backend::kernels::ATTR).and_then(|a| a.as_str()) != Some(CONV_KERNEL) {
             return Err("a part that is not a conv kernel".into());
         }
-        let at = m
-            .operands(k)
-            .iter()
-            .map(|v| args.iter().position(|a| a == v))
-            .collect::<Option<Vec<usize>>>()
-            .ok_or("a conv kernel with an operand made inside the region")?;
+        let at = operand_positions(m, k, &args)?;
         let inner: Vec<Option<IValue>> = at.iter().map(|&i| consts.get(i).cloned().flatten()).collect();
         parts.push((build_conv(m, k, &inner)?, at));
     }
@@ -276,6 +271,16 @@ impl FusionKernel for ConvCatKernel {
         }
         Ok(FusionOutcome::Ran(vec![out]))
     }
+}
+
+/// The positions among a region's arguments `args` of the operands of the `conv` kernel `k`
+/// inside it; `Err` when one is made inside the region.
+fn operand_positions(m: &Module, k: OpId, args: &[ir::ValueId]) -> std::result::Result<Vec<usize>, String> {
+    m.operands(k)
+        .iter()
+        .map(|v| args.iter().position(|a| a == v))
+        .collect::<Option<Vec<usize>>>()
+        .ok_or_else(|| "a conv kernel with an operand made inside the region".to_string())
 }
 
 /// The native `backend.kernel {kernel = "conv_pool"}`: its region's `conv` kernel, then a 3 × 3
@@ -340,13 +345,7 @@ pub(crate) fn conv_pool_kernel(m: &Module, op: OpId, consts: &[Option<IValue>]) 
         None => false,
         Some(a) => a.as_bool().ok_or("a max pool whose `ceil_mode` is not a bool")?,
     };
-    let at = m
-        .operands(k)
-        .iter()
-        .map(|v| args.iter().position(|a| a == v))
-        .collect::<Option<Vec<usize>>>()
-        .ok_or("a conv kernel with an operand made inside the region")?;
-    if at != (0..args.len()).collect::<Vec<_>>() {
+    if operand_positions(m, k, &args)? != (0..args.len()).collect::<Vec<_>>() {
         return Err("a conv kernel whose operands are not the kernel's, in order".into());
     }
     let conv = build_conv(m, k, consts)?;
