@@ -363,13 +363,14 @@ impl FusionKernel for ConvPoolKernel {
             Err(why) => return Ok(FusionOutcome::Declined(why.to_string())),
         };
         let &[n, c, oh, ow] = k.sizes.as_slice() else { return Ok(FusionOutcome::Declined("a convolution other than 2-d".into())) };
-        let size = |i: usize| crate::kernels::pool::pooled_size(i, 3, self.pad, 2, 1, self.ceil);
-        let (ph, pw) = (size(oh), size(ow));
+        // PyTorch's output size (an empty one is declined by `conv_pool_applies`, and the
+        // interpreted pool reports it).
+        let size = |i: usize| usize::try_from(crate::kernels::pool::pooled_size(i, 3, self.pad, 2, 1, self.ceil)).unwrap_or(0);
+        let pooled = [size(oh), size(ow)];
         let post = Post { addend: None, act: self.conv.act, half: self.conv.half };
-        if ph < 1 || pw < 1 || !conv_pool_applies(&k.g, &self.conv.packed, &post, self.pad, [ph as usize, pw as usize]) {
+        if !conv_pool_applies(&k.g, &self.conv.packed, &post, self.pad, pooled) {
             return Ok(FusionOutcome::Declined("a pooled convolution the banded path does not cover".into()));
         }
-        let pooled = [ph as usize, pw as usize];
         let out = alloc.output(0, DType::F32, &[n, c, pooled[0], pooled[1]])?;
         // SAFETY: as in `ConvKernel::run`: a fresh or planned tensor distinct from every operand.
         let dst = unsafe { out.as_mut_slice::<f32>()? };

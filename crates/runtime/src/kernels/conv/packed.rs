@@ -431,11 +431,7 @@ pub(super) fn by_rows(
     let plane = layout.plane();
     let (lin, lout, rows) = (g.in_numel(), g.out_numel(), od * oh);
     let k = cin_g * g.kernel_numel();
-    // One image at a time, so the padded copy is one image's whatever the batch.
-    let len = g.cin.checked_mul(plane).ok_or_else(|| KernelError::new(op, "the padded input is too large"))?;
-    let (mut buf, mut offsets) = ROW_SCRATCH.take();
-    buf.resize(len.max(buf.len()), 0.0);
-    tap_offsets(g, &layout, &mut offsets);
+    let (mut buf, offsets, len) = row_scratch(op, g, &layout)?;
     let whole = by_image_applies(g, w.per_group[0].isa(), post);
     let mut wide = if whole { WIDE_SCRATCH.take() } else { Vec::new() };
     let threads = crate::parallel::threads();
@@ -526,11 +522,16 @@ pub(super) fn by_rows(
     result
 }
 
-/// The column matrix's row offsets of one group's product over the padded input in `layout`:
-/// row `c·K + tap` is the run at `offsets[c·K + tap]` from the group's first padded plane.
-fn tap_offsets(g: &Geometry, layout: &PaddedLayout, offsets: &mut Vec<usize>) {
+/// [`ROW_SCRATCH`] taken for a product over the padded input in `layout` (give it back when
+/// done): the buffer for one image's padded input, sized to hold it (`len` elements: one image
+/// at a time, whatever the batch), and the column matrix's row offsets of one group, row
+/// `c·K + tap` the run at `offsets[c·K + tap]` from the group's first padded plane.
+fn row_scratch(op: &'static str, g: &Geometry, layout: &PaddedLayout) -> Result<(Vec<f32>, Vec<usize>, usize)> {
     let [kd, kh, kw] = g.kernel;
     let plane = layout.plane();
+    let len = g.cin.checked_mul(plane).ok_or_else(|| KernelError::new(op, "the padded input is too large"))?;
+    let (mut buf, mut offsets) = ROW_SCRATCH.take();
+    buf.resize(len.max(buf.len()), 0.0);
     offsets.clear();
     for c in 0..g.cin / g.groups {
         for a in 0..kd {
@@ -541,6 +542,7 @@ fn tap_offsets(g: &Geometry, layout: &PaddedLayout, offsets: &mut Vec<usize>) {
             }
         }
     }
+    Ok((buf, offsets, len))
 }
 
 /// Writes one image's input `xn` (`cin` planes) into `buf`, its zero-padded planes in
@@ -620,10 +622,7 @@ pub(crate) fn conv_pool_packed(
         return Err(KernelError::new(op, "internal error: convolution buffers are too small"));
     }
     let layout = PaddedLayout::new(g);
-    let len = g.cin.checked_mul(layout.plane()).ok_or_else(|| KernelError::new(op, "the padded input is too large"))?;
-    let (mut buf, mut offsets) = ROW_SCRATCH.take();
-    buf.resize(len.max(buf.len()), 0.0);
-    tap_offsets(g, &layout, &mut offsets);
+    let (mut buf, offsets, len) = row_scratch(op, g, &layout)?;
     let a = &w.per_group[0];
     let ep = group_epilogue(bias, 0, g.cout);
     // Band rows: `pitch` apart, `-∞` columns either side where padded; `r` pooled rows a band.
