@@ -154,6 +154,8 @@ fn column_panels_strided_and_grouped() {
 #[test]
 fn pointwise_and_depthwise() {
     check(Conv { n: 2, cin: 6, cout: 19, groups: 1, h: 7, w: 9, k: 1, stride: 1 });
+    // Few positions and many channels: the pixel-major product.
+    check(Conv { n: 2, cin: 96, cout: 80, groups: 1, h: 7, w: 7, k: 1, stride: 1 });
     check(Conv { n: 2, cin: 24, cout: 24, groups: 24, h: 15, w: 13, k: 3, stride: 1 });
     check(Conv { n: 1, cin: 16, cout: 16, groups: 16, h: 29, w: 31, k: 5, stride: 2 });
 }
@@ -185,7 +187,7 @@ fn fire(n: usize, cin: usize, e1: usize, e3: usize, h: usize, w: usize) -> Strin
 /// a batch of two keeps its separate kernels and `cat`.
 #[test]
 fn concatenated_convolutions() {
-    for &(n, cin, e1, e3, h, w) in &[(1, 16, 24, 40, 23, 19), (1, 8, 64, 64, 30, 30), (2, 6, 10, 14, 9, 11)] {
+    for &(n, cin, e1, e3, h, w) in &[(1, 16, 24, 40, 23, 19), (1, 8, 64, 64, 30, 30), (2, 6, 10, 14, 9, 11), (1, 96, 64, 32, 7, 7)] {
         let text = fire(n, cin, e1, e3, h, w);
         let mut x = values(n * cin * h * w, 1, 4.0);
         x[3] = f32::NAN;

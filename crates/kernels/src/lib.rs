@@ -6,7 +6,7 @@
 //! the branch-free transcendental functions and `softmax` the rows built on them; `gemm` the prepacked `f32` GEMM, `depthwise` the direct depthwise convolution and `gemv` the
 //! batch-1 matrix-vector product over strided matrices (`mat`), their intrinsics in `x86`
 //! (one module per ISA); `parallel` is the intra-op team that kernels split their work
-//! across; `testing` the deterministic inputs of tests here and in the runtime. A kernel refuses operands that do not fit with an [`Error`] naming
+//! across; `transpose` copies strided matrices into row-major ones in register tiles; `testing` the deterministic inputs of tests here and in the runtime. A kernel refuses operands that do not fit with an [`Error`] naming
 //! the caller's op; the runtime turns it into its own error type.
 
 pub mod error;
@@ -22,6 +22,7 @@ pub mod pool;
 pub mod softmax;
 #[doc(hidden)]
 pub mod testing;
+pub mod transpose;
 pub mod wide;
 #[cfg(target_arch = "x86_64")]
 mod x86;

@@ -423,3 +423,47 @@ pub(crate) unsafe fn gemv_block<const G: usize>(x: &[f32], b: &crate::gemv::Colu
         }
     }
 }
+
+/// The 8 × 8 tiles of `crate::transpose::transpose_into` within the first `r8` rows and `c8`
+/// columns (multiples of 8) of `src`, whose columns are contiguous (`rs == 1`): eight columns
+/// loaded, transposed in registers (pairs interleaved, then quadruples, then 128-bit halves),
+/// stored as eight rows of `dst` (`src.cols` elements apart).
+///
+/// # Safety
+/// The CPU supports AVX; `src.rs == 1`, `r8 ≤ rows`, `c8 ≤ cols`, and `dst` holds
+/// `rows × cols` elements.
+#[target_feature(enable = "avx2")]
+pub(crate) unsafe fn transpose_tiles(src: &crate::mat::MatView<'_, f32>, dst: &mut [f32], r8: usize, c8: usize) {
+    let (base, out) = (src.data.as_ptr(), dst.as_mut_ptr());
+    for c0 in (0..c8).step_by(8) {
+        for r0 in (0..r8).step_by(8) {
+            // SAFETY: column `c0 + i` rows `r0..r0 + 8` of the view are the 8 consecutive
+            // elements from `off + r0 + (c0 + i)·cs`, inside `data` (`MatView::new` checked
+            // every element of the view).
+            let x: [__m256; 8] = std::array::from_fn(|i| unsafe { _mm256_loadu_ps(base.add(src.off + r0 + (c0 + i) * src.cs)) });
+            // `x[i]` holds `M[i][0..8]`; after the two in-lane steps `u[4h + k]` holds, in each
+            // 128-bit half `q`, `M[4h..4h+4][4q + k]`.
+            let mut u = [_mm256_setzero_ps(); 8];
+            for h in 0..2 {
+                let lo01 = _mm256_unpacklo_ps(x[4 * h], x[4 * h + 1]);
+                let hi01 = _mm256_unpackhi_ps(x[4 * h], x[4 * h + 1]);
+                let lo23 = _mm256_unpacklo_ps(x[4 * h + 2], x[4 * h + 3]);
+                let hi23 = _mm256_unpackhi_ps(x[4 * h + 2], x[4 * h + 3]);
+                u[4 * h] = _mm256_shuffle_ps::<0x44>(lo01, lo23);
+                u[4 * h + 1] = _mm256_shuffle_ps::<0xEE>(lo01, lo23);
+                u[4 * h + 2] = _mm256_shuffle_ps::<0x44>(hi01, hi23);
+                u[4 * h + 3] = _mm256_shuffle_ps::<0xEE>(hi01, hi23);
+            }
+            for k in 0..4 {
+                let lo = _mm256_permute2f128_ps::<0x20>(u[k], u[4 + k]);
+                let hi = _mm256_permute2f128_ps::<0x31>(u[k], u[4 + k]);
+                // SAFETY: rows `r0 + k` and `r0 + 4 + k` (< rows), columns `c0..c0 + 8 ≤ cols`
+                // of `dst`.
+                unsafe {
+                    _mm256_storeu_ps(out.add((r0 + k) * src.cols + c0), lo);
+                    _mm256_storeu_ps(out.add((r0 + 4 + k) * src.cols + c0), hi);
+                }
+            }
+        }
+    }
+}

@@ -536,3 +536,53 @@ pub(crate) fn softmax_row(row: &[f32], o: &mut [f32]) {
         }
     }
 }
+
+/// The 16 × 16 tiles of `crate::transpose::transpose_into` within the first `r16` rows and
+/// `c16` columns (multiples of 16) of `src`, whose columns are contiguous (`rs == 1`): sixteen
+/// columns loaded, transposed in registers (pairs of rows interleaved, then quadruples, then
+/// 128-bit quarters), stored as sixteen rows of `dst` (`src.cols` elements apart).
+///
+/// # Safety
+/// The CPU supports AVX-512F; `src.rs == 1`, `r16 ≤ rows`, `c16 ≤ cols`, and `dst` holds
+/// `rows × cols` elements.
+#[target_feature(enable = "avx512f")]
+pub(crate) unsafe fn transpose_tiles(src: &crate::mat::MatView<'_, f32>, dst: &mut [f32], r16: usize, c16: usize) {
+    let (base, out) = (src.data.as_ptr(), dst.as_mut_ptr());
+    for c0 in (0..c16).step_by(16) {
+        for r0 in (0..r16).step_by(16) {
+            // SAFETY: column `c0 + i` rows `r0..r0 + 16` of the view are the 16 consecutive
+            // elements from `off + r0 + (c0 + i)·cs`, inside `data` (`MatView::new` checked
+            // every element of the view).
+            let x: [__m512; 16] = std::array::from_fn(|i| unsafe { _mm512_loadu_ps(base.add(src.off + r0 + (c0 + i) * src.cs)) });
+            // Element `j` of `x[i]` is `M[i][j]`; `M[i][j]` for `i` in `4g..4g+4` and `j` in
+            // quarter `q`, position `k`, lands in `u[4g + k]` quarter `q`.
+            let mut u = [_mm512_setzero_ps(); 16];
+            for g in 0..4 {
+                let lo01 = _mm512_unpacklo_ps(x[4 * g], x[4 * g + 1]);
+                let hi01 = _mm512_unpackhi_ps(x[4 * g], x[4 * g + 1]);
+                let lo23 = _mm512_unpacklo_ps(x[4 * g + 2], x[4 * g + 3]);
+                let hi23 = _mm512_unpackhi_ps(x[4 * g + 2], x[4 * g + 3]);
+                u[4 * g] = _mm512_shuffle_ps::<0x44>(lo01, lo23);
+                u[4 * g + 1] = _mm512_shuffle_ps::<0xEE>(lo01, lo23);
+                u[4 * g + 2] = _mm512_shuffle_ps::<0x44>(hi01, hi23);
+                u[4 * g + 3] = _mm512_shuffle_ps::<0xEE>(hi01, hi23);
+            }
+            for k in 0..4 {
+                let v0 = _mm512_shuffle_f32x4::<0x44>(u[k], u[4 + k]);
+                let v1 = _mm512_shuffle_f32x4::<0xEE>(u[k], u[4 + k]);
+                let v2 = _mm512_shuffle_f32x4::<0x44>(u[8 + k], u[12 + k]);
+                let v3 = _mm512_shuffle_f32x4::<0xEE>(u[8 + k], u[12 + k]);
+                let rows = [
+                    _mm512_shuffle_f32x4::<0x88>(v0, v2),
+                    _mm512_shuffle_f32x4::<0xDD>(v0, v2),
+                    _mm512_shuffle_f32x4::<0x88>(v1, v3),
+                    _mm512_shuffle_f32x4::<0xDD>(v1, v3),
+                ];
+                for (q, row) in rows.into_iter().enumerate() {
+                    // SAFETY: row `r0 + 4q + k < rows` columns `c0..c0 + 16 ≤ cols` of `dst`.
+                    unsafe { _mm512_storeu_ps(out.add((r0 + 4 * q + k) * src.cols + c0), row) };
+                }
+            }
+        }
+    }
+}

@@ -599,7 +599,8 @@ impl<'a> Lin<'a> {
         // A product with a prepacked operand runs through its out-variant whether or not
         // there is a memory plan, so planned and unplanned runs compute the same numbers.
         let variant = out::lookup(&kname);
-        let packed = variant.and_then(|o| prepack::prepack(o, &args));
+        let input = operands.first().and_then(|&v| m.value_type(v).as_tensor()?.static_dims());
+        let packed = variant.and_then(|o| prepack::prepack(o, &args, input.as_deref()));
         let out = if self.opts.out_variants || packed.is_some() { variant } else { None };
         // Complex operands and results are looked for on each call only where the static types
         // leave them possible: a complex or unknown tensor dtype, or a complex dtype constant.

@@ -47,14 +47,15 @@ fn const_f32(arg: Option<&Arg>, dim: usize) -> Option<&Tensor> {
 }
 
 /// Packs the constant operand of an instruction whose out-variant is `op`, when there is one
-/// this CPU has a prepacked kernel for.
-pub(crate) fn prepack(op: OutOp, args: &[Arg]) -> Option<Arc<Prepacked>> {
+/// this CPU has a prepacked kernel for; `input` is the static shape of its first operand, when
+/// known (a 1×1 convolution's filter is packed for its number of positions).
+pub(crate) fn prepack(op: OutOp, args: &[Arg], input: Option<&[i64]>) -> Option<Arc<Prepacked>> {
     let isa = Isa::simd()?;
-    prepack_for(isa, op, args)
+    prepack_for(isa, op, args, input)
 }
 
 /// [`prepack`] for a given instruction-set path.
-pub(crate) fn prepack_for(isa: Isa, op: OutOp, args: &[Arg]) -> Option<Arc<Prepacked>> {
+pub(crate) fn prepack_for(isa: Isa, op: OutOp, args: &[Arg], input: Option<&[i64]>) -> Option<Arc<Prepacked>> {
     let packed = match op {
         OutOp::Mm | OutOp::Addmm => {
             let b = const_f32(args.get(if op == OutOp::Mm { 1 } else { 2 }), 2)?;
@@ -73,7 +74,19 @@ pub(crate) fn prepack_for(isa: Isa, op: OutOp, args: &[Arg]) -> Option<Arc<Prepa
             if !forward {
                 return None;
             }
-            Prepacked::Filter(PackedFilter::pack("prepack", isa, w, groups).ok()?)
+            let ints = |i: usize| match args.get(i) {
+                Some(Arg::Const(v)) => v.as_int_list().ok(),
+                _ => None,
+            };
+            let direct = ints(3).is_some_and(|s| s.iter().all(|&s| s == 1)) && ints(4).is_some_and(|p| p.iter().all(|&p| p == 0));
+            let positions = input.filter(|d| direct && groups == 1 && d.len() >= 3).and_then(|d| {
+                d[2..].iter().try_fold(1usize, |acc, &v| acc.checked_mul(usize::try_from(v).ok()?))
+            });
+            let packed = match positions {
+                Some(l) => PackedFilter::pack_direct("prepack", isa, w, l),
+                None => PackedFilter::pack("prepack", isa, w, groups),
+            };
+            Prepacked::Filter(packed.ok()?)
         }
         _ => return None,
     };

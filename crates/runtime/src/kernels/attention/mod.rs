@@ -31,6 +31,7 @@ use ir::{Attribute, DType, Module, OpId};
 
 use super::linalg::MatView;
 use ::kernels::Isa;
+use ::kernels::transpose::transpose_into;
 use ::kernels::gemm::{self as packed, Epilogue};
 use crate::fusion::{FusionKernel, FusionOutcome, OutputAlloc};
 use crate::tensor::{KernelError, Result, Tensor};

@@ -290,19 +290,3 @@ fn a_finite_fill_is_not_skipped() {
     }
 }
 
-#[test]
-fn transposing_in_tiles_gives_every_element() {
-    for (rows, cols) in [(64, 128), (16, 16), (37, 53), (5, 40), (40, 5), (33, 17)] {
-        for cs in [cols.max(rows) + 3, rows] {
-            let data = noise(cs * cols + rows, (rows * cols) as u64);
-            let src = MatView::new(OP, &data, 2, rows, cols, 1, cs).unwrap();
-            let mut dst = vec![f32::NAN; rows * cols];
-            transpose_into(&src, &mut dst);
-            for r in 0..rows {
-                for c in 0..cols {
-                    assert_eq!(dst[r * cols + c].to_bits(), src.at(r, c).to_bits(), "{rows}x{cols} at {r}, {c}");
-                }
-            }
-        }
-    }
-}

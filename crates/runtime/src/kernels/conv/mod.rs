@@ -16,7 +16,7 @@
 use dialect_aten::op;
 use super::linalg::{MatView, Real, gemm, outs, widen_halves};
 use ::kernels::Isa;
-use ::kernels::gemm::{Activation, Bias, Epilogue, HalfRounding, PackedA, Post, Tiles, aligned_start, gemm_packed_a_panels_post, gemm_packed_a_post};
+use ::kernels::gemm::{Activation, Bias, Epilogue, HalfRounding, PackedA, PackedB, Post, Tiles, aligned_start, gemm_packed_a_panels_post, gemm_packed_a_post};
 use super::{Args, KernelRegistry};
 use crate::tensor::{KernelError, Result, Tensor};
 use crate::value::IValue;
@@ -27,6 +27,7 @@ mod gemm;
 mod im2col;
 mod ops;
 mod packed;
+mod pixel_major;
 #[cfg(target_arch = "x86_64")]
 mod x86;
 #[cfg(test)]
@@ -35,6 +36,7 @@ mod tests;
 use im2col::*;
 use ops::*;
 use packed::*;
+use pixel_major::*;
 
 pub(crate) use gemm::conv_compute;
 pub(crate) use ops::{ConvArgs, Padding, geometry, out_geometry};

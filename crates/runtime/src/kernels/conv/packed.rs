@@ -14,6 +14,9 @@ pub(crate) struct PackedFilter {
     /// The weight itself, `[C, 1, k...]`, of a depthwise filter (one output channel per
     /// single-channel group), which the direct kernel reads instead of `per_group` (empty).
     pub depthwise: Option<Vec<f32>>,
+    /// The filter of a 1×1 convolution transposed (`cin × cout`), for the pixel-major product
+    /// ([`by_positions`]), which then runs instead of `per_group` (empty).
+    pub pixel_major: Option<PackedB>,
 }
 
 impl PackedFilter {
@@ -27,12 +30,27 @@ impl PackedFilter {
         let cout_g = w.sizes()[0] / groups;
         let cols: usize = w.sizes()[1..].iter().product();
         if cout_g == 1 && w.sizes()[1] == 1 {
-            return Ok(PackedFilter { groups, per_group: Vec::new(), depthwise: Some(data.to_vec()) });
+            return Ok(PackedFilter { groups, per_group: Vec::new(), depthwise: Some(data.to_vec()), pixel_major: None });
         }
         let per_group = (0..groups)
             .map(|g| PackedA::pack(op, isa, MatView::new(op, data, g * cout_g * cols, cout_g, cols, cols, 1)?))
             .collect::<::kernels::Result<_>>()?;
-        Ok(PackedFilter { groups, per_group, depthwise: None })
+        Ok(PackedFilter { groups, per_group, depthwise: None, pixel_major: None })
+    }
+
+    /// Packs the filter of a direct 1×1 convolution (unit stride, no padding, one group)
+    /// whose images have `positions` output positions: pixel-major where that fills the
+    /// vector lanes better ([`pixel_major_pays`]), as [`PackedFilter::pack`] otherwise.
+    pub(crate) fn pack_direct(op: &'static str, isa: Isa, w: &Tensor, positions: usize) -> Result<PackedFilter> {
+        let cout = w.sizes().first().copied().unwrap_or(0);
+        let cin: usize = w.sizes().get(1).copied().unwrap_or(0);
+        let one_by_one = w.dim() >= 3 && w.sizes()[2..].iter().all(|&k| k == 1);
+        if !one_by_one || cin == 0 || !pixel_major_pays(isa, positions, cin, cout) {
+            return Self::pack(op, isa, w, 1);
+        }
+        let wc = w.contiguous()?;
+        let packed = pack_pixel_major(op, isa, wc.as_slice::<f32>()?, cout, cin)?;
+        Ok(PackedFilter { groups: 1, per_group: Vec::new(), depthwise: None, pixel_major: Some(packed) })
     }
 }
 
@@ -62,6 +80,9 @@ pub(crate) fn conv_compute_packed(
         // `f16`) is applied after it.
         ::kernels::depthwise::depthwise(op, Isa::current(), &d, g.n, x, raw, bias, Activation::None, out)?;
         return Ok(post.apply_to(op, g.n * g.cout, lout, out, lout)?);
+    }
+    if let Some(wt) = &w.pixel_major {
+        return by_positions(op, g, x, wt, bias, post, out);
     }
     if g.transposed || w.depthwise.is_some() || w.groups != g.groups || w.per_group.iter().any(|a| a.rows() != cout_g || a.cols() != cin_g * k) {
         return Err(KernelError::new(op, "internal error: the prepacked weight does not match the convolution"));

@@ -291,6 +291,71 @@ fn post_ops_of_a_prepacked_convolution_give_each_elements_bits() {
     }
 }
 
+/// The pixel-major 1×1 convolution gives the bits of the channel-major one, with every kind
+/// of post-op (a residual on either side, an activation, roundings through `f16`), batches,
+/// partial panels of channels and of positions, on every vector path and thread count.
+#[test]
+fn pixel_major_products_give_the_bits_of_channel_major_ones() {
+    let pools = [1, 3].map(|t| rayon::ThreadPoolBuilder::new().num_threads(t).build().unwrap());
+    let mut rng = Gen(0x9e_3779_b97f);
+    // (n, cin, cout, positions)
+    let cases = [(1, 96, 576, [1, 7, 7]), (2, 37, 70, [1, 5, 3]), (1, 300, 40, [1, 13, 13]), (3, 8, 17, [1, 1, 1]), (1, 16, 48, [2, 3, 4])];
+    for isa in Isa::supported().into_iter().filter(|&i| i != Isa::Generic) {
+        ::kernels::isa::with(isa, || {
+            for (n, cin, cout, input) in cases {
+                let g = Geometry { n, cin, cout, ..geometry3(input, [1, 1, 1], [1, 1, 1], [0, 0, 0], [1, 1, 1]) };
+                let x: Vec<f32> = rng.vec(n * cin * g.in_numel()).iter().map(|v| v * 4.0).collect();
+                let wd = rng.vec(cout * cin);
+                let wt = Tensor::from_vec(wd.clone(), &[cout, cin, 1, 1, 1]).unwrap();
+                let channel_major = PackedFilter::pack("t", isa, &wt, 1).unwrap();
+                let transposed = pack_pixel_major("t", isa, &wd, cout, cin).unwrap();
+                let pixel_major = PackedFilter { groups: 1, per_group: Vec::new(), depthwise: None, pixel_major: Some(transposed) };
+                let bias = rng.vec(cout);
+                let len = n * cout * g.out_numel();
+                let mut r: Vec<f32> = rng.vec(len).iter().map(|v| v * 4.0).collect();
+                r[1] = f32::NAN;
+                let halves = [HalfRounding::NONE, HalfRounding { product: true, result: true }];
+                for (act, half, first) in [
+                    (Activation::None, halves[0], None),
+                    (Activation::Hardswish, halves[0], None),
+                    (Activation::Relu, halves[1], None),
+                    (Activation::Relu, halves[0], Some(true)),
+                    (Activation::Clamp(0.0, 6.0), halves[1], Some(false)),
+                ] {
+                    let post = Post { addend: first.map(|first| Addend { data: &r, ld: g.out_numel(), first }), act, half };
+                    let mut want = vec![f32::NAN; len];
+                    conv_compute_packed("t", &g, &x, &channel_major, Some(&bias), &post, &mut want).unwrap();
+                    for pool in &pools {
+                        let mut got = vec![f32::NAN; len];
+                        pool.install(|| conv_compute_packed("t", &g, &x, &pixel_major, Some(&bias), &post, &mut got)).unwrap();
+                        for (e, (&got, &want)) in got.iter().zip(&want).enumerate() {
+                            assert!(
+                                got.to_bits() == want.to_bits() || got.is_nan() && want.is_nan(),
+                                "{isa} {g:?} {act:?} {first:?} element {e}: got {got}, want {want}"
+                            );
+                        }
+                    }
+                }
+            }
+        });
+    }
+}
+
+/// Where a 1×1 convolution is computed pixel-major: few positions and many channels, not
+/// the reverse, nor where the lanes' gain is too small to pay for the copy.
+#[test]
+fn pixel_major_products_run_where_positions_fill_lanes_poorly() {
+    for isa in [Isa::Avx512, Isa::Avx2] {
+        assert!(pixel_major_pays(isa, 49, 96, 576), "{isa}");
+        assert!(pixel_major_pays(isa, 49, 576, 96), "{isa}");
+        assert!(!pixel_major_pays(isa, 3136, 64, 64), "{isa}");
+        assert!(!pixel_major_pays(isa, 196, 40, 240), "{isa}");
+        assert!(!pixel_major_pays(isa, 49, 96, 20), "{isa}");
+    }
+    assert!(pixel_major_pays(Isa::Avx512, 169, 512, 1000));
+    assert!(!pixel_major_pays(Isa::Generic, 49, 96, 576));
+}
+
 /// Depthwise convolutions (the direct kernel, with and without a prepacked filter) agree with
 /// the per-group GEMM path (run in `f64`) on strides 1 and 2, 3×3 and 5×5 kernels, odd
 /// widths, padding, dilation and 1-d inputs, with and without bias, on every ISA path.
