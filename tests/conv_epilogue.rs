@@ -156,6 +156,8 @@ fn pointwise_and_depthwise() {
     check(Conv { n: 2, cin: 6, cout: 19, groups: 1, h: 7, w: 9, k: 1, stride: 1 });
     // Few positions and many channels: the pixel-major product.
     check(Conv { n: 2, cin: 96, cout: 80, groups: 1, h: 7, w: 7, k: 1, stride: 1 });
+    check(Conv { n: 2, cin: 48, cout: 64, groups: 1, h: 7, w: 7, k: 3, stride: 1 });
+    check(Conv { n: 1, cin: 32, cout: 64, groups: 1, h: 14, w: 14, k: 3, stride: 2 });
     check(Conv { n: 2, cin: 24, cout: 24, groups: 24, h: 15, w: 13, k: 3, stride: 1 });
     check(Conv { n: 1, cin: 16, cout: 16, groups: 16, h: 29, w: 31, k: 5, stride: 2 });
 }

@@ -12,7 +12,7 @@ use dialect_aten::op;
 use ir::{DType, Module, OpId};
 
 use crate::fusion::{FusionKernel, FusionOutcome, OutputAlloc};
-use crate::kernels::conv::{ConvArgs, Geometry, PackedFilter, Padding, conv_compute_packed, conv_pool_applies, conv_pool_packed, geometry};
+use crate::kernels::conv::{ConvArgs, Geometry, PackedFilter, Padding, conv_compute_packed, conv_pool_applies, conv_pool_packed, geometry, static_positions};
 use crate::tensor::{KernelError, Result, Tensor};
 use crate::value::IValue;
 use super::prepack::{region_op, residual_side};
@@ -95,28 +95,13 @@ fn build_conv(m: &Module, op: OpId, consts: &[Option<IValue>]) -> std::result::R
     };
     let groups = usize::try_from(args.groups).map_err(|_| format!("{} groups", args.groups))?;
     let isa = Isa::simd().ok_or("this CPU has no prepacked path")?;
-    let packed = match direct_positions(m, op, &args) {
-        Some(positions) if groups == 1 => PackedFilter::pack_direct("conv", isa, &weight, positions),
-        _ => PackedFilter::pack("conv", isa, &weight, groups),
+    let x = m.operands(op).first().and_then(|&v| m.value_type(v).as_tensor()?.static_dims());
+    let packed = match x.and_then(|x| static_positions(&x, weight.sizes(), &args)) {
+        Some(positions) => PackedFilter::pack_for("conv", isa, &weight, groups, positions),
+        None => PackedFilter::pack("conv", isa, &weight, groups),
     }
     .map_err(|e| e.to_string())?;
     Ok(ConvKernel { packed, weight, args, residual, act, half })
-}
-
-/// The output positions an image of the `conv` kernel `op` has when it is a direct
-/// convolution (unit strides, no padding) whose input's spatial sizes are static: a 1×1
-/// filter then reads each output position's input position alone.
-fn direct_positions(m: &Module, op: OpId, args: &ConvArgs) -> Option<usize> {
-    let Padding::Explicit(pad) = &args.padding else { return None };
-    if args.stride.iter().any(|&s| s != 1) || pad.iter().any(|&p| p != 0) {
-        return None;
-    }
-    let x = *m.operands(op).first()?;
-    let dims = m.value_type(x).as_tensor()?.static_dims()?;
-    if dims.len() < 3 {
-        return None;
-    }
-    dims[2..].iter().try_fold(1usize, |acc, &d| acc.checked_mul(usize::try_from(d).ok()?))
 }
 
 /// A call's operands as the kernel checked them: the geometry, the result's sizes and the

@@ -21,7 +21,7 @@ use ir::{DType, Module, OpId, OpRef};
 
 use super::Arg;
 use super::out::{OutOp, mat, scalar_or, tensor_arg};
-use crate::kernels::conv::{PackedFilter, conv_compute_packed, out_geometry};
+use crate::kernels::conv::{ConvArgs, PackedFilter, Padding, conv_compute_packed, out_geometry, static_positions};
 use ::kernels::gemv::{Columns, gemv};
 use crate::kernels::linalg::MatView;
 use crate::fusion::{FusionKernel, FusionOutcome, OutputAlloc};
@@ -78,12 +78,18 @@ pub(crate) fn prepack_for(isa: Isa, op: OutOp, args: &[Arg], input: Option<&[i64
                 Some(Arg::Const(v)) => v.as_int_list().ok(),
                 _ => None,
             };
-            let direct = ints(3).is_some_and(|s| s.iter().all(|&s| s == 1)) && ints(4).is_some_and(|p| p.iter().all(|&p| p == 0));
-            let positions = input.filter(|d| direct && groups == 1 && d.len() >= 3).and_then(|d| {
-                d[2..].iter().try_fold(1usize, |acc, &v| acc.checked_mul(usize::try_from(v).ok()?))
-            });
-            let packed = match positions {
-                Some(l) => PackedFilter::pack_direct("prepack", isa, w, l),
+            let conv_args = || -> Option<ConvArgs> {
+                Some(ConvArgs {
+                    stride: ints(3)?,
+                    padding: Padding::Explicit(ints(4)?),
+                    dilation: ints(5)?,
+                    transposed: false,
+                    output_padding: ints(7)?,
+                    groups: groups as i64,
+                })
+            };
+            let packed = match input.zip(conv_args()).and_then(|(x, a)| static_positions(x, w.sizes(), &a)) {
+                Some(positions) => PackedFilter::pack_for("prepack", isa, w, groups, positions),
                 None => PackedFilter::pack("prepack", isa, w, groups),
             };
             Prepacked::Filter(packed.ok()?)

@@ -41,6 +41,7 @@ use pixel_major::*;
 pub(crate) use gemm::conv_compute;
 pub(crate) use ops::{ConvArgs, Padding, geometry, out_geometry};
 pub(crate) use packed::{PackedFilter, conv_compute_packed, conv_pool_applies, conv_pool_packed};
+pub(crate) use pixel_major::static_positions;
 
 
 /// Geometry of one convolution, already padded to three spatial dims.

@@ -38,18 +38,17 @@ impl PackedFilter {
         Ok(PackedFilter { groups, per_group, depthwise: None, pixel_major: None })
     }
 
-    /// Packs the filter of a direct 1×1 convolution (unit stride, no padding, one group)
-    /// whose images have `positions` output positions: pixel-major where that fills the
-    /// vector lanes better ([`pixel_major_pays`]), as [`PackedFilter::pack`] otherwise.
-    pub(crate) fn pack_direct(op: &'static str, isa: Isa, w: &Tensor, positions: usize) -> Result<PackedFilter> {
+    /// Packs the filter `w` of a forward convolution in `groups` groups whose images have
+    /// `positions` output positions: pixel-major where that fills the vector lanes better
+    /// ([`pixel_major_pays`]), as [`PackedFilter::pack`] otherwise.
+    pub(crate) fn pack_for(op: &'static str, isa: Isa, w: &Tensor, groups: usize, positions: usize) -> Result<PackedFilter> {
         let cout = w.sizes().first().copied().unwrap_or(0);
-        let cin: usize = w.sizes().get(1).copied().unwrap_or(0);
-        let one_by_one = w.dim() >= 3 && w.sizes()[2..].iter().all(|&k| k == 1);
-        if !one_by_one || cin == 0 || !pixel_major_pays(isa, positions, cin, cout) {
-            return Self::pack(op, isa, w, 1);
+        let k: usize = w.sizes().iter().skip(1).product();
+        if groups != 1 || w.dim() < 3 || k == 0 || !pixel_major_applies(isa, positions, k, cout) {
+            return Self::pack(op, isa, w, groups);
         }
         let wc = w.contiguous()?;
-        let packed = pack_pixel_major(op, isa, wc.as_slice::<f32>()?, cout, cin)?;
+        let packed = pack_pixel_major(op, isa, wc.as_slice::<f32>()?, cout, k)?;
         Ok(PackedFilter { groups: 1, per_group: Vec::new(), depthwise: None, pixel_major: Some(packed) })
     }
 }

@@ -291,24 +291,40 @@ fn post_ops_of_a_prepacked_convolution_give_each_elements_bits() {
     }
 }
 
-/// The pixel-major 1×1 convolution gives the bits of the channel-major one, with every kind
+/// The pixel-major convolution gives the bits of the channel-major one, with every kind
 /// of post-op (a residual on either side, an activation, roundings through `f16`), batches,
 /// partial panels of channels and of positions, on every vector path and thread count.
 #[test]
 fn pixel_major_products_give_the_bits_of_channel_major_ones() {
     let pools = [1, 3].map(|t| rayon::ThreadPoolBuilder::new().num_threads(t).build().unwrap());
     let mut rng = Gen(0x9e_3779_b97f);
-    // (n, cin, cout, positions)
-    let cases = [(1, 96, 576, [1, 7, 7]), (2, 37, 70, [1, 5, 3]), (1, 300, 40, [1, 13, 13]), (3, 8, 17, [1, 1, 1]), (1, 16, 48, [2, 3, 4])];
+    // (n, cin, cout, input, kernel, stride, pad, dilation): direct 1×1 products (the input
+    // read in place) and others through their column matrix.
+    type Case = (usize, usize, usize, [usize; 3], [usize; 3], [usize; 3], [usize; 3], [usize; 3]);
+    let one = [1, 1, 1];
+    let cases: [Case; 9] = [
+        (1, 96, 576, [1, 7, 7], one, one, [0; 3], one),
+        (2, 37, 70, [1, 5, 3], one, one, [0; 3], one),
+        (1, 300, 40, [1, 13, 13], one, one, [0; 3], one),
+        (3, 8, 17, [1, 1, 1], one, one, [0; 3], one),
+        (1, 16, 48, [2, 3, 4], one, one, [0; 3], one),
+        (1, 48, 192, [1, 13, 13], [1, 3, 3], one, [0, 1, 1], one),
+        (2, 20, 40, [1, 14, 15], [1, 3, 3], [1, 2, 2], [0, 1, 1], one),
+        (1, 9, 33, [1, 9, 11], [1, 3, 3], one, [0, 2, 2], [1, 2, 2]),
+        (1, 30, 64, [1, 14, 14], one, [1, 2, 2], [0; 3], one),
+    ];
     for isa in Isa::supported().into_iter().filter(|&i| i != Isa::Generic) {
         ::kernels::isa::with(isa, || {
-            for (n, cin, cout, input) in cases {
-                let g = Geometry { n, cin, cout, ..geometry3(input, [1, 1, 1], [1, 1, 1], [0, 0, 0], [1, 1, 1]) };
+            for (n, cin, cout, input, kernel, stride, pad, dil) in cases {
+                let g = Geometry { n, cin, cout, ..geometry3(input, kernel, stride, pad, dil) };
                 let x: Vec<f32> = rng.vec(n * cin * g.in_numel()).iter().map(|v| v * 4.0).collect();
-                let wd = rng.vec(cout * cin);
-                let wt = Tensor::from_vec(wd.clone(), &[cout, cin, 1, 1, 1]).unwrap();
+                let k = cin * g.kernel_numel();
+                let wd = rng.vec(cout * k);
+                let mut wsizes = vec![cout, cin];
+                wsizes.extend(kernel);
+                let wt = Tensor::from_vec(wd.clone(), &wsizes).unwrap();
                 let channel_major = PackedFilter::pack("t", isa, &wt, 1).unwrap();
-                let transposed = pack_pixel_major("t", isa, &wd, cout, cin).unwrap();
+                let transposed = pack_pixel_major("t", isa, &wd, cout, k).unwrap();
                 let pixel_major = PackedFilter { groups: 1, per_group: Vec::new(), depthwise: None, pixel_major: Some(transposed) };
                 let bias = rng.vec(cout);
                 let len = n * cout * g.out_numel();
@@ -341,8 +357,9 @@ fn pixel_major_products_give_the_bits_of_channel_major_ones() {
     }
 }
 
-/// Where a 1×1 convolution is computed pixel-major: few positions and many channels, not
-/// the reverse, nor where the lanes' gain is too small to pay for the copy.
+/// Where a convolution is computed pixel-major: few positions and many channels, not the
+/// reverse, nor where the lanes' gain is too small to pay for the copy, nor where the column
+/// matrix would be too large.
 #[test]
 fn pixel_major_products_run_where_positions_fill_lanes_poorly() {
     for isa in [Isa::Avx512, Isa::Avx2] {
@@ -353,6 +370,8 @@ fn pixel_major_products_run_where_positions_fill_lanes_poorly() {
         assert!(!pixel_major_pays(isa, 49, 96, 20), "{isa}");
     }
     assert!(pixel_major_pays(Isa::Avx512, 169, 512, 1000));
+    assert!(pixel_major_applies(Isa::Avx512, 169, 48 * 9, 192));
+    assert!(!pixel_major_applies(Isa::Avx512, 49, 1 << 15, 576));
     assert!(!pixel_major_pays(Isa::Generic, 49, 96, 576));
 }
 
