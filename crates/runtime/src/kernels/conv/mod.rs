@@ -8,7 +8,9 @@
 //! transposed weight by the input and scatters the columns back into the output (col2im).
 //! With a prepacked `f32` filter the column matrix is never built whole: each panel of
 //! consecutive output positions is written in the packed GEMM's panel layout and multiplied
-//! at once, and the panels split across the intra-op team. A depthwise convolution (one
+//! at once, and the panels split across the intra-op team; a small plane with many output
+//! channels is computed pixel-major instead (`pixel_major`: positions as the product's rows,
+//! the result copied back into planes). A depthwise convolution (one
 //! filter per channel, `f32`) takes the direct kernel `kernels::depthwise` instead.
 //! Lower-dimensional convolutions run as 3-d ones with leading unit dims. The same gather
 //! and scatter back `im2col` and `col2im` (`F.unfold`/`F.fold`).
