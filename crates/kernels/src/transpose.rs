@@ -1,7 +1,7 @@
 //! Copying a strided matrix into a row-major one in square tiles: the transposed keys of the
-//! fused attention, and a pixel-major 1×1 convolution's result turned back into channel
-//! planes. With contiguous columns (`rs == 1`, the source being the transpose of a row-major
-//! matrix) whole tiles are transposed in registers: 16 × 16 with AVX-512F, 8 × 8 with AVX.
+//! fused attention, and a pixel-major convolution's result turned back into channel planes.
+//! With contiguous columns (`rs == 1`, the source being the transpose of a row-major matrix)
+//! whole tiles are transposed in registers: 16 × 16 with AVX-512F, 8 × 8 with AVX.
 
 use crate::Isa;
 use crate::mat::MatView;

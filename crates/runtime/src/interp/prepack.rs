@@ -48,7 +48,7 @@ fn const_f32(arg: Option<&Arg>, dim: usize) -> Option<&Tensor> {
 
 /// Packs the constant operand of an instruction whose out-variant is `op`, when there is one
 /// this CPU has a prepacked kernel for; `input` is the static shape of its first operand, when
-/// known (a 1×1 convolution's filter is packed for its number of positions).
+/// known (a convolution's filter is packed for its number of output positions).
 pub(crate) fn prepack(op: OutOp, args: &[Arg], input: Option<&[i64]>) -> Option<Arc<Prepacked>> {
     let isa = Isa::simd()?;
     prepack_for(isa, op, args, input)

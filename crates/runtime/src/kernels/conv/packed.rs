@@ -14,8 +14,8 @@ pub(crate) struct PackedFilter {
     /// The weight itself, `[C, 1, k...]`, of a depthwise filter (one output channel per
     /// single-channel group), which the direct kernel reads instead of `per_group` (empty).
     pub depthwise: Option<Vec<f32>>,
-    /// The filter of a 1×1 convolution transposed (`cin × cout`), for the pixel-major product
-    /// ([`by_positions`]), which then runs instead of `per_group` (empty).
+    /// The filter transposed (`cin·K × cout`), for the pixel-major product ([`by_positions`]),
+    /// which then runs instead of `per_group` (empty).
     pub pixel_major: Option<PackedB>,
 }
 

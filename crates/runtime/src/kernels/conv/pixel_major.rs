@@ -113,27 +113,23 @@ pub(super) fn by_positions(
     if !direct && col.len() < k * l {
         col.resize(k * l, 0.0);
     }
-    let mut result = Ok(());
-    for n in 0..g.n {
-        let xn = &x[n * cin * lin..(n + 1) * cin * lin];
-        let cols = if direct {
-            xn
-        } else {
-            columns(g, xn, &mut col[..k * l]);
-            &col[..k * l]
-        };
-        let colt = MatView::new(op, cols, 0, l, k, 1, l)?;
-        result = gemm_packed_b_post(op, colt, wt, &ep, &in_tiles, &mut scratch[..l * cout], cout).map_err(KernelError::from);
-        if result.is_err() {
-            break;
+    let result = (|| -> Result<()> {
+        for n in 0..g.n {
+            let xn = &x[n * cin * lin..(n + 1) * cin * lin];
+            let cols = if direct {
+                xn
+            } else {
+                columns(g, xn, &mut col[..k * l]);
+                &col[..k * l]
+            };
+            let colt = MatView::new(op, cols, 0, l, k, 1, l)?;
+            gemm_packed_b_post(op, colt, wt, &ep, &in_tiles, &mut scratch[..l * cout], cout)?;
+            let planes = &mut out[n * cout * l..(n + 1) * cout * l];
+            transpose_planes(MatView::new(op, &scratch[..l * cout], 0, cout, l, 1, cout)?, planes);
+            after.from(n * cout, 0).apply_to(op, cout, l, planes, l)?;
         }
-        let planes = &mut out[n * cout * l..(n + 1) * cout * l];
-        transpose_planes(MatView::new(op, &scratch[..l * cout], 0, cout, l, 1, cout)?, planes);
-        result = after.from(n * cout, 0).apply_to(op, cout, l, planes, l).map_err(KernelError::from);
-        if result.is_err() {
-            break;
-        }
-    }
+        Ok(())
+    })();
     RESULT_SCRATCH.set((scratch, col));
     result
 }
@@ -141,16 +137,12 @@ pub(super) fn by_positions(
 /// Writes the column matrix of one image `x` (`cin·K × l`, as [`im2col`] orders it) to
 /// `col`, bands of channels split across the team when large.
 fn columns(g: &Geometry, x: &[f32], col: &mut [f32]) {
-    let (taps, l, lin) = (g.kernel_numel(), g.out_numel(), g.in_numel());
+    let (per_channel, lin) = (g.kernel_numel() * g.out_numel(), g.in_numel());
     let threads = crate::parallel::threads();
     let tasks = if threads > 1 && col.len() >= PARALLEL_MIN_ELEMENTS { threads.min(g.cin) } else { 1 };
-    let to = crate::parallel::SharedOut(col.as_mut_ptr());
-    crate::parallel::for_each(tasks, |t| {
-        let (c0, c1) = (g.cin * t / tasks, g.cin * (t + 1) / tasks);
-        // SAFETY: `col` holds `cin·taps·l` elements; the rows of channels `c0..c1` are this
-        // task's alone.
-        let band = unsafe { std::slice::from_raw_parts_mut(to.get().add(c0 * taps * l), (c1 - c0) * taps * l) };
-        im2col(&x[c0 * lin..c1 * lin], g, c1 - c0, band);
+    crate::parallel::for_each_range(col, per_channel, tasks, |i0, band| {
+        let (c0, channels) = (i0 / per_channel, band.len() / per_channel);
+        im2col(&x[c0 * lin..(c0 + channels) * lin], g, channels, band);
     });
 }
 
@@ -163,17 +155,9 @@ fn transpose_planes(planes: MatView<'_, f32>, dst: &mut [f32]) {
     let (cout, l) = (planes.rows, planes.cols);
     let threads = crate::parallel::threads();
     let tasks = if threads > 1 && l * cout >= PARALLEL_MIN_ELEMENTS { threads.min(cout.div_ceil(16)) } else { 1 };
-    let to = crate::parallel::SharedOut(dst.as_mut_ptr());
-    crate::parallel::for_each(tasks, |t| {
-        // Bands of whole 16-channel tiles, so every task transposes in registers.
-        let tiles = cout.div_ceil(16);
-        let (c0, c1) = ((tiles * t / tasks * 16).min(cout), (tiles * (t + 1) / tasks * 16).min(cout));
-        if c0 == c1 {
-            return;
-        }
-        let view = MatView { off: planes.off + c0, rows: c1 - c0, ..planes };
-        // SAFETY: `dst` holds `cout` planes of `l`; planes `c0..c1` are this task's alone.
-        let band = unsafe { std::slice::from_raw_parts_mut(to.get().add(c0 * l), (c1 - c0) * l) };
+    // Bands of whole 16-channel tiles, so every task transposes in registers.
+    crate::parallel::for_each_range(&mut dst[..cout * l], 16 * l, tasks, |i0, band| {
+        let view = MatView { off: planes.off + i0 / l, rows: band.len() / l, ..planes };
         transpose_into(&view, band);
     });
 }

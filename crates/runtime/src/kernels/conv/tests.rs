@@ -302,8 +302,10 @@ fn pixel_major_products_give_the_bits_of_channel_major_ones() {
     // read in place) and others through their column matrix.
     type Case = (usize, usize, usize, [usize; 3], [usize; 3], [usize; 3], [usize; 3], [usize; 3]);
     let one = [1, 1, 1];
-    let cases: [Case; 9] = [
+    let cases: [Case; 10] = [
         (1, 96, 576, [1, 7, 7], one, one, [0; 3], one),
+        // A result large enough to be copied into planes by the team.
+        (1, 16, 256, [1, 13, 13], [1, 3, 3], one, [0, 1, 1], one),
         (2, 37, 70, [1, 5, 3], one, one, [0; 3], one),
         (1, 300, 40, [1, 13, 13], one, one, [0; 3], one),
         (3, 8, 17, [1, 1, 1], one, one, [0; 3], one),
