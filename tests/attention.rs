@@ -31,6 +31,19 @@ struct Case {
     /// `mul.Scalar` by it, `div.Scalar` by its inverse when negative, none when 0.
     scale: f64,
     dtype: &'static str,
+    /// The softmax is `_safe_softmax`'s, decomposed in this spelling.
+    safe: Option<Safe>,
+}
+
+/// How a decomposed `_safe_softmax` spells "all of a row's scores are `-inf`".
+#[derive(Clone, Copy, Debug)]
+enum Safe {
+    /// `aten.all.dim(eq.Scalar(s, -inf))`, its zeros an `aten.zeros_like` (ATen spellings,
+    /// which Edge has no mirror of).
+    All,
+    /// `logical_not(any.dim(logical_not(eq.Scalar(s, -inf))))`, as `torch.export`'s core
+    /// decomposition gives it, its zeros a `full_like`.
+    NotAnyNot,
 }
 
 /// The decomposed attention of `c` in Edge IR.
@@ -83,9 +96,29 @@ fn program(c: &Case) -> String {
             cur = "%masked".into();
         }
     }
+    body += &format!("    %p = edge._softmax {cur} {{dim = -1 : i64, half_to_float = false}} : {st}\n");
+    let mut probs = "%p";
+    if let Some(how) = c.safe {
+        let bt = format!("tensor<{b}x{h}x{l}x{s}xi1>");
+        let rt = format!("tensor<{b}x{h}x{l}x1xi1>");
+        body += &format!("    %isinf = edge.eq.Scalar {cur} {{other = 0xFFF0000000000000 : f64}} : ({st}) -> {bt}\n");
+        match how {
+            Safe::All => {
+                body += &format!("    %rows = aten.all.dim %isinf {{dim = -1 : i64, keepdim = true}} : ({bt}) -> {rt}\n");
+                body += &format!("    %zeros = aten.zeros_like %p : {st}\n");
+            }
+            Safe::NotAnyNot => {
+                body += &format!("    %finite = edge.logical_not %isinf : {bt}\n");
+                body += &format!("    %any = edge.any.dim %finite {{dim = -1 : i64, keepdim = true}} : ({bt}) -> {rt}\n");
+                body += &format!("    %rows = edge.logical_not %any : {rt}\n");
+                body += &format!("    %zeros = edge.full_like %p {{fill_value = 0 : i64, memory_format = 1 : i64, pin_memory = false}} : {st}\n");
+            }
+        }
+        body += &format!("    %safe = edge.where.self %rows, %zeros, %p : ({rt}, {st}, {st}) -> {st}\n");
+        probs = "%safe";
+    }
     body += &format!(
-        r#"    %p = edge._softmax {cur} {{dim = -1 : i64, half_to_float = false}} : {st}
-    %p3 = edge.view %p {{size = [{n} : i64, {l} : i64, {s} : i64]}} : ({st}) -> tensor<{n}x{l}x{s}x{f}>
+        r#"    %p3 = edge.view {probs} {{size = [{n} : i64, {l} : i64, {s} : i64]}} : ({st}) -> tensor<{n}x{l}x{s}x{f}>
     %vc = edge.clone %vp {{memory_format = 0 : i64}} : tensor<{b}x{h}x{s}x{ev}x{f}>
     %v3 = edge.view %vc {{size = [{n} : i64, {s} : i64, {ev} : i64]}} : (tensor<{b}x{h}x{s}x{ev}x{f}>) -> tensor<{n}x{s}x{ev}x{f}>
     %o3 = edge.bmm %p3, %v3 : (tensor<{n}x{l}x{s}x{f}>, tensor<{n}x{s}x{ev}x{f}>) -> tensor<{n}x{l}x{ev}x{f}>
@@ -200,7 +233,12 @@ fn check(c: Case) {
     let want = check_inputs(&c, &inputs(&c));
     if matches!(c.mask, Mask::Fill | Mask::Keep) && c.l > 1 {
         let row = c.h * c.ev;
-        assert!(want[row..2 * row].iter().all(|x| x.is_nan()), "{c:?}: a fully masked row is NaN");
+        let whole = &want[row..2 * row];
+        if c.safe.is_some() {
+            assert!(whole.iter().all(|&x| x == 0.0), "{c:?}: a fully masked row is zero after a safe softmax");
+        } else {
+            assert!(whole.iter().all(|x| x.is_nan()), "{c:?}: a fully masked row is NaN");
+        }
     }
 }
 
@@ -240,25 +278,25 @@ fn with_element(mut ins: Vec<IValue>, which: usize, at: usize, x: f32) -> Vec<IV
 
 #[test]
 fn the_transformers_attention() {
-    check(Case { b: 1, h: 4, l: 128, s: 128, e: 64, ev: 64, mask: Mask::Fill, scale: 0.125, dtype: "f32" });
+    check(Case { b: 1, h: 4, l: 128, s: 128, e: 64, ev: 64, mask: Mask::Fill, scale: 0.125, dtype: "f32", safe: None });
 }
 
 #[test]
 fn odd_sizes_several_batches_and_heads() {
-    check(Case { b: 2, h: 3, l: 37, s: 53, e: 19, ev: 23, mask: Mask::Fill, scale: 0.3, dtype: "f32" });
-    check(Case { b: 3, h: 1, l: 70, s: 9, e: 5, ev: 33, mask: Mask::Keep, scale: -0.25, dtype: "f32" });
-    check(Case { b: 1, h: 2, l: 1, s: 17, e: 8, ev: 8, mask: Mask::None, scale: 0.0, dtype: "f32" });
-    check(Case { b: 2, h: 2, l: 40, s: 40, e: 16, ev: 12, mask: Mask::Add, scale: 0.5, dtype: "f32" });
+    check(Case { b: 2, h: 3, l: 37, s: 53, e: 19, ev: 23, mask: Mask::Fill, scale: 0.3, dtype: "f32", safe: None });
+    check(Case { b: 3, h: 1, l: 70, s: 9, e: 5, ev: 33, mask: Mask::Keep, scale: -0.25, dtype: "f32", safe: None });
+    check(Case { b: 1, h: 2, l: 1, s: 17, e: 8, ev: 8, mask: Mask::None, scale: 0.0, dtype: "f32", safe: None });
+    check(Case { b: 2, h: 2, l: 40, s: 40, e: 16, ev: 12, mask: Mask::Add, scale: 0.5, dtype: "f32", safe: None });
 }
 
 #[test]
 fn one_head_with_many_rows_splits_its_rows() {
-    check(Case { b: 1, h: 1, l: 200, s: 150, e: 32, ev: 40, mask: Mask::Fill, scale: 0.125, dtype: "f32" });
+    check(Case { b: 1, h: 1, l: 200, s: 150, e: 32, ev: 40, mask: Mask::Fill, scale: 0.125, dtype: "f32", safe: None });
 }
 
 #[test]
 fn infinities_and_nans_in_the_inputs_propagate_as_unfused() {
-    let c = Case { b: 1, h: 2, l: 9, s: 11, e: 4, ev: 3, mask: Mask::None, scale: 1.0, dtype: "f32" };
+    let c = Case { b: 1, h: 2, l: 9, s: 11, e: 4, ev: 3, mask: Mask::None, scale: 1.0, dtype: "f32", safe: None };
     let text = program(&c);
     let mut ins = inputs(&c);
     let q = ins[0].as_tensor().unwrap().to_vec::<f32>().unwrap();
@@ -276,7 +314,7 @@ fn infinities_and_nans_in_the_inputs_propagate_as_unfused() {
 
 #[test]
 fn f64_operands_run_the_region() {
-    let c = Case { b: 1, h: 2, l: 6, s: 7, e: 5, ev: 4, mask: Mask::Fill, scale: 0.5, dtype: "f64" };
+    let c = Case { b: 1, h: 2, l: 6, s: 7, e: 5, ev: 4, mask: Mask::Fill, scale: 0.5, dtype: "f64", safe: None };
     let text = program(&c);
     let ins = inputs(&c);
     let (want, _) = run(&text, false, None, 1, &ins);
@@ -291,7 +329,7 @@ fn f64_operands_run_the_region() {
 /// and writes none of them, as its region says.
 #[test]
 fn a_constant_mask_read_by_the_fused_kernel_is_hoisted() {
-    let c = Case { b: 1, h: 2, l: 8, s: 8, e: 4, ev: 4, mask: Mask::Fill, scale: 0.5, dtype: "f32" };
+    let c = Case { b: 1, h: 2, l: 8, s: 8, e: 4, ev: 4, mask: Mask::Fill, scale: 0.5, dtype: "f32", safe: None };
     let mask_ops = "    %r = edge.arange.start_step {end = 8 : i64, start = 0 : i64} : () -> tensor<8xi64>\n    %row = edge.unsqueeze %r {dim = 1 : i64} : (tensor<8xi64>) -> tensor<8x1xi64>\n    %col = edge.unsqueeze %r {dim = 0 : i64} : (tensor<8xi64>) -> tensor<1x8xi64>\n    %mask = edge.gt.Tensor %col, %row : (tensor<1x8xi64>, tensor<8x1xi64>) -> tensor<8x8xi1>\n";
     let text = program(&c).replacen(", %mask: tensor<8x8xi1> {prim.input = \"mask\"}", "", 1).replacen("    %qp = ", &format!("{mask_ops}    %qp = "), 1);
     let mut ins = inputs(&c);
@@ -317,7 +355,7 @@ fn a_constant_mask_read_by_the_fused_kernel_is_hoisted() {
 /// in none: the unfused ops' results, NaN rows included.
 #[test]
 fn masks_that_replace_trailing_columns() {
-    let c = Case { b: 2, h: 3, l: 45, s: 77, e: 12, ev: 20, mask: Mask::Fill, scale: 0.3, dtype: "f32" };
+    let c = Case { b: 2, h: 3, l: 45, s: 77, e: 12, ev: 20, mask: Mask::Fill, scale: 0.3, dtype: "f32", safe: None };
     // Causal, anti-causal, a band, an arbitrary pattern with rows masked whole.
     check_inputs(&c, &with_mask(&c, |i, j| j > i));
     check_inputs(&c, &with_mask(&c, |i, j| j < i));
@@ -328,7 +366,7 @@ fn masks_that_replace_trailing_columns() {
     let keep = Case { mask: Mask::Keep, ..c };
     check_inputs(&keep, &with_mask(&keep, |i, j| j <= i + 2));
     // The transformer's causal attention, keys longer than the queries.
-    let long = Case { b: 1, h: 2, l: 70, s: 600, e: 8, ev: 40, mask: Mask::Fill, scale: 0.125, dtype: "f32" };
+    let long = Case { b: 1, h: 2, l: 70, s: 600, e: 8, ev: 40, mask: Mask::Fill, scale: 0.125, dtype: "f32", safe: None };
     check_inputs(&long, &with_mask(&long, |i, j| j > i));
 }
 
@@ -336,7 +374,7 @@ fn masks_that_replace_trailing_columns() {
 /// keeps: the unfused ops' NaNs (`0·inf` is NaN in the second product).
 #[test]
 fn nonfinite_values_and_keys_in_skipped_rows() {
-    let c = Case { b: 1, h: 2, l: 70, s: 70, e: 8, ev: 6, mask: Mask::Fill, scale: 0.5, dtype: "f32" };
+    let c = Case { b: 1, h: 2, l: 70, s: 70, e: 8, ev: 6, mask: Mask::Fill, scale: 0.5, dtype: "f32", safe: None };
     let causal = with_mask(&c, |i, j| j > i);
     for (row, x) in [(69, f32::NAN), (50, f32::INFINITY), (3, f32::NEG_INFINITY)] {
         let ins = with_element(causal.clone(), 2, (row * c.h + 1) * c.ev + 2, x);
@@ -355,9 +393,32 @@ fn nonfinite_values_and_keys_in_skipped_rows() {
 /// An added mask of zeros and `-inf` (kept at full width).
 #[test]
 fn an_added_mask_of_zeros_and_minus_infinity() {
-    let c = Case { b: 1, h: 2, l: 40, s: 40, e: 16, ev: 12, mask: Mask::Add, scale: 0.5, dtype: "f32" };
+    let c = Case { b: 1, h: 2, l: 40, s: 40, e: 16, ev: 12, mask: Mask::Add, scale: 0.5, dtype: "f32", safe: None };
     let mut ins = inputs(&c);
     let m: Vec<f32> = (0..c.h * c.l * c.s).map(|x| if x % c.s > x / c.s % c.l { f32::NEG_INFINITY } else { 0.0 }).collect();
     ins[3] = IValue::Tensor(Tensor::from_slice(&m, &[c.h, c.l, c.s]).unwrap());
     check_inputs(&c, &ins);
+}
+
+/// `_safe_softmax` (the softmax of `scaled_dot_product_attention` with a boolean mask, as
+/// `torch.export` decomposes it): rows masked whole are zeros, fused or not, in both spellings
+/// of "all `-inf`", with every mask kind and with a NaN in a row of the values.
+#[test]
+fn a_safe_softmax_is_fused_and_gives_zeros_for_rows_masked_whole() {
+    for safe in [Safe::NotAnyNot, Safe::All] {
+        for mask in [Mask::Fill, Mask::Keep] {
+            check(Case { b: 2, h: 4, l: 16, s: 16, e: 16, ev: 16, mask, scale: 0.25, dtype: "f32", safe: Some(safe) });
+        }
+        let c = Case { b: 2, h: 3, l: 45, s: 77, e: 12, ev: 20, mask: Mask::Fill, scale: 0.3, dtype: "f32", safe: Some(safe) };
+        let want = check_inputs(&c, &with_mask(&c, |i, j| (i * 7 + j * 13) % 5 < 2 || (20..=25).contains(&i) || j > i + 30));
+        let row = c.h * c.ev;
+        assert!(want[20 * row..26 * row].iter().all(|&x| x == 0.0), "{safe:?}: rows masked whole are zeros");
+        check_inputs(&c, &with_element(with_mask(&c, |i, j| j > i || i == 3), 2, (50 * c.h + 1) * c.ev + 2, f32::NAN));
+        let add = Case { mask: Mask::Add, ..c };
+        let mut ins = inputs(&add);
+        let m: Vec<f32> = (0..add.h * add.l * add.s).map(|x| if x / add.s % add.l == 7 || x % add.s > x / add.s % add.l { f32::NEG_INFINITY } else { 0.0 }).collect();
+        ins[3] = IValue::Tensor(Tensor::from_slice(&m, &[add.h, add.l, add.s]).unwrap());
+        let want = check_inputs(&add, &ins);
+        assert!(want[7 * row..8 * row].iter().all(|&x| x == 0.0), "{safe:?}: a row added -inf whole is zeros");
+    }
 }

@@ -95,6 +95,81 @@ fn scalar_attr(m: &Module, op: OpId) -> Option<f64> {
     m.attr(op, "other")?.as_number()
 }
 
+/// The single user of `v`, if it has one.
+fn only_user(m: &Module, v: ValueId) -> Option<OpId> {
+    single_use(m, v).then(|| m.uses(v)[0].op)
+}
+
+/// Whether the reduction `op` of a rank-`rank` operand runs over its last dim, keeping it.
+fn over_last_kept(m: &Module, op: OpId, rank: usize) -> bool {
+    let dim = m.attr(op, "dim").and_then(|a| a.as_int().or_else(|| a.as_int_array().filter(|d| d.len() == 1).map(|d| d[0])));
+    let keep = m.attr(op, "keepdim").and_then(|a| a.as_bool()) == Some(true);
+    keep && dim.is_some_and(|d| d == -1 || d == rank as i64 - 1)
+}
+
+/// The ops `_safe_softmax` decomposes into around `p = _softmax(x)`, and their result:
+///
+/// ```text
+/// rows = all(eq.Scalar(x, -inf), dim = -1, keepdim)    (or logical_not(any(logical_not(·))))
+/// where.self(rows, full_like(p, 0) | zeros_like(p), p)
+/// ```
+///
+/// A row whose scores are all `-inf` gives zeros rather than NaN; `x` is read by the softmax
+/// and the comparison only, `p` by the zeros' shape and the `where` only.
+fn safe_softmax_tail(m: &Module, sm: OpId, x: ValueId, p: ValueId) -> Option<(Vec<OpId>, ValueId)> {
+    let rank = dims(m, x)?.len();
+    let xu = m.uses(x);
+    if xu.len() != 2 {
+        return None;
+    }
+    let eq = xu.iter().map(|u| u.op).find(|&o| o != sm)?;
+    if base(m, eq) != Some(op::EQ_SCALAR) || m.operands(eq).first() != Some(&x) || scalar_attr(m, eq) != Some(f64::NEG_INFINITY) {
+        return None;
+    }
+    let mut ops = vec![eq];
+    let eqv = m.results(eq)[0];
+    let u = only_user(m, eqv)?;
+    let rows = match base(m, u) {
+        Some(op::ALL_DIM) if over_last_kept(m, u, rank) => {
+            ops.push(u);
+            m.results(u)[0]
+        }
+        Some(op::LOGICAL_NOT) => {
+            let any = only_user(m, m.results(u)[0])?;
+            if base(m, any) != Some(op::ANY_DIM) || !over_last_kept(m, any, rank) {
+                return None;
+            }
+            let not = only_user(m, m.results(any)[0])?;
+            if base(m, not) != Some(op::LOGICAL_NOT) {
+                return None;
+            }
+            ops.extend([u, any, not]);
+            m.results(not)[0]
+        }
+        _ => return None,
+    };
+    let w = only_user(m, rows)?;
+    let [c, z, keep] = *m.operands(w) else { return None };
+    if base(m, w) != Some(op::WHERE_SELF) || c != rows || keep != p {
+        return None;
+    }
+    let zop = m.defining_op(z)?;
+    let zero = match base(m, zop) {
+        Some(op::FULL_LIKE) => m.attr(zop, "fill_value").and_then(|a| a.as_number()) == Some(0.0),
+        Some(op::ZEROS_LIKE) => true,
+        _ => false,
+    };
+    if !zero || m.operands(zop).first() != Some(&p) || !single_use(m, z) || m.value_type(z) != m.value_type(p) {
+        return None;
+    }
+    let pu: HashSet<OpId> = m.uses(p).iter().map(|u| u.op).collect();
+    if pu != HashSet::from([zop, w]) || m.value_type(m.results(w)[0]) != m.value_type(p) {
+        return None;
+    }
+    ops.extend([zop, w]);
+    Some((ops, m.results(w)[0]))
+}
+
 /// Matches the attention around the softmax `sm`.
 fn match_at(m: &Module, sm: OpId) -> Option<KernelMatch> {
     let x = *m.operands(sm).first()?;
@@ -104,11 +179,20 @@ fn match_at(m: &Module, sm: OpId) -> Option<KernelMatch> {
     if xd.is_empty() || !(dim == -1 || dim == xd.len() as i64 - 1) || m.attr(sm, "half_to_float").and_then(|a| a.as_bool()) == Some(true) {
         return None;
     }
-    if m.value_type(x) != m.value_type(p) || !single_use(m, x) || !single_use(m, p) {
+    if m.value_type(x) != m.value_type(p) {
         return None;
     }
     let mut ops: Vec<OpId> = vec![sm];
     let mut attrs: Vec<(&'static str, Attribute)> = Vec::new();
+    // The probabilities the second product reads: the softmax's, or a safe softmax's.
+    let p = if single_use(m, x) && single_use(m, p) {
+        p
+    } else {
+        let (tail, safe) = safe_softmax_tail(m, sm, x, p)?;
+        ops.extend(tail);
+        attrs.push(("safe_softmax", Attribute::Bool(true)));
+        safe
+    };
     let mut operands_mask = None;
     let mut shared_fill = None;
     let mut mask_heads = 0i64;

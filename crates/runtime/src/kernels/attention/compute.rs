@@ -195,6 +195,9 @@ pub(crate) fn attention(spec: &Spec, inputs: &[Tensor], alloc: &mut dyn OutputAl
                         },
                     )?;
                     ::kernels::softmax::rows_serial(scores, w, probs);
+                    if spec.safe {
+                        zero_masked_rows(scores, probs, w);
+                    }
                     let p = MatView::new(OP, probs, 0, sub, w, w, 1)?;
                     let vw = MatView::new(OP, vv.data, vv.off, w, ev, vv.rs, vv.cs)?;
                     packed::gemm_activations(OP, isa, p, vw, &Epilogue::PLAIN, o, ev)?;
@@ -220,6 +223,16 @@ pub(crate) fn attention(spec: &Spec, inputs: &[Tensor], alloc: &mut dyn OutputAl
         r
     })?;
     Ok(Some(out))
+}
+
+/// Zeroes the probabilities of each row whose scores are all `-inf`, as `_safe_softmax` does
+/// (such a row's softmax is NaN throughout, so only NaN rows are scanned).
+pub(super) fn zero_masked_rows(scores: &[f32], probs: &mut [f32], w: usize) {
+    for (s, p) in scores.chunks_exact(w).zip(probs.chunks_exact_mut(w)) {
+        if p[0].is_nan() && s.iter().all(|&x| x == f32::NEG_INFINITY) {
+            p.fill(0.0);
+        }
+    }
 }
 
 /// The columns of the scores a block of query rows computes, given `end`, one more than the

@@ -12,14 +12,17 @@
 //!   the mask applies (0 when they have three), which the mask is broadcast against;
 //! - `output = "bmm" | "split" | "permuted"` with `out_heads`: the result is the second product
 //!   (`[N, L, Ev]`), its view as `[N/h, h, L, Ev]`, or that view permuted to `[N/h, L, h, Ev]`
-//!   (contiguous, as the copy that follows the permute makes it).
+//!   (contiguous, as the copy that follows the permute makes it);
+//! - `safe_softmax = true`: the softmax is `_safe_softmax`'s, whose rows of scores that are all
+//!   `-inf` give zero probabilities (not NaN).
 //!
 //! The operands are the queries `[…, L, E]`, the transposed keys `[…, E, S]` and the values
 //! `[…, S, Ev]`, each of rank 3 or 4 (the leading dims merged into `N` batches), and the mask:
 //! the views the unfused program copies before its products, read here in place at their
 //! strides. Each task computes a block of query rows of one batch: the scores with the packed
 //! GEMM (`packed::gemm_activations`), scale and mask in one pass, the rows softmaxed with the
-//! interpreter's own row routine (so a fully masked row is NaN, as PyTorch's math path gives),
+//! interpreter's own row routine (so a fully masked row is NaN, as PyTorch's math path gives,
+//! or zeros after a safe softmax),
 //! the product with the values, then the rows copied into the output's layout. Blocks depend
 //! only on the shapes, and each is computed whole by one thread, so the result has the same
 //! bits on any number of threads. Scratch lives in per-thread buffers; a call allocates only
@@ -89,6 +92,8 @@ pub(crate) struct Spec {
     /// The second dim of the scores where the mask applies, when they have four; 0 for three.
     pub mask_heads: usize,
     pub output: Output,
+    /// Rows of scores that are all `-inf` give zero probabilities (`_safe_softmax`).
+    pub safe: bool,
 }
 
 impl Spec {
@@ -121,7 +126,11 @@ impl Spec {
             "permuted" => Output::Permuted(int("out_heads")?.max(1)),
             other => return Err(format!("unknown output layout '{other}'")),
         };
-        Ok(Spec { scale, mask, mask_heads, output })
+        let safe = match m.attr(op, "safe_softmax") {
+            None => false,
+            Some(a) => a.as_bool().ok_or("attribute 'safe_softmax' is not a boolean")?,
+        };
+        Ok(Spec { scale, mask, mask_heads, output, safe })
     }
 }
 
