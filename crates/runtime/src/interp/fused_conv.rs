@@ -12,7 +12,7 @@ use dialect_aten::op;
 use ir::{DType, Module, OpId};
 
 use crate::fusion::{FusionKernel, FusionOutcome, OutputAlloc};
-use crate::kernels::conv::{ConvArgs, Geometry, PackedFilter, Padding, conv_compute_packed, conv_pool_applies, conv_pool_packed, geometry, static_positions};
+use crate::kernels::conv::{ConvArgs, Geometry, PackedFilter, Padding, ResultSizes, conv_compute_packed, conv_pool_applies, conv_pool_packed, geometry, static_positions};
 use crate::tensor::{KernelError, Result, Tensor};
 use crate::value::IValue;
 use super::prepack::{region_op, residual_side};
@@ -33,7 +33,7 @@ struct ConvKernel {
     packed: PackedFilter,
     /// The constant filter that was packed; a call with another declines.
     weight: Tensor,
-    args: ConvArgs,
+    args: ConvArgs<'static>,
     /// `Some(first)` with a residual operand (`first`: it is the left operand of the sum).
     residual: Option<bool>,
     act: Activation,
@@ -82,11 +82,11 @@ fn build_conv(m: &Module, op: OpId, consts: &[Option<IValue>]) -> std::result::R
         return Err("a transposed convolution".into());
     }
     let args = ConvArgs {
-        stride: ints("stride")?,
-        padding: Padding::Explicit(ints("padding")?),
-        dilation: ints("dilation")?,
+        stride: ints("stride")?.into(),
+        padding: Padding::Explicit(ints("padding")?.into()),
+        dilation: ints("dilation")?.into(),
         transposed: false,
-        output_padding: ints("output_padding")?,
+        output_padding: ints("output_padding")?.into(),
         groups: m.attr(conv, "groups").and_then(|a| a.as_int()).ok_or("a convolution without integer `groups`")?,
     };
     let weight = match consts.get(1) {
@@ -108,7 +108,7 @@ fn build_conv(m: &Module, op: OpId, consts: &[Option<IValue>]) -> std::result::R
 /// residual, if any.
 struct Checked<'t> {
     g: Geometry,
-    sizes: Vec<usize>,
+    sizes: ResultSizes,
     residual: Option<(&'t Tensor, bool)>,
 }
 
@@ -123,12 +123,11 @@ impl ConvKernel {
             return Ok(Err("operands other than an f32 input and bias"));
         }
         let g = geometry(OP, x.sizes(), w.sizes(), Some(bias.sizes()), &self.args)?;
-        let mut sizes = vec![g.n, g.cout];
-        sizes.extend_from_slice(&g.output[3 - (w.dim() - 2)..]);
+        let sizes = g.result_sizes(w.dim() - 2);
         let residual = match (self.residual, rest) {
             (None, []) => None,
             (Some(first), [r]) => {
-                if r.sizes() != sizes.as_slice() || r.dtype() != DType::F32 {
+                if r.sizes() != &*sizes || r.dtype() != DType::F32 {
                     return Ok(Err("a residual that is not an f32 tensor of the result's shape"));
                 }
                 Some((*r, first))
@@ -257,7 +256,7 @@ impl FusionKernel for ConvCatKernel {
                 return decline("a batch of other than one image");
             }
             match &mut sizes {
-                None => sizes = Some(c.sizes.clone()),
+                None => sizes = Some(c.sizes.to_vec()),
                 Some(s) if s.len() == c.sizes.len() && s[2..] == c.sizes[2..] => s[1] += c.sizes[1],
                 Some(_) => return decline("parts of different spatial sizes"),
             }
@@ -367,7 +366,7 @@ impl FusionKernel for ConvPoolKernel {
             Ok(k) => k,
             Err(why) => return Ok(FusionOutcome::Declined(why.to_string())),
         };
-        let &[n, c, oh, ow] = k.sizes.as_slice() else { return Ok(FusionOutcome::Declined("a convolution other than 2-d".into())) };
+        let &[n, c, oh, ow] = &*k.sizes else { return Ok(FusionOutcome::Declined("a convolution other than 2-d".into())) };
         // PyTorch's output size (an empty one is declined by `conv_pool_applies`, and the
         // interpreted pool reports it).
         let size = |i: usize| usize::try_from(crate::kernels::pool::pooled_size(i, 3, self.pad, 2, 1, self.ceil)).unwrap_or(0);

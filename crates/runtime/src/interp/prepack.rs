@@ -80,11 +80,11 @@ pub(crate) fn prepack_for(isa: Isa, op: OutOp, args: &[Arg], input: Option<&[i64
             };
             let conv_args = || -> Option<ConvArgs> {
                 Some(ConvArgs {
-                    stride: ints(3)?,
-                    padding: Padding::Explicit(ints(4)?),
-                    dilation: ints(5)?,
+                    stride: ints(3)?.into(),
+                    padding: Padding::Explicit(ints(4)?.into()),
+                    dilation: ints(5)?.into(),
                     transposed: false,
-                    output_padding: ints(7)?,
+                    output_padding: ints(7)?.into(),
                     groups: groups as i64,
                 })
             };

@@ -3,11 +3,12 @@
 //! `convolution`, `conv1d/2d/3d` and `conv_transpose1d/2d/3d`.
 
 use super::*;
+use std::borrow::Cow;
 
 /// The geometry and result sizes of `aten.convolution(input, weight, bias, stride, padding,
 /// dilation, transposed, output_padding, groups)` when its out-variant applies: a batched
 /// forward convolution of contiguous floating-point tensors of one dtype.
-pub(crate) fn out_geometry(args: &[IValue]) -> Option<(Geometry, Vec<usize>)> {
+pub(crate) fn out_geometry(args: &[IValue]) -> Option<(Geometry, ResultSizes)> {
     const OP: &str = op::CONVOLUTION.name();
     let a = Args::new(OP, args, 9).ok()?;
     let (x, w) = (a.tensor(0).ok()?, a.tensor(1).ok()?);
@@ -16,48 +17,61 @@ pub(crate) fn out_geometry(args: &[IValue]) -> Option<(Geometry, Vec<usize>)> {
     if !float(x) || !float(w) || !bias.is_none_or(float) || x.dim() != w.dim() || a.bool(6).ok()? {
         return None;
     }
+    // The lists are read in place: this runs on every call of a convolution.
+    let ints = |i: usize| -> Option<Cow<'_, [i64]>> {
+        match args.get(i)? {
+            IValue::IntList(v) => Some(Cow::Borrowed(v.as_slice())),
+            IValue::Int(v) => Some(Cow::Borrowed(std::slice::from_ref(v))),
+            v => v.as_int_list().ok().map(Cow::Owned),
+        }
+    };
     let ca = ConvArgs {
-        stride: a.int_list(3).ok()?,
-        padding: Padding::Explicit(a.int_list(4).ok()?),
-        dilation: a.int_list(5).ok()?,
+        stride: ints(3)?,
+        padding: Padding::Explicit(ints(4)?),
+        dilation: ints(5)?,
         transposed: false,
-        output_padding: a.int_list(7).ok()?,
+        output_padding: ints(7)?,
         groups: a.int(8).ok()?,
     };
     let g = geometry(OP, x.sizes(), w.sizes(), bias.map(|b| b.sizes()), &ca).ok()?;
-    let mut sizes = vec![g.n, g.cout];
-    sizes.extend_from_slice(&g.output[3 - (w.dim() - 2)..]);
+    let sizes = g.result_sizes(w.dim() - 2);
     Some((g, sizes))
 }
 
 /// Padding of a convolution: explicit per-dim amounts, or PyTorch's `"same"`/`"valid"`.
 #[derive(Debug)]
-pub(crate) enum Padding {
-    Explicit(Vec<i64>),
+pub(crate) enum Padding<'a> {
+    Explicit(Cow<'a, [i64]>),
     Same,
     Valid,
 }
 
-/// Options of a convolution as its ATen arguments give them.
+/// Options of a convolution as its ATen arguments give them (borrowed from a call's
+/// arguments, or owned by a kernel built at compile time).
 #[derive(Debug)]
-pub(crate) struct ConvArgs {
-    pub stride: Vec<i64>,
-    pub padding: Padding,
-    pub dilation: Vec<i64>,
+pub(crate) struct ConvArgs<'a> {
+    pub stride: Cow<'a, [i64]>,
+    pub padding: Padding<'a>,
+    pub dilation: Cow<'a, [i64]>,
     pub transposed: bool,
-    pub output_padding: Vec<i64>,
+    pub output_padding: Cow<'a, [i64]>,
     pub groups: i64,
 }
 
-pub(super) fn expand_param(op: &'static str, name: &str, v: &[i64], d: usize) -> Result<Vec<i64>> {
+/// A per-dim option of `d ≤ 3` spatial dims, one value broadcast to all or one per dim; the
+/// first `d` elements of the result are meaningful.
+pub(super) fn expand_param(op: &'static str, name: &str, v: &[i64], d: usize) -> Result<[i64; 3]> {
     if v.iter().any(|x| x.unsigned_abs() > i32::MAX as u64) {
         return Err(KernelError::new(op, format!("{name} {v:?} is out of range")));
     }
+    let mut out = [0i64; 3];
     match v.len() {
-        1 => Ok(vec![v[0]; d]),
-        l if l == d => Ok(v.to_vec()),
-        l => Err(KernelError::new(op, format!("expected {name} to have 1 or {d} elements, got {l}"))),
+        _ if d > 3 => return Err(KernelError::new(op, format!("{d} spatial dims; at most 3 are supported"))),
+        1 => out[..d].fill(v[0]),
+        l if l == d => out[..d].copy_from_slice(v),
+        l => return Err(KernelError::new(op, format!("expected {name} to have 1 or {d} elements, got {l}"))),
     }
+    Ok(out)
 }
 
 /// A computed output size, or an error if it does not fit.
@@ -80,6 +94,7 @@ pub(crate) fn geometry(op: &'static str, x: &[usize], w: &[usize], bias: Option<
     }
     let stride = expand_param(op, "stride", &a.stride, d)?;
     let dilation = expand_param(op, "dilation", &a.dilation, d)?;
+    let (stride, dilation) = (&stride[..d], &dilation[..d]);
     if stride.iter().any(|&s| s <= 0) {
         return Err(KernelError::new(op, format!("stride must be positive, got {stride:?}")));
     }
@@ -91,7 +106,7 @@ pub(crate) fn geometry(op: &'static str, x: &[usize], w: &[usize], bias: Option<
     }
     let groups = a.groups as usize;
     let (n, cin) = (x[0], x[1]);
-    let kernel: Vec<usize> = w[2..].to_vec();
+    let kernel = &w[2..];
     let cout = if a.transposed {
         if w[0] != cin {
             return Err(KernelError::new(
@@ -123,26 +138,35 @@ pub(crate) fn geometry(op: &'static str, x: &[usize], w: &[usize], bias: Option<
     {
         return Err(KernelError::new(op, format!("bias of shape {b:?} does not match {cout} output channels")));
     }
-    let (lo, hi): (Vec<usize>, Vec<usize>) = match &a.padding {
-        Padding::Valid => (vec![0; d], vec![0; d]),
+    let (mut lo, mut hi) = ([0usize; 3], [0usize; 3]);
+    match &a.padding {
+        Padding::Valid => {}
         Padding::Explicit(p) => {
             let p = expand_param(op, "padding", p, d)?;
+            let p = &p[..d];
             if p.iter().any(|&v| v < 0) {
                 return Err(KernelError::new(op, format!("padding must be non-negative, got {p:?}")));
             }
-            (p.iter().map(|&v| v as usize).collect(), p.iter().map(|&v| v as usize).collect())
+            for i in 0..d {
+                (lo[i], hi[i]) = (p[i] as usize, p[i] as usize);
+            }
         }
         Padding::Same => {
             if stride.iter().any(|&s| s != 1) {
                 return Err(KernelError::new(op, "padding='same' is not supported for strided convolutions"));
             }
-            let total: Vec<usize> = (0..d).map(|i| dilation[i] as usize * kernel[i].saturating_sub(1)).collect();
-            (total.iter().map(|t| t / 2).collect(), total.iter().map(|t| t - t / 2).collect())
+            for i in 0..d {
+                let total = dilation[i] as usize * kernel[i].saturating_sub(1);
+                (lo[i], hi[i]) = (total / 2, total - total / 2);
+            }
         }
-    };
-    let mut out = vec![0usize; d];
+    }
+    let (lo, hi) = (&lo[..d], &hi[..d]);
+    let mut out = [0usize; 3];
+    let out = &mut out[..d];
     if a.transposed {
         let op_pad = expand_param(op, "output_padding", &a.output_padding, d)?;
+        let op_pad = &op_pad[..d];
         for i in 0..d {
             let (s, dl) = (stride[i] as usize, dilation[i] as usize);
             let opd =
@@ -182,6 +206,13 @@ pub(crate) fn geometry(op: &'static str, x: &[usize], w: &[usize], bias: Option<
         r[3 - v.len()..].copy_from_slice(v);
         r
     };
+    let as_usize = |v: &[i64]| -> [usize; 3] {
+        let mut r = [1usize; 3];
+        for (r, &x) in r[3 - v.len()..].iter_mut().zip(v) {
+            *r = x as usize;
+        }
+        r
+    };
     let geo = Geometry {
         n,
         cin,
@@ -189,10 +220,10 @@ pub(crate) fn geometry(op: &'static str, x: &[usize], w: &[usize], bias: Option<
         groups,
         input: pad3(&x[2..], 1),
         kernel: pad3(&kernel, 1),
-        output: pad3(&out, 1),
-        stride: pad3(&stride.iter().map(|&v| v as usize).collect::<Vec<_>>(), 1),
-        pad_lo: pad3(&lo, 0),
-        dilation: pad3(&dilation.iter().map(|&v| v as usize).collect::<Vec<_>>(), 1),
+        output: pad3(out, 1),
+        stride: as_usize(stride),
+        pad_lo: pad3(lo, 0),
+        dilation: as_usize(dilation),
         transposed: a.transposed,
     };
     Ok(geo)
@@ -254,11 +285,11 @@ pub(super) fn convolution(args: &[IValue]) -> Result<Vec<IValue>> {
     const OP: &str = op::CONVOLUTION.name();
     let a = Args::new(OP, args, 9)?;
     let ca = ConvArgs {
-        stride: a.int_list(3)?,
-        padding: Padding::Explicit(a.int_list(4)?),
-        dilation: a.int_list(5)?,
+        stride: a.int_list(3)?.into(),
+        padding: Padding::Explicit(a.int_list(4)?.into()),
+        dilation: a.int_list(5)?.into(),
         transposed: a.bool(6)?,
-        output_padding: a.int_list(7)?,
+        output_padding: a.int_list(7)?.into(),
         groups: a.int(8)?,
     };
     Ok(outs([convolution_tensors(OP, a.tensor(0)?, a.tensor(1)?, a.opt_tensor(2)?, &ca)?]))
@@ -281,15 +312,15 @@ pub(super) fn conv_nd(op: &'static str, d: usize, args: &[IValue]) -> Result<Vec
             "valid" => Padding::Valid,
             other => return Err(KernelError::new(op, format!("invalid padding string '{other}'"))),
         },
-        IValue::None => Padding::Explicit(vec![0; d]),
-        _ => Padding::Explicit(a.int_list(4)?),
+        IValue::None => Padding::Explicit(vec![0; d].into()),
+        _ => Padding::Explicit(a.int_list(4)?.into()),
     };
     let ca = ConvArgs {
-        stride: list_or(3, 1)?,
+        stride: list_or(3, 1)?.into(),
         padding,
-        dilation: list_or(5, 1)?,
+        dilation: list_or(5, 1)?.into(),
         transposed: false,
-        output_padding: vec![0; d],
+        output_padding: vec![0; d].into(),
         groups: a.opt_int(6)?.unwrap_or(1),
     };
     Ok(outs([convolution_tensors(op, a.tensor(0)?, w, a.opt_tensor(2)?, &ca)?]))
@@ -306,11 +337,11 @@ pub(super) fn conv_transpose_nd(op: &'static str, d: usize, args: &[IValue]) -> 
         if a.get(i).is_none() { Ok(vec![default; d]) } else { a.int_list(i) }
     };
     let ca = ConvArgs {
-        stride: list_or(3, 1)?,
-        padding: Padding::Explicit(list_or(4, 0)?),
-        output_padding: list_or(5, 0)?,
+        stride: list_or(3, 1)?.into(),
+        padding: Padding::Explicit(list_or(4, 0)?.into()),
+        output_padding: list_or(5, 0)?.into(),
         groups: a.opt_int(6)?.unwrap_or(1),
-        dilation: list_or(7, 1)?,
+        dilation: list_or(7, 1)?.into(),
         transposed: true,
     };
     Ok(outs([convolution_tensors(op, a.tensor(0)?, w, a.opt_tensor(2)?, &ca)?]))
