@@ -117,7 +117,8 @@ mod tests {
 
     /// The AVX-512 row against the portable one, bit for bit (any NaN for NaN): every length
     /// up to 70 (no full vector, full vectors only, both with a partial one), rows with `-inf`
-    /// (a causal mask, all of a row), NaN, signed zeros, values that under- and overflow `exp`.
+    /// (a causal mask, all of a row), NaN (one, several), signed zeros (whose maximum the
+    /// ordered fold picks), values that under- and overflow `exp`.
     #[cfg(target_arch = "x86_64")]
     #[test]
     fn avx512_rows_match_the_portable_rows() {
@@ -126,7 +127,7 @@ mod tests {
         }
         let special = [f32::NEG_INFINITY, f32::NAN, 0.0, -0.0, 100.0, -100.0, f32::INFINITY, 1e-40];
         for n in 0..=70usize {
-            for case in 0..12 {
+            for case in 0..14 {
                 let src: Vec<f32> = (0..n)
                     .map(|j| match case {
                         0 => (j as f32 * 0.37).sin() * 4.0,
@@ -134,6 +135,8 @@ mod tests {
                         2 => f32::NEG_INFINITY,
                         3..=10 if j == (case * 7) % n.max(1) => special[case - 3],
                         11 => 0.0,
+                        12 => if j % 3 == 1 { 0.0 } else { -0.0 },
+                        13 if j % 5 == 2 => f32::NAN,
                         _ => ((j * 31 + case) % 23) as f32 * 3.5 - 40.0,
                     })
                     .collect();

@@ -469,6 +469,30 @@ pub(crate) unsafe fn gemv_block<const G: usize>(
     }
 }
 
+/// The largest of 16 lanes that hold no NaN, by halving in registers (the maximum of numbers
+/// is the same in any order; of `+0` and `-0` either may come out).
+#[target_feature(enable = "avx512f")]
+fn hmax(v: std::arch::x86_64::__m512) -> f32 {
+    use std::arch::x86_64::*;
+    let v = _mm512_max_ps(v, _mm512_shuffle_f32x4::<0b01_00_11_10>(v, v));
+    let v = _mm512_max_ps(v, _mm512_shuffle_f32x4::<0b10_11_00_01>(v, v));
+    let x = _mm512_castps512_ps128(v);
+    let x = _mm_max_ps(x, _mm_movehl_ps(x, x));
+    _mm_cvtss_f32(_mm_max_ss(x, _mm_movehdup_ps(x)))
+}
+
+/// [`crate::wide::fold_lanes`] of 16 lanes in registers: lane `i` takes lane `i + 8`, then
+/// `i + 4`, `i + 2` and `i + 1`, each step one add of the vector and its upper half moved
+/// down, so the same sums in the same order (the same bits).
+#[target_feature(enable = "avx512f")]
+pub(crate) fn fold_lanes_x16(v: std::arch::x86_64::__m512) -> f32 {
+    use std::arch::x86_64::*;
+    let h = _mm256_add_ps(_mm512_castps512_ps256(v), _mm256_castpd_ps(_mm512_extractf64x4_pd::<1>(_mm512_castps_pd(v))));
+    let q = _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps::<1>(h));
+    let d = _mm_add_ps(q, _mm_movehl_ps(q, q));
+    _mm_cvtss_f32(_mm_add_ss(d, _mm_movehdup_ps(d)))
+}
+
 /// One row of [`crate::softmax::rows_into`] with AVX-512F intrinsics: `softmax::row`'s
 /// operations lane by lane (maxima and sums over 16 lanes, combined in the same order; `exp`
 /// as [`crate::fastmath::exp_f32x16`]; the last partial vector under a mask, its sum taken
@@ -492,11 +516,24 @@ pub(crate) fn softmax_row(row: &[f32], o: &mut [f32]) {
         let take = _mm512_cmp_ps_mask::<_CMP_GT_OQ>(x, lanes) | _mm512_cmp_ps_mask::<_CMP_UNORD_Q>(x, x);
         lanes = _mm512_mask_mov_ps(lanes, take, x);
     }
-    let mut lane_max = [0f32; LANES];
-    // SAFETY: `lane_max` holds 16 elements.
-    unsafe { _mm512_storeu_ps(lane_max.as_mut_ptr(), lanes) };
-    let pick = |a: f32, b: f32| if b > a || b.is_nan() { b } else { a };
-    let m = row[full * LANES..n].iter().chain(&lane_max).copied().fold(f32::NEG_INFINITY, pick);
+    // The tail folded into the lanes (`-inf` beyond it), then the lanes reduced in registers.
+    // The maximum of numbers is the same whatever the order, but not which NaN or which zero
+    // (`+0` and `-0` compare equal) the ordered scalar fold keeps: rows with either take it.
+    // SAFETY: the masked load touches only the `rest` elements from `16·full`.
+    let x = unsafe { _mm512_mask_loadu_ps(_mm512_set1_ps(f32::NEG_INFINITY), tail_mask, src.add(full * LANES)) };
+    let all = _mm512_mask_mov_ps(lanes, _mm512_cmp_ps_mask::<_CMP_GT_OQ>(x, lanes) | _mm512_cmp_ps_mask::<_CMP_UNORD_Q>(x, x), x);
+    let m = if _mm512_cmp_ps_mask::<_CMP_UNORD_Q>(all, all) == 0
+        && let m = hmax(all)
+        && m != 0.0
+    {
+        m
+    } else {
+        let mut lane_max = [0f32; LANES];
+        // SAFETY: `lane_max` holds 16 elements.
+        unsafe { _mm512_storeu_ps(lane_max.as_mut_ptr(), lanes) };
+        let pick = |a: f32, b: f32| if b > a || b.is_nan() { b } else { a };
+        row[full * LANES..n].iter().chain(&lane_max).copied().fold(f32::NEG_INFINITY, pick)
+    };
     let m = if m.is_infinite() { 0.0 } else { m };
     let mv = _mm512_set1_ps(m);
     let mut sums = _mm512_setzero_ps();
@@ -520,10 +557,7 @@ pub(crate) fn softmax_row(row: &[f32], o: &mut [f32]) {
             tail += e;
         }
     }
-    let mut lane_sums = [0f32; LANES];
-    // SAFETY: `lane_sums` holds 16 elements.
-    unsafe { _mm512_storeu_ps(lane_sums.as_mut_ptr(), sums) };
-    let inv = _mm512_set1_ps(1.0 / (crate::wide::fold_lanes(lane_sums) + tail));
+    let inv = _mm512_set1_ps(1.0 / (fold_lanes_x16(sums) + tail));
     for i in 0..full {
         // SAFETY: as above.
         unsafe { _mm512_storeu_ps(dst.add(i * LANES), _mm512_mul_ps(_mm512_loadu_ps(dst.add(i * LANES)), inv)) };
