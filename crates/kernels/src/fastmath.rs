@@ -223,6 +223,38 @@ pub fn exp_f32x16(x: std::arch::x86_64::__m512) -> std::arch::x86_64::__m512 {
     _mm512_mask_mov_ps(y, below, _mm512_setzero_ps())
 }
 
+/// [`exp_f32`] of 8 lanes with AVX2 intrinsics: the same operations in the same order, lane
+/// by lane (no fused multiply-add), so the same bits (as [`exp_f32x16`] on AVX-512).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+#[inline]
+pub fn exp_f32x8(x: std::arch::x86_64::__m256) -> std::arch::x86_64::__m256 {
+    use std::arch::x86_64::*;
+    let (lo, hi) = (_mm256_set1_ps(EXP_LO), _mm256_set1_ps(EXP_HI));
+    let magic = _mm256_set1_ps(ROUND_MAGIC);
+    let below = _mm256_cmp_ps::<_CMP_LT_OQ>(x, lo);
+    let above = _mm256_cmp_ps::<_CMP_GT_OQ>(x, hi);
+    let xc = _mm256_andnot_ps(_mm256_or_ps(below, above), x);
+    let t = _mm256_add_ps(_mm256_mul_ps(xc, _mm256_set1_ps(std::f32::consts::LOG2_E)), magic);
+    let kf = _mm256_sub_ps(t, magic);
+    let k = _mm256_sub_epi32(_mm256_castps_si256(t), _mm256_castps_si256(magic));
+    let r = _mm256_sub_ps(xc, _mm256_mul_ps(kf, _mm256_set1_ps(EXP_LN2[0])));
+    let r = _mm256_sub_ps(r, _mm256_mul_ps(kf, _mm256_set1_ps(EXP_LN2[1])));
+    let mut p = _mm256_set1_ps(EXP_POLY[5]);
+    for &c in EXP_POLY[..5].iter().rev() {
+        p = _mm256_add_ps(_mm256_mul_ps(p, r), _mm256_set1_ps(c));
+    }
+    let e = _mm256_add_ps(_mm256_add_ps(_mm256_mul_ps(_mm256_mul_ps(r, r), p), r), _mm256_set1_ps(1.0));
+    let k1 = _mm256_srai_epi32::<1>(k);
+    let k2 = _mm256_sub_epi32(k, k1);
+    let bias = _mm256_set1_epi32(127);
+    let p1 = _mm256_castsi256_ps(_mm256_slli_epi32::<23>(_mm256_add_epi32(k1, bias)));
+    let p2 = _mm256_castsi256_ps(_mm256_slli_epi32::<23>(_mm256_add_epi32(k2, bias)));
+    let y = _mm256_mul_ps(_mm256_mul_ps(e, p1), p2);
+    let y = _mm256_blendv_ps(y, _mm256_set1_ps(f32::INFINITY), above);
+    _mm256_andnot_ps(below, y)
+}
+
 /// `tanh(x)`: an odd polynomial below 0.55, `1 - 2 / (e^{2|x|} + 1)` with the sign of `x` above.
 #[inline(always)]
 pub fn tanh_f32(x: f32) -> f32 {

@@ -1,7 +1,7 @@
 //! Softmax of `f32` rows: each row in three passes (maximum, `exp(x - max)` and its sum,
-//! the scaling by the sum's reciprocal), with AVX-512F intrinsics where the ISA has them and
-//! the portable row compiled for the current vector width otherwise; the same bits on every
-//! path.
+//! the scaling by the sum's reciprocal), with AVX-512F or AVX2 intrinsics where the ISA has
+//! them and the portable row compiled for the current vector width otherwise; the same bits
+//! on every path.
 
 use crate::isa::Isa;
 
@@ -39,6 +39,14 @@ pub fn rows_serial(src: &[f32], n: usize, out: &mut [f32]) {
         for (row, o) in src.chunks(n).zip(out.chunks_mut(n)) {
             // SAFETY: the CPU has AVX-512F (checked just above).
             unsafe { crate::x86::avx512::softmax_row(row, o) };
+        }
+        return;
+    }
+    #[cfg(target_arch = "x86_64")]
+    if Isa::Avx2.available() {
+        for (row, o) in src.chunks(n).zip(out.chunks_mut(n)) {
+            // SAFETY: the CPU has AVX2 (checked just above).
+            unsafe { crate::x86::avx2::softmax_row(row, o) };
         }
         return;
     }
@@ -115,16 +123,17 @@ mod tests {
         }
     }
 
-    /// The AVX-512 row against the portable one, bit for bit (any NaN for NaN): every length
+    /// The AVX-512 and AVX2 rows against the portable one, bit for bit (any NaN for NaN): every length
     /// up to 70 (no full vector, full vectors only, both with a partial one), rows with `-inf`
     /// (a causal mask, all of a row), NaN (one, several), signed zeros (whose maximum the
     /// ordered fold picks), values that under- and overflow `exp`.
     #[cfg(target_arch = "x86_64")]
     #[test]
-    fn avx512_rows_match_the_portable_rows() {
-        if !Isa::Avx512.available() {
+    fn avx512_and_avx2_rows_match_the_portable_rows() {
+        if !Isa::Avx2.available() {
             return;
         }
+        let avx512 = Isa::Avx512.available();
         let special = [f32::NEG_INFINITY, f32::NAN, 0.0, -0.0, 100.0, -100.0, f32::INFINITY, 1e-40];
         for n in 0..=70usize {
             for case in 0..14 {
@@ -142,12 +151,20 @@ mod tests {
                     .collect();
                 let (mut want, mut got) = (vec![0f32; n], vec![0f32; n]);
                 crate::wide::compiled_for(Isa::Generic, || one_row(&src, &mut want));
-                // SAFETY: the CPU has AVX-512F (checked above).
-                unsafe { crate::x86::avx512::softmax_row(&src, &mut got) };
+                if avx512 {
+                    // SAFETY: the CPU has AVX-512F (checked above).
+                    unsafe { crate::x86::avx512::softmax_row(&src, &mut got) };
+                } else {
+                    got.copy_from_slice(&want);
+                }
+                let mut got2 = vec![0f32; n];
+                // SAFETY: the CPU has AVX2 (checked above).
+                unsafe { crate::x86::avx2::softmax_row(&src, &mut got2) };
                 // NaN payloads may differ with the order of an addition's operands.
                 let bits =
                     |v: &[f32]| v.iter().map(|x| if x.is_nan() { u32::MAX } else { x.to_bits() }).collect::<Vec<_>>();
                 assert_eq!(bits(&got), bits(&want), "n = {n}, case {case}: {src:?}");
+                assert_eq!(bits(&got2), bits(&want), "AVX2, n = {n}, case {case}: {src:?}");
             }
         }
     }

@@ -467,3 +467,83 @@ pub(crate) unsafe fn transpose_tiles(src: &crate::mat::MatView<'_, f32>, dst: &m
         }
     }
 }
+
+/// One row of [`crate::softmax::rows_into`] with AVX2 intrinsics, `softmax::one_row`'s
+/// operations lane by lane as `avx512::softmax_row` does them: its 16 lanes as two vectors
+/// (lanes 8–15 the second), maxima and sums kept in registers and reduced by halving (the
+/// sum in `wide::fold_lanes`' order), `exp` as [`crate::fastmath::exp_f32x8`], the last
+/// partial vector element by element; so the same bits. A NaN, or a zero maximum (`+0` and
+/// `-0` compare equal), takes the ordered scalar fold of the maxima, whose pick decides.
+///
+/// # Safety
+/// The CPU supports AVX2.
+#[target_feature(enable = "avx2")]
+pub(crate) unsafe fn softmax_row(row: &[f32], o: &mut [f32]) {
+    const LANES: usize = 16;
+    let n = row.len().min(o.len());
+    let full = n / LANES;
+    let (src, dst) = (row.as_ptr(), o.as_mut_ptr());
+    let unord = |v: __m256| _mm256_cmp_ps::<_CMP_UNORD_Q>(v, v);
+    let ninf = _mm256_set1_ps(f32::NEG_INFINITY);
+    let (mut la, mut lb) = (ninf, ninf);
+    for i in 0..full {
+        // SAFETY (every access of `src`/`dst` below): vector `i < full` covers elements
+        // `16i..16i+16 <= n` of `row` and `o`.
+        let (xa, xb) = unsafe { (_mm256_loadu_ps(src.add(i * LANES)), _mm256_loadu_ps(src.add(i * LANES + 8))) };
+        la = _mm256_blendv_ps(la, xa, _mm256_or_ps(_mm256_cmp_ps::<_CMP_GT_OQ>(xa, la), unord(xa)));
+        lb = _mm256_blendv_ps(lb, xb, _mm256_or_ps(_mm256_cmp_ps::<_CMP_GT_OQ>(xb, lb), unord(xb)));
+    }
+    let tail = &row[full * LANES..n];
+    let nan = _mm256_movemask_ps(_mm256_or_ps(unord(la), unord(lb))) != 0 || tail.iter().any(|x| x.is_nan());
+    let quick = if nan {
+        None
+    } else {
+        let v = _mm256_max_ps(la, lb);
+        let q = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps::<1>(v));
+        let q = _mm_max_ps(q, _mm_movehl_ps(q, q));
+        let v = _mm_cvtss_f32(_mm_max_ss(q, _mm_movehdup_ps(q)));
+        Some(tail.iter().fold(v, |a, &b| if b > a { b } else { a })).filter(|&m| m != 0.0)
+    };
+    let m = quick.unwrap_or_else(|| {
+        let mut lane_max = [0f32; LANES];
+        // SAFETY: `lane_max` holds 16 elements.
+        unsafe {
+            _mm256_storeu_ps(lane_max.as_mut_ptr(), la);
+            _mm256_storeu_ps(lane_max.as_mut_ptr().add(8), lb);
+        }
+        let pick = |a: f32, b: f32| if b > a || b.is_nan() { b } else { a };
+        tail.iter().chain(&lane_max).copied().fold(f32::NEG_INFINITY, pick)
+    });
+    let m = if m.is_infinite() { 0.0 } else { m };
+    let mv = _mm256_set1_ps(m);
+    let (mut sa, mut sb) = (_mm256_setzero_ps(), _mm256_setzero_ps());
+    for i in 0..full {
+        // SAFETY: as above.
+        unsafe {
+            let ea = crate::fastmath::exp_f32x8(_mm256_sub_ps(_mm256_loadu_ps(src.add(i * LANES)), mv));
+            let eb = crate::fastmath::exp_f32x8(_mm256_sub_ps(_mm256_loadu_ps(src.add(i * LANES + 8)), mv));
+            _mm256_storeu_ps(dst.add(i * LANES), ea);
+            _mm256_storeu_ps(dst.add(i * LANES + 8), eb);
+            sa = _mm256_add_ps(sa, ea);
+            sb = _mm256_add_ps(sb, eb);
+        }
+    }
+    let mut rest = 0f32;
+    for (y, &x) in o[full * LANES..n].iter_mut().zip(tail) {
+        let e = crate::fastmath::exp_f32(x - m);
+        *y = e;
+        rest += e;
+    }
+    let h = _mm256_add_ps(sa, sb);
+    let q = _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps::<1>(h));
+    let d = _mm_add_ps(q, _mm_movehl_ps(q, q));
+    let inv = 1.0 / (_mm_cvtss_f32(_mm_add_ss(d, _mm_movehdup_ps(d))) + rest);
+    let iv = _mm256_set1_ps(inv);
+    for i in 0..2 * full {
+        // SAFETY: as above (half-vectors `8i..8i+8 <= 16·full`).
+        unsafe { _mm256_storeu_ps(dst.add(i * 8), _mm256_mul_ps(_mm256_loadu_ps(dst.add(i * 8)), iv)) };
+    }
+    for y in &mut o[full * LANES..n] {
+        *y *= inv;
+    }
+}
