@@ -88,6 +88,29 @@ fn several_outputs_and_casts() {
     }
 }
 
+/// A comparison of 64-bit operands stores its booleans from two-lane vectors (Cranelift's x86
+/// backend cannot narrow `i64x2`, which once sent such kernels to scalar code).
+#[test]
+fn booleans_from_64_bit_comparisons_are_stored_from_vectors() {
+    let body = format!(
+        "  %q = \"aten.le.Tensor\"(%a, %b) : ({T}, {T}) -> {T}\n  %n = \"aten.logical_not\"(%q) : ({T}) -> {T}\n  \"prim.Return\"(%q, %n) : ({T}, {T}) -> ()"
+    );
+    let (m, g) = parse(&two_input_group(&body, 2));
+    let mut r = Rng(5);
+    for d in [DType::F64, DType::I64] {
+        let a = rand_tensor(&mut r, d, &[9, 31], 0);
+        let b = rand_tensor(&mut r, d, &[9, 31], 0);
+        let k = jit::compile(&m, g, &KernelSpec::of(&[a.clone(), b.clone()])).unwrap();
+        #[cfg(target_arch = "x86_64")]
+        assert_eq!(k.lanes(), 2, "{d:?}: two-lane vector code");
+        let got = k.run(&[a.clone(), b.clone()]).unwrap();
+        let want = reference(&m, g, &[a, b]).unwrap();
+        for (x, y) in got.iter().zip(&want) {
+            exact_eq(x, y).unwrap();
+        }
+    }
+}
+
 #[test]
 fn integer_division_by_zero_is_an_error() {
     let body = format!("  %d = \"aten.div.Tensor_mode\"(%a, %b) {{rounding_mode = \"floor\"}} : ({T}, {T}) -> {T}\n  \"prim.Return\"(%d) : ({T}) -> ()");

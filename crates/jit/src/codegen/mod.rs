@@ -537,11 +537,13 @@ impl Emitter<'_, '_> {
             let w = self.b.ins().extractlane(v, 0);
             self.b.ins().store(flags(), w, addr, 0);
         } else {
-            let v = self.b.ins().snarrow(v, v);
-            let v = self.b.ins().snarrow(v, v);
-            let v = self.b.ins().snarrow(v, v);
-            let v = self.bitcast(types::I16X8, v);
-            let w = self.b.ins().extractlane(v, 0);
+            // Two 64-bit lanes: Cranelift's x86 backend has no `snarrow` of `i64x2`, so the
+            // two 0/1 lanes are taken out and packed into two bytes.
+            let lo = self.b.ins().extractlane(v, 0);
+            let hi = self.b.ins().extractlane(v, 1);
+            let hi = self.b.ins().ishl_imm_u(hi, 8);
+            let w = self.b.ins().bor(lo, hi);
+            let w = self.b.ins().ireduce(types::I16, w);
             self.b.ins().store(flags(), w, addr, 0);
         }
     }
