@@ -227,7 +227,7 @@ pub(crate) fn attention(spec: &Spec, inputs: &[Tensor], alloc: &mut dyn OutputAl
 
 /// Zeroes the probabilities of each row whose scores are all `-inf`, as `_safe_softmax` does
 /// (such a row's softmax is NaN throughout, so only NaN rows are scanned).
-pub(super) fn zero_masked_rows(scores: &[f32], probs: &mut [f32], w: usize) {
+fn zero_masked_rows(scores: &[f32], probs: &mut [f32], w: usize) {
     for (s, p) in scores.chunks_exact(w).zip(probs.chunks_exact_mut(w)) {
         if p[0].is_nan() && s.iter().all(|&x| x == f32::NEG_INFINITY) {
             p.fill(0.0);

@@ -193,7 +193,6 @@ pub(super) fn block_options(op: &'static str, a: &Args<'_>, first: usize) -> Res
     let names = ["kernel_size", "dilation", "padding", "stride"];
     for (k, name) in names.iter().enumerate() {
         let v = expand_param(op, name, &a.int_list(first + k)?, 2)?;
-        let v = &v[..2];
         let positive = k != 2;
         for (j, &x) in v.iter().enumerate() {
             if x < 0 || (positive && x == 0) {
@@ -311,7 +310,6 @@ pub(super) fn col2im_op(args: &[IValue]) -> Result<Vec<IValue>> {
     let a = Args::new(OP, args, 6)?;
     let x = a.tensor(0)?;
     let size = expand_param(OP, "output_size", &a.int_list(1)?, 2)?;
-    let size = &size[..2];
     if size.iter().any(|&v| v <= 0) {
         return Err(KernelError::new(OP, format!("output_size must be positive, got {size:?}")));
     }

@@ -62,28 +62,16 @@ pub(crate) struct Geometry {
     pub transposed: bool,
 }
 
-/// The sizes of a convolution's result, `[N, C, spatial…]` (at most three spatial dims), held
-/// inline so that working them out on every call allocates nothing.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct ResultSizes {
-    dims: [usize; 5],
-    len: usize,
-}
-
-impl std::ops::Deref for ResultSizes {
-    type Target = [usize];
-    fn deref(&self) -> &[usize] {
-        &self.dims[..self.len]
-    }
-}
+/// The sizes of a convolution's result, `[N, C, spatial…]`, held inline so that working them
+/// out on every call allocates nothing.
+pub(crate) type ResultSizes = smallvec::SmallVec<[usize; 5]>;
 
 impl Geometry {
     /// `[n, cout]` followed by the last `spatial` (≤ 3) output sizes.
     pub(crate) fn result_sizes(&self, spatial: usize) -> ResultSizes {
-        let spatial = spatial.min(3);
-        let mut dims = [self.n, self.cout, 0, 0, 0];
-        dims[2..2 + spatial].copy_from_slice(&self.output[3 - spatial..]);
-        ResultSizes { dims, len: 2 + spatial }
+        let mut sizes = smallvec::smallvec![self.n, self.cout];
+        sizes.extend_from_slice(&self.output[3 - spatial.min(3)..]);
+        sizes
     }
 
     fn kernel_numel(&self) -> usize {

@@ -3,6 +3,7 @@
 //! `convolution`, `conv1d/2d/3d` and `conv_transpose1d/2d/3d`.
 
 use super::*;
+use smallvec::{SmallVec, smallvec};
 use std::borrow::Cow;
 
 /// The geometry and result sizes of `aten.convolution(input, weight, bias, stride, padding,
@@ -58,20 +59,17 @@ pub(crate) struct ConvArgs<'a> {
     pub groups: i64,
 }
 
-/// A per-dim option of `d ≤ 3` spatial dims, one value broadcast to all or one per dim; the
-/// first `d` elements of the result are meaningful.
-pub(super) fn expand_param(op: &'static str, name: &str, v: &[i64], d: usize) -> Result<[i64; 3]> {
+/// A per-dim option of `d` spatial dims, one value broadcast to all or one per dim (inline
+/// for up to three dims).
+pub(super) fn expand_param(op: &'static str, name: &str, v: &[i64], d: usize) -> Result<SmallVec<[i64; 3]>> {
     if v.iter().any(|x| x.unsigned_abs() > i32::MAX as u64) {
         return Err(KernelError::new(op, format!("{name} {v:?} is out of range")));
     }
-    let mut out = [0i64; 3];
     match v.len() {
-        _ if d > 3 => return Err(KernelError::new(op, format!("{d} spatial dims; at most 3 are supported"))),
-        1 => out[..d].fill(v[0]),
-        l if l == d => out[..d].copy_from_slice(v),
-        l => return Err(KernelError::new(op, format!("expected {name} to have 1 or {d} elements, got {l}"))),
+        1 => Ok(smallvec![v[0]; d]),
+        l if l == d => Ok(SmallVec::from_slice(v)),
+        l => Err(KernelError::new(op, format!("expected {name} to have 1 or {d} elements, got {l}"))),
     }
-    Ok(out)
 }
 
 /// A computed output size, or an error if it does not fit.
@@ -94,7 +92,6 @@ pub(crate) fn geometry(op: &'static str, x: &[usize], w: &[usize], bias: Option<
     }
     let stride = expand_param(op, "stride", &a.stride, d)?;
     let dilation = expand_param(op, "dilation", &a.dilation, d)?;
-    let (stride, dilation) = (&stride[..d], &dilation[..d]);
     if stride.iter().any(|&s| s <= 0) {
         return Err(KernelError::new(op, format!("stride must be positive, got {stride:?}")));
     }
@@ -138,35 +135,27 @@ pub(crate) fn geometry(op: &'static str, x: &[usize], w: &[usize], bias: Option<
     {
         return Err(KernelError::new(op, format!("bias of shape {b:?} does not match {cout} output channels")));
     }
-    let (mut lo, mut hi) = ([0usize; 3], [0usize; 3]);
-    match &a.padding {
-        Padding::Valid => {}
+    type Dims = SmallVec<[usize; 3]>;
+    let (lo, hi): (Dims, Dims) = match &a.padding {
+        Padding::Valid => (smallvec![0; d], smallvec![0; d]),
         Padding::Explicit(p) => {
             let p = expand_param(op, "padding", p, d)?;
-            let p = &p[..d];
             if p.iter().any(|&v| v < 0) {
                 return Err(KernelError::new(op, format!("padding must be non-negative, got {p:?}")));
             }
-            for i in 0..d {
-                (lo[i], hi[i]) = (p[i] as usize, p[i] as usize);
-            }
+            (p.iter().map(|&v| v as usize).collect(), p.iter().map(|&v| v as usize).collect())
         }
         Padding::Same => {
             if stride.iter().any(|&s| s != 1) {
                 return Err(KernelError::new(op, "padding='same' is not supported for strided convolutions"));
             }
-            for i in 0..d {
-                let total = dilation[i] as usize * kernel[i].saturating_sub(1);
-                (lo[i], hi[i]) = (total / 2, total - total / 2);
-            }
+            let total: Dims = (0..d).map(|i| dilation[i] as usize * kernel[i].saturating_sub(1)).collect();
+            (total.iter().map(|t| t / 2).collect(), total.iter().map(|t| t - t / 2).collect())
         }
-    }
-    let (lo, hi) = (&lo[..d], &hi[..d]);
-    let mut out = [0usize; 3];
-    let out = &mut out[..d];
+    };
+    let mut out: Dims = smallvec![0; d];
     if a.transposed {
         let op_pad = expand_param(op, "output_padding", &a.output_padding, d)?;
-        let op_pad = &op_pad[..d];
         for i in 0..d {
             let (s, dl) = (stride[i] as usize, dilation[i] as usize);
             let opd =
@@ -206,13 +195,6 @@ pub(crate) fn geometry(op: &'static str, x: &[usize], w: &[usize], bias: Option<
         r[3 - v.len()..].copy_from_slice(v);
         r
     };
-    let as_usize = |v: &[i64]| -> [usize; 3] {
-        let mut r = [1usize; 3];
-        for (r, &x) in r[3 - v.len()..].iter_mut().zip(v) {
-            *r = x as usize;
-        }
-        r
-    };
     let geo = Geometry {
         n,
         cin,
@@ -220,10 +202,10 @@ pub(crate) fn geometry(op: &'static str, x: &[usize], w: &[usize], bias: Option<
         groups,
         input: pad3(&x[2..], 1),
         kernel: pad3(&kernel, 1),
-        output: pad3(out, 1),
-        stride: as_usize(stride),
-        pad_lo: pad3(lo, 0),
-        dilation: as_usize(dilation),
+        output: pad3(&out, 1),
+        stride: pad3(&stride.iter().map(|&v| v as usize).collect::<Dims>(), 1),
+        pad_lo: pad3(&lo, 0),
+        dilation: pad3(&dilation.iter().map(|&v| v as usize).collect::<Dims>(), 1),
         transposed: a.transposed,
     };
     Ok(geo)
