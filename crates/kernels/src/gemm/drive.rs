@@ -501,9 +501,11 @@ impl Walk<'_> {
         let mut p = (has_post && pc + kb == raw.k).then(|| post.tile(t.c, ldc, i0, j0, cols));
         // A whole tile applies a short activation without an addend in registers as it
         // stores its results: read back as post-ops, the just-stored tile cost a ReLU after
-        // a small-`k` convolution (AVX2, Zen 3) about a quarter of the product's time.
+        // a small-`k` convolution (AVX2, Zen 3) about a quarter of the product's time. The
+        // AVX-512 tiles do so for a partial panel too (their masked stores are cheap; with
+        // AVX2 a partial tile stores through a slower path without it).
         if let Some(q) = &p
-            && cols == nr
+            && (cols == nr || isa == Isa::Avx512)
             && q.addend.is_null()
             && in_register(q.act)
         {

@@ -178,6 +178,18 @@ unsafe fn tile_avx512_block<const R: usize, const MASKED: bool, const PACKED: bo
         let beta = _mm512_set1_ps(t.beta);
         let bscale = _mm512_set1_ps(t.bias_scale);
         let finish = t.act != Activation::None || t.half != HalfRounding::NONE;
+        if t.half == HalfRounding::NONE && matches!(t.act, Activation::None | Activation::Relu) && (!t.first || t.beta == 0.0) {
+            macro_rules! fast {
+                ($($first:literal $relu:literal $whole:literal)*) => {
+                    match (t.first, t.act == Activation::Relu, t.cols == 16 * V) {
+                        $(($first, $relu, $whole) => store_sums::<R, V, $first, $relu, $whole>(t, &sums, [m0, m1]),)*
+                    }
+                };
+            }
+            fast!(true true true true true false true false true true false false
+                  false true true false true false false false true false false false);
+            return;
+        }
         for (i, row) in sums.iter().enumerate() {
             let crow = t.c.add(i * t.ldc);
             for (h, &mask) in [m0, m1].iter().enumerate().take(V) {
@@ -205,6 +217,60 @@ unsafe fn tile_avx512_block<const R: usize, const MASKED: bool, const PACKED: bo
                     v = finish16(v, t.act, t.half);
                 }
                 _mm512_mask_storeu_ps(dst, mask, v);
+            }
+        }
+    }
+}
+
+/// The epilogue of [`tile_avx512_block`] for its common cases, without a branch a vector:
+/// no `f16` rounding, no activation or a ReLU, on the first block of `k` without `beta` (a bias
+/// added, or `-0.0` in its place, which leaves every value's bits as they are) or on a later
+/// one (added to `C`); `WHOLE` tiles store every vector plainly. The general path's operations
+/// in its order, so its bits; a stem's tiles (`k` of 27) had spent as long in that path's
+/// tests and jumps as in their multiply-adds.
+///
+/// # Safety
+/// As [`tile_avx512_block`]: `sums` are the tile's sums, `masks` its columns' masks.
+#[inline(always)]
+unsafe fn store_sums<const R: usize, const V: usize, const FIRST: bool, const RELU: bool, const WHOLE: bool>(
+    t: &Tile,
+    sums: &[[__m512; 2]; R],
+    masks: [__mmask16; 2],
+) {
+    // SAFETY: the tile's rows of `C`, its bias' elements and its columns' lanes are in bounds
+    // (caller's contract); masked-off lanes are neither read nor written.
+    unsafe {
+        let alpha = _mm512_set1_ps(t.alpha);
+        let bscale = _mm512_set1_ps(t.bias_scale);
+        let none = _mm512_set1_ps(-0.0);
+        let bias_col: [__m512; 2] = std::array::from_fn(|h| {
+            if FIRST && h < V && !t.bias_col.is_null() {
+                _mm512_mul_ps(bscale, _mm512_maskz_loadu_ps(masks[h], t.bias_col.add(16 * h)))
+            } else {
+                none
+            }
+        });
+        for i in 0..R {
+            let crow = t.c.add(i * t.ldc);
+            let bias_row = if FIRST && !t.bias_row.is_null() { _mm512_mul_ps(bscale, _mm512_set1_ps(*t.bias_row.add(i))) } else { none };
+            for h in 0..V {
+                let dst = crow.add(16 * h);
+                let mut v = _mm512_mul_ps(sums[i][h], alpha);
+                if FIRST {
+                    v = _mm512_add_ps(_mm512_add_ps(v, bias_col[h]), bias_row);
+                } else if WHOLE {
+                    v = _mm512_add_ps(_mm512_loadu_ps(dst), v);
+                } else {
+                    v = _mm512_add_ps(_mm512_maskz_loadu_ps(masks[h], dst), v);
+                }
+                if RELU {
+                    v = act16(v, Activation::Relu);
+                }
+                if WHOLE {
+                    _mm512_storeu_ps(dst, v);
+                } else if masks[h] != 0 {
+                    _mm512_mask_storeu_ps(dst, masks[h], v);
+                }
             }
         }
     }
