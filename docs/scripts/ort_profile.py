@@ -49,7 +49,7 @@ def main():
     for k, v in sorted(by_type.items(), key=lambda x: -x[1]):
         print(f"  {k:24s} {v / runs:9.1f} us {100 * v / total:5.1f} %")
     print("slowest nodes:")
-    for k, v in sorted(by_node.items(), key=lambda x: -x[1])[:15]:
+    for k, v in sorted(by_node.items(), key=lambda x: -x[1])[: int(os.environ.get("ORT_NODES", "15"))]:
         print(f"  {k:48s} {v / runs:9.1f} us")
 
 

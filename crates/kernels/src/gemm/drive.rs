@@ -199,17 +199,25 @@ pub(crate) const PARALLEL_MIN_FMAS: usize = 1 << 21;
 pub(crate) const IN_PLACE_PARALLEL_MIN_FMAS: usize = 1 << 18;
 
 impl Raw {
-    /// Depth of the blocks of `k`: `k` split as evenly as possible into blocks of at most
-    /// [`KC`]. A short last block would cost a pass over `C` for little work, and over rows
+    /// Depth of the blocks of `k`: one block up to [`KC_ONE_BLOCK`], past that `k` split as
+    /// evenly as possible into blocks of at most [`KC`]. A short last block would cost a pass over `C` for little work, and over rows
     /// of `B` at their own offsets (read unaligned, a line more a step than a packed panel's)
     /// two blocks of [`KC`] touched the whole L1 each (48 KiB a core on the AVX-512 Xeon with
     /// 32-wide rows): `gemm_shapes` on the Xeon (AVX-512, best of one run each), a 3×3
     /// convolution of 64 × 64 channels at 56 × 56 (`k` 576) ran at 49 % of the FMA peak in
     /// blocks of 256, 256 and 64, at 73–75 % in three of 192 (68 → 75 % on the AVX2 path).
     pub(crate) fn kc(&self) -> usize {
-        block_rows(self.k, KC)
+        if self.k <= KC_ONE_BLOCK { self.k } else { block_rows(self.k, KC) }
     }
 }
+
+/// Deepest `k` a product runs as one block, past [`KC`]: a second block would add to `C`
+/// again for little work. 32 channels' 3 × 3 taps (288) had run as two blocks of 144; over
+/// rows of `B` read in place (ResNet's 32 × 32 at 64 × 64, `gemm_shapes`, Zen 5, AVX-512)
+/// 86 → 91 % of the FMA peak, as a packed slice (SqueezeNet's 128 × 288 expansion at
+/// 27 × 27) 88 → 94 % (best of a run). Every product blocks `k` this way, so the paths that
+/// compute one convolution keep giving the same bits.
+const KC_ONE_BLOCK: usize = 320;
 
 // SAFETY: `Raw` only reads through its pointers, and the operands are not written while a
 // product runs.
@@ -262,7 +270,7 @@ pub(crate) unsafe fn drive_panels(
     // a packed panel first (see [`PACK_SLICE_MIN_BLOCKS`]); the copy is the tiles' `B`.
     let mut scratch = if raw.b_tail_masked && raw.b_rows.is_null() && blocks >= PACK_SLICE_MIN_BLOCKS {
         let mut buf = SLICE_SCRATCH.take();
-        let start = aligned_start(&mut buf, KC.min(raw.k) * nr);
+        let start = aligned_start(&mut buf, kc * nr);
         Some((buf, start))
     } else {
         None

@@ -19,8 +19,8 @@
 //!   so the broadcasts read consecutive elements; `B` (the im2col matrix or the input itself) is
 //!   read in place, its last partial panel with masked loads.
 //!
-//! Tiles are computed panel by panel of `B` and, within a panel, over `k` in blocks of at most
-//! [`KC`], as even as possible (the `KC × NR` slice of `B` stays in L1 while every row block
+//! Tiles are computed panel by panel of `B` and, within a panel, over `k` in one block up to
+//! 320 deep or in blocks of at most [`KC`], as even as possible (the `KC × NR` slice of `B` stays in L1 while every row block
 //! of `A` passes over it, and a packed `B` is read front to back in one stream); the first
 //! block applies the epilogue
 //! (`alpha`, the bias of `addmm`/`linear`/convolution, `beta·C`), later blocks add to `C`.
